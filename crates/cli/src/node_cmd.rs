@@ -1,0 +1,190 @@
+//! `stratum-bench node`: the simulated network behind bitcoind's RPC and ZMQ.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use node::config::humantime_serde_compat::parse_duration;
+use node::{
+    Difficulty, MempoolConfig, MempoolPreset, NodeConfig, NodeHandle, NodeOptions, RpcAuth,
+};
+use probe::Recorder;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct NodeArgs {
+    /// Address for JSON-RPC. Keep it on loopback unless other hosts must reach it.
+    #[arg(long, default_value = "127.0.0.1:18443")]
+    rpc_bind: SocketAddr,
+    /// RPC user name (with --rpc-password). Without both, a cookie file is used.
+    #[arg(long, requires = "rpc_password")]
+    rpc_user: Option<String>,
+    /// RPC password (with --rpc-user).
+    #[arg(long, requires = "rpc_user")]
+    rpc_password: Option<String>,
+    /// Cookie file to write (`__cookie__:<random>`), as bitcoind does; pools configured
+    /// with a cookie path read it. Default: DATADIR/regtest/.cookie.
+    #[arg(long, conflicts_with = "rpc_user")]
+    rpc_cookie: Option<PathBuf>,
+    /// Directory for the cookie file (and later the IPC socket).
+    #[arg(long, default_value = "/tmp/stratum-bench-node")]
+    datadir: PathBuf,
+    /// ZMQ publisher endpoint for `hashblock` and `rawblock`.
+    #[arg(long, default_value = "tcp://127.0.0.1:28332")]
+    zmq_bind: String,
+    /// Publish no ZMQ notifications.
+    #[arg(long)]
+    no_zmq: bool,
+    /// Mean time between blocks of the whole network (for example 600s, 30s, 2m).
+    #[arg(long, default_value = "600s", value_parser = parse_duration)]
+    block_interval: Duration,
+    /// Share of the network hashrate held by the miners under test (0 to 1). The rest of
+    /// the network finds blocks at (1 - share) / block-interval.
+    #[arg(long, default_value_t = 0.0)]
+    hashrate_share: f64,
+    /// Block difficulty: `regtest` (about every second hash is a block) or a number,
+    /// where 1 is the classic `1d00ffff` target.
+    #[arg(long, default_value = "regtest", conflicts_with = "miner_hashrate")]
+    difficulty: String,
+    /// Instead of --difficulty: the hashes per second of the miners under test; the
+    /// target is set so they find blocks at hashrate-share / block-interval.
+    #[arg(long, requires = "hashrate_share")]
+    miner_hashrate: Option<f64>,
+    /// Network block arrival times after start, comma separated (for example
+    /// `5s,12s,40s`), instead of random arrivals.
+    #[arg(long, value_delimiter = ',', value_parser = parse_duration)]
+    arrivals: Option<Vec<Duration>>,
+    /// Seed of every random draw: the same seed gives the same chain and mempool.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Mempool preset: mainnet (5 tx/s, a few sat/vB, 6,000 txs at start), testnet
+    /// (sparse, 1 sat/vB) or empty.
+    #[arg(long, default_value = "mainnet", value_parser = MempoolPreset::parse)]
+    preset: MempoolPreset,
+    /// Transactions per second arriving in the mempool (overrides the preset).
+    #[arg(long)]
+    tx_rate: Option<f64>,
+    /// Transactions in the mempool at start (overrides the preset).
+    #[arg(long)]
+    initial_txs: Option<usize>,
+    /// Height of the first block (subsidy follows mainnet's halving schedule).
+    #[arg(long, default_value_t = 880_000)]
+    start_height: u32,
+    /// A cached template is rebuilt once the mempool changed and this long has passed.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    template_refresh: Duration,
+    /// Append timestamped events (tips, templates, submissions) to this JSON-lines file.
+    #[arg(long)]
+    events: Option<PathBuf>,
+    /// Stop after this long (default: until Ctrl-C or the `stop` RPC).
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<Duration>,
+}
+
+impl NodeArgs {
+    fn config(&self) -> Result<NodeConfig> {
+        let difficulty = match (self.miner_hashrate, self.difficulty.as_str()) {
+            (Some(hps), _) => Difficulty::MinerHashrate(hps),
+            (None, "regtest") => Difficulty::RegtestEasy,
+            (None, d) => Difficulty::Fixed(d.parse().with_context(|| {
+                format!("--difficulty: {d:?} is neither `regtest` nor a number")
+            })?),
+        };
+        let mut mempool = MempoolConfig::preset(self.preset);
+        if let Some(rate) = self.tx_rate {
+            mempool.tx_rate = rate;
+        }
+        if let Some(n) = self.initial_txs {
+            mempool.initial_txs = n;
+        }
+        let config = NodeConfig {
+            seed: self.seed,
+            block_interval: self.block_interval,
+            hashrate_share: self.hashrate_share,
+            scripted_arrivals: self.arrivals.clone(),
+            difficulty,
+            start_height: self.start_height,
+            time_base: None,
+            mempool,
+            template_refresh: self.template_refresh,
+        };
+        if let Err(e) = config.validate() {
+            bail!("{e}");
+        }
+        Ok(config)
+    }
+}
+
+pub async fn run(args: NodeArgs) -> Result<()> {
+    let config = args.config()?;
+    if !args.rpc_bind.ip().is_loopback() {
+        tracing::warn!(bind = %args.rpc_bind, "RPC listens beyond loopback: anyone who can reach it and knows the credentials can use it");
+    }
+    let auth = match (&args.rpc_user, &args.rpc_password) {
+        (Some(user), Some(password)) => RpcAuth::UserPassword {
+            user: user.clone(),
+            password: password.clone(),
+        },
+        _ => RpcAuth::Cookie {
+            path: args
+                .rpc_cookie
+                .clone()
+                .unwrap_or_else(|| args.datadir.join("regtest").join(".cookie")),
+        },
+    };
+    let recorder = match &args.events {
+        Some(path) => Recorder::to_file(path, "node")?,
+        None => Recorder::disabled(),
+    };
+    let node = NodeHandle::start(NodeOptions {
+        config,
+        rpc_bind: args.rpc_bind,
+        auth,
+        zmq_bind: (!args.no_zmq).then(|| args.zmq_bind.clone()),
+        recorder: recorder.clone(),
+        value_sample_interval: Duration::from_secs(1),
+    })
+    .await?;
+    {
+        let state = node.state();
+        let template_value = state.network_template_value().0;
+        println!(
+            "node ready: RPC http://{} ({}), ZMQ {}, chain regtest at height {}, {} txs in mempool, best template {:.8} BTC",
+            node.rpc_addr,
+            match &node.cookie_path {
+                Some(p) => format!("cookie {}", p.display()),
+                None => "user/password".into(),
+            },
+            node.zmq_endpoint.as_deref().unwrap_or("off"),
+            state.chain().height(),
+            state.mempool().len(),
+            template_value as f64 / 1e8,
+        );
+    }
+    let start_height = node.state().chain().height();
+    let deadline = async {
+        match args.duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = deadline => {}
+        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted"),
+        _ = node.stopped() => tracing::info!("stop requested over RPC"),
+    }
+    {
+        let state = node.state();
+        let (value, fees) = state.network_template_value();
+        println!(
+            "node stopping: height {} ({} blocks), {} txs in mempool, best template {:.8} BTC ({} sats of fees)",
+            state.chain().height(),
+            state.chain().height() - start_height,
+            state.mempool().len(),
+            value as f64 / 1e8,
+            fees,
+        );
+    }
+    node.shutdown().await?;
+    recorder.close()
+}

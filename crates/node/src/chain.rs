@@ -1,0 +1,191 @@
+//! The best chain as this node knows it, plus the side blocks it has seen.
+
+use bitcoin::block::{Header, Version};
+use bitcoin::hashes::Hash;
+use bitcoin::{Block, BlockHash, CompactTarget, Target, TxMerkleNode};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// Blocks between subsidy halvings (mainnet's schedule, so template values look real).
+pub const HALVING_INTERVAL: u32 = 210_000;
+
+pub fn subsidy(height: u32) -> u64 {
+    let halvings = height / HALVING_INTERVAL;
+    if halvings >= 64 {
+        0
+    } else {
+        (50 * 100_000_000u64) >> halvings
+    }
+}
+
+/// A block the node has accepted.
+#[derive(Debug)]
+pub struct ChainBlock {
+    pub block: Block,
+    pub hash: BlockHash,
+    pub height: u32,
+    /// Total fees paid by the block's transactions.
+    pub fees: u64,
+    /// Median of the previous 11 header times, including this block's (bitcoind's
+    /// `mediantime` for this block).
+    pub median_time: u32,
+    pub chainwork: [u8; 32],
+}
+
+pub struct Chain {
+    blocks: HashMap<BlockHash, Arc<ChainBlock>>,
+    /// Best chain, from the base block up.
+    active: Vec<BlockHash>,
+    base_height: u32,
+    /// Blocks that failed validation, so a resubmission gets `duplicate-invalid`.
+    invalid: HashSet<BlockHash>,
+}
+
+impl Chain {
+    /// A chain whose first known block is `base` at `base_height`.
+    pub fn new(base: Block, base_height: u32) -> Self {
+        let hash = base.block_hash();
+        let time = base.header.time;
+        let work = base.header.work();
+        let entry = ChainBlock {
+            block: base,
+            hash,
+            height: base_height,
+            fees: 0,
+            median_time: time,
+            chainwork: work.to_be_bytes(),
+        };
+        Chain {
+            blocks: HashMap::from([(hash, Arc::new(entry))]),
+            active: vec![hash],
+            base_height,
+            invalid: HashSet::new(),
+        }
+    }
+
+    pub fn tip(&self) -> &Arc<ChainBlock> {
+        &self.blocks[self.active.last().expect("chain has a base block")]
+    }
+
+    pub fn height(&self) -> u32 {
+        self.tip().height
+    }
+
+    pub fn get(&self, hash: &BlockHash) -> Option<&Arc<ChainBlock>> {
+        self.blocks.get(hash)
+    }
+
+    pub fn at_height(&self, height: u32) -> Option<&Arc<ChainBlock>> {
+        let index = height.checked_sub(self.base_height)? as usize;
+        self.active.get(index).map(|h| &self.blocks[h])
+    }
+
+    pub fn is_active(&self, hash: &BlockHash) -> bool {
+        self.get(hash)
+            .and_then(|b| self.at_height(b.height))
+            .is_some_and(|b| b.hash == *hash)
+    }
+
+    pub fn base_height(&self) -> u32 {
+        self.base_height
+    }
+
+    /// Median time past for a block built on the tip.
+    pub fn median_time_past(&self) -> u32 {
+        self.tip().median_time
+    }
+
+    /// Links `block` (already validated) on top of its parent. It becomes the tip when its
+    /// parent is the tip; otherwise it is kept as a side block. Returns the entry.
+    pub fn connect(&mut self, block: Block, fees: u64) -> Arc<ChainBlock> {
+        let parent = self.blocks[&block.header.prev_blockhash].clone();
+        let hash = block.block_hash();
+        let mut times: Vec<u32> = self.recent_times(&parent, 10);
+        times.push(block.header.time);
+        times.sort_unstable();
+        let work = bitcoin::pow::Work::from_be_bytes(parent.chainwork) + block.header.work();
+        let entry = Arc::new(ChainBlock {
+            block,
+            hash,
+            height: parent.height + 1,
+            fees,
+            median_time: times[times.len() / 2],
+            chainwork: work.to_be_bytes(),
+        });
+        self.blocks.insert(hash, entry.clone());
+        if parent.hash == *self.active.last().expect("base") {
+            self.active.push(hash);
+        }
+        entry
+    }
+
+    /// Header times of `from` and up to `n - 1` of its ancestors.
+    fn recent_times(&self, from: &ChainBlock, n: usize) -> Vec<u32> {
+        let mut times = Vec::with_capacity(n);
+        let mut cursor = Some(from);
+        while let Some(b) = cursor {
+            if times.len() == n {
+                break;
+            }
+            times.push(b.block.header.time);
+            cursor = self
+                .blocks
+                .get(&b.block.header.prev_blockhash)
+                .map(|a| a.as_ref());
+        }
+        times
+    }
+
+    pub fn mark_invalid(&mut self, hash: BlockHash) {
+        self.invalid.insert(hash);
+    }
+
+    pub fn is_invalid(&self, hash: &BlockHash) -> bool {
+        self.invalid.contains(hash)
+    }
+
+    /// How many blocks of the best chain are at or above `hash` (bitcoind's
+    /// `confirmations`; -1 for a side block).
+    pub fn confirmations(&self, hash: &BlockHash) -> i64 {
+        match self.get(hash) {
+            Some(b) if self.is_active(hash) => i64::from(self.height() - b.height) + 1,
+            _ => -1,
+        }
+    }
+}
+
+/// The deterministic base block the simulated chain starts from.
+pub fn base_block(bits: CompactTarget, time: u32, seed: u64) -> Block {
+    let coinbase = crate::template::network_coinbase(0, &seed.to_le_bytes(), 0, None);
+    let merkle_root = TxMerkleNode::from_raw_hash(coinbase.compute_txid().to_raw_hash());
+    Block {
+        header: Header {
+            version: Version::from_consensus(0x2000_0000),
+            prev_blockhash: BlockHash::all_zeros(),
+            merkle_root,
+            time,
+            bits,
+            nonce: 0,
+        },
+        txdata: vec![coinbase],
+    }
+}
+
+/// The target `bits` stand for.
+pub fn target_of(bits: CompactTarget) -> Target {
+    Target::from_compact(bits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subsidy_halves() {
+        assert_eq!(subsidy(0), 5_000_000_000);
+        assert_eq!(subsidy(209_999), 5_000_000_000);
+        assert_eq!(subsidy(210_000), 2_500_000_000);
+        assert_eq!(subsidy(840_000), 312_500_000);
+        assert_eq!(subsidy(64 * 210_000), 0);
+    }
+}

@@ -1,0 +1,357 @@
+//! What a scenario can say about the simulated network.
+
+use bitcoin::CompactTarget;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The whole simulated network, as seen by one node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeConfig {
+    /// Seeds every random draw: the same seed gives the same chain and mempool.
+    pub seed: u64,
+    /// Mean time between blocks of the whole network (ours plus the rest).
+    #[serde(with = "humantime_serde_compat")]
+    pub block_interval: Duration,
+    /// Share of the network hashrate held by the miners under test, in `[0, 1]`. The rest
+    /// of the network finds blocks at `(1 - share) / block_interval`.
+    pub hashrate_share: f64,
+    /// Network block arrival times after start, replacing the Poisson process (for tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripted_arrivals: Option<Vec<Duration>>,
+    /// The block target.
+    pub difficulty: Difficulty,
+    /// Height of the chain's base block (the first block this node knows).
+    pub start_height: u32,
+    /// UNIX time of the start; header times are `time_base` plus elapsed time. `None`
+    /// means "now", which is what a live node wants; tests fix it for determinism.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_base: Option<u32>,
+    pub mempool: MempoolConfig,
+    /// A cached template is served until the tip changes, or the mempool changed and this
+    /// long has passed since it was built (bitcoind rebuilds after 5 s).
+    #[serde(with = "humantime_serde_compat")]
+    pub template_refresh: Duration,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig {
+            seed: 1,
+            block_interval: Duration::from_secs(600),
+            hashrate_share: 0.0,
+            scripted_arrivals: None,
+            difficulty: Difficulty::RegtestEasy,
+            start_height: 880_000,
+            time_base: None,
+            mempool: MempoolConfig::preset(MempoolPreset::Mainnet),
+            template_refresh: Duration::from_secs(5),
+        }
+    }
+}
+
+/// How hard a block is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Difficulty {
+    /// Bitcoin Core's regtest target (`207fffff`): about every second hash is a block.
+    RegtestEasy,
+    /// A Bitcoin difficulty (1.0 is the `1d00ffff` target); fractions go down to regtest.
+    Fixed(f64),
+    /// Calibrated so that miners under test hashing at this many hashes per second find
+    /// blocks at `hashrate_share / block_interval`.
+    MinerHashrate(f64),
+}
+
+impl NodeConfig {
+    /// The compact target every block must carry.
+    pub fn bits(&self) -> CompactTarget {
+        match self.difficulty {
+            Difficulty::RegtestEasy => CompactTarget::from_consensus(REGTEST_BITS),
+            Difficulty::Fixed(d) => compact_from_difficulty(d),
+            Difficulty::MinerHashrate(hps) => {
+                let share = self.hashrate_share.max(1e-9);
+                let hashes_per_block = hps * self.block_interval.as_secs_f64() / share;
+                compact_from_difficulty(hashes_per_block / 2f64.powi(32))
+            }
+        }
+    }
+
+    /// Checks ranges; the message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.hashrate_share) {
+            return Err(format!(
+                "network.hashrate_share: {} is not a share between 0 and 1",
+                self.hashrate_share
+            ));
+        }
+        if self.block_interval.is_zero() {
+            return Err("network.block_interval: must be longer than zero".into());
+        }
+        match self.difficulty {
+            Difficulty::Fixed(d) if !(d.is_finite() && d > 0.0) => {
+                return Err(format!("network.difficulty: {d} is not a positive number"))
+            }
+            Difficulty::MinerHashrate(h) if !(h.is_finite() && h > 0.0) => {
+                return Err(format!(
+                    "network.miner_hashrate: {h} is not a positive rate"
+                ))
+            }
+            Difficulty::MinerHashrate(_) if self.hashrate_share == 0.0 => {
+                return Err("network.miner_hashrate: needs a hashrate_share above 0".into())
+            }
+            _ => {}
+        }
+        self.mempool.validate()
+    }
+}
+
+/// Bitcoin Core's regtest proof-of-work limit.
+pub const REGTEST_BITS: u32 = 0x207f_ffff;
+
+/// Encodes `difficulty` (relative to the `1d00ffff` target) as compact bits, clamped to
+/// the regtest limit at the easy end.
+pub fn compact_from_difficulty(difficulty: f64) -> CompactTarget {
+    // target = 0xffff * 2^208 / difficulty, as mantissa * 256^(exponent - 3).
+    let target = 65535.0 / difficulty * 2f64.powi(208);
+    let limit = f64::from(0x7f_ffffu32) * 2f64.powi(8 * (0x20 - 3));
+    if !(target < limit) {
+        return CompactTarget::from_consensus(REGTEST_BITS);
+    }
+    let mut exponent = 3i32;
+    let mut mantissa = target;
+    while mantissa >= f64::from(0x80_0000u32) {
+        mantissa /= 256.0;
+        exponent += 1;
+    }
+    while mantissa < f64::from(0x8000u32) && exponent > 3 {
+        mantissa *= 256.0;
+        exponent -= 1;
+    }
+    let mantissa = (mantissa as u32).clamp(1, 0x7f_ffff);
+    CompactTarget::from_consensus(((exponent as u32) << 24) | mantissa)
+}
+
+/// Transactions arriving in the mempool.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MempoolConfig {
+    pub preset: MempoolPreset,
+    /// Mean arrivals per second (a Poisson process).
+    pub tx_rate: f64,
+    /// Fee rate in sat/vB: log-normal with this median and log-space sigma, at least 1.
+    pub feerate_median: f64,
+    pub feerate_sigma: f64,
+    /// Virtual size in vB: log-normal with this median and log-space sigma.
+    pub vsize_median: f64,
+    pub vsize_sigma: f64,
+    /// Share of transactions that are legacy (no witness); the rest spend P2WPKH.
+    pub legacy_share: f64,
+    /// Transactions in the mempool at start.
+    pub initial_txs: usize,
+    /// Beyond this count the lowest fee rates are evicted, as bitcoind's size limit does.
+    pub max_txs: usize,
+}
+
+/// Named starting points for [`MempoolConfig`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MempoolPreset {
+    /// Busy mainnet: several transactions a second, fees of a few sat/vB with a long tail.
+    Mainnet,
+    /// testnet4-like: few transactions, almost all at the 1 sat/vB floor.
+    Testnet,
+    /// No transactions: templates carry only the coinbase and the marker.
+    Empty,
+}
+
+impl MempoolPreset {
+    pub const NAMES: &'static str = "mainnet, testnet, empty";
+
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name {
+            "mainnet" => Ok(Self::Mainnet),
+            "testnet" => Ok(Self::Testnet),
+            "empty" => Ok(Self::Empty),
+            other => Err(format!(
+                "unknown mempool preset {other:?} (one of {})",
+                Self::NAMES
+            )),
+        }
+    }
+}
+
+impl MempoolConfig {
+    pub fn preset(preset: MempoolPreset) -> Self {
+        match preset {
+            MempoolPreset::Mainnet => MempoolConfig {
+                preset,
+                tx_rate: 5.0,
+                feerate_median: 4.0,
+                feerate_sigma: 1.1,
+                vsize_median: 180.0,
+                vsize_sigma: 0.6,
+                legacy_share: 0.1,
+                initial_txs: 6000,
+                max_txs: 100_000,
+            },
+            MempoolPreset::Testnet => MempoolConfig {
+                preset,
+                tx_rate: 0.3,
+                feerate_median: 1.0,
+                feerate_sigma: 0.3,
+                vsize_median: 160.0,
+                vsize_sigma: 0.5,
+                legacy_share: 0.2,
+                initial_txs: 50,
+                max_txs: 100_000,
+            },
+            MempoolPreset::Empty => MempoolConfig {
+                preset,
+                tx_rate: 0.0,
+                feerate_median: 1.0,
+                feerate_sigma: 0.0,
+                vsize_median: 150.0,
+                vsize_sigma: 0.0,
+                legacy_share: 0.0,
+                initial_txs: 0,
+                max_txs: 100_000,
+            },
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let checks: [(&str, f64, bool); 6] = [
+            ("tx_rate", self.tx_rate, self.tx_rate >= 0.0),
+            (
+                "feerate_median",
+                self.feerate_median,
+                self.feerate_median > 0.0,
+            ),
+            (
+                "feerate_sigma",
+                self.feerate_sigma,
+                self.feerate_sigma >= 0.0,
+            ),
+            ("vsize_median", self.vsize_median, self.vsize_median >= 60.0),
+            ("vsize_sigma", self.vsize_sigma, self.vsize_sigma >= 0.0),
+            (
+                "legacy_share",
+                self.legacy_share,
+                (0.0..=1.0).contains(&self.legacy_share),
+            ),
+        ];
+        for (field, value, ok) in checks {
+            if !ok || !value.is_finite() {
+                return Err(format!("network.mempool.{field}: {value} is out of range"));
+            }
+        }
+        if self.max_txs == 0 {
+            return Err("network.mempool.max_txs: must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Durations in config files are written as `"5s"`, `"10m"`, `"250ms"`.
+pub mod humantime_serde_compat {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}ms", d.as_millis()))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+
+    /// Parses `"5s"`, `"1m30s"`, `"250ms"`; a bare number is seconds.
+    pub fn parse_duration(text: &str) -> Result<Duration, String> {
+        let text = text.trim();
+        if let Ok(secs) = text.parse::<f64>() {
+            if secs >= 0.0 && secs.is_finite() {
+                return Ok(Duration::from_secs_f64(secs));
+            }
+        }
+        parse_units(text)
+            .ok_or_else(|| format!("{text:?} is not a duration (examples: 5s, 250ms, 10m, 1h)"))
+    }
+
+    fn parse_units(text: &str) -> Option<Duration> {
+        let mut total = Duration::ZERO;
+        let mut rest = text;
+        if rest.is_empty() {
+            return None;
+        }
+        while !rest.is_empty() {
+            let digits = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(rest.len());
+            let value: f64 = rest[..digits].parse().ok()?;
+            rest = &rest[digits..];
+            let unit_len = rest
+                .find(|c: char| c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            let secs = match rest[..unit_len].trim() {
+                "ms" => value / 1000.0,
+                "s" | "sec" => value,
+                "m" | "min" => value * 60.0,
+                "h" => value * 3600.0,
+                _ => return None,
+            };
+            total += Duration::from_secs_f64(secs);
+            rest = &rest[unit_len..];
+        }
+        Some(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bitcoin::Target;
+
+    #[test]
+    fn difficulty_one_is_the_classic_target() {
+        assert_eq!(compact_from_difficulty(1.0).to_consensus(), 0x1d00_ffff);
+    }
+
+    #[test]
+    fn difficulty_round_trips_within_encoding_precision() {
+        for d in [1e-6, 0.001, 0.5, 3.0, 1234.5, 1e12] {
+            let got = Target::from_compact(compact_from_difficulty(d)).difficulty_float();
+            assert!(
+                (got / d - 1.0).abs() < 1e-3,
+                "difficulty {d} came back as {got}"
+            );
+        }
+    }
+
+    #[test]
+    fn tiny_difficulty_clamps_to_regtest() {
+        assert_eq!(compact_from_difficulty(1e-30).to_consensus(), REGTEST_BITS);
+    }
+
+    #[test]
+    fn durations_parse() {
+        use humantime_serde_compat::parse_duration;
+        assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let mut c = NodeConfig {
+            hashrate_share: 1.5,
+            ..NodeConfig::default()
+        };
+        assert!(c.validate().unwrap_err().contains("hashrate_share"));
+        c.hashrate_share = 0.5;
+        c.mempool.legacy_share = -1.0;
+        assert!(c.validate().unwrap_err().contains("legacy_share"));
+    }
+}

@@ -1,0 +1,24 @@
+//! The simulated Bitcoin network node.
+//!
+//! A deterministic (for a seed) model of a Bitcoin network as one node sees it: a chain
+//! that "the rest of the network" extends at Poisson-distributed times, a mempool fed by
+//! generated real transactions, fee-rate block assembly with a marker transaction that
+//! identifies every template, and bitcoind-grade block validation. [`NodeState`] is the
+//! pure model, driven by virtual time (what the tests use); [`service`] runs it in real
+//! time behind bitcoind-compatible JSON-RPC and ZMQ faces.
+
+pub mod chain;
+pub mod config;
+pub mod mempool;
+pub mod rpc;
+pub mod service;
+pub mod state;
+pub mod template;
+pub mod txgen;
+pub mod validate;
+pub mod zmq;
+
+pub use config::{Difficulty, MempoolConfig, MempoolPreset, NodeConfig};
+pub use service::{NodeHandle, NodeOptions, RpcAuth};
+pub use state::NodeState;
+pub use template::Template;

@@ -1,0 +1,599 @@
+//! The RPC methods SV1 pools call, with bitcoind's result shapes.
+
+use super::params::{Params, Signature};
+use super::{
+    Reply, RpcError, RPC_DESERIALIZATION_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_INVALID_PARAMETER,
+    RPC_METHOD_NOT_FOUND,
+};
+use crate::chain::ChainBlock;
+use crate::service::Shared;
+use crate::state::Submission;
+use bitcoin::{Address, Block, BlockHash, Network, Script, Transaction};
+use serde_json::{json, Value};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The simulated network answers as bitcoind on regtest.
+pub const CHAIN: &str = "regtest";
+const NETWORK: Network = Network::Regtest;
+/// How long a longpoll waits before a mempool change alone releases it (bitcoind: 1 min).
+const LONGPOLL_MEMPOOL_WAIT: Duration = Duration::from_secs(60);
+
+macro_rules! sig {
+    ($usage:literal, $required:literal $(, $name:literal)*) => {
+        Signature { names: &[$($name),*], required: $required, usage: $usage }
+    };
+}
+
+/// Every method, its signature, in `help` order.
+const METHODS: &[(&str, Signature)] = &[
+    (
+        "decoderawtransaction",
+        sig!(
+            "decoderawtransaction \"hexstring\" ( iswitness )",
+            1,
+            "hexstring",
+            "iswitness"
+        ),
+    ),
+    (
+        "generatetoaddress",
+        sig!(
+            "generatetoaddress nblocks \"address\" ( maxtries )",
+            2,
+            "nblocks",
+            "address",
+            "maxtries"
+        ),
+    ),
+    (
+        "getaddressinfo",
+        sig!("getaddressinfo \"address\"", 1, "address"),
+    ),
+    ("getbestblockhash", sig!("getbestblockhash", 0)),
+    (
+        "getblock",
+        sig!(
+            "getblock \"blockhash\" ( verbosity )",
+            1,
+            "blockhash",
+            "verbosity"
+        ),
+    ),
+    ("getblockchaininfo", sig!("getblockchaininfo", 0)),
+    ("getblockcount", sig!("getblockcount", 0)),
+    ("getblockhash", sig!("getblockhash height", 1, "height")),
+    (
+        "getblockheader",
+        sig!(
+            "getblockheader \"blockhash\" ( verbose )",
+            1,
+            "blockhash",
+            "verbose"
+        ),
+    ),
+    (
+        "getblocktemplate",
+        sig!(
+            "getblocktemplate {\"rules\":[\"segwit\"],...}",
+            0,
+            "template_request"
+        ),
+    ),
+    ("getconnectioncount", sig!("getconnectioncount", 0)),
+    ("getdifficulty", sig!("getdifficulty", 0)),
+    ("getmempoolinfo", sig!("getmempoolinfo", 0)),
+    ("getmininginfo", sig!("getmininginfo", 0)),
+    (
+        "getnetworkhashps",
+        sig!(
+            "getnetworkhashps ( nblocks height )",
+            0,
+            "nblocks",
+            "height"
+        ),
+    ),
+    ("getnetworkinfo", sig!("getnetworkinfo", 0)),
+    ("getpeerinfo", sig!("getpeerinfo", 0)),
+    (
+        "getrawmempool",
+        sig!(
+            "getrawmempool ( verbose mempool_sequence )",
+            0,
+            "verbose",
+            "mempool_sequence"
+        ),
+    ),
+    ("getrpcinfo", sig!("getrpcinfo", 0)),
+    ("getzmqnotifications", sig!("getzmqnotifications", 0)),
+    ("help", sig!("help ( \"command\" )", 0, "command")),
+    ("ping", sig!("ping", 0)),
+    ("stop", sig!("stop", 0)),
+    (
+        "submitblock",
+        sig!(
+            "submitblock \"hexdata\" ( \"dummy\" )",
+            1,
+            "hexdata",
+            "dummy"
+        ),
+    ),
+    ("uptime", sig!("uptime", 0)),
+    (
+        "validateaddress",
+        sig!("validateaddress \"address\"", 1, "address"),
+    ),
+];
+
+pub async fn dispatch(shared: &Arc<Shared>, method: &str, raw: Value) -> Result<Reply, RpcError> {
+    let Some((_, sig)) = METHODS.iter().find(|(name, _)| *name == method) else {
+        return Err(RpcError::new(RPC_METHOD_NOT_FOUND, "Method not found"));
+    };
+    let p = Params::parse(sig, raw)?;
+    let json = |v: Value| Ok(Reply::Json(v));
+    match method {
+        "getblocktemplate" => get_block_template(shared, &p).await,
+        "submitblock" => json(submit_block(shared, p.required_str(0)?)?),
+        "getbestblockhash" => json(json!(shared.sync().tip_hash().to_string())),
+        "getblockcount" => json(json!(shared.sync().chain().height())),
+        "getblockhash" => {
+            let height = p.u64(0)?.expect("required");
+            let state = shared.sync();
+            let block = u32::try_from(height)
+                .ok()
+                .and_then(|h| state.chain().at_height(h))
+                .ok_or_else(|| RpcError::new(RPC_INVALID_PARAMETER, "Block height out of range"))?;
+            json(json!(block.hash.to_string()))
+        }
+        "getblockheader" => {
+            let hash = parse_hash(p.required_str(0)?)?;
+            let verbose = p.bool(1)?.unwrap_or(true);
+            let state = shared.sync();
+            let block = find_block(&state, &hash)?;
+            if verbose {
+                json(header_json(&state, block))
+            } else {
+                json(json!(bitcoin::consensus::encode::serialize_hex(
+                    &block.block.header
+                )))
+            }
+        }
+        "getblock" => {
+            let hash = parse_hash(p.required_str(0)?)?;
+            let verbosity = p.verbosity(1, 1)?;
+            let state = shared.sync();
+            let block = find_block(&state, &hash)?;
+            if verbosity == 0 {
+                return json(json!(bitcoin::consensus::encode::serialize_hex(
+                    &block.block
+                )));
+            }
+            let mut v = header_json(&state, block);
+            let b = &block.block;
+            v["size"] = json!(b.total_size());
+            v["strippedsize"] = json!(b.weight().to_wu() as usize / 4);
+            v["weight"] = json!(b.weight().to_wu());
+            v["tx"] = if verbosity >= 2 {
+                Value::Array(b.txdata.iter().map(tx_json).collect())
+            } else {
+                Value::Array(
+                    b.txdata
+                        .iter()
+                        .map(|t| json!(t.compute_txid().to_string()))
+                        .collect(),
+                )
+            };
+            json(v)
+        }
+        "getblockchaininfo" => {
+            let state = shared.sync();
+            let tip = state.chain().tip();
+            json(json!({
+                "chain": CHAIN,
+                "blocks": tip.height,
+                "headers": tip.height,
+                "bestblockhash": tip.hash.to_string(),
+                "bits": format!("{:08x}", tip.block.header.bits.to_consensus()),
+                "target": hex::encode(tip.block.header.target().to_be_bytes()),
+                "difficulty": difficulty(&state),
+                "time": tip.block.header.time,
+                "mediantime": tip.median_time,
+                "verificationprogress": 1.0,
+                "initialblockdownload": false,
+                "chainwork": hex::encode(tip.chainwork),
+                "size_on_disk": 0,
+                "pruned": false,
+                "warnings": [],
+            }))
+        }
+        "getmininginfo" => {
+            let state = shared.sync();
+            let tip = state.chain().tip();
+            json(json!({
+                "blocks": tip.height,
+                "currentblockweight": tip.block.weight().to_wu(),
+                "currentblocktx": tip.block.txdata.len() - 1,
+                "bits": format!("{:08x}", state.bits().to_consensus()),
+                "difficulty": difficulty(&state),
+                "target": hex::encode(bitcoin::Target::from_compact(state.bits()).to_be_bytes()),
+                "networkhashps": network_hashps(&state),
+                "pooledtx": state.mempool().len(),
+                "chain": CHAIN,
+                "warnings": [],
+            }))
+        }
+        "getnetworkhashps" => json(json!(network_hashps(&shared.sync()))),
+        "getdifficulty" => json(json!(difficulty(&shared.sync()))),
+        "getmempoolinfo" => {
+            let state = shared.sync();
+            let m = state.mempool();
+            json(json!({
+                "loaded": true,
+                "size": m.len(),
+                "bytes": m.total_weight().div_ceil(4),
+                "usage": m.total_weight(),
+                "total_fee": m.total_fees() as f64 / 1e8,
+                "maxmempool": 300_000_000,
+                "mempoolminfee": 0.00001,
+                "minrelaytxfee": 0.00001,
+                "incrementalrelayfee": 0.00001,
+                "unbroadcastcount": 0,
+                "fullrbf": true,
+            }))
+        }
+        "getrawmempool" => {
+            let state = shared.sync();
+            let ids: Vec<Value> = state
+                .mempool()
+                .txids()
+                .map(|t| json!(t.to_string()))
+                .collect();
+            json(Value::Array(ids))
+        }
+        "getnetworkinfo" => json(json!({
+            "version": 290000,
+            "subversion": concat!("/Satoshi:29.0.0/stratum-bench:", env!("CARGO_PKG_VERSION"), "/"),
+            "protocolversion": 70016,
+            "localservices": "0000000000000409",
+            "localservicesnames": ["NETWORK", "WITNESS", "NETWORK_LIMITED"],
+            "localrelay": true,
+            "timeoffset": 0,
+            "networkactive": true,
+            "connections": 8,
+            "connections_in": 0,
+            "connections_out": 8,
+            "networks": [],
+            "relayfee": 0.00001,
+            "incrementalfee": 0.00001,
+            "localaddresses": [],
+            "warnings": [],
+        })),
+        "getconnectioncount" => json(json!(8)),
+        "getpeerinfo" => json(json!([])),
+        "getrpcinfo" => json(json!({
+            "active_commands": [{"method": "getrpcinfo", "duration": 0}],
+            "logpath": "",
+        })),
+        "getzmqnotifications" => json(Value::Array(
+            shared
+                .zmq_endpoint()
+                .map(|addr| {
+                    ["pubhashblock", "pubrawblock"]
+                        .iter()
+                        .map(|t| json!({"type": t, "address": addr, "hwm": 1000}))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        )),
+        "uptime" => json(json!(shared.started.elapsed().as_secs())),
+        "ping" => json(Value::Null),
+        "help" => json(json!(help(p.str(0)?)?)),
+        "stop" => {
+            shared.request_stop();
+            json(json!("stratum-bench node stopping"))
+        }
+        "validateaddress" | "getaddressinfo" => json(address_json(p.required_str(0)?)),
+        "decoderawtransaction" => {
+            let tx: Transaction = decode_hex(p.required_str(0)?)
+                .map_err(|_| RpcError::new(RPC_DESERIALIZATION_ERROR, "TX decode failed"))?;
+            json(tx_json(&tx))
+        }
+        "generatetoaddress" => {
+            let n = p.u64(0)?.expect("required");
+            let address = parse_address(p.required_str(1)?)?;
+            let mut hashes = Vec::new();
+            let mut state = shared.sync();
+            let mut tips = Vec::new();
+            for _ in 0..n.min(1000) {
+                let tip = state.mine_network_block(Some(address.script_pubkey()));
+                hashes.push(json!(tip.hash.to_string()));
+                tips.push(tip);
+            }
+            shared.announce(&tips);
+            json(Value::Array(hashes))
+        }
+        other => unreachable!("method {other} is in METHODS but not dispatched"),
+    }
+}
+
+async fn get_block_template(shared: &Arc<Shared>, p: &Params) -> Result<Reply, RpcError> {
+    let request = p.object(0)?.cloned().unwrap_or_default();
+    let mode = request
+        .get("mode")
+        .and_then(Value::as_str)
+        .unwrap_or("template");
+    if mode == "proposal" {
+        let data = request.get("data").and_then(Value::as_str).ok_or_else(|| {
+            RpcError::new(
+                super::RPC_TYPE_ERROR,
+                "Missing data String key for proposal",
+            )
+        })?;
+        let block: Block = decode_hex(data)
+            .map_err(|_| RpcError::new(RPC_DESERIALIZATION_ERROR, "Block decode failed"))?;
+        let verdict = shared.sync().check_proposal(&block);
+        return Ok(Reply::Json(verdict.map_or(Value::Null, Value::String)));
+    }
+    if mode != "template" {
+        return Err(RpcError::new(RPC_INVALID_PARAMETER, "Invalid mode"));
+    }
+    let segwit = request
+        .get("rules")
+        .and_then(Value::as_array)
+        .is_some_and(|r| r.iter().any(|x| x == "segwit"));
+    if !segwit {
+        return Err(RpcError::new(
+            RPC_INVALID_PARAMETER,
+            "getblocktemplate must be called with the segwit rule set (call with {\"rules\": [\"segwit\"]})",
+        ));
+    }
+    if let Some(longpollid) = request.get("longpollid").and_then(Value::as_str) {
+        wait_for_newer_template(shared, longpollid).await;
+    }
+    let (template, curtime) = {
+        let mut state = shared.sync();
+        let t = state.template();
+        (t, state.header_time())
+    };
+    // Rendered outside the lock: the big part was rendered once, as each tx arrived.
+    Ok(Reply::Raw(template.gbt_json(curtime)))
+}
+
+/// Holds a longpoll until the tip changes, or until the mempool changed and a minute has
+/// passed (as bitcoind does), when `longpollid` is the current template's.
+async fn wait_for_newer_template(shared: &Arc<Shared>, longpollid: &str) {
+    let started = Instant::now();
+    let mut tip = shared.subscribe_tip();
+    let (tip_at_call, version_at_call) = {
+        let mut state = shared.sync();
+        if state.template().longpollid() != longpollid {
+            return;
+        }
+        (state.tip_hash(), state.mempool().version())
+    };
+    loop {
+        tokio::select! {
+            changed = tip.changed() => if changed.is_err() { return },
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        let state = shared.sync();
+        if state.tip_hash() != tip_at_call {
+            return;
+        }
+        if started.elapsed() >= LONGPOLL_MEMPOOL_WAIT
+            && state.mempool().version() != version_at_call
+        {
+            return;
+        }
+    }
+}
+
+fn submit_block(shared: &Arc<Shared>, hex_data: &str) -> Result<Value, RpcError> {
+    let block: Block = decode_hex(hex_data)
+        .map_err(|_| RpcError::new(RPC_DESERIALIZATION_ERROR, "Block decode failed"))?;
+    if block.txdata.first().is_none_or(|t| !t.is_coinbase()) {
+        return Err(RpcError::new(
+            RPC_DESERIALIZATION_ERROR,
+            "Block does not start with a coinbase",
+        ));
+    }
+    let mut state = shared.sync();
+    match state.submit_block(block, "submitblock") {
+        Submission::Accepted(tip) => {
+            shared.announce(&[tip]);
+            Ok(Value::Null)
+        }
+        Submission::Rejected(reason) => {
+            tracing::info!(%reason, "submitted block rejected");
+            Ok(Value::String(reason))
+        }
+    }
+}
+
+fn decode_hex<T: bitcoin::consensus::Decodable>(text: &str) -> Result<T, ()> {
+    let bytes = hex::decode(text.trim()).map_err(|_| ())?;
+    bitcoin::consensus::deserialize(&bytes).map_err(|_| ())
+}
+
+fn parse_hash(text: &str) -> Result<BlockHash, RpcError> {
+    if text.len() != 64 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(RpcError::new(
+            RPC_INVALID_PARAMETER,
+            format!(
+                "blockhash must be of length 64 (not {}, for '{text}')",
+                text.len()
+            ),
+        ));
+    }
+    BlockHash::from_str(text).map_err(|_| {
+        RpcError::new(
+            RPC_INVALID_PARAMETER,
+            "blockhash must be hexadecimal string",
+        )
+    })
+}
+
+fn find_block<'a>(
+    state: &'a crate::state::NodeState,
+    hash: &BlockHash,
+) -> Result<&'a Arc<ChainBlock>, RpcError> {
+    state
+        .chain()
+        .get(hash)
+        .ok_or_else(|| RpcError::new(RPC_INVALID_ADDRESS_OR_KEY, "Block not found"))
+}
+
+fn header_json(state: &crate::state::NodeState, b: &ChainBlock) -> Value {
+    let h = &b.block.header;
+    let mut v = json!({
+        "hash": b.hash.to_string(),
+        "confirmations": state.chain().confirmations(&b.hash),
+        "height": b.height,
+        "version": h.version.to_consensus(),
+        "versionHex": format!("{:08x}", h.version.to_consensus()),
+        "merkleroot": h.merkle_root.to_string(),
+        "time": h.time,
+        "mediantime": b.median_time,
+        "nonce": h.nonce,
+        "bits": format!("{:08x}", h.bits.to_consensus()),
+        "target": hex::encode(h.target().to_be_bytes()),
+        "difficulty": h.difficulty_float(),
+        "chainwork": hex::encode(b.chainwork),
+        "nTx": b.block.txdata.len(),
+    });
+    if b.height > state.chain().base_height() {
+        v["previousblockhash"] = json!(h.prev_blockhash.to_string());
+    }
+    if let Some(next) = state.chain().at_height(b.height + 1) {
+        if state.chain().is_active(&b.hash) {
+            v["nextblockhash"] = json!(next.hash.to_string());
+        }
+    }
+    v
+}
+
+fn difficulty(state: &crate::state::NodeState) -> f64 {
+    bitcoin::Target::from_compact(state.bits()).difficulty_float()
+}
+
+/// Hashes per second the whole network needs for the configured block interval.
+fn network_hashps(state: &crate::state::NodeState) -> f64 {
+    difficulty(state) * 2f64.powi(32) / state.config().block_interval.as_secs_f64()
+}
+
+fn parse_address(text: &str) -> Result<Address, RpcError> {
+    Address::from_str(text)
+        .ok()
+        .and_then(|a| a.require_network(NETWORK).ok())
+        .ok_or_else(|| RpcError::new(RPC_INVALID_ADDRESS_OR_KEY, "Error: Invalid address"))
+}
+
+fn address_json(text: &str) -> Value {
+    match parse_address(text) {
+        Ok(address) => {
+            let script = address.script_pubkey();
+            let mut v = json!({
+                "isvalid": true,
+                "address": address.to_string(),
+                "scriptPubKey": hex::encode(script.as_bytes()),
+                "isscript": script.is_p2sh() || script.is_p2wsh(),
+                "iswitness": script.is_witness_program(),
+            });
+            if let Some(program) = address.witness_program() {
+                v["witness_version"] = json!(program.version().to_num());
+                v["witness_program"] = json!(hex::encode(program.program().as_bytes()));
+            }
+            v
+        }
+        Err(_) => json!({"isvalid": false, "error": "Invalid or unsupported address"}),
+    }
+}
+
+fn script_json(script: &Script) -> Value {
+    let kind = if script.is_p2wpkh() {
+        "witness_v0_keyhash"
+    } else if script.is_p2wsh() {
+        "witness_v0_scripthash"
+    } else if script.is_p2tr() {
+        "witness_v1_taproot"
+    } else if script.is_p2pkh() {
+        "pubkeyhash"
+    } else if script.is_p2sh() {
+        "scripthash"
+    } else if script.is_op_return() {
+        "nulldata"
+    } else {
+        "nonstandard"
+    };
+    let mut v = json!({
+        "asm": script.to_asm_string(),
+        "hex": hex::encode(script.as_bytes()),
+        "type": kind,
+    });
+    if let Ok(address) = Address::from_script(script, NETWORK) {
+        v["address"] = json!(address.to_string());
+    }
+    v
+}
+
+fn tx_json(tx: &Transaction) -> Value {
+    let vin: Vec<Value> = tx
+        .input
+        .iter()
+        .map(|i| {
+            let mut v = if tx.is_coinbase() {
+                json!({"coinbase": hex::encode(i.script_sig.as_bytes())})
+            } else {
+                json!({
+                    "txid": i.previous_output.txid.to_string(),
+                    "vout": i.previous_output.vout,
+                    "scriptSig": {"asm": i.script_sig.to_asm_string(), "hex": hex::encode(i.script_sig.as_bytes())},
+                })
+            };
+            if !i.witness.is_empty() {
+                v["txinwitness"] = Value::Array(i.witness.iter().map(|w| json!(hex::encode(w))).collect());
+            }
+            v["sequence"] = json!(i.sequence.0);
+            v
+        })
+        .collect();
+    let vout: Vec<Value> = tx
+        .output
+        .iter()
+        .enumerate()
+        .map(|(n, o)| json!({"value": o.value.to_btc(), "n": n, "scriptPubKey": script_json(&o.script_pubkey)}))
+        .collect();
+    json!({
+        "txid": tx.compute_txid().to_string(),
+        "hash": tx.compute_wtxid().to_string(),
+        "version": tx.version.0,
+        "size": tx.total_size(),
+        "vsize": tx.vsize(),
+        "weight": tx.weight().to_wu(),
+        "locktime": tx.lock_time.to_consensus_u32(),
+        "vin": vin,
+        "vout": vout,
+        "hex": bitcoin::consensus::encode::serialize_hex(tx),
+    })
+}
+
+fn help(command: Option<&str>) -> Result<String, RpcError> {
+    match command {
+        None => Ok(METHODS
+            .iter()
+            .map(|(_, s)| s.usage)
+            .collect::<Vec<_>>()
+            .join("\n")),
+        Some(name) => METHODS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| s.usage.to_string())
+            .ok_or_else(|| {
+                RpcError::new(
+                    super::RPC_MISC_ERROR,
+                    format!("help: unknown command: {name}"),
+                )
+            }),
+    }
+}

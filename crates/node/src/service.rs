@@ -1,0 +1,235 @@
+//! Runs the simulated network in real time behind its RPC and ZMQ faces.
+
+use crate::chain::ChainBlock;
+use crate::config::NodeConfig;
+use crate::state::NodeState;
+use crate::zmq::{start_publisher, Notification};
+use anyhow::{Context, Result};
+use bitcoin::hashes::Hash;
+use bitcoin::BlockHash;
+use parking_lot::{Mutex, MutexGuard};
+use probe::{mono_ns, Recorder};
+use rand::Rng;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+/// How RPC clients authenticate, as with bitcoind.
+#[derive(Debug, Clone)]
+pub enum RpcAuth {
+    /// `rpcuser` / `rpcpassword`.
+    UserPassword { user: String, password: String },
+    /// A cookie file `__cookie__:<random>` written at start and removed at shutdown.
+    Cookie { path: PathBuf },
+}
+
+pub struct NodeOptions {
+    pub config: NodeConfig,
+    pub rpc_bind: SocketAddr,
+    pub auth: RpcAuth,
+    /// `tcp://127.0.0.1:28332`; `None` publishes nothing.
+    pub zmq_bind: Option<String>,
+    pub recorder: Recorder,
+    /// How often the network's best template value is sampled.
+    pub value_sample_interval: Duration,
+}
+
+/// State shared by the driver, the RPC handlers and the publisher.
+pub struct Shared {
+    state: Mutex<NodeState>,
+    /// Monotonic time of virtual zero.
+    start_mono_ns: u64,
+    pub(crate) started: Instant,
+    /// The tip hash; longpolls wait on it.
+    tip: watch::Sender<BlockHash>,
+    zmq: Option<mpsc::UnboundedSender<Notification>>,
+    zmq_endpoint: Option<String>,
+    pub(crate) user: String,
+    pub(crate) password: String,
+    /// Set by the `stop` RPC or by shutdown.
+    stop: watch::Sender<bool>,
+}
+
+impl Shared {
+    /// The simulation, brought up to the present: every arrival due by now is applied
+    /// (and announced) before the caller looks.
+    pub fn sync(&self) -> MutexGuard<'_, NodeState> {
+        let mut state = self.state.lock();
+        let tips = state.advance_to(mono_ns().saturating_sub(self.start_mono_ns));
+        self.announce(&tips);
+        state
+    }
+
+    /// Tells every face about new tips: ZMQ, then longpolls.
+    pub fn announce(&self, tips: &[Arc<ChainBlock>]) {
+        for tip in tips {
+            tracing::info!(height = tip.height, hash = %tip.hash, txs = tip.block.txdata.len(), "new tip");
+            if let Some(zmq) = &self.zmq {
+                // bitcoind publishes the hash in display (big-endian) order.
+                let mut hash = tip.hash.to_byte_array();
+                hash.reverse();
+                let _ = zmq.send(Notification {
+                    topic: "hashblock",
+                    body: hash.to_vec(),
+                });
+                let _ = zmq.send(Notification {
+                    topic: "rawblock",
+                    body: bitcoin::consensus::serialize(&tip.block),
+                });
+            }
+            self.tip.send_replace(tip.hash);
+        }
+    }
+
+    pub fn zmq_endpoint(&self) -> Option<&str> {
+        self.zmq_endpoint.as_deref()
+    }
+
+    pub fn subscribe_tip(&self) -> watch::Receiver<BlockHash> {
+        self.tip.subscribe()
+    }
+
+    pub fn request_stop(&self) {
+        self.stop.send_replace(true);
+    }
+}
+
+/// A running node.
+pub struct NodeHandle {
+    pub rpc_addr: SocketAddr,
+    pub zmq_endpoint: Option<String>,
+    pub cookie_path: Option<PathBuf>,
+    shared: Arc<Shared>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl NodeHandle {
+    /// Builds the network and opens its faces. Fails, naming the address, when a port is
+    /// taken.
+    pub async fn start(opts: NodeOptions) -> Result<NodeHandle> {
+        let now_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_secs() as u32;
+        let state = NodeState::new(opts.config, opts.recorder, now_unix)
+            .map_err(|e| anyhow::anyhow!("invalid network configuration: {e}"))?;
+        let tip = state.tip_hash();
+
+        let listener = tokio::net::TcpListener::bind(opts.rpc_bind)
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot listen for RPC on {} (is another node or bitcoind using port {}? choose another with --rpc-bind)",
+                    opts.rpc_bind,
+                    opts.rpc_bind.port()
+                )
+            })?;
+        let rpc_addr = listener.local_addr()?;
+
+        let mut tasks = Vec::new();
+        let (zmq, zmq_endpoint) = match &opts.zmq_bind {
+            Some(endpoint) => {
+                let (bound, tx, task) = start_publisher(endpoint).await?;
+                tasks.push(task);
+                (Some(tx), Some(bound))
+            }
+            None => (None, None),
+        };
+
+        let (user, password, cookie_path) = match opts.auth {
+            RpcAuth::UserPassword { user, password } => (user, password, None),
+            RpcAuth::Cookie { path } => {
+                let secret: [u8; 32] = rand::thread_rng().gen();
+                let password = hex::encode(secret);
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir)
+                        .with_context(|| format!("cannot create {}", dir.display()))?;
+                }
+                std::fs::write(&path, format!("__cookie__:{password}"))
+                    .with_context(|| format!("cannot write cookie file {}", path.display()))?;
+                ("__cookie__".to_string(), password, Some(path))
+            }
+        };
+
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            start_mono_ns: mono_ns(),
+            started: Instant::now(),
+            tip: watch::channel(tip).0,
+            zmq,
+            zmq_endpoint: zmq_endpoint.clone(),
+            user,
+            password,
+            stop: watch::channel(false).0,
+        });
+
+        tasks.push(tokio::spawn(drive(
+            shared.clone(),
+            opts.value_sample_interval,
+        )));
+        let app = crate::rpc::router(shared.clone());
+        let mut stop = shared.stop.subscribe();
+        tasks.push(tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|s| *s).await;
+            });
+            if let Err(e) = serve.await {
+                tracing::error!(error = %e, "RPC server failed");
+            }
+        }));
+        tracing::info!(%rpc_addr, zmq = ?zmq_endpoint, "node ready");
+        Ok(NodeHandle {
+            rpc_addr,
+            zmq_endpoint,
+            cookie_path,
+            shared,
+            tasks,
+        })
+    }
+
+    /// The simulation, up to date.
+    pub fn state(&self) -> MutexGuard<'_, NodeState> {
+        self.shared.sync()
+    }
+
+    /// Resolves when a client called `stop`.
+    pub async fn stopped(&self) {
+        let mut stop = self.shared.stop.subscribe();
+        let _ = stop.wait_for(|s| *s).await;
+    }
+
+    /// Stops every face and the driver, and removes the cookie file.
+    pub async fn shutdown(self) -> Result<()> {
+        self.shared.request_stop();
+        for task in self.tasks {
+            task.abort();
+            let _ = task.await;
+        }
+        if let Some(path) = &self.cookie_path {
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(())
+    }
+}
+
+/// Applies arrivals as they fall due and samples the network template value.
+async fn drive(shared: Arc<Shared>, sample_every: Duration) {
+    let sample_ns = sample_every.as_nanos().max(1) as u64;
+    let mut next_sample = 0u64;
+    loop {
+        let next_event = shared.state.lock().next_event_ns().unwrap_or(u64::MAX);
+        let wake = next_event.min(next_sample);
+        let now = mono_ns().saturating_sub(shared.start_mono_ns);
+        if wake > now {
+            tokio::time::sleep(Duration::from_nanos(wake - now)).await;
+        }
+        let state = shared.sync();
+        if state.now_ns() >= next_sample {
+            state.record_network_template_value();
+            next_sample = state.now_ns() - state.now_ns() % sample_ns + sample_ns;
+        }
+    }
+}

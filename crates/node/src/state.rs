@@ -1,0 +1,394 @@
+//! The simulated network as one node sees it, driven by virtual time.
+//!
+//! Everything random comes from seeded streams (one per process: transaction contents,
+//! transaction arrivals, block arrivals), and events are applied in virtual-time order, so
+//! a seed reproduces the same chain and mempool whatever the wall clock does. Blocks
+//! submitted by miners under test are the only input from outside.
+
+use crate::chain::{base_block, Chain, ChainBlock};
+use crate::config::NodeConfig;
+use crate::mempool::{Mempool, MempoolTx};
+use crate::template::{network_coinbase, select, witness_commitment_script, Template};
+use crate::txgen::TxGenerator;
+use crate::validate::{check_block, Context, Reject, Verdict};
+use bitcoin::{Block, BlockHash, CompactTarget, ScriptBuf, Txid};
+use probe::{Event, Recorder, TipCause};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+const NS: u64 = 1_000_000_000;
+
+/// The answer to a submitted block.
+#[derive(Debug)]
+pub enum Submission {
+    /// Accepted and now the tip.
+    Accepted(Arc<ChainBlock>),
+    /// Not the tip: bitcoind's reject reason (`inconclusive` for a valid side block).
+    Rejected(String),
+}
+
+pub struct NodeState {
+    cfg: NodeConfig,
+    bits: CompactTarget,
+    time_base: u32,
+    chain: Chain,
+    mempool: Mempool,
+    txgen: TxGenerator,
+    tx_arrivals: ChaCha8Rng,
+    block_arrivals: ChaCha8Rng,
+    next_tx_ns: Option<u64>,
+    next_block_ns: Option<u64>,
+    scripted: VecDeque<u64>,
+    /// Virtual nanoseconds since start.
+    now_ns: u64,
+    template: Option<Arc<Template>>,
+    next_template_id: u64,
+    /// Marker transactions of the templates handed out on the current tip.
+    markers: HashMap<Txid, Arc<MempoolTx>>,
+    network_blocks: u64,
+    recorder: Recorder,
+}
+
+impl NodeState {
+    /// Builds the network at virtual time zero. `now_unix` is used when the config has no
+    /// `time_base`.
+    pub fn new(cfg: NodeConfig, recorder: Recorder, now_unix: u32) -> Result<Self, String> {
+        cfg.validate()?;
+        let bits = cfg.bits();
+        let time_base = cfg.time_base.unwrap_or(now_unix);
+        let stream = |n: u64| {
+            let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+            rng.set_stream(n);
+            rng
+        };
+        let chain = Chain::new(
+            base_block(bits, time_base.saturating_sub(600), cfg.seed),
+            cfg.start_height,
+        );
+        let mut state = NodeState {
+            txgen: TxGenerator::new(stream(1), &cfg.mempool),
+            tx_arrivals: stream(2),
+            block_arrivals: stream(3),
+            scripted: cfg
+                .scripted_arrivals
+                .iter()
+                .flatten()
+                .map(|d| d.as_nanos() as u64)
+                .collect(),
+            bits,
+            time_base,
+            chain,
+            mempool: Mempool::default(),
+            next_tx_ns: None,
+            next_block_ns: None,
+            now_ns: 0,
+            template: None,
+            next_template_id: 1,
+            markers: HashMap::new(),
+            network_blocks: 0,
+            recorder,
+            cfg,
+        };
+        for _ in 0..state.cfg.mempool.initial_txs {
+            state.add_generated_tx();
+        }
+        state.next_tx_ns = state.draw_next_tx(0);
+        state.next_block_ns = state.draw_next_block(0);
+        Ok(state)
+    }
+
+    /// Applies every arrival up to virtual time `t_ns`, in order. Returns the blocks that
+    /// became the tip.
+    pub fn advance_to(&mut self, t_ns: u64) -> Vec<Arc<ChainBlock>> {
+        let mut tips = Vec::new();
+        loop {
+            let tx_due = self.next_tx_ns.filter(|&t| t <= t_ns);
+            let block_due = self.next_block_ns.filter(|&t| t <= t_ns);
+            match (tx_due, block_due) {
+                (Some(tx), block) if block.is_none_or(|b| tx < b) => {
+                    self.now_ns = tx;
+                    self.add_generated_tx();
+                    self.next_tx_ns = self.draw_next_tx(tx);
+                }
+                (_, Some(block)) => {
+                    self.now_ns = block;
+                    tips.push(self.mine_network_block(None));
+                    self.next_block_ns = self.draw_next_block(block);
+                }
+                (None, None) => break,
+                (Some(_), None) => unreachable!("handled by the first arm"),
+            }
+        }
+        self.now_ns = self.now_ns.max(t_ns);
+        tips
+    }
+
+    /// Virtual time of the next scheduled arrival.
+    pub fn next_event_ns(&self) -> Option<u64> {
+        match (self.next_tx_ns, self.next_block_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Adds one generated transaction now (what an arrival does; benchmarks use it to
+    /// force a fresh template).
+    pub fn add_generated_tx(&mut self) {
+        let generated = self.txgen.next_tx();
+        self.mempool.insert(
+            MempoolTx::new(generated.tx, generated.fee),
+            self.cfg.mempool.max_txs,
+        );
+    }
+
+    fn draw_next_tx(&mut self, after: u64) -> Option<u64> {
+        exponential_after(&mut self.tx_arrivals, after, self.cfg.mempool.tx_rate)
+    }
+
+    fn draw_next_block(&mut self, after: u64) -> Option<u64> {
+        if self.cfg.scripted_arrivals.is_some() {
+            return self.scripted.pop_front();
+        }
+        let rate = (1.0 - self.cfg.hashrate_share) / self.cfg.block_interval.as_secs_f64();
+        exponential_after(&mut self.block_arrivals, after, rate)
+    }
+
+    /// The rest of the network finds a block on the tip with the best transactions it can
+    /// pick. `payout` defaults to an anyone-can-spend output.
+    pub fn mine_network_block(&mut self, payout: Option<ScriptBuf>) -> Arc<ChainBlock> {
+        self.network_blocks += 1;
+        let height = self.chain.height() + 1;
+        let picked = select(&self.mempool, 0);
+        let commitment =
+            witness_commitment_script(picked.txs.iter().map(|t| t.wtxid.to_raw_hash()));
+        let tag = format!("/stratum-bench network {}/", self.network_blocks);
+        let mut coinbase = network_coinbase(
+            height,
+            tag.as_bytes(),
+            crate::chain::subsidy(height) + picked.fees,
+            Some(&commitment),
+        );
+        if let Some(script) = payout {
+            coinbase.output[0].script_pubkey = script;
+        }
+        let txids: Vec<Txid> = picked.txs.iter().map(|t| t.txid).collect();
+        let branch = crate::template::coinbase_merkle_branch(&txids);
+        let merkle_root = crate::template::merkle_root_from_branch(
+            coinbase.compute_txid().to_raw_hash(),
+            &branch,
+        );
+        let mut block = Block {
+            header: bitcoin::block::Header {
+                version: bitcoin::block::Version::from_consensus(crate::template::BLOCK_VERSION),
+                prev_blockhash: self.chain.tip().hash,
+                merkle_root,
+                time: self.header_time(),
+                bits: self.bits,
+                nonce: 0,
+            },
+            txdata: std::iter::once(coinbase)
+                .chain(picked.txs.iter().map(|t| t.tx.clone()))
+                .collect(),
+        };
+        // Real proof of work where it is cheap (easy targets); at real difficulties the
+        // rest of the network's blocks are taken on trust, as a peer's would be after
+        // header sync.
+        let target = crate::chain::target_of(self.bits);
+        for nonce in 0..4096 {
+            block.header.nonce = nonce;
+            if block.header.validate_pow(target).is_ok() {
+                break;
+            }
+        }
+        self.connect(block, picked.fees, TipCause::Network)
+    }
+
+    fn connect(&mut self, block: Block, fees: u64, cause: TipCause) -> Arc<ChainBlock> {
+        for tx in &block.txdata[1..] {
+            self.mempool.remove(&tx.compute_txid());
+        }
+        let entry = self.chain.connect(block, fees);
+        self.markers.clear();
+        self.template = None;
+        self.recorder.record(Event::TipChanged {
+            height: entry.height,
+            hash: entry.hash.to_string(),
+            prev_hash: entry.block.header.prev_blockhash.to_string(),
+            cause,
+            tx_count: entry.block.txdata.len() - 1,
+            fees_sats: fees,
+        });
+        entry
+    }
+
+    /// The template to hand out now: the cached one until the tip changes, or until the
+    /// mempool changed and the refresh interval has passed.
+    pub fn template(&mut self) -> Arc<Template> {
+        let tip = self.chain.tip().hash;
+        let refresh_ns = self.cfg.template_refresh.as_nanos() as u64;
+        if let Some(t) = &self.template {
+            let mempool_moved = t.mempool_version != self.mempool.version();
+            let young = self.now_ns.saturating_sub(t.built_at_ns) < refresh_ns;
+            if t.prev_hash == tip && (!mempool_moved || young) {
+                return t.clone();
+            }
+        }
+        let t = Arc::new(Template::build(
+            self.next_template_id,
+            self.cfg.seed,
+            &self.mempool,
+            tip,
+            self.chain.height() + 1,
+            self.bits,
+            self.chain.median_time_past() + 1,
+            self.now_ns,
+        ));
+        self.next_template_id += 1;
+        self.markers.insert(t.marker_txid(), t.txs[0].clone());
+        self.recorder.record(Event::TemplateBuilt {
+            template_id: t.id,
+            prev_hash: t.prev_hash.to_string(),
+            height: t.height,
+            value_sats: t.value(),
+            fees_sats: t.fees,
+            tx_count: t.txs.len(),
+            weight: t.weight,
+            marker_txid: t.marker_txid().to_string(),
+        });
+        self.template = Some(t.clone());
+        t
+    }
+
+    /// Judges a block a pool submitted; an accepted one becomes the tip at once.
+    pub fn submit_block(&mut self, block: Block, via: &str) -> Submission {
+        let hash = block.block_hash();
+        let prev_hash = block.header.prev_blockhash;
+        let verdict = self.check(&block);
+        let (height, template_id) = match &verdict {
+            Ok(v) => (Some(v.height), v.template_id),
+            Err(_) => (
+                None,
+                block.txdata.get(1).and_then(crate::template::marker_id),
+            ),
+        };
+        let reject_reason = match &verdict {
+            Ok(v) if v.extends_tip => None,
+            Ok(_) => Some("inconclusive".to_string()),
+            Err(Reject(reason)) => Some(reason.clone()),
+        };
+        self.recorder.record(Event::BlockSubmitted {
+            hash: hash.to_string(),
+            prev_hash: prev_hash.to_string(),
+            height,
+            template_id,
+            via: via.to_string(),
+            reject_reason: reject_reason.clone(),
+        });
+        match verdict {
+            Ok(v) if v.extends_tip => {
+                Submission::Accepted(self.connect(block, v.fees, TipCause::Submitted))
+            }
+            Ok(v) => {
+                // Kept as a side block, as bitcoind stores a valid stale block.
+                self.chain.connect(block, v.fees);
+                Submission::Rejected("inconclusive".into())
+            }
+            Err(Reject(reason)) => {
+                if !matches!(
+                    reason.as_str(),
+                    "duplicate" | "duplicate-invalid" | "prev-blk-not-found"
+                ) {
+                    self.chain.mark_invalid(hash);
+                }
+                Submission::Rejected(reason)
+            }
+        }
+    }
+
+    /// BIP23 block proposal: the verdict without accepting the block.
+    pub fn check_proposal(&self, block: &Block) -> Option<String> {
+        if block.header.prev_blockhash != self.chain.tip().hash {
+            return Some("inconclusive-not-best-prevblk".into());
+        }
+        self.check(block).err().map(|Reject(r)| r)
+    }
+
+    fn check(&self, block: &Block) -> Result<Verdict, Reject> {
+        check_block(
+            block,
+            &Context {
+                chain: &self.chain,
+                mempool: &self.mempool,
+                markers: &self.markers,
+                bits: self.bits,
+                now: self.now_unix(),
+            },
+        )
+    }
+
+    /// Value of the best template the network could build now: subsidy plus fees.
+    pub fn network_template_value(&self) -> (u64, u64) {
+        let fees = select(&self.mempool, 0).fees;
+        (crate::chain::subsidy(self.chain.height() + 1) + fees, fees)
+    }
+
+    /// Records the network's best template value (one point of its time series).
+    pub fn record_network_template_value(&self) {
+        let (value_sats, fees_sats) = self.network_template_value();
+        self.recorder.record(Event::NetworkTemplateValue {
+            value_sats,
+            fees_sats,
+            mempool_txs: self.mempool.len(),
+        });
+    }
+
+    /// Simulated UNIX time.
+    pub fn now_unix(&self) -> u32 {
+        self.time_base + (self.now_ns / NS) as u32
+    }
+
+    /// The time a new header gets: now, but past the median time past.
+    pub fn header_time(&self) -> u32 {
+        self.now_unix().max(self.chain.median_time_past() + 1)
+    }
+
+    pub fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    pub fn chain(&self) -> &Chain {
+        &self.chain
+    }
+
+    pub fn mempool(&self) -> &Mempool {
+        &self.mempool
+    }
+
+    pub fn bits(&self) -> CompactTarget {
+        self.bits
+    }
+
+    pub fn tip_hash(&self) -> BlockHash {
+        self.chain.tip().hash
+    }
+
+    pub fn config(&self) -> &NodeConfig {
+        &self.cfg
+    }
+
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+}
+
+/// Next arrival of a Poisson process of `rate` per second after `after` ns.
+fn exponential_after(rng: &mut ChaCha8Rng, after: u64, rate: f64) -> Option<u64> {
+    if rate <= 0.0 {
+        return None;
+    }
+    let u: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
+    let wait_s = -u.ln() / rate;
+    Some(after + (wait_s * NS as f64) as u64)
+}

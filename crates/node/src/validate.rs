@@ -1,0 +1,231 @@
+//! Block validation with bitcoind's checks, in bitcoind's order, and its reject reasons.
+
+use crate::chain::{subsidy, target_of, Chain};
+use crate::mempool::{Mempool, MempoolTx};
+use crate::template::{marker_id, MAX_BLOCK_SIGOPS_COST, MAX_BLOCK_WEIGHT};
+use bitcoin::hashes::Hash;
+use bitcoin::{Block, CompactTarget, Transaction, Txid, WitnessMerkleNode};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// A rejection, with bitcoind's reason string (`high-hash`, `bad-txnmrklroot`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Reject(pub String);
+
+fn reject<T>(reason: impl Into<String>) -> Result<T, Reject> {
+    Err(Reject(reason.into()))
+}
+
+/// What the node knows while judging a block.
+pub struct Context<'a> {
+    pub chain: &'a Chain,
+    pub mempool: &'a Mempool,
+    /// Marker transactions of templates handed out on the current tip.
+    pub markers: &'a HashMap<Txid, Arc<MempoolTx>>,
+    pub bits: CompactTarget,
+    /// Current UNIX time of the simulation (for `time-too-new`).
+    pub now: u32,
+}
+
+/// A block that passed every check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Fees of its transactions (only known when it extends the tip).
+    pub fees: u64,
+    pub height: u32,
+    /// Template the block was built on, by its marker transaction.
+    pub template_id: Option<u64>,
+    /// False when it builds on an older block: valid, stored, but not the tip
+    /// (bitcoind answers `inconclusive`).
+    pub extends_tip: bool,
+}
+
+pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
+    let header = &block.header;
+    let hash = block.block_hash();
+    if cx.chain.is_invalid(&hash) {
+        return reject("duplicate-invalid");
+    }
+    if cx.chain.get(&hash).is_some() {
+        return reject("duplicate");
+    }
+    // CheckBlockHeader: the work the header claims must be done.
+    if header.validate_pow(target_of(header.bits)).is_err() {
+        return reject("high-hash");
+    }
+    // AcceptBlockHeader / ContextualCheckBlockHeader.
+    let Some(parent) = cx.chain.get(&header.prev_blockhash) else {
+        return reject("prev-blk-not-found");
+    };
+    if header.bits != cx.bits {
+        return reject("bad-diffbits");
+    }
+    if header.time <= parent.median_time {
+        return reject("time-too-old");
+    }
+    if i64::from(header.time) > i64::from(cx.now) + 2 * 60 * 60 {
+        return reject("time-too-new");
+    }
+    if header.version.to_consensus() < 4 {
+        return reject(format!(
+            "bad-version(0x{:08x})",
+            header.version.to_consensus()
+        ));
+    }
+    let height = parent.height + 1;
+
+    check_context_free(block)?;
+    check_contextual(block, height)?;
+
+    let template_id = block.txdata.get(1).and_then(marker_id);
+    let extends_tip = parent.hash == cx.chain.tip().hash;
+    if !extends_tip {
+        return Ok(Verdict {
+            fees: 0,
+            height,
+            template_id,
+            extends_tip,
+        });
+    }
+
+    // ConnectBlock: every spend must be known, and the coinbase may claim no more than
+    // subsidy plus fees.
+    let mut fees = 0u64;
+    let mut sigops = 0u32;
+    for tx in &block.txdata[1..] {
+        let txid = tx.compute_txid();
+        let Some(known) = cx.mempool.get(&txid).or_else(|| cx.markers.get(&txid)) else {
+            return reject("bad-txns-inputs-missingorspent");
+        };
+        fees += known.fee;
+        sigops += known.sigops;
+    }
+    if sigops > MAX_BLOCK_SIGOPS_COST {
+        return reject("bad-blk-sigops");
+    }
+    let claimed: u64 = block.txdata[0]
+        .output
+        .iter()
+        .map(|o| o.value.to_sat())
+        .sum();
+    if claimed > subsidy(height) + fees {
+        return reject("bad-cb-amount");
+    }
+    Ok(Verdict {
+        fees,
+        height,
+        template_id,
+        extends_tip,
+    })
+}
+
+/// bitcoind's CheckBlock: merkle root, sizes, coinbase placement, transaction sanity.
+fn check_context_free(block: &Block) -> Result<(), Reject> {
+    if !block.check_merkle_root() {
+        return reject("bad-txnmrklroot");
+    }
+    let mut txids = HashSet::with_capacity(block.txdata.len());
+    if !block.txdata.iter().all(|t| txids.insert(t.compute_txid())) {
+        // The merkle tree cannot tell a duplicated last pair from the real block (CVE-2012-2459).
+        return reject("bad-txns-duplicate");
+    }
+    let stripped: usize = 80
+        + bitcoin::VarInt(block.txdata.len() as u64).size()
+        + block.txdata.iter().map(|t| t.base_size()).sum::<usize>();
+    if block.txdata.is_empty() || stripped as u64 * 4 > MAX_BLOCK_WEIGHT {
+        return reject("bad-blk-length");
+    }
+    if !block.txdata[0].is_coinbase() {
+        return reject("bad-cb-missing");
+    }
+    if block.txdata[1..].iter().any(Transaction::is_coinbase) {
+        return reject("bad-cb-multiple");
+    }
+    for tx in &block.txdata {
+        check_transaction(tx)?;
+    }
+    Ok(())
+}
+
+/// bitcoind's CheckTransaction.
+fn check_transaction(tx: &Transaction) -> Result<(), Reject> {
+    if tx.input.is_empty() {
+        return reject("bad-txns-vin-empty");
+    }
+    if tx.output.is_empty() {
+        return reject("bad-txns-vout-empty");
+    }
+    let mut total = 0u64;
+    for out in &tx.output {
+        total = total.saturating_add(out.value.to_sat());
+        if out.value.to_sat() > 21_000_000 * 100_000_000 || total > 21_000_000 * 100_000_000 {
+            return reject("bad-txns-vout-toolarge");
+        }
+    }
+    let mut spent = HashSet::with_capacity(tx.input.len());
+    if !tx.input.iter().all(|i| spent.insert(i.previous_output)) {
+        return reject("bad-txns-inputs-duplicate");
+    }
+    if tx.is_coinbase() {
+        let len = tx.input[0].script_sig.len();
+        if !(2..=100).contains(&len) {
+            return reject("bad-cb-length");
+        }
+    } else if tx.input.iter().any(|i| i.previous_output.is_null()) {
+        return reject("bad-txns-prevout-null");
+    }
+    Ok(())
+}
+
+/// bitcoind's ContextualCheckBlock: BIP34 height, witness commitment, weight.
+fn check_contextual(block: &Block, height: u32) -> Result<(), Reject> {
+    let expected = bitcoin::script::Builder::new()
+        .push_int(i64::from(height))
+        .into_script();
+    let coinbase = &block.txdata[0];
+    if !coinbase.input[0]
+        .script_sig
+        .as_bytes()
+        .starts_with(expected.as_bytes())
+    {
+        return reject("bad-cb-height");
+    }
+    match commitment_output(coinbase) {
+        Some(commitment) => {
+            let nonce = &coinbase.input[0].witness;
+            if nonce.len() != 1 || nonce.nth(0).map(<[u8]>::len) != Some(32) {
+                return reject("bad-witness-nonce-size");
+            }
+            let root = block.witness_root().expect("block has a coinbase");
+            let computed = Block::compute_witness_commitment(
+                &WitnessMerkleNode::from_raw_hash(root.to_raw_hash()),
+                nonce.nth(0).expect("checked"),
+            );
+            if computed.as_byte_array() != commitment {
+                return reject("bad-witness-merkle-match");
+            }
+        }
+        None => {
+            if block
+                .txdata
+                .iter()
+                .any(|t| t.input.iter().any(|i| !i.witness.is_empty()))
+            {
+                return reject("unexpected-witness");
+            }
+        }
+    }
+    if block.weight().to_wu() > MAX_BLOCK_WEIGHT {
+        return reject("bad-blk-weight");
+    }
+    Ok(())
+}
+
+/// The 32 committed bytes of the last BIP141 commitment output, if there is one.
+fn commitment_output(coinbase: &Transaction) -> Option<&[u8]> {
+    coinbase.output.iter().rev().find_map(|o| {
+        let b = o.script_pubkey.as_bytes();
+        (b.len() >= 38 && b[..6] == [0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed]).then(|| &b[6..38])
+    })
+}

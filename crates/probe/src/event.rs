@@ -1,0 +1,73 @@
+//! The event schema. Every measured thing is an [`Event`] stamped once, where it happens.
+//!
+//! Later roles add variants; analysis correlates them by identity (template id, marker
+//! txid, job id, block hash), never by time windows.
+
+use serde::{Deserialize, Serialize};
+
+/// One line of an events file: when, who, what.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// `CLOCK_MONOTONIC` nanoseconds at the moment the event happened.
+    pub t_ns: u64,
+    /// The role instance that saw it (for example `node`, `pool`, `miners-sv1`).
+    pub role: String,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// Why the tip moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TipCause {
+    /// The simulated rest of the network found a block.
+    Network,
+    /// A block submitted to this node (by a pool under test) was accepted.
+    Submitted,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    /// First record of every events file: ties the monotonic clock to calendar time.
+    ClockAnchor { wall_ns: u64 },
+    /// The node's best chain moved to a new block.
+    TipChanged {
+        height: u32,
+        hash: String,
+        prev_hash: String,
+        cause: TipCause,
+        tx_count: usize,
+        fees_sats: u64,
+    },
+    /// The node built a new block template (and handed it out).
+    TemplateBuilt {
+        template_id: u64,
+        prev_hash: String,
+        height: u32,
+        /// Subsidy plus fees: what a block on this template pays.
+        value_sats: u64,
+        fees_sats: u64,
+        /// Transactions besides the coinbase, the marker included.
+        tx_count: usize,
+        weight: u64,
+        /// Txid of the template's marker transaction: the first merkle branch a miner sees.
+        marker_txid: String,
+    },
+    /// A block was submitted to the node; `reject_reason` is `None` when it was accepted.
+    BlockSubmitted {
+        hash: String,
+        prev_hash: String,
+        height: Option<u32>,
+        /// Template the block was built from, when its marker transaction identifies one.
+        template_id: Option<u64>,
+        via: String,
+        reject_reason: Option<String>,
+    },
+    /// Value of the best template the network could build at this moment (a time series).
+    NetworkTemplateValue {
+        value_sats: u64,
+        fees_sats: u64,
+        mempool_txs: usize,
+    },
+}

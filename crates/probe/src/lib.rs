@@ -1,0 +1,12 @@
+//! Measurement primitives shared by every role: one host-wide monotonic clock, the event
+//! schema, and a recorder that writes events off the measured path.
+
+pub mod clock;
+pub mod event;
+pub mod recorder;
+pub mod stats;
+
+pub use clock::{mono_ns, wall_ns};
+pub use event::{Event, Record, TipCause};
+pub use recorder::Recorder;
+pub use stats::Dist;

@@ -1,0 +1,51 @@
+//! Distribution summaries: what every latency and value is reported as.
+
+use serde::{Deserialize, Serialize};
+
+/// `count`, `mean`, `p50`, `p90`, `p99`, `max` of a sample (nearest-rank percentiles).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dist {
+    pub count: usize,
+    pub mean: Option<f64>,
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl Dist {
+    pub fn of(samples: &[f64]) -> Dist {
+        let mut sorted: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let pct =
+            |p: f64| (n > 0).then(|| sorted[((p * n as f64).ceil() as usize).clamp(1, n) - 1]);
+        Dist {
+            count: n,
+            mean: (n > 0).then(|| sorted.iter().sum::<f64>() / n as f64),
+            p50: pct(0.50),
+            p90: pct(0.90),
+            p99: pct(0.99),
+            max: sorted.last().copied(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let xs: Vec<f64> = (1..=100).map(f64::from).collect();
+        let d = Dist::of(&xs);
+        assert_eq!(d.count, 100);
+        assert_eq!(d.mean, Some(50.5));
+        assert_eq!(
+            (d.p50, d.p90, d.p99, d.max),
+            (Some(50.0), Some(90.0), Some(99.0), Some(100.0))
+        );
+        let empty = Dist::of(&[]);
+        assert_eq!((empty.count, empty.p50), (0, None));
+    }
+}
