@@ -29,7 +29,7 @@ enum Command {
     /// the preset's rate. Example:
     ///
     ///   stratum-bench node --rpc-user u --rpc-password p --block-interval 30s
-    Node(node_cmd::NodeArgs),
+    Node(Box<node_cmd::NodeArgs>),
     /// Micro-benchmarks of single parts.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -57,7 +57,7 @@ fn main() -> std::process::ExitCode {
         .expect("tokio runtime");
     let outcome = runtime.block_on(async {
         match cli.command {
-            Command::Node(args) => node_cmd::run(args).await,
+            Command::Node(args) => node_cmd::run(*args).await,
             Command::Bench(BenchCommand::Template(args)) => bench_template::run(args).await,
         }
     });

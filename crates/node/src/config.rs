@@ -114,7 +114,7 @@ pub fn compact_from_difficulty(difficulty: f64) -> CompactTarget {
     // target = 0xffff * 2^208 / difficulty, as mantissa * 256^(exponent - 3).
     let target = 65535.0 / difficulty * 2f64.powi(208);
     let limit = f64::from(0x7f_ffffu32) * 2f64.powi(8 * (0x20 - 3));
-    if !(target < limit) {
+    if target.is_nan() || target >= limit {
         return CompactTarget::from_consensus(REGTEST_BITS);
     }
     let mut exponent = 3i32;

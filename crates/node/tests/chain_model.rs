@@ -1,0 +1,360 @@
+//! The simulated network's chain, mempool and validation, driven in virtual time.
+
+mod common;
+
+use bitcoin::hashes::Hash;
+use bitcoin::{Target, TxMerkleNode};
+use common::{mined_block, pool_coinbase, solve, unsolve};
+use node::state::Submission;
+use node::{Difficulty, MempoolConfig, MempoolPreset, NodeConfig, NodeState};
+use probe::{Event, Recorder, TipCause};
+use std::time::Duration;
+
+const SECOND: u64 = 1_000_000_000;
+
+fn config(seed: u64) -> NodeConfig {
+    let mut mempool = MempoolConfig::preset(MempoolPreset::Mainnet);
+    mempool.initial_txs = 1500;
+    NodeConfig {
+        seed,
+        block_interval: Duration::from_secs(60),
+        time_base: Some(1_700_000_000),
+        mempool,
+        ..NodeConfig::default()
+    }
+}
+
+fn node(cfg: NodeConfig) -> NodeState {
+    NodeState::new(cfg, Recorder::disabled(), 0).expect("valid config")
+}
+
+fn reject_reason(outcome: Submission) -> String {
+    match outcome {
+        Submission::Rejected(reason) => reason,
+        Submission::Accepted(tip) => panic!("block {} was accepted", tip.hash),
+    }
+}
+
+#[test]
+fn block_built_from_a_template_is_accepted_and_becomes_the_tip() {
+    let mut n = node(config(1));
+    n.advance_to(5 * SECOND);
+    let template = n.template();
+    assert!(
+        template.txs.len() > 100,
+        "the template carries mempool transactions"
+    );
+    let block = mined_block(&template, n.header_time());
+    let hash = block.block_hash();
+
+    let Submission::Accepted(tip) = n.submit_block(block.clone(), "test") else {
+        panic!("a valid block was rejected");
+    };
+    assert_eq!(tip.hash, hash);
+    assert_eq!(n.tip_hash(), hash);
+    assert_eq!(n.chain().height(), template.height);
+    assert_eq!(tip.fees, template.fees);
+    for tx in &template.txs[1..] {
+        assert!(
+            n.mempool().get(&tx.txid).is_none(),
+            "mined txs leave the mempool"
+        );
+    }
+    let next = n.template();
+    assert_eq!(
+        next.prev_hash, hash,
+        "the next template builds on the new tip"
+    );
+    assert_ne!(next.marker_txid(), template.marker_txid());
+    assert_eq!(reject_reason(n.submit_block(block, "test")), "duplicate");
+}
+
+#[test]
+fn wrong_merkle_root_is_rejected_as_bad_txnmrklroot() {
+    let mut n = node(config(2));
+    let template = n.template();
+    let mut block = template.block_with(
+        pool_coinbase(&template, template.value()),
+        n.header_time(),
+        0,
+    );
+    block.header.merkle_root = TxMerkleNode::from_byte_array([7; 32]);
+    solve(&mut block);
+    let tip = n.tip_hash();
+    assert_eq!(
+        reject_reason(n.submit_block(block, "test")),
+        "bad-txnmrklroot"
+    );
+    assert_eq!(n.tip_hash(), tip, "a rejected block changes nothing");
+}
+
+#[test]
+fn insufficient_work_is_rejected_as_high_hash() {
+    // At regtest difficulty, a header that misses the target.
+    let mut n = node(config(3));
+    let template = n.template();
+    let mut block = template.block_with(
+        pool_coinbase(&template, template.value()),
+        n.header_time(),
+        0,
+    );
+    unsolve(&mut block);
+    assert_eq!(reject_reason(n.submit_block(block, "test")), "high-hash");
+
+    // At difficulty 1, an unground header.
+    let mut n = node(NodeConfig {
+        difficulty: Difficulty::Fixed(1.0),
+        ..config(3)
+    });
+    let template = n.template();
+    let block = template.block_with(
+        pool_coinbase(&template, template.value()),
+        n.header_time(),
+        0,
+    );
+    assert!(block
+        .header
+        .validate_pow(Target::from_compact(block.header.bits))
+        .is_err());
+    assert_eq!(reject_reason(n.submit_block(block, "test")), "high-hash");
+}
+
+#[test]
+fn consensus_violations_get_bitcoinds_reasons() {
+    let mut n = node(config(4));
+    let template = n.template();
+    let time = n.header_time();
+
+    let mut greedy = template.block_with(pool_coinbase(&template, template.value() + 1), time, 0);
+    solve(&mut greedy);
+    assert_eq!(
+        reject_reason(n.submit_block(greedy, "test")),
+        "bad-cb-amount"
+    );
+
+    let mut wrong_height = template.block_with(
+        node::template::network_coinbase(
+            template.height + 1,
+            b"x",
+            1,
+            Some(&template.witness_commitment),
+        ),
+        time,
+        0,
+    );
+    solve(&mut wrong_height);
+    assert_eq!(
+        reject_reason(n.submit_block(wrong_height, "test")),
+        "bad-cb-height"
+    );
+
+    let mut orphan = mined_block(&template, time);
+    orphan.header.prev_blockhash = bitcoin::BlockHash::from_byte_array([9; 32]);
+    solve(&mut orphan);
+    assert_eq!(
+        reject_reason(n.submit_block(orphan, "test")),
+        "prev-blk-not-found"
+    );
+
+    let mut old = mined_block(&template, time);
+    old.header.time = n.chain().median_time_past();
+    solve(&mut old);
+    assert_eq!(reject_reason(n.submit_block(old, "test")), "time-too-old");
+
+    // A transaction nobody has seen (spends an unknown outpoint).
+    let mut unknown = template.block_with(pool_coinbase(&template, template.subsidy), time, 0);
+    unknown.txdata.push(node::template::marker_tx(999, 999));
+    unknown.header.merkle_root = unknown.compute_merkle_root().unwrap();
+    let cb = pool_coinbase_for(&unknown);
+    unknown.txdata[0] = cb;
+    unknown.header.merkle_root = unknown.compute_merkle_root().unwrap();
+    solve(&mut unknown);
+    assert_eq!(
+        reject_reason(n.submit_block(unknown, "test")),
+        "bad-txns-inputs-missingorspent"
+    );
+
+    // A valid block on the tip's parent, after the tip moved: stored, not the tip.
+    let stale = mined_block(&template, time);
+    n.mine_network_block(None);
+    assert_eq!(reject_reason(n.submit_block(stale, "test")), "inconclusive");
+}
+
+/// A coinbase committing to `block`'s current witnesses.
+fn pool_coinbase_for(block: &bitcoin::Block) -> bitcoin::Transaction {
+    let commitment = node::template::witness_commitment_script(
+        block.txdata[1..]
+            .iter()
+            .map(|t| t.compute_wtxid().to_raw_hash()),
+    );
+    let height = match &block.txdata[0].input[0]
+        .script_sig
+        .instructions_minimal()
+        .next()
+    {
+        Some(Ok(bitcoin::script::Instruction::PushBytes(b))) => {
+            let mut v = [0u8; 4];
+            v[..b.len()].copy_from_slice(b.as_bytes());
+            u32::from_le_bytes(v)
+        }
+        _ => panic!("coinbase starts with its height"),
+    };
+    node::template::network_coinbase(height, b"x", 1, Some(&commitment))
+}
+
+#[test]
+fn the_same_seed_gives_the_same_chain_and_mempool() {
+    let run = |seed| {
+        let mut n = node(config(seed));
+        n.advance_to(1800 * SECOND);
+        let txids: Vec<_> = n.mempool().txids().copied().collect();
+        (n.chain().height(), n.tip_hash(), txids)
+    };
+    let (height_a, tip_a, mempool_a) = run(11);
+    let (height_b, tip_b, mempool_b) = run(11);
+    assert!(
+        height_a > 880_010,
+        "half an hour of 60 s blocks found blocks: {height_a}"
+    );
+    assert_eq!((height_a, tip_a), (height_b, tip_b));
+    assert_eq!(mempool_a, mempool_b);
+    let (_, tip_c, mempool_c) = run(12);
+    assert_ne!(tip_a, tip_c, "another seed is another network");
+    assert_ne!(mempool_a, mempool_c);
+}
+
+#[test]
+fn network_blocks_arrive_at_the_rate_left_by_our_hashrate_share() {
+    let cfg = NodeConfig {
+        block_interval: Duration::from_secs(10),
+        hashrate_share: 0.5,
+        mempool: MempoolConfig::preset(MempoolPreset::Empty),
+        ..config(5)
+    };
+    let mut n = node(cfg);
+    let start = n.chain().height();
+    n.advance_to(20_000 * SECOND);
+    // The rest of the network holds half the hashrate: one block per 20 s, so ~1000.
+    let found = f64::from(n.chain().height() - start);
+    assert!((900.0..=1100.0).contains(&found), "{found} network blocks");
+}
+
+#[test]
+fn scripted_arrivals_replace_the_poisson_process() {
+    let mut n = node(NodeConfig {
+        scripted_arrivals: Some(vec![Duration::from_secs(2), Duration::from_secs(3)]),
+        ..config(6)
+    });
+    let start = n.chain().height();
+    assert!(n.advance_to(SECOND + SECOND / 2).is_empty());
+    assert_eq!(n.advance_to(2 * SECOND).len(), 1);
+    assert_eq!(n.advance_to(100 * SECOND).len(), 1);
+    assert_eq!(n.chain().height(), start + 2);
+    assert_eq!(
+        n.next_event_ns().map(|t| t > 100 * SECOND),
+        Some(true),
+        "only transactions remain"
+    );
+}
+
+#[test]
+fn miner_hashrate_sets_the_target_for_the_requested_block_rate() {
+    let cfg = NodeConfig {
+        difficulty: Difficulty::MinerHashrate(1e6),
+        hashrate_share: 0.1,
+        block_interval: Duration::from_secs(600),
+        ..config(7)
+    };
+    // 1 MH/s finding one block per 6000 s: 6e9 hashes per block.
+    let expected = 6e9 / 2f64.powi(32);
+    let got = Target::from_compact(cfg.bits()).difficulty_float();
+    assert!(
+        (got / expected - 1.0).abs() < 1e-3,
+        "difficulty {got}, expected {expected}"
+    );
+}
+
+#[test]
+fn assembly_fills_the_block_by_fee_rate_and_counts_fees() {
+    let mut cfg = config(8);
+    cfg.mempool.initial_txs = 25_000;
+    let mut n = node(cfg);
+    let t = n.template();
+    assert!(t.weight <= 4_000_000 - 4_000);
+    assert!(
+        t.weight > 3_900_000,
+        "a full mempool fills the block: {}",
+        t.weight
+    );
+    assert_eq!(t.fees, t.txs.iter().map(|e| e.fee).sum::<u64>());
+    assert_eq!(t.value(), 312_500_000 + t.fees);
+    let rate = |e: &node::mempool::MempoolTx| e.fee as f64 / e.weight as f64;
+    let lowest_in = t.txs[1..].iter().map(|e| rate(e)).fold(f64::MAX, f64::min);
+    let in_template: std::collections::HashSet<_> = t.txs.iter().map(|e| e.txid).collect();
+    let skipped_better = n
+        .mempool()
+        .by_feerate()
+        .filter(|e| !in_template.contains(&e.txid) && rate(e) > lowest_in)
+        .count();
+    assert!(
+        skipped_better < 50,
+        "{skipped_better} better-paying txs left out"
+    );
+    let (network_value, _) = n.network_template_value();
+    assert!(
+        network_value >= t.value() - 1_000,
+        "the network's best is this template"
+    );
+}
+
+#[test]
+fn events_tie_templates_submissions_and_tips_together() {
+    let dir = std::env::temp_dir().join(format!("node-events-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("events.jsonl");
+    let _ = std::fs::remove_file(&path);
+    let recorder = Recorder::to_file(&path, "node").unwrap();
+    let mut n = NodeState::new(config(9), recorder.clone(), 0).unwrap();
+    let template = n.template();
+    let block = mined_block(&template, n.header_time());
+    let hash = block.block_hash().to_string();
+    assert!(matches!(
+        n.submit_block(block, "test"),
+        Submission::Accepted(_)
+    ));
+    n.mine_network_block(None);
+    n.record_network_template_value();
+    recorder.close().unwrap();
+
+    let events: Vec<Event> = probe::recorder::read_events(&path)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.event)
+        .collect();
+    let built = events.iter().find_map(|e| match e {
+        Event::TemplateBuilt {
+            template_id,
+            marker_txid,
+            ..
+        } => Some((*template_id, marker_txid.clone())),
+        _ => None,
+    });
+    assert_eq!(
+        built,
+        Some((template.id, template.marker_txid().to_string()))
+    );
+    assert!(events.iter().any(|e| matches!(e,
+        Event::BlockSubmitted { hash: h, template_id: Some(id), reject_reason: None, .. }
+            if *h == hash && *id == template.id)));
+    let causes: Vec<TipCause> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::TipChanged { cause, .. } => Some(*cause),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(causes, vec![TipCause::Submitted, TipCause::Network]);
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::NetworkTemplateValue { .. })));
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs what building and testing stratum-bench needs and is missing.
+# As root it installs Debian packages itself; otherwise it names them and stops.
+set -euo pipefail
+
+MIN_RUST="1.85"
+
+# Debian packages, each with a command (or file) that shows it is present.
+# capnproto/libcapnp-dev are what the SRI pool and JDC build against.
+declare -A DEBS=(
+  [build-essential]="cc"
+  [pkg-config]="pkg-config"
+  [capnproto]="capnp"
+  [libcapnp-dev]="/usr/include/capnp/common.h"
+)
+
+missing=()
+for pkg in "${!DEBS[@]}"; do
+  probe="${DEBS[$pkg]}"
+  if [[ "$probe" == /* ]]; then
+    [[ -e "$probe" ]] || missing+=("$pkg")
+  else
+    command -v "$probe" >/dev/null 2>&1 || missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "ensure-deps: installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "ensure-deps: missing Debian packages: ${missing[*]}" >&2
+    echo "ensure-deps: install them with: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "ensure-deps: no Rust toolchain found; install Rust $MIN_RUST or newer (https://rustup.rs), then run make again" >&2
+  exit 1
+fi
+have=$(rustc --version | awk '{print $2}')
+if [[ "$(printf '%s\n%s\n' "$MIN_RUST" "$have" | sort -V | head -n1)" != "$MIN_RUST" ]]; then
+  echo "ensure-deps: Rust $have is older than the $MIN_RUST this workspace needs (rustup update)" >&2
+  exit 1
+fi
+for component in rustfmt clippy; do
+  if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    if command -v rustup >/dev/null 2>&1; then
+      rustup component add "$component"
+    else
+      echo "ensure-deps: cargo $component is missing (rustup component add $component)" >&2
+      exit 1
+    fi
+  fi
+done
