@@ -1,0 +1,253 @@
+//! A userspace WAN link between two sites.
+//!
+//! This machine's kernel has no `tc netem`, so every connection that crosses the WAN goes
+//! through this relay: it accepts on the farm side, connects to the pool side, and holds
+//! every chunk of bytes for the link's one-way delay (plus jitter and serialisation time
+//! at the bandwidth cap) before writing it on. Order is kept, as TCP keeps it. Bytes are
+//! counted per direction, and the relay measures its own lateness: how far past the due
+//! time each chunk was actually written.
+
+use anyhow::{Context, Result};
+use parking_lot::Mutex;
+use probe::mono_ns;
+use rand::Rng;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// What the link does to traffic.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkConfig {
+    /// One-way delay farm -> pool.
+    pub up_delay: Duration,
+    /// One-way delay pool -> farm.
+    pub down_delay: Duration,
+    /// Extra delay drawn uniformly from `[0, jitter]` per chunk (order is kept).
+    pub jitter: Duration,
+    /// Bits per second in each direction; `None` is unlimited.
+    pub bandwidth_bps: Option<u64>,
+}
+
+impl LinkConfig {
+    /// A symmetric link with this round-trip time.
+    pub fn from_rtt(rtt: Duration) -> Self {
+        LinkConfig {
+            up_delay: rtt / 2,
+            down_delay: rtt / 2,
+            jitter: Duration::ZERO,
+            bandwidth_bps: None,
+        }
+    }
+}
+
+/// A direction across the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Farm to pool.
+    Up,
+    /// Pool to farm.
+    Down,
+}
+
+/// Counters of one direction, shared by all connections.
+#[derive(Default)]
+pub struct DirectionStats {
+    pub bytes: AtomicU64,
+    pub chunks: AtomicU64,
+    /// Nanoseconds each chunk was written past its due time (the relay's own latency).
+    lateness_ns: Mutex<Vec<u64>>,
+}
+
+impl DirectionStats {
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Lateness samples so far, in nanoseconds.
+    pub fn lateness_ns(&self) -> Vec<u64> {
+        self.lateness_ns.lock().clone()
+    }
+}
+
+#[derive(Default)]
+pub struct LinkStats {
+    pub up: DirectionStats,
+    pub down: DirectionStats,
+    pub connections: AtomicU64,
+}
+
+impl LinkStats {
+    pub fn direction(&self, d: Direction) -> &DirectionStats {
+        match d {
+            Direction::Up => &self.up,
+            Direction::Down => &self.down,
+        }
+    }
+}
+
+/// A running relay.
+pub struct Relay {
+    pub listen_addr: SocketAddr,
+    pub stats: Arc<LinkStats>,
+    accept: JoinHandle<()>,
+}
+
+impl Relay {
+    /// Listens on `listen` (the farm side) and relays every connection to `upstream`.
+    pub async fn start(listen: SocketAddr, upstream: SocketAddr, cfg: LinkConfig) -> Result<Relay> {
+        let listener = TcpListener::bind(listen).await.with_context(|| {
+            format!(
+                "cannot listen for the WAN link on {listen} (port {} in use?)",
+                listen.port()
+            )
+        })?;
+        let listen_addr = listener.local_addr()?;
+        let stats = Arc::new(LinkStats::default());
+        let shared = stats.clone();
+        let accept = tokio::spawn(async move {
+            loop {
+                let (farm, peer) = match listener.accept().await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "link accept failed");
+                        continue;
+                    }
+                };
+                let stats = shared.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = relay_connection(farm, upstream, cfg, stats).await {
+                        tracing::info!(%peer, error = %e, "link connection ended");
+                    }
+                });
+            }
+        });
+        Ok(Relay {
+            listen_addr,
+            stats,
+            accept,
+        })
+    }
+
+    pub fn stop(self) {
+        self.accept.abort();
+    }
+}
+
+async fn relay_connection(
+    farm: TcpStream,
+    upstream: SocketAddr,
+    cfg: LinkConfig,
+    stats: Arc<LinkStats>,
+) -> Result<()> {
+    let pool = TcpStream::connect(upstream)
+        .await
+        .with_context(|| format!("link cannot reach the pool side at {upstream}"))?;
+    farm.set_nodelay(true)?;
+    pool.set_nodelay(true)?;
+    stats.connections.fetch_add(1, Ordering::Relaxed);
+    let (farm_r, farm_w) = farm.into_split();
+    let (pool_r, pool_w) = pool.into_split();
+    let up = tokio::spawn(pump(
+        farm_r,
+        pool_w,
+        cfg.up_delay,
+        cfg,
+        stats.clone(),
+        Direction::Up,
+    ));
+    let down = tokio::spawn(pump(
+        pool_r,
+        farm_w,
+        cfg.down_delay,
+        cfg,
+        stats,
+        Direction::Down,
+    ));
+    // When either side closes, the other direction finishes delivering what is in flight.
+    let _ = tokio::join!(up, down);
+    Ok(())
+}
+
+/// A chunk of bytes in flight, due for writing at `due_ns`.
+struct InFlight {
+    due_ns: u64,
+    bytes: Vec<u8>,
+}
+
+/// Moves bytes one way: the reader stamps and schedules, the writer delivers on time.
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    delay: Duration,
+    cfg: LinkConfig,
+    stats: Arc<LinkStats>,
+    direction: Direction,
+) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<InFlight>();
+    let writer_stats = stats.clone();
+    let writer = tokio::spawn(async move {
+        let dir = writer_stats.direction(direction);
+        while let Some(chunk) = rx.recv().await {
+            let now = mono_ns();
+            if chunk.due_ns > now {
+                tokio::time::sleep(Duration::from_nanos(chunk.due_ns - now)).await;
+            }
+            if to.write_all(&chunk.bytes).await.is_err() {
+                return;
+            }
+            dir.lateness_ns
+                .lock()
+                .push(mono_ns().saturating_sub(chunk.due_ns));
+        }
+        let _ = to.shutdown().await;
+    });
+
+    let dir = stats.direction(direction);
+    let delay_ns = delay.as_nanos() as u64;
+    let jitter_ns = cfg.jitter.as_nanos() as u64;
+    // When the emulated wire finishes sending what was queued before (bandwidth cap), and
+    // the last due time (delivery stays in order even with jitter).
+    let mut wire_free_ns = 0u64;
+    let mut last_due_ns = 0u64;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let arrived = mono_ns();
+        let sent = match cfg.bandwidth_bps {
+            Some(bps) => {
+                wire_free_ns =
+                    wire_free_ns.max(arrived) + n as u64 * 8 * 1_000_000_000 / bps.max(1);
+                wire_free_ns
+            }
+            None => arrived,
+        };
+        let jitter = if jitter_ns > 0 {
+            rand::thread_rng().gen_range(0..=jitter_ns)
+        } else {
+            0
+        };
+        last_due_ns = last_due_ns.max(sent + delay_ns + jitter);
+        dir.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        dir.chunks.fetch_add(1, Ordering::Relaxed);
+        if tx
+            .send(InFlight {
+                due_ns: last_due_ns,
+                bytes: buf[..n].to_vec(),
+            })
+            .is_err()
+        {
+            break;
+        }
+    }
+    drop(tx);
+    let _ = writer.await;
+}

@@ -1,0 +1,131 @@
+//! An injected delay is a delay measured; bytes are counted; the cap limits throughput.
+
+use link::{LinkConfig, Relay};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A pool-side echo server.
+async fn echo_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                while let Ok(n) = s.read(&mut buf).await {
+                    if n == 0 || s.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+async fn relay(cfg: LinkConfig) -> Relay {
+    Relay::start("127.0.0.1:0".parse().unwrap(), echo_server().await, cfg)
+        .await
+        .unwrap()
+}
+
+async fn round_trips(relay: &Relay, n: usize) -> Vec<Duration> {
+    let mut s = TcpStream::connect(relay.listen_addr).await.unwrap();
+    s.set_nodelay(true).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 64];
+    for i in 0..n {
+        let msg = format!("{{\"id\":{i},\"method\":\"mining.submit\"}}\n");
+        let t = Instant::now();
+        s.write_all(msg.as_bytes()).await.unwrap();
+        let mut got = 0;
+        while got < msg.len() {
+            got += s.read(&mut buf[got..]).await.unwrap();
+        }
+        out.push(t.elapsed());
+    }
+    out
+}
+
+#[tokio::test]
+async fn round_trip_recovers_the_injected_delay() {
+    let cfg = LinkConfig {
+        up_delay: Duration::from_millis(30),
+        down_delay: Duration::from_millis(20),
+        jitter: Duration::ZERO,
+        bandwidth_bps: None,
+    };
+    let relay = relay(cfg).await;
+    let rtts = round_trips(&relay, 20).await;
+    for rtt in &rtts {
+        assert!(
+            *rtt >= Duration::from_millis(50),
+            "faster than light: {rtt:?}"
+        );
+        assert!(
+            *rtt < Duration::from_millis(60),
+            "the relay added more than 10 ms: {rtt:?}"
+        );
+    }
+    let up = relay.stats.up.bytes();
+    assert_eq!(up, relay.stats.down.bytes(), "an echo returns every byte");
+    assert!(up > 20 * 30);
+    let lateness = relay.stats.up.lateness_ns();
+    assert_eq!(
+        lateness.len() as u64,
+        relay
+            .stats
+            .up
+            .chunks
+            .load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
+
+#[tokio::test]
+async fn jitter_spreads_delays_but_keeps_order() {
+    let cfg = LinkConfig {
+        jitter: Duration::from_millis(20),
+        ..LinkConfig::from_rtt(Duration::from_millis(20))
+    };
+    let relay = relay(cfg).await;
+    let rtts = round_trips(&relay, 30).await;
+    let min = rtts.iter().min().unwrap();
+    let max = rtts.iter().max().unwrap();
+    assert!(*min >= Duration::from_millis(20));
+    assert!(
+        *max > *min + Duration::from_millis(5),
+        "jitter shows: {min:?}..{max:?}"
+    );
+    assert!(*max < Duration::from_millis(20 + 40 + 10));
+}
+
+#[tokio::test]
+async fn bandwidth_cap_sets_the_transfer_time() {
+    // 1 Mbit/s each way: 50 kB takes 0.4 s up, the echo 0.4 s more down (pipelined).
+    let cfg = LinkConfig {
+        bandwidth_bps: Some(1_000_000),
+        ..LinkConfig::from_rtt(Duration::from_millis(2))
+    };
+    let relay = relay(cfg).await;
+    let mut s = TcpStream::connect(relay.listen_addr).await.unwrap();
+    let payload = vec![7u8; 50_000];
+    let t = Instant::now();
+    let (mut r, mut w) = s.split();
+    let send = async { w.write_all(&payload).await.unwrap() };
+    let recv = async {
+        let mut got = 0;
+        let mut buf = vec![0u8; 65536];
+        while got < payload.len() {
+            got += r.read(&mut buf).await.unwrap();
+        }
+    };
+    tokio::join!(send, recv);
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(400),
+        "50 kB at 1 Mbit/s took only {took:?}"
+    );
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+}
