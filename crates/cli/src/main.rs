@@ -1,5 +1,6 @@
 //! `stratum-bench`: one command line over the whole benchmark suite.
 
+mod bench_link;
 mod bench_template;
 mod node_cmd;
 
@@ -41,6 +42,9 @@ enum BenchCommand {
     /// cached one (the measurement of shared/seeds/003: 62 ms fresh, 0.9 ms cached
     /// with 6,000 transactions).
     Template(bench_template::TemplateArgs),
+    /// What the userspace WAN relay adds to a round trip beyond the delay it emulates
+    /// (its timer lateness and the two extra loopback hops).
+    Link(bench_link::LinkArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -59,6 +63,7 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Node(args) => node_cmd::run(*args).await,
             Command::Bench(BenchCommand::Template(args)) => bench_template::run(args).await,
+            Command::Bench(BenchCommand::Link(args)) => bench_link::run(args).await,
         }
     });
     match outcome {

@@ -251,3 +251,48 @@ async fn pump(
     drop(tx);
     let _ = writer.await;
 }
+
+/// A TCP echo peer on `addr`: the far end for measuring what the link itself adds.
+pub async fn echo_peer(addr: SocketAddr) -> Result<SocketAddr> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen for the echo peer on {addr}"))?;
+    let bound = listener.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let _ = s.set_nodelay(true);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                while let Ok(n) = s.read(&mut buf).await {
+                    if n == 0 || s.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    Ok(bound)
+}
+
+/// Round-trip times of `n` small request/response exchanges over one connection.
+pub async fn round_trips(addr: SocketAddr, n: usize) -> Result<Vec<Duration>> {
+    let mut s = TcpStream::connect(addr)
+        .await
+        .with_context(|| format!("cannot connect to {addr}"))?;
+    s.set_nodelay(true)?;
+    let mut out = Vec::with_capacity(n);
+    let mut buf = [0u8; 128];
+    for i in 0..n {
+        let msg = format!("{{\"id\":{i},\"method\":\"mining.submit\",\"params\":[]}}\n");
+        let t = std::time::Instant::now();
+        s.write_all(msg.as_bytes()).await?;
+        let mut got = 0;
+        while got < msg.len() {
+            let r = s.read(&mut buf[got..]).await?;
+            anyhow::ensure!(r > 0, "the peer closed the connection");
+            got += r;
+        }
+        out.push(t.elapsed());
+    }
+    Ok(out)
+}

@@ -1,52 +1,15 @@
 //! An injected delay is a delay measured; bytes are counted; the cap limits throughput.
 
-use link::{LinkConfig, Relay};
-use std::net::SocketAddr;
+use link::{echo_peer, round_trips, LinkConfig, Relay};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-/// A pool-side echo server.
-async fn echo_server() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 65536];
-                while let Ok(n) = s.read(&mut buf).await {
-                    if n == 0 || s.write_all(&buf[..n]).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    addr
-}
+use tokio::net::TcpStream;
 
 async fn relay(cfg: LinkConfig) -> Relay {
-    Relay::start("127.0.0.1:0".parse().unwrap(), echo_server().await, cfg)
+    let peer = echo_peer("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    Relay::start("127.0.0.1:0".parse().unwrap(), peer, cfg)
         .await
         .unwrap()
-}
-
-async fn round_trips(relay: &Relay, n: usize) -> Vec<Duration> {
-    let mut s = TcpStream::connect(relay.listen_addr).await.unwrap();
-    s.set_nodelay(true).unwrap();
-    let mut out = Vec::new();
-    let mut buf = [0u8; 64];
-    for i in 0..n {
-        let msg = format!("{{\"id\":{i},\"method\":\"mining.submit\"}}\n");
-        let t = Instant::now();
-        s.write_all(msg.as_bytes()).await.unwrap();
-        let mut got = 0;
-        while got < msg.len() {
-            got += s.read(&mut buf[got..]).await.unwrap();
-        }
-        out.push(t.elapsed());
-    }
-    out
 }
 
 #[tokio::test]
@@ -58,7 +21,7 @@ async fn round_trip_recovers_the_injected_delay() {
         bandwidth_bps: None,
     };
     let relay = relay(cfg).await;
-    let rtts = round_trips(&relay, 20).await;
+    let rtts = round_trips(relay.listen_addr, 20).await.unwrap();
     for rtt in &rtts {
         assert!(
             *rtt >= Duration::from_millis(50),
@@ -90,7 +53,7 @@ async fn jitter_spreads_delays_but_keeps_order() {
         ..LinkConfig::from_rtt(Duration::from_millis(20))
     };
     let relay = relay(cfg).await;
-    let rtts = round_trips(&relay, 30).await;
+    let rtts = round_trips(relay.listen_addr, 30).await.unwrap();
     let min = rtts.iter().min().unwrap();
     let max = rtts.iter().max().unwrap();
     assert!(*min >= Duration::from_millis(20));

@@ -1,0 +1,66 @@
+//! `stratum-bench bench link`: what the WAN relay itself adds to a round trip.
+
+use anyhow::Result;
+use clap::Args;
+use link::{echo_peer, round_trips, LinkConfig, Relay};
+use probe::Dist;
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct LinkArgs {
+    /// Round-trip time the relay emulates, in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    rtt_ms: u64,
+    /// Request/response exchanges measured.
+    #[arg(long, default_value_t = 500)]
+    round_trips: usize,
+}
+
+pub async fn run(args: LinkArgs) -> Result<()> {
+    let peer = echo_peer("127.0.0.1:0".parse()?).await?;
+    let direct = round_trips(peer, args.round_trips).await?;
+    let rtt = Duration::from_millis(args.rtt_ms);
+    let relay = Relay::start("127.0.0.1:0".parse()?, peer, LinkConfig::from_rtt(rtt)).await?;
+    let relayed = round_trips(relay.listen_addr, args.round_trips).await?;
+    let ms = |d: &Duration| d.as_secs_f64() * 1e3;
+    let added: Vec<f64> = relayed.iter().map(|d| ms(d) - ms(&rtt)).collect();
+    let lateness: Vec<f64> = relay
+        .stats
+        .up
+        .lateness_ns()
+        .iter()
+        .chain(relay.stats.down.lateness_ns().iter())
+        .map(|ns| *ns as f64 / 1e6)
+        .collect();
+    relay.stop();
+
+    println!(
+        "WAN relay at {} ms RTT, {} round trips of one small line each",
+        args.rtt_ms, args.round_trips
+    );
+    println!(
+        "{:<40} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "(ms)", "mean", "p50", "p90", "p99", "max"
+    );
+    for (name, samples) in [
+        (
+            "loopback round trip, no relay",
+            direct.iter().map(ms).collect::<Vec<_>>(),
+        ),
+        ("relayed round trip minus emulated RTT", added),
+        ("per-chunk lateness past due (each way)", lateness),
+    ] {
+        let d = Dist::of(&samples);
+        let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
+        println!(
+            "{:<40} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            name,
+            f(d.mean),
+            f(d.p50),
+            f(d.p90),
+            f(d.p99),
+            f(d.max)
+        );
+    }
+    Ok(())
+}
