@@ -3,7 +3,6 @@
 use anyhow::Result;
 use clap::Args;
 use link::{echo_peer, round_trips, LinkConfig, Relay};
-use probe::Dist;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -38,29 +37,17 @@ pub async fn run(args: LinkArgs) -> Result<()> {
         "WAN relay at {} ms RTT, {} round trips of one small line each",
         args.rtt_ms, args.round_trips
     );
-    println!(
-        "{:<40} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "(ms)", "mean", "p50", "p90", "p99", "max"
+    let direct: Vec<f64> = direct.iter().map(ms).collect();
+    print!(
+        "{}",
+        probe::stats::table(
+            "(ms)",
+            &[
+                ("loopback round trip, no relay", &direct),
+                ("relayed round trip minus emulated RTT", &added),
+                ("per-chunk lateness past due (each way)", &lateness),
+            ]
+        )
     );
-    for (name, samples) in [
-        (
-            "loopback round trip, no relay",
-            direct.iter().map(ms).collect::<Vec<_>>(),
-        ),
-        ("relayed round trip minus emulated RTT", added),
-        ("per-chunk lateness past due (each way)", lateness),
-    ] {
-        let d = Dist::of(&samples);
-        let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
-        println!(
-            "{:<40} {:>8} {:>8} {:>8} {:>8} {:>8}",
-            name,
-            f(d.mean),
-            f(d.p50),
-            f(d.p90),
-            f(d.p99),
-            f(d.max)
-        );
-    }
     Ok(())
 }

@@ -31,6 +31,34 @@ impl Dist {
     }
 }
 
+/// A plain-text table of distributions, one row per named sample, for terminal output.
+pub fn table(unit: &str, rows: &[(&str, &[f64])]) -> String {
+    let width = rows
+        .iter()
+        .map(|(n, _)| n.len())
+        .max()
+        .unwrap_or(0)
+        .max(unit.len());
+    let mut out = format!(
+        "{unit:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "count", "mean", "p50", "p90", "p99", "max"
+    );
+    let cell = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
+    for (name, samples) in rows {
+        let d = Dist::of(samples);
+        out.push_str(&format!(
+            "{name:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+            d.count,
+            cell(d.mean),
+            cell(d.p50),
+            cell(d.p90),
+            cell(d.p99),
+            cell(d.max)
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -45,6 +73,7 @@ mod tests {
             (d.p50, d.p90, d.p99, d.max),
             (Some(50.0), Some(90.0), Some(99.0), Some(100.0))
         );
+        assert!(table("ms", &[("x", &xs)]).contains("50.500"));
         let empty = Dist::of(&[]);
         assert_eq!((empty.count, empty.p50), (0, None));
     }
