@@ -3,6 +3,7 @@
 use anyhow::Result;
 use clap::Args;
 use link::{echo_peer, round_trips, LinkConfig, Relay};
+use probe::Dist;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -23,14 +24,8 @@ pub async fn run(args: LinkArgs) -> Result<()> {
     let relayed = round_trips(relay.listen_addr, args.round_trips).await?;
     let ms = |d: &Duration| d.as_secs_f64() * 1e3;
     let added: Vec<f64> = relayed.iter().map(|d| ms(d) - ms(&rtt)).collect();
-    let lateness: Vec<f64> = relay
-        .stats
-        .up
-        .lateness_ns()
-        .iter()
-        .chain(relay.stats.down.lateness_ns().iter())
-        .map(|ns| *ns as f64 / 1e6)
-        .collect();
+    let up = relay.stats.up.lateness_ns.dist(1e6);
+    let down = relay.stats.down.lateness_ns.dist(1e6);
     relay.stop();
 
     println!(
@@ -43,9 +38,10 @@ pub async fn run(args: LinkArgs) -> Result<()> {
         probe::stats::table(
             "(ms)",
             &[
-                ("loopback round trip, no relay", &direct),
-                ("relayed round trip minus emulated RTT", &added),
-                ("per-chunk lateness past due (each way)", &lateness),
+                ("loopback round trip, no relay", Dist::of(&direct)),
+                ("relayed round trip minus emulated RTT", Dist::of(&added)),
+                ("lateness past due, farm to pool", up),
+                ("lateness past due, pool to farm", down),
             ]
         )
     );

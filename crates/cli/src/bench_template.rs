@@ -98,27 +98,17 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
         json_bytes as f64 / 1e6,
         args.iterations
     );
-    println!(
-        "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "case (ms)", "mean", "p50", "p90", "p99", "max"
+    print!(
+        "{}",
+        probe::stats::table(
+            "case (ms)",
+            &[
+                ("fresh template, over RPC", Dist::of(&fresh)),
+                ("cached template, over RPC", Dist::of(&cached)),
+                ("fresh assembly only (in process)", Dist::of(&build_only)),
+            ]
+        )
     );
-    for (name, samples) in [
-        ("fresh template, over RPC", &fresh),
-        ("cached template, over RPC", &cached),
-        ("fresh assembly only (in process)", &build_only),
-    ] {
-        let d = Dist::of(samples);
-        let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
-        println!(
-            "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            name,
-            f(d.mean),
-            f(d.p50),
-            f(d.p90),
-            f(d.p99),
-            f(d.max)
-        );
-    }
     println!("reference (shared/seeds/003, BCHN getblocktemplatelight, 6000 txs): 62.0 ms fresh, 0.9 ms cached; full getblocktemplate 164 ms fresh, 117 ms cached");
     Ok(())
 }

@@ -8,8 +8,7 @@
 //! time each chunk was actually written.
 
 use anyhow::{Context, Result};
-use parking_lot::Mutex;
-use probe::mono_ns;
+use probe::{mono_ns, Histogram};
 use rand::Rng;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,17 +60,12 @@ pub struct DirectionStats {
     pub bytes: AtomicU64,
     pub chunks: AtomicU64,
     /// Nanoseconds each chunk was written past its due time (the relay's own latency).
-    lateness_ns: Mutex<Vec<u64>>,
+    pub lateness_ns: Histogram,
 }
 
 impl DirectionStats {
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
-    }
-
-    /// Lateness samples so far, in nanoseconds.
-    pub fn lateness_ns(&self) -> Vec<u64> {
-        self.lateness_ns.lock().clone()
     }
 }
 
@@ -202,8 +196,7 @@ async fn pump(
                 return;
             }
             dir.lateness_ns
-                .lock()
-                .push(mono_ns().saturating_sub(chunk.due_ns));
+                .record(mono_ns().saturating_sub(chunk.due_ns));
         }
         let _ = to.shutdown().await;
     });

@@ -3,10 +3,12 @@
 
 pub mod clock;
 pub mod event;
+pub mod histogram;
 pub mod recorder;
 pub mod stats;
 
 pub use clock::{mono_ns, wall_ns};
 pub use event::{Event, Record, TipCause};
+pub use histogram::Histogram;
 pub use recorder::Recorder;
 pub use stats::Dist;

@@ -31,8 +31,8 @@ impl Dist {
     }
 }
 
-/// A plain-text table of distributions, one row per named sample, for terminal output.
-pub fn table(unit: &str, rows: &[(&str, &[f64])]) -> String {
+/// A plain-text table of distributions, one row per name, for terminal output.
+pub fn table(unit: &str, rows: &[(&str, Dist)]) -> String {
     let width = rows
         .iter()
         .map(|(n, _)| n.len())
@@ -44,8 +44,7 @@ pub fn table(unit: &str, rows: &[(&str, &[f64])]) -> String {
         "count", "mean", "p50", "p90", "p99", "max"
     );
     let cell = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
-    for (name, samples) in rows {
-        let d = Dist::of(samples);
+    for (name, d) in rows {
         out.push_str(&format!(
             "{name:<width$} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
             d.count,
@@ -73,7 +72,7 @@ mod tests {
             (d.p50, d.p90, d.p99, d.max),
             (Some(50.0), Some(90.0), Some(99.0), Some(100.0))
         );
-        assert!(table("ms", &[("x", &xs)]).contains("50.500"));
+        assert!(table("ms", &[("x", d.clone())]).contains("50.500"));
         let empty = Dist::of(&[]);
         assert_eq!((empty.count, empty.p50), (0, None));
     }
