@@ -2,7 +2,7 @@
 
 use bitcoin::block::{Header, Version};
 use bitcoin::hashes::Hash;
-use bitcoin::{Block, BlockHash, CompactTarget, Target, TxMerkleNode};
+use bitcoin::{Block, BlockHash, CompactTarget, TxMerkleNode};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -169,11 +169,6 @@ pub fn base_block(bits: CompactTarget, time: u32, seed: u64) -> Block {
         },
         txdata: vec![coinbase],
     }
-}
-
-/// The target `bits` stand for.
-pub fn target_of(bits: CompactTarget) -> Target {
-    Target::from_compact(bits)
 }
 
 #[cfg(test)]

@@ -8,10 +8,14 @@
 use crate::chain::{base_block, Chain, ChainBlock};
 use crate::config::NodeConfig;
 use crate::mempool::{Mempool, MempoolTx};
-use crate::template::{network_coinbase, select, witness_commitment_script, Template};
+use crate::template::{
+    assemble_block, coinbase_merkle_branch, network_coinbase, select, witness_commitment_script,
+    Template, BLOCK_VERSION,
+};
 use crate::txgen::TxGenerator;
 use crate::validate::{check_block, Context, Reject, Verdict};
-use bitcoin::{Block, BlockHash, CompactTarget, ScriptBuf, Txid};
+use bitcoin::hashes::Hash;
+use bitcoin::{Block, BlockHash, CompactTarget, ScriptBuf, Target, TxMerkleNode, Txid};
 use probe::{Event, Recorder, TipCause};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -174,40 +178,42 @@ impl NodeState {
             coinbase.output[0].script_pubkey = script;
         }
         let txids: Vec<Txid> = picked.txs.iter().map(|t| t.txid).collect();
-        let branch = crate::template::coinbase_merkle_branch(&txids);
-        let merkle_root = crate::template::merkle_root_from_branch(
-            coinbase.compute_txid().to_raw_hash(),
-            &branch,
-        );
-        let mut block = Block {
-            header: bitcoin::block::Header {
-                version: bitcoin::block::Version::from_consensus(crate::template::BLOCK_VERSION),
+        let mut block = assemble_block(
+            bitcoin::block::Header {
+                version: bitcoin::block::Version::from_consensus(BLOCK_VERSION),
                 prev_blockhash: self.chain.tip().hash,
-                merkle_root,
+                merkle_root: TxMerkleNode::all_zeros(),
                 time: self.header_time(),
                 bits: self.bits,
                 nonce: 0,
             },
-            txdata: std::iter::once(coinbase)
-                .chain(picked.txs.iter().map(|t| t.tx.clone()))
-                .collect(),
-        };
+            coinbase,
+            &coinbase_merkle_branch(&txids),
+            picked.txs.iter().map(|t| t.tx.clone()),
+        );
         // Real proof of work where it is cheap (easy targets); at real difficulties the
         // rest of the network's blocks are taken on trust, as a peer's would be after
         // header sync.
-        let target = crate::chain::target_of(self.bits);
+        let target = Target::from_compact(self.bits);
         for nonce in 0..4096 {
             block.header.nonce = nonce;
             if block.header.validate_pow(target).is_ok() {
                 break;
             }
         }
-        self.connect(block, picked.fees, TipCause::Network)
+        self.connect(block, &txids, picked.fees, TipCause::Network)
     }
 
-    fn connect(&mut self, block: Block, fees: u64, cause: TipCause) -> Arc<ChainBlock> {
-        for tx in &block.txdata[1..] {
-            self.mempool.remove(&tx.compute_txid());
+    /// Makes `block` the tip; `txids` are its non-coinbase txids, already computed.
+    fn connect(
+        &mut self,
+        block: Block,
+        txids: &[Txid],
+        fees: u64,
+        cause: TipCause,
+    ) -> Arc<ChainBlock> {
+        for txid in txids {
+            self.mempool.remove(txid);
         }
         let entry = self.chain.connect(block, fees);
         self.markers.clear();
@@ -287,9 +293,12 @@ impl NodeState {
             reject_reason: reject_reason.clone(),
         });
         match verdict {
-            Ok(v) if v.extends_tip => {
-                Submission::Accepted(self.connect(block, v.fees, TipCause::Submitted))
-            }
+            Ok(v) if v.extends_tip => Submission::Accepted(self.connect(
+                block,
+                &v.txids[1..],
+                v.fees,
+                TipCause::Submitted,
+            )),
             Ok(v) => {
                 // Kept as a side block, as bitcoind stores a valid stale block.
                 self.chain.connect(block, v.fees);

@@ -190,24 +190,34 @@ impl Template {
 
     /// A complete block on this template with `coinbase` (what a pool would submit).
     pub fn block_with(&self, coinbase: Transaction, time: u32, nonce: u32) -> Block {
-        let merkle_root = merkle_root_from_branch(
-            coinbase.compute_txid().to_raw_hash(),
-            &self.coinbase_merkle_branch,
-        );
-        let mut txdata = Vec::with_capacity(self.txs.len() + 1);
-        txdata.push(coinbase);
-        txdata.extend(self.txs.iter().map(|t| t.tx.clone()));
-        Block {
-            header: bitcoin::block::Header {
+        assemble_block(
+            bitcoin::block::Header {
                 version: bitcoin::block::Version::from_consensus(self.version),
                 prev_blockhash: self.prev_hash,
-                merkle_root,
+                merkle_root: TxMerkleNode::all_zeros(),
                 time,
                 bits: self.bits,
                 nonce,
             },
-            txdata,
-        }
+            coinbase,
+            &self.coinbase_merkle_branch,
+            self.txs.iter().map(|t| t.tx.clone()),
+        )
+    }
+}
+
+/// A block of `coinbase` then `txs`, whose header gets the merkle root the coinbase folds
+/// to along `branch` (the branch of `txs`, as every miner computes it).
+pub fn assemble_block(
+    mut header: bitcoin::block::Header,
+    coinbase: Transaction,
+    branch: &[TxMerkleNode],
+    txs: impl Iterator<Item = Transaction>,
+) -> Block {
+    header.merkle_root = merkle_root_from_branch(coinbase.compute_txid().to_raw_hash(), branch);
+    Block {
+        header,
+        txdata: std::iter::once(coinbase).chain(txs).collect(),
     }
 }
 

@@ -1,6 +1,6 @@
 //! Block validation with bitcoind's checks, in bitcoind's order, and its reject reasons.
 
-use crate::chain::{subsidy, target_of, Chain};
+use crate::chain::{subsidy, Chain};
 use crate::mempool::{Mempool, MempoolTx};
 use crate::template::{marker_id, MAX_BLOCK_SIGOPS_COST, MAX_BLOCK_WEIGHT};
 use bitcoin::hashes::Hash;
@@ -39,6 +39,9 @@ pub struct Verdict {
     /// False when it builds on an older block: valid, stored, but not the tip
     /// (bitcoind answers `inconclusive`).
     pub extends_tip: bool,
+    /// Txids of all its transactions, coinbase first: hashed once, used by every check
+    /// and by connecting the block.
+    pub txids: Vec<Txid>,
 }
 
 pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
@@ -51,7 +54,7 @@ pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
         return reject("duplicate");
     }
     // CheckBlockHeader: the work the header claims must be done.
-    if header.validate_pow(target_of(header.bits)).is_err() {
+    if header.validate_pow(header.target()).is_err() {
         return reject("high-hash");
     }
     // AcceptBlockHeader / ContextualCheckBlockHeader.
@@ -75,7 +78,8 @@ pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
     }
     let height = parent.height + 1;
 
-    check_context_free(block)?;
+    let txids: Vec<Txid> = block.txdata.iter().map(Transaction::compute_txid).collect();
+    check_context_free(block, &txids)?;
     check_contextual(block, height)?;
 
     let template_id = block.txdata.get(1).and_then(marker_id);
@@ -86,6 +90,7 @@ pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
             height,
             template_id,
             extends_tip,
+            txids,
         });
     }
 
@@ -93,9 +98,8 @@ pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
     // subsidy plus fees.
     let mut fees = 0u64;
     let mut sigops = 0u32;
-    for tx in &block.txdata[1..] {
-        let txid = tx.compute_txid();
-        let Some(known) = cx.mempool.get(&txid).or_else(|| cx.markers.get(&txid)) else {
+    for txid in &txids[1..] {
+        let Some(known) = cx.mempool.get(txid).or_else(|| cx.markers.get(txid)) else {
             return reject("bad-txns-inputs-missingorspent");
         };
         fees += known.fee;
@@ -117,23 +121,22 @@ pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
         height,
         template_id,
         extends_tip,
+        txids,
     })
 }
 
 /// bitcoind's CheckBlock: merkle root, sizes, coinbase placement, transaction sanity.
-fn check_context_free(block: &Block) -> Result<(), Reject> {
-    if !block.check_merkle_root() {
+fn check_context_free(block: &Block, txids: &[Txid]) -> Result<(), Reject> {
+    let root = bitcoin::merkle_tree::calculate_root(txids.iter().map(|t| t.to_raw_hash()));
+    if root != Some(block.header.merkle_root.to_raw_hash()) {
         return reject("bad-txnmrklroot");
     }
-    let mut txids = HashSet::with_capacity(block.txdata.len());
-    if !block.txdata.iter().all(|t| txids.insert(t.compute_txid())) {
+    let mut unique = HashSet::with_capacity(txids.len());
+    if !txids.iter().all(|t| unique.insert(t)) {
         // The merkle tree cannot tell a duplicated last pair from the real block (CVE-2012-2459).
         return reject("bad-txns-duplicate");
     }
-    let stripped: usize = 80
-        + bitcoin::VarInt(block.txdata.len() as u64).size()
-        + block.txdata.iter().map(|t| t.base_size()).sum::<usize>();
-    if block.txdata.is_empty() || stripped as u64 * 4 > MAX_BLOCK_WEIGHT {
+    if block.txdata.is_empty() || stripped_size(block) as u64 * 4 > MAX_BLOCK_WEIGHT {
         return reject("bad-blk-length");
     }
     if !block.txdata[0].is_coinbase() {
@@ -146,6 +149,16 @@ fn check_context_free(block: &Block) -> Result<(), Reject> {
         check_transaction(tx)?;
     }
     Ok(())
+}
+
+/// Serialised size without witnesses (bitcoind's `strippedsize`).
+pub fn stripped_size(block: &Block) -> usize {
+    80 + bitcoin::VarInt(block.txdata.len() as u64).size()
+        + block
+            .txdata
+            .iter()
+            .map(Transaction::base_size)
+            .sum::<usize>()
 }
 
 /// bitcoind's CheckTransaction.

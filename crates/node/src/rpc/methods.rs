@@ -172,7 +172,7 @@ pub async fn dispatch(shared: &Arc<Shared>, method: &str, raw: Value) -> Result<
             let mut v = header_json(&state, block);
             let b = &block.block;
             v["size"] = json!(b.total_size());
-            v["strippedsize"] = json!(b.weight().to_wu() as usize / 4);
+            v["strippedsize"] = json!(crate::validate::stripped_size(b));
             v["weight"] = json!(b.weight().to_wu());
             v["tx"] = if verbosity >= 2 {
                 Value::Array(b.txdata.iter().map(tx_json).collect())
