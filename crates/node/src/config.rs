@@ -105,31 +105,7 @@ impl NodeConfig {
     }
 }
 
-/// Bitcoin Core's regtest proof-of-work limit.
-pub const REGTEST_BITS: u32 = 0x207f_ffff;
-
-/// Encodes `difficulty` (relative to the `1d00ffff` target) as compact bits, clamped to
-/// the regtest limit at the easy end.
-pub fn compact_from_difficulty(difficulty: f64) -> CompactTarget {
-    // target = 0xffff * 2^208 / difficulty, as mantissa * 256^(exponent - 3).
-    let target = 65535.0 / difficulty * 2f64.powi(208);
-    let limit = f64::from(0x7f_ffffu32) * 2f64.powi(8 * (0x20 - 3));
-    if target.is_nan() || target >= limit {
-        return CompactTarget::from_consensus(REGTEST_BITS);
-    }
-    let mut exponent = 3i32;
-    let mut mantissa = target;
-    while mantissa >= f64::from(0x80_0000u32) {
-        mantissa /= 256.0;
-        exponent += 1;
-    }
-    while mantissa < f64::from(0x8000u32) && exponent > 3 {
-        mantissa *= 256.0;
-        exponent -= 1;
-    }
-    let mantissa = (mantissa as u32).clamp(1, 0x7f_ffff);
-    CompactTarget::from_consensus(((exponent as u32) << 24) | mantissa)
-}
+pub use mining::{compact_from_difficulty, REGTEST_BITS};
 
 /// Transactions arriving in the mempool.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -309,28 +285,6 @@ pub mod humantime_serde_compat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bitcoin::Target;
-
-    #[test]
-    fn difficulty_one_is_the_classic_target() {
-        assert_eq!(compact_from_difficulty(1.0).to_consensus(), 0x1d00_ffff);
-    }
-
-    #[test]
-    fn difficulty_round_trips_within_encoding_precision() {
-        for d in [1e-6, 0.001, 0.5, 3.0, 1234.5, 1e12] {
-            let got = Target::from_compact(compact_from_difficulty(d)).difficulty_float();
-            assert!(
-                (got / d - 1.0).abs() < 1e-3,
-                "difficulty {d} came back as {got}"
-            );
-        }
-    }
-
-    #[test]
-    fn tiny_difficulty_clamps_to_regtest() {
-        assert_eq!(compact_from_difficulty(1e-30).to_consensus(), REGTEST_BITS);
-    }
 
     #[test]
     fn durations_parse() {

@@ -277,44 +277,7 @@ pub fn witness_commitment_script(
         .into_script()
 }
 
-/// The merkle branch of the coinbase (index 0) in a block whose other txids are `txids`.
-pub fn coinbase_merkle_branch(txids: &[Txid]) -> Vec<TxMerkleNode> {
-    let mut level: Vec<sha256d::Hash> = std::iter::once(sha256d::Hash::all_zeros())
-        .chain(txids.iter().map(|t| t.to_raw_hash()))
-        .collect();
-    let mut branch = Vec::new();
-    while level.len() > 1 {
-        branch.push(TxMerkleNode::from_raw_hash(level[1]));
-        if level.len() % 2 == 1 {
-            level.push(*level.last().expect("not empty"));
-        }
-        level = level
-            .chunks(2)
-            .map(|pair| {
-                let mut both = [0u8; 64];
-                both[..32].copy_from_slice(pair[0].as_byte_array());
-                both[32..].copy_from_slice(pair[1].as_byte_array());
-                sha256d::Hash::hash(&both)
-            })
-            .collect();
-    }
-    branch
-}
-
-/// Folds a coinbase txid up its merkle branch, as every miner does.
-pub fn merkle_root_from_branch(
-    coinbase_txid: sha256d::Hash,
-    branch: &[TxMerkleNode],
-) -> TxMerkleNode {
-    let mut acc = coinbase_txid;
-    for node in branch {
-        let mut both = [0u8; 64];
-        both[..32].copy_from_slice(acc.as_byte_array());
-        both[32..].copy_from_slice(node.as_byte_array());
-        acc = sha256d::Hash::hash(&both);
-    }
-    TxMerkleNode::from_raw_hash(acc)
-}
+pub use mining::{coinbase_merkle_branch, merkle_root_from_branch};
 
 /// A coinbase for `height` paying `value`: BIP34 height first in the scriptSig, then
 /// `tag`; with a witness commitment it also carries the 32-byte reserved value.
@@ -357,28 +320,6 @@ pub fn network_coinbase(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn branch_folds_to_the_full_merkle_root() {
-        for n in 0..9usize {
-            let txs: Vec<Transaction> = (0..=n as u64).map(|i| marker_tx(9, i)).collect();
-            let txids: Vec<Txid> = txs[1..].iter().map(|t| t.compute_txid()).collect();
-            let expected = bitcoin::merkle_tree::calculate_root(
-                txs.iter().map(|t| t.compute_txid().to_raw_hash()),
-            )
-            .unwrap();
-            let branch = coinbase_merkle_branch(&txids);
-            let got = merkle_root_from_branch(txs[0].compute_txid().to_raw_hash(), &branch);
-            assert_eq!(
-                got.to_raw_hash(),
-                expected,
-                "{n} transactions after the coinbase"
-            );
-            if n > 0 {
-                assert_eq!(branch[0].to_raw_hash(), txids[0].to_raw_hash());
-            }
-        }
-    }
 
     #[test]
     fn marker_carries_its_template_id() {

@@ -1,0 +1,173 @@
+//! Bitcoin mining arithmetic shared by the node, the pools and the miners, so that every
+//! role computes merkle roots, targets and difficulties the same way.
+
+use bitcoin::hashes::{sha256d, Hash};
+use bitcoin::{BlockHash, CompactTarget, Target, TxMerkleNode, Txid};
+
+/// The merkle branch of the coinbase (index 0) in a block whose other txids are `txids`.
+pub fn coinbase_merkle_branch(txids: &[Txid]) -> Vec<TxMerkleNode> {
+    let mut level: Vec<sha256d::Hash> = std::iter::once(sha256d::Hash::all_zeros())
+        .chain(txids.iter().map(|t| t.to_raw_hash()))
+        .collect();
+    let mut branch = Vec::new();
+    while level.len() > 1 {
+        branch.push(TxMerkleNode::from_raw_hash(level[1]));
+        if level.len() % 2 == 1 {
+            level.push(*level.last().expect("not empty"));
+        }
+        level = level.chunks(2).map(|p| hash_pair(&p[0], &p[1])).collect();
+    }
+    branch
+}
+
+/// Folds a coinbase txid up its merkle branch, as every miner does.
+pub fn merkle_root_from_branch(
+    coinbase_txid: sha256d::Hash,
+    branch: &[TxMerkleNode],
+) -> TxMerkleNode {
+    let root = branch.iter().fold(coinbase_txid, |acc, node| {
+        hash_pair(&acc, &node.to_raw_hash())
+    });
+    TxMerkleNode::from_raw_hash(root)
+}
+
+fn hash_pair(a: &sha256d::Hash, b: &sha256d::Hash) -> sha256d::Hash {
+    let mut both = [0u8; 64];
+    both[..32].copy_from_slice(a.as_byte_array());
+    both[32..].copy_from_slice(b.as_byte_array());
+    sha256d::Hash::hash(&both)
+}
+
+/// Bitcoin Core's regtest proof-of-work limit.
+pub const REGTEST_BITS: u32 = 0x207f_ffff;
+
+/// The target of `difficulty` (1.0 is the `1d00ffff` target, as pools count share
+/// difficulty), to full precision; saturates at the largest 256-bit value.
+pub fn target_from_difficulty(difficulty: f64) -> Target {
+    // target = 0xffff * 2^208 / difficulty = mantissa * 2^shift, mantissa of 53 bits.
+    let value = 65535.0 / difficulty;
+    if !(value.is_finite() && value > 0.0) {
+        return Target::MAX_ATTAINABLE_REGTEST;
+    }
+    let exp = value.log2().floor() as i32;
+    let mantissa = (value / 2f64.powi(exp - 52)) as u64; // in [2^52, 2^53)
+    let shift = exp - 52 + 208;
+    let mut be = [0u8; 32];
+    if shift + 53 > 256 {
+        return Target::from_be_bytes([0xff; 32]);
+    }
+    for bit in 0..53 {
+        if mantissa >> bit & 1 == 1 {
+            let pos = bit + shift; // bit position in the 256-bit number
+            if (0..256).contains(&pos) {
+                be[31 - (pos / 8) as usize] |= 1 << (pos % 8);
+            }
+        }
+    }
+    Target::from_be_bytes(be)
+}
+
+/// The share difficulty a block hash meets (what pools call the share's difficulty).
+pub fn hash_difficulty(hash: &BlockHash) -> f64 {
+    let mut be = hash.to_byte_array();
+    be.reverse();
+    let value = be.iter().fold(0f64, |acc, b| acc * 256.0 + f64::from(*b));
+    65535.0 * 2f64.powi(208) / value.max(1.0)
+}
+
+/// Encodes `difficulty` (relative to the `1d00ffff` target) as compact bits, clamped to
+/// the regtest limit at the easy end.
+pub fn compact_from_difficulty(difficulty: f64) -> CompactTarget {
+    // target = 0xffff * 2^208 / difficulty, as mantissa * 256^(exponent - 3).
+    let target = 65535.0 / difficulty * 2f64.powi(208);
+    let limit = f64::from(0x7f_ffffu32) * 2f64.powi(8 * (0x20 - 3));
+    if target.is_nan() || target >= limit {
+        return CompactTarget::from_consensus(REGTEST_BITS);
+    }
+    let mut exponent = 3i32;
+    let mut mantissa = target;
+    while mantissa >= f64::from(0x80_0000u32) {
+        mantissa /= 256.0;
+        exponent += 1;
+    }
+    while mantissa < f64::from(0x8000u32) && exponent > 3 {
+        mantissa *= 256.0;
+        exponent -= 1;
+    }
+    let mantissa = (mantissa as u32).clamp(1, 0x7f_ffff);
+    CompactTarget::from_consensus(((exponent as u32) << 24) | mantissa)
+}
+
+/// Hashes a miner needs on average for one share (or block) at `difficulty`.
+pub fn hashes_per_difficulty(difficulty: f64) -> f64 {
+    difficulty * 2f64.powi(32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn difficulty_one_is_the_classic_target() {
+        assert_eq!(compact_from_difficulty(1.0).to_consensus(), 0x1d00_ffff);
+        assert_eq!(
+            target_from_difficulty(1.0),
+            Target::from_compact(CompactTarget::from_consensus(0x1d00_ffff))
+        );
+    }
+
+    #[test]
+    fn difficulty_round_trips_within_encoding_precision() {
+        for d in [1e-6, 0.001, 0.5, 3.0, 1234.5, 1e12] {
+            let got = Target::from_compact(compact_from_difficulty(d)).difficulty_float();
+            assert!(
+                (got / d - 1.0).abs() < 1e-3,
+                "difficulty {d} came back as {got}"
+            );
+            let exact = target_from_difficulty(d).difficulty_float();
+            assert!(
+                (exact / d - 1.0).abs() < 1e-9,
+                "difficulty {d} came back as {exact}"
+            );
+        }
+    }
+
+    #[test]
+    fn easy_extremes_saturate() {
+        assert_eq!(compact_from_difficulty(1e-30).to_consensus(), REGTEST_BITS);
+        assert_eq!(
+            target_from_difficulty(1e-30),
+            Target::from_be_bytes([0xff; 32])
+        );
+    }
+
+    #[test]
+    fn a_hash_meets_exactly_the_difficulties_up_to_its_own() {
+        let mut be = [0u8; 32];
+        be[4] = 0x01; // 2^216: difficulty 0xffff / 256
+        be.reverse();
+        let hash = BlockHash::from_byte_array(be);
+        let d = hash_difficulty(&hash);
+        assert!((d - 65535.0 / 256.0).abs() < 1e-9);
+        assert!(target_from_difficulty(d * 0.999).is_met_by(hash));
+        assert!(!target_from_difficulty(d * 1.001).is_met_by(hash));
+    }
+
+    #[test]
+    fn branch_folds_to_the_full_merkle_root() {
+        for n in 1..9u8 {
+            let txids: Vec<Txid> = (0..=n).map(|i| Txid::from_byte_array([i; 32])).collect();
+            let expected =
+                bitcoin::merkle_tree::calculate_root(txids.iter().map(|t| t.to_raw_hash()))
+                    .unwrap();
+            let branch = coinbase_merkle_branch(&txids[1..]);
+            assert_eq!(branch[0].to_raw_hash(), txids[1].to_raw_hash());
+            let got = merkle_root_from_branch(txids[0].to_raw_hash(), &branch);
+            assert_eq!(
+                got.to_raw_hash(),
+                expected,
+                "{n} transactions after the coinbase"
+            );
+        }
+    }
+}
