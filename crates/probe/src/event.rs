@@ -70,4 +70,77 @@ pub enum Event {
         fees_sats: u64,
         mempool_txs: usize,
     },
+    /// A pool got a template from its node (getblocktemplate, or TDP later).
+    PoolTemplate {
+        height: u32,
+        prev_hash: String,
+        value_sats: u64,
+        /// First merkle branch of the template: the node's marker txid when the node is
+        /// ours, any txid otherwise.
+        marker_txid: Option<String>,
+        /// Why it was fetched: `new_tip`, `refresh` or `start`.
+        reason: String,
+    },
+    /// A pool sent a job to its miners.
+    JobBroadcast {
+        job_id: String,
+        prev_hash: String,
+        marker_txid: Option<String>,
+        clean: bool,
+        miners: usize,
+    },
+    /// A miner received a job.
+    JobReceived {
+        miner: u32,
+        job_id: String,
+        prev_hash: String,
+        marker_txid: Option<String>,
+        clean: bool,
+    },
+    /// A miner sent a share; `block_hash` is set when it also meets the block target.
+    ShareSubmitted {
+        miner: u32,
+        share_id: u64,
+        job_id: String,
+        prev_hash: String,
+        block_hash: Option<String>,
+    },
+    /// A miner got the answer to its share (which may come before the pool validated it,
+    /// as SRI's translator answers).
+    ShareAnswered {
+        miner: u32,
+        share_id: u64,
+        accepted: bool,
+        error: Option<String>,
+    },
+    /// Where acceptance is decided: a pool judged a share.
+    ShareJudged {
+        worker: String,
+        job_id: String,
+        verdict: ShareVerdict,
+        block_hash: Option<String>,
+    },
+    /// Bytes that crossed the WAN link so far, per direction (sampled every second).
+    LinkBytes { up_bytes: u64, down_bytes: u64 },
+    /// The link relay's own lateness past due, per direction, in ms (written at the end).
+    LinkLateness {
+        up_ms: crate::Dist,
+        down_ms: crate::Dist,
+    },
+    /// A role process ended before the run did.
+    RoleExited { name: String, status: String },
+}
+
+/// What a pool decided about a share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShareVerdict {
+    Accepted,
+    /// Its job was built on a previous block.
+    Stale,
+    Duplicate,
+    LowDifficulty,
+    UnknownJob,
+    /// Malformed, unauthorized, bad extranonce or time, ...
+    Invalid,
 }

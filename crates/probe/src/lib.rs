@@ -8,7 +8,7 @@ pub mod recorder;
 pub mod stats;
 
 pub use clock::{mono_ns, wall_ns};
-pub use event::{Event, Record, TipCause};
+pub use event::{Event, Record, ShareVerdict, TipCause};
 pub use histogram::Histogram;
 pub use recorder::Recorder;
 pub use stats::Dist;

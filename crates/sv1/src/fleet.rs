@@ -1,0 +1,434 @@
+//! A fleet of SV1 miners in one process.
+//!
+//! Each miner is its own TCP connection and speaks SV1 as firmware does (subscribe,
+//! authorize, then work). Hashing is real SHA256d over real headers, throttled to each
+//! miner's configured hashrate by a few shared hashing threads, so shares are genuine and
+//! arrive at the rate the share difficulty implies. Every job received, share sent and
+//! answer got is recorded where it happens. It works against any SV1 pool.
+
+use crate::job::Job;
+use crate::wire::{read_line, request, write_json};
+use anyhow::Result;
+use bitcoin::hashes::{sha256, Hash, HashEngine};
+use bitcoin::{BlockHash, Target};
+use parking_lot::Mutex;
+use probe::{mono_ns, Event, Recorder};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::BufReader;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+
+#[derive(Debug, Clone)]
+pub struct FleetConfig {
+    pub pool: SocketAddr,
+    pub miners: u32,
+    /// Hashes per second of each miner.
+    pub hashrate: f64,
+    /// Workers are named `<prefix>.<index>`.
+    pub worker_prefix: String,
+    /// Connections are spread over this long, as a farm's machines boot at different times.
+    pub ramp: Duration,
+    pub hash_threads: usize,
+}
+
+/// A share a hashing thread found, for its miner's connection to send.
+struct Found {
+    job_id: String,
+    prev_hash: BlockHash,
+    extranonce2: Vec<u8>,
+    ntime: u32,
+    nonce: u32,
+    block_hash: Option<BlockHash>,
+}
+
+/// What one miner is hashing on.
+struct Work {
+    job: Job,
+    extranonce1: Vec<u8>,
+    extranonce2_size: usize,
+    extranonce2: u64,
+    share_target: Target,
+    block_target: Target,
+    next_nonce: u64,
+    /// SHA256 state after the header's first 64 bytes, and its last 16 bytes.
+    midstate: sha256::HashEngine,
+    tail: [u8; 16],
+    /// Fractional hashes owed from the previous tick.
+    carry: f64,
+}
+
+impl Work {
+    fn new(
+        job: Job,
+        extranonce1: Vec<u8>,
+        extranonce2_size: usize,
+        extranonce2: u64,
+        share_target: Target,
+    ) -> Work {
+        let block_target = Target::from_compact(job.bits);
+        let mut w = Work {
+            job,
+            extranonce1,
+            extranonce2_size,
+            extranonce2,
+            share_target,
+            block_target,
+            next_nonce: 0,
+            midstate: sha256::HashEngine::default(),
+            tail: [0; 16],
+            carry: 0.0,
+        };
+        w.prepare();
+        w
+    }
+
+    fn extranonce2_bytes(&self) -> Vec<u8> {
+        self.extranonce2.to_be_bytes()[8 - self.extranonce2_size.min(8)..].to_vec()
+    }
+
+    fn prepare(&mut self) {
+        let header = self.job.header(
+            &self.extranonce1,
+            &self.extranonce2_bytes(),
+            self.job.ntime,
+            0,
+            self.job.version,
+        );
+        let bytes = bitcoin::consensus::serialize(&header);
+        self.midstate = sha256::HashEngine::default();
+        self.midstate.input(&bytes[..64]);
+        self.tail.copy_from_slice(&bytes[64..80]);
+        self.next_nonce = 0;
+    }
+
+    /// Hashes `n` nonces; returns the shares among them.
+    fn hash(&mut self, n: u64, found: &mut Vec<Found>) {
+        for _ in 0..n {
+            if self.next_nonce > u64::from(u32::MAX) {
+                self.extranonce2 += 1;
+                self.prepare();
+            }
+            let nonce = self.next_nonce as u32;
+            self.next_nonce += 1;
+            self.tail[12..16].copy_from_slice(&nonce.to_le_bytes());
+            let mut engine = self.midstate.clone();
+            engine.input(&self.tail);
+            let first = sha256::Hash::from_engine(engine);
+            let hash = BlockHash::from_byte_array(
+                sha256::Hash::hash(first.as_byte_array()).to_byte_array(),
+            );
+            if self.share_target.is_met_by(hash) {
+                found.push(Found {
+                    job_id: self.job.job_id.clone(),
+                    prev_hash: self.job.prev_hash,
+                    extranonce2: self.extranonce2_bytes(),
+                    ntime: self.job.ntime,
+                    nonce,
+                    block_hash: self.block_target.is_met_by(hash).then_some(hash),
+                });
+            }
+        }
+    }
+}
+
+struct Slot {
+    work: Mutex<Option<Work>>,
+    shares: mpsc::UnboundedSender<Found>,
+}
+
+pub struct FleetHandle {
+    stop: watch::Sender<bool>,
+    hashing: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    pub hashes: Arc<AtomicU64>,
+}
+
+impl FleetHandle {
+    pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
+        anyhow::ensure!(
+            cfg.hashrate > 0.0 && cfg.hashrate.is_finite(),
+            "miner hashrate must be positive"
+        );
+        let (stop, _) = watch::channel(false);
+        let mut slots = Vec::with_capacity(cfg.miners as usize);
+        let mut tasks = Vec::with_capacity(cfg.miners as usize);
+        for index in 0..cfg.miners {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let slot = Arc::new(Slot {
+                work: Mutex::new(None),
+                shares: tx,
+            });
+            slots.push(slot.clone());
+            let delay = cfg
+                .ramp
+                .mul_f64(f64::from(index) / f64::from(cfg.miners.max(1)));
+            tasks.push(tokio::spawn(run_miner(
+                index,
+                cfg.clone(),
+                slot,
+                rx,
+                recorder.clone(),
+                stop.subscribe(),
+                delay,
+            )));
+        }
+        let slots = Arc::new(slots);
+        let hashing = Arc::new(AtomicBool::new(true));
+        let hashes = Arc::new(AtomicU64::new(0));
+        let threads = (0..cfg.hash_threads.max(1))
+            .map(|t| {
+                let (slots, hashing, hashes) = (slots.clone(), hashing.clone(), hashes.clone());
+                let (rate, stride) = (cfg.hashrate, cfg.hash_threads.max(1));
+                std::thread::Builder::new()
+                    .name(format!("hash-{t}"))
+                    .spawn(move || hash_loop(&slots, t, stride, rate, &hashing, &hashes))
+                    .expect("hashing thread starts")
+            })
+            .collect();
+        Ok(FleetHandle {
+            stop,
+            hashing,
+            tasks,
+            threads,
+            hashes,
+        })
+    }
+
+    pub async fn stop(self) {
+        self.stop.send_replace(true);
+        self.hashing.store(false, Ordering::Relaxed);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Every tick, gives each miner of this thread its hashrate's worth of nonces.
+fn hash_loop(
+    slots: &[Arc<Slot>],
+    first: usize,
+    stride: usize,
+    rate: f64,
+    running: &AtomicBool,
+    total: &AtomicU64,
+) {
+    const TICK: Duration = Duration::from_millis(10);
+    let mut last = Instant::now();
+    let mut found = Vec::new();
+    while running.load(Ordering::Relaxed) {
+        std::thread::sleep(TICK);
+        let now = Instant::now();
+        let dt = now.duration_since(last).as_secs_f64();
+        last = now;
+        for slot in slots.iter().skip(first).step_by(stride) {
+            let mut guard = slot.work.lock();
+            let Some(work) = guard.as_mut() else { continue };
+            let owed = work.carry + rate * dt;
+            let n = owed.floor();
+            work.carry = owed - n;
+            work.hash(n as u64, &mut found);
+            drop(guard);
+            total.fetch_add(n as u64, Ordering::Relaxed);
+            for share in found.drain(..) {
+                let _ = slot.shares.send(share);
+            }
+        }
+    }
+}
+
+async fn run_miner(
+    index: u32,
+    cfg: FleetConfig,
+    slot: Arc<Slot>,
+    mut shares: mpsc::UnboundedReceiver<Found>,
+    recorder: Recorder,
+    mut stop: watch::Receiver<bool>,
+    delay: Duration,
+) {
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => {}
+        _ = stop.changed() => return,
+    }
+    let stream = loop {
+        match TcpStream::connect(cfg.pool).await {
+            Ok(s) => break s,
+            Err(e) => {
+                tracing::debug!(miner = index, error = %e, "cannot connect; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                    _ = stop.changed() => return,
+                }
+            }
+        }
+    };
+    let _ = stream.set_nodelay(true);
+    let (read, mut write) = stream.into_split();
+    let mut read = BufReader::new(read);
+    let worker = format!("{}.{index}", cfg.worker_prefix);
+    let hello = [
+        request(json!(1), "mining.subscribe", json!(["stratum-bench/0.1"])),
+        request(json!(2), "mining.authorize", json!([worker, "x"])),
+    ];
+    for msg in &hello {
+        if write_json(&mut write, msg).await.is_err() {
+            return;
+        }
+    }
+    let mut miner = MinerState {
+        index,
+        extranonce1: None,
+        extranonce2_size: 8,
+        next_extranonce2: u64::from(index) << 32,
+        share_target: mining::target_from_difficulty(1.0),
+        next_share_id: 100,
+    };
+    let mut line = Vec::new();
+    loop {
+        tokio::select! {
+            got = read_line(&mut read, &mut line) => {
+                let t = mono_ns();
+                if let Err(e) = got {
+                    tracing::info!(miner = index, error = %e, "pool connection ended");
+                    break;
+                }
+                miner.handle(&line, t, &slot, &recorder);
+                line.clear();
+            }
+            Some(share) = shares.recv() => {
+                let id = miner.next_share_id;
+                miner.next_share_id += 1;
+                let msg = request(json!(id), "mining.submit", json!([
+                    worker,
+                    share.job_id,
+                    hex::encode(&share.extranonce2),
+                    format!("{:08x}", share.ntime),
+                    format!("{:08x}", share.nonce),
+                ]));
+                recorder.record(Event::ShareSubmitted {
+                    miner: index,
+                    share_id: id,
+                    job_id: share.job_id,
+                    prev_hash: share.prev_hash.to_string(),
+                    block_hash: share.block_hash.map(|h| h.to_string()),
+                });
+                if write_json(&mut write, &msg).await.is_err() {
+                    break;
+                }
+            }
+            _ = stop.changed() => break,
+        }
+    }
+    slot.work.lock().take();
+}
+
+struct MinerState {
+    index: u32,
+    extranonce1: Option<Vec<u8>>,
+    extranonce2_size: usize,
+    next_extranonce2: u64,
+    share_target: Target,
+    next_share_id: u64,
+}
+
+impl MinerState {
+    fn handle(&mut self, line: &[u8], t: u64, slot: &Slot, recorder: &Recorder) {
+        let Ok(msg) = serde_json::from_slice::<Value>(line) else {
+            tracing::warn!(miner = self.index, "unparseable line from the pool");
+            return;
+        };
+        match msg.get("method").and_then(Value::as_str) {
+            Some("mining.notify") => {
+                let job = match Job::from_notify_params(&msg["params"]) {
+                    Ok(j) => j,
+                    Err(e) => {
+                        tracing::warn!(miner = self.index, error = %e, "bad mining.notify");
+                        return;
+                    }
+                };
+                recorder.record_at(
+                    t,
+                    Event::JobReceived {
+                        miner: self.index,
+                        job_id: job.job_id.clone(),
+                        prev_hash: job.prev_hash.to_string(),
+                        marker_txid: job.marker_txid().map(|m| m.to_string()),
+                        clean: job.clean,
+                    },
+                );
+                let Some(extranonce1) = self.extranonce1.clone() else {
+                    return;
+                };
+                self.next_extranonce2 += 1;
+                let work = Work::new(
+                    job,
+                    extranonce1,
+                    self.extranonce2_size,
+                    self.next_extranonce2,
+                    self.share_target,
+                );
+                let mut guard = slot.work.lock();
+                let carry = guard.as_ref().map_or(0.0, |w| w.carry);
+                *guard = Some(Work { carry, ..work });
+            }
+            Some("mining.set_difficulty") => {
+                if let Some(d) = msg["params"]
+                    .get(0)
+                    .and_then(Value::as_f64)
+                    .filter(|d| *d > 0.0)
+                {
+                    self.share_target = mining::target_from_difficulty(d);
+                    if let Some(w) = slot.work.lock().as_mut() {
+                        w.share_target = self.share_target;
+                    }
+                }
+            }
+            Some(_) => {}
+            None => self.reply(&msg, t, recorder),
+        }
+    }
+
+    fn reply(&mut self, msg: &Value, t: u64, recorder: &Recorder) {
+        match msg.get("id").and_then(Value::as_u64) {
+            Some(1) => {
+                let result = &msg["result"];
+                self.extranonce1 = result
+                    .get(1)
+                    .and_then(Value::as_str)
+                    .and_then(|h| hex::decode(h).ok());
+                self.extranonce2_size = result
+                    .get(2)
+                    .and_then(Value::as_u64)
+                    .unwrap_or(8)
+                    .clamp(1, 8) as usize;
+                if self.extranonce1.is_none() {
+                    tracing::warn!(miner = self.index, "subscribe reply without extranonce1");
+                }
+            }
+            Some(2) if msg["result"] != json!(true) => {
+                tracing::warn!(miner = self.index, reply = %msg, "authorization refused");
+            }
+            Some(id) if id >= 100 => {
+                let accepted = msg["result"] == json!(true);
+                let error = (!accepted).then(|| msg["error"].to_string());
+                recorder.record_at(
+                    t,
+                    Event::ShareAnswered {
+                        miner: self.index,
+                        share_id: id,
+                        accepted,
+                        error,
+                    },
+                );
+            }
+            _ => {}
+        }
+    }
+}

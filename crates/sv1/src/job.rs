@@ -1,0 +1,168 @@
+//! A mining job as `mining.notify` carries it, and the block header a share builds from it.
+
+use anyhow::{bail, Context, Result};
+use bitcoin::block::{Header, Version};
+use bitcoin::hashes::{sha256d, Hash};
+use bitcoin::{BlockHash, CompactTarget, TxMerkleNode, Txid};
+use serde_json::{json, Value};
+
+/// The fields of `mining.notify`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub job_id: String,
+    pub prev_hash: BlockHash,
+    /// Coinbase bytes before the extranonces, and after them (legacy serialisation).
+    pub coinb1: Vec<u8>,
+    pub coinb2: Vec<u8>,
+    pub merkle_branch: Vec<TxMerkleNode>,
+    pub version: i32,
+    pub bits: CompactTarget,
+    pub ntime: u32,
+    pub clean: bool,
+}
+
+impl Job {
+    pub fn notify_params(&self) -> Value {
+        json!([
+            self.job_id,
+            prevhash_to_stratum(&self.prev_hash),
+            hex::encode(&self.coinb1),
+            hex::encode(&self.coinb2),
+            self.merkle_branch
+                .iter()
+                .map(|n| hex::encode(n.as_byte_array()))
+                .collect::<Vec<_>>(),
+            format!("{:08x}", self.version),
+            format!("{:08x}", self.bits.to_consensus()),
+            format!("{:08x}", self.ntime),
+            self.clean,
+        ])
+    }
+
+    pub fn from_notify_params(params: &Value) -> Result<Job> {
+        let p = params
+            .as_array()
+            .context("notify params are not an array")?;
+        if p.len() < 9 {
+            bail!("notify has {} params, expected 9", p.len());
+        }
+        let text = |i: usize| {
+            p[i].as_str()
+                .with_context(|| format!("notify param {i} is not a string"))
+        };
+        let hex_u32 = |i: usize| -> Result<u32> {
+            u32::from_str_radix(text(i)?, 16)
+                .with_context(|| format!("notify param {i} is not 8 hex digits"))
+        };
+        let branch = p[4]
+            .as_array()
+            .context("notify merkle branch is not an array")?
+            .iter()
+            .map(|h| {
+                let bytes: [u8; 32] = hex::decode(h.as_str().unwrap_or_default())
+                    .ok()
+                    .and_then(|b| b.try_into().ok())
+                    .context("merkle branch entry is not 32 bytes of hex")?;
+                Ok(TxMerkleNode::from_byte_array(bytes))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Job {
+            job_id: text(0)?.to_string(),
+            prev_hash: prevhash_from_stratum(text(1)?)?,
+            coinb1: hex::decode(text(2)?).context("coinb1 is not hex")?,
+            coinb2: hex::decode(text(3)?).context("coinb2 is not hex")?,
+            merkle_branch: branch,
+            version: hex_u32(5)? as i32,
+            bits: CompactTarget::from_consensus(hex_u32(6)?),
+            ntime: hex_u32(7)?,
+            clean: p[8].as_bool().unwrap_or(false),
+        })
+    }
+
+    /// The first merkle branch: the txid right after the coinbase (the node's marker).
+    pub fn marker_txid(&self) -> Option<Txid> {
+        self.merkle_branch
+            .first()
+            .map(|n| Txid::from_raw_hash(n.to_raw_hash()))
+    }
+
+    pub fn coinbase(&self, extranonce1: &[u8], extranonce2: &[u8]) -> Vec<u8> {
+        let mut cb = Vec::with_capacity(self.coinb1.len() + 12 + self.coinb2.len());
+        cb.extend_from_slice(&self.coinb1);
+        cb.extend_from_slice(extranonce1);
+        cb.extend_from_slice(extranonce2);
+        cb.extend_from_slice(&self.coinb2);
+        cb
+    }
+
+    /// The header a share describes; `version_bits` are already masked by the caller.
+    pub fn header(
+        &self,
+        extranonce1: &[u8],
+        extranonce2: &[u8],
+        ntime: u32,
+        nonce: u32,
+        version: i32,
+    ) -> Header {
+        let coinbase_txid = sha256d::Hash::hash(&self.coinbase(extranonce1, extranonce2));
+        Header {
+            version: Version::from_consensus(version),
+            prev_blockhash: self.prev_hash,
+            merkle_root: mining::merkle_root_from_branch(coinbase_txid, &self.merkle_branch),
+            time: ntime,
+            bits: self.bits,
+            nonce,
+        }
+    }
+}
+
+/// SV1's prevhash: the header's bytes with each 4-byte word reversed.
+pub fn prevhash_to_stratum(hash: &BlockHash) -> String {
+    let mut bytes = hash.to_byte_array();
+    bytes.chunks_mut(4).for_each(<[u8]>::reverse);
+    hex::encode(bytes)
+}
+
+pub fn prevhash_from_stratum(text: &str) -> Result<BlockHash> {
+    let mut bytes: [u8; 32] = hex::decode(text)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .context("prevhash is not 32 bytes of hex")?;
+    bytes.chunks_mut(4).for_each(<[u8]>::reverse);
+    Ok(BlockHash::from_byte_array(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notify_round_trips() {
+        let job = Job {
+            job_id: "1f".into(),
+            prev_hash: BlockHash::from_byte_array(core::array::from_fn(|i| i as u8)),
+            coinb1: vec![1, 2, 3],
+            coinb2: vec![4, 5],
+            merkle_branch: vec![TxMerkleNode::from_byte_array([9; 32])],
+            version: 0x2000_0000,
+            bits: CompactTarget::from_consensus(0x207f_ffff),
+            ntime: 1_700_000_000,
+            clean: true,
+        };
+        let back = Job::from_notify_params(&job.notify_params()).unwrap();
+        assert_eq!(back, job);
+        assert_eq!(
+            back.marker_txid().unwrap().to_raw_hash().to_byte_array(),
+            [9; 32]
+        );
+        assert!(Job::from_notify_params(&json!(["x"])).is_err());
+    }
+
+    #[test]
+    fn stratum_prevhash_swaps_words() {
+        let hash = BlockHash::from_byte_array(core::array::from_fn(|i| i as u8));
+        let text = prevhash_to_stratum(&hash);
+        assert!(text.starts_with("03020100"));
+        assert_eq!(prevhash_from_stratum(&text).unwrap(), hash);
+    }
+}

@@ -1,0 +1,254 @@
+//! The built-in solo SV1 pool: any bitcoind-compatible node behind it, any SV1 miner in
+//! front. Jobs are refreshed on an interval and replaced at once (clean) when the node
+//! reports a new tip over ZMQ `hashblock` (or longpoll, without ZMQ). Shares are fully
+//! validated, and a block-level share goes to the node with `submitblock`.
+
+mod session;
+pub mod templates;
+mod vardiff;
+
+use anyhow::{Context, Result};
+use bitcoin::{BlockHash, ScriptBuf};
+use bitcoind_rpc::RpcClient;
+use parking_lot::RwLock;
+use probe::{Event, Recorder};
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use templates::{fetch, job_for, PoolJob};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+pub use vardiff::VardiffConfig;
+
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    pub listen: SocketAddr,
+    pub rpc_url: String,
+    pub rpc_user: String,
+    pub rpc_password: String,
+    /// ZMQ endpoint publishing `hashblock`; without it the pool longpolls.
+    pub zmq: Option<String>,
+    pub payout_script: ScriptBuf,
+    pub coinbase_tag: String,
+    /// A new job (same tip, fresh template) this often.
+    pub job_refresh: Duration,
+    pub vardiff: VardiffConfig,
+    /// Bits miners may roll (BIP310 `version-rolling`).
+    pub version_rolling_mask: u32,
+}
+
+/// Jobs sent on recent tips, to tell a stale share from an unknown one.
+struct JobBook {
+    tip: BlockHash,
+    by_id: HashMap<String, Arc<PoolJob>>,
+    order: VecDeque<String>,
+}
+
+const JOBS_KEPT: usize = 512;
+
+pub(crate) struct Shared {
+    cfg: PoolConfig,
+    rpc: RpcClient,
+    jobs: RwLock<JobBook>,
+    latest: watch::Sender<Option<Arc<PoolJob>>>,
+    recorder: Recorder,
+    next_extranonce1: AtomicU32,
+    next_job: AtomicU64,
+}
+
+/// How a share's job stands.
+pub(crate) enum JobState {
+    Current(Arc<PoolJob>),
+    Stale,
+    Unknown,
+}
+
+impl Shared {
+    pub(crate) fn job(&self, id: &str) -> JobState {
+        let book = self.jobs.read();
+        match book.by_id.get(id) {
+            Some(j) if j.job.prev_hash == book.tip => JobState::Current(j.clone()),
+            Some(_) => JobState::Stale,
+            None => JobState::Unknown,
+        }
+    }
+
+    fn publish(&self, job: PoolJob) {
+        let job = Arc::new(job);
+        {
+            let mut book = self.jobs.write();
+            book.tip = job.job.prev_hash;
+            book.by_id.insert(job.job.job_id.clone(), job.clone());
+            book.order.push_back(job.job.job_id.clone());
+            while book.order.len() > JOBS_KEPT {
+                let old = book.order.pop_front().expect("not empty");
+                book.by_id.remove(&old);
+            }
+        }
+        self.recorder.record(Event::JobBroadcast {
+            job_id: job.job.job_id.clone(),
+            prev_hash: job.job.prev_hash.to_string(),
+            marker_txid: job.template.marker_txid().map(|t| t.to_string()),
+            clean: job.job.clean,
+            miners: self.latest.receiver_count(),
+        });
+        self.latest.send_replace(Some(job));
+    }
+
+    fn tip(&self) -> BlockHash {
+        self.jobs.read().tip
+    }
+}
+
+pub struct PoolHandle {
+    pub listen_addr: SocketAddr,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl PoolHandle {
+    /// Connects to the node (failing fast when it does not answer), gets the first
+    /// template, and starts accepting miners.
+    pub async fn start(cfg: PoolConfig, recorder: Recorder) -> Result<PoolHandle> {
+        templates::check_tag(&cfg.coinbase_tag)?;
+        let rpc = RpcClient::new(&cfg.rpc_url, &cfg.rpc_user, &cfg.rpc_password);
+        let first = tokio::time::timeout(Duration::from_secs(15), fetch(&rpc, None))
+            .await
+            .map_err(|_| anyhow::anyhow!("the node at {} did not answer within 15 s", cfg.rpc_url))?
+            .with_context(|| format!("cannot get a template from the node at {}", cfg.rpc_url))?;
+        let listener = tokio::net::TcpListener::bind(cfg.listen)
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot listen for miners on {} (port {} in use?)",
+                    cfg.listen,
+                    cfg.listen.port()
+                )
+            })?;
+        let listen_addr = listener.local_addr()?;
+        let first_job = job_for(&cfg, first, 1, true, "start", &recorder);
+        let shared = Arc::new(Shared {
+            jobs: RwLock::new(JobBook {
+                tip: first_job.job.prev_hash,
+                by_id: HashMap::new(),
+                order: VecDeque::new(),
+            }),
+            latest: watch::channel(None).0,
+            rpc,
+            recorder,
+            next_extranonce1: AtomicU32::new(1),
+            next_job: AtomicU64::new(2),
+            cfg,
+        });
+        shared.publish(first_job);
+
+        let mut tasks = Vec::new();
+        let (tip_tx, tip_rx) = mpsc::unbounded_channel();
+        tasks.push(tokio::spawn(watch_tip(shared.clone(), tip_tx)));
+        tasks.push(tokio::spawn(refresh_jobs(shared.clone(), tip_rx)));
+        let accepting = shared.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                match listener.accept().await {
+                    Ok((stream, peer)) => {
+                        tokio::spawn(session::serve(stream, peer, accepting.clone()));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }));
+        tracing::info!(%listen_addr, "SV1 pool ready");
+        Ok(PoolHandle { listen_addr, tasks })
+    }
+
+    pub fn stop(self) {
+        for t in self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// Signals each new tip: from ZMQ `hashblock` when configured, else by longpoll.
+async fn watch_tip(shared: Arc<Shared>, tip: mpsc::UnboundedSender<()>) {
+    if let Some(endpoint) = shared.cfg.zmq.clone() {
+        use zeromq::{Socket, SocketRecv};
+        let mut sub = zeromq::SubSocket::new();
+        let subscribed = async {
+            sub.connect(&endpoint).await?;
+            sub.subscribe("hashblock").await
+        };
+        match subscribed.await {
+            Ok(()) => loop {
+                match sub.recv().await {
+                    Ok(_) => {
+                        if tip.send(()).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "ZMQ receive failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            },
+            Err(e) => {
+                tracing::warn!(%endpoint, error = %e, "cannot subscribe to ZMQ; longpolling instead")
+            }
+        }
+    }
+    let mut longpollid: Option<String> = None;
+    loop {
+        match fetch(&shared.rpc, longpollid.as_deref()).await {
+            Ok(t) => {
+                let changed = t.prev_hash != shared.tip();
+                longpollid = t.longpollid.clone();
+                if changed && tip.send(()).is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "longpoll failed");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// Publishes a clean job on every new tip and a fresh job every `job_refresh`.
+async fn refresh_jobs(shared: Arc<Shared>, mut tips: mpsc::UnboundedReceiver<()>) {
+    let mut next_refresh = tokio::time::Instant::now() + shared.cfg.job_refresh;
+    loop {
+        let reason = tokio::select! {
+            t = tips.recv() => match t { Some(()) => "new_tip", None => return },
+            _ = tokio::time::sleep_until(next_refresh) => "refresh",
+        };
+        let template = match fetch(&shared.rpc, None).await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot refresh the template");
+                next_refresh = tokio::time::Instant::now() + Duration::from_secs(1);
+                continue;
+            }
+        };
+        let clean = template.prev_hash != shared.tip();
+        if reason == "new_tip" && !clean {
+            continue; // already on this tip (a refresh got there first)
+        }
+        let number = shared.next_job.fetch_add(1, Ordering::Relaxed);
+        let job = job_for(
+            &shared.cfg,
+            template,
+            number,
+            clean,
+            reason,
+            &shared.recorder,
+        );
+        shared.publish(job);
+        next_refresh = tokio::time::Instant::now() + shared.cfg.job_refresh;
+    }
+}

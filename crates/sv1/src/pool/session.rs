@@ -1,0 +1,415 @@
+//! One miner connection.
+
+use super::templates::{PoolJob, EXTRANONCE2_SIZE};
+use super::vardiff::Vardiff;
+use super::{JobState, Shared};
+use crate::wire::{self, codes, read_line, write_json, ReadError};
+use bitcoin::Target;
+use probe::{Event, ShareVerdict};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::io::BufReader;
+use tokio::net::TcpStream;
+
+/// Unparseable lines tolerated before the connection is closed.
+const MAX_BAD_LINES: u32 = 10;
+/// Messages per second a connection may sustain (with a burst of twice that).
+const MESSAGES_PER_SEC: f64 = 200.0;
+
+pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let (read, mut write) = stream.into_split();
+    let mut read = BufReader::new(read);
+    let mut session = Session::new(&shared);
+    let mut jobs = shared.latest.subscribe();
+    let mut line = Vec::new();
+    tracing::debug!(%peer, "miner connected");
+    let reason = loop {
+        tokio::select! {
+            got = read_line(&mut read, &mut line) => {
+                match got {
+                    Ok(()) => {}
+                    Err(ReadError::Closed) => break "closed by the miner".to_string(),
+                    Err(e) => break e.to_string(),
+                }
+                let out = session.handle(&line, &shared).await;
+                line.clear();
+                let mut failed = false;
+                for msg in &out.replies {
+                    failed |= write_json(&mut write, msg).await.is_err();
+                }
+                if failed {
+                    break "write failed".to_string();
+                }
+                if let Some(why) = out.close {
+                    break why;
+                }
+                if out.send_job {
+                    // Subscribed and authorized now: this miner's first work.
+                    jobs.mark_changed();
+                }
+            }
+            changed = jobs.changed(), if session.ready() => {
+                if changed.is_err() {
+                    break "pool stopping".to_string();
+                }
+                let job = jobs.borrow_and_update().clone();
+                if let Some(job) = job {
+                    let msgs = session.notify(&job);
+                    let mut failed = false;
+                    for msg in &msgs {
+                        failed |= write_json(&mut write, msg).await.is_err();
+                    }
+                    if failed {
+                        break "write failed".to_string();
+                    }
+                }
+            }
+        }
+    };
+    tracing::info!(%peer, %reason, "miner disconnected");
+}
+
+struct Outcome {
+    replies: Vec<Value>,
+    close: Option<String>,
+    send_job: bool,
+}
+
+struct Session {
+    extranonce1: [u8; 4],
+    subscribed: bool,
+    workers: HashSet<String>,
+    difficulty: f64,
+    /// Set when the difficulty changed and the miner has not been told yet.
+    difficulty_pending: bool,
+    /// The lowest difficulty each job was sent under (shares in flight across a
+    /// retarget are judged by the easier one).
+    job_difficulty: HashMap<String, f64>,
+    last_prev: Option<bitcoin::BlockHash>,
+    seen: HashSet<(String, u64, u32, u32, i32)>,
+    version_mask: u32,
+    vardiff: Vardiff,
+    bad_lines: u32,
+    tokens: f64,
+    last_refill: Instant,
+}
+
+impl Session {
+    fn new(shared: &Shared) -> Session {
+        let n = shared.next_extranonce1.fetch_add(1, Ordering::Relaxed);
+        Session {
+            extranonce1: n.to_be_bytes(),
+            subscribed: false,
+            workers: HashSet::new(),
+            difficulty: shared.cfg.vardiff.start,
+            difficulty_pending: true,
+            job_difficulty: HashMap::new(),
+            last_prev: None,
+            seen: HashSet::new(),
+            version_mask: 0,
+            vardiff: Vardiff::new(shared.cfg.vardiff),
+            bad_lines: 0,
+            tokens: 2.0 * MESSAGES_PER_SEC,
+            last_refill: Instant::now(),
+        }
+    }
+
+    fn ready(&self) -> bool {
+        self.subscribed && !self.workers.is_empty()
+    }
+
+    /// `set_difficulty` if it changed, then `notify` (clean when the tip moved for
+    /// this miner, whatever the pool marked).
+    fn notify(&mut self, job: &PoolJob) -> Vec<Value> {
+        let mut out = Vec::with_capacity(2);
+        if self.difficulty_pending {
+            out.push(wire::request(
+                Value::Null,
+                "mining.set_difficulty",
+                json!([self.difficulty]),
+            ));
+            self.difficulty_pending = false;
+        }
+        let new_tip = self.last_prev != Some(job.job.prev_hash);
+        if new_tip {
+            self.job_difficulty.clear();
+            self.seen.clear();
+            self.last_prev = Some(job.job.prev_hash);
+        }
+        let sent = self
+            .job_difficulty
+            .entry(job.job.job_id.clone())
+            .or_insert(self.difficulty);
+        *sent = sent.min(self.difficulty);
+        let mut params = job.job.notify_params();
+        params[8] = json!(job.job.clean || new_tip);
+        out.push(wire::request(Value::Null, "mining.notify", params));
+        out
+    }
+
+    fn rate_limited(&mut self) -> bool {
+        let now = Instant::now();
+        let refill = now.duration_since(self.last_refill).as_secs_f64() * MESSAGES_PER_SEC;
+        self.tokens = (self.tokens + refill).min(2.0 * MESSAGES_PER_SEC);
+        self.last_refill = now;
+        self.tokens -= 1.0;
+        self.tokens < 0.0
+    }
+
+    async fn handle(&mut self, line: &[u8], shared: &Arc<Shared>) -> Outcome {
+        let mut out = Outcome {
+            replies: Vec::new(),
+            close: None,
+            send_job: false,
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return out;
+        }
+        if self.rate_limited() {
+            out.replies
+                .push(wire::err(&Value::Null, codes::OTHER, "Too many messages"));
+            out.close = Some("message flood".into());
+            return out;
+        }
+        let msg: Value = match serde_json::from_slice(line) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => {
+                self.bad_lines += 1;
+                out.replies
+                    .push(wire::err(&Value::Null, codes::OTHER, "Parse error"));
+                if self.bad_lines > MAX_BAD_LINES {
+                    out.close = Some("too many unparseable lines".into());
+                }
+                return out;
+            }
+        };
+        let id = msg.get("id").cloned().unwrap_or(Value::Null);
+        let Some(method) = msg.get("method").and_then(Value::as_str) else {
+            return out; // a reply from the miner: nothing to answer
+        };
+        let params = msg
+            .get("params")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new()));
+        let was_ready = self.ready();
+        let reply = match method {
+            "mining.subscribe" => {
+                self.subscribed = true;
+                wire::ok(
+                    &id,
+                    json!([
+                        [["mining.set_difficulty", "1"], ["mining.notify", "1"]],
+                        hex::encode(self.extranonce1),
+                        EXTRANONCE2_SIZE
+                    ]),
+                )
+            }
+            "mining.authorize" => match params.get(0).and_then(Value::as_str) {
+                Some(worker) if !worker.is_empty() => {
+                    self.workers.insert(worker.to_string());
+                    wire::ok(&id, json!(true))
+                }
+                _ => wire::err(&id, codes::UNAUTHORIZED, "Unauthorized worker"),
+            },
+            "mining.configure" => self.configure(&id, &params, shared.cfg.version_rolling_mask),
+            "mining.suggest_difficulty" => match params.get(0).and_then(Value::as_f64) {
+                Some(d) if d.is_finite() && d > 0.0 => {
+                    let cfg = &shared.cfg.vardiff;
+                    self.difficulty = d.clamp(cfg.min, cfg.max);
+                    self.difficulty_pending = true;
+                    wire::ok(&id, json!(true))
+                }
+                _ => wire::err(&id, codes::OTHER, "Invalid difficulty"),
+            },
+            "mining.extranonce.subscribe" => wire::ok(&id, json!(true)),
+            "mining.submit" => self.submit(&id, &params, shared),
+            _ => wire::err(&id, codes::OTHER, "Unknown method"),
+        };
+        out.replies.push(reply);
+        out.send_job = !was_ready && self.ready();
+        out
+    }
+
+    /// BIP310: the miner may roll the bits of its mask that the pool allows.
+    fn configure(&mut self, id: &Value, params: &Value, pool_mask: u32) -> Value {
+        let asked = params
+            .get(0)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut result = serde_json::Map::new();
+        if asked.iter().any(|e| e == "version-rolling") {
+            let miner_mask = params
+                .get(1)
+                .and_then(|p| p.get("version-rolling.mask"))
+                .and_then(Value::as_str)
+                .and_then(|m| u32::from_str_radix(m, 16).ok())
+                .unwrap_or(u32::MAX);
+            self.version_mask = miner_mask & pool_mask;
+            result.insert("version-rolling".into(), json!(true));
+            result.insert(
+                "version-rolling.mask".into(),
+                json!(format!("{:08x}", self.version_mask)),
+            );
+        }
+        for other in asked
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|e| *e != "version-rolling")
+        {
+            result.insert(other.to_string(), json!(false));
+        }
+        wire::ok(id, Value::Object(result))
+    }
+
+    fn submit(&mut self, id: &Value, params: &Value, shared: &Arc<Shared>) -> Value {
+        let worker = params
+            .get(0)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let job_id = params
+            .get(1)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let judged = |verdict: ShareVerdict, block_hash: Option<String>| {
+            shared.recorder.record(Event::ShareJudged {
+                worker: worker.clone(),
+                job_id: job_id.clone(),
+                verdict,
+                block_hash,
+            });
+        };
+        let reject = |verdict: ShareVerdict, code: i64, message: &str| {
+            judged(verdict, None);
+            wire::err(id, code, message)
+        };
+        if !self.subscribed {
+            return reject(
+                ShareVerdict::Invalid,
+                codes::NOT_SUBSCRIBED,
+                "Not subscribed",
+            );
+        }
+        if !self.workers.contains(&worker) {
+            return reject(
+                ShareVerdict::Invalid,
+                codes::UNAUTHORIZED,
+                "Unauthorized worker",
+            );
+        }
+        let field = |i: usize| params.get(i).and_then(Value::as_str);
+        let hex_u32 = |i: usize| {
+            field(i)
+                .filter(|s| s.len() == 8)
+                .and_then(|s| u32::from_str_radix(s, 16).ok())
+        };
+        let extranonce2 = field(2)
+            .and_then(|s| hex::decode(s).ok())
+            .filter(|b| b.len() == EXTRANONCE2_SIZE);
+        let (Some(extranonce2), Some(ntime), Some(nonce)) = (extranonce2, hex_u32(3), hex_u32(4))
+        else {
+            return reject(ShareVerdict::Invalid, codes::OTHER, "Malformed share");
+        };
+        let job = match shared.job(&job_id) {
+            JobState::Current(job) => job,
+            JobState::Stale => {
+                return reject(ShareVerdict::Stale, codes::JOB_NOT_FOUND, "Stale job")
+            }
+            JobState::Unknown => {
+                return reject(
+                    ShareVerdict::UnknownJob,
+                    codes::JOB_NOT_FOUND,
+                    "Job not found",
+                )
+            }
+        };
+        if ntime < job.job.ntime || ntime > job.job.ntime + 7200 {
+            return reject(ShareVerdict::Invalid, codes::OTHER, "ntime out of range");
+        }
+        let mut version = job.job.version;
+        if let Some(bits) = field(5) {
+            let Ok(bits) = u32::from_str_radix(bits, 16) else {
+                return reject(
+                    ShareVerdict::Invalid,
+                    codes::OTHER,
+                    "Malformed version bits",
+                );
+            };
+            if bits & !self.version_mask != 0 {
+                return reject(
+                    ShareVerdict::Invalid,
+                    codes::OTHER,
+                    "Version bits outside the mask",
+                );
+            }
+            version = ((job.job.version as u32 & !self.version_mask) | bits) as i32;
+        }
+        let en2 = u64::from_be_bytes(extranonce2.clone().try_into().expect("8 bytes"));
+        if !self
+            .seen
+            .insert((job_id.clone(), en2, ntime, nonce, version))
+        {
+            return reject(ShareVerdict::Duplicate, codes::DUPLICATE, "Duplicate share");
+        }
+        let header = job
+            .job
+            .header(&self.extranonce1, &extranonce2, ntime, nonce, version);
+        let hash = header.block_hash();
+        let required = self
+            .job_difficulty
+            .get(&job_id)
+            .copied()
+            .unwrap_or(self.difficulty)
+            .min(self.difficulty);
+        if !mining::target_from_difficulty(required).is_met_by(hash) {
+            return reject(
+                ShareVerdict::LowDifficulty,
+                codes::LOW_DIFFICULTY,
+                "Low difficulty share",
+            );
+        }
+        let is_block = Target::from_compact(job.job.bits).is_met_by(hash);
+        judged(ShareVerdict::Accepted, is_block.then(|| hash.to_string()));
+        if is_block {
+            let coinbase = job.job.coinbase(&self.extranonce1, &extranonce2);
+            submit_block(shared.clone(), job.clone(), header, coinbase);
+        }
+        if let Some(next) = self.vardiff.on_share(Instant::now(), self.difficulty) {
+            tracing::debug!(from = self.difficulty, to = next, "vardiff retarget");
+            self.difficulty = next;
+            self.difficulty_pending = true;
+        }
+        wire::ok(id, json!(true))
+    }
+}
+
+/// Sends a solved block to the node without holding up the miner's reply.
+fn submit_block(
+    shared: Arc<Shared>,
+    job: Arc<PoolJob>,
+    header: bitcoin::block::Header,
+    coinbase: Vec<u8>,
+) {
+    tokio::spawn(async move {
+        let hash = header.block_hash();
+        let hex = match job.template.block_hex(&header, &coinbase) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::error!(%hash, error = %e, "cannot assemble the found block");
+                return;
+            }
+        };
+        match shared.rpc.call::<Value>("submitblock", json!([hex])).await {
+            Ok(Value::Null) => tracing::info!(%hash, "block accepted by the node"),
+            Ok(reason) => tracing::warn!(%hash, %reason, "block rejected by the node"),
+            Err(e) => tracing::error!(%hash, error = %e, "submitblock failed"),
+        }
+    });
+}

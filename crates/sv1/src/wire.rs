@@ -1,0 +1,111 @@
+//! Newline-delimited JSON over TCP, with a bound on line length.
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Longest line accepted; a longer one closes the connection (no SV1 message needs more).
+pub const MAX_LINE: usize = 16 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("line longer than {MAX_LINE} bytes")]
+    TooLong,
+    #[error("connection closed")]
+    Closed,
+    #[error("read failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads one line (without its newline) into `line`, never buffering more than
+/// [`MAX_LINE`] bytes. Cancel-safe: bytes are consumed only once appended to `line`, so a
+/// line cut short by a `select!` is completed by the next call. The caller clears `line`
+/// after handling it.
+pub async fn read_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+) -> Result<(), ReadError> {
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Err(ReadError::Closed);
+        }
+        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(i) => (&available[..i], i + 1),
+            None => (available, available.len()),
+        };
+        if line.len() + chunk.len() > MAX_LINE {
+            return Err(ReadError::TooLong);
+        }
+        line.extend_from_slice(chunk);
+        let found = done > chunk.len();
+        reader.consume(done);
+        if found {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(());
+        }
+    }
+}
+
+/// Writes `value` and a newline.
+pub async fn write_json<W: AsyncWrite + Unpin>(w: &mut W, value: &Value) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec(value).expect("JSON values serialise");
+    bytes.push(b'\n');
+    w.write_all(&bytes).await
+}
+
+/// A request or notification `{"id", "method", "params"}`.
+pub fn request(id: Value, method: &str, params: Value) -> Value {
+    json!({"id": id, "method": method, "params": params})
+}
+
+/// A success reply.
+pub fn ok(id: &Value, result: Value) -> Value {
+    json!({"id": id, "result": result, "error": null})
+}
+
+/// An error reply in the usual SV1 shape `[code, message, null]`.
+pub fn err(id: &Value, code: i64, message: &str) -> Value {
+    json!({"id": id, "result": null, "error": [code, message, null]})
+}
+
+/// SV1 error codes, as cgminer-era pools send them.
+pub mod codes {
+    pub const OTHER: i64 = 20;
+    pub const JOB_NOT_FOUND: i64 = 21;
+    pub const DUPLICATE: i64 = 22;
+    pub const LOW_DIFFICULTY: i64 = 23;
+    pub const UNAUTHORIZED: i64 = 24;
+    pub const NOT_SUBSCRIBED: i64 = 25;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn lines_are_split_and_bounded() {
+        let data = b"{\"a\":1}\r\n{\"b\":2}\n".to_vec();
+        let mut r = tokio::io::BufReader::new(&data[..]);
+        let mut line = Vec::new();
+        read_line(&mut r, &mut line).await.unwrap();
+        assert_eq!(line, b"{\"a\":1}");
+        line.clear();
+        read_line(&mut r, &mut line).await.unwrap();
+        assert_eq!(line, b"{\"b\":2}");
+        line.clear();
+        assert!(matches!(
+            read_line(&mut r, &mut line).await,
+            Err(ReadError::Closed)
+        ));
+
+        line.clear();
+        let long = vec![b'x'; MAX_LINE + 10];
+        let mut r = tokio::io::BufReader::new(&long[..]);
+        assert!(matches!(
+            read_line(&mut r, &mut line).await,
+            Err(ReadError::TooLong)
+        ));
+    }
+}

@@ -1,0 +1,380 @@
+//! The built-in pool and the miner fleet against the simulated node.
+
+use probe::recorder::read_events;
+use probe::{Event, Recorder, ShareVerdict, TipCause};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+use sv1::fleet::{FleetConfig, FleetHandle};
+use sv1::pool::{PoolConfig, PoolHandle, VardiffConfig};
+use sv1::wire::{read_line, write_json};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sv1-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+async fn node(difficulty: node::Difficulty, events: Recorder) -> node::NodeHandle {
+    let mut mempool = node::MempoolConfig::preset(node::MempoolPreset::Mainnet);
+    mempool.initial_txs = 300;
+    node::NodeHandle::start(node::NodeOptions {
+        config: node::NodeConfig {
+            block_interval: Duration::from_secs(100_000),
+            difficulty,
+            mempool,
+            ..node::NodeConfig::default()
+        },
+        rpc_bind: "127.0.0.1:0".parse().unwrap(),
+        auth: node::RpcAuth::UserPassword {
+            user: "u".into(),
+            password: "p".into(),
+        },
+        zmq_bind: Some("tcp://127.0.0.1:0".into()),
+        recorder: events,
+        value_sample_interval: Duration::from_secs(1),
+    })
+    .await
+    .unwrap()
+}
+
+async fn pool(node: &node::NodeHandle, start_difficulty: f64, events: Recorder) -> PoolHandle {
+    PoolHandle::start(
+        PoolConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            rpc_url: format!("http://{}", node.rpc_addr),
+            rpc_user: "u".into(),
+            rpc_password: "p".into(),
+            zmq: node.zmq_endpoint.clone(),
+            payout_script: bitcoin::ScriptBuf::new_op_return([1u8; 4]),
+            coinbase_tag: "/test pool/".into(),
+            job_refresh: Duration::from_secs(30),
+            vardiff: VardiffConfig {
+                shares_per_min: 600.0,
+                start: start_difficulty,
+                min: 1e-9,
+                max: 1e9,
+                retarget: Duration::from_secs(300),
+            },
+            version_rolling_mask: 0x1fff_e000,
+        },
+        events,
+    )
+    .await
+    .unwrap()
+}
+
+fn fleet(pool: &PoolHandle, miners: u32, hashrate: f64, events: Recorder) -> FleetHandle {
+    FleetHandle::start(
+        FleetConfig {
+            pool: pool.listen_addr,
+            miners,
+            hashrate,
+            worker_prefix: "miner".into(),
+            ramp: Duration::ZERO,
+            hash_threads: 1,
+        },
+        events,
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn miners_get_jobs_tied_to_node_templates_and_shares_are_accepted() {
+    let d = dir("shares");
+    let (node_ev, pool_ev, fleet_ev) = (
+        Recorder::to_file(&d.join("node.jsonl"), "node").unwrap(),
+        Recorder::to_file(&d.join("pool.jsonl"), "pool").unwrap(),
+        Recorder::to_file(&d.join("miners.jsonl"), "miners").unwrap(),
+    );
+    // Difficulty 1 blocks are out of reach; shares at 1e-7 take ~430 hashes.
+    let node = node(node::Difficulty::Fixed(1.0), node_ev.clone()).await;
+    let pool = pool(&node, 1e-7, pool_ev.clone()).await;
+    let miners = fleet(&pool, 3, 4000.0, fleet_ev.clone());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    miners.stop().await;
+    pool.stop();
+    node.shutdown().await.unwrap();
+    for r in [&node_ev, &pool_ev, &fleet_ev] {
+        r.close().unwrap();
+    }
+
+    let events = |f: &str| -> Vec<Event> {
+        read_events(&d.join(f))
+            .unwrap()
+            .into_iter()
+            .map(|r| r.event)
+            .collect()
+    };
+    let markers: Vec<String> = events("node.jsonl")
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::TemplateBuilt { marker_txid, .. } => Some(marker_txid),
+            _ => None,
+        })
+        .collect();
+    let miner_events = events("miners.jsonl");
+    for m in 0..3 {
+        let job_marker = miner_events.iter().find_map(|e| match e {
+            Event::JobReceived {
+                miner, marker_txid, ..
+            } if *miner == m => marker_txid.clone(),
+            _ => None,
+        });
+        let job_marker = job_marker.unwrap_or_else(|| panic!("miner {m} got no job"));
+        assert!(
+            markers.contains(&job_marker),
+            "miner {m}'s job is tied to a node template"
+        );
+    }
+    let submitted = miner_events
+        .iter()
+        .filter(|e| matches!(e, Event::ShareSubmitted { .. }))
+        .count();
+    let answered_ok = miner_events
+        .iter()
+        .filter(|e| matches!(e, Event::ShareAnswered { accepted: true, .. }))
+        .count();
+    let judged_ok = events("pool.jsonl")
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::ShareJudged {
+                    verdict: ShareVerdict::Accepted,
+                    ..
+                }
+            )
+        })
+        .count();
+    // 3 miners x 4000 H/s x 3 s / 430 hashes per share: ~80 shares.
+    assert!(submitted >= 20, "{submitted} shares submitted");
+    assert!(
+        judged_ok + 3 >= submitted,
+        "{judged_ok} of {submitted} accepted by the pool"
+    );
+    assert!(
+        answered_ok + 3 >= submitted,
+        "{answered_ok} of {submitted} answered true"
+    );
+}
+
+#[tokio::test]
+async fn a_block_found_by_the_miners_becomes_the_tip() {
+    let d = dir("block");
+    let (node_ev, fleet_ev) = (
+        Recorder::to_file(&d.join("node.jsonl"), "node").unwrap(),
+        Recorder::to_file(&d.join("miners.jsonl"), "miners").unwrap(),
+    );
+    // Regtest difficulty: about one share in two is also a block.
+    let node = node(node::Difficulty::RegtestEasy, node_ev.clone()).await;
+    let pool = pool(&node, 1e-9, Recorder::disabled()).await;
+    let start = node.state().chain().height();
+    let miners = fleet(&pool, 1, 50.0, fleet_ev.clone());
+    let mut height = start;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        height = node.state().chain().height();
+        if height > start {
+            break;
+        }
+    }
+    miners.stop().await;
+    pool.stop();
+    node.shutdown().await.unwrap();
+    node_ev.close().unwrap();
+    fleet_ev.close().unwrap();
+    assert!(height > start, "no block from the miners in 10 s");
+
+    let node_events: Vec<Event> = read_events(&d.join("node.jsonl"))
+        .unwrap()
+        .into_iter()
+        .map(|r| r.event)
+        .collect();
+    let accepted: Vec<String> = node_events
+        .iter()
+        .filter_map(|e| match e {
+            Event::BlockSubmitted {
+                hash,
+                reject_reason: None,
+                ..
+            } => Some(hash.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(node_events.iter().any(|e| matches!(
+        e,
+        Event::TipChanged {
+            cause: TipCause::Submitted,
+            ..
+        }
+    )));
+    let found: Vec<String> = read_events(&d.join("miners.jsonl"))
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r.event {
+            Event::ShareSubmitted {
+                block_hash: Some(h),
+                ..
+            } => Some(h),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        accepted.iter().any(|h| found.contains(h)),
+        "the node accepted a block the miner found"
+    );
+}
+
+/// A hand-driven SV1 client.
+struct Client {
+    read: BufReader<tokio::net::tcp::OwnedReadHalf>,
+    write: tokio::net::tcp::OwnedWriteHalf,
+}
+
+impl Client {
+    async fn connect(pool: &PoolHandle) -> Client {
+        let (r, w) = TcpStream::connect(pool.listen_addr)
+            .await
+            .unwrap()
+            .into_split();
+        Client {
+            read: BufReader::new(r),
+            write: w,
+        }
+    }
+
+    async fn send(&mut self, v: Value) {
+        write_json(&mut self.write, &v).await.unwrap();
+    }
+
+    /// The next message, or `None` once the pool closed the connection.
+    async fn next(&mut self) -> Option<Value> {
+        let mut line = Vec::new();
+        match tokio::time::timeout(Duration::from_secs(5), read_line(&mut self.read, &mut line))
+            .await
+        {
+            Ok(Ok(())) => Some(serde_json::from_slice(&line).unwrap()),
+            Ok(Err(_)) => None,
+            Err(_) => panic!("no message from the pool in 5 s"),
+        }
+    }
+
+    /// Reads until the reply with `id`.
+    async fn reply(&mut self, id: u64) -> Value {
+        loop {
+            let m = self.next().await.expect("connection open");
+            if m["id"] == json!(id) {
+                return m;
+            }
+        }
+    }
+
+    async fn handshake(&mut self) -> Value {
+        self.send(json!({"id": 1, "method": "mining.subscribe", "params": []}))
+            .await;
+        self.reply(1).await;
+        self.send(json!({"id": 2, "method": "mining.authorize", "params": ["w", "x"]}))
+            .await;
+        self.reply(2).await;
+        loop {
+            let m = self.next().await.unwrap();
+            if m["method"] == json!("mining.notify") {
+                return m["params"].clone();
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn stale_unknown_and_malformed_shares_get_their_codes() {
+    let node = node(node::Difficulty::Fixed(1.0), Recorder::disabled()).await;
+    let pool = pool(&node, 1e-7, Recorder::disabled()).await;
+    let mut c = Client::connect(&pool).await;
+    let notify = c.handshake().await;
+    let old_job = notify[0].as_str().unwrap().to_string();
+    let submit = |id: u64, job: &str, en2: &str| json!({"id": id, "method": "mining.submit", "params": ["w", job, en2, notify[7], "00000000"]});
+
+    c.send(submit(10, "nope", "0000000000000000")).await;
+    assert_eq!(c.reply(10).await["error"][0], json!(21), "unknown job");
+    c.send(submit(11, &old_job, "00")).await;
+    assert_eq!(
+        c.reply(11).await["error"][0],
+        json!(20),
+        "bad extranonce2 size"
+    );
+
+    // The network finds a block: the pool learns it over ZMQ and the old job is stale.
+    let rpc = bitcoind_rpc_client(&node);
+    let _: Value = rpc
+        .call(
+            "generatetoaddress",
+            json!([1, "bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080"]),
+        )
+        .await
+        .unwrap();
+    loop {
+        let m = c.next().await.unwrap();
+        if m["method"] == json!("mining.notify") && m["params"][8] == json!(true) {
+            break;
+        }
+    }
+    c.send(submit(12, &old_job, "0000000000000001")).await;
+    let r = c.reply(12).await;
+    assert_eq!(
+        (r["error"][0].clone(), r["error"][1].clone()),
+        (json!(21), json!("Stale job"))
+    );
+    node.shutdown().await.unwrap();
+    pool.stop();
+}
+
+fn bitcoind_rpc_client(node: &node::NodeHandle) -> bitcoind_rpc::RpcClient {
+    bitcoind_rpc::RpcClient::new(&format!("http://{}", node.rpc_addr), "u", "p")
+}
+
+#[tokio::test]
+async fn garbage_long_lines_and_floods_close_one_connection_only() {
+    let node = node(node::Difficulty::Fixed(1.0), Recorder::disabled()).await;
+    let pool = pool(&node, 1e-7, Recorder::disabled()).await;
+
+    let mut garbage = Client::connect(&pool).await;
+    garbage.write.write_all(b"not json\n").await.unwrap();
+    assert_eq!(
+        garbage.next().await.unwrap()["error"][1],
+        json!("Parse error")
+    );
+
+    let mut long = Client::connect(&pool).await;
+    let _ = long.write.write_all(&vec![b'x'; 1024 * 1024]).await;
+    assert!(
+        long.next().await.is_none(),
+        "a 1 MB line closes the connection"
+    );
+
+    let mut flood = Client::connect(&pool).await;
+    let burst: Vec<u8> = (0..2000)
+        .flat_map(|i| {
+            format!("{{\"id\":{i},\"method\":\"mining.extranonce.subscribe\",\"params\":[]}}\n")
+                .into_bytes()
+        })
+        .collect();
+    let _ = flood.write.write_all(&burst).await;
+    let mut closed = false;
+    for _ in 0..2100 {
+        if flood.next().await.is_none() {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "a flood closes the connection");
+
+    let mut good = Client::connect(&pool).await;
+    let notify = good.handshake().await;
+    assert!(notify[0].is_string(), "other miners keep mining");
+    node.shutdown().await.unwrap();
+    pool.stop();
+}
