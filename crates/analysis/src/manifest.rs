@@ -1,0 +1,49 @@
+//! What the harness tells the analysis about a run: which role is which.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const MANIFEST_FILE: &str = "manifest.json";
+pub const SAMPLES_FILE: &str = "samples.jsonl";
+pub const EVENTS_DIR: &str = "events";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    pub scenario: String,
+    /// Monotonic time the measured window starts (after warm-up) and ends.
+    pub window_start_ns: u64,
+    pub window_end_ns: u64,
+    pub node_role: String,
+    pub link: LinkParams,
+    pub sides: BTreeMap<String, SideRoles>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LinkParams {
+    pub rtt_ms: f64,
+    pub jitter_ms: f64,
+    /// Bits per second each way; `None` is unlimited.
+    pub bandwidth_bps: Option<u64>,
+}
+
+/// The roles of one side (one configuration under test).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SideRoles {
+    pub config: String,
+    pub miners: u32,
+    pub miners_role: String,
+    /// Where share acceptance is decided.
+    pub pool_role: String,
+    pub link_role: String,
+    /// Every role process of the side, for CPU and memory.
+    pub roles: Vec<String>,
+}
+
+/// One resource sample of one role process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sample {
+    pub t_ns: u64,
+    pub role: String,
+    pub cpu_pct: f64,
+    pub rss_bytes: u64,
+}
