@@ -54,6 +54,16 @@ pub struct SideSummary {
     pub template_value_sats: Dist,
     pub bandwidth_bytes_per_s: Bandwidth,
     pub roles: BTreeMap<String, RoleResources>,
+    /// The per-event values behind the latency distributions (for histograms).
+    #[serde(skip)]
+    pub samples: LatencySamples,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct LatencySamples {
+    pub new_job_ms: Vec<f64>,
+    pub new_prevhash_job_ms: Vec<f64>,
+    pub block_propagation_ms: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -305,6 +315,11 @@ pub fn compute(m: &Manifest, mut events: Vec<Record>, samples: &[Sample]) -> Sum
                     m,
                 ),
                 roles,
+                samples: LatencySamples {
+                    new_job_ms: new_job,
+                    new_prevhash_job_ms: new_prevhash,
+                    block_propagation_ms: propagation,
+                },
             },
         );
     }

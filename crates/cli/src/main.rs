@@ -3,6 +3,7 @@
 mod bench_link;
 mod bench_template;
 mod node_cmd;
+mod run_cmd;
 
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
@@ -31,6 +32,18 @@ enum Command {
     ///
     ///   stratum-bench node --rpc-user u --rpc-password p --block-interval 30s
     Node(Box<node_cmd::NodeArgs>),
+    /// Run a scenario: start every role as its own process, measure, write the run.
+    ///
+    /// Writes to the run directory (default runs/<time>-<name>/): events/ (one JSON-lines
+    /// file per role), samples.jsonl (CPU and memory per role, every second),
+    /// scenario.toml (as it ran, overrides applied), manifest.json, summary.json, and
+    /// logs/. Live Prometheus metrics are served on --metrics-bind while it runs.
+    /// Example:
+    ///
+    ///   stratum-bench run scenarios/sv1-baseline.toml --duration 60s --set link.rtt_ms=100
+    Run(run_cmd::RunArgs),
+    /// Run one role process (what `run` starts for each role; for debugging by hand).
+    Role(run_cmd::RoleArgs),
     /// Micro-benchmarks of single parts.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -62,6 +75,8 @@ fn main() -> std::process::ExitCode {
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Node(args) => node_cmd::run(*args).await,
+            Command::Run(args) => run_cmd::run(args).await,
+            Command::Role(args) => run_cmd::role(args).await,
             Command::Bench(BenchCommand::Template(args)) => bench_template::run(args).await,
             Command::Bench(BenchCommand::Link(args)) => bench_link::run(args).await,
         }

@@ -22,7 +22,7 @@ use tokio::io::BufReader;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct FleetConfig {
     pub pool: SocketAddr,
     pub miners: u32,

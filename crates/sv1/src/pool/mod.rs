@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 
 pub use vardiff::VardiffConfig;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PoolConfig {
     pub listen: SocketAddr,
     pub rpc_url: String,

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct VardiffConfig {
     pub shares_per_min: f64,
     pub start: f64,

@@ -1,0 +1,148 @@
+//! `stratum-bench run` and `stratum-bench role`.
+
+use analysis::Summary;
+use anyhow::{Context, Result};
+use clap::Args;
+use harness::{RunOptions, Scenario};
+use probe::Dist;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Scenario file (TOML), for example scenarios/sv1-baseline.toml.
+    scenario: PathBuf,
+    /// Run directory (default runs/<time>-<name>/).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Measured duration, overriding the scenario's (for example 60s, 5m).
+    #[arg(long)]
+    duration: Option<String>,
+    /// Override any scenario field: --set network.block_interval=10s --set link.rtt_ms=100
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+    /// Where live Prometheus metrics are served during the run.
+    #[arg(long, default_value = "127.0.0.1:9184")]
+    metrics_bind: SocketAddr,
+}
+
+#[derive(Args)]
+pub struct RoleArgs {
+    /// Role spec (JSON) the harness wrote.
+    #[arg(long)]
+    spec: PathBuf,
+    /// Events file to append to.
+    #[arg(long)]
+    events: PathBuf,
+    /// Name the role records its events under.
+    #[arg(long)]
+    name: String,
+}
+
+pub async fn run(args: RunArgs) -> Result<()> {
+    let mut overrides = args.overrides;
+    if let Some(d) = args.duration {
+        overrides.push(format!("duration={d}"));
+    }
+    let scenario = Scenario::load(&args.scenario, &overrides)?;
+    eprintln!(
+        "running {} ({} side(s), {} miners each, {:.0} s measured after {:.0} s warm-up); metrics on http://{}/metrics",
+        scenario.name,
+        scenario.sides.len(),
+        scenario.miners.count,
+        scenario.duration.as_secs_f64(),
+        scenario.warmup.as_secs_f64(),
+        args.metrics_bind
+    );
+    let outcome = harness::run(RunOptions {
+        scenario,
+        out: args.out,
+        metrics_bind: args.metrics_bind,
+        exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,
+    })
+    .await?;
+    print!("{}", table(&outcome.summary));
+    println!("run written to {}", outcome.dir.display());
+    if outcome.interrupted {
+        println!("(interrupted: the summary covers the time until Ctrl-C)");
+    }
+    Ok(())
+}
+
+pub async fn role(args: RoleArgs) -> Result<()> {
+    harness::roles::run_role(&args.spec, &args.events, &args.name).await
+}
+
+/// The summary as a terminal table: one column per side.
+fn table(s: &Summary) -> String {
+    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
+    let dist = |d: &Dist| {
+        if d.count == 0 {
+            "no samples".to_string()
+        } else {
+            format!(
+                "p50 {} p90 {} p99 {} (n={})",
+                f(d.p50),
+                f(d.p90),
+                f(d.p99),
+                d.count
+            )
+        }
+    };
+    let mut rows: Vec<(String, Vec<String>)> = vec![
+        ("shares submitted".into(), vec![]),
+        ("shares accepted / stale / rejected".into(), vec![]),
+        ("acceptance %".into(), vec![]),
+        ("blocks found / accepted".into(), vec![]),
+        ("new job ms".into(), vec![]),
+        ("new job after a block ms".into(), vec![]),
+        ("block propagation ms".into(), vec![]),
+        ("template value (sats, mean)".into(), vec![]),
+        ("farm tx / rx bytes/s".into(), vec![]),
+    ];
+    for side in s.sides.values() {
+        let c = &side.shares;
+        let b = &side.bandwidth_bytes_per_s;
+        let cells = [
+            c.submitted.to_string(),
+            format!("{} / {} / {}", c.accepted, c.stale, c.rejected),
+            f(c.acceptance_pct),
+            format!("{} / {}", side.blocks.found, side.blocks.accepted),
+            dist(&side.new_job_ms),
+            dist(&side.new_prevhash_job_ms),
+            dist(&side.block_propagation_ms),
+            side.template_value_sats
+                .mean
+                .map_or("-".into(), |v| format!("{v:.0}")),
+            format!("{:.0} / {:.0}", b.farm.tx, b.farm.rx),
+        ];
+        for (row, cell) in rows.iter_mut().zip(cells) {
+            row.1.push(cell);
+        }
+    }
+    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let mut out = format!(
+        "\n{} over {:.0} s, link RTT {} ms; network: {} blocks, best template mean {} sats\n{:width$}  {}\n",
+        s.scenario,
+        s.duration_s,
+        s.link.rtt_ms,
+        s.network.blocks,
+        s.network.template_value_sats.mean.map_or("-".into(), |v| format!("{v:.0}")),
+        "",
+        s.sides.keys().cloned().collect::<Vec<_>>().join("  |  "),
+    );
+    for (name, cells) in rows {
+        out.push_str(&format!("{name:width$}  {}\n", cells.join("  |  ")));
+    }
+    for (role, lateness) in &s.link.relay_lateness_ms {
+        out.push_str(&format!(
+            "{role} relay lateness ms: up {}, down {}\n",
+            dist(&lateness.up),
+            dist(&lateness.down)
+        ));
+    }
+    if !s.unmatched.is_empty() {
+        out.push_str(&format!("unmatched: {:?}\n", s.unmatched));
+    }
+    out
+}

@@ -1,0 +1,11 @@
+//! Everything about a run that is not a role: the scenario, the role processes, their
+//! lifecycle and resources, live metrics, and the run directory.
+
+pub mod metrics;
+pub mod procs;
+pub mod roles;
+pub mod run;
+pub mod scenario;
+
+pub use run::{run, RunOptions, RunOutcome};
+pub use scenario::Scenario;

@@ -1,0 +1,172 @@
+//! Live Prometheus metrics of a run, rendered from the same summary the run ends with.
+
+use analysis::Summary;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Upper bounds (ms) of the latency histogram buckets.
+const BUCKETS_MS: &[f64] = &[
+    1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0, 2000.0, 5000.0,
+    10000.0,
+];
+
+/// Latest CPU percent and resident bytes of each role.
+pub type RoleGauges = BTreeMap<String, (f64, u64)>;
+
+/// The Prometheus text exposition of `summary` (metric names are listed in the README).
+pub fn render(summary: &Summary, roles: &RoleGauges) -> String {
+    let mut out = String::new();
+    let mut family = |name: &str, kind: &str, help: &str, lines: Vec<String>| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for l in lines {
+            let _ = writeln!(out, "{l}");
+        }
+    };
+    let sides = &summary.sides;
+    family(
+        "stratum_bench_shares_total",
+        "counter",
+        "Shares in the measured window by side and outcome; acceptance is counted where the pool decides.",
+        sides
+            .iter()
+            .flat_map(|(side, s)| {
+                let c = &s.shares;
+                [("submitted", c.submitted), ("accepted", c.accepted), ("stale", c.stale), ("rejected", c.rejected)]
+                    .map(|(o, n)| format!("stratum_bench_shares_total{{side=\"{side}\",outcome=\"{o}\"}} {n}"))
+            })
+            .collect(),
+    );
+    family(
+        "stratum_bench_blocks_total",
+        "counter",
+        "Blocks found by a side's miners, and those the node accepted.",
+        sides
+            .iter()
+            .flat_map(|(side, s)| {
+                [("found", s.blocks.found), ("accepted", s.blocks.accepted)].map(|(o, n)| {
+                    format!("stratum_bench_blocks_total{{side=\"{side}\",outcome=\"{o}\"}} {n}")
+                })
+            })
+            .collect(),
+    );
+    family(
+        "stratum_bench_network_blocks_total",
+        "counter",
+        "Tip changes of the simulated network in the measured window.",
+        vec![format!(
+            "stratum_bench_network_blocks_total {}",
+            summary.network.blocks
+        )],
+    );
+    for (metric, help, pick) in [
+        (
+            "stratum_bench_new_job_ms",
+            "From the node producing a template to a miner receiving the first job on it.",
+            (|s: &analysis::summary::SideSummary| &s.samples.new_job_ms) as fn(&_) -> &Vec<f64>,
+        ),
+        (
+            "stratum_bench_new_prevhash_job_ms",
+            "From a tip change at the node to a miner receiving a job on the new prev hash.",
+            |s| &s.samples.new_prevhash_job_ms,
+        ),
+        (
+            "stratum_bench_block_propagation_ms",
+            "From a miner submitting a block-level share to the node accepting the block.",
+            |s| &s.samples.block_propagation_ms,
+        ),
+    ] {
+        let mut lines = Vec::new();
+        for (side, s) in sides {
+            let values = pick(s);
+            for le in BUCKETS_MS {
+                let n = values.iter().filter(|v| **v <= *le).count();
+                lines.push(format!(
+                    "{metric}_bucket{{side=\"{side}\",le=\"{le}\"}} {n}"
+                ));
+            }
+            lines.push(format!(
+                "{metric}_bucket{{side=\"{side}\",le=\"+Inf\"}} {}",
+                values.len()
+            ));
+            lines.push(format!(
+                "{metric}_sum{{side=\"{side}\"}} {}",
+                values.iter().sum::<f64>()
+            ));
+            lines.push(format!(
+                "{metric}_count{{side=\"{side}\"}} {}",
+                values.len()
+            ));
+        }
+        family(metric, "histogram", help, lines);
+    }
+    family(
+        "stratum_bench_template_value_sats",
+        "gauge",
+        "Time-weighted mean value (subsidy + fees) of the templates a side's miners mined on.",
+        sides
+            .iter()
+            .filter_map(|(side, s)| {
+                s.template_value_sats
+                    .mean
+                    .map(|v| format!("stratum_bench_template_value_sats{{side=\"{side}\"}} {v}"))
+            })
+            .collect(),
+    );
+    family(
+        "stratum_bench_network_template_value_sats",
+        "gauge",
+        "Mean value of the best template the network could build.",
+        summary
+            .network
+            .template_value_sats
+            .mean
+            .map(|v| format!("stratum_bench_network_template_value_sats {v}"))
+            .into_iter()
+            .collect(),
+    );
+    family(
+        "stratum_bench_bandwidth_bytes_per_second",
+        "gauge",
+        "Application bytes per second across the WAN link, by side, site and direction.",
+        sides
+            .iter()
+            .flat_map(|(side, s)| {
+                let b = &s.bandwidth_bytes_per_s;
+                [("farm", "tx", b.farm.tx), ("farm", "rx", b.farm.rx), ("pool", "tx", b.pool.tx), ("pool", "rx", b.pool.rx)].map(
+                    |(site, dir, v)| {
+                        format!("stratum_bench_bandwidth_bytes_per_second{{side=\"{side}\",site=\"{site}\",direction=\"{dir}\"}} {v}")
+                    },
+                )
+            })
+            .collect(),
+    );
+    family(
+        "stratum_bench_role_cpu_percent",
+        "gauge",
+        "CPU use of each role process, in percent of one core (last second).",
+        roles
+            .iter()
+            .map(|(r, (cpu, _))| format!("stratum_bench_role_cpu_percent{{role=\"{r}\"}} {cpu}"))
+            .collect(),
+    );
+    family(
+        "stratum_bench_role_rss_bytes",
+        "gauge",
+        "Resident memory of each role process.",
+        roles
+            .iter()
+            .map(|(r, (_, rss))| format!("stratum_bench_role_rss_bytes{{role=\"{r}\"}} {rss}"))
+            .collect(),
+    );
+    family(
+        "stratum_bench_unmatched_total",
+        "counter",
+        "Events that could not be tied to their counterpart, by kind.",
+        summary
+            .unmatched
+            .iter()
+            .map(|(k, n)| format!("stratum_bench_unmatched_total{{kind=\"{k}\"}} {n}"))
+            .collect(),
+    );
+    out
+}

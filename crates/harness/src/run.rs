@@ -1,0 +1,520 @@
+//! `stratum-bench run`: start the roles, measure, stop, summarise.
+
+use crate::metrics::{render, RoleGauges};
+use crate::procs::CpuMeter;
+use crate::roles::{RoleSpec, READY_PREFIX};
+use crate::scenario::Scenario;
+use analysis::manifest::{
+    LinkParams, Manifest, Sample, SideRoles, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE,
+};
+use analysis::summary::{compute, summarize, Summary};
+use anyhow::{bail, Context, Result};
+use parking_lot::Mutex;
+use probe::{mono_ns, Event, Record, Recorder};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+pub struct RunOptions {
+    pub scenario: Scenario,
+    /// Run directory; default `runs/<time>-<name>`.
+    pub out: Option<PathBuf>,
+    pub metrics_bind: SocketAddr,
+    /// The `stratum-bench` executable that runs each role.
+    pub exe: PathBuf,
+}
+
+pub struct RunOutcome {
+    pub dir: PathBuf,
+    pub summary: Summary,
+    pub interrupted: bool,
+}
+
+const NODE: &str = "node";
+const RPC_USER: &str = "stratum-bench";
+
+struct Role {
+    name: String,
+    child: Child,
+    meter: CpuMeter,
+    exited: bool,
+}
+
+pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
+    let s = &opts.scenario;
+    let dir = opts.out.clone().unwrap_or_else(|| default_dir(&s.name));
+    for sub in [EVENTS_DIR, "logs", "roles"] {
+        std::fs::create_dir_all(dir.join(sub))
+            .with_context(|| format!("cannot create {}", dir.join(sub).display()))?;
+    }
+    std::fs::write(
+        dir.join("scenario.toml"),
+        toml::to_string(s).context("scenario serialises")?,
+    )?;
+    // Fail before anything starts when the metrics port is taken.
+    let metrics_listener = tokio::net::TcpListener::bind(opts.metrics_bind)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot serve metrics on {} (port {} in use? choose another with --metrics-bind)",
+                opts.metrics_bind,
+                opts.metrics_bind.port()
+            )
+        })?;
+    let harness_events = Recorder::to_file(&dir.join(EVENTS_DIR).join("harness.jsonl"), "harness")?;
+
+    let mut roles: Vec<Role> = Vec::new();
+    let started = start_roles(&opts, &dir, &mut roles).await;
+    let sides = match started {
+        Ok(sides) => sides,
+        Err(e) => {
+            stop_roles(&mut roles).await;
+            return Err(e);
+        }
+    };
+
+    let t0 = mono_ns();
+    let mut manifest = Manifest {
+        scenario: s.name.clone(),
+        window_start_ns: t0 + s.warmup.as_nanos() as u64,
+        window_end_ns: t0 + (s.warmup + s.duration).as_nanos() as u64,
+        node_role: NODE.into(),
+        link: LinkParams {
+            rtt_ms: s.link.rtt_ms,
+            jitter_ms: s.link.jitter_ms,
+            bandwidth_bps: s.link.bandwidth_mbps.map(|m| (m * 1e6) as u64),
+        },
+        sides,
+    };
+    let live = Arc::new(Mutex::new((None::<Summary>, RoleGauges::new())));
+    let server = {
+        let live = live.clone();
+        let app = axum::Router::new().route(
+            "/metrics",
+            axum::routing::get(move || {
+                let live = live.clone();
+                async move {
+                    let (summary, gauges) = &*live.lock();
+                    let body = summary
+                        .as_ref()
+                        .map(|s| render(s, gauges))
+                        .unwrap_or_default();
+                    ([("content-type", "text/plain; version=0.0.4")], body)
+                }
+            }),
+        );
+        tokio::spawn(async move {
+            let _ = axum::serve(metrics_listener, app).await;
+        })
+    };
+
+    let mut samples_file = std::fs::File::create(dir.join(SAMPLES_FILE))?;
+    let mut tail = Tail::new(dir.join(EVENTS_DIR));
+    let mut samples: Vec<Sample> = Vec::new();
+    let total = s.warmup + s.duration;
+    let interactive = std::io::stderr().is_terminal();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut interrupted = false;
+    let mut second = 0u64;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = tokio::signal::ctrl_c() => {
+                interrupted = true;
+                eprintln!("\ninterrupted: stopping the roles and writing the run");
+                break;
+            }
+        }
+        second += 1;
+        let now = mono_ns();
+        let mut gauges = RoleGauges::new();
+        for role in roles.iter_mut() {
+            if let Some((cpu, rss)) = role.meter.sample() {
+                let cpu = cpu.unwrap_or(0.0);
+                gauges.insert(role.name.clone(), (cpu, rss));
+                let sample = Sample {
+                    t_ns: now,
+                    role: role.name.clone(),
+                    cpu_pct: cpu,
+                    rss_bytes: rss,
+                };
+                writeln!(samples_file, "{}", serde_json::to_string(&sample)?)?;
+                samples.push(sample);
+            }
+            if !role.exited {
+                if let Ok(Some(status)) = role.child.try_wait() {
+                    role.exited = true;
+                    tracing::error!(role = %role.name, %status, "role exited during the run; see logs/{}.log", role.name);
+                    harness_events.record(Event::RoleExited {
+                        name: role.name.clone(),
+                        status: status.to_string(),
+                    });
+                }
+            }
+        }
+        if second.is_multiple_of(2) || now >= manifest.window_end_ns {
+            let so_far = Manifest {
+                window_end_ns: now.min(manifest.window_end_ns),
+                ..manifest.clone()
+            };
+            let summary = compute(&so_far, tail.read_new(), &samples);
+            progress(&summary, now.saturating_sub(t0), total, interactive);
+            *live.lock() = (Some(summary), gauges);
+        } else {
+            live.lock().1 = gauges;
+        }
+        if now >= manifest.window_end_ns {
+            break;
+        }
+    }
+    if interrupted {
+        manifest.window_end_ns = mono_ns().min(manifest.window_end_ns);
+    }
+    if interactive {
+        eprintln!();
+    }
+    stop_roles(&mut roles).await;
+    server.abort();
+    harness_events.close()?;
+    std::fs::write(
+        dir.join(MANIFEST_FILE),
+        serde_json::to_string_pretty(&manifest)?,
+    )?;
+    let summary = summarize(&dir)?;
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )?;
+    Ok(RunOutcome {
+        dir,
+        summary,
+        interrupted,
+    })
+}
+
+fn default_dir(name: &str) -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, mo, d) = civil_from_days(days as i64);
+    PathBuf::from("runs").join(format!(
+        "{y:04}{mo:02}{d:02}-{:02}{:02}{:02}-{name}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    ))
+}
+
+/// Gregorian date of a count of days since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Starts the node, then per side the pool, link and miners; returns the sides' roles.
+async fn start_roles(
+    opts: &RunOptions,
+    dir: &Path,
+    roles: &mut Vec<Role>,
+) -> Result<BTreeMap<String, SideRoles>> {
+    let s = &opts.scenario;
+    let password = format!("{:x}", mono_ns() ^ u64::from(std::process::id()));
+    let mut mempool = node::MempoolConfig::preset(
+        node::MempoolPreset::parse(&s.network.mempool).map_err(anyhow::Error::msg)?,
+    );
+    mempool.max_txs = mempool.max_txs.max(mempool.initial_txs);
+    let node_cfg = node::NodeConfig {
+        seed: s.seed,
+        block_interval: s.network.block_interval,
+        hashrate_share: s.network.hashrate_share,
+        scripted_arrivals: None,
+        difficulty: node::Difficulty::MinerHashrate(s.total_hashrate()),
+        start_height: s.network.start_height,
+        time_base: None,
+        mempool,
+        template_refresh: s.network.template_refresh,
+    };
+    let ready = spawn_role(
+        opts,
+        dir,
+        NODE,
+        &RoleSpec::Node {
+            config: node_cfg,
+            rpc_user: RPC_USER.into(),
+            rpc_password: password.clone(),
+        },
+        roles,
+    )
+    .await?;
+    let rpc = field(&ready, "rpc", NODE)?;
+    let zmq = ready.get("zmq").and_then(Value::as_str).map(str::to_string);
+
+    let mut sides = BTreeMap::new();
+    for side in &s.sides {
+        let (pool, link, miners) = (
+            format!("pool-{side}"),
+            format!("link-{side}"),
+            format!("miners-{side}"),
+        );
+        let pool_ready = spawn_role(
+            opts,
+            dir,
+            &pool,
+            &RoleSpec::Sv1Pool {
+                config: sv1::pool::PoolConfig {
+                    listen: "127.0.0.1:0".parse()?,
+                    rpc_url: format!("http://{rpc}"),
+                    rpc_user: RPC_USER.into(),
+                    rpc_password: password.clone(),
+                    zmq: zmq.clone(),
+                    payout_script: bitcoin::ScriptBuf::new_p2wsh(
+                        &bitcoin::WScriptHash::from_raw_hash(bitcoin::hashes::Hash::hash(&[0x51])),
+                    ),
+                    coinbase_tag: format!("/stratum-bench {side}/"),
+                    job_refresh: s.pool.job_refresh,
+                    vardiff: sv1::pool::VardiffConfig {
+                        shares_per_min: s.miners.shares_per_min,
+                        start: s.start_difficulty(),
+                        min: s.start_difficulty() / 1000.0,
+                        max: s.start_difficulty() * 1e6,
+                        retarget: s.pool.vardiff_retarget,
+                    },
+                    version_rolling_mask: 0x1fff_e000,
+                },
+            },
+            roles,
+        )
+        .await?;
+        let pool_addr: SocketAddr = field(&pool_ready, "listen", &pool)?.parse()?;
+        let link_ready = spawn_role(
+            opts,
+            dir,
+            &link,
+            &RoleSpec::Link {
+                listen: "127.0.0.1:0".parse()?,
+                upstream: pool_addr,
+                config: link::LinkConfig {
+                    jitter: Duration::from_secs_f64(s.link.jitter_ms / 1e3),
+                    bandwidth_bps: s.link.bandwidth_mbps.map(|m| (m * 1e6) as u64),
+                    ..link::LinkConfig::from_rtt(Duration::from_secs_f64(s.link.rtt_ms / 1e3))
+                },
+            },
+            roles,
+        )
+        .await?;
+        let link_addr: SocketAddr = field(&link_ready, "listen", &link)?.parse()?;
+        spawn_role(
+            opts,
+            dir,
+            &miners,
+            &RoleSpec::Sv1Miners {
+                config: sv1::fleet::FleetConfig {
+                    pool: link_addr,
+                    miners: s.miners.count,
+                    hashrate: s.miner_hashrate(),
+                    worker_prefix: format!("{side}-miner"),
+                    ramp: s.miners.ramp,
+                    hash_threads: s.miners.hash_threads,
+                },
+            },
+            roles,
+        )
+        .await?;
+        sides.insert(
+            side.clone(),
+            SideRoles {
+                config: side.clone(),
+                miners: s.miners.count,
+                miners_role: miners.clone(),
+                pool_role: pool.clone(),
+                link_role: link.clone(),
+                roles: vec![NODE.into(), pool, link, miners],
+            },
+        );
+    }
+    Ok(sides)
+}
+
+fn field(ready: &Value, key: &str, role: &str) -> Result<String> {
+    ready
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .with_context(|| format!("role {role} announced no `{key}`"))
+}
+
+/// Starts one role process and waits for its READY line.
+async fn spawn_role(
+    opts: &RunOptions,
+    dir: &Path,
+    name: &str,
+    spec: &RoleSpec,
+    roles: &mut Vec<Role>,
+) -> Result<Value> {
+    let spec_path = dir.join("roles").join(format!("{name}.json"));
+    std::fs::write(&spec_path, serde_json::to_string_pretty(spec)?)?;
+    let log_path = dir.join("logs").join(format!("{name}.log"));
+    let log = std::fs::File::create(&log_path)?;
+    let mut child = Command::new(&opts.exe)
+        .arg("role")
+        .arg("--spec")
+        .arg(&spec_path)
+        .arg("--events")
+        .arg(dir.join(EVENTS_DIR).join(format!("{name}.jsonl")))
+        .arg("--name")
+        .arg(name)
+        .env(
+            "RUST_LOG",
+            std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("cannot start {} (role {name})", opts.exe.display()))?;
+    let pid = child.id().context("the role has a pid")?;
+    let stdout = child.stdout.take().context("the role's stdout is piped")?;
+    roles.push(Role {
+        name: name.to_string(),
+        child,
+        meter: CpuMeter::new(pid),
+        exited: false,
+    });
+    let mut lines = BufReader::new(stdout).lines();
+    let wait = async {
+        while let Some(line) = lines.next_line().await? {
+            if let Some(json) = line.strip_prefix(READY_PREFIX) {
+                return Ok::<_, anyhow::Error>(Some(serde_json::from_str::<Value>(json)?));
+            }
+        }
+        Ok(None)
+    };
+    match tokio::time::timeout(Duration::from_secs(30), wait).await {
+        Ok(Ok(Some(ready))) => {
+            tracing::info!(role = name, %ready, "role ready");
+            Ok(ready)
+        }
+        Ok(Ok(None)) | Ok(Err(_)) => {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(5).collect();
+            bail!(
+                "role {name} stopped before it was ready; last lines of {}:\n{}",
+                log_path.display(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            )
+        }
+        Err(_) => bail!(
+            "role {name} was not ready within 30 s (see {})",
+            log_path.display()
+        ),
+    }
+}
+
+/// SIGTERM to every role, last started first; SIGKILL after 10 s.
+async fn stop_roles(roles: &mut [Role]) {
+    for role in roles.iter_mut().rev() {
+        if let Some(pid) = role.child.id() {
+            // SAFETY: signalling a child we started; it may have exited already.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGTERM);
+            }
+        }
+        match tokio::time::timeout(Duration::from_secs(10), role.child.wait()).await {
+            Ok(Ok(status)) if !status.success() && !role.exited => {
+                tracing::warn!(role = %role.name, %status, "role ended uncleanly")
+            }
+            Ok(_) => {}
+            Err(_) => {
+                tracing::warn!(role = %role.name, "role did not stop in 10 s; killing it");
+                let _ = role.child.kill().await;
+            }
+        }
+    }
+}
+
+/// Reads what the roles appended to their event files since the last call.
+struct Tail {
+    dir: PathBuf,
+    offsets: HashMap<PathBuf, u64>,
+    records: Vec<Record>,
+}
+
+impl Tail {
+    fn new(dir: PathBuf) -> Self {
+        Tail {
+            dir,
+            offsets: HashMap::new(),
+            records: Vec::new(),
+        }
+    }
+
+    fn read_new(&mut self) -> Vec<Record> {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return self.records.clone();
+        };
+        for path in entries.flatten().map(|e| e.path()) {
+            let offset = self.offsets.entry(path.clone()).or_insert(0);
+            let Ok(mut f) = std::fs::File::open(&path) else {
+                continue;
+            };
+            if f.seek(SeekFrom::Start(*offset)).is_err() {
+                continue;
+            }
+            let mut text = String::new();
+            if f.read_to_string(&mut text).is_err() {
+                continue;
+            }
+            // Only whole lines; a line still being written is read next time.
+            let complete = text.rfind('\n').map_or(0, |i| i + 1);
+            for line in text[..complete].lines() {
+                if let Ok(r) = serde_json::from_str::<Record>(line) {
+                    self.records.push(r);
+                }
+            }
+            *offset += complete as u64;
+        }
+        self.records.clone()
+    }
+}
+
+fn progress(s: &Summary, elapsed_ns: u64, total: Duration, interactive: bool) {
+    let mut line = format!(
+        "[{:>4.0}s / {:.0}s]",
+        elapsed_ns as f64 / 1e9,
+        total.as_secs_f64()
+    );
+    for (name, side) in &s.sides {
+        line.push_str(&format!(
+            "  {name}: shares {} ok {} stale {}, blocks {}/{}, new-block jobs {}",
+            side.shares.submitted,
+            side.shares.accepted,
+            side.shares.stale,
+            side.blocks.accepted,
+            side.blocks.found,
+            side.new_prevhash_job_ms.count
+        ));
+    }
+    line.push_str(&format!("  | network blocks {}", s.network.blocks));
+    if interactive {
+        eprint!("\r{line}\x1b[K");
+    } else {
+        eprintln!("{line}");
+    }
+}

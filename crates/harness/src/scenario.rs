@@ -1,0 +1,327 @@
+//! Scenario files: what a run does, in TOML, with `--set key=value` overrides. A bad
+//! file or override is reported with the field's path and the problem.
+
+use anyhow::{bail, Context, Result};
+use node::config::humantime_serde_compat as dur;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::Duration;
+
+/// Sides this build can run.
+pub const KNOWN_SIDES: &[&str] = &["sv1"];
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    /// Measured time, after the warm-up.
+    #[serde(with = "dur")]
+    pub duration: Duration,
+    /// Time before measuring starts (connections, first jobs, vardiff settling).
+    #[serde(with = "dur", default = "default_warmup")]
+    pub warmup: Duration,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Configurations run side by side on the same network and link.
+    pub sides: Vec<String>,
+    pub network: Network,
+    pub link: Link,
+    pub miners: Miners,
+    #[serde(default)]
+    pub pool: Pool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    /// Mean time between blocks of the whole network.
+    #[serde(with = "dur")]
+    pub block_interval: Duration,
+    /// Share of the network hashrate held by all miners under test, all sides together.
+    pub hashrate_share: f64,
+    /// `mainnet`, `testnet` or `empty`.
+    #[serde(default = "default_mempool")]
+    pub mempool: String,
+    /// The node rebuilds a cached template after this long, once the mempool changed.
+    #[serde(with = "dur", default = "default_refresh")]
+    pub template_refresh: Duration,
+    #[serde(default = "default_height")]
+    pub start_height: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub rtt_ms: f64,
+    #[serde(default)]
+    pub jitter_ms: f64,
+    /// Each way; absent means unlimited.
+    #[serde(default)]
+    pub bandwidth_mbps: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Miners {
+    /// Miners per side.
+    pub count: u32,
+    pub shares_per_min: f64,
+    /// Hashes a share takes at the start difficulty: with `shares_per_min` it sets each
+    /// miner's real hashrate (`shares_per_min / 60 * hashes_per_share`).
+    #[serde(default = "default_hashes_per_share")]
+    pub hashes_per_share: f64,
+    #[serde(default = "default_threads")]
+    pub hash_threads: usize,
+    /// Connections spread over this long at start.
+    #[serde(with = "dur", default = "default_ramp")]
+    pub ramp: Duration,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pool {
+    /// A fresh job on the same tip this often (the seed's SV1 pool: 60 s).
+    #[serde(with = "dur", default = "default_refresh")]
+    pub job_refresh: Duration,
+    #[serde(with = "dur", default = "default_retarget")]
+    pub vardiff_retarget: Duration,
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Pool {
+            job_refresh: default_refresh(),
+            vardiff_retarget: default_retarget(),
+        }
+    }
+}
+
+fn default_warmup() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_mempool() -> String {
+    "mainnet".into()
+}
+fn default_refresh() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_height() -> u32 {
+    880_000
+}
+fn default_hashes_per_share() -> f64 {
+    2000.0
+}
+fn default_threads() -> usize {
+    1
+}
+fn default_ramp() -> Duration {
+    Duration::from_secs(1)
+}
+fn default_retarget() -> Duration {
+    Duration::from_secs(60)
+}
+
+impl Scenario {
+    /// Reads `path`, applies `overrides` (`a.b=value`), and checks the result.
+    pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read scenario {}", path.display()))?;
+        let mut table: toml::Table = text
+            .parse()
+            .with_context(|| format!("{} is not valid TOML", path.display()))?;
+        for o in overrides {
+            apply_override(&mut table, o)?;
+        }
+        let scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| {
+                let path = e.path().to_string();
+                anyhow::anyhow!("scenario field `{path}`: {}", e.into_inner())
+            })?;
+        scenario.check()?;
+        Ok(scenario)
+    }
+
+    fn check(&self) -> Result<()> {
+        let fail = |field: &str, problem: String| -> Result<()> {
+            bail!("scenario field `{field}`: {problem}")
+        };
+        if self.sides.is_empty() {
+            fail("sides", "name at least one side".into())?;
+        }
+        for side in &self.sides {
+            if !KNOWN_SIDES.contains(&side.as_str()) {
+                fail(
+                    "sides",
+                    format!("unknown side {side:?} (this build runs {KNOWN_SIDES:?})"),
+                )?;
+            }
+        }
+        if self.duration.is_zero() {
+            fail("duration", "must be longer than zero".into())?;
+        }
+        if !(self.network.hashrate_share > 0.0 && self.network.hashrate_share <= 1.0) {
+            fail(
+                "network.hashrate_share",
+                format!("{} is not in (0, 1]", self.network.hashrate_share),
+            )?;
+        }
+        if self.network.block_interval.is_zero() {
+            fail("network.block_interval", "must be longer than zero".into())?;
+        }
+        if let Err(e) = node::MempoolPreset::parse(&self.network.mempool) {
+            fail("network.mempool", e)?;
+        }
+        if !(self.link.rtt_ms >= 0.0 && self.link.rtt_ms.is_finite()) {
+            fail(
+                "link.rtt_ms",
+                format!("{} is not a round-trip time in ms", self.link.rtt_ms),
+            )?;
+        }
+        if !(self.link.jitter_ms >= 0.0 && self.link.jitter_ms.is_finite()) {
+            fail(
+                "link.jitter_ms",
+                format!("{} is not a jitter in ms", self.link.jitter_ms),
+            )?;
+        }
+        if let Some(b) = self.link.bandwidth_mbps {
+            if !(b > 0.0 && b.is_finite()) {
+                fail("link.bandwidth_mbps", format!("{b} is not a positive rate"))?;
+            }
+        }
+        if self.miners.count == 0 {
+            fail("miners.count", "needs at least one miner".into())?;
+        }
+        if !(self.miners.shares_per_min > 0.0 && self.miners.shares_per_min.is_finite()) {
+            fail(
+                "miners.shares_per_min",
+                format!("{} is not a positive rate", self.miners.shares_per_min),
+            )?;
+        }
+        if !(self.miners.hashes_per_share >= 16.0 && self.miners.hashes_per_share.is_finite()) {
+            fail(
+                "miners.hashes_per_share",
+                format!("{} is below 16", self.miners.hashes_per_share),
+            )?;
+        }
+        let per_block = self.hashes_per_block();
+        if per_block < 4.0 * self.miners.hashes_per_share {
+            fail(
+                "network.block_interval",
+                format!(
+                    "blocks would take {per_block:.0} hashes, less than 4 shares' worth ({:.0}): lengthen it, lower network.hashrate_share or raise miners.shares_per_min",
+                    4.0 * self.miners.hashes_per_share
+                ),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Each miner's real hashrate.
+    pub fn miner_hashrate(&self) -> f64 {
+        self.miners.shares_per_min / 60.0 * self.miners.hashes_per_share
+    }
+
+    /// Hashrate of every miner under test, all sides together.
+    pub fn total_hashrate(&self) -> f64 {
+        self.miner_hashrate() * f64::from(self.miners.count) * self.sides.len() as f64
+    }
+
+    /// Hashes per block, so that our miners find `hashrate_share` of the blocks.
+    pub fn hashes_per_block(&self) -> f64 {
+        self.total_hashrate() * self.network.block_interval.as_secs_f64()
+            / self.network.hashrate_share
+    }
+
+    /// The share difficulty that gives `hashes_per_share`.
+    pub fn start_difficulty(&self) -> f64 {
+        self.miners.hashes_per_share / mining::hashes_per_difficulty(1.0)
+    }
+}
+
+/// Sets `a.b.c=value` in `table`: the value is read as TOML (number, bool, string in
+/// quotes), or taken as a plain string (`10s`).
+fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<()> {
+    let (key, raw) = assignment
+        .split_once('=')
+        .with_context(|| format!("--set {assignment:?}: expected key=value"))?;
+    let value = format!("v = {raw}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+    let parts: Vec<&str> = key.trim().split('.').collect();
+    let (last, parents) = parts.split_last().expect("split gives one part at least");
+    let mut cursor = table;
+    for (i, part) in parents.iter().enumerate() {
+        let entry = cursor
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        cursor = entry
+            .as_table_mut()
+            .with_context(|| format!("--set {key}: `{}` is not a table", parts[..=i].join(".")))?;
+    }
+    cursor.insert(last.to_string(), value);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(text: &str) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!(
+            "scenario-{}-{}.toml",
+            std::process::id(),
+            text.len()
+        ));
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    const BASE: &str = r#"
+name = "t"
+duration = "60s"
+sides = ["sv1"]
+[network]
+block_interval = "30s"
+hashrate_share = 0.5
+[link]
+rtt_ms = 100
+[miners]
+count = 2
+shares_per_min = 10
+"#;
+
+    #[test]
+    fn loads_with_defaults_and_overrides() {
+        let p = write(BASE);
+        let s = Scenario::load(
+            &p,
+            &[
+                "network.block_interval=10s".into(),
+                "link.rtt_ms=145".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.network.block_interval, Duration::from_secs(10));
+        assert_eq!(s.link.rtt_ms, 145.0);
+        assert_eq!(s.pool.job_refresh, Duration::from_secs(30));
+        assert!((s.miner_hashrate() - 10.0 / 60.0 * 2000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bad_input_names_the_field() {
+        let p = write(BASE);
+        let err = |o: &str| format!("{:#}", Scenario::load(&p, &[o.to_string()]).unwrap_err());
+        assert!(err("link.rtt_ms=fast").contains("link.rtt_ms"));
+        assert!(err("network.hashrate_share=2").contains("network.hashrate_share"));
+        assert!(err("network.blok_interval=1s").contains("blok_interval"));
+        assert!(err("network.block_interval=soon").contains("network.block_interval"));
+        assert!(err("sides=[\"sv9\"]").contains("sv9"));
+        assert!(err("link.rtt_ms.x=1").contains("link.rtt_ms"));
+        assert!(err("network.block_interval=100ms").contains("lengthen"));
+    }
+}
