@@ -13,10 +13,11 @@ deps:
 build: deps
 	$(CARGO) build $(CARGO_FLAGS)
 
-# Until the SV1 baseline lands, the main job shows the simulated network working: a node
-# with 5 s blocks for 30 s, its RPC on 127.0.0.1:18443 (user bench, password bench).
+# The main job: the default scenario end to end (about 2.5 minutes), summary printed,
+# run written under runs/.
+SCENARIO ?= scenarios/sv1-baseline.toml
 run: build
-	$(RUN) node --rpc-user bench --rpc-password bench --block-interval 5s --duration 30s
+	$(RUN) run $(SCENARIO)
 
 # Tests run in the release profile, like the binary, so everything compiles once.
 test: deps

@@ -4,10 +4,9 @@ use analysis::Summary;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// Upper bounds (ms) of the latency histogram buckets.
-const BUCKETS_MS: &[f64] = &[
-    1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0, 2000.0, 5000.0,
-    10000.0,
+/// Upper bounds (seconds, Prometheus' base unit) of the latency histogram buckets.
+const BUCKETS_S: &[f64] = &[
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 10.0,
 ];
 
 /// Latest CPU percent and resident bytes of each role.
@@ -60,25 +59,25 @@ pub fn render(summary: &Summary, roles: &RoleGauges) -> String {
     );
     for (metric, help, pick) in [
         (
-            "stratum_bench_new_job_ms",
+            "stratum_bench_new_job_seconds",
             "From the node producing a template to a miner receiving the first job on it.",
             (|s: &analysis::summary::SideSummary| &s.samples.new_job_ms) as fn(&_) -> &Vec<f64>,
         ),
         (
-            "stratum_bench_new_prevhash_job_ms",
+            "stratum_bench_new_prevhash_job_seconds",
             "From a tip change at the node to a miner receiving a job on the new prev hash.",
             |s| &s.samples.new_prevhash_job_ms,
         ),
         (
-            "stratum_bench_block_propagation_ms",
+            "stratum_bench_block_propagation_seconds",
             "From a miner submitting a block-level share to the node accepting the block.",
             |s| &s.samples.block_propagation_ms,
         ),
     ] {
         let mut lines = Vec::new();
         for (side, s) in sides {
-            let values = pick(s);
-            for le in BUCKETS_MS {
+            let values: Vec<f64> = pick(s).iter().map(|ms| ms / 1e3).collect();
+            for le in BUCKETS_S {
                 let n = values.iter().filter(|v| **v <= *le).count();
                 lines.push(format!(
                     "{metric}_bucket{{side=\"{side}\",le=\"{le}\"}} {n}"

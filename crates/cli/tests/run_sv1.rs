@@ -1,0 +1,306 @@
+//! `stratum-bench run` end to end, as a user runs it: real processes, real sockets.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_stratum-bench")
+}
+
+fn scenario() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/sv1-baseline.toml")
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("run-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn summary(dir: &Path) -> Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(dir.join("summary.json")).expect("summary.json written"),
+    )
+    .unwrap()
+}
+
+fn succeed(out: Output) {
+    assert!(
+        out.status.success(),
+        "run failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn get(url: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://").split('/').next()?;
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    write!(s, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let body = text.split_once("\r\n\r\n")?.1.to_string();
+    body.contains("stratum_bench_shares_total").then_some(body)
+}
+
+/// The physics check of the issue: a tip change reaches the farm no sooner than the
+/// link's one-way delay, and the measurement recovers that delay.
+#[test]
+fn new_block_jobs_cross_the_link_in_its_one_way_delay() {
+    let dir = out_dir("physics");
+    let port = free_port();
+    let child = Command::new(exe())
+        .args(["run", scenario().to_str().unwrap(), "--duration", "60s"])
+        .args([
+            "--set",
+            "network.block_interval=10s",
+            "--set",
+            "link.rtt_ms=100",
+        ])
+        .args(["--metrics-bind", &format!("127.0.0.1:{port}")])
+        .arg("--out")
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // While it runs, real Prometheus tooling must accept the live metrics.
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let mut metrics = None;
+    while Instant::now() < deadline && metrics.is_none() {
+        std::thread::sleep(Duration::from_secs(2));
+        metrics = get(&url);
+    }
+    let metrics = metrics.expect("live metrics during the run");
+    for name in [
+        "stratum_bench_new_prevhash_job_seconds_bucket",
+        "stratum_bench_role_cpu_percent",
+        "stratum_bench_bandwidth_bytes_per_second",
+    ] {
+        assert!(metrics.contains(name), "metrics lack {name}");
+    }
+    if let Ok(mut promtool) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        use std::io::Write;
+        promtool
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(metrics.as_bytes())
+            .unwrap();
+        let checked = promtool.wait_with_output().unwrap();
+        assert!(
+            checked.status.success(),
+            "promtool rejects the metrics: {}{}",
+            String::from_utf8_lossy(&checked.stdout),
+            String::from_utf8_lossy(&checked.stderr)
+        );
+    } else {
+        panic!("promtool is missing: make test installs the Debian package prometheus");
+    }
+
+    succeed(child.wait_with_output().unwrap());
+    let s = summary(&dir);
+    assert_eq!(s["schema"], "stratum-bench.summary.v1");
+    let sv1 = &s["sides"]["sv1"];
+    assert!(sv1["shares"]["accepted"].as_u64().unwrap() > 0, "{sv1}");
+    let p50 = sv1["new_prevhash_job_ms"]["p50"]
+        .as_f64()
+        .expect("tips in 60 s of 10 s blocks");
+    assert!(
+        p50 >= 50.0,
+        "a new block reached the farm faster than light: {p50} ms"
+    );
+    assert!(
+        p50 <= 60.0,
+        "the measurement added more than 10 ms: {p50} ms"
+    );
+    let bw = &sv1["bandwidth_bytes_per_s"];
+    for (site, dir) in [
+        ("farm", "tx"),
+        ("farm", "rx"),
+        ("pool", "tx"),
+        ("pool", "rx"),
+    ] {
+        assert!(
+            bw[site][dir].as_f64().unwrap() > 0.0,
+            "{site} {dir} bandwidth"
+        );
+    }
+    for role in ["node", "pool-sv1", "link-sv1", "miners-sv1"] {
+        let r = &sv1["roles"][role];
+        assert!(
+            r["cpu_pct"]["count"].as_u64().unwrap() > 30,
+            "{role} CPU samples"
+        );
+        assert!(
+            r["rss_bytes"]["p50"].as_f64().unwrap() > 1e6,
+            "{role} memory"
+        );
+    }
+    for key in ["template_value_sats", "new_job_ms", "block_propagation_ms"] {
+        assert!(sv1[key].is_object(), "summary lacks {key}");
+    }
+    assert!(
+        s["network"]["template_value_sats"]["count"]
+            .as_u64()
+            .unwrap()
+            > 30
+    );
+    for file in [
+        "scenario.toml",
+        "manifest.json",
+        "samples.jsonl",
+        "events/node.jsonl",
+        "events/miners-sv1.jsonl",
+    ] {
+        assert!(dir.join(file).exists(), "run directory lacks {file}");
+    }
+}
+
+#[test]
+fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
+    let dir = out_dir("block");
+    // Our miners hold all the hashrate: about 8 blocks in 40 s, all theirs.
+    let out = Command::new(exe())
+        .args(["run", scenario().to_str().unwrap(), "--duration", "40s"])
+        .args([
+            "--set",
+            "warmup=5s",
+            "--set",
+            "network.hashrate_share=1.0",
+            "--set",
+            "network.block_interval=5s",
+        ])
+        .args([
+            "--set",
+            "miners.shares_per_min=30",
+            "--set",
+            "link.rtt_ms=40",
+        ])
+        .args(["--metrics-bind", &format!("127.0.0.1:{}", free_port())])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    succeed(out);
+    let sv1 = &summary(&dir)["sides"]["sv1"];
+    let accepted = sv1["blocks"]["accepted"].as_u64().unwrap();
+    assert!(accepted > 0, "no block of ours reached the node: {sv1}");
+    let p50 = sv1["block_propagation_ms"]["p50"].as_f64().unwrap();
+    assert!(p50 >= 20.0, "a block crossed a 20 ms link in {p50} ms");
+    assert!(p50 < 100.0, "{p50} ms");
+}
+
+#[test]
+fn a_role_that_dies_is_recorded_and_the_run_finishes() {
+    let dir = out_dir("death");
+    let child = Command::new(exe())
+        .args([
+            "run",
+            scenario().to_str().unwrap(),
+            "--duration",
+            "12s",
+            "--set",
+            "warmup=2s",
+        ])
+        .args(["--metrics-bind", &format!("127.0.0.1:{}", free_port())])
+        .arg("--out")
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Find the pool's process by its spec file once it runs, and kill it.
+    let spec = dir.join("roles/pool-sv1.json");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pid = loop {
+        assert!(Instant::now() < deadline, "the pool role never started");
+        if let Some(pid) = find_process(&spec) {
+            if dir.join("events/miners-sv1.jsonl").exists() {
+                break pid;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: killing a process this test's child started.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    succeed(child.wait_with_output().unwrap());
+    let s = summary(&dir);
+    assert_eq!(
+        s["unmatched"]["role_exited:pool-sv1"], 1,
+        "{}",
+        s["unmatched"]
+    );
+}
+
+fn find_process(spec: &Path) -> Option<i32> {
+    let needle = spec.to_str()?;
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        String::from_utf8_lossy(&cmdline)
+            .contains(needle)
+            .then_some(pid)
+    })
+}
+
+#[test]
+fn bad_scenarios_fail_before_anything_starts() {
+    let dir = out_dir("bad");
+    let out = Command::new(exe())
+        .args([
+            "run",
+            scenario().to_str().unwrap(),
+            "--set",
+            "link.rtt_ms=fast",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("link.rtt_ms"));
+    assert!(!dir.exists(), "nothing was started");
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let out = Command::new(exe())
+        .args([
+            "run",
+            scenario().to_str().unwrap(),
+            "--metrics-bind",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&port.to_string()) && err.contains("--metrics-bind"),
+        "{err}"
+    );
+}
