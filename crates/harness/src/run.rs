@@ -265,7 +265,7 @@ async fn start_roles(
     let zmq = ready.get("zmq").and_then(Value::as_str).map(str::to_string);
 
     let mut sides = BTreeMap::new();
-    for side in &s.sides {
+    for (i, side) in s.sides.iter().enumerate() {
         let (pool, link, miners) = (
             format!("pool-{side}"),
             format!("link-{side}"),
@@ -306,7 +306,10 @@ async fn start_roles(
             dir,
             &link,
             &RoleSpec::Link {
-                listen: "127.0.0.1:0".parse()?,
+                listen: SocketAddr::from((
+                    [127, 0, 0, 1],
+                    s.link.farm_port.map_or(0, |p| p + i as u16),
+                )),
                 upstream: pool_addr,
                 config: link::LinkConfig {
                     jitter: Duration::from_secs_f64(s.link.jitter_ms / 1e3),
@@ -318,6 +321,9 @@ async fn start_roles(
         )
         .await?;
         let link_addr: SocketAddr = field(&link_ready, "listen", &link)?.parse()?;
+        eprintln!(
+            "{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)"
+        );
         spawn_role(
             opts,
             dir,

@@ -58,6 +58,10 @@ pub struct Link {
     /// Each way; absent means unlimited.
     #[serde(default)]
     pub bandwidth_mbps: Option<f64>,
+    /// Fixed farm-side port of the link (side i listens on port + i), so that outside SV1
+    /// miners can join a run; absent means any free port.
+    #[serde(default)]
+    pub farm_port: Option<u16>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
