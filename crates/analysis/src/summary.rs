@@ -69,10 +69,16 @@ pub struct LatencySamples {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ShareCounts {
     pub submitted: u64,
+    /// Accepted where acceptance is decided (the pool).
     pub accepted: u64,
+    /// Submitted on a job whose prev hash was no longer the node's tip at that moment,
+    /// whatever the pool answered.
     pub stale: u64,
-    /// Rejected for any other reason (low difficulty, duplicate, unknown job, malformed).
+    /// Rejected by the pool for any reason but staleness (low difficulty, duplicate,
+    /// unknown job, malformed).
     pub rejected: u64,
+    /// What the pool itself called stale (it judges on arrival, after the link).
+    pub pool_stale: u64,
     pub acceptance_pct: Option<f64>,
 }
 
@@ -226,8 +232,15 @@ pub fn compute(m: &Manifest, mut events: Vec<Record>, samples: &[Sample]) -> Sum
                         }
                     }
                 }
-                Event::ShareSubmitted { block_hash, .. } if in_window(r.t_ns) => {
+                Event::ShareSubmitted {
+                    prev_hash,
+                    block_hash,
+                    ..
+                } if in_window(r.t_ns) => {
                     shares.submitted += 1;
+                    if tip_at(&tips, r.t_ns).is_some_and(|tip| tip != prev_hash) {
+                        shares.stale += 1;
+                    }
                     if let Some(hash) = block_hash {
                         blocks.found += 1;
                         match accepted_blocks.get(hash.as_str()) {
@@ -267,7 +280,7 @@ pub fn compute(m: &Manifest, mut events: Vec<Record>, samples: &[Sample]) -> Sum
                 judged += 1;
                 match verdict {
                     ShareVerdict::Accepted => shares.accepted += 1,
-                    ShareVerdict::Stale => shares.stale += 1,
+                    ShareVerdict::Stale => shares.pool_stale += 1,
                     _ => shares.rejected += 1,
                 }
             }
@@ -360,6 +373,12 @@ pub fn compute(m: &Manifest, mut events: Vec<Record>, samples: &[Sample]) -> Sum
         sides,
         unmatched,
     }
+}
+
+/// The node's tip at `t` (`tips` sorted by time); `None` before the first tip change.
+fn tip_at<'a>(tips: &[(u64, &'a str)], t: u64) -> Option<&'a str> {
+    let i = tips.partition_point(|(t_tip, _)| *t_tip <= t);
+    i.checked_sub(1).map(|i| tips[i].1)
 }
 
 fn ms(ns: u64) -> f64 {
@@ -598,6 +617,7 @@ mod tests {
         assert_eq!(side.block_propagation_ms.p50, Some(80.0));
         assert_eq!((side.blocks.found, side.blocks.accepted), (1, 1));
         assert_eq!((side.shares.submitted, side.shares.accepted), (2, 1));
+        assert_eq!(side.shares.stale, 1, "the share on P after BLK");
         assert_eq!(s.unmatched["job_without_node_template"], 1);
         assert_eq!(s.unmatched["share_without_verdict"], 1);
         assert_eq!(

@@ -92,6 +92,7 @@ fn table(s: &Summary) -> String {
     let mut rows: Vec<(String, Vec<String>)> = vec![
         ("shares submitted".into(), vec![]),
         ("shares accepted / stale / rejected".into(), vec![]),
+        ("stale as the pool judged".into(), vec![]),
         ("acceptance %".into(), vec![]),
         ("blocks found / accepted".into(), vec![]),
         ("new job ms".into(), vec![]),
@@ -106,6 +107,7 @@ fn table(s: &Summary) -> String {
         let cells = [
             c.submitted.to_string(),
             format!("{} / {} / {}", c.accepted, c.stale, c.rejected),
+            c.pool_stale.to_string(),
             f(c.acceptance_pct),
             format!("{} / {}", side.blocks.found, side.blocks.accepted),
             dist(&side.new_job_ms),

@@ -25,12 +25,18 @@ pub fn render(summary: &Summary, roles: &RoleGauges) -> String {
     family(
         "stratum_bench_shares_total",
         "counter",
-        "Shares in the measured window by side and outcome; acceptance is counted where the pool decides.",
+        "Shares in the measured window by side and outcome: accepted where the pool decides, stale when the job was outdated at submission, pool_stale as the pool judged it.",
         sides
             .iter()
             .flat_map(|(side, s)| {
                 let c = &s.shares;
-                [("submitted", c.submitted), ("accepted", c.accepted), ("stale", c.stale), ("rejected", c.rejected)]
+                [
+                    ("submitted", c.submitted),
+                    ("accepted", c.accepted),
+                    ("stale", c.stale),
+                    ("rejected", c.rejected),
+                    ("pool_stale", c.pool_stale),
+                ]
                     .map(|(o, n)| format!("stratum_bench_shares_total{{side=\"{side}\",outcome=\"{o}\"}} {n}"))
             })
             .collect(),

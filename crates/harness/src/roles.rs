@@ -44,6 +44,8 @@ pub async fn run_role(spec: &Path, events: &Path, name: &str) -> Result<()> {
     let spec: RoleSpec = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a role spec", spec.display()))?;
     let recorder = Recorder::to_file(events, name)?;
+    let fds = crate::limits::raise_fd_limit();
+    tracing::debug!(fds, "file descriptor limit");
     match spec {
         RoleSpec::Node {
             config,

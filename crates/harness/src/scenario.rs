@@ -210,6 +210,7 @@ impl Scenario {
                 format!("{} is below 16", self.miners.hashes_per_share),
             )?;
         }
+        crate::limits::check_miners(self.miners.count)?;
         let per_block = self.hashes_per_block();
         if per_block < 4.0 * self.miners.hashes_per_share {
             fail(

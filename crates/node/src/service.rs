@@ -173,6 +173,10 @@ impl NodeHandle {
         let app = crate::rpc::router(shared.clone());
         let mut stop = shared.stop.subscribe();
         tasks.push(tokio::spawn(async move {
+            // Replies are sent at once, not held back by Nagle's algorithm.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
                 let _ = stop.wait_for(|s| *s).await;
             });

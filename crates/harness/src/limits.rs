@@ -1,0 +1,92 @@
+//! File descriptors: every miner costs one in the fleet and the pool and two in the link.
+
+use anyhow::{bail, Result};
+
+/// Descriptors a role needs beyond its connections (files, listeners, runtime).
+const SLACK: u64 = 256;
+
+/// The most descriptors a process of ours may open: the hard limit, or for root the
+/// kernel's ceiling (`fs.nr_open`), which root may raise the hard limit to.
+pub fn max_fds() -> u64 {
+    let hard = current().1;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(hard)
+            .max(hard)
+    } else {
+        hard
+    }
+}
+
+fn current() -> (u64, u64) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid rlimit to write into.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    (lim.rlim_cur, lim.rlim_max)
+}
+
+/// Raises this process's descriptor limit as far as allowed (roles call it at start).
+pub fn raise_fd_limit() -> u64 {
+    let target = max_fds();
+    let lim = libc::rlimit {
+        rlim_cur: target,
+        rlim_max: target,
+    };
+    // SAFETY: setting a limit of this process; failure leaves the old limit.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+        let (_, hard) = current();
+        let lim = libc::rlimit {
+            rlim_cur: hard,
+            rlim_max: hard,
+        };
+        // SAFETY: as above, within the hard limit.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    }
+    current().0
+}
+
+/// Fails, saying what the machine allows, when `miners` connections per side cannot fit.
+pub fn check_miners(miners: u32) -> Result<()> {
+    let need = 2 * u64::from(miners) + SLACK;
+    let have = max_fds();
+    if need > have {
+        bail!(
+            "scenario field `miners.count`: {miners} miners need {need} file descriptors in the link relay, \
+             and this machine allows {have} per process (raise `ulimit -Hn`, or fs.nr_open as root)"
+        );
+    }
+    // Ephemeral ports: each miner's connection to the link and the link's to the pool.
+    let ports = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| {
+            let mut it = s.split_whitespace().filter_map(|x| x.parse::<u64>().ok());
+            Some(it.next_back()? - it.next()? + 1)
+        })
+        .unwrap_or(28_232);
+    if 2 * u64::from(miners) > ports {
+        bail!("scenario field `miners.count`: {miners} miners need {} local ports; this machine has {ports}", 2 * miners);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_read_and_checked() {
+        assert!(max_fds() >= current().1);
+        assert!(check_miners(10).is_ok());
+        let err = check_miners(u32::MAX).unwrap_err().to_string();
+        assert!(
+            err.contains("miners.count") && err.contains("file descriptors"),
+            "{err}"
+        );
+    }
+}
