@@ -7,13 +7,16 @@ MIN_RUST="1.85"
 
 # Debian packages, each with a command (or file) that shows it is present.
 # capnproto/libcapnp-dev are what the SRI pool and JDC build against; prometheus brings
-# promtool, which checks our live metrics in the tests.
+# promtool, which checks our live metrics in the tests; nodejs/npm run an existing SV1 pool
+# (stratum-pool-sha256) against our node in the tests.
 declare -A DEBS=(
   [build-essential]="cc"
   [pkg-config]="pkg-config"
   [capnproto]="capnp"
   [libcapnp-dev]="/usr/include/capnp/common.h"
   [prometheus]="promtool"
+  [nodejs]="node"
+  [npm]="npm"
 )
 
 missing=()

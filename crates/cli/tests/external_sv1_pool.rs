@@ -1,0 +1,173 @@
+//! An existing bitcoind-RPC SV1 pool, unmodified, mines on our node with our miners:
+//! stratum-pool-sha256 2.1.3 (a maintained fork of node-stratum-pool, NOMP's pool core),
+//! installed from npm at the version the lockfile pins.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The pool's package, installed once under the target directory (never in the repo).
+fn installed_pool() -> PathBuf {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/external-sv1-pool");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("external-sv1-pool");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["package.json", "package-lock.json", "pool.js"] {
+        std::fs::copy(fixture.join(f), dir.join(f)).unwrap();
+    }
+    if !dir.join("node_modules/stratum-pool-sha256").exists() {
+        let out = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .output()
+            .expect("npm is installed (make test installs Debian's nodejs and npm)");
+        assert!(
+            out.status.success(),
+            "npm ci failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    dir
+}
+
+#[test]
+fn an_unmodified_sv1_pool_mines_on_the_node() {
+    let pool_dir = installed_pool();
+    let exe = env!("CARGO_BIN_EXE_stratum-bench");
+    let work = std::env::temp_dir().join(format!("external-pool-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+
+    // Blocks out of our miners' reach: the pool's own block-candidate path throws
+    // (ReferenceError in its jobManager.js), which is not what this test is about.
+    let mut node = Command::new(exe)
+        .args([
+            "node",
+            "--rpc-bind",
+            "127.0.0.1:0",
+            "--rpc-user",
+            "u",
+            "--rpc-password",
+            "p",
+        ])
+        .args([
+            "--block-interval",
+            "4s",
+            "--difficulty",
+            "0.01",
+            "--no-zmq",
+            "--initial-txs",
+            "300",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let line = {
+        use std::io::BufRead;
+        std::io::BufReader::new(node.stdout.take().unwrap())
+            .lines()
+            .map_while(Result::ok)
+            .find(|l| l.starts_with("node ready"))
+            .unwrap()
+    };
+    let _node = Killed(node);
+    let rpc_port = line
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+
+    let pool_port = free_port();
+    let _pool = Killed(
+        Command::new("node")
+            .arg("pool.js")
+            .current_dir(&pool_dir)
+            .env("POOL_PORT", pool_port.to_string())
+            .env("NODE_RPC_PORT", &rpc_port)
+            .env("RPC_USER", "u")
+            .env("RPC_PASSWORD", "p")
+            .stdout(std::fs::File::create(work.join("pool.log")).unwrap())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node (Node.js) is installed"),
+    );
+    std::thread::sleep(Duration::from_secs(3));
+
+    let spec = work.join("fleet.json");
+    std::fs::write(
+        &spec,
+        serde_json::json!({"kind": "sv1-miners", "config": {
+            "pool": format!("127.0.0.1:{pool_port}"), "miners": 2, "hashrate": 1000.0,
+            "worker_prefix": "ext", "ramp": {"secs": 0, "nanos": 0}, "hash_threads": 1}})
+        .to_string(),
+    )
+    .unwrap();
+    let events = work.join("fleet.jsonl");
+    let _fleet = Killed(
+        Command::new(exe)
+            .args([
+                "role",
+                "--spec",
+                spec.to_str().unwrap(),
+                "--events",
+                events.to_str().unwrap(),
+                "--name",
+                "miners",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+
+    // Shares accepted by that pool, and jobs on more than one tip (it followed blocks).
+    let deadline = Instant::now() + Duration::from_secs(45);
+    loop {
+        let text = std::fs::read_to_string(&events).unwrap_or_default();
+        let accepted = text
+            .lines()
+            .filter(|l| l.contains("share_answered") && l.contains("\"accepted\":true"))
+            .count();
+        let tips: std::collections::HashSet<String> = text
+            .lines()
+            .filter(|l| l.contains("job_received"))
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["prev_hash"].as_str().map(str::to_string))
+            .collect();
+        if accepted >= 2 && tips.len() >= 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "after 45 s: {accepted} shares accepted, jobs on {} tips; pool log: {}",
+            tips.len(),
+            std::fs::read_to_string(work.join("pool.log"))
+                .unwrap_or_default()
+                .lines()
+                .rev()
+                .take(10)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
