@@ -124,7 +124,7 @@ pub fn summarize(run_dir: &Path) -> Result<Summary> {
         }
     }
     let samples = read_samples(&run_dir.join(SAMPLES_FILE))?;
-    Ok(compute(&manifest, events, &samples))
+    Ok(compute(&manifest, &events, &samples))
 }
 
 fn read_samples(path: &Path) -> Result<Vec<Sample>> {
@@ -141,8 +141,9 @@ fn read_samples(path: &Path) -> Result<Vec<Sample>> {
         .collect()
 }
 
-/// The summary of events and samples already in memory.
-pub fn compute(m: &Manifest, mut events: Vec<Record>, samples: &[Sample]) -> Summary {
+/// The summary of events and samples already in memory (in any order).
+pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary {
+    let mut events: Vec<&Record> = records.iter().collect();
     events.sort_by_key(|r| r.t_ns);
     let in_window = |t: u64| t >= m.window_start_ns && t <= m.window_end_ns;
     let mut unmatched: BTreeMap<String, u64> = BTreeMap::new();
@@ -422,7 +423,7 @@ fn weighted_dist(samples: &mut [(f64, f64)]) -> Dist {
 }
 
 /// Bytes per second across the link in the window, from its cumulative counters.
-fn bandwidth<'a>(link: impl Iterator<Item = &'a Record>, m: &Manifest) -> Bandwidth {
+fn bandwidth<'a>(link: impl Iterator<Item = &'a &'a Record>, m: &Manifest) -> Bandwidth {
     let counters: Vec<(u64, u64, u64)> = link
         .filter_map(|r| match r.event {
             Event::LinkBytes {
@@ -608,7 +609,7 @@ mod tests {
                 },
             ),
         ];
-        let s = compute(&m, events, &[]);
+        let s = compute(&m, &events, &[]);
         let side = &s.sides["sv1"];
         assert_eq!(side.new_job_ms.count, 3);
         assert_eq!(side.new_job_ms.max, Some(80.0));

@@ -470,10 +470,11 @@ impl Tail {
         }
     }
 
-    fn read_new(&mut self) -> Vec<Record> {
+    /// Every record so far, after reading what was appended since the last call.
+    fn read_new(&mut self) -> &[Record] {
         use std::io::{Read, Seek, SeekFrom};
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return self.records.clone();
+            return &self.records;
         };
         for path in entries.flatten().map(|e| e.path()) {
             let offset = self.offsets.entry(path.clone()).or_insert(0);
@@ -496,7 +497,7 @@ impl Tail {
             }
             *offset += complete as u64;
         }
-        self.records.clone()
+        &self.records
     }
 }
 
