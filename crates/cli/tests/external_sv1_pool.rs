@@ -2,26 +2,12 @@
 //! stratum-pool-sha256 2.1.3 (a maintained fork of node-stratum-pool, NOMP's pool core),
 //! installed from npm at the version the lockfile pins.
 
+mod common;
+
+use common::{exe, free_port, start_node, Killed};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// The pool's package, installed once under the target directory (never in the repo).
 fn installed_pool() -> PathBuf {
@@ -49,52 +35,20 @@ fn installed_pool() -> PathBuf {
 #[test]
 fn an_unmodified_sv1_pool_mines_on_the_node() {
     let pool_dir = installed_pool();
-    let exe = env!("CARGO_BIN_EXE_stratum-bench");
     let work = std::env::temp_dir().join(format!("external-pool-{}", std::process::id()));
     std::fs::create_dir_all(&work).unwrap();
 
     // Blocks out of our miners' reach: the pool's own block-candidate path throws
     // (ReferenceError in its jobManager.js), which is not what this test is about.
-    let mut node = Command::new(exe)
-        .args([
-            "node",
-            "--rpc-bind",
-            "127.0.0.1:0",
-            "--rpc-user",
-            "u",
-            "--rpc-password",
-            "p",
-        ])
-        .args([
-            "--block-interval",
-            "4s",
-            "--difficulty",
-            "0.01",
-            "--no-zmq",
-            "--initial-txs",
-            "300",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let line = {
-        use std::io::BufRead;
-        std::io::BufReader::new(node.stdout.take().unwrap())
-            .lines()
-            .map_while(Result::ok)
-            .find(|l| l.starts_with("node ready"))
-            .unwrap()
-    };
-    let _node = Killed(node);
-    let rpc_port = line
-        .split("http://127.0.0.1:")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_string();
+    let (_node, url) = start_node(&[
+        "--block-interval",
+        "4s",
+        "--difficulty",
+        "0.01",
+        "--initial-txs",
+        "300",
+    ]);
+    let rpc_port = url.rsplit(':').next().unwrap().to_string();
 
     let pool_port = free_port();
     let _pool = Killed(
@@ -123,7 +77,7 @@ fn an_unmodified_sv1_pool_mines_on_the_node() {
     .unwrap();
     let events = work.join("fleet.jsonl");
     let _fleet = Killed(
-        Command::new(exe)
+        Command::new(exe())
             .args([
                 "role",
                 "--spec",

@@ -1,55 +1,16 @@
 //! `stratum-bench node` as a user runs it: a separate process, spoken to over RPC.
 
+mod common;
+
 use bitcoind_rpc::{RpcCallError, RpcClient};
+use common::{exe, start_node};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-struct Node(Child);
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the binary on an ephemeral port and reads the RPC address it announces.
-fn start(args: &[&str]) -> (Node, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stratum-bench"))
-        .args([
-            "node",
-            "--rpc-bind",
-            "127.0.0.1:0",
-            "--rpc-user",
-            "u",
-            "--rpc-password",
-            "p",
-        ])
-        .args(["--zmq-bind", "tcp://127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the binary starts");
-    let stdout = child.stdout.take().unwrap();
-    let line = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .find(|l| l.starts_with("node ready"))
-        .expect("the node announces itself");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("the announcement names the RPC address")
-        .to_string();
-    (Node(child), url)
-}
 
 #[tokio::test]
 async fn the_node_serves_templates_advances_and_survives_garbage() {
-    let (_node, url) = start(&["--block-interval", "1s", "--initial-txs", "500"]);
+    let (_node, url) = start_node(&["--block-interval", "1s", "--initial-txs", "500"]);
     let rpc = RpcClient::new(&url, "u", "p");
 
     let info: Value = rpc.call("getblockchaininfo", json!([])).await.unwrap();
@@ -104,7 +65,7 @@ async fn the_node_serves_templates_advances_and_survives_garbage() {
 
 #[test]
 fn bad_options_name_the_problem() {
-    let out = Command::new(env!("CARGO_BIN_EXE_stratum-bench"))
+    let out = Command::new(exe())
         .args([
             "node",
             "--hashrate-share",
@@ -119,7 +80,7 @@ fn bad_options_name_the_problem() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("hashrate_share"), "{err}");
 
-    let out = Command::new(env!("CARGO_BIN_EXE_stratum-bench"))
+    let out = Command::new(exe())
         .args(["node", "--block-interval", "soon"])
         .output()
         .unwrap();

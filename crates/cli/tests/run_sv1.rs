@@ -1,30 +1,17 @@
 //! `stratum-bench run` end to end, as a user runs it: real processes, real sockets.
 
+mod common;
+
+use common::{free_port, run_baseline};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_stratum-bench")
-}
-
-fn scenario() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/sv1-baseline.toml")
-}
-
 fn out_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("run-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn summary(dir: &Path) -> Value {
@@ -60,21 +47,23 @@ fn get(url: &str) -> Option<String> {
 fn new_block_jobs_cross_the_link_in_its_one_way_delay() {
     let dir = out_dir("physics");
     let port = free_port();
-    let child = Command::new(exe())
-        .args(["run", scenario().to_str().unwrap(), "--duration", "60s"])
-        .args([
+    let child = run_baseline(
+        &dir,
+        &[
+            "--duration",
+            "60s",
             "--set",
             "network.block_interval=10s",
             "--set",
             "link.rtt_ms=100",
-        ])
-        .args(["--metrics-bind", &format!("127.0.0.1:{port}")])
-        .arg("--out")
-        .arg(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+            "--metrics-bind",
+            &format!("127.0.0.1:{port}"),
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
 
     // While it runs, real Prometheus tooling must accept the live metrics.
     let url = format!("http://127.0.0.1:{port}/metrics");
@@ -180,27 +169,25 @@ fn new_block_jobs_cross_the_link_in_its_one_way_delay() {
 fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
     let dir = out_dir("block");
     // Our miners hold all the hashrate: about 8 blocks in 40 s, all theirs.
-    let out = Command::new(exe())
-        .args(["run", scenario().to_str().unwrap(), "--duration", "40s"])
-        .args([
+    let out = run_baseline(
+        &dir,
+        &[
+            "--duration",
+            "40s",
             "--set",
             "warmup=5s",
             "--set",
             "network.hashrate_share=1.0",
             "--set",
             "network.block_interval=5s",
-        ])
-        .args([
             "--set",
             "miners.shares_per_min=30",
             "--set",
             "link.rtt_ms=40",
-        ])
-        .args(["--metrics-bind", &format!("127.0.0.1:{}", free_port())])
-        .arg("--out")
-        .arg(&dir)
-        .output()
-        .unwrap();
+        ],
+    )
+    .output()
+    .unwrap();
     succeed(out);
     let sv1 = &summary(&dir)["sides"]["sv1"];
     let accepted = sv1["blocks"]["accepted"].as_u64().unwrap();
@@ -213,18 +200,7 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
 #[test]
 fn a_role_that_dies_is_recorded_and_the_run_finishes() {
     let dir = out_dir("death");
-    let child = Command::new(exe())
-        .args([
-            "run",
-            scenario().to_str().unwrap(),
-            "--duration",
-            "12s",
-            "--set",
-            "warmup=2s",
-        ])
-        .args(["--metrics-bind", &format!("127.0.0.1:{}", free_port())])
-        .arg("--out")
-        .arg(&dir)
+    let child = run_baseline(&dir, &["--duration", "12s", "--set", "warmup=2s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -269,15 +245,7 @@ fn find_process(spec: &Path) -> Option<i32> {
 #[test]
 fn bad_scenarios_fail_before_anything_starts() {
     let dir = out_dir("bad");
-    let out = Command::new(exe())
-        .args([
-            "run",
-            scenario().to_str().unwrap(),
-            "--set",
-            "link.rtt_ms=fast",
-        ])
-        .arg("--out")
-        .arg(&dir)
+    let out = run_baseline(&dir, &["--set", "link.rtt_ms=fast"])
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -286,15 +254,7 @@ fn bad_scenarios_fail_before_anything_starts() {
 
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
-    let out = Command::new(exe())
-        .args([
-            "run",
-            scenario().to_str().unwrap(),
-            "--metrics-bind",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .arg("--out")
-        .arg(&dir)
+    let out = run_baseline(&dir, &["--metrics-bind", &format!("127.0.0.1:{port}")])
         .output()
         .unwrap();
     assert!(!out.status.success());

@@ -1,0 +1,78 @@
+//! Starting the real binary the way a user does, for the end-to-end tests.
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+pub fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_stratum-bench")
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed when the test ends, however it ends.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `stratum-bench node` on ephemeral ports (user `u`, password `p`) and its RPC URL.
+pub fn start_node(args: &[&str]) -> (Killed, String) {
+    let mut child = Command::new(exe())
+        .args([
+            "node",
+            "--rpc-bind",
+            "127.0.0.1:0",
+            "--rpc-user",
+            "u",
+            "--rpc-password",
+            "p",
+        ])
+        .args(["--zmq-bind", "tcp://127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    let line = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("node ready"))
+        .expect("the node announces itself");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("the announcement names the RPC address")
+        .to_string();
+    (Killed(child), url)
+}
+
+pub fn baseline_scenario() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/sv1-baseline.toml")
+}
+
+/// `stratum-bench run` of the SV1 baseline into `out`, with `args` (and a free metrics
+/// port unless `args` name one).
+pub fn run_baseline(out: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(exe());
+    cmd.arg("run")
+        .arg(baseline_scenario())
+        .args(args)
+        .arg("--out")
+        .arg(out);
+    if !args.contains(&"--metrics-bind") {
+        cmd.args(["--metrics-bind", &format!("127.0.0.1:{}", free_port())]);
+    }
+    cmd
+}
