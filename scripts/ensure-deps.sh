@@ -8,7 +8,8 @@ MIN_RUST="1.85"
 # Debian packages, each with a command (or file) that shows it is present.
 # capnproto/libcapnp-dev are what the SRI pool and JDC build against; prometheus brings
 # promtool, which checks our live metrics in the tests; nodejs/npm run an existing SV1 pool
-# (stratum-pool-sha256) against our node in the tests.
+# (stratum-pool-sha256) against our node in the tests; chromium prints and checks the HTML
+# report, poppler-utils reads the PDF back.
 declare -A DEBS=(
   [build-essential]="cc"
   [pkg-config]="pkg-config"
@@ -17,6 +18,8 @@ declare -A DEBS=(
   [prometheus]="promtool"
   [nodejs]="node"
   [npm]="npm"
+  [chromium]="chromium"
+  [poppler-utils]="pdftotext"
 )
 
 missing=()

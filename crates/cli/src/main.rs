@@ -3,6 +3,7 @@
 mod bench_link;
 mod bench_template;
 mod node_cmd;
+mod report_cmd;
 mod run_cmd;
 
 use clap::{Parser, Subcommand};
@@ -42,6 +43,8 @@ enum Command {
     ///
     ///   stratum-bench run scenarios/sv1-baseline.toml --duration 60s --set link.rtt_ms=100
     Run(run_cmd::RunArgs),
+    /// Write report.md and report.html (and with --pdf report.pdf) for a run directory.
+    Report(report_cmd::ReportArgs),
     /// Run one role process (what `run` starts for each role; for debugging by hand).
     Role(run_cmd::RoleArgs),
     /// Micro-benchmarks of single parts.
@@ -77,6 +80,7 @@ fn main() -> std::process::ExitCode {
             Command::Node(args) => node_cmd::run(*args).await,
             Command::Run(args) => run_cmd::run(args).await,
             Command::Role(args) => run_cmd::role(args).await,
+            Command::Report(args) => report_cmd::report(args),
             Command::Bench(BenchCommand::Template(args)) => bench_template::run(args).await,
             Command::Bench(BenchCommand::Link(args)) => bench_link::run(args).await,
         }

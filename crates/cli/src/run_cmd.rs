@@ -62,7 +62,21 @@ pub async fn run(args: RunArgs) -> Result<()> {
     })
     .await?;
     print!("{}", table(&outcome.summary));
-    println!("run written to {}", outcome.dir.display());
+    match report::write_report(&outcome.dir, false) {
+        Ok(files) => println!(
+            "run written to {} ({})",
+            outcome.dir.display(),
+            files
+                .iter()
+                .filter_map(|f| f.file_name()?.to_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Err(e) => println!(
+            "run written to {} (report failed: {e:#})",
+            outcome.dir.display()
+        ),
+    }
     if outcome.interrupted {
         println!("(interrupted: the summary covers the time until Ctrl-C)");
     }

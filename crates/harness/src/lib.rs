@@ -1,6 +1,7 @@
 //! Everything about a run that is not a role: the scenario, the role processes, their
 //! lifecycle and resources, live metrics, and the run directory.
 
+pub mod host;
 pub mod limits;
 pub mod metrics;
 pub mod procs;

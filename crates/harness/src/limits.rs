@@ -85,7 +85,10 @@ mod tests {
     fn limits_are_read_and_checked() {
         assert!(max_fds() >= current().1);
         assert!(check_miners(10).is_ok());
-        assert!(current().0 >= 2 * 10 + SLACK, "the check raised the limit it relies on");
+        assert!(
+            current().0 >= 2 * 10 + SLACK,
+            "the check raised the limit it relies on"
+        );
         let err = check_miners(u32::MAX).unwrap_err().to_string();
         assert!(
             err.contains("miners.count") && err.contains("file descriptors"),

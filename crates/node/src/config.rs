@@ -233,7 +233,14 @@ pub mod humantime_serde_compat {
     use std::time::Duration;
 
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{}ms", d.as_millis()))
+        let ms = d.as_millis();
+        s.serialize_str(&match ms {
+            0 => "0s".to_string(),
+            _ if ms.is_multiple_of(3_600_000) => format!("{}h", ms / 3_600_000),
+            _ if ms.is_multiple_of(60_000) => format!("{}m", ms / 60_000),
+            _ if ms.is_multiple_of(1000) => format!("{}s", ms / 1000),
+            _ => format!("{ms}ms"),
+        })
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {

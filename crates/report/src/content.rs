@@ -1,0 +1,582 @@
+//! What a run's report says, section by section, as a [`Document`].
+
+use crate::document::{Block, Document, Section};
+use crate::readings;
+use crate::run_data::RunData;
+use crate::stats::{self, mean};
+use crate::svg::{cdf, line_chart, number, Series};
+use analysis::summary::SideSummary;
+use probe::{Dist, Event};
+use std::collections::BTreeMap;
+
+/// The side every other side is compared against.
+const BASELINE: &str = "sv1";
+
+pub fn build(run: &RunData) -> Document {
+    let name = run
+        .manifest
+        .as_ref()
+        .map(|m| m.scenario.clone())
+        .or_else(|| run.scenario_value("name"))
+        .unwrap_or_else(|| "unnamed run".into());
+    let mut sections = Vec::new();
+    if !run.problems.is_empty() {
+        sections.push(Section {
+            title: "Partial run".into(),
+            blocks: run
+                .problems
+                .iter()
+                .map(|p| Block::Note(p.clone()))
+                .collect(),
+        });
+    }
+    sections.push(context(run));
+    match &run.summary {
+        Some(summary) => {
+            let origin = run.manifest.as_ref().map_or(0, |m| m.window_start_ns);
+            sections.push(readings_section(summary));
+            sections.push(shares_section(run, summary, origin));
+            sections.push(latency_section(summary));
+            sections.push(bandwidth_section(run, summary, origin));
+            sections.push(roles_section(run, origin));
+            if run.scenario_value("name").as_deref() == Some("seed-context") {
+                sections.push(published_section(summary));
+            }
+            if !summary.unmatched.is_empty() {
+                sections.push(Section {
+                    title: "Unmatched events".into(),
+                    blocks: vec![
+                        Block::Para("Events that could not be tied to their counterpart are counted, never dropped:".into()),
+                        Block::Table {
+                            head: vec!["kind".into(), "count".into()],
+                            rows: summary.unmatched.iter().map(|(k, n)| vec![k.clone(), n.to_string()]).collect(),
+                        },
+                    ],
+                });
+            }
+        }
+        None => sections.push(raw_counts(run)),
+    }
+    Document {
+        title: format!("stratum-bench report: {name}"),
+        subtitle: format!(
+            "Run directory {}{}",
+            run.dir.display(),
+            if run.problems.is_empty() {
+                String::new()
+            } else {
+                " (partial)".into()
+            }
+        ),
+        sections,
+    }
+}
+
+fn row(k: &str, v: impl Into<String>) -> Vec<String> {
+    vec![k.to_string(), v.into()]
+}
+
+fn context(run: &RunData) -> Section {
+    let s = |p: &str| run.scenario_value(p).unwrap_or_else(|| "-".into());
+    let mut rows = vec![
+        row("scenario", s("name")),
+        row(
+            "measured / warm-up",
+            format!("{} / {}", s("duration"), s("warmup")),
+        ),
+        row("sides", s("sides")),
+        row("miners per side", s("miners.count")),
+        row("shares per minute per miner", s("miners.shares_per_min")),
+        row(
+            "hashes per share (sets each miner's hashrate)",
+            s("miners.hashes_per_share"),
+        ),
+        row(
+            "network block interval / our hashrate share",
+            format!(
+                "{} / {}",
+                s("network.block_interval"),
+                s("network.hashrate_share")
+            ),
+        ),
+        row(
+            "mempool / template refresh",
+            format!(
+                "{} / {}",
+                s("network.mempool"),
+                s("network.template_refresh")
+            ),
+        ),
+        row(
+            "link RTT / jitter (ms)",
+            format!("{} / {}", s("link.rtt_ms"), s("link.jitter_ms")),
+        ),
+        row("SV1 pool job refresh", s("pool.job_refresh")),
+    ];
+    let tool = run
+        .host
+        .as_ref()
+        .and_then(|h| {
+            Some(format!(
+                "{} ({})",
+                h.get("tool_version")?.as_str()?,
+                h.get("git_commit")?.as_str()?
+            ))
+        })
+        .unwrap_or_else(|| "-".into());
+    rows.push(row(
+        "roles",
+        format!("node, SV1 pool, link relay and SV1 miner fleet: stratum-bench {tool}, built in"),
+    ));
+    if let Some(h) = &run.host {
+        let g = |k: &str| {
+            h.get(k)
+                .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
+                .unwrap_or_default()
+        };
+        rows.push(row(
+            "machine",
+            format!(
+                "{}, {} cores, {:.1} GiB",
+                g("cpu_model"),
+                g("cores"),
+                h["memory_bytes"].as_f64().unwrap_or(0.0) / 1073741824.0
+            ),
+        ));
+        rows.push(row("OS / kernel", format!("{} / {}", g("os"), g("kernel"))));
+    }
+    Section {
+        title: "Context".into(),
+        blocks: vec![Block::Table {
+            head: vec!["".into(), "this run".into()],
+            rows,
+        }],
+    }
+}
+
+fn dist_cells(d: &Dist) -> Vec<String> {
+    let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.1}"));
+    vec![
+        d.count.to_string(),
+        f(d.mean),
+        f(d.p50),
+        f(d.p90),
+        f(d.p99),
+        f(d.max),
+    ]
+}
+
+/// 95% interval of a mean (normal approximation; shown only with 2+ samples).
+fn mean_ci(samples: &[f64]) -> String {
+    let Some(m) = mean(samples) else {
+        return "-".into();
+    };
+    if samples.len() < 2 {
+        return "-".into();
+    }
+    let var = samples.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (samples.len() - 1) as f64;
+    let half = 1.96 * (var / samples.len() as f64).sqrt();
+    format!("{:.1} to {:.1}", m - half, m + half)
+}
+
+type Metric = (&'static str, &'static str, fn(&SideSummary) -> &Vec<f64>);
+
+const LATENCIES: &[Metric] = &[
+    ("New job", "miners got a new template's job", |s| {
+        &s.samples.new_job_ms
+    }),
+    (
+        "New job after a new block",
+        "miners got work on a new block",
+        |s| &s.samples.new_prevhash_job_ms,
+    ),
+    ("Block propagation", "a found block reached the node", |s| {
+        &s.samples.block_propagation_ms
+    }),
+];
+
+fn readings_section(summary: &analysis::Summary) -> Section {
+    let mut blocks = Vec::new();
+    let one_way = summary.link.rtt_ms / 2.0;
+    for (name, side) in &summary.sides {
+        for (_, what, pick) in LATENCIES {
+            let xs = pick(side);
+            match Dist::of(xs).p50 {
+                Some(p50) => blocks.push(Block::Para(readings::over_link(name, what, p50, one_way))),
+                None => blocks.push(Block::Note(format!("{name}: no samples for \"{what}\" in this run (for blocks: none was found by our miners)."))),
+            }
+        }
+    }
+    if let Some(base) = summary.sides.get(BASELINE) {
+        for (name, side) in summary.sides.iter().filter(|(n, _)| n.as_str() != BASELINE) {
+            for (title, what, pick) in LATENCIES {
+                match stats::delta(pick(base), pick(side)) {
+                    Some(d) => blocks.push(Block::Para(readings::latency_delta(
+                        name,
+                        BASELINE,
+                        &what.replace("miners got", "delivers"),
+                        &d,
+                    ))),
+                    None => blocks.push(Block::Note(format!(
+                        "{name} against {BASELINE}: too few samples to compare {}.",
+                        title.to_lowercase()
+                    ))),
+                }
+            }
+        }
+        if summary.sides.len() == 1 {
+            blocks.push(Block::Note(format!(
+                "Only the {BASELINE} side ran: every SV2 side appears here against {BASELINE}, with deltas and 95% intervals, when a scenario runs one."
+            )));
+        }
+    }
+    Section {
+        title: "Readings".into(),
+        blocks,
+    }
+}
+
+fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Section {
+    let net = summary.network.template_value_sats.mean;
+    let mut rows = Vec::new();
+    for (name, s) in &summary.sides {
+        let c = &s.shares;
+        let value = s.template_value_sats.mean;
+        rows.push(vec![
+            name.clone(),
+            c.submitted.to_string(),
+            c.accepted.to_string(),
+            c.stale.to_string(),
+            c.pool_stale.to_string(),
+            c.rejected.to_string(),
+            c.acceptance_pct.map_or("-".into(), |p| format!("{p:.2}%")),
+            format!("{} / {}", s.blocks.found, s.blocks.accepted),
+            value.map_or("-".into(), |v| format!("{v:.0}")),
+            match (value, net) {
+                (Some(v), Some(n)) => format!("{:+.0} ({:+.4}%)", v - n, (v - n) / n * 100.0),
+                _ => "-".into(),
+            },
+        ]);
+    }
+    let mut series = vec![Series {
+        name: "network best".into(),
+        points: run
+            .events
+            .iter()
+            .filter_map(|r| match r.event {
+                Event::NetworkTemplateValue { value_sats, .. } => {
+                    Some((secs(r.t_ns, origin), value_sats as f64))
+                }
+                _ => None,
+            })
+            .collect(),
+    }];
+    for (name, roles) in run.manifest.iter().flat_map(|m| m.sides.iter()) {
+        series.push(Series {
+            name: format!("{name} pool's templates"),
+            points: run
+                .events
+                .iter()
+                .filter(|r| r.role == roles.pool_role)
+                .filter_map(|r| match r.event {
+                    Event::PoolTemplate { value_sats, .. } => {
+                        Some((secs(r.t_ns, origin), value_sats as f64))
+                    }
+                    _ => None,
+                })
+                .collect(),
+        });
+    }
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    Section {
+        title: "Shares, blocks and templates".into(),
+        blocks: vec![
+            Block::Table {
+                head: ["side", "submitted", "accepted", "stale", "stale (pool)", "rejected", "acceptance", "blocks found / accepted", "template value (sats, time-weighted)", "against the network"]
+                    .map(String::from)
+                    .to_vec(),
+                rows,
+            },
+            Block::Para("Accepted counts where the pool decides; stale means the share's job was outdated when the miner submitted it (the pool's own stale verdict, after the link, is shown apart).".into()),
+            Block::Chart { title: "Template value over time".into(), svg: line_chart("Template value over time", "seconds into the measured window", "sats", &series, true) },
+        ],
+    }
+}
+
+fn latency_section(summary: &analysis::Summary) -> Section {
+    let mut blocks = Vec::new();
+    for (title, _, pick) in LATENCIES {
+        let series: Vec<Series> = summary
+            .sides
+            .iter()
+            .map(|(name, s)| Series {
+                name: name.clone(),
+                points: cdf(pick(s)),
+            })
+            .collect();
+        blocks.push(Block::Chart {
+            title: format!("{title}: distribution"),
+            svg: line_chart(
+                &format!("{title} (CDF)"),
+                "ms",
+                "share of events",
+                &series,
+                true,
+            ),
+        });
+        let mut rows = Vec::new();
+        for (name, s) in &summary.sides {
+            let xs = pick(s);
+            let mut r = vec![name.clone()];
+            r.extend(dist_cells(&Dist::of(xs)));
+            r.push(mean_ci(xs));
+            rows.push(r);
+        }
+        if summary.sides.values().all(|s| pick(s).is_empty()) {
+            blocks.push(Block::Note(format!(
+                "{title}: too few samples in this run to say anything (no events)."
+            )));
+        }
+        blocks.push(Block::Table {
+            head: [
+                "side",
+                "count",
+                "mean",
+                "p50",
+                "p90",
+                "p99",
+                "max",
+                "mean, 95% CI",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        });
+    }
+    Section {
+        title: "Latency and time (ms)".into(),
+        blocks,
+    }
+}
+
+/// Bytes per second across each side's link, per direction, second by second.
+fn bandwidth_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Section {
+    let mut series = Vec::new();
+    for (name, roles) in run.manifest.iter().flat_map(|m| m.sides.iter()) {
+        let counters: Vec<(f64, u64, u64)> = run
+            .events
+            .iter()
+            .filter(|r| r.role == roles.link_role)
+            .filter_map(|r| match r.event {
+                Event::LinkBytes {
+                    up_bytes,
+                    down_bytes,
+                } => Some((secs(r.t_ns, origin), up_bytes, down_bytes)),
+                _ => None,
+            })
+            .collect();
+        let rate = |pick: fn(&(f64, u64, u64)) -> u64| -> Vec<(f64, f64)> {
+            counters
+                .windows(2)
+                .filter(|w| w[1].0 > w[0].0)
+                .map(|w| {
+                    (
+                        w[1].0,
+                        (pick(&w[1]) - pick(&w[0])) as f64 / (w[1].0 - w[0].0),
+                    )
+                })
+                .collect()
+        };
+        series.push(Series {
+            name: format!("{name} farm tx"),
+            points: rate(|c| c.1),
+        });
+        series.push(Series {
+            name: format!("{name} farm rx"),
+            points: rate(|c| c.2),
+        });
+    }
+    let rows = summary
+        .sides
+        .iter()
+        .map(|(name, s)| {
+            let b = &s.bandwidth_bytes_per_s;
+            vec![
+                name.clone(),
+                format!("{:.1}", b.farm.tx),
+                format!("{:.1}", b.farm.rx),
+                format!("{:.1}", b.pool.tx),
+                format!("{:.1}", b.pool.rx),
+            ]
+        })
+        .collect();
+    Section {
+        title: "Bandwidth at farm and pool".into(),
+        blocks: vec![
+            Block::Chart { title: "Bandwidth over time".into(), svg: line_chart("Farm bandwidth over time", "seconds into the measured window", "bytes per second", &series, false) },
+            Block::Table { head: ["side", "farm tx B/s", "farm rx B/s", "pool tx B/s", "pool rx B/s"].map(String::from).to_vec(), rows },
+            Block::Para("Application bytes crossing the emulated WAN link, means over the measured window. The farm's tx is the pool's rx.".into()),
+        ],
+    }
+}
+
+fn roles_section(run: &RunData, origin: u64) -> Section {
+    let mut by_role: BTreeMap<&str, (Vec<(f64, f64)>, Vec<(f64, f64)>)> = BTreeMap::new();
+    for s in &run.samples {
+        let e = by_role.entry(&s.role).or_default();
+        let t = secs(s.t_ns, origin);
+        e.0.push((t, s.cpu_pct));
+        e.1.push((t, s.rss_bytes as f64 / 1e6));
+    }
+    let cpu: Vec<Series> = by_role
+        .iter()
+        .map(|(r, v)| Series {
+            name: r.to_string(),
+            points: v.0.clone(),
+        })
+        .collect();
+    let rss: Vec<Series> = by_role
+        .iter()
+        .map(|(r, v)| Series {
+            name: r.to_string(),
+            points: v.1.clone(),
+        })
+        .collect();
+    let rows = by_role
+        .iter()
+        .map(|(r, v)| {
+            let c: Vec<f64> = v.0.iter().map(|p| p.1).collect();
+            let m: Vec<f64> = v.1.iter().map(|p| p.1).collect();
+            let (dc, dm) = (Dist::of(&c), Dist::of(&m));
+            let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.1}"));
+            vec![r.to_string(), f(dc.mean), f(dc.p99), f(dm.p50), f(dm.max)]
+        })
+        .collect();
+    Section {
+        title: "Roles: CPU and memory".into(),
+        blocks: vec![
+            Block::Chart {
+                title: "CPU over time".into(),
+                svg: line_chart(
+                    "CPU per role",
+                    "seconds into the measured window",
+                    "% of one core",
+                    &cpu,
+                    false,
+                ),
+            },
+            Block::Chart {
+                title: "Memory over time".into(),
+                svg: line_chart(
+                    "Resident memory per role",
+                    "seconds into the measured window",
+                    "MB",
+                    &rss,
+                    false,
+                ),
+            },
+            Block::Table {
+                head: [
+                    "role",
+                    "CPU % mean",
+                    "CPU % p99",
+                    "RSS MB p50",
+                    "RSS MB max",
+                ]
+                .map(String::from)
+                .to_vec(),
+                rows,
+            },
+        ],
+    }
+}
+
+fn published_section(summary: &analysis::Summary) -> Section {
+    let Some(sv1) = summary.sides.get(BASELINE) else {
+        return Section {
+            title: "Published results beside ours".into(),
+            blocks: vec![Block::Note("No sv1 side in this run.".into())],
+        };
+    };
+    let submitted = sv1.shares.submitted.max(1) as f64;
+    let ours = |metric: &str| -> Option<f64> {
+        match metric {
+            "new job, mean" => sv1.new_job_ms.mean,
+            "new job after a block, mean" => sv1.new_prevhash_job_ms.mean,
+            "share acceptance" => sv1.shares.acceptance_pct,
+            "stale shares" => Some(sv1.shares.stale as f64 / submitted * 100.0),
+            "farm bandwidth tx" => Some(sv1.bandwidth_bytes_per_s.farm.tx),
+            "pool bandwidth tx" => Some(sv1.bandwidth_bytes_per_s.pool.tx),
+            _ => None,
+        }
+    };
+    let f = |x: f64| {
+        if x.is_nan() {
+            "-".to_string()
+        } else {
+            number(x)
+        }
+    };
+    let rows = crate::published::SV1
+        .iter()
+        .map(|p| {
+            let o = ours(p.metric);
+            vec![
+                format!("{} ({})", p.metric, p.unit),
+                f(p.config_a),
+                f(p.config_c),
+                o.map_or("-".into(), f),
+                o.and_then(|o| readings::pct_vs(o, p.config_a))
+                    .map_or("-".into(), |d| format!("{d:+.0}%")),
+                p.method_note.to_string(),
+            ]
+        })
+        .collect();
+    Section {
+        title: "Published results beside ours (SV1 side, shared/seeds/000)".into(),
+        blocks: vec![
+            Block::Table {
+                head: [
+                    "metric",
+                    "seed, config A (RTT 145 ms)",
+                    "seed, config C (RTT 129 ms)",
+                    "this run",
+                    "this run against A",
+                    "method difference",
+                ]
+                .map(String::from)
+                .to_vec(),
+                rows,
+            },
+            Block::Note(crate::published::TEMPLATE_VALUE_NOTE.into()),
+        ],
+    }
+}
+
+/// Without a manifest: what each role recorded, so a killed run still tells something.
+fn raw_counts(run: &RunData) -> Section {
+    let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for r in &run.events {
+        let kind = serde_json::to_value(&r.event)
+            .ok()
+            .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
+            .unwrap_or_default();
+        *counts.entry((r.role.clone(), kind)).or_default() += 1;
+    }
+    Section {
+        title: "Recorded events".into(),
+        blocks: vec![Block::Table {
+            head: vec!["role".into(), "event".into(), "count".into()],
+            rows: counts
+                .into_iter()
+                .map(|((role, kind), n)| vec![role, kind, n.to_string()])
+                .collect(),
+        }],
+    }
+}
+
+fn secs(t_ns: u64, origin: u64) -> f64 {
+    (t_ns as f64 - origin as f64) / 1e9
+}

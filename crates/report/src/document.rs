@@ -1,0 +1,127 @@
+//! A report as plain data (sections of paragraphs, tables and charts), rendered to
+//! Markdown and to one self-contained HTML file.
+
+use crate::svg::escape;
+use std::fmt::Write;
+
+pub enum Block {
+    Para(String),
+    /// A highlighted remark (too few samples, partial run, method note).
+    Note(String),
+    Table {
+        head: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
+    /// An inline SVG chart and its title.
+    Chart {
+        title: String,
+        svg: String,
+    },
+}
+
+pub struct Section {
+    pub title: String,
+    pub blocks: Vec<Block>,
+}
+
+pub struct Document {
+    pub title: String,
+    pub subtitle: String,
+    pub sections: Vec<Section>,
+}
+
+impl Document {
+    pub fn to_markdown(&self) -> String {
+        let mut out = format!("# {}\n\n{}\n", self.title, self.subtitle);
+        for s in &self.sections {
+            let _ = write!(out, "\n## {}\n", s.title);
+            for b in &s.blocks {
+                match b {
+                    Block::Para(t) => {
+                        let _ = write!(out, "\n{t}\n");
+                    }
+                    Block::Note(t) => {
+                        let _ = write!(out, "\n> {t}\n");
+                    }
+                    Block::Table { head, rows } => {
+                        let _ = write!(
+                            out,
+                            "\n| {} |\n|{}|\n",
+                            head.join(" | "),
+                            head.iter().map(|_| " --- ").collect::<Vec<_>>().join("|")
+                        );
+                        for r in rows {
+                            let _ = writeln!(out, "| {} |", r.join(" | "));
+                        }
+                    }
+                    Block::Chart { title, .. } => {
+                        let _ = write!(out, "\n_Chart: {title} (in report.html)._\n");
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    pub fn to_html(&self) -> String {
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{t}</title><style>{STYLE}</style></head><body><header><h1>{t}</h1><p>{sub}</p></header><nav><ol>"#,
+            t = escape(&self.title),
+            sub = escape(&self.subtitle)
+        );
+        for (i, s) in self.sections.iter().enumerate() {
+            let _ = write!(
+                out,
+                r##"<li><a href="#s{i}">{}</a></li>"##,
+                escape(&s.title)
+            );
+        }
+        out.push_str("</ol></nav><main>");
+        for (i, s) in self.sections.iter().enumerate() {
+            let _ = write!(out, r#"<section id="s{i}"><h2>{}</h2>"#, escape(&s.title));
+            for b in &s.blocks {
+                match b {
+                    Block::Para(t) => {
+                        let _ = write!(out, "<p>{}</p>", escape(t));
+                    }
+                    Block::Note(t) => {
+                        let _ = write!(out, r#"<p class="note">{}</p>"#, escape(t));
+                    }
+                    Block::Table { head, rows } => {
+                        out.push_str("<table><thead><tr>");
+                        for h in head {
+                            let _ = write!(out, "<th>{}</th>", escape(h));
+                        }
+                        out.push_str("</tr></thead><tbody>");
+                        for r in rows {
+                            out.push_str("<tr>");
+                            for c in r {
+                                let _ = write!(out, "<td>{}</td>", escape(c));
+                            }
+                            out.push_str("</tr>");
+                        }
+                        out.push_str("</tbody></table>");
+                    }
+                    Block::Chart { svg, .. } => {
+                        let _ = write!(out, r#"<figure>{svg}</figure>"#);
+                    }
+                }
+            }
+            out.push_str("</section>");
+        }
+        out.push_str("</main></body></html>\n");
+        out
+    }
+}
+
+const STYLE: &str = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1d2330;max-width:980px;margin:0 auto;padding:24px}\
+h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;border-bottom:1px solid #d8dce4;padding-bottom:4px;margin-top:32px}\
+header p{color:#5a6274;margin:0}nav ol{columns:2;color:#5a6274}\
+table{border-collapse:collapse;margin:10px 0;font-variant-numeric:tabular-nums}th,td{border:1px solid #d8dce4;padding:4px 8px;text-align:left}\
+th{background:#f2f4f8}.note{background:#fff7e0;border-left:4px solid #e8b600;padding:6px 10px}\
+figure{margin:12px 0}.chart{width:100%;max-width:720px;height:auto;font-family:inherit}\
+.chart .title{font-size:14px;font-weight:600}.chart .tick,.chart .legend{font-size:11px;fill:#3b4252}\
+.chart .label{font-size:12px;fill:#3b4252}.chart .axis{stroke:#3b4252}.chart .grid{stroke:#e6e9ef}\
+.chart .empty{font-size:14px;fill:#8a90a0}@media print{nav{display:none}section{break-inside:avoid-page}}";

@@ -1,0 +1,77 @@
+//! Reports people read. A run directory becomes `report.md` and a self-contained
+//! `report.html` (inline SVG charts), optionally a PDF printed by headless Chromium;
+//! two runs become a comparison; events become CSV tables. Plain data in, files out.
+
+pub mod compare;
+mod content;
+pub mod document;
+pub mod export;
+pub mod published;
+pub mod readings;
+pub mod run_data;
+pub mod stats;
+pub mod svg;
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+
+/// Writes `report.md` and `report.html` (and `report.pdf` with `pdf`) into `run_dir`.
+pub fn write_report(run_dir: &Path, pdf: bool) -> Result<Vec<PathBuf>> {
+    let run = run_data::RunData::load(run_dir)?;
+    let doc = content::build(&run);
+    let md = run_dir.join("report.md");
+    let html = run_dir.join("report.html");
+    std::fs::write(&md, doc.to_markdown())
+        .with_context(|| format!("cannot write {}", md.display()))?;
+    std::fs::write(&html, doc.to_html())
+        .with_context(|| format!("cannot write {}", html.display()))?;
+    let mut written = vec![md, html.clone()];
+    if pdf {
+        let out = run_dir.join("report.pdf");
+        print_pdf(&html, &out)?;
+        written.push(out);
+    }
+    Ok(written)
+}
+
+/// Prints an HTML file to PDF with headless Chromium (Debian's `chromium`).
+pub fn print_pdf(html: &Path, pdf: &Path) -> Result<()> {
+    let html = html.canonicalize()?;
+    let profile =
+        std::env::temp_dir().join(format!("stratum-bench-chromium-{}", std::process::id()));
+    let status = std::process::Command::new("chromium")
+        .args(chromium_flags(&profile))
+        .arg("--no-pdf-header-footer")
+        .arg(format!("--print-to-pdf={}", pdf.display()))
+        .arg(format!("file://{}", html.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .context("cannot run chromium (install the Debian package chromium)")?;
+    let _ = std::fs::remove_dir_all(&profile);
+    if !status.success() || !pdf.exists() {
+        bail!("chromium could not print {} ({status})", html.display());
+    }
+    Ok(())
+}
+
+/// Headless Chromium that stays off the network and leaves no state behind.
+pub fn chromium_flags(profile: &Path) -> Vec<String> {
+    [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain(std::iter::once(format!(
+        "--user-data-dir={}",
+        profile.display()
+    )))
+    .collect()
+}

@@ -1,0 +1,106 @@
+//! Everything a report needs from a run directory, whole or partial.
+
+use analysis::manifest::{Manifest, Sample, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE};
+use analysis::summary::SCHEMA;
+use analysis::Summary;
+use anyhow::{bail, Result};
+use probe::Record;
+use std::path::{Path, PathBuf};
+
+pub struct RunData {
+    pub dir: PathBuf,
+    /// Computed from the events (so per-event samples are at hand); `None` when the run
+    /// has no manifest (it was killed before it ended).
+    pub summary: Option<Summary>,
+    pub manifest: Option<Manifest>,
+    pub scenario: Option<toml::Table>,
+    pub host: Option<serde_json::Value>,
+    pub events: Vec<Record>,
+    pub samples: Vec<Sample>,
+    /// What is missing or unreadable: a non-empty list marks the report partial.
+    pub problems: Vec<String>,
+}
+
+impl RunData {
+    pub fn load(dir: &Path) -> Result<RunData> {
+        if !dir.is_dir() {
+            bail!(
+                "no run directory at {} (stratum-bench run writes one under runs/)",
+                dir.display()
+            );
+        }
+        let mut problems = Vec::new();
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+
+        if let Some(text) = read("summary.json") {
+            let schema = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(str::to_string));
+            if schema.as_deref() != Some(SCHEMA) {
+                problems.push(format!(
+                    "summary.json is of schema {}, this tool writes {SCHEMA}: recomputed from the events",
+                    schema.unwrap_or_else(|| "unknown".into())
+                ));
+            }
+        } else {
+            problems.push("no summary.json: the run did not finish writing".into());
+        }
+        let manifest: Option<Manifest> =
+            read(MANIFEST_FILE).and_then(|t| serde_json::from_str(&t).ok());
+        if manifest.is_none() {
+            problems.push("no readable manifest.json: the run was stopped before it ended, so only raw counts are shown".into());
+        }
+        let mut events = Vec::new();
+        let mut bad_lines = 0;
+        if let Ok(entries) = std::fs::read_dir(dir.join(EVENTS_DIR)) {
+            for path in entries.flatten().map(|e| e.path()) {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                    match serde_json::from_str::<Record>(line) {
+                        Ok(r) => events.push(r),
+                        Err(_) => bad_lines += 1,
+                    }
+                }
+            }
+        } else {
+            problems.push("no events/ directory".into());
+        }
+        if bad_lines > 0 {
+            problems.push(format!(
+                "{bad_lines} event lines could not be read (cut short, or another version)"
+            ));
+        }
+        let samples: Vec<Sample> = read(SAMPLES_FILE)
+            .map(|t| {
+                t.lines()
+                    .filter_map(|l| serde_json::from_str(l).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let summary = manifest
+            .as_ref()
+            .map(|m| analysis::summary::compute(m, &events, &samples));
+        Ok(RunData {
+            dir: dir.to_path_buf(),
+            summary,
+            manifest,
+            scenario: read("scenario.toml").and_then(|t| t.parse().ok()),
+            host: read("host.json").and_then(|t| serde_json::from_str(&t).ok()),
+            events,
+            samples,
+            problems,
+        })
+    }
+
+    /// A scenario value by dotted path, as text.
+    pub fn scenario_value(&self, path: &str) -> Option<String> {
+        let mut v: &toml::Value = self.scenario.as_ref()?.get(path.split('.').next()?)?;
+        for part in path.split('.').skip(1) {
+            v = v.get(part)?;
+        }
+        Some(match v {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    }
+}

@@ -1,0 +1,204 @@
+//! Charts as inline SVG: no script, no network, text that stays selectable in the PDF.
+
+use std::fmt::Write;
+
+const W: f64 = 640.0;
+const H: f64 = 300.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 150.0;
+const TOP: f64 = 30.0;
+const BOTTOM: f64 = 45.0;
+const COLORS: &[&str] = &[
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf",
+];
+
+/// One named line.
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line chart of `series`; `step` draws each series as a staircase (for CDFs).
+pub fn line_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    step: bool,
+) -> String {
+    let all = series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in all {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" class="chart" role="img" aria-label="{t}"><text x="{LEFT}" y="18" class="title">{t}</text>"#,
+        t = escape(title)
+    );
+    if x0 > x1 {
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" class="empty">no samples</text></svg>"#,
+            W / 2.0 - 40.0,
+            H / 2.0
+        );
+        return out;
+    }
+    if y0 > 0.0 && y0 < (y1 - y0) * 2.0 {
+        y0 = 0.0; // start at zero unless that would flatten the lines
+    }
+    if (x1 - x0).abs() < f64::EPSILON {
+        x1 = x0 + 1.0;
+    }
+    if (y1 - y0).abs() < f64::EPSILON {
+        y1 = y0 + y0.abs().max(1.0) * 0.1;
+        y0 -= (y1 - y0).max(1e-9);
+    }
+    let px = |x: f64| LEFT + (x - x0) / (x1 - x0) * (W - LEFT - RIGHT);
+    let py = |y: f64| H - BOTTOM - (y - y0) / (y1 - y0) * (H - TOP - BOTTOM);
+    // Axes, ticks and labels.
+    let _ = write!(
+        out,
+        r#"<line x1="{LEFT}" y1="{b}" x2="{r}" y2="{b}" class="axis"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b}" class="axis"/>"#,
+        b = H - BOTTOM,
+        r = W - RIGHT
+    );
+    for i in 0..=4 {
+        let f = f64::from(i) / 4.0;
+        let (xv, yv) = (x0 + f * (x1 - x0), y0 + f * (y1 - y0));
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="grid"/>"#,
+            px(xv),
+            H - BOTTOM + 16.0,
+            number(xv),
+            LEFT - 6.0,
+            py(yv) + 4.0,
+            number(yv),
+            py(yv),
+            W - RIGHT,
+            py(yv)
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{:.1}" y="{:.1}" class="label" text-anchor="middle">{}</text><text x="14" y="{:.1}" class="label" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text>"#,
+        LEFT + (W - LEFT - RIGHT) / 2.0,
+        H - 8.0,
+        escape(x_label),
+        TOP + (H - TOP - BOTTOM) / 2.0,
+        TOP + (H - TOP - BOTTOM) / 2.0,
+        escape(y_label)
+    );
+    for (i, s) in series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let mut path = String::new();
+        let mut last: Option<(f64, f64)> = None;
+        for &(x, y) in &s.points {
+            match last {
+                None => {
+                    let _ = write!(path, "M{:.1},{:.1}", px(x), py(y));
+                }
+                Some((_, ly)) if step => {
+                    let _ = write!(
+                        path,
+                        " L{:.1},{:.1} L{:.1},{:.1}",
+                        px(x),
+                        py(ly),
+                        px(x),
+                        py(y)
+                    );
+                }
+                Some(_) => {
+                    let _ = write!(path, " L{:.1},{:.1}", px(x), py(y));
+                }
+            }
+            last = Some((x, y));
+        }
+        let _ = write!(
+            out,
+            r#"<path d="{path}" fill="none" stroke="{color}" stroke-width="1.8"/><rect x="{:.1}" y="{:.1}" width="12" height="3" fill="{color}"/><text x="{:.1}" y="{:.1}" class="legend">{}</text>"#,
+            W - RIGHT + 10.0,
+            TOP + 12.0 + 18.0 * i as f64,
+            W - RIGHT + 26.0,
+            TOP + 16.0 + 18.0 * i as f64,
+            escape(&s.name)
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// The empirical CDF of `samples`: (value, share of samples at or below it).
+pub fn cdf(samples: &[f64]) -> Vec<(f64, f64)> {
+    let mut sorted: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len() as f64;
+    sorted
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| (x, (i + 1) as f64 / n))
+        .collect()
+}
+
+/// A compact human number for axis ticks.
+pub fn number(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1}k", v / 1e3)
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+pub fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charts_draw_every_series_or_say_empty() {
+        let svg = line_chart(
+            "t",
+            "x",
+            "y",
+            &[
+                Series {
+                    name: "a".into(),
+                    points: vec![(0.0, 1.0), (1.0, 2.0)],
+                },
+                Series {
+                    name: "b<&>".into(),
+                    points: cdf(&[3.0, 1.0, 2.0]),
+                },
+            ],
+            true,
+        );
+        assert_eq!(svg.matches("<path").count(), 2);
+        assert!(svg.contains("b&lt;&amp;&gt;"));
+        assert!(line_chart("t", "x", "y", &[], false).contains("no samples"));
+        assert_eq!(
+            cdf(&[3.0, 1.0, 2.0]),
+            vec![(1.0, 1.0 / 3.0), (2.0, 2.0 / 3.0), (3.0, 1.0)]
+        );
+    }
+}
