@@ -422,8 +422,11 @@ fn bandwidth_section(run: &RunData, summary: &analysis::Summary, origin: u64) ->
     }
 }
 
+/// (seconds, value) pairs of one time series.
+type Points = Vec<(f64, f64)>;
+
 fn roles_section(run: &RunData, origin: u64) -> Section {
-    let mut by_role: BTreeMap<&str, (Vec<(f64, f64)>, Vec<(f64, f64)>)> = BTreeMap::new();
+    let mut by_role: BTreeMap<&str, (Points, Points)> = BTreeMap::new();
     for s in &run.samples {
         let e = by_role.entry(&s.role).or_default();
         let t = secs(s.t_ns, origin);
