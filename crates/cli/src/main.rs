@@ -7,6 +7,7 @@ mod report_cmd;
 mod run_cmd;
 
 use clap::{Parser, Subcommand};
+use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
 /// Benchmark Stratum V1 against Stratum V2 on a simulated Bitcoin network.
@@ -45,6 +46,11 @@ enum Command {
     Run(run_cmd::RunArgs),
     /// Write report.md and report.html (and with --pdf report.pdf) for a run directory.
     Report(report_cmd::ReportArgs),
+    /// Compare runs: every latency, role CPU and memory, and bandwidth of each run
+    /// against the first, with p50/p90/p99, deltas and 95% bootstrap intervals.
+    Compare(report_cmd::CompareArgs),
+    /// Export a run's events as CSV tables, for notebooks.
+    Export(report_cmd::ExportArgs),
     /// Run one role process (what `run` starts for each role; for debugging by hand).
     Role(run_cmd::RoleArgs),
     /// Micro-benchmarks of single parts.
@@ -63,7 +69,7 @@ enum BenchCommand {
     Link(bench_link::LinkArgs),
 }
 
-fn main() -> std::process::ExitCode {
+fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
@@ -76,20 +82,23 @@ fn main() -> std::process::ExitCode {
         .build()
         .expect("tokio runtime");
     let outcome = runtime.block_on(async {
+        let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
         match cli.command {
-            Command::Node(args) => node_cmd::run(*args).await,
-            Command::Run(args) => run_cmd::run(args).await,
-            Command::Role(args) => run_cmd::role(args).await,
-            Command::Report(args) => report_cmd::report(args),
-            Command::Bench(BenchCommand::Template(args)) => bench_template::run(args).await,
-            Command::Bench(BenchCommand::Link(args)) => bench_link::run(args).await,
+            Command::Node(args) => done(node_cmd::run(*args).await),
+            Command::Run(args) => done(run_cmd::run(args).await),
+            Command::Role(args) => done(run_cmd::role(args).await),
+            Command::Report(args) => done(report_cmd::report(args)),
+            Command::Compare(args) => report_cmd::compare(args),
+            Command::Export(args) => done(report_cmd::export(args)),
+            Command::Bench(BenchCommand::Template(args)) => done(bench_template::run(args).await),
+            Command::Bench(BenchCommand::Link(args)) => done(bench_link::run(args).await),
         }
     });
     match outcome {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
+            ExitCode::FAILURE
         }
     }
 }

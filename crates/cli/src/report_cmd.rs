@@ -1,7 +1,8 @@
 //! `stratum-bench report`.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
+use report::run_data::RunData;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -16,6 +17,85 @@ pub struct ReportArgs {
 pub fn report(args: ReportArgs) -> Result<()> {
     for file in report::write_report(&args.run_dir, args.pdf)? {
         println!("{}", file.display());
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// The baseline run directory (A), then one or more runs to compare against it.
+    #[arg(required = true, num_args = 2..)]
+    runs: Vec<PathBuf>,
+    /// Where compare.md, compare.html and compare.json go.
+    #[arg(long, default_value = "runs/compare")]
+    out: PathBuf,
+    /// Exit with status 2 when a metric is significantly worse than A by more than this
+    /// many percent (to gate a CI on performance).
+    #[arg(long, value_name = "PCT")]
+    fail_on_regression: Option<f64>,
+}
+
+pub fn compare(args: CompareArgs) -> Result<std::process::ExitCode> {
+    let base = RunData::load(&args.runs[0])?;
+    let mut comparisons = Vec::new();
+    for other in &args.runs[1..] {
+        comparisons.push(report::compare::compare(&base, &RunData::load(other)?)?);
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let mut doc = report::document::Document {
+        title: "stratum-bench comparison".into(),
+        subtitle: format!("A: {}", base.dir.display()),
+        sections: Vec::new(),
+    };
+    for c in &comparisons {
+        for mut s in c.document().sections {
+            s.title = format!("{} against A", c.run_b);
+            doc.sections.push(s);
+        }
+    }
+    std::fs::write(args.out.join("compare.md"), doc.to_markdown())?;
+    std::fs::write(args.out.join("compare.html"), doc.to_html())?;
+    std::fs::write(
+        args.out.join("compare.json"),
+        serde_json::to_string_pretty(&comparisons)? + "\n",
+    )?;
+    print!("{}", doc.to_markdown());
+    println!("\nwritten to {}", args.out.display());
+    if let Some(pct) = args.fail_on_regression {
+        let regressed: Vec<String> = comparisons
+            .iter()
+            .flat_map(|c| {
+                c.metrics
+                    .iter()
+                    .filter(|m| m.regressed(pct))
+                    .map(move |m| format!("{}: {} {} ({})", c.run_b, m.subject, m.metric, m.unit))
+            })
+            .collect();
+        if !regressed.is_empty() {
+            eprintln!(
+                "regressions beyond {pct}% (significant):\n  {}",
+                regressed.join("\n  ")
+            );
+            return Ok(std::process::ExitCode::from(2));
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// A run directory.
+    run_dir: PathBuf,
+    /// Directory for the CSV files (one per event kind, samples.csv, latencies.csv).
+    #[arg(long)]
+    csv: PathBuf,
+}
+
+pub fn export(args: ExportArgs) -> Result<()> {
+    let run = RunData::load(&args.run_dir)?;
+    for f in report::export::export_csv(&run, &args.csv)? {
+        println!("{}", f.display());
     }
     Ok(())
 }

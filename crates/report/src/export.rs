@@ -1,1 +1,109 @@
-pub fn placeholder() {}
+//! Per-event tables as CSV, one file per event kind, for notebooks.
+
+use crate::run_data::RunData;
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Writes `<kind>.csv` for every event kind, plus `samples.csv` and, when the run is
+/// whole, `latencies.csv` (side, metric, ms: the values behind the summary).
+pub fn export_csv(run: &RunData, out: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let origin = run.manifest.as_ref().map_or(0, |m| m.window_start_ns);
+    let mut by_kind: BTreeMap<String, Vec<serde_json::Map<String, Value>>> = BTreeMap::new();
+    for r in &run.events {
+        let Ok(Value::Object(mut fields)) = serde_json::to_value(&r.event) else {
+            continue;
+        };
+        let kind = fields
+            .remove("kind")
+            .and_then(|k| k.as_str().map(str::to_string))
+            .unwrap_or_default();
+        fields.insert(
+            "t_ms".into(),
+            Value::from((r.t_ns as f64 - origin as f64) / 1e6),
+        );
+        fields.insert("role".into(), Value::from(r.role.clone()));
+        by_kind.entry(kind).or_default().push(fields);
+    }
+    let mut written = Vec::new();
+    for (kind, rows) in &by_kind {
+        let mut columns: BTreeSet<&str> = rows
+            .iter()
+            .flat_map(|r| r.keys().map(String::as_str))
+            .collect();
+        columns.remove("t_ms");
+        columns.remove("role");
+        let header: Vec<&str> = ["t_ms", "role"].into_iter().chain(columns).collect();
+        let mut text = header.join(",") + "\n";
+        for r in rows {
+            let cells: Vec<String> = header.iter().map(|c| cell(r.get(*c))).collect();
+            text.push_str(&cells.join(","));
+            text.push('\n');
+        }
+        written.push(write(out, &format!("{kind}.csv"), &text)?);
+    }
+    let mut samples = "t_ms,role,cpu_pct,rss_bytes\n".to_string();
+    for s in &run.samples {
+        samples.push_str(&format!(
+            "{},{},{},{}\n",
+            (s.t_ns as f64 - origin as f64) / 1e6,
+            s.role,
+            s.cpu_pct,
+            s.rss_bytes
+        ));
+    }
+    written.push(write(out, "samples.csv", &samples)?);
+    if let Some(summary) = &run.summary {
+        let mut text = "side,metric,ms\n".to_string();
+        for (side, s) in &summary.sides {
+            for (metric, xs) in [
+                ("new_job_ms", &s.samples.new_job_ms),
+                ("new_prevhash_job_ms", &s.samples.new_prevhash_job_ms),
+                ("block_propagation_ms", &s.samples.block_propagation_ms),
+            ] {
+                for x in xs {
+                    text.push_str(&format!("{side},{metric},{x}\n"));
+                }
+            }
+        }
+        written.push(write(out, "latencies.csv", &text)?);
+    }
+    Ok(written)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
+    let path = dir.join(name);
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// One CSV cell: numbers and booleans as they are, the rest quoted when needed.
+fn cell(v: Option<&Value>) -> String {
+    let text = match v {
+        None | Some(Value::Null) => return String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => return n.to_string(),
+        Some(Value::Bool(b)) => return b.to_string(),
+        Some(other) => other.to_string(),
+    };
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_are_quoted_when_needed() {
+        assert_eq!(cell(Some(&Value::from("a,b"))), "\"a,b\"");
+        assert_eq!(cell(Some(&Value::from("say \"hi\""))), "\"say \"\"hi\"\"\"");
+        assert_eq!(cell(Some(&Value::from(1.5))), "1.5");
+        assert_eq!(cell(None), "");
+    }
+}

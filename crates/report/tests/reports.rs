@@ -1,0 +1,361 @@
+//! Reports, comparisons and exports of run directories made with known numbers.
+
+use analysis::manifest::{LinkParams, Manifest, Sample, SideRoles};
+use probe::{Event, Record, ShareVerdict, TipCause};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const MS: u64 = 1_000_000;
+const S: u64 = 1_000_000_000;
+
+/// A finished SV1 run of 300 s: a tip every 10 s reaching 4 miners `one_way_ms` (+0..5 ms)
+/// later, one share per miner per tip, link counters and role samples every second.
+fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("report-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("events")).unwrap();
+    let t0 = 1_000 * S;
+    let rec = |t: u64, role: &str, event: Event| Record {
+        t_ns: t,
+        role: role.into(),
+        event,
+    };
+    let (mut node, mut miners, mut pool, mut link) = (vec![], vec![], vec![], vec![]);
+    for i in 0..30u64 {
+        let t = t0 + i * 10 * S;
+        let (hash, marker) = (format!("tip{i}"), format!("mk{i}"));
+        node.push(rec(
+            t,
+            "node",
+            Event::TipChanged {
+                height: i as u32,
+                hash: hash.clone(),
+                prev_hash: format!("tip{}", i.saturating_sub(1)),
+                cause: TipCause::Network,
+                tx_count: 1,
+                fees_sats: 0,
+            },
+        ));
+        node.push(rec(
+            t + MS,
+            "node",
+            Event::TemplateBuilt {
+                template_id: i,
+                prev_hash: hash.clone(),
+                height: i as u32 + 1,
+                value_sats: 312_500_000 + i * 1000,
+                fees_sats: i * 1000,
+                tx_count: 2,
+                weight: 1000,
+                marker_txid: marker.clone(),
+            },
+        ));
+        node.push(rec(
+            t + 2 * MS,
+            "node",
+            Event::NetworkTemplateValue {
+                value_sats: 312_500_000 + i * 1000,
+                fees_sats: i * 1000,
+                mempool_txs: 10,
+            },
+        ));
+        pool.push(rec(
+            t + 2 * MS,
+            "pool-sv1",
+            Event::PoolTemplate {
+                height: i as u32 + 1,
+                prev_hash: hash.clone(),
+                value_sats: 312_500_000 + i * 1000,
+                marker_txid: Some(marker.clone()),
+                reason: "new_tip".into(),
+            },
+        ));
+        for m in 0..4u32 {
+            let jitter = (u64::from(m) * 7 + i * 3) % 5;
+            miners.push(rec(
+                t + (one_way_ms + 1 + jitter) * MS,
+                "miners-sv1",
+                Event::JobReceived {
+                    miner: m,
+                    job_id: format!("{i}"),
+                    prev_hash: hash.clone(),
+                    marker_txid: Some(marker.clone()),
+                    clean: true,
+                },
+            ));
+            miners.push(rec(
+                t + 5 * S,
+                "miners-sv1",
+                Event::ShareSubmitted {
+                    miner: m,
+                    share_id: i,
+                    job_id: format!("{i}"),
+                    prev_hash: hash.clone(),
+                    block_hash: None,
+                },
+            ));
+            pool.push(rec(
+                t + 5 * S + one_way_ms * MS,
+                "pool-sv1",
+                Event::ShareJudged {
+                    worker: format!("w{m}"),
+                    job_id: format!("{i}"),
+                    verdict: ShareVerdict::Accepted,
+                    block_hash: None,
+                },
+            ));
+        }
+    }
+    let mut samples = String::new();
+    for sec in 0..=300u64 {
+        let t = t0 + sec * S;
+        link.push(rec(
+            t,
+            "link-sv1",
+            Event::LinkBytes {
+                up_bytes: sec * 100,
+                down_bytes: sec * 250,
+            },
+        ));
+        for (role, cpu) in [
+            ("node", 1.0),
+            ("pool-sv1", 2.0),
+            ("link-sv1", 0.5),
+            ("miners-sv1", 3.0),
+        ] {
+            let s = Sample {
+                t_ns: t,
+                role: role.into(),
+                cpu_pct: cpu + (sec % 3) as f64,
+                rss_bytes: 30_000_000,
+            };
+            samples.push_str(&(serde_json::to_string(&s).unwrap() + "\n"));
+        }
+    }
+    for (file, records) in [
+        ("node", node),
+        ("miners-sv1", miners),
+        ("pool-sv1", pool),
+        ("link-sv1", link),
+    ] {
+        let mut f =
+            std::fs::File::create(dir.join("events").join(format!("{file}.jsonl"))).unwrap();
+        for r in records {
+            writeln!(f, "{}", serde_json::to_string(&r).unwrap()).unwrap();
+        }
+    }
+    std::fs::write(dir.join("samples.jsonl"), samples).unwrap();
+    let manifest = Manifest {
+        scenario: "sv1-baseline".into(),
+        window_start_ns: t0,
+        window_end_ns: t0 + 300 * S,
+        node_role: "node".into(),
+        link: LinkParams {
+            rtt_ms: 2.0 * one_way_ms as f64,
+            jitter_ms: 0.0,
+            bandwidth_bps: None,
+        },
+        sides: BTreeMap::from([(
+            "sv1".into(),
+            SideRoles {
+                config: "sv1".into(),
+                miners: 4,
+                miners_role: "miners-sv1".into(),
+                pool_role: "pool-sv1".into(),
+                link_role: "link-sv1".into(),
+                roles: ["node", "pool-sv1", "link-sv1", "miners-sv1"]
+                    .map(String::from)
+                    .to_vec(),
+            },
+        )]),
+    };
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_string(&manifest).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("scenario.toml"),
+        format!(
+            "name = \"sv1-baseline\"\nduration = \"5m\"\nsides = [\"sv1\"]\n[link]\nrtt_ms = {}\n",
+            2 * one_way_ms
+        ),
+    )
+    .unwrap();
+    let summary = analysis::summarize(&dir).unwrap();
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string(&summary).unwrap(),
+    )
+    .unwrap();
+    dir
+}
+
+fn chromium(args: &[&str], profile: &Path) -> std::process::Output {
+    Command::new("chromium")
+        .args(report::chromium_flags(profile))
+        .args(["--enable-logging=stderr", "--v=0"])
+        .args(args)
+        .output()
+        .expect("chromium is installed (make test installs the Debian package)")
+}
+
+#[test]
+fn the_html_report_has_every_section_with_charts_and_renders_cleanly() {
+    let dir = fake_run("html", 50);
+    report::write_report(&dir, true).unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    for title in [
+        "Context",
+        "Readings",
+        "Shares, blocks and templates",
+        "Latency and time",
+        "Bandwidth at farm and pool",
+        "Roles: CPU and memory",
+    ] {
+        assert!(
+            html.contains(title) && md.contains(title),
+            "the report lacks {title}"
+        );
+    }
+    for section in html.split("<section").skip(1) {
+        let has_chart = section.contains("<svg");
+        let charted = ["Shares, blocks", "Latency", "Bandwidth", "Roles"]
+            .iter()
+            .any(|t| section.contains(t));
+        assert!(
+            !charted || has_chart,
+            "a section without its chart: {}",
+            &section[..80.min(section.len())]
+        );
+    }
+    assert!(
+        !html.contains("http://")
+            || html
+                .matches("http://")
+                .all(|_| html.contains("xmlns=\"http://www.w3.org/2000/svg\"")),
+        "nothing is loaded from the network"
+    );
+    assert!(
+        html.contains("roles and the relay added"),
+        "readings are there"
+    );
+
+    // It opens in headless Chromium without console errors, and the screenshot has charts.
+    let profile = std::env::temp_dir().join(format!("report-chromium-{}", std::process::id()));
+    let url = format!(
+        "file://{}",
+        dir.join("report.html").canonicalize().unwrap().display()
+    );
+    let shot = dir.join("report.png");
+    let out = chromium(
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1000,2400",
+            &url,
+        ],
+        &profile,
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Failed to load resource"))
+        .collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert_eq!(&png[1..4], b"PNG");
+    assert!(
+        png.len() > 40_000,
+        "the screenshot is nearly blank ({} bytes)",
+        png.len()
+    );
+    let dom = chromium(&["--dump-dom", &url], &profile);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.matches("<svg").count() >= 6,
+        "charts in the rendered page"
+    );
+
+    // The PDF's text can be extracted.
+    let text = Command::new("pdftotext")
+        .arg(dir.join("report.pdf"))
+        .arg("-")
+        .output()
+        .expect("pdftotext (poppler-utils)");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Latency and time") && text.contains("sv1-baseline"),
+        "PDF text: {}",
+        &text[..200.min(text.len())]
+    );
+    let _ = std::fs::remove_dir_all(&profile);
+}
+
+#[test]
+fn comparing_a_run_with_itself_finds_nothing_and_a_slower_link_is_found() {
+    let a = report::run_data::RunData::load(&fake_run("cmp-a", 50)).unwrap();
+    let same = report::compare::compare(&a, &a).unwrap();
+    assert!(!same.metrics.is_empty());
+    assert!(
+        same.metrics
+            .iter()
+            .all(|m| m.delta.as_ref().is_none_or(|d| !d.significant)),
+        "nothing differs from itself"
+    );
+
+    let b = report::run_data::RunData::load(&fake_run("cmp-b", 70)).unwrap();
+    let diff = report::compare::compare(&a, &b).unwrap();
+    let m = diff
+        .metrics
+        .iter()
+        .find(|m| m.subject == "sv1" && m.metric == "new job after a block")
+        .unwrap();
+    let d = m.delta.as_ref().unwrap();
+    assert!(d.significant, "{d:?}");
+    assert!(
+        (d.delta - 20.0).abs() < 0.5,
+        "20 ms more one-way delay: {}",
+        d.delta
+    );
+    assert!(m.regressed(10.0) && !m.regressed(50.0), "{:?}", d.pct);
+}
+
+#[test]
+fn partial_and_missing_runs_are_told_apart() {
+    let dir = fake_run("partial", 50);
+    std::fs::remove_file(dir.join("manifest.json")).unwrap();
+    std::fs::remove_file(dir.join("summary.json")).unwrap();
+    report::write_report(&dir, false).unwrap();
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("Partial run") && md.contains("job_received"),
+        "{md}"
+    );
+
+    let err = report::write_report(Path::new("/nonexistent/run"), false)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no run directory"), "{err}");
+}
+
+#[test]
+fn export_writes_a_table_per_event_kind() {
+    let run = report::run_data::RunData::load(&fake_run("csv", 50)).unwrap();
+    let out = std::env::temp_dir().join(format!("report-csv-out-{}", std::process::id()));
+    let files = report::export::export_csv(&run, &out).unwrap();
+    assert!(files.iter().any(|f| f.ends_with("job_received.csv")));
+    let jobs = std::fs::read_to_string(out.join("job_received.csv")).unwrap();
+    assert_eq!(jobs.lines().count(), 1 + 30 * 4, "a header and every job");
+    assert!(jobs.starts_with("t_ms,role,"));
+    let lat = std::fs::read_to_string(out.join("latencies.csv")).unwrap();
+    assert_eq!(
+        lat.lines()
+            .filter(|l| l.contains("new_prevhash_job_ms"))
+            .count(),
+        30 * 4,
+        "every tip in the window (the first is at its start), every miner"
+    );
+}
