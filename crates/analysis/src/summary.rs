@@ -325,7 +325,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                 new_prevhash_job_ms: Dist::of(&new_prevhash),
                 template_value_sats: weighted_dist(&mut value_weighted),
                 bandwidth_bytes_per_s: bandwidth(
-                    events.iter().filter(|r| r.role == side.link_role),
+                    &link_counters(events.iter().copied(), &side.link_role),
                     m,
                 ),
                 roles,
@@ -422,9 +422,14 @@ fn weighted_dist(samples: &mut [(f64, f64)]) -> Dist {
     }
 }
 
-/// Bytes per second across the link in the window, from its cumulative counters.
-fn bandwidth<'a>(link: impl Iterator<Item = &'a &'a Record>, m: &Manifest) -> Bandwidth {
-    let counters: Vec<(u64, u64, u64)> = link
+/// A link role's cumulative byte counters: (time, up bytes, down bytes), in time order.
+pub fn link_counters<'a>(
+    events: impl IntoIterator<Item = &'a Record>,
+    link_role: &str,
+) -> Vec<(u64, u64, u64)> {
+    let mut c: Vec<(u64, u64, u64)> = events
+        .into_iter()
+        .filter(|r| r.role == link_role)
         .filter_map(|r| match r.event {
             Event::LinkBytes {
                 up_bytes,
@@ -433,6 +438,28 @@ fn bandwidth<'a>(link: impl Iterator<Item = &'a &'a Record>, m: &Manifest) -> Ba
             _ => None,
         })
         .collect();
+    c.sort_by_key(|x| x.0);
+    c
+}
+
+/// Bytes per second between successive counters: (time, up, down).
+pub fn link_rates(counters: &[(u64, u64, u64)]) -> Vec<(u64, f64, f64)> {
+    counters
+        .windows(2)
+        .filter(|w| w[1].0 > w[0].0)
+        .map(|w| {
+            let secs = (w[1].0 - w[0].0) as f64 / 1e9;
+            (
+                w[1].0,
+                (w[1].1 - w[0].1) as f64 / secs,
+                (w[1].2 - w[0].2) as f64 / secs,
+            )
+        })
+        .collect()
+}
+
+/// Bytes per second across the link in the window, from its cumulative counters.
+fn bandwidth(counters: &[(u64, u64, u64)], m: &Manifest) -> Bandwidth {
     let at = |t: u64| {
         counters
             .iter()

@@ -5,8 +5,9 @@
 use crate::document::{Block, Document, Section};
 use crate::run_data::RunData;
 use crate::stats::{delta, Delta};
+use analysis::summary::{link_counters, link_rates};
 use anyhow::{bail, Result};
-use probe::{Dist, Event};
+use probe::Dist;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -69,31 +70,15 @@ fn samples(run: &RunData) -> Result<BTreeMap<(String, String, String), Vec<f64>>
             side.samples.block_propagation_ms.clone(),
         );
         if let Some(roles) = manifest.sides.get(name) {
-            let counters: Vec<(u64, u64, u64)> = run
-                .events
-                .iter()
-                .filter(|r| {
-                    r.role == roles.link_role
-                        && r.t_ns >= manifest.window_start_ns
-                        && r.t_ns <= manifest.window_end_ns
-                })
-                .filter_map(|r| match r.event {
-                    Event::LinkBytes {
-                        up_bytes,
-                        down_bytes,
-                    } => Some((r.t_ns, up_bytes, down_bytes)),
-                    _ => None,
-                })
+            let in_window =
+                |t: &u64| (manifest.window_start_ns..=manifest.window_end_ns).contains(t);
+            let counters: Vec<_> = link_counters(&run.events, &roles.link_role)
+                .into_iter()
+                .filter(|c| in_window(&c.0))
                 .collect();
-            let rate = |pick: fn(&(u64, u64, u64)) -> u64| -> Vec<f64> {
-                counters
-                    .windows(2)
-                    .filter(|w| w[1].0 > w[0].0)
-                    .map(|w| (pick(&w[1]) - pick(&w[0])) as f64 / ((w[1].0 - w[0].0) as f64 / 1e9))
-                    .collect()
-            };
-            put(name, "farm tx", "B/s", rate(|c| c.1));
-            put(name, "farm rx", "B/s", rate(|c| c.2));
+            let rates = link_rates(&counters);
+            put(name, "farm tx", "B/s", rates.iter().map(|r| r.1).collect());
+            put(name, "farm rx", "B/s", rates.iter().map(|r| r.2).collect());
         }
     }
     let mut roles: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();

@@ -5,7 +5,7 @@ use crate::readings;
 use crate::run_data::RunData;
 use crate::stats::{self, mean};
 use crate::svg::{cdf, line_chart, number, Series};
-use analysis::summary::SideSummary;
+use analysis::summary::{link_counters, link_rates, SideSummary};
 use probe::{Dist, Event};
 use std::collections::BTreeMap;
 
@@ -365,29 +365,9 @@ fn latency_section(summary: &analysis::Summary) -> Section {
 fn bandwidth_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Section {
     let mut series = Vec::new();
     for (name, roles) in run.manifest.iter().flat_map(|m| m.sides.iter()) {
-        let counters: Vec<(f64, u64, u64)> = run
-            .events
-            .iter()
-            .filter(|r| r.role == roles.link_role)
-            .filter_map(|r| match r.event {
-                Event::LinkBytes {
-                    up_bytes,
-                    down_bytes,
-                } => Some((secs(r.t_ns, origin), up_bytes, down_bytes)),
-                _ => None,
-            })
-            .collect();
-        let rate = |pick: fn(&(f64, u64, u64)) -> u64| -> Vec<(f64, f64)> {
-            counters
-                .windows(2)
-                .filter(|w| w[1].0 > w[0].0)
-                .map(|w| {
-                    (
-                        w[1].0,
-                        (pick(&w[1]) - pick(&w[0])) as f64 / (w[1].0 - w[0].0),
-                    )
-                })
-                .collect()
+        let rates = link_rates(&link_counters(&run.events, &roles.link_role));
+        let rate = |pick: fn(&(u64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
+            rates.iter().map(|r| (secs(r.0, origin), pick(r))).collect()
         };
         series.push(Series {
             name: format!("{name} farm tx"),
