@@ -155,6 +155,9 @@ fn new_block_jobs_cross_the_link_in_its_one_way_delay() {
             > 30
     );
     for file in [
+        "report.html",
+        "report.md",
+        "host.json",
         "scenario.toml",
         "manifest.json",
         "samples.jsonl",
