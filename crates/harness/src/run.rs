@@ -57,6 +57,10 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         dir.join("scenario.toml"),
         toml::to_string(s).context("scenario serialises")?,
     )?;
+    std::fs::write(
+        dir.join(crate::host::HOST_FILE),
+        serde_json::to_string_pretty(&crate::host::Host::capture())?,
+    )?;
     // Fail before anything starts when the metrics port is taken.
     let metrics_listener = tokio::net::TcpListener::bind(opts.metrics_bind)
         .await
