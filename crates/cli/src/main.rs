@@ -1,6 +1,7 @@
 //! `stratum-bench`: one command line over the whole benchmark suite.
 
 mod bench_link;
+mod bench_pool;
 mod bench_template;
 mod node_cmd;
 mod report_cmd;
@@ -64,6 +65,10 @@ enum BenchCommand {
     /// cached one (the measurement of shared/seeds/003: 62 ms fresh, 0.9 ms cached
     /// with 6,000 transactions).
     Template(bench_template::TemplateArgs),
+    /// Pool capacity: ramp share load from a separate process until the share response
+    /// p99 passes a bound or errors appear; max sustained shares/s, latency per step, pool
+    /// CPU per share and memory per connected miner (shared/seeds/002's questions).
+    Pool(bench_pool::PoolArgs),
     /// What the userspace WAN relay adds to a round trip beyond the delay it emulates
     /// (its timer lateness and the two extra loopback hops).
     Link(bench_link::LinkArgs),
@@ -92,6 +97,7 @@ fn main() -> ExitCode {
             Command::Export(args) => done(report_cmd::export(args)),
             Command::Bench(BenchCommand::Template(args)) => done(bench_template::run(args).await),
             Command::Bench(BenchCommand::Link(args)) => done(bench_link::run(args).await),
+            Command::Bench(BenchCommand::Pool(args)) => done(bench_pool::run(args).await),
         }
     });
     match outcome {

@@ -1,9 +1,11 @@
 //! Everything about a run that is not a role: the scenario, the role processes, their
 //! lifecycle and resources, live metrics, and the run directory.
 
+pub mod bench_pool;
 pub mod host;
 pub mod limits;
 pub mod metrics;
+pub mod process;
 pub mod procs;
 pub mod roles;
 pub mod run;

@@ -1,14 +1,14 @@
 //! `stratum-bench run`: start the roles, measure, stop, summarise.
 
 use crate::metrics::{render, RoleGauges};
-use crate::procs::CpuMeter;
-use crate::roles::{RoleSpec, READY_PREFIX};
+use crate::process::{ready_field, stop_all, RoleProcess};
+use crate::roles::RoleSpec;
 use crate::scenario::Scenario;
 use analysis::manifest::{
     LinkParams, Manifest, Sample, SideRoles, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE,
 };
 use analysis::summary::{compute, summarize, Summary};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use parking_lot::Mutex;
 use probe::{mono_ns, Event, Record, Recorder};
 use serde_json::Value;
@@ -18,8 +18,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
 pub struct RunOptions {
     pub scenario: Scenario,
@@ -38,13 +36,6 @@ pub struct RunOutcome {
 
 const NODE: &str = "node";
 const RPC_USER: &str = "stratum-bench";
-
-struct Role {
-    name: String,
-    child: Child,
-    meter: CpuMeter,
-    exited: bool,
-}
 
 pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     let s = &opts.scenario;
@@ -73,12 +64,12 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         })?;
     let harness_events = Recorder::to_file(&dir.join(EVENTS_DIR).join("harness.jsonl"), "harness")?;
 
-    let mut roles: Vec<Role> = Vec::new();
+    let mut roles: Vec<RoleProcess> = Vec::new();
     let started = start_roles(&opts, &dir, &mut roles).await;
     let sides = match started {
         Ok(sides) => sides,
         Err(e) => {
-            stop_roles(&mut roles).await;
+            stop_all(&mut roles).await;
             return Err(e);
         }
     };
@@ -151,15 +142,12 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
                 writeln!(samples_file, "{}", serde_json::to_string(&sample)?)?;
                 samples.push(sample);
             }
-            if !role.exited {
-                if let Ok(Some(status)) = role.child.try_wait() {
-                    role.exited = true;
-                    tracing::error!(role = %role.name, %status, "role exited during the run; see logs/{}.log", role.name);
-                    harness_events.record(Event::RoleExited {
-                        name: role.name.clone(),
-                        status: status.to_string(),
-                    });
-                }
+            if let Some(status) = role.newly_exited() {
+                tracing::error!(role = %role.name, %status, "role exited during the run; see logs/{}.log", role.name);
+                harness_events.record(Event::RoleExited {
+                    name: role.name.clone(),
+                    status: status.to_string(),
+                });
             }
         }
         if second.is_multiple_of(2) || now >= manifest.window_end_ns {
@@ -183,7 +171,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     if interactive {
         eprintln!();
     }
-    stop_roles(&mut roles).await;
+    stop_all(&mut roles).await;
     server.abort();
     harness_events.close()?;
     std::fs::write(
@@ -234,7 +222,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 async fn start_roles(
     opts: &RunOptions,
     dir: &Path,
-    roles: &mut Vec<Role>,
+    roles: &mut Vec<RoleProcess>,
 ) -> Result<BTreeMap<String, SideRoles>> {
     let s = &opts.scenario;
     let password = format!("{:x}", mono_ns() ^ u64::from(std::process::id()));
@@ -253,7 +241,7 @@ async fn start_roles(
         mempool,
         template_refresh: s.network.template_refresh,
     };
-    let ready = spawn_role(
+    let ready = spawn(
         opts,
         dir,
         NODE,
@@ -265,7 +253,7 @@ async fn start_roles(
         roles,
     )
     .await?;
-    let rpc = field(&ready, "rpc", NODE)?;
+    let rpc = ready_field(&ready, "rpc", NODE)?;
     let zmq = ready.get("zmq").and_then(Value::as_str).map(str::to_string);
 
     let mut sides = BTreeMap::new();
@@ -275,7 +263,7 @@ async fn start_roles(
             format!("link-{side}"),
             format!("miners-{side}"),
         );
-        let pool_ready = spawn_role(
+        let pool_ready = spawn(
             opts,
             dir,
             &pool,
@@ -304,8 +292,8 @@ async fn start_roles(
             roles,
         )
         .await?;
-        let pool_addr: SocketAddr = field(&pool_ready, "listen", &pool)?.parse()?;
-        let link_ready = spawn_role(
+        let pool_addr: SocketAddr = ready_field(&pool_ready, "listen", &pool)?.parse()?;
+        let link_ready = spawn(
             opts,
             dir,
             &link,
@@ -324,11 +312,11 @@ async fn start_roles(
             roles,
         )
         .await?;
-        let link_addr: SocketAddr = field(&link_ready, "listen", &link)?.parse()?;
+        let link_addr: SocketAddr = ready_field(&link_ready, "listen", &link)?.parse()?;
         eprintln!(
             "{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)"
         );
-        spawn_role(
+        spawn(
             opts,
             dir,
             &miners,
@@ -360,102 +348,17 @@ async fn start_roles(
     Ok(sides)
 }
 
-fn field(ready: &Value, key: &str, role: &str) -> Result<String> {
-    ready
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .with_context(|| format!("role {role} announced no `{key}`"))
-}
-
-/// Starts one role process and waits for its READY line.
-async fn spawn_role(
+/// Starts a role and keeps it in `roles` (so it is stopped with the others).
+async fn spawn(
     opts: &RunOptions,
     dir: &Path,
     name: &str,
     spec: &RoleSpec,
-    roles: &mut Vec<Role>,
+    roles: &mut Vec<RoleProcess>,
 ) -> Result<Value> {
-    let spec_path = dir.join("roles").join(format!("{name}.json"));
-    std::fs::write(&spec_path, serde_json::to_string_pretty(spec)?)?;
-    let log_path = dir.join("logs").join(format!("{name}.log"));
-    let log = std::fs::File::create(&log_path)?;
-    let mut child = Command::new(&opts.exe)
-        .arg("role")
-        .arg("--spec")
-        .arg(&spec_path)
-        .arg("--events")
-        .arg(dir.join(EVENTS_DIR).join(format!("{name}.jsonl")))
-        .arg("--name")
-        .arg(name)
-        .env(
-            "RUST_LOG",
-            std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
-        )
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(log)
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("cannot start {} (role {name})", opts.exe.display()))?;
-    let pid = child.id().context("the role has a pid")?;
-    let stdout = child.stdout.take().context("the role's stdout is piped")?;
-    roles.push(Role {
-        name: name.to_string(),
-        child,
-        meter: CpuMeter::new(pid),
-        exited: false,
-    });
-    let mut lines = BufReader::new(stdout).lines();
-    let wait = async {
-        while let Some(line) = lines.next_line().await? {
-            if let Some(json) = line.strip_prefix(READY_PREFIX) {
-                return Ok::<_, anyhow::Error>(Some(serde_json::from_str::<Value>(json)?));
-            }
-        }
-        Ok(None)
-    };
-    match tokio::time::timeout(Duration::from_secs(30), wait).await {
-        Ok(Ok(Some(ready))) => {
-            tracing::info!(role = name, %ready, "role ready");
-            Ok(ready)
-        }
-        Ok(Ok(None)) | Ok(Err(_)) => {
-            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            let tail: Vec<&str> = log.lines().rev().take(5).collect();
-            bail!(
-                "role {name} stopped before it was ready; last lines of {}:\n{}",
-                log_path.display(),
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-            )
-        }
-        Err(_) => bail!(
-            "role {name} was not ready within 30 s (see {})",
-            log_path.display()
-        ),
-    }
-}
-
-/// SIGTERM to every role, last started first; SIGKILL after 10 s.
-async fn stop_roles(roles: &mut [Role]) {
-    for role in roles.iter_mut().rev() {
-        if let Some(pid) = role.child.id() {
-            // SAFETY: signalling a child we started; it may have exited already.
-            unsafe {
-                libc::kill(pid as i32, libc::SIGTERM);
-            }
-        }
-        match tokio::time::timeout(Duration::from_secs(10), role.child.wait()).await {
-            Ok(Ok(status)) if !status.success() && !role.exited => {
-                tracing::warn!(role = %role.name, %status, "role ended uncleanly")
-            }
-            Ok(_) => {}
-            Err(_) => {
-                tracing::warn!(role = %role.name, "role did not stop in 10 s; killing it");
-                let _ = role.child.kill().await;
-            }
-        }
-    }
+    let (role, ready) = RoleProcess::spawn(&opts.exe, dir, name, spec).await?;
+    roles.push(role);
+    Ok(ready)
 }
 
 /// Reads what the roles appended to their event files since the last call.

@@ -15,11 +15,9 @@ pub struct Dist {
 
 impl Dist {
     pub fn of(samples: &[f64]) -> Dist {
-        let mut sorted: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
-        sorted.sort_by(f64::total_cmp);
+        let sorted = sorted_finite(samples);
         let n = sorted.len();
-        let pct =
-            |p: f64| (n > 0).then(|| sorted[((p * n as f64).ceil() as usize).clamp(1, n) - 1]);
+        let pct = |p: f64| nearest_rank(&sorted, p);
         Dist {
             count: n,
             mean: (n > 0).then(|| sorted.iter().sum::<f64>() / n as f64),
@@ -29,6 +27,22 @@ impl Dist {
             max: sorted.last().copied(),
         }
     }
+}
+
+/// The `q` quantile (0..=1) of `samples`, nearest rank; `None` when there are none.
+pub fn percentile(samples: &[f64], q: f64) -> Option<f64> {
+    nearest_rank(&sorted_finite(samples), q)
+}
+
+fn sorted_finite(samples: &[f64]) -> Vec<f64> {
+    let mut sorted: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    sorted
+}
+
+fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
+    let n = sorted.len();
+    (n > 0).then(|| sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1])
 }
 
 /// A plain-text table of distributions, one row per name, for terminal output.
@@ -73,6 +87,7 @@ mod tests {
             (Some(50.0), Some(90.0), Some(99.0), Some(100.0))
         );
         assert!(table("ms", &[("x", d.clone())]).contains("50.500"));
+        assert_eq!(percentile(&xs, 0.95), Some(95.0));
         let empty = Dist::of(&[]);
         assert_eq!((empty.count, empty.p50), (0, None));
     }

@@ -1,0 +1,74 @@
+//! `stratum-bench bench pool`.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use harness::bench_pool::{markdown, PoolBenchOptions, PoolTarget};
+use node::config::humantime_serde_compat::parse_duration;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct PoolArgs {
+    /// `builtin` (our node and SV1 pool, each its own process) or the address of any SV1
+    /// pool on this machine, for example 127.0.0.1:3333.
+    #[arg(long, default_value = "builtin")]
+    target: String,
+    /// Miner connections carrying the load.
+    #[arg(long, default_value_t = 200)]
+    miners: u32,
+    /// Shares per second offered at the first step, all miners together.
+    #[arg(long, default_value_t = 2000.0)]
+    rate: f64,
+    /// Each step offers this many times the previous one.
+    #[arg(long, default_value_t = 2.0)]
+    factor: f64,
+    /// How long each step is measured.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    step: Duration,
+    /// At most this many steps (every load is bounded in count and time).
+    #[arg(long, default_value_t = 6)]
+    max_steps: usize,
+    /// The ramp stops once share response p99 passes this many milliseconds.
+    #[arg(long, default_value_t = 5.0)]
+    p99_bound_ms: f64,
+    /// With an address target: the share difficulty that pool sets for new miners.
+    #[arg(long)]
+    share_difficulty: Option<f64>,
+    /// Where pool-bench.json, pool-bench.md and the roles' logs and events go.
+    #[arg(long, default_value = "runs/pool-bench")]
+    out: PathBuf,
+}
+
+pub async fn run(args: PoolArgs) -> Result<()> {
+    anyhow::ensure!(
+        args.factor > 1.0,
+        "--factor must be above 1 for the load to grow"
+    );
+    anyhow::ensure!(
+        args.rate > 0.0 && args.miners > 0,
+        "--rate and --miners must be positive"
+    );
+    let target =
+        match args.target.as_str() {
+            "builtin" => PoolTarget::Builtin,
+            addr => PoolTarget::Address(addr.parse().with_context(|| {
+                format!("--target: {addr:?} is neither `builtin` nor host:port")
+            })?),
+        };
+    let report = harness::bench_pool::run(PoolBenchOptions {
+        target,
+        miners: args.miners,
+        rate: args.rate,
+        factor: args.factor,
+        step: args.step,
+        max_steps: args.max_steps,
+        p99_bound_ms: args.p99_bound_ms,
+        share_difficulty: args.share_difficulty,
+        out: args.out.clone(),
+        exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,
+    })
+    .await?;
+    print!("{}", markdown(&report));
+    println!("\nwritten to {}", args.out.display());
+    Ok(())
+}

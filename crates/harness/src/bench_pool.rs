@@ -1,0 +1,405 @@
+//! `stratum-bench bench pool`: how many shares a second a pool sustains, and how fast it
+//! answers. Share load comes from a miner fleet in a separate process and is ramped, step
+//! by step, until the share response p99 passes a bound, errors appear, or the pool stops
+//! keeping up.
+
+use crate::process::{ready_field, stop_all, RoleProcess};
+use crate::roles::RoleSpec;
+use anyhow::{Context, Result};
+use probe::stats::percentile;
+use probe::{mono_ns, Dist, Event};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Hashes a share takes at the built-in pool's fixed bench difficulty: cheap for the fleet,
+/// so the load measures the pool.
+const BENCH_HASHES_PER_SHARE: f64 = 16.0;
+/// Time for connections to settle before a step is measured.
+const STEP_WARMUP: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone)]
+pub enum PoolTarget {
+    /// Our node and built-in SV1 pool, each as its own process.
+    Builtin,
+    /// Any SV1 pool on this machine (or in a namespace made for the test).
+    Address(SocketAddr),
+}
+
+pub struct PoolBenchOptions {
+    pub target: PoolTarget,
+    pub miners: u32,
+    /// Shares per second offered at the first step (all miners together).
+    pub rate: f64,
+    /// Each step offers this many times the previous one.
+    pub factor: f64,
+    pub step: Duration,
+    pub max_steps: usize,
+    pub p99_bound_ms: f64,
+    /// The difficulty the target pool sets (for `Address`; the built-in pool's is fixed).
+    pub share_difficulty: Option<f64>,
+    pub out: PathBuf,
+    pub exe: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepResult {
+    pub offered_per_s: f64,
+    pub submitted: u64,
+    pub accepted: u64,
+    /// Rejected, or never answered.
+    pub errors: u64,
+    pub accepted_per_s: f64,
+    pub latency_ms: Dist,
+    pub p95_ms: Option<f64>,
+    /// The pool process's CPU over the step (built-in target only).
+    pub pool_cpu_pct: Option<f64>,
+    pub pool_cpu_us_per_share: Option<f64>,
+    pub pool_rss_bytes: Option<u64>,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verdict", content = "reason", rename_all = "snake_case")]
+pub enum Verdict {
+    Sustained,
+    Stop(String),
+}
+
+/// The ramp's rule: a step is sustained when (almost) every share was accepted, the pool
+/// answered as fast as it was asked, and the p99 stayed within the bound.
+pub fn judge(
+    offered_per_s: f64,
+    submitted: u64,
+    errors: u64,
+    accepted_per_s: f64,
+    p99_ms: Option<f64>,
+    bound_ms: f64,
+) -> Verdict {
+    if submitted == 0 {
+        return Verdict::Stop(
+            "no share was submitted (is the fleet able to reach the pool?)".into(),
+        );
+    }
+    if errors as f64 > 0.001 * submitted as f64 {
+        return Verdict::Stop(format!(
+            "{errors} of {submitted} shares rejected or unanswered"
+        ));
+    }
+    if let Some(p99) = p99_ms.filter(|p| *p > bound_ms) {
+        return Verdict::Stop(format!(
+            "share response p99 {p99:.2} ms passed the {bound_ms} ms bound"
+        ));
+    }
+    if accepted_per_s < 0.9 * offered_per_s {
+        return Verdict::Stop(format!(
+            "saturated: {accepted_per_s:.0} shares/s answered of {offered_per_s:.0} offered"
+        ));
+    }
+    Verdict::Sustained
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PoolBenchReport {
+    pub target: String,
+    pub miners: u32,
+    pub steps: Vec<StepResult>,
+    pub max_sustained_shares_per_s: Option<f64>,
+    pub pool_rss_per_miner_bytes: Option<f64>,
+}
+
+pub async fn run(opts: PoolBenchOptions) -> Result<PoolBenchReport> {
+    crate::limits::check_miners(opts.miners)?;
+    std::fs::create_dir_all(&opts.out)
+        .with_context(|| format!("cannot create {}", opts.out.display()))?;
+    let mut roles: Vec<RoleProcess> = Vec::new();
+    let outcome = ramp(&opts, &mut roles).await;
+    stop_all(&mut roles).await;
+    let report = outcome?;
+    std::fs::write(
+        opts.out.join("pool-bench.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    std::fs::write(opts.out.join("pool-bench.md"), markdown(&report))?;
+    Ok(report)
+}
+
+async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<PoolBenchReport> {
+    let (pool_addr, difficulty, target) = match &opts.target {
+        PoolTarget::Address(addr) => {
+            // Fail fast when nothing answers there.
+            tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
+                .await
+                .map_err(|_| anyhow::anyhow!("no SV1 pool answered at {addr} within 5 s"))?
+                .with_context(|| format!("no SV1 pool at {addr}"))?;
+            let d = opts
+                .share_difficulty
+                .context("--share-difficulty: say the difficulty the pool at that address sets")?;
+            (*addr, d, addr.to_string())
+        }
+        PoolTarget::Builtin => {
+            let (addr, d) = start_builtin(opts, roles).await?;
+            (addr, d, "builtin".to_string())
+        }
+    };
+    let idle_rss = roles
+        .iter_mut()
+        .find(|r| r.name == "pool")
+        .and_then(|r| r.meter.sample())
+        .map(|(_, rss)| rss);
+    let hashes_per_share = mining::hashes_per_difficulty(difficulty);
+    let mut steps = Vec::new();
+    let mut offered = opts.rate;
+    for k in 0..opts.max_steps {
+        let step = measure_step(opts, roles, k, pool_addr, offered, hashes_per_share).await?;
+        eprintln!(
+            "step {}: offered {:.0}/s, accepted {:.0}/s, p50 {} p99 {} ms{}",
+            k + 1,
+            step.offered_per_s,
+            step.accepted_per_s,
+            step.latency_ms
+                .p50
+                .map_or("-".into(), |v| format!("{v:.3}")),
+            step.latency_ms
+                .p99
+                .map_or("-".into(), |v| format!("{v:.3}")),
+            match &step.verdict {
+                Verdict::Sustained => String::new(),
+                Verdict::Stop(why) => format!(": stop, {why}"),
+            }
+        );
+        let stop = step.verdict != Verdict::Sustained;
+        steps.push(step);
+        if stop {
+            break;
+        }
+        offered *= opts.factor;
+    }
+    let max_sustained = steps
+        .iter()
+        .filter(|s| s.verdict == Verdict::Sustained)
+        .map(|s| s.accepted_per_s)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    // Per connected miner: the first step, before per-share state (duplicate detection)
+    // has grown with the load.
+    let loaded_rss = steps.first().and_then(|s| s.pool_rss_bytes);
+    Ok(PoolBenchReport {
+        target,
+        miners: opts.miners,
+        steps,
+        max_sustained_shares_per_s: max_sustained,
+        pool_rss_per_miner_bytes: match (idle_rss, loaded_rss) {
+            (Some(idle), Some(loaded)) => {
+                Some(loaded.saturating_sub(idle) as f64 / f64::from(opts.miners))
+            }
+            _ => None,
+        },
+    })
+}
+
+/// Node and built-in pool as processes; the pool's difficulty fixed for the bench.
+async fn start_builtin(
+    opts: &PoolBenchOptions,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<(SocketAddr, f64)> {
+    let password = format!("{:x}", mono_ns());
+    let mut mempool = node::MempoolConfig::preset(node::MempoolPreset::Testnet);
+    mempool.tx_rate = 0.0;
+    let node_spec = RoleSpec::Node {
+        config: node::NodeConfig {
+            block_interval: Duration::from_secs(3600),
+            difficulty: node::Difficulty::Fixed(1.0), // blocks out of reach
+            mempool,
+            ..node::NodeConfig::default()
+        },
+        rpc_user: "bench".into(),
+        rpc_password: password.clone(),
+    };
+    let (node, ready) = RoleProcess::spawn(&opts.exe, &opts.out, "node", &node_spec).await?;
+    roles.push(node);
+    let difficulty = BENCH_HASHES_PER_SHARE / mining::hashes_per_difficulty(1.0);
+    let pool_spec = RoleSpec::Sv1Pool {
+        config: sv1::pool::PoolConfig {
+            listen: "127.0.0.1:0".parse()?,
+            rpc_url: format!("http://{}", ready_field(&ready, "rpc", "node")?),
+            rpc_user: "bench".into(),
+            rpc_password: password,
+            zmq: ready
+                .get("zmq")
+                .and_then(|z| z.as_str())
+                .map(str::to_string),
+            payout_script: bitcoin::ScriptBuf::new_op_return([0u8; 4]),
+            coinbase_tag: "/stratum-bench pool bench/".into(),
+            job_refresh: Duration::from_secs(3600),
+            vardiff: sv1::pool::VardiffConfig {
+                shares_per_min: 1.0,
+                start: difficulty,
+                min: difficulty,
+                max: difficulty,
+                retarget: Duration::from_secs(3600),
+            },
+            version_rolling_mask: 0x1fff_e000,
+        },
+    };
+    let (pool, ready) = RoleProcess::spawn(&opts.exe, &opts.out, "pool", &pool_spec).await?;
+    roles.push(pool);
+    Ok((ready_field(&ready, "listen", "pool")?.parse()?, difficulty))
+}
+
+async fn measure_step(
+    opts: &PoolBenchOptions,
+    roles: &mut [RoleProcess],
+    k: usize,
+    pool: SocketAddr,
+    offered: f64,
+    hashes_per_share: f64,
+) -> Result<StepResult> {
+    let name = format!("fleet-step{}", k + 1);
+    let spec = RoleSpec::Sv1Miners {
+        config: sv1::fleet::FleetConfig {
+            pool,
+            miners: opts.miners,
+            hashrate: offered / f64::from(opts.miners) * hashes_per_share,
+            worker_prefix: "bench".into(),
+            ramp: Duration::ZERO,
+            hash_threads: 1,
+        },
+    };
+    let (mut fleet, _) = RoleProcess::spawn(&opts.exe, &opts.out, &name, &spec).await?;
+    tokio::time::sleep(STEP_WARMUP).await;
+    let pool_role = roles.iter_mut().find(|r| r.name == "pool");
+    let mut pool_meter = pool_role.map(|r| &mut r.meter);
+    if let Some(m) = pool_meter.as_mut() {
+        m.sample();
+    }
+    let from = mono_ns();
+    tokio::time::sleep(opts.step).await;
+    let to = mono_ns();
+    let pool_sample = pool_meter.as_mut().and_then(|m| m.sample());
+    // Let answers to the last shares of the window arrive before stopping.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    fleet.stop().await;
+
+    let events =
+        probe::recorder::read_events(&opts.out.join("events").join(format!("{name}.jsonl")))?;
+    let mut submitted_at: HashMap<(u32, u64), u64> = HashMap::new();
+    let mut answers: HashMap<(u32, u64), (u64, bool)> = HashMap::new();
+    for r in &events {
+        match r.event {
+            Event::ShareSubmitted {
+                miner, share_id, ..
+            } if (from..to).contains(&r.t_ns) => {
+                submitted_at.insert((miner, share_id), r.t_ns);
+            }
+            Event::ShareAnswered {
+                miner,
+                share_id,
+                accepted,
+                ..
+            } => {
+                answers.insert((miner, share_id), (r.t_ns, accepted));
+            }
+            _ => {}
+        }
+    }
+    let mut latencies = Vec::with_capacity(submitted_at.len());
+    let (mut accepted, mut errors) = (0u64, 0u64);
+    for (key, t_sub) in &submitted_at {
+        match answers.get(key) {
+            Some((t_ans, true)) => {
+                accepted += 1;
+                latencies.push(t_ans.saturating_sub(*t_sub) as f64 / 1e6);
+            }
+            _ => errors += 1,
+        }
+    }
+    let secs = (to - from) as f64 / 1e9;
+    let accepted_per_s = accepted as f64 / secs;
+    let latency = Dist::of(&latencies);
+    let cpu = pool_sample.and_then(|(cpu, _)| cpu);
+    Ok(StepResult {
+        offered_per_s: offered,
+        submitted: submitted_at.len() as u64,
+        accepted,
+        errors,
+        accepted_per_s,
+        p95_ms: percentile(&latencies, 0.95),
+        verdict: judge(
+            offered,
+            submitted_at.len() as u64,
+            errors,
+            accepted_per_s,
+            latency.p99,
+            opts.p99_bound_ms,
+        ),
+        latency_ms: latency,
+        pool_cpu_pct: cpu,
+        pool_cpu_us_per_share: cpu
+            .filter(|_| accepted > 0)
+            .map(|c| c / 100.0 * 1e6 / accepted_per_s),
+        pool_rss_bytes: pool_sample.map(|(_, rss)| rss),
+    })
+}
+
+pub fn markdown(r: &PoolBenchReport) -> String {
+    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+    let mut out = format!(
+        "# Pool benchmark: {} with {} miners\n\nMax sustained: {} shares/s. Pool memory per connected miner: {}.\n\n| offered/s | accepted/s | submitted | errors | p50 ms | p95 ms | p99 ms | pool CPU % | CPU us/share | verdict |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        r.target,
+        r.miners,
+        r.max_sustained_shares_per_s.map_or("none".into(), |v| format!("{v:.0}")),
+        r.pool_rss_per_miner_bytes.map_or("-".into(), |b| format!("{:.1} KiB", b / 1024.0)),
+    );
+    for s in &r.steps {
+        out.push_str(&format!(
+            "| {:.0} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            s.offered_per_s,
+            s.accepted_per_s,
+            s.submitted,
+            s.errors,
+            f(s.latency_ms.p50),
+            f(s.p95_ms),
+            f(s.latency_ms.p99),
+            s.pool_cpu_pct.map_or("-".into(), |c| format!("{c:.1}")),
+            s.pool_cpu_us_per_share
+                .map_or("-".into(), |c| format!("{c:.1}")),
+            match &s.verdict {
+                Verdict::Sustained => "sustained".to_string(),
+                Verdict::Stop(why) => format!("stop: {why}"),
+            }
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ramp_stops_for_errors_latency_or_saturation() {
+        assert_eq!(
+            judge(1000.0, 10_000, 0, 995.0, Some(0.8), 5.0),
+            Verdict::Sustained
+        );
+        // 0.1% errors are tolerated, more are not.
+        assert_eq!(
+            judge(1000.0, 10_000, 10, 995.0, Some(0.8), 5.0),
+            Verdict::Sustained
+        );
+        assert!(
+            matches!(judge(1000.0, 10_000, 11, 995.0, Some(0.8), 5.0), Verdict::Stop(w) if w.contains("11 of 10000"))
+        );
+        assert!(
+            matches!(judge(1000.0, 10_000, 0, 995.0, Some(7.5), 5.0), Verdict::Stop(w) if w.contains("7.50 ms"))
+        );
+        assert!(
+            matches!(judge(1000.0, 8_000, 0, 800.0, Some(0.8), 5.0), Verdict::Stop(w) if w.contains("saturated"))
+        );
+        assert!(
+            matches!(judge(1000.0, 0, 0, 0.0, None, 5.0), Verdict::Stop(w) if w.contains("no share"))
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! A role running as its own OS process: started, waited for, watched and stopped.
+
+use crate::procs::CpuMeter;
+use crate::roles::{RoleSpec, READY_PREFIX};
+use analysis::manifest::EVENTS_DIR;
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+pub struct RoleProcess {
+    pub name: String,
+    child: Child,
+    pub meter: CpuMeter,
+    exited: bool,
+}
+
+impl RoleProcess {
+    /// Starts `exe role` for `spec`, its files in `dir` (`roles/`, `logs/`,
+    /// `events/<name>.jsonl`), and waits up to 30 s for its READY line, which is returned.
+    /// A role that fails to start is killed (on drop) and its log's last lines reported.
+    pub async fn spawn(
+        exe: &Path,
+        dir: &Path,
+        name: &str,
+        spec: &RoleSpec,
+    ) -> Result<(RoleProcess, Value)> {
+        for sub in ["roles", "logs", EVENTS_DIR] {
+            std::fs::create_dir_all(dir.join(sub))?;
+        }
+        let spec_path = dir.join("roles").join(format!("{name}.json"));
+        std::fs::write(&spec_path, serde_json::to_string_pretty(spec)?)?;
+        let log_path = dir.join("logs").join(format!("{name}.log"));
+        let log = std::fs::File::create(&log_path)?;
+        let mut child = Command::new(exe)
+            .arg("role")
+            .arg("--spec")
+            .arg(&spec_path)
+            .arg("--events")
+            .arg(dir.join(EVENTS_DIR).join(format!("{name}.jsonl")))
+            .arg("--name")
+            .arg(name)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("cannot start {} (role {name})", exe.display()))?;
+        let pid = child.id().context("the role has a pid")?;
+        let stdout = child.stdout.take().context("the role's stdout is piped")?;
+        let role = RoleProcess {
+            name: name.to_string(),
+            child,
+            meter: CpuMeter::new(pid),
+            exited: false,
+        };
+        let mut lines = BufReader::new(stdout).lines();
+        let wait = async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(json) = line.strip_prefix(READY_PREFIX) {
+                    return Ok::<_, anyhow::Error>(Some(serde_json::from_str::<Value>(json)?));
+                }
+            }
+            Ok(None)
+        };
+        match tokio::time::timeout(Duration::from_secs(30), wait).await {
+            Ok(Ok(Some(ready))) => {
+                tracing::info!(role = name, %ready, "role ready");
+                Ok((role, ready))
+            }
+            Ok(Ok(None)) | Ok(Err(_)) => {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                bail!(
+                    "role {name} stopped before it was ready; last lines of {}:\n{}",
+                    log_path.display(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                )
+            }
+            Err(_) => bail!(
+                "role {name} was not ready within 30 s (see {})",
+                log_path.display()
+            ),
+        }
+    }
+
+    /// The exit status, the first time the process is seen to have ended.
+    pub fn newly_exited(&mut self) -> Option<ExitStatus> {
+        if self.exited {
+            return None;
+        }
+        let status = self.child.try_wait().ok().flatten()?;
+        self.exited = true;
+        Some(status)
+    }
+
+    /// SIGTERM, then SIGKILL after 10 s.
+    pub async fn stop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            // SAFETY: signalling a child we started; it may have exited already.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGTERM);
+            }
+        }
+        match tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await {
+            Ok(Ok(status)) if !status.success() && !self.exited => {
+                tracing::warn!(role = %self.name, %status, "role ended uncleanly")
+            }
+            Ok(_) => {}
+            Err(_) => {
+                tracing::warn!(role = %self.name, "role did not stop in 10 s; killing it");
+                let _ = self.child.kill().await;
+            }
+        }
+    }
+}
+
+/// Stops roles, last started first.
+pub async fn stop_all(roles: &mut [RoleProcess]) {
+    for role in roles.iter_mut().rev() {
+        role.stop().await;
+    }
+}
+
+/// A field of a READY announcement.
+pub fn ready_field(ready: &Value, key: &str, role: &str) -> Result<String> {
+    ready
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .with_context(|| format!("role {role} announced no `{key}`"))
+}
