@@ -1,5 +1,6 @@
 //! `stratum-bench`: one command line over the whole benchmark suite.
 
+mod bench_fanout;
 mod bench_link;
 mod bench_pool;
 mod bench_template;
@@ -65,6 +66,9 @@ enum BenchCommand {
     /// cached one (the measurement of shared/seeds/003: 62 ms fresh, 0.9 ms cached
     /// with 6,000 transactions).
     Template(bench_template::TemplateArgs),
+    /// Job fan-out: time for one new job to reach N connected miners, against the
+    /// machine's floor (one write per connected loopback socket) and FastProxy's figures.
+    Fanout(bench_fanout::FanoutArgs),
     /// Pool capacity: ramp share load from a separate process until the share response
     /// p99 passes a bound or errors appear; max sustained shares/s, latency per step, pool
     /// CPU per share and memory per connected miner (shared/seeds/002's questions).
@@ -98,6 +102,7 @@ fn main() -> ExitCode {
             Command::Bench(BenchCommand::Template(args)) => done(bench_template::run(args).await),
             Command::Bench(BenchCommand::Link(args)) => done(bench_link::run(args).await),
             Command::Bench(BenchCommand::Pool(args)) => done(bench_pool::run(args).await),
+            Command::Bench(BenchCommand::Fanout(args)) => done(bench_fanout::run(args).await),
         }
     });
     match outcome {

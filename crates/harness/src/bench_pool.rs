@@ -3,7 +3,8 @@
 //! by step, until the share response p99 passes a bound, errors appear, or the pool stops
 //! keeping up.
 
-use crate::process::{ready_field, stop_all, RoleProcess};
+use crate::builtin::start_builtin;
+use crate::process::{stop_all, RoleProcess};
 use crate::roles::RoleSpec;
 use anyhow::{Context, Result};
 use probe::stats::percentile;
@@ -140,8 +141,9 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
             (*addr, d, addr.to_string())
         }
         PoolTarget::Builtin => {
-            let (addr, d) = start_builtin(opts, roles).await?;
-            (addr, d, "builtin".to_string())
+            let d = BENCH_HASHES_PER_SHARE / mining::hashes_per_difficulty(1.0);
+            let builtin = start_builtin(&opts.exe, &opts.out, d, roles).await?;
+            (builtin.pool, d, "builtin".to_string())
         }
     };
     let idle_rss = roles
@@ -197,55 +199,6 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
             _ => None,
         },
     })
-}
-
-/// Node and built-in pool as processes; the pool's difficulty fixed for the bench.
-async fn start_builtin(
-    opts: &PoolBenchOptions,
-    roles: &mut Vec<RoleProcess>,
-) -> Result<(SocketAddr, f64)> {
-    let password = format!("{:x}", mono_ns());
-    let mut mempool = node::MempoolConfig::preset(node::MempoolPreset::Testnet);
-    mempool.tx_rate = 0.0;
-    let node_spec = RoleSpec::Node {
-        config: node::NodeConfig {
-            block_interval: Duration::from_secs(3600),
-            difficulty: node::Difficulty::Fixed(1.0), // blocks out of reach
-            mempool,
-            ..node::NodeConfig::default()
-        },
-        rpc_user: "bench".into(),
-        rpc_password: password.clone(),
-    };
-    let (node, ready) = RoleProcess::spawn(&opts.exe, &opts.out, "node", &node_spec).await?;
-    roles.push(node);
-    let difficulty = BENCH_HASHES_PER_SHARE / mining::hashes_per_difficulty(1.0);
-    let pool_spec = RoleSpec::Sv1Pool {
-        config: sv1::pool::PoolConfig {
-            listen: "127.0.0.1:0".parse()?,
-            rpc_url: format!("http://{}", ready_field(&ready, "rpc", "node")?),
-            rpc_user: "bench".into(),
-            rpc_password: password,
-            zmq: ready
-                .get("zmq")
-                .and_then(|z| z.as_str())
-                .map(str::to_string),
-            payout_script: bitcoin::ScriptBuf::new_op_return([0u8; 4]),
-            coinbase_tag: "/stratum-bench pool bench/".into(),
-            job_refresh: Duration::from_secs(3600),
-            vardiff: sv1::pool::VardiffConfig {
-                shares_per_min: 1.0,
-                start: difficulty,
-                min: difficulty,
-                max: difficulty,
-                retarget: Duration::from_secs(3600),
-            },
-            version_rolling_mask: 0x1fff_e000,
-        },
-    };
-    let (pool, ready) = RoleProcess::spawn(&opts.exe, &opts.out, "pool", &pool_spec).await?;
-    roles.push(pool);
-    Ok((ready_field(&ready, "listen", "pool")?.parse()?, difficulty))
 }
 
 async fn measure_step(

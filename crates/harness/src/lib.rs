@@ -1,7 +1,9 @@
 //! Everything about a run that is not a role: the scenario, the role processes, their
 //! lifecycle and resources, live metrics, and the run directory.
 
+pub mod bench_fanout;
 pub mod bench_pool;
+pub mod builtin;
 pub mod host;
 pub mod limits;
 pub mod metrics;

@@ -1,0 +1,50 @@
+//! `stratum-bench bench fanout`.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use harness::bench_fanout::{markdown, FanoutOptions};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct FanoutArgs {
+    /// Miner counts to measure, comma separated (shared/seeds/001 used 225).
+    #[arg(long, value_delimiter = ',', default_value = "225,1000")]
+    miners: Vec<u32>,
+    /// The sender: `sv1-pool` (the built-in SV1 pool). `translator` and `sv2-pool` come
+    /// with the SV2 roles.
+    #[arg(long, default_value = "sv1-pool")]
+    via: String,
+    /// How jobs travel: `tcp` (one connection per miner). `udp-broadcast` and
+    /// `sv2-group` are not built yet.
+    #[arg(long, default_value = "tcp")]
+    mode: String,
+    /// New blocks (fan-outs) measured per miner count.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// Where fanout.json, fanout.md and the roles' logs and events go.
+    #[arg(long, default_value = "runs/fanout")]
+    out: PathBuf,
+}
+
+pub async fn run(args: FanoutArgs) -> Result<()> {
+    if args.via != "sv1-pool" {
+        bail!("--via {}: this build sends through `sv1-pool` only (the SV2 senders come with the SRI roles)", args.via);
+    }
+    if args.mode != "tcp" {
+        bail!("--mode {}: this build measures `tcp` only (`udp-broadcast` and `sv2-group` are not built yet)", args.mode);
+    }
+    anyhow::ensure!(
+        args.rounds > 0 && !args.miners.is_empty(),
+        "--rounds and --miners must not be empty"
+    );
+    let results = harness::bench_fanout::run(FanoutOptions {
+        miners: args.miners,
+        rounds: args.rounds,
+        out: args.out.clone(),
+        exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,
+    })
+    .await?;
+    print!("{}", markdown(&results));
+    println!("\nwritten to {}", args.out.display());
+    Ok(())
+}

@@ -1,0 +1,44 @@
+//! `stratum-bench bench fanout` end to end, on a small bounded count.
+
+mod common;
+
+use common::exe;
+use std::process::Command;
+
+#[test]
+fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
+    let out = std::env::temp_dir().join(format!("fanout-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let run = Command::new(exe())
+        .args([
+            "bench", "fanout", "--miners", "30", "--via", "sv1-pool", "--mode", "tcp", "--rounds",
+            "2",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("us per miner"), "{stdout}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("fanout.json")).unwrap()).unwrap();
+    let r = &results[0];
+    assert_eq!(r["miners"], 30);
+    assert_eq!(r["rounds"], 2, "both new blocks were fanned out");
+    assert_eq!(r["missing"], 0, "every miner got every job");
+    assert_eq!(r["delivery_ms"]["count"], 60);
+    assert!(r["us_per_miner"].as_f64().unwrap() > 0.0);
+    assert!(r["floor_us_per_miner"].as_f64().unwrap() > 0.0);
+
+    let unsupported = Command::new(exe())
+        .args(["bench", "fanout", "--mode", "udp-broadcast"])
+        .output()
+        .unwrap();
+    assert!(!unsupported.status.success());
+    assert!(String::from_utf8_lossy(&unsupported.stderr).contains("udp-broadcast"));
+}

@@ -1,0 +1,333 @@
+//! `stratum-bench bench fanout`: how long a sender takes to get one new job to every
+//! miner (shared/seeds/001: 6,030 us for 225 miners over TCP, 26.8 us per miner).
+//!
+//! N miners sit connected in a separate fleet process; a new block makes the pool send a
+//! clean job to all of them; each miner records when it arrived. Beside it, the machine's
+//! floor: a bare loop of one `write` per already-connected loopback socket.
+
+use crate::builtin::start_builtin;
+use crate::process::{stop_all, RoleProcess};
+use crate::roles::RoleSpec;
+use anyhow::{Context, Result};
+use probe::{Dist, Event, Record};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// FastProxy's TCP proxy (shared/seeds/001), per miner.
+pub const FASTPROXY_TCP_US_PER_MINER: f64 = 26.8;
+
+pub struct FanoutOptions {
+    pub miners: Vec<u32>,
+    /// New blocks (fan-outs) measured per miner count.
+    pub rounds: usize,
+    pub out: PathBuf,
+    pub exe: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FanoutResult {
+    pub miners: u32,
+    pub rounds: usize,
+    /// From the pool having the job to the last miner having it, one value per round.
+    pub last_miner_ms: Dist,
+    /// Median time to the last miner divided by the miners.
+    pub us_per_miner: Option<f64>,
+    /// Every miner's delivery time, all rounds.
+    pub delivery_ms: Dist,
+    /// Miners that never got a round's job (summed over rounds).
+    pub missing: u64,
+    /// CPU the sender (the pool process) spent per fan-out.
+    pub sender_cpu_ms_per_round: Option<f64>,
+    /// The machine's floor for the same count: one write per connected loopback socket.
+    pub floor_us_per_miner: f64,
+}
+
+/// Deliveries of one round's job, each miner counted once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round {
+    pub delivered: Vec<f64>,
+    pub missing: u32,
+}
+
+/// Ties each broadcast `(job_id, t_ns)` to the miners' receipts `(miner, job_id, t_ns)`:
+/// a miner's first receipt counts, repeats do not; a miner without one is missing.
+pub fn account(
+    broadcasts: &[(String, u64)],
+    receipts: &[(u32, String, u64)],
+    miners: u32,
+) -> Vec<Round> {
+    let mut first: HashMap<(&str, u32), u64> = HashMap::new();
+    for (miner, job, t) in receipts {
+        let e = first.entry((job.as_str(), *miner)).or_insert(*t);
+        *e = (*e).min(*t);
+    }
+    broadcasts
+        .iter()
+        .map(|(job, t0)| {
+            let delivered: Vec<f64> = (0..miners)
+                .filter_map(|m| first.get(&(job.as_str(), m)))
+                .map(|t| t.saturating_sub(*t0) as f64 / 1e6)
+                .collect();
+            Round {
+                missing: miners - delivered.len() as u32,
+                delivered,
+            }
+        })
+        .collect()
+}
+
+pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
+    let mut results = Vec::new();
+    for &n in &opts.miners {
+        crate::limits::check_miners(n)?;
+        let dir = opts.out.join(format!("miners-{n}"));
+        let mut roles = Vec::new();
+        let outcome = measure(&opts, n, &dir, &mut roles).await;
+        stop_all(&mut roles).await;
+        let mut r = outcome?;
+        r.floor_us_per_miner = tokio::task::spawn_blocking(move || write_floor(n, 600)).await??;
+        eprintln!(
+            "{n} miners: last miner p50 {} ms, {} us per miner (floor {:.2} us), {} missing",
+            r.last_miner_ms
+                .p50
+                .map_or("-".into(), |v| format!("{v:.3}")),
+            r.us_per_miner.map_or("-".into(), |v| format!("{v:.2}")),
+            r.floor_us_per_miner,
+            r.missing
+        );
+        results.push(r);
+    }
+    std::fs::write(
+        opts.out.join("fanout.json"),
+        serde_json::to_string_pretty(&results)? + "\n",
+    )?;
+    std::fs::write(opts.out.join("fanout.md"), markdown(&results))?;
+    Ok(results)
+}
+
+async fn measure(
+    opts: &FanoutOptions,
+    n: u32,
+    dir: &Path,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<FanoutResult> {
+    // Shares out of reach: the miners only listen.
+    let builtin = start_builtin(&opts.exe, dir, 1e9, roles).await?;
+    let fleet = RoleSpec::Sv1Miners {
+        config: sv1::fleet::FleetConfig {
+            pool: builtin.pool,
+            miners: n,
+            hashrate: 1.0,
+            worker_prefix: "fanout".into(),
+            ramp: Duration::from_secs_f64(f64::from(n) / 2000.0),
+            hash_threads: 1,
+        },
+    };
+    let (fleet, _) = RoleProcess::spawn(&opts.exe, dir, "fleet", &fleet).await?;
+    roles.push(fleet);
+    let fleet_events = dir.join("events/fleet.jsonl");
+    // Every miner has its first job before anything is measured.
+    let deadline = Instant::now() + Duration::from_secs(60 + u64::from(n) / 200);
+    loop {
+        let have: HashSet<u32> = read_lenient(&fleet_events)
+            .iter()
+            .filter_map(|r| match r.event {
+                Event::JobReceived { miner, .. } => Some(miner),
+                _ => None,
+            })
+            .collect();
+        if have.len() as u32 == n || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let pool_cpu_before = roles
+        .iter_mut()
+        .find(|r| r.name == "pool")
+        .and_then(|r| r.meter.sample());
+    let t_start = probe::mono_ns();
+    let cpu_clock = Instant::now();
+    for _ in 0..opts.rounds {
+        let _: serde_json::Value = builtin
+            .rpc
+            .call(
+                "generatetoaddress",
+                serde_json::json!([1, "bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080"]),
+            )
+            .await
+            .context("cannot trigger a new block")?;
+        tokio::time::sleep(Duration::from_millis(1000 + u64::from(n) / 10)).await;
+    }
+    let pool_cpu_after = roles
+        .iter_mut()
+        .find(|r| r.name == "pool")
+        .and_then(|r| r.meter.sample());
+    let elapsed = cpu_clock.elapsed().as_secs_f64();
+
+    let broadcasts: Vec<(String, u64)> = read_lenient(&dir.join("events/pool.jsonl"))
+        .iter()
+        .filter(|r| r.t_ns >= t_start)
+        .filter_map(|r| match &r.event {
+            Event::JobBroadcast {
+                job_id,
+                clean: true,
+                ..
+            } => Some((job_id.clone(), r.t_ns)),
+            _ => None,
+        })
+        .collect();
+    let receipts: Vec<(u32, String, u64)> = read_lenient(&fleet_events)
+        .into_iter()
+        .filter_map(|r| match r.event {
+            Event::JobReceived { miner, job_id, .. } => Some((miner, job_id, r.t_ns)),
+            _ => None,
+        })
+        .collect();
+    let rounds = account(&broadcasts, &receipts, n);
+    let last: Vec<f64> = rounds
+        .iter()
+        .filter_map(|r| r.delivered.iter().copied().reduce(f64::max))
+        .collect();
+    let all: Vec<f64> = rounds
+        .iter()
+        .flat_map(|r| r.delivered.iter().copied())
+        .collect();
+    let last_dist = Dist::of(&last);
+    Ok(FanoutResult {
+        miners: n,
+        rounds: rounds.len(),
+        us_per_miner: last_dist.p50.map(|ms| ms * 1e3 / f64::from(n)),
+        last_miner_ms: last_dist,
+        delivery_ms: Dist::of(&all),
+        missing: rounds.iter().map(|r| u64::from(r.missing)).sum(),
+        // The pool's CPU over the rounds (it is otherwise idle), per fan-out.
+        sender_cpu_ms_per_round: match (pool_cpu_before, pool_cpu_after) {
+            (Some(_), Some((Some(pct), _))) if !rounds.is_empty() => {
+                Some(pct / 100.0 * elapsed * 1e3 / rounds.len() as f64)
+            }
+            _ => None,
+        },
+        floor_us_per_miner: 0.0,
+    })
+}
+
+/// Events of a file still being written: whole lines only.
+fn read_lenient(path: &Path) -> Vec<Record> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The floor: `n` loopback connections already open, one `write` of `len` bytes to each
+/// in a bare loop; the median of 7 loops, per socket, in microseconds.
+pub fn write_floor(n: u32, len: usize) -> Result<f64> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let mut clients = Vec::with_capacity(n as usize);
+    let mut servers = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        clients.push(std::net::TcpStream::connect(addr).context("floor: connect")?);
+        let (s, _) = listener.accept()?;
+        s.set_nodelay(true)?;
+        servers.push(s);
+    }
+    for c in &clients {
+        c.set_nonblocking(true)?;
+    }
+    let msg = vec![b'x'; len];
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut times = Vec::new();
+    for _ in 0..7 {
+        let t = Instant::now();
+        for s in servers.iter_mut() {
+            s.write_all(&msg)?;
+        }
+        times.push(t.elapsed().as_secs_f64() * 1e6 / f64::from(n));
+        // Drain, so the next loop writes into empty buffers as the first did.
+        for c in clients.iter_mut() {
+            while let Ok(k) = c.read(&mut buf) {
+                if k == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+pub fn markdown(results: &[FanoutResult]) -> String {
+    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+    let mut out = String::from(
+        "# Job fan-out over TCP: built-in SV1 pool to N miners\n\n| miners | rounds | last miner ms (p50) | us per miner | floor us per miner | x floor | delivery p50 ms | delivery p99 ms | missing | sender CPU ms per fan-out |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for r in results {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} |\n",
+            r.miners,
+            r.rounds,
+            f(r.last_miner_ms.p50),
+            r.us_per_miner.map_or("-".into(), |v| format!("{v:.2}")),
+            r.floor_us_per_miner,
+            r.us_per_miner
+                .map_or("-".into(), |v| format!("{:.1}", v / r.floor_us_per_miner)),
+            f(r.delivery_ms.p50),
+            f(r.delivery_ms.p99),
+            r.missing,
+            f(r.sender_cpu_ms_per_round),
+        ));
+    }
+    out.push_str(
+        "\nTimes run from the pool's broadcast event to each miner's receipt event (the receiving fleet's scheduling included); the floor is the sender's writes alone. Sender CPU is read in the kernel's 10 ms accounting ticks.\n",
+    );
+    out.push_str(&format!(
+        "\nReference: FastProxy's TCP proxy took 6,030 us for 225 miners, {FASTPROXY_TCP_US_PER_MINER} us per miner (shared/seeds/001, its own hardware).\n"
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_miner_counts_once_and_the_missing_are_reported() {
+        let ms = 1_000_000;
+        let broadcasts = vec![("a".to_string(), 10 * ms), ("b".to_string(), 100 * ms)];
+        let receipts = vec![
+            (0, "a".to_string(), 11 * ms),
+            (1, "a".to_string(), 13 * ms),
+            (1, "a".to_string(), 12 * ms), // the same job twice: its first arrival counts
+            (2, "a".to_string(), 15 * ms),
+            (0, "b".to_string(), 101 * ms),
+            (2, "b".to_string(), 104 * ms), // miner 1 never got b
+            (7, "b".to_string(), 105 * ms), // not one of the 3 miners
+        ];
+        let rounds = account(&broadcasts, &receipts, 3);
+        assert_eq!(
+            rounds[0],
+            Round {
+                delivered: vec![1.0, 2.0, 5.0],
+                missing: 0
+            }
+        );
+        assert_eq!(
+            rounds[1],
+            Round {
+                delivered: vec![1.0, 4.0],
+                missing: 1
+            }
+        );
+    }
+
+    #[test]
+    fn the_floor_is_measured() {
+        let us = write_floor(50, 600).unwrap();
+        assert!(us > 0.0 && us < 1000.0, "{us} us per write");
+    }
+}
