@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::io::BufReader;
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 /// Unparseable lines tolerated before the connection is closed.
@@ -59,11 +59,12 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
                 }
                 let job = jobs.borrow_and_update().clone();
                 if let Some(job) = job {
-                    let msgs = session.notify(&job);
+                    let (difficulty, line) = session.notify(&job);
                     let mut failed = false;
-                    for msg in &msgs {
-                        failed |= write_json(&mut write, msg).await.is_err();
+                    if let Some(msg) = difficulty {
+                        failed |= write_json(&mut write, &msg).await.is_err();
                     }
+                    failed |= write.write_all(line).await.is_err();
                     if failed {
                         break "write failed".to_string();
                     }
@@ -123,18 +124,18 @@ impl Session {
         self.subscribed && !self.workers.is_empty()
     }
 
-    /// `set_difficulty` if it changed, then `notify` (clean when the tip moved for
-    /// this miner, whatever the pool marked).
-    fn notify(&mut self, job: &PoolJob) -> Vec<Value> {
-        let mut out = Vec::with_capacity(2);
-        if self.difficulty_pending {
-            out.push(wire::request(
+    /// What to send for `job`: `set_difficulty` when it changed, then the job's notify line
+    /// (rendered once for all miners) with clean_jobs set when the tip moved for this
+    /// miner, whatever the pool marked.
+    fn notify<'j>(&mut self, job: &'j PoolJob) -> (Option<Value>, &'j [u8]) {
+        let difficulty = self.difficulty_pending.then(|| {
+            self.difficulty_pending = false;
+            wire::request(
                 Value::Null,
                 "mining.set_difficulty",
                 json!([self.difficulty]),
-            ));
-            self.difficulty_pending = false;
-        }
+            )
+        });
         let new_tip = self.last_prev != Some(job.job.prev_hash);
         if new_tip {
             self.job_difficulty.clear();
@@ -146,10 +147,8 @@ impl Session {
             .entry(job.job.job_id.clone())
             .or_insert(self.difficulty);
         *sent = sent.min(self.difficulty);
-        let mut params = job.job.notify_params();
-        params[8] = json!(job.job.clean || new_tip);
-        out.push(wire::request(Value::Null, "mining.notify", params));
-        out
+        let clean = job.job.clean || new_tip;
+        (difficulty, &job.notify_lines[usize::from(clean)])
     }
 
     fn rate_limited(&mut self) -> bool {

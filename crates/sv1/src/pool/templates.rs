@@ -152,6 +152,29 @@ impl BlockTemplate {
 pub struct PoolJob {
     pub job: Job,
     pub template: Arc<BlockTemplate>,
+    /// The `mining.notify` line (newline included), rendered once for every miner:
+    /// `[0]` with clean_jobs false, `[1]` with it true.
+    pub notify_lines: [Vec<u8>; 2],
+}
+
+impl PoolJob {
+    pub fn new(job: Job, template: Arc<BlockTemplate>) -> PoolJob {
+        let line = |clean: bool| {
+            let mut params = job.notify_params();
+            params[8] = serde_json::Value::Bool(clean);
+            let mut bytes =
+                serde_json::to_vec(&crate::wire::request(Value::Null, "mining.notify", params))
+                    .expect("JSON values serialise");
+            bytes.push(b'\n');
+            bytes
+        };
+        let notify_lines = [line(false), line(true)];
+        PoolJob {
+            job,
+            template,
+            notify_lines,
+        }
+    }
 }
 
 pub async fn fetch(rpc: &RpcClient, longpollid: Option<&str>) -> Result<BlockTemplate> {
@@ -194,10 +217,7 @@ pub fn job_for(
         ntime: template.curtime,
         clean,
     };
-    PoolJob {
-        job,
-        template: Arc::new(template),
-    }
+    PoolJob::new(job, Arc::new(template))
 }
 
 /// The push of the coinbase tag must fit one byte of length.
