@@ -39,7 +39,8 @@ pub struct FanoutResult {
     pub delivery_ms: Dist,
     /// Miners that never got a round's job (summed over rounds).
     pub missing: u64,
-    /// CPU the sender (the pool process) spent per fan-out.
+    /// CPU the sender (the pool process) spent per fan-out; `None` when below the kernel's
+    /// accounting tick over all rounds.
     pub sender_cpu_ms_per_round: Option<f64>,
     /// The machine's floor for the same count: one write per connected loopback socket.
     pub floor_us_per_miner: f64,
@@ -205,7 +206,8 @@ async fn measure(
         missing: rounds.iter().map(|r| u64::from(r.missing)).sum(),
         // The pool's CPU over the rounds (it is otherwise idle), per fan-out.
         sender_cpu_ms_per_round: match (pool_cpu_before, pool_cpu_after) {
-            (Some(_), Some((Some(pct), _))) if !rounds.is_empty() => {
+            // Zero ticks is below the kernel's 10 ms resolution, not zero: left unknown.
+            (Some(_), Some((Some(pct), _))) if !rounds.is_empty() && pct > 0.0 => {
                 Some(pct / 100.0 * elapsed * 1e3 / rounds.len() as f64)
             }
             _ => None,
@@ -279,7 +281,8 @@ pub fn markdown(results: &[FanoutResult]) -> String {
             f(r.delivery_ms.p50),
             f(r.delivery_ms.p99),
             r.missing,
-            f(r.sender_cpu_ms_per_round),
+            r.sender_cpu_ms_per_round
+                .map_or("below one 10 ms tick".into(), |v| format!("{v:.1}")),
         ));
     }
     out.push_str(
