@@ -1,6 +1,7 @@
-//! `stratum-bench bench template`: how long getblocktemplate takes, fresh and cached.
+//! `stratum-bench bench template`: how long a node takes to hand out a template, fresh
+//! and cached, full (getblocktemplate) and light (getblocktemplatelight).
 
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context, Result};
 use bitcoind_rpc::RpcClient;
 use clap::Args;
 use node::{
@@ -12,7 +13,17 @@ use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub struct TemplateArgs {
-    /// Transactions in the mempool (shared/seeds/003 used 6,000).
+    /// `builtin` (our node, with a mempool of --mempool transactions) or the URL of any
+    /// bitcoind-compatible node, for example http://127.0.0.1:18443 (its mempool as it is;
+    /// a fresh template cannot be forced there, so only repeated calls are measured).
+    #[arg(long, default_value = "builtin")]
+    node: String,
+    /// RPC user and password of a node given by URL.
+    #[arg(long, default_value = "")]
+    rpc_user: String,
+    #[arg(long, default_value = "")]
+    rpc_password: String,
+    /// Transactions in the built-in node's mempool (shared/seeds/003 used 6,000).
     #[arg(long, default_value_t = 6000)]
     mempool: usize,
     /// Calls measured for each case.
@@ -23,22 +34,52 @@ pub struct TemplateArgs {
     seed: u64,
 }
 
+/// One template call, timed to the last byte of the reply: parsing it is the client's
+/// cost, not the node's, so replies are checked once, outside the timed calls.
+struct Caller<'a> {
+    rpc: &'a RpcClient,
+}
+
+impl Caller<'_> {
+    async fn call(&self, method: &str) -> Result<String> {
+        let request =
+            json!({"id": 1, "method": method, "params": [{"rules": ["segwit"]}]}).to_string();
+        let (status, body) = self.rpc.post(request).await?;
+        ensure!(
+            status == 200,
+            "{method} failed (HTTP {status}): {}",
+            body.chars().take(200).collect::<String>()
+        );
+        Ok(body)
+    }
+
+    async fn timed(&self, method: &str) -> Result<f64> {
+        let t = Instant::now();
+        self.call(method).await?;
+        Ok(t.elapsed().as_secs_f64() * 1e3)
+    }
+}
+
+const VARIANTS: [&str; 2] = ["getblocktemplate", "getblocktemplatelight"];
+
 pub async fn run(args: TemplateArgs) -> Result<()> {
     ensure!(args.iterations > 0, "--iterations must be at least 1");
+    if args.node != "builtin" {
+        return run_against(&args).await;
+    }
     let mut mempool = MempoolConfig::preset(MempoolPreset::Mainnet);
     mempool.initial_txs = args.mempool;
     mempool.tx_rate = 0.0; // the mempool changes only when the benchmark says so
     mempool.max_txs = args.mempool.max(1) * 2;
-    let config = NodeConfig {
-        seed: args.seed,
-        block_interval: Duration::from_secs(3600 * 24 * 365),
-        difficulty: Difficulty::RegtestEasy,
-        mempool,
-        template_refresh: Duration::ZERO,
-        ..NodeConfig::default()
-    };
     let node = NodeHandle::start(NodeOptions {
-        config,
+        config: NodeConfig {
+            seed: args.seed,
+            block_interval: Duration::from_secs(3600 * 24 * 365),
+            difficulty: Difficulty::RegtestEasy,
+            mempool,
+            template_refresh: Duration::ZERO,
+            ..NodeConfig::default()
+        },
         rpc_bind: "127.0.0.1:0".parse()?,
         auth: RpcAuth::UserPassword {
             user: "bench".into(),
@@ -50,65 +91,88 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
     })
     .await?;
     let rpc = RpcClient::new(&format!("http://{}", node.rpc_addr), "bench", "bench");
-    // Timed to the last byte of the reply; parsing it is the client's cost, not the
-    // node's, so it is checked once, outside the timed calls.
-    let request = json!({"id": 1, "method": "getblocktemplate", "params": [{"rules": ["segwit"]}]})
-        .to_string();
-    let call = || async {
-        let (status, body) = rpc.post(request.clone()).await?;
-        ensure!(
-            status == 200,
-            "getblocktemplate failed (HTTP {status}): {body}"
-        );
-        Ok(body)
-    };
-    let first_body = call().await?;
-    let first: Value = serde_json::from_str(&first_body)?;
+    let caller = Caller { rpc: &rpc };
+    let first: Value = serde_json::from_str(&caller.call("getblocktemplate").await?)?;
     let tx_count = first["result"]["transactions"]
         .as_array()
         .map_or(0, Vec::len);
-    let json_bytes = first_body.len();
 
-    let mut fresh = Vec::with_capacity(args.iterations);
+    let mut rows = Vec::new();
+    for method in VARIANTS {
+        let bytes = caller.call(method).await?.len();
+        let mut fresh = Vec::with_capacity(args.iterations);
+        for _ in 0..args.iterations {
+            // A new transaction makes the next call build a fresh template.
+            node.state().add_generated_tx();
+            fresh.push(caller.timed(method).await?);
+        }
+        let mut cached = Vec::with_capacity(args.iterations);
+        for _ in 0..args.iterations {
+            cached.push(caller.timed(method).await?);
+        }
+        rows.push((
+            format!("{method} fresh ({:.2} MB)", bytes as f64 / 1e6),
+            Dist::of(&fresh),
+        ));
+        rows.push((
+            format!("{method} cached ({:.2} MB)", bytes as f64 / 1e6),
+            Dist::of(&cached),
+        ));
+    }
+    // Assembly alone, without HTTP and JSON, for reference.
     let mut build_only = Vec::with_capacity(args.iterations);
     for _ in 0..args.iterations {
-        node.state().add_generated_tx();
-        let t = Instant::now();
-        call().await?;
-        fresh.push(t.elapsed().as_secs_f64() * 1e3);
-        // Assembly alone, without HTTP and JSON, for reference.
         let mut state = node.state();
         state.add_generated_tx();
         let t = Instant::now();
         let _ = state.template();
         build_only.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    let mut cached = Vec::with_capacity(args.iterations);
-    for _ in 0..args.iterations {
-        let t = Instant::now();
-        call().await?;
-        cached.push(t.elapsed().as_secs_f64() * 1e3);
-    }
+    rows.push((
+        "fresh assembly only (in process)".into(),
+        Dist::of(&build_only),
+    ));
     node.shutdown().await?;
 
     println!(
-        "getblocktemplate, {} txs in mempool, {} in the template, {:.2} MB of JSON, {} calls each",
-        args.mempool,
-        tx_count,
-        json_bytes as f64 / 1e6,
-        args.iterations
+        "built-in node, {} txs in mempool, {} in the template, {} calls per case",
+        args.mempool, tx_count, args.iterations
     );
-    print!(
-        "{}",
-        probe::stats::table(
-            "case (ms)",
-            &[
-                ("fresh template, over RPC", Dist::of(&fresh)),
-                ("cached template, over RPC", Dist::of(&cached)),
-                ("fresh assembly only (in process)", Dist::of(&build_only)),
-            ]
-        )
+    let table: Vec<(&str, Dist)> = rows.iter().map(|(n, d)| (n.as_str(), d.clone())).collect();
+    print!("{}", probe::stats::table("case (ms)", &table));
+    println!("reference (shared/seeds/003, BCHN, 6000 txs): getblocktemplatelight 62.0 ms fresh, 0.9 ms cached; getblocktemplate 164 ms fresh, 117 ms cached");
+    Ok(())
+}
+
+/// Repeated calls to a node given by URL, each variant it serves.
+async fn run_against(args: &TemplateArgs) -> Result<()> {
+    let rpc = RpcClient::new(&args.node, &args.rpc_user, &args.rpc_password);
+    let _: Value =
+        tokio::time::timeout(Duration::from_secs(5), rpc.call("getblockcount", json!([])))
+            .await
+            .map_err(|_| anyhow::anyhow!("{} did not answer within 5 s", args.node))?
+            .with_context(|| format!("{} does not answer RPC", args.node))?;
+    let caller = Caller { rpc: &rpc };
+    let mut rows = Vec::new();
+    for method in VARIANTS {
+        let Ok(body) = caller.call(method).await else {
+            println!("{method}: not served by {}", args.node);
+            continue;
+        };
+        let mut times = Vec::with_capacity(args.iterations);
+        for _ in 0..args.iterations {
+            times.push(caller.timed(method).await?);
+        }
+        rows.push((
+            format!("{method} as served ({:.2} MB)", body.len() as f64 / 1e6),
+            Dist::of(&times),
+        ));
+    }
+    println!(
+        "{}: {} calls per case (fresh or cached as the node decides)",
+        args.node, args.iterations
     );
-    println!("reference (shared/seeds/003, BCHN getblocktemplatelight, 6000 txs): 62.0 ms fresh, 0.9 ms cached; full getblocktemplate 164 ms fresh, 117 ms cached");
+    let table: Vec<(&str, Dist)> = rows.iter().map(|(n, d)| (n.as_str(), d.clone())).collect();
+    print!("{}", probe::stats::table("case (ms)", &table));
     Ok(())
 }

@@ -23,6 +23,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 const NS: u64 = 1_000_000_000;
+/// Templates kept for submitblocklight; an older job gets "job_id data not available".
+const RECENT_TEMPLATES: usize = 32;
 
 /// The answer to a submitted block.
 #[derive(Debug)]
@@ -51,6 +53,9 @@ pub struct NodeState {
     next_template_id: u64,
     /// Marker transactions of the templates handed out on the current tip.
     markers: HashMap<Txid, Arc<MempoolTx>>,
+    /// The last templates handed out on the current tip (for submitblocklight), oldest
+    /// first, at most [`RECENT_TEMPLATES`]: each holds megabytes of rendered JSON.
+    recent: VecDeque<Arc<Template>>,
     network_blocks: u64,
     recorder: Recorder,
 }
@@ -91,6 +96,7 @@ impl NodeState {
             template: None,
             next_template_id: 1,
             markers: HashMap::new(),
+            recent: VecDeque::new(),
             network_blocks: 0,
             recorder,
             cfg,
@@ -217,6 +223,7 @@ impl NodeState {
         }
         let entry = self.chain.connect(block, fees);
         self.markers.clear();
+        self.recent.clear();
         self.template = None;
         self.recorder.record(Event::TipChanged {
             height: entry.height,
@@ -253,6 +260,10 @@ impl NodeState {
         ));
         self.next_template_id += 1;
         self.markers.insert(t.marker_txid(), t.txs[0].clone());
+        if self.recent.len() == RECENT_TEMPLATES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(t.clone());
         self.recorder.record(Event::TemplateBuilt {
             template_id: t.id,
             prev_hash: t.prev_hash.to_string(),
@@ -314,6 +325,11 @@ impl NodeState {
                 Submission::Rejected(reason)
             }
         }
+    }
+
+    /// A template handed out on the current tip.
+    pub fn recent_template(&self, id: u64) -> Option<Arc<Template>> {
+        self.recent.iter().find(|t| t.id == id).cloned()
     }
 
     /// BIP23 block proposal: the verdict without accepting the block.

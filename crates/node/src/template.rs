@@ -156,14 +156,31 @@ impl Template {
         format!("{}{}", self.prev_hash, self.mempool_version)
     }
 
-    /// The getblocktemplate reply, field for field as bitcoind writes it.
-    pub fn gbt_json(&self, curtime: u32) -> String {
-        let mut out = String::with_capacity(self.txs_json.len() + 1024);
+    /// The getblocktemplate reply, field for field as bitcoind writes it. The light form
+    /// (getblocktemplatelight, as Bitcoin Cash Node defines it) carries the coinbase's
+    /// merkle branch and a `job_id` instead of every transaction; the node keeps the
+    /// transactions and rebuilds the block on `submitblocklight`.
+    pub fn gbt_json(&self, curtime: u32, light: bool) -> String {
+        let body = if light {
+            let merkle: Vec<String> = self
+                .coinbase_merkle_branch
+                .iter()
+                .map(|n| format!("\"{}\"", hex::encode(n.as_byte_array())))
+                .collect();
+            format!(
+                r#""job_id":"{:x}","merkle":[{}]"#,
+                self.id,
+                merkle.join(",")
+            )
+        } else {
+            format!(r#""transactions":[{}]"#, self.txs_json)
+        };
+        let mut out = String::with_capacity(body.len() + 1024);
         write!(
             out,
             concat!(
                 r#"{{"capabilities":["proposal"],"version":{},"rules":["csv","!segwit","taproot"],"#,
-                r#""vbavailable":{{}},"vbrequired":0,"previousblockhash":"{}","transactions":[{}],"#,
+                r#""vbavailable":{{}},"vbrequired":0,"previousblockhash":"{}",{},"#,
                 r#""coinbaseaux":{{}},"coinbasevalue":{},"longpollid":"{}","target":"{}","mintime":{},"#,
                 r#""mutable":["time","transactions","prevblock"],"noncerange":"00000000ffffffff","#,
                 r#""sigoplimit":{},"sizelimit":{},"weightlimit":{},"curtime":{},"bits":"{:08x}","#,
@@ -171,7 +188,7 @@ impl Template {
             ),
             self.version,
             self.prev_hash,
-            self.txs_json,
+            body,
             self.value(),
             self.longpollid(),
             hex::encode(self.target().to_be_bytes()),

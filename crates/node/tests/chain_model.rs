@@ -358,3 +358,34 @@ fn events_tie_templates_submissions_and_tips_together() {
         .iter()
         .any(|e| matches!(e, Event::NetworkTemplateValue { .. })));
 }
+
+#[test]
+fn only_the_latest_templates_are_kept_for_light_submission() {
+    // No network blocks: a new tip would rightly drop every template.
+    let mut n = node(NodeConfig {
+        scripted_arrivals: Some(vec![]),
+        ..config(10)
+    });
+    let mut ids = Vec::new();
+    for i in 1..=40u64 {
+        n.add_generated_tx();
+        n.advance_to(i * 6 * SECOND); // past the 5 s refresh, with the mempool changed
+        ids.push(n.template().id);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 40, "a fresh template each time");
+    assert!(
+        n.recent_template(ids[0]).is_none(),
+        "the oldest is let go (memory stays bounded)"
+    );
+    assert!(n.recent_template(ids[39]).is_some());
+    assert!(
+        n.recent_template(ids[39 - 31]).is_some(),
+        "the last 32 are kept"
+    );
+    n.mine_network_block(None);
+    assert!(
+        n.recent_template(ids[39]).is_none(),
+        "a new tip makes them all stale"
+    );
+}

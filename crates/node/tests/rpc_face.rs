@@ -323,3 +323,85 @@ async fn height_advances_and_zmq_hashblock_and_longpoll_follow_the_tip() {
     assert_eq!(height, 880_002, "both scripted blocks arrived");
     node.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn light_templates_carry_the_branch_and_submitblocklight_completes_the_block() {
+    let (node, rpc) = start(quiet_network(), false).await;
+    let light: Value = rpc
+        .call("getblocktemplatelight", json!([{"rules": ["segwit"]}]))
+        .await
+        .unwrap();
+    assert!(
+        light.get("transactions").is_none(),
+        "no transaction data in the light form"
+    );
+    let branch: Vec<TxMerkleNode> = light["merkle"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            bitcoin::consensus::deserialize(&hex::decode(h.as_str().unwrap()).unwrap()).unwrap()
+        })
+        .collect();
+    assert!(
+        branch.len() > 5,
+        "a branch through hundreds of transactions"
+    );
+    let job_id = light["job_id"].as_str().unwrap().to_string();
+
+    // Header and coinbase only, as a light pool has them.
+    let commitment = ScriptBuf::from_bytes(
+        hex::decode(light["default_witness_commitment"].as_str().unwrap()).unwrap(),
+    );
+    let coinbase = network_coinbase(
+        light["height"].as_u64().unwrap() as u32,
+        b"/light pool/",
+        light["coinbasevalue"].as_u64().unwrap(),
+        Some(&commitment),
+    );
+    let mut header = bitcoin::block::Header {
+        version: bitcoin::block::Version::from_consensus(light["version"].as_i64().unwrap() as i32),
+        prev_blockhash: light["previousblockhash"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap(),
+        merkle_root: merkle_root_from_branch(coinbase.compute_txid().to_raw_hash(), &branch),
+        time: light["curtime"].as_u64().unwrap() as u32,
+        bits: bitcoin::CompactTarget::from_consensus(
+            u32::from_str_radix(light["bits"].as_str().unwrap(), 16).unwrap(),
+        ),
+        nonce: 0,
+    };
+    while header.validate_pow(header.target()).is_err() {
+        header.nonce += 1;
+    }
+    let partial = Block {
+        header,
+        txdata: vec![coinbase],
+    };
+    let hex = bitcoin::consensus::encode::serialize_hex(&partial);
+
+    let err = rpc
+        .call::<Value>("submitblocklight", json!([hex, "ffffffff"]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RpcCallError::Rpc { code: -8, .. }), "{err}");
+    let verdict: Value = rpc
+        .call("submitblocklight", json!([hex, job_id]))
+        .await
+        .unwrap();
+    assert_eq!(
+        verdict,
+        Value::Null,
+        "the node rebuilt and accepted the block"
+    );
+    let best: String = rpc.call("getbestblockhash", json!([])).await.unwrap();
+    assert_eq!(best, header.block_hash().to_string());
+    let block: Value = rpc.call("getblock", json!([best])).await.unwrap();
+    assert!(
+        block["nTx"].as_u64().unwrap() > 100,
+        "every template transaction is in the block"
+    );
+    node.shutdown().await.unwrap();
+}

@@ -81,6 +81,14 @@ const METHODS: &[(&str, Signature)] = &[
             "template_request"
         ),
     ),
+    (
+        "getblocktemplatelight",
+        sig!(
+            "getblocktemplatelight {\"rules\":[\"segwit\"],...}",
+            0,
+            "template_request"
+        ),
+    ),
     ("getconnectioncount", sig!("getconnectioncount", 0)),
     ("getdifficulty", sig!("getdifficulty", 0)),
     ("getmempoolinfo", sig!("getmempoolinfo", 0)),
@@ -119,6 +127,15 @@ const METHODS: &[(&str, Signature)] = &[
             "dummy"
         ),
     ),
+    (
+        "submitblocklight",
+        sig!(
+            "submitblocklight \"hexdata\" \"job_id\"",
+            2,
+            "hexdata",
+            "job_id"
+        ),
+    ),
     ("uptime", sig!("uptime", 0)),
     (
         "validateaddress",
@@ -133,7 +150,13 @@ pub async fn dispatch(shared: &Arc<Shared>, method: &str, raw: Value) -> Result<
     let p = Params::parse(sig, raw)?;
     let json = |v: Value| Ok(Reply::Json(v));
     match method {
-        "getblocktemplate" => get_block_template(shared, &p).await,
+        "getblocktemplate" => get_block_template(shared, &p, false).await,
+        "getblocktemplatelight" => get_block_template(shared, &p, true).await,
+        "submitblocklight" => json(submit_block_light(
+            shared,
+            p.required_str(0)?,
+            p.required_str(1)?,
+        )?),
         "submitblock" => json(submit_block(shared, p.required_str(0)?)?),
         "getbestblockhash" => json(json!(shared.sync().tip_hash().to_string())),
         "getblockcount" => json(json!(shared.sync().chain().height())),
@@ -317,7 +340,11 @@ pub async fn dispatch(shared: &Arc<Shared>, method: &str, raw: Value) -> Result<
     }
 }
 
-async fn get_block_template(shared: &Arc<Shared>, p: &Params) -> Result<Reply, RpcError> {
+async fn get_block_template(
+    shared: &Arc<Shared>,
+    p: &Params,
+    light: bool,
+) -> Result<Reply, RpcError> {
     let request = p.object(0)?.cloned().unwrap_or_default();
     let mode = request
         .get("mode")
@@ -357,7 +384,7 @@ async fn get_block_template(shared: &Arc<Shared>, p: &Params) -> Result<Reply, R
         (t, state.header_time())
     };
     // Rendered outside the lock: the big part was rendered once, as each tx arrived.
-    Ok(Reply::Raw(template.gbt_json(curtime)))
+    Ok(Reply::Raw(template.gbt_json(curtime, light)))
 }
 
 /// Holds a longpoll until the tip changes, or until the mempool changed and a minute has
@@ -390,6 +417,37 @@ async fn wait_for_newer_template(shared: &Arc<Shared>, longpollid: &str) {
 }
 
 fn submit_block(shared: &Arc<Shared>, hex_data: &str) -> Result<Value, RpcError> {
+    let block = decode_block(hex_data)?;
+    judge_block(shared, block, "submitblock")
+}
+
+/// A block of header and coinbase only, completed with the transactions of the template
+/// `job_id` (from getblocktemplatelight).
+fn submit_block_light(
+    shared: &Arc<Shared>,
+    hex_data: &str,
+    job_id: &str,
+) -> Result<Value, RpcError> {
+    let partial = decode_block(hex_data)?;
+    let template = u64::from_str_radix(job_id, 16)
+        .ok()
+        .and_then(|id| shared.sync().recent_template(id))
+        .ok_or_else(|| RpcError::new(RPC_INVALID_PARAMETER, "job_id data not available"))?;
+    let coinbase = partial
+        .txdata
+        .into_iter()
+        .next()
+        .expect("decode_block checked the coinbase");
+    let block = crate::template::assemble_block(
+        partial.header,
+        coinbase,
+        &template.coinbase_merkle_branch,
+        template.txs.iter().map(|t| t.tx.clone()),
+    );
+    judge_block(shared, block, "submitblocklight")
+}
+
+fn decode_block(hex_data: &str) -> Result<Block, RpcError> {
     let block: Block = decode_hex(hex_data)
         .map_err(|_| RpcError::new(RPC_DESERIALIZATION_ERROR, "Block decode failed"))?;
     if block.txdata.first().is_none_or(|t| !t.is_coinbase()) {
@@ -398,8 +456,12 @@ fn submit_block(shared: &Arc<Shared>, hex_data: &str) -> Result<Value, RpcError>
             "Block does not start with a coinbase",
         ));
     }
+    Ok(block)
+}
+
+fn judge_block(shared: &Arc<Shared>, block: Block, via: &str) -> Result<Value, RpcError> {
     let mut state = shared.sync();
-    match state.submit_block(block, "submitblock") {
+    match state.submit_block(block, via) {
         Submission::Accepted(tip) => {
             shared.announce(&[tip]);
             Ok(Value::Null)
