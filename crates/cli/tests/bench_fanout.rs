@@ -7,26 +7,14 @@ use std::process::Command;
 
 #[test]
 fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
-    let out = std::env::temp_dir().join(format!("fanout-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let run = Command::new(exe())
-        .args([
-            "bench", "fanout", "--miners", "30", "--via", "sv1-pool", "--mode", "tcp", "--rounds",
-            "2",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    let (stdout, results) = common::bench(
+        "fanout",
+        &[
+            "fanout", "--miners", "30", "--via", "sv1-pool", "--mode", "tcp", "--rounds", "2",
+        ],
+        "fanout.json",
     );
-    let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(stdout.contains("us per miner"), "{stdout}");
-    let results: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("fanout.json")).unwrap()).unwrap();
     let r = &results[0];
     assert_eq!(r["miners"], 30);
     assert_eq!(r["rounds"], 2, "both new blocks were fanned out");

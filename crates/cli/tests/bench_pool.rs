@@ -7,25 +7,25 @@ use std::process::Command;
 
 #[test]
 fn the_pool_bench_ramps_and_reports_each_step() {
-    let out = std::env::temp_dir().join(format!("pool-bench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let run = Command::new(exe())
-        .args([
-            "bench", "pool", "--target", "builtin", "--miners", "20", "--rate", "200",
-        ])
-        .args(["--step", "2s", "--max-steps", "2", "--p99-bound-ms", "1000"])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    let (_, report) = common::bench(
+        "pool-bench",
+        &[
+            "pool",
+            "--target",
+            "builtin",
+            "--miners",
+            "20",
+            "--rate",
+            "200",
+            "--step",
+            "2s",
+            "--max-steps",
+            "2",
+            "--p99-bound-ms",
+            "1000",
+        ],
+        "pool-bench.json",
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("pool-bench.json")).unwrap())
-            .unwrap();
     let steps = report["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2, "two bounded steps");
     for (step, offered) in steps.iter().zip([200.0, 400.0]) {
@@ -47,7 +47,7 @@ fn the_pool_bench_ramps_and_reports_each_step() {
             "1",
         ])
         .arg("--out")
-        .arg(&out)
+        .arg(std::env::temp_dir().join(format!("pool-bench-unreachable-{}", std::process::id())))
         .output()
         .unwrap();
     assert!(!unreachable.status.success());

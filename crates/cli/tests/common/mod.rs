@@ -76,3 +76,27 @@ pub fn run_baseline(out: &Path, args: &[&str]) -> Command {
     }
     cmd
 }
+
+/// Runs `stratum-bench bench <args> --out <fresh dir>`, requires success, and returns its
+/// stdout and the JSON file `result` it wrote.
+pub fn bench(name: &str, args: &[&str], result: &str) -> (String, serde_json::Value) {
+    let out = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let run = Command::new(exe())
+        .arg("bench")
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let json = std::fs::read_to_string(out.join(result)).expect("the bench wrote its results");
+    (
+        String::from_utf8_lossy(&run.stdout).into_owned(),
+        serde_json::from_str(&json).unwrap(),
+    )
+}
