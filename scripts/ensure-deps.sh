@@ -3,7 +3,7 @@
 # As root it installs Debian packages itself; otherwise it names them and stops.
 set -euo pipefail
 
-MIN_RUST="1.85"
+MIN_RUST="1.88"
 
 # Debian packages, each with a command (or file) that shows it is present.
 # capnproto/libcapnp-dev are what the SRI pool and JDC build against; prometheus brings

@@ -17,8 +17,21 @@ pub struct Summary {
     pub link: LinkSummary,
     pub network: NetworkSummary,
     pub sides: BTreeMap<String, SideSummary>,
+    /// Per SV2 side, every numeric metric it shares with the `sv1` side: both values,
+    /// the difference and the difference in percent of SV1.
+    #[serde(default)]
+    pub deltas: BTreeMap<String, BTreeMap<String, Delta>>,
     /// Events that could not be tied to their counterpart, by kind.
     pub unmatched: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Delta {
+    pub sv2: f64,
+    pub sv1: f64,
+    pub delta: f64,
+    /// `None` when the SV1 value is zero.
+    pub pct: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -28,6 +41,9 @@ pub struct LinkSummary {
     pub bandwidth_bps: Option<u64>,
     /// What the relay itself added past each chunk's due time, per link role.
     pub relay_lateness_ms: BTreeMap<String, LatenessSummary>,
+    /// What each Noise-terminating tap added per frame (up: towards the pool).
+    #[serde(default)]
+    pub tap_latency_ms: BTreeMap<String, LatenessSummary>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -351,6 +367,19 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
             _ => None,
         })
         .collect();
+    let tap_latency_ms = events
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::TapLatency { up_ms, down_ms } => Some((
+                r.role.clone(),
+                LatenessSummary {
+                    up: up_ms.clone(),
+                    down: down_ms.clone(),
+                },
+            )),
+            _ => None,
+        })
+        .collect();
     for r in &events {
         if let Event::RoleExited { name, .. } = &r.event {
             *unmatched.entry(format!("role_exited:{name}")).or_default() += 1;
@@ -366,14 +395,74 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
             jitter_ms: m.link.jitter_ms,
             bandwidth_bps: m.link.bandwidth_bps,
             relay_lateness_ms,
+            tap_latency_ms,
         },
         network: NetworkSummary {
             template_value_sats: Dist::of(&network_values),
             blocks: network_blocks,
         },
+        deltas: deltas(&sides),
         sides,
         unmatched,
     }
+}
+
+/// Every numeric metric an SV2 side shares with the SV1 side, as SV2 against SV1.
+pub fn deltas(sides: &BTreeMap<String, SideSummary>) -> BTreeMap<String, BTreeMap<String, Delta>> {
+    let Some(sv1) = sides.get("sv1") else {
+        return BTreeMap::new();
+    };
+    let base = numeric_leaves(&serde_json::to_value(sv1).expect("a summary serialises"));
+    sides
+        .iter()
+        .filter(|(name, _)| name.starts_with("sv2"))
+        .map(|(name, side)| {
+            let ours = numeric_leaves(&serde_json::to_value(side).expect("a summary serialises"));
+            let rows = ours
+                .into_iter()
+                .filter(|(path, _)| path != "miners")
+                .filter_map(|(path, sv2)| {
+                    let sv1 = *base.get(&path)?;
+                    let delta = sv2 - sv1;
+                    let pct = (sv1 != 0.0).then(|| delta / sv1.abs() * 100.0);
+                    Some((
+                        path,
+                        Delta {
+                            sv2,
+                            sv1,
+                            delta,
+                            pct,
+                        },
+                    ))
+                })
+                .collect();
+            (name.clone(), rows)
+        })
+        .collect()
+}
+
+/// The numbers of a JSON tree by dotted path (`shares.accepted`, `new_job_ms.p50`).
+fn numeric_leaves(v: &serde_json::Value) -> BTreeMap<String, f64> {
+    fn walk(v: &serde_json::Value, path: &mut Vec<String>, out: &mut BTreeMap<String, f64>) {
+        match v {
+            serde_json::Value::Number(n) => {
+                if let Some(x) = n.as_f64() {
+                    out.insert(path.join("."), x);
+                }
+            }
+            serde_json::Value::Object(map) => {
+                for (k, child) in map {
+                    path.push(k.clone());
+                    walk(child, path, out);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(v, &mut Vec::new(), &mut out);
+    out
 }
 
 /// The node's tip at `t` (`tips` sorted by time); `None` before the first tip change.

@@ -88,6 +88,7 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
         zmq_bind: None,
         recorder: Recorder::disabled(),
         value_sample_interval: Duration::from_secs(3600),
+        tdp: None,
     })
     .await?;
     let rpc = RpcClient::new(&format!("http://{}", node.rpc_addr), "bench", "bench");

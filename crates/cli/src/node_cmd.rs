@@ -143,6 +143,7 @@ pub async fn run(args: NodeArgs) -> Result<()> {
         zmq_bind: (!args.no_zmq).then(|| args.zmq_bind.clone()),
         recorder: recorder.clone(),
         value_sample_interval: Duration::from_secs(1),
+        tdp: None,
     })
     .await?;
     {

@@ -157,6 +157,38 @@ fn table(s: &Summary) -> String {
             dist(&lateness.down)
         ));
     }
+    for (role, added) in &s.link.tap_latency_ms {
+        out.push_str(&format!(
+            "{role} tap added ms: to pool {}, from pool {}\n",
+            dist(&added.up),
+            dist(&added.down)
+        ));
+    }
+    // The seed report's "SV2 delta" lines: the headline metrics, SV2 against SV1.
+    const HEADLINES: &[(&str, &str)] = &[
+        ("new job p50 ms", "new_job_ms.p50"),
+        ("new job after a block p50 ms", "new_prevhash_job_ms.p50"),
+        ("block propagation p50 ms", "block_propagation_ms.p50"),
+        ("acceptance %", "shares.acceptance_pct"),
+        ("stale shares", "shares.stale"),
+        ("template value mean sats", "template_value_sats.mean"),
+        ("farm tx bytes/s", "bandwidth_bytes_per_s.farm.tx"),
+        ("farm rx bytes/s", "bandwidth_bytes_per_s.farm.rx"),
+    ];
+    for (side, deltas) in &s.deltas {
+        out.push_str(&format!("SV2 delta, {side} against sv1:\n"));
+        for (label, key) in HEADLINES {
+            if let Some(d) = deltas.get(*key) {
+                out.push_str(&format!(
+                    "  {label:width$}  {:.1} vs {:.1}: {:+.1}{}\n",
+                    d.sv2,
+                    d.sv1,
+                    d.delta,
+                    d.pct.map_or(String::new(), |p| format!(" ({p:+.1}%)"))
+                ));
+            }
+        }
+    }
     if !s.unmatched.is_empty() {
         out.push_str(&format!("unmatched: {:?}\n", s.unmatched));
     }

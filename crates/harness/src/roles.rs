@@ -23,6 +23,8 @@ pub enum RoleSpec {
         config: node::NodeConfig,
         rpc_user: String,
         rpc_password: String,
+        /// The SV2 Template Distribution face, when a side needs it.
+        tdp: Option<node::tdp::TdpOptions>,
     },
     Sv1Pool {
         config: sv1::pool::PoolConfig,
@@ -35,14 +37,26 @@ pub enum RoleSpec {
     Sv1Miners {
         config: sv1::fleet::FleetConfig,
     },
+    /// SRI's `pool_sv2`, with a config generated next to the spec.
+    SriPool {
+        params: sri::PoolParams,
+    },
+    /// SRI's `translator_sv2`, likewise.
+    SriTranslator {
+        params: sri::TranslatorParams,
+    },
+    /// The Noise-terminating tap in front of an SV2 pool.
+    Sv2Tap {
+        config: sv2::tap::TapConfig,
+    },
 }
 
 /// Runs the role described in `spec`, recording as `name` into `events`.
-pub async fn run_role(spec: &Path, events: &Path, name: &str) -> Result<()> {
-    let text = std::fs::read_to_string(spec)
-        .with_context(|| format!("cannot read role spec {}", spec.display()))?;
+pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()> {
+    let text = std::fs::read_to_string(spec_path)
+        .with_context(|| format!("cannot read role spec {}", spec_path.display()))?;
     let spec: RoleSpec = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a role spec", spec.display()))?;
+        .with_context(|| format!("{} is not a role spec", spec_path.display()))?;
     let recorder = Recorder::to_file(events, name)?;
     let fds = crate::limits::raise_fd_limit();
     tracing::debug!(fds, "file descriptor limit");
@@ -51,6 +65,7 @@ pub async fn run_role(spec: &Path, events: &Path, name: &str) -> Result<()> {
             config,
             rpc_user,
             rpc_password,
+            tdp,
         } => {
             let node = node::NodeHandle::start(node::NodeOptions {
                 config,
@@ -62,9 +77,10 @@ pub async fn run_role(spec: &Path, events: &Path, name: &str) -> Result<()> {
                 zmq_bind: Some("tcp://127.0.0.1:0".into()),
                 recorder: recorder.clone(),
                 value_sample_interval: Duration::from_secs(1),
+                tdp,
             })
             .await?;
-            ready(json!({"rpc": node.rpc_addr, "zmq": node.zmq_endpoint}));
+            ready(json!({"rpc": node.rpc_addr, "zmq": node.zmq_endpoint, "tdp": node.tdp_addr}));
             terminated().await;
             node.shutdown().await?;
         }
@@ -111,8 +127,53 @@ pub async fn run_role(spec: &Path, events: &Path, name: &str) -> Result<()> {
             terminated().await;
             fleet.stop().await;
         }
+        RoleSpec::SriPool { params } => {
+            let config = spec_path.with_extension("toml");
+            std::fs::write(&config, sri::pool_config(&params))?;
+            run_sri(sri::App::Pool, &config, params.listen).await?;
+        }
+        RoleSpec::SriTranslator { params } => {
+            let config = spec_path.with_extension("toml");
+            std::fs::write(&config, sri::translator_config(&params))?;
+            run_sri(sri::App::Translator, &config, params.listen).await?;
+        }
+        RoleSpec::Sv2Tap { config } => {
+            let tap = sv2::tap::Tap::start(config, recorder.clone()).await?;
+            ready(json!({"listen": tap.listen_addr}));
+            terminated().await;
+            recorder.record(Event::TapLatency {
+                up_ms: tap.stats.up_ns.dist(1e6),
+                down_ms: tap.stats.down_ns.dist(1e6),
+            });
+            tap.stop();
+        }
     }
     recorder.close()
+}
+
+/// Runs an SRI app until the run ends; an app that stops by itself ends the role with
+/// its error (the harness records the role's exit).
+async fn run_sri(app: sri::App, config: &Path, listen: SocketAddr) -> Result<()> {
+    let mut running = sri::Running::start(app, config)?;
+    running
+        .wait_listening(listen, Duration::from_secs(25))
+        .await
+        .with_context(|| format!("{app:?} did not start (config {})", config.display()))?;
+    ready(json!({ "listen": listen }));
+    let ended = tokio::select! {
+        _ = terminated() => None,
+        result = running.finished() => Some(result),
+    };
+    match ended {
+        None => {
+            running.stop().await;
+            Ok(())
+        }
+        Some(result) => {
+            result?;
+            anyhow::bail!("{app:?} stopped by itself")
+        }
+    }
 }
 
 fn ready(addresses: serde_json::Value) {

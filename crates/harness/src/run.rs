@@ -241,6 +241,17 @@ async fn start_roles(
         mempool,
         template_refresh: s.network.template_refresh,
     };
+    let tdp = s
+        .sides
+        .iter()
+        .any(|side| side.starts_with("sv2"))
+        .then(|| node::tdp::TdpOptions {
+            bind: "127.0.0.1:0".parse().expect("an address"),
+            keys: node::tdp::AuthorityKeys::generate(),
+            interval: s.pool.job_refresh,
+            fee_threshold_sats: s.sv2.tdp_fee_threshold_sats,
+        });
+    let tp_public = tdp.as_ref().map(|t| t.keys.public);
     let ready = spawn(
         opts,
         dir,
@@ -249,103 +260,254 @@ async fn start_roles(
             config: node_cfg,
             rpc_user: RPC_USER.into(),
             rpc_password: password.clone(),
+            tdp,
         },
         roles,
     )
     .await?;
     let rpc = ready_field(&ready, "rpc", NODE)?;
     let zmq = ready.get("zmq").and_then(Value::as_str).map(str::to_string);
-
+    let tp = match tp_public {
+        Some(public) => Some((
+            ready_field(&ready, "tdp", NODE)?.parse::<SocketAddr>()?,
+            public,
+        )),
+        None => None,
+    };
     let mut sides = BTreeMap::new();
     for (i, side) in s.sides.iter().enumerate() {
-        let (pool, link, miners) = (
-            format!("pool-{side}"),
-            format!("link-{side}"),
-            format!("miners-{side}"),
-        );
-        let pool_ready = spawn(
-            opts,
-            dir,
-            &pool,
-            &RoleSpec::Sv1Pool {
-                config: sv1::pool::PoolConfig {
-                    listen: "127.0.0.1:0".parse()?,
-                    rpc_url: format!("http://{rpc}"),
-                    rpc_user: RPC_USER.into(),
-                    rpc_password: password.clone(),
-                    zmq: zmq.clone(),
-                    payout_script: bitcoin::ScriptBuf::new_p2wsh(
-                        &bitcoin::WScriptHash::from_raw_hash(bitcoin::hashes::Hash::hash(&[0x51])),
-                    ),
-                    coinbase_tag: format!("/stratum-bench {side}/"),
-                    job_refresh: s.pool.job_refresh,
-                    vardiff: sv1::pool::VardiffConfig {
-                        shares_per_min: s.miners.shares_per_min,
-                        start: s.start_difficulty(),
-                        min: s.start_difficulty() / 1000.0,
-                        max: s.start_difficulty() * 1e6,
-                        retarget: s.pool.vardiff_retarget,
-                    },
-                    version_rolling_mask: 0x1fff_e000,
-                },
-            },
-            roles,
-        )
-        .await?;
-        let pool_addr: SocketAddr = ready_field(&pool_ready, "listen", &pool)?.parse()?;
-        let link_ready = spawn(
-            opts,
-            dir,
-            &link,
-            &RoleSpec::Link {
-                listen: SocketAddr::from((
-                    [127, 0, 0, 1],
-                    s.link.farm_port.map_or(0, |p| p + i as u16),
-                )),
-                upstream: pool_addr,
-                config: link::LinkConfig {
-                    jitter: Duration::from_secs_f64(s.link.jitter_ms / 1e3),
-                    bandwidth_bps: s.link.bandwidth_mbps.map(|m| (m * 1e6) as u64),
-                    ..link::LinkConfig::from_rtt(Duration::from_secs_f64(s.link.rtt_ms / 1e3))
-                },
-            },
-            roles,
-        )
-        .await?;
-        let link_addr: SocketAddr = ready_field(&link_ready, "listen", &link)?.parse()?;
-        eprintln!(
-            "{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)"
-        );
-        spawn(
-            opts,
-            dir,
-            &miners,
-            &RoleSpec::Sv1Miners {
-                config: sv1::fleet::FleetConfig {
-                    pool: link_addr,
-                    miners: s.miners.count,
-                    hashrate: s.miner_hashrate(),
-                    worker_prefix: format!("{side}-miner"),
-                    ramp: s.miners.ramp,
-                    hash_threads: s.miners.hash_threads,
-                },
-            },
-            roles,
-        )
-        .await?;
-        sides.insert(
-            side.clone(),
-            SideRoles {
-                config: side.clone(),
-                miners: s.miners.count,
-                miners_role: miners.clone(),
-                pool_role: pool.clone(),
-                link_role: link.clone(),
-                roles: vec![NODE.into(), pool, link, miners],
-            },
-        );
+        let farm_port = s.link.farm_port.map_or(0, |p| p + i as u16);
+        let side_roles = match side.as_str() {
+            "sv1" => {
+                let node_rpc = (rpc.as_str(), password.as_str(), zmq.clone());
+                start_sv1_side(opts, dir, side, node_rpc, farm_port, roles).await?
+            }
+            "sv2-c" => {
+                let tp = tp.context("an SV2 side has the node's Template Provider")?;
+                start_sv2c_side(opts, dir, side, tp, farm_port, roles).await?
+            }
+            other => anyhow::bail!("side {other} is not runnable"),
+        };
+        sides.insert(side.clone(), side_roles);
     }
     Ok(sides)
+}
+
+/// The SV1 baseline: SV1 miners -> link -> built-in SV1 pool -> node RPC and ZMQ.
+async fn start_sv1_side(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    (rpc, password, zmq): (&str, &str, Option<String>),
+    farm_port: u16,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SideRoles> {
+    let s = &opts.scenario;
+    let pool = format!("pool-{side}");
+    let pool_ready = spawn(
+        opts,
+        dir,
+        &pool,
+        &RoleSpec::Sv1Pool {
+            config: sv1::pool::PoolConfig {
+                listen: "127.0.0.1:0".parse()?,
+                rpc_url: format!("http://{rpc}"),
+                rpc_user: RPC_USER.into(),
+                rpc_password: password.into(),
+                zmq,
+                payout_script: payout_script(),
+                coinbase_tag: format!("/stratum-bench {side}/"),
+                job_refresh: s.pool.job_refresh,
+                vardiff: sv1::pool::VardiffConfig {
+                    shares_per_min: s.miners.shares_per_min,
+                    start: s.start_difficulty(),
+                    min: s.start_difficulty() / 1000.0,
+                    max: s.start_difficulty() * 1e6,
+                    retarget: s.pool.vardiff_retarget,
+                },
+                version_rolling_mask: 0x1fff_e000,
+            },
+        },
+        roles,
+    )
+    .await?;
+    let pool_addr: SocketAddr = ready_field(&pool_ready, "listen", &pool)?.parse()?;
+    let (link, link_addr) = spawn_link(opts, dir, side, farm_port, pool_addr, roles).await?;
+    eprintln!("{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)");
+    let miners = spawn_sv1_miners(opts, dir, side, link_addr, roles).await?;
+    Ok(SideRoles {
+        config: side.into(),
+        miners: s.miners.count,
+        miners_role: miners.clone(),
+        pool_role: pool.clone(),
+        link_role: link.clone(),
+        roles: vec![NODE.into(), pool, link, miners],
+    })
+}
+
+/// Configuration C: SV1 miners -> SRI translator (farm) -> link -> tap -> SRI pool (pool
+/// site) <- the node as Template Provider. Acceptance is what the tap sees the pool decide.
+async fn start_sv2c_side(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    (tp_address, tp_public): (SocketAddr, stratum_apps::key_utils::Secp256k1PublicKey),
+    farm_port: u16,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SideRoles> {
+    let s = &opts.scenario;
+    let keys = node::tdp::AuthorityKeys::generate();
+    let pool = format!("pool-{side}");
+    let pool_ready = spawn(
+        opts,
+        dir,
+        &pool,
+        &RoleSpec::SriPool {
+            params: sri::PoolParams {
+                listen: free_local_port()?,
+                authority_public: keys.public,
+                authority_secret: keys.secret,
+                tp_address,
+                tp_public,
+                payout_script_hex: payout_script().to_hex_string(),
+                signature: format!("stratum-bench {side}"),
+                shares_per_minute: s.miners.shares_per_min,
+                share_batch_size: s.sv2.share_batch_size,
+            },
+        },
+        roles,
+    )
+    .await?;
+    let pool_addr: SocketAddr = ready_field(&pool_ready, "listen", &pool)?.parse()?;
+    let tap = format!("tap-{side}");
+    let tap_ready = spawn(
+        opts,
+        dir,
+        &tap,
+        &RoleSpec::Sv2Tap {
+            config: sv2::tap::TapConfig {
+                listen: "127.0.0.1:0".parse()?,
+                pool: pool_addr,
+                pool_public: keys.public,
+                pool_secret: keys.secret,
+            },
+        },
+        roles,
+    )
+    .await?;
+    let tap_addr: SocketAddr = ready_field(&tap_ready, "listen", &tap)?.parse()?;
+    let (link, link_addr) = spawn_link(opts, dir, side, 0, tap_addr, roles).await?;
+    let translator = format!("translator-{side}");
+    let translator_ready = spawn(
+        opts,
+        dir,
+        &translator,
+        &RoleSpec::SriTranslator {
+            params: sri::TranslatorParams {
+                listen: if farm_port == 0 {
+                    free_local_port()?
+                } else {
+                    SocketAddr::from(([127, 0, 0, 1], farm_port))
+                },
+                upstream: link_addr,
+                upstream_public: keys.public,
+                user_identity: format!("stratum-bench-{side}"),
+                miner_hashrate: s.miner_hashrate(),
+                shares_per_minute: s.miners.shares_per_min,
+                aggregate_channels: s.sv2.aggregate_channels,
+            },
+        },
+        roles,
+    )
+    .await?;
+    let translator_addr: SocketAddr =
+        ready_field(&translator_ready, "listen", &translator)?.parse()?;
+    eprintln!(
+        "{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"
+    );
+    let miners = spawn_sv1_miners(opts, dir, side, translator_addr, roles).await?;
+    Ok(SideRoles {
+        config: side.into(),
+        miners: s.miners.count,
+        miners_role: miners.clone(),
+        pool_role: tap.clone(),
+        link_role: link.clone(),
+        roles: vec![NODE.into(), pool, tap, link, translator, miners],
+    })
+}
+
+/// The WAN link of a side, from the farm (`farm_port`, 0 for any) to `upstream`.
+async fn spawn_link(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    farm_port: u16,
+    upstream: SocketAddr,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<(String, SocketAddr)> {
+    let s = &opts.scenario;
+    let link = format!("link-{side}");
+    let ready = spawn(
+        opts,
+        dir,
+        &link,
+        &RoleSpec::Link {
+            listen: SocketAddr::from(([127, 0, 0, 1], farm_port)),
+            upstream,
+            config: link::LinkConfig {
+                jitter: Duration::from_secs_f64(s.link.jitter_ms / 1e3),
+                bandwidth_bps: s.link.bandwidth_mbps.map(|m| (m * 1e6) as u64),
+                ..link::LinkConfig::from_rtt(Duration::from_secs_f64(s.link.rtt_ms / 1e3))
+            },
+        },
+        roles,
+    )
+    .await?;
+    let addr = ready_field(&ready, "listen", &link)?.parse()?;
+    Ok((link, addr))
+}
+
+async fn spawn_sv1_miners(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    pool: SocketAddr,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<String> {
+    let s = &opts.scenario;
+    let miners = format!("miners-{side}");
+    spawn(
+        opts,
+        dir,
+        &miners,
+        &RoleSpec::Sv1Miners {
+            config: sv1::fleet::FleetConfig {
+                pool,
+                miners: s.miners.count,
+                hashrate: s.miner_hashrate(),
+                worker_prefix: format!("{side}-miner"),
+                ramp: s.miners.ramp,
+                hash_threads: s.miners.hash_threads,
+            },
+        },
+        roles,
+    )
+    .await?;
+    Ok(miners)
+}
+
+/// Where the pools under test pay: anyone-can-spend P2WSH(OP_TRUE), as the simulated
+/// network's own miners do.
+fn payout_script() -> bitcoin::ScriptBuf {
+    bitcoin::ScriptBuf::new_p2wsh(&bitcoin::WScriptHash::from_raw_hash(
+        bitcoin::hashes::Hash::hash(&[0x51]),
+    ))
+}
+
+/// A loopback port free now, for a role that must be told its port up front.
+fn free_local_port() -> Result<SocketAddr> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("no free local port")?;
+    Ok(listener.local_addr()?)
 }
 
 /// Starts a role and keeps it in `roles` (so it is stopped with the others).

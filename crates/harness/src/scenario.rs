@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
 
-/// Sides this build can run.
-pub const KNOWN_SIDES: &[&str] = &["sv1"];
+/// Sides this build can run: the SV1 baseline, and configuration C (SV1 miners -> SRI
+/// translator -> WAN -> SRI pool, with the node as Template Provider).
+pub const KNOWN_SIDES: &[&str] = &["sv1", "sv2-c"];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -29,6 +30,38 @@ pub struct Scenario {
     pub miners: Miners,
     #[serde(default)]
     pub pool: Pool,
+    #[serde(default)]
+    pub sv2: Sv2,
+}
+
+/// Settings of the SV2 sides. The template refresh interval is `pool.job_refresh` for
+/// both protocols, so SV1 and SV2 pools get new templates on the same policy.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sv2 {
+    /// Accepted shares the SRI pool acknowledges in one SubmitShares.Success.
+    #[serde(default = "default_batch")]
+    pub share_batch_size: u32,
+    /// Fee gain a same-tip template needs before the Template Provider sends it.
+    #[serde(default)]
+    pub tdp_fee_threshold_sats: u64,
+    /// The translator opens one upstream channel for all SV1 miners (true) or one each.
+    #[serde(default)]
+    pub aggregate_channels: bool,
+}
+
+impl Default for Sv2 {
+    fn default() -> Self {
+        Sv2 {
+            share_batch_size: default_batch(),
+            tdp_fee_threshold_sats: 0,
+            aggregate_channels: false,
+        }
+    }
+}
+
+fn default_batch() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -162,6 +195,9 @@ impl Scenario {
                     format!("unknown side {side:?} (this build runs {KNOWN_SIDES:?})"),
                 )?;
             }
+        }
+        if self.sv2.share_batch_size == 0 {
+            fail("sv2.share_batch_size", "must be at least 1".into())?;
         }
         if self.duration.is_zero() {
             fail("duration", "must be longer than zero".into())?;

@@ -171,3 +171,51 @@ mod tests {
         }
     }
 }
+
+/// Scans the nonces of one block header with real SHA256d, the way mining hardware does:
+/// the SHA256 state after the header's first 64 bytes is computed once, and each nonce
+/// only hashes the last 16 bytes (and the second SHA256).
+#[derive(Clone)]
+pub struct HeaderScanner {
+    midstate: bitcoin::hashes::sha256::HashEngine,
+    tail: [u8; 16],
+    next_nonce: u64,
+}
+
+impl HeaderScanner {
+    pub fn new(header: &bitcoin::block::Header) -> HeaderScanner {
+        use bitcoin::hashes::HashEngine;
+        let bytes = bitcoin::consensus::serialize(header);
+        let mut midstate = bitcoin::hashes::sha256::HashEngine::default();
+        midstate.input(&bytes[..64]);
+        let mut tail = [0; 16];
+        tail.copy_from_slice(&bytes[64..80]);
+        HeaderScanner {
+            midstate,
+            tail,
+            next_nonce: 0,
+        }
+    }
+
+    /// Every nonce has been tried: the header needs a new extranonce (or time).
+    pub fn exhausted(&self) -> bool {
+        self.next_nonce > u64::from(u32::MAX)
+    }
+
+    /// Hashes the next nonce; `None` once [`exhausted`](Self::exhausted).
+    pub fn next(&mut self) -> Option<(u32, BlockHash)> {
+        use bitcoin::hashes::{sha256, HashEngine};
+        if self.exhausted() {
+            return None;
+        }
+        let nonce = self.next_nonce as u32;
+        self.next_nonce += 1;
+        self.tail[12..16].copy_from_slice(&nonce.to_le_bytes());
+        let mut engine = self.midstate.clone();
+        engine.input(&self.tail);
+        let first = sha256::Hash::from_engine(engine);
+        let hash =
+            BlockHash::from_byte_array(sha256::Hash::hash(first.as_byte_array()).to_byte_array());
+        Some((nonce, hash))
+    }
+}

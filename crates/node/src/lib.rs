@@ -5,7 +5,8 @@
 //! generated real transactions, fee-rate block assembly with a marker transaction that
 //! identifies every template, and bitcoind-grade block validation. [`NodeState`] is the
 //! pure model, driven by virtual time (what the tests use); [`service`] runs it in real
-//! time behind bitcoind-compatible JSON-RPC and ZMQ faces.
+//! time behind bitcoind-compatible JSON-RPC and ZMQ faces, and the SV2 Template Distribution
+//! Protocol ([`tdp`]).
 
 pub mod chain;
 pub mod config;
@@ -13,6 +14,7 @@ pub mod mempool;
 pub mod rpc;
 pub mod service;
 pub mod state;
+pub mod tdp;
 pub mod template;
 pub mod txgen;
 pub mod validate;

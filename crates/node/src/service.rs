@@ -35,6 +35,8 @@ pub struct NodeOptions {
     pub recorder: Recorder,
     /// How often the network's best template value is sampled.
     pub value_sample_interval: Duration,
+    /// The SV2 Template Distribution face; `None` serves none.
+    pub tdp: Option<crate::tdp::TdpOptions>,
 }
 
 /// State shared by the driver, the RPC handlers and the publisher.
@@ -92,6 +94,22 @@ impl Shared {
         self.tip.subscribe()
     }
 
+    /// Judges a submitted block (any face); an accepted one is the tip and announced at
+    /// once. Returns bitcoind's reject reason, or `None` when accepted.
+    pub fn judge_block(&self, block: bitcoin::Block, via: &str) -> Option<String> {
+        let mut state = self.sync();
+        match state.submit_block(block, via) {
+            crate::state::Submission::Accepted(tip) => {
+                self.announce(&[tip]);
+                None
+            }
+            crate::state::Submission::Rejected(reason) => {
+                tracing::info!(%reason, via, "submitted block rejected");
+                Some(reason)
+            }
+        }
+    }
+
     pub fn request_stop(&self) {
         self.stop.send_replace(true);
     }
@@ -100,6 +118,7 @@ impl Shared {
 /// A running node.
 pub struct NodeHandle {
     pub rpc_addr: SocketAddr,
+    pub tdp_addr: Option<SocketAddr>,
     pub zmq_endpoint: Option<String>,
     pub cookie_path: Option<PathBuf>,
     shared: Arc<Shared>,
@@ -170,6 +189,14 @@ impl NodeHandle {
             shared.clone(),
             opts.value_sample_interval,
         )));
+        let tdp_addr = match opts.tdp {
+            Some(tdp) => {
+                let (addr, task) = crate::tdp::start(shared.clone(), tdp).await?;
+                tasks.push(task);
+                Some(addr)
+            }
+            None => None,
+        };
         let app = crate::rpc::router(shared.clone());
         let mut stop = shared.stop.subscribe();
         tasks.push(tokio::spawn(async move {
@@ -184,9 +211,10 @@ impl NodeHandle {
                 tracing::error!(error = %e, "RPC server failed");
             }
         }));
-        tracing::info!(%rpc_addr, zmq = ?zmq_endpoint, "node ready");
+        tracing::info!(%rpc_addr, zmq = ?zmq_endpoint, tdp = ?tdp_addr, "node ready");
         Ok(NodeHandle {
             rpc_addr,
+            tdp_addr,
             zmq_endpoint,
             cookie_path,
             shared,

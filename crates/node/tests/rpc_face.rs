@@ -20,6 +20,7 @@ async fn start(cfg: NodeConfig, zmq: bool) -> (NodeHandle, RpcClient) {
         zmq_bind: zmq.then(|| "tcp://127.0.0.1:0".to_string()),
         recorder: Recorder::disabled(),
         value_sample_interval: Duration::from_secs(1),
+        tdp: None,
     })
     .await
     .expect("node starts");
@@ -227,6 +228,7 @@ async fn cookie_auth_and_a_port_in_use_named_in_the_error() {
         zmq_bind: None,
         recorder: Recorder::disabled(),
         value_sample_interval: Duration::from_secs(1),
+        tdp: None,
     })
     .await
     .unwrap();
@@ -244,6 +246,7 @@ async fn cookie_auth_and_a_port_in_use_named_in_the_error() {
         zmq_bind: None,
         recorder: Recorder::disabled(),
         value_sample_interval: Duration::from_secs(1),
+        tdp: None,
     })
     .await;
     let message = format!("{:#}", clash.err().expect("the port is taken"));

@@ -127,6 +127,12 @@ pub enum Event {
         up_ms: crate::Dist,
         down_ms: crate::Dist,
     },
+    /// What a Noise-terminating tap added per frame, per direction, in ms (written at the
+    /// end).
+    TapLatency {
+        up_ms: crate::Dist,
+        down_ms: crate::Dist,
+    },
     /// A role process ended before the run did.
     RoleExited { name: String, status: String },
 }

@@ -9,7 +9,6 @@
 use crate::job::Job;
 use crate::wire::{read_line, request, write_json};
 use anyhow::Result;
-use bitcoin::hashes::{sha256, Hash, HashEngine};
 use bitcoin::{BlockHash, Target};
 use parking_lot::Mutex;
 use probe::{mono_ns, Event, Recorder};
@@ -53,10 +52,7 @@ struct Work {
     extranonce2: u64,
     share_target: Target,
     block_target: Target,
-    next_nonce: u64,
-    /// SHA256 state after the header's first 64 bytes, and its last 16 bytes.
-    midstate: sha256::HashEngine,
-    tail: [u8; 16],
+    scanner: mining::HeaderScanner,
     /// Fractional hashes owed from the previous tick.
     carry: f64,
 }
@@ -70,62 +66,54 @@ impl Work {
         share_target: Target,
     ) -> Work {
         let block_target = Target::from_compact(job.bits);
-        let mut w = Work {
+        let header = Self::header(&job, &extranonce1, extranonce2_size, extranonce2);
+        Work {
             job,
             extranonce1,
             extranonce2_size,
             extranonce2,
             share_target,
             block_target,
-            next_nonce: 0,
-            midstate: sha256::HashEngine::default(),
-            tail: [0; 16],
+            scanner: mining::HeaderScanner::new(&header),
             carry: 0.0,
-        };
-        w.prepare();
-        w
+        }
     }
 
-    fn extranonce2_bytes(&self) -> Vec<u8> {
-        self.extranonce2.to_be_bytes()[8 - self.extranonce2_size.min(8)..].to_vec()
+    fn extranonce2_bytes(size: usize, extranonce2: u64) -> Vec<u8> {
+        extranonce2.to_be_bytes()[8 - size.min(8)..].to_vec()
     }
 
-    fn prepare(&mut self) {
-        let header = self.job.header(
-            &self.extranonce1,
-            &self.extranonce2_bytes(),
-            self.job.ntime,
-            0,
-            self.job.version,
-        );
-        let bytes = bitcoin::consensus::serialize(&header);
-        self.midstate = sha256::HashEngine::default();
-        self.midstate.input(&bytes[..64]);
-        self.tail.copy_from_slice(&bytes[64..80]);
-        self.next_nonce = 0;
+    fn header(
+        job: &Job,
+        extranonce1: &[u8],
+        extranonce2_size: usize,
+        extranonce2: u64,
+    ) -> bitcoin::block::Header {
+        let extranonce2 = Self::extranonce2_bytes(extranonce2_size, extranonce2);
+        job.header(extranonce1, &extranonce2, job.ntime, 0, job.version)
     }
 
     /// Hashes `n` nonces; returns the shares among them.
     fn hash(&mut self, n: u64, found: &mut Vec<Found>) {
         for _ in 0..n {
-            if self.next_nonce > u64::from(u32::MAX) {
+            if self.scanner.exhausted() {
                 self.extranonce2 += 1;
-                self.prepare();
+                let header = Self::header(
+                    &self.job,
+                    &self.extranonce1,
+                    self.extranonce2_size,
+                    self.extranonce2,
+                );
+                self.scanner = mining::HeaderScanner::new(&header);
             }
-            let nonce = self.next_nonce as u32;
-            self.next_nonce += 1;
-            self.tail[12..16].copy_from_slice(&nonce.to_le_bytes());
-            let mut engine = self.midstate.clone();
-            engine.input(&self.tail);
-            let first = sha256::Hash::from_engine(engine);
-            let hash = BlockHash::from_byte_array(
-                sha256::Hash::hash(first.as_byte_array()).to_byte_array(),
-            );
+            let Some((nonce, hash)) = self.scanner.next() else {
+                continue;
+            };
             if self.share_target.is_met_by(hash) {
                 found.push(Found {
                     job_id: self.job.job_id.clone(),
                     prev_hash: self.job.prev_hash,
-                    extranonce2: self.extranonce2_bytes(),
+                    extranonce2: Self::extranonce2_bytes(self.extranonce2_size, self.extranonce2),
                     ntime: self.job.ntime,
                     nonce,
                     block_hash: self.block_target.is_met_by(hash).then_some(hash),

@@ -36,6 +36,7 @@ async fn node(difficulty: node::Difficulty, events: Recorder) -> node::NodeHandl
         zmq_bind: Some("tcp://127.0.0.1:0".into()),
         recorder: events,
         value_sample_interval: Duration::from_secs(1),
+        tdp: None,
     })
     .await
     .unwrap()

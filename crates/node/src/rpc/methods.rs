@@ -7,7 +7,6 @@ use super::{
 };
 use crate::chain::ChainBlock;
 use crate::service::Shared;
-use crate::state::Submission;
 use bitcoin::{Address, Block, BlockHash, Network, Script, Transaction};
 use serde_json::{json, Value};
 use std::str::FromStr;
@@ -460,17 +459,10 @@ fn decode_block(hex_data: &str) -> Result<Block, RpcError> {
 }
 
 fn judge_block(shared: &Arc<Shared>, block: Block, via: &str) -> Result<Value, RpcError> {
-    let mut state = shared.sync();
-    match state.submit_block(block, via) {
-        Submission::Accepted(tip) => {
-            shared.announce(&[tip]);
-            Ok(Value::Null)
-        }
-        Submission::Rejected(reason) => {
-            tracing::info!(%reason, "submitted block rejected");
-            Ok(Value::String(reason))
-        }
-    }
+    Ok(match shared.judge_block(block, via) {
+        None => Value::Null,
+        Some(reason) => Value::String(reason),
+    })
 }
 
 fn decode_hex<T: bitcoin::consensus::Decodable>(text: &str) -> Result<T, ()> {

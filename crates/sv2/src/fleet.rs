@@ -1,0 +1,510 @@
+//! A fleet of SV2 miners in one process (configurations B and D).
+//!
+//! Each miner is its own Noise connection to the pool (authenticated with the pool's
+//! authority key), sets up the mining protocol and opens an extended channel, as SV2
+//! firmware with its own extranonce rolling does. Jobs arrive as NewExtendedMiningJob
+//! (future ones activated by SetNewPrevHash); the miner builds the coinbase from the
+//! job's prefix, its extranonce and the suffix, folds it up the merkle path, and hashes
+//! real headers at its configured rate. It records the same events as the SV1 fleet: a job
+//! when it can start on it (with the template's marker, the first merkle path entry), a
+//! share when it is sent, and the pool's answer when it comes (a Success may acknowledge
+//! a batch).
+
+use anyhow::{bail, Context, Result};
+use bitcoin::block::{Header, Version};
+use bitcoin::hashes::Hash;
+use bitcoin::{BlockHash, CompactTarget, Target, TxMerkleNode};
+use probe::{mono_ns, Event, Recorder};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::time::Duration;
+use stratum_apps::key_utils::Secp256k1PublicKey;
+use stratum_apps::network_helpers::connect_with_noise;
+use stratum_apps::network_helpers::noise_stream::{NoiseTcpReadHalf, NoiseTcpWriteHalf};
+use stratum_apps::stratum_core::binary_sv2::{B032Owned, Str0255Owned, U256Owned};
+use stratum_apps::stratum_core::channels_sv2::merkle_root::merkle_root_from_path;
+use stratum_apps::stratum_core::common_messages_sv2::{Protocol, SetupConnectionOwned};
+use stratum_apps::stratum_core::mining_sv2::{
+    OpenExtendedMiningChannelOwned, SubmitSharesExtendedOwned,
+};
+use stratum_apps::stratum_core::parsers_sv2::{
+    AnyMessageOwned, CommonMessages, CommonMessagesOwned, Mining, MiningOwned,
+};
+use stratum_apps::utils::protocol_message_type::{protocol_message_type, MessageType};
+use stratum_apps::utils::types::OutboundFrame;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FleetConfig {
+    pub pool: SocketAddr,
+    pub pool_public: Secp256k1PublicKey,
+    pub miners: u32,
+    /// Hashes per second of each miner.
+    pub hashrate: f64,
+    /// Channels are opened as `<prefix>.<index>`.
+    pub user_prefix: String,
+    /// Connections are spread over this long.
+    #[serde(with = "duration_ms")]
+    pub ramp: Duration,
+}
+
+mod duration_ms {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+pub struct FleetHandle {
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl FleetHandle {
+    pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
+        anyhow::ensure!(
+            cfg.hashrate > 0.0 && cfg.hashrate.is_finite(),
+            "miner hashrate must be positive"
+        );
+        let (stop, _) = watch::channel(false);
+        let tasks = (0..cfg.miners)
+            .map(|index| {
+                let delay = cfg
+                    .ramp
+                    .mul_f64(f64::from(index) / f64::from(cfg.miners.max(1)));
+                let (cfg, recorder, mut stop) = (cfg.clone(), recorder.clone(), stop.subscribe());
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = stop.changed() => return,
+                    }
+                    tokio::select! {
+                        r = run_miner(index, &cfg, &recorder) => {
+                            if let Err(e) = r {
+                                tracing::warn!(miner = index, error = format!("{e:#}"), "SV2 miner stopped");
+                            }
+                        }
+                        _ = stop.changed() => {}
+                    }
+                })
+            })
+            .collect();
+        Ok(FleetHandle { stop, tasks })
+    }
+
+    pub async fn stop(self) {
+        self.stop.send_replace(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// An extended job as the pool sent it.
+struct ExtendedJob {
+    version: u32,
+    version_rolling: bool,
+    merkle_path: Vec<[u8; 32]>,
+    coinbase_prefix: Vec<u8>,
+    coinbase_suffix: Vec<u8>,
+}
+
+/// What the miner hashes on now.
+struct Active {
+    job_id: u32,
+    prev_hash: BlockHash,
+    ntime: u32,
+    bits: CompactTarget,
+    version: u32,
+    extranonce: Vec<u8>,
+    scanner: mining::HeaderScanner,
+}
+
+struct Miner {
+    index: u32,
+    channel_id: u32,
+    extranonce_prefix: Vec<u8>,
+    extranonce_size: usize,
+    next_extranonce: u64,
+    share_target: Target,
+    jobs: HashMap<u32, ExtendedJob>,
+    /// The latest prev hash and its job, ntime and bits.
+    tip: Option<(u32, BlockHash, u32, CompactTarget)>,
+    active: Option<Active>,
+    next_sequence: u32,
+    /// Sequence numbers sent and not yet answered, with their share ids.
+    pending: BTreeMap<u32, u64>,
+    carry: f64,
+}
+
+async fn run_miner(index: u32, cfg: &FleetConfig, recorder: &Recorder) -> Result<()> {
+    let stream = loop {
+        match TcpStream::connect(cfg.pool).await {
+            Ok(s) => break s,
+            Err(e) => {
+                tracing::debug!(miner = index, error = %e, "cannot connect; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    };
+    let _ = stream.set_nodelay(true);
+    let noise = connect_with_noise(stream, Some(cfg.pool_public))
+        .await
+        .map_err(|e| anyhow::anyhow!("Noise handshake with the pool failed: {e}"))?;
+    let (mut reader, mut writer) = noise.into_split();
+    let setup = SetupConnectionOwned {
+        protocol: Protocol::MiningProtocol,
+        min_version: 2,
+        max_version: 2,
+        flags: 0,
+        endpoint_host: text(&cfg.pool.ip().to_string()),
+        endpoint_port: cfg.pool.port(),
+        vendor: text("stratum-bench"),
+        hardware_version: text("cpu"),
+        firmware: text(env!("CARGO_PKG_VERSION")),
+        device_id: text(&format!("{}.{index}", cfg.user_prefix)),
+    };
+    send(
+        &mut writer,
+        AnyMessageOwned::Common(CommonMessagesOwned::SetupConnection(setup)),
+    )
+    .await?;
+    let mut frame = reader
+        .read_frame()
+        .await
+        .map_err(|e| anyhow::anyhow!("no SetupConnection answer: {e}"))?;
+    let header = frame.header();
+    match CommonMessages::try_from((header.msg_type(), frame.payload())) {
+        Ok(CommonMessages::SetupConnectionSuccess(_)) => {}
+        Ok(CommonMessages::SetupConnectionError(e)) => bail!(
+            "the pool refused SetupConnection: {}",
+            String::from_utf8_lossy(e.error_code.as_ref())
+        ),
+        other => bail!("unexpected answer to SetupConnection: {other:?}"),
+    }
+    let open = OpenExtendedMiningChannelOwned {
+        request_id: 1,
+        user_identity: text(&format!("{}.{index}", cfg.user_prefix)),
+        nominal_hash_rate: cfg.hashrate as f32,
+        max_target: U256Owned::from([0xff; 32]),
+        min_extranonce_size: 8,
+    };
+    send(
+        &mut writer,
+        AnyMessageOwned::Mining(MiningOwned::OpenExtendedMiningChannel(open)),
+    )
+    .await?;
+
+    // Frames are read on their own task: a frame read cannot be cancelled halfway.
+    let (tx, mut frames) = mpsc::unbounded_channel();
+    let read_task = tokio::spawn(async move {
+        loop {
+            match read_mining(&mut reader).await {
+                Ok(Some(m)) => {
+                    if tx.send((mono_ns(), m)).is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::info!(
+                        miner = index,
+                        error = format!("{e:#}"),
+                        "pool connection ended"
+                    );
+                    return;
+                }
+            }
+        }
+    });
+    let mut miner = Miner {
+        index,
+        channel_id: 0,
+        extranonce_prefix: Vec::new(),
+        extranonce_size: 8,
+        next_extranonce: u64::from(index) << 32,
+        share_target: Target::MAX,
+        jobs: HashMap::new(),
+        tip: None,
+        active: None,
+        next_sequence: 0,
+        pending: BTreeMap::new(),
+        carry: 0.0,
+    };
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    let mut last = tokio::time::Instant::now();
+    let mut next_share_id = 1u64;
+    let result = loop {
+        tokio::select! {
+            got = frames.recv() => {
+                let Some((t, msg)) = got else { break Ok(()) };
+                if let Err(e) = miner.handle(msg, t, recorder) {
+                    break Err(e);
+                }
+            }
+            _ = tick.tick() => {
+                let now = tokio::time::Instant::now();
+                let owed = miner.carry + cfg.hashrate * now.duration_since(last).as_secs_f64();
+                last = now;
+                let n = owed.floor();
+                miner.carry = owed - n;
+                for share in miner.hash(n as u64) {
+                    let id = next_share_id;
+                    next_share_id += 1;
+                    miner.pending.insert(share.sequence_number, id);
+                    recorder.record(Event::ShareSubmitted {
+                        miner: index,
+                        share_id: id,
+                        job_id: share.job_id.to_string(),
+                        prev_hash: share.prev_hash.to_string(),
+                        block_hash: share.block_hash.map(|h| h.to_string()),
+                    });
+                    send(&mut writer, AnyMessageOwned::Mining(MiningOwned::SubmitSharesExtended(share.message))).await?;
+                }
+            }
+        }
+    };
+    read_task.abort();
+    result
+}
+
+/// A share found, ready to send.
+struct Share {
+    sequence_number: u32,
+    job_id: u32,
+    prev_hash: BlockHash,
+    block_hash: Option<BlockHash>,
+    message: SubmitSharesExtendedOwned,
+}
+
+impl Miner {
+    fn handle(&mut self, msg: MiningOwned, t: u64, recorder: &Recorder) -> Result<()> {
+        match msg {
+            MiningOwned::OpenExtendedMiningChannelSuccess(m) => {
+                self.channel_id = m.channel_id;
+                self.share_target = target_of(m.target.as_ref());
+                self.extranonce_prefix = m.extranonce_prefix.as_ref().to_vec();
+                self.extranonce_size = usize::from(m.extranonce_size).clamp(1, 8);
+            }
+            MiningOwned::OpenMiningChannelError(e) => bail!(
+                "the pool refused the channel: {}",
+                String::from_utf8_lossy(e.error_code.as_ref())
+            ),
+            MiningOwned::NewExtendedMiningJob(j) => {
+                let min_ntime = j.min_ntime.clone().into_inner();
+                let job = ExtendedJob {
+                    version: j.version,
+                    version_rolling: j.version_rolling_allowed,
+                    merkle_path: j
+                        .merkle_path
+                        .iter()
+                        .map(|n| n.as_ref().try_into().expect("32 bytes"))
+                        .collect(),
+                    coinbase_prefix: j.coinbase_tx_prefix.as_ref().to_vec(),
+                    coinbase_suffix: j.coinbase_tx_suffix.as_ref().to_vec(),
+                };
+                let _ = job.version_rolling;
+                self.jobs.insert(j.job_id, job);
+                // A job with a min_ntime is for the current prev hash, at once; one without
+                // waits for its SetNewPrevHash.
+                if let (Some(min_ntime), Some((_, prev, ntime, bits))) = (min_ntime, self.tip) {
+                    self.activate(j.job_id, prev, ntime.max(min_ntime), bits, t, recorder)?;
+                }
+            }
+            MiningOwned::SetNewPrevHash(p) => {
+                let prev =
+                    BlockHash::from_byte_array(p.prev_hash.as_ref().try_into().expect("32 bytes"));
+                let bits = CompactTarget::from_consensus(p.nbits);
+                self.tip = Some((p.job_id, prev, p.min_ntime, bits));
+                // Jobs older than the new prev hash can no longer be mined.
+                self.jobs.retain(|id, _| *id >= p.job_id);
+                self.activate(p.job_id, prev, p.min_ntime, bits, t, recorder)?;
+            }
+            MiningOwned::SetTarget(s) => {
+                self.share_target = target_of(s.maximum_target.as_ref());
+            }
+            MiningOwned::SubmitSharesSuccess(s) => {
+                let rest = self
+                    .pending
+                    .split_off(&s.last_sequence_number.wrapping_add(1));
+                for share_id in std::mem::replace(&mut self.pending, rest).into_values() {
+                    recorder.record_at(
+                        t,
+                        Event::ShareAnswered {
+                            miner: self.index,
+                            share_id,
+                            accepted: true,
+                            error: None,
+                        },
+                    );
+                }
+            }
+            MiningOwned::SubmitSharesError(e) => {
+                if let Some(share_id) = self.pending.remove(&e.sequence_number) {
+                    recorder.record_at(
+                        t,
+                        Event::ShareAnswered {
+                            miner: self.index,
+                            share_id,
+                            accepted: false,
+                            error: Some(String::from_utf8_lossy(e.error_code.as_ref()).into()),
+                        },
+                    );
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Starts hashing on `job_id` under `prev`, and records the job as received now.
+    fn activate(
+        &mut self,
+        job_id: u32,
+        prev: BlockHash,
+        ntime: u32,
+        bits: CompactTarget,
+        t: u64,
+        recorder: &Recorder,
+    ) -> Result<()> {
+        let Some(job) = self.jobs.get(&job_id) else {
+            tracing::debug!(
+                miner = self.index,
+                job_id,
+                "prev hash for a job not received"
+            );
+            return Ok(());
+        };
+        recorder.record_at(
+            t,
+            Event::JobReceived {
+                miner: self.index,
+                job_id: job_id.to_string(),
+                prev_hash: prev.to_string(),
+                marker_txid: job
+                    .merkle_path
+                    .first()
+                    .map(|m| bitcoin::Txid::from_byte_array(*m).to_string()),
+                clean: self.tip.is_some_and(|(j, ..)| j == job_id),
+            },
+        );
+        self.next_extranonce += 1;
+        let extranonce = self.next_extranonce.to_be_bytes()[8 - self.extranonce_size..].to_vec();
+        let header = self.header(job, prev, ntime, bits, &extranonce)?;
+        self.active = Some(Active {
+            job_id,
+            prev_hash: prev,
+            ntime,
+            bits,
+            version: job.version,
+            extranonce,
+            scanner: mining::HeaderScanner::new(&header),
+        });
+        Ok(())
+    }
+
+    fn header(
+        &self,
+        job: &ExtendedJob,
+        prev: BlockHash,
+        ntime: u32,
+        bits: CompactTarget,
+        extranonce: &[u8],
+    ) -> Result<Header> {
+        let mut full = self.extranonce_prefix.clone();
+        full.extend_from_slice(extranonce);
+        let root = merkle_root_from_path(
+            &job.coinbase_prefix,
+            &job.coinbase_suffix,
+            &full,
+            &job.merkle_path,
+        )
+        .context("the job's coinbase does not decode")?;
+        Ok(Header {
+            version: Version::from_consensus(job.version as i32),
+            prev_blockhash: prev,
+            merkle_root: TxMerkleNode::from_byte_array(root),
+            time: ntime,
+            bits,
+            nonce: 0,
+        })
+    }
+
+    /// Hashes `n` nonces of the active job; returns the shares among them.
+    fn hash(&mut self, n: u64) -> Vec<Share> {
+        let mut found = Vec::new();
+        let Some(active) = self.active.as_mut() else {
+            return found;
+        };
+        let block_target = Target::from_compact(active.bits);
+        for _ in 0..n {
+            let Some((nonce, hash)) = active.scanner.next() else {
+                // Nonces exhausted: a miner this fast would roll its extranonce; ours wait
+                // for the next job, which comes long before at the rates we run.
+                break;
+            };
+            if !self.share_target.is_met_by(hash) {
+                continue;
+            }
+            let sequence_number = self.next_sequence;
+            self.next_sequence = self.next_sequence.wrapping_add(1);
+            found.push(Share {
+                sequence_number,
+                job_id: active.job_id,
+                prev_hash: active.prev_hash,
+                block_hash: block_target.is_met_by(hash).then_some(hash),
+                message: SubmitSharesExtendedOwned {
+                    channel_id: self.channel_id,
+                    sequence_number,
+                    job_id: active.job_id,
+                    nonce,
+                    ntime: active.ntime,
+                    version: active.version,
+                    extranonce: B032Owned::try_from(active.extranonce.clone())
+                        .expect("at most 8 bytes"),
+                },
+            });
+        }
+        found
+    }
+}
+
+/// A little-endian U256 target as the mining protocol carries it.
+fn target_of(bytes: &[u8]) -> Target {
+    let le: [u8; 32] = bytes.try_into().unwrap_or([0xff; 32]);
+    Target::from_le_bytes(le)
+}
+
+fn text(s: &str) -> Str0255Owned {
+    Str0255Owned::try_from(s.as_bytes().to_vec()).expect("under 256 bytes")
+}
+
+/// The next mining message, or `None` for a frame of another protocol.
+async fn read_mining(reader: &mut NoiseTcpReadHalf) -> Result<Option<MiningOwned>> {
+    let mut frame = reader
+        .read_frame()
+        .await
+        .map_err(|e| anyhow::anyhow!("read: {e}"))?;
+    let header = frame.header();
+    if protocol_message_type(header.ext_type(), header.msg_type()) != MessageType::Mining {
+        return Ok(None);
+    }
+    let msg = Mining::try_from((header.msg_type(), frame.payload()))
+        .map_err(|e| anyhow::anyhow!("malformed mining message: {e:?}"))?;
+    Ok(Some(msg.into_owned()))
+}
+
+async fn send(writer: &mut NoiseTcpWriteHalf, msg: AnyMessageOwned) -> Result<()> {
+    let frame = OutboundFrame::from_message(msg)
+        .map_err(|e| anyhow::anyhow!("cannot frame a message: {e:?}"))?;
+    writer
+        .write_frame(frame)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot write to the pool: {e}"))
+}

@@ -1,0 +1,241 @@
+//! A Noise-terminating tap in front of an SV2 pool, where acceptance is decided.
+//!
+//! SV2 mining traffic is encrypted, and SRI's translator answers its SV1 miners before the
+//! pool has judged a share, so the pool's verdicts can only be seen inside the encrypted
+//! hop. The tap sits on the pool's site, right in front of the pool: it answers the
+//! downstream's Noise handshake with the pool's own authority key (which the run made),
+//! opens its own Noise session to the pool, and forwards every frame unchanged. On the way
+//! it records, per channel, each share submitted and the pool's answer:
+//! SubmitShares.Success acknowledges every pending share up to its sequence number (a
+//! batch), SubmitShares.Error rejects one. What the tap itself adds to each frame is
+//! measured and written out at the end.
+
+use anyhow::{Context, Result};
+use parking_lot::Mutex;
+use probe::{mono_ns, Event, Histogram, Recorder, ShareVerdict};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use stratum_apps::key_utils::{Secp256k1PublicKey, Secp256k1SecretKey};
+use stratum_apps::network_helpers::noise_stream::{NoiseTcpReadHalf, NoiseTcpWriteHalf};
+use stratum_apps::network_helpers::{accept_noise_connection, connect_with_noise};
+use stratum_apps::stratum_core::codec_sv2::SerializedFrame;
+use stratum_apps::stratum_core::parsers_sv2::Mining;
+use stratum_apps::utils::protocol_message_type::{protocol_message_type, MessageType};
+use stratum_apps::utils::types::OutboundFrame;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TapConfig {
+    pub listen: SocketAddr,
+    pub pool: SocketAddr,
+    /// The pool's authority key pair: the tap answers downstreams as the pool would.
+    pub pool_public: Secp256k1PublicKey,
+    pub pool_secret: Secp256k1SecretKey,
+}
+
+/// What the tap adds, per direction, in nanoseconds: from a frame decrypted on one side to
+/// it written, re-encrypted, on the other.
+#[derive(Default)]
+pub struct TapStats {
+    pub up_ns: Histogram,
+    pub down_ns: Histogram,
+}
+
+pub struct Tap {
+    pub listen_addr: SocketAddr,
+    pub stats: Arc<TapStats>,
+    task: JoinHandle<()>,
+}
+
+impl Tap {
+    pub async fn start(cfg: TapConfig, recorder: Recorder) -> Result<Tap> {
+        let listener = TcpListener::bind(cfg.listen)
+            .await
+            .with_context(|| format!("tap cannot listen on {}", cfg.listen))?;
+        let listen_addr = listener.local_addr()?;
+        let stats = Arc::new(TapStats::default());
+        let shared = stats.clone();
+        let task = tokio::spawn(async move {
+            let mut next_connection = 0u32;
+            loop {
+                let Ok((stream, peer)) = listener.accept().await else {
+                    continue;
+                };
+                next_connection += 1;
+                let (cfg, stats, recorder) = (cfg.clone(), shared.clone(), recorder.clone());
+                let connection = next_connection;
+                tokio::spawn(async move {
+                    if let Err(e) = relay(stream, connection, &cfg, stats, recorder).await {
+                        tracing::info!(%peer, connection, error = format!("{e:#}"), "tapped connection ended");
+                    }
+                });
+            }
+        });
+        Ok(Tap {
+            listen_addr,
+            stats,
+            task,
+        })
+    }
+
+    pub fn stop(&self) {
+        self.task.abort();
+    }
+}
+
+/// Shares sent on one connection and not yet answered: channel -> sequence -> job id.
+type Pending = Mutex<HashMap<u32, BTreeMap<u32, u32>>>;
+
+async fn relay(
+    downstream: TcpStream,
+    connection: u32,
+    cfg: &TapConfig,
+    stats: Arc<TapStats>,
+    recorder: Recorder,
+) -> Result<()> {
+    let _ = downstream.set_nodelay(true);
+    let down = accept_noise_connection(downstream, cfg.pool_public, cfg.pool_secret, 86_400)
+        .await
+        .map_err(|e| anyhow::anyhow!("downstream Noise handshake failed: {e}"))?;
+    let upstream = TcpStream::connect(cfg.pool)
+        .await
+        .with_context(|| format!("cannot reach the pool at {}", cfg.pool))?;
+    let _ = upstream.set_nodelay(true);
+    let up = connect_with_noise(upstream, Some(cfg.pool_public))
+        .await
+        .map_err(|e| anyhow::anyhow!("Noise handshake with the pool failed: {e}"))?;
+    let (down_read, down_write) = down.into_split();
+    let (up_read, up_write) = up.into_split();
+    let pending: Arc<Pending> = Arc::default();
+    let to_pool = {
+        let (pending, stats) = (pending.clone(), stats.clone());
+        tokio::spawn(async move {
+            pump(
+                down_read,
+                up_write,
+                |frame| note_submit(frame, &pending),
+                &stats.up_ns,
+            )
+            .await
+        })
+    };
+    let from_pool = pump(
+        up_read,
+        down_write,
+        |frame| note_answer(frame, connection, &pending, &recorder),
+        &stats.down_ns,
+    )
+    .await;
+    to_pool.abort();
+    from_pool
+}
+
+/// Forwards frames from `from` to `to`, showing each to `look` first.
+async fn pump(
+    mut from: NoiseTcpReadHalf,
+    mut to: NoiseTcpWriteHalf,
+    mut look: impl FnMut(&mut SerializedFrame),
+    added_ns: &Histogram,
+) -> Result<()> {
+    loop {
+        let mut frame = from
+            .read_frame()
+            .await
+            .map_err(|e| anyhow::anyhow!("read: {e}"))?;
+        let t_in = mono_ns();
+        look(&mut frame);
+        to.write_frame(OutboundFrame::Raw(frame))
+            .await
+            .map_err(|e| anyhow::anyhow!("write: {e}"))?;
+        added_ns.record(mono_ns().saturating_sub(t_in));
+    }
+}
+
+fn mining_message(frame: &mut SerializedFrame) -> Option<Mining<'_>> {
+    let header = frame.header();
+    if protocol_message_type(header.ext_type(), header.msg_type()) != MessageType::Mining {
+        return None;
+    }
+    Mining::try_from((header.msg_type(), frame.payload())).ok()
+}
+
+fn note_submit(frame: &mut SerializedFrame, pending: &Pending) {
+    let (channel, sequence, job) = match mining_message(frame) {
+        Some(Mining::SubmitSharesExtended(s)) => (s.channel_id, s.sequence_number, s.job_id),
+        Some(Mining::SubmitSharesStandard(s)) => (s.channel_id, s.sequence_number, s.job_id),
+        _ => return,
+    };
+    pending
+        .lock()
+        .entry(channel)
+        .or_default()
+        .insert(sequence, job);
+}
+
+fn note_answer(
+    frame: &mut SerializedFrame,
+    connection: u32,
+    pending: &Pending,
+    recorder: &Recorder,
+) {
+    let t = mono_ns();
+    let judged: Vec<(u32, u32, ShareVerdict)> = match mining_message(frame) {
+        Some(Mining::SubmitSharesSuccess(s)) => {
+            let mut pending = pending.lock();
+            let Some(channel) = pending.get_mut(&s.channel_id) else {
+                return;
+            };
+            let rest = channel.split_off(&s.last_sequence_number.wrapping_add(1));
+            let acked = std::mem::replace(channel, rest);
+            if acked.len() != s.new_submits_accepted_count as usize {
+                tracing::debug!(
+                    channel = s.channel_id,
+                    acknowledged = s.new_submits_accepted_count,
+                    pending = acked.len(),
+                    "a batch acknowledgement covers a different number of shares than were pending"
+                );
+            }
+            acked
+                .values()
+                .map(|job| (s.channel_id, *job, ShareVerdict::Accepted))
+                .collect()
+        }
+        Some(Mining::SubmitSharesError(e)) => {
+            let code = String::from_utf8_lossy(e.error_code.as_ref()).to_string();
+            let job = pending
+                .lock()
+                .get_mut(&e.channel_id)
+                .and_then(|c| c.remove(&e.sequence_number));
+            match job {
+                Some(job) => vec![(e.channel_id, job, verdict_of(&code))],
+                None => return,
+            }
+        }
+        _ => return,
+    };
+    for (channel, job, verdict) in judged {
+        recorder.record_at(
+            t,
+            Event::ShareJudged {
+                worker: format!("connection-{connection}/channel-{channel}"),
+                job_id: job.to_string(),
+                verdict,
+                block_hash: None,
+            },
+        );
+    }
+}
+
+/// The pool's error code as a verdict (codes of the SV2 mining protocol).
+fn verdict_of(code: &str) -> ShareVerdict {
+    match code {
+        "stale-share" => ShareVerdict::Stale,
+        "duplicate-share" => ShareVerdict::Duplicate,
+        "difficulty-too-low" => ShareVerdict::LowDifficulty,
+        "invalid-job-id" => ShareVerdict::UnknownJob,
+        _ => ShareVerdict::Invalid,
+    }
+}
