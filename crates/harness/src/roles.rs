@@ -37,6 +37,9 @@ pub enum RoleSpec {
     Sv1Miners {
         config: sv1::fleet::FleetConfig,
     },
+    Sv2Miners {
+        config: sv2::fleet::FleetConfig,
+    },
     /// SRI's `pool_sv2`, with a config generated next to the spec.
     SriPool {
         params: sri::PoolParams,
@@ -123,6 +126,12 @@ pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()>
         }
         RoleSpec::Sv1Miners { config } => {
             let fleet = sv1::fleet::FleetHandle::start(config, recorder.clone())?;
+            ready(json!({}));
+            terminated().await;
+            fleet.stop().await;
+        }
+        RoleSpec::Sv2Miners { config } => {
+            let fleet = sv2::fleet::FleetHandle::start(config, recorder.clone())?;
             ready(json!({}));
             terminated().await;
             fleet.stop().await;

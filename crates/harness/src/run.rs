@@ -282,9 +282,9 @@ async fn start_roles(
                 let node_rpc = (rpc.as_str(), password.as_str(), zmq.clone());
                 start_sv1_side(opts, dir, side, node_rpc, farm_port, roles).await?
             }
-            "sv2-c" => {
+            "sv2-c" | "sv2-d" => {
                 let tp = tp.context("an SV2 side has the node's Template Provider")?;
-                start_sv2c_side(opts, dir, side, tp, farm_port, roles).await?
+                start_sv2_pool_side(opts, dir, side, tp, farm_port, roles).await?
             }
             other => anyhow::bail!("side {other} is not runnable"),
         };
@@ -345,9 +345,11 @@ async fn start_sv1_side(
     })
 }
 
-/// Configuration C: SV1 miners -> SRI translator (farm) -> link -> tap -> SRI pool (pool
-/// site) <- the node as Template Provider. Acceptance is what the tap sees the pool decide.
-async fn start_sv2c_side(
+/// Configurations C and D, with the SRI pool on the pool site (tap in front of it, so
+/// acceptance is what the pool decides) and the node as its Template Provider:
+/// C: SV1 miners -> SRI translator (farm) -> link -> tap -> SRI pool;
+/// D: SV2 miners -> link -> tap -> SRI pool.
+async fn start_sv2_pool_side(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
@@ -396,6 +398,39 @@ async fn start_sv2c_side(
     )
     .await?;
     let tap_addr: SocketAddr = ready_field(&tap_ready, "listen", &tap)?.parse()?;
+    if side == "sv2-d" {
+        let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
+        eprintln!(
+            "{side}: SV2 miners connect to {link_addr} (farm side of the link; pool key {})",
+            keys.public
+        );
+        let miners = format!("miners-{side}");
+        spawn(
+            opts,
+            dir,
+            &miners,
+            &RoleSpec::Sv2Miners {
+                config: sv2::fleet::FleetConfig {
+                    pool: link_addr,
+                    pool_public: keys.public,
+                    miners: s.miners.count,
+                    hashrate: s.miner_hashrate(),
+                    user_prefix: format!("{side}-miner"),
+                    ramp: s.miners.ramp,
+                },
+            },
+            roles,
+        )
+        .await?;
+        return Ok(SideRoles {
+            config: side.into(),
+            miners: s.miners.count,
+            miners_role: miners.clone(),
+            pool_role: tap.clone(),
+            link_role: link.clone(),
+            roles: vec![NODE.into(), pool, tap, link, miners],
+        });
+    }
     let (link, link_addr) = spawn_link(opts, dir, side, 0, tap_addr, roles).await?;
     let translator = format!("translator-{side}");
     let translator_ready = spawn(

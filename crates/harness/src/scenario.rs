@@ -7,9 +7,10 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
 
-/// Sides this build can run: the SV1 baseline, and configuration C (SV1 miners -> SRI
-/// translator -> WAN -> SRI pool, with the node as Template Provider).
-pub const KNOWN_SIDES: &[&str] = &["sv1", "sv2-c"];
+/// Sides this build can run: the SV1 baseline; configuration C (SV1 miners -> SRI
+/// translator -> WAN -> SRI pool, the node as Template Provider); configuration D (SV2
+/// miners -> WAN -> SRI pool).
+pub const KNOWN_SIDES: &[&str] = &["sv1", "sv2-c", "sv2-d"];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

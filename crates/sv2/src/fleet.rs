@@ -290,7 +290,7 @@ impl Miner {
                 self.channel_id = m.channel_id;
                 self.share_target = target_of(m.target.as_ref());
                 self.extranonce_prefix = m.extranonce_prefix.as_ref().to_vec();
-                self.extranonce_size = usize::from(m.extranonce_size).clamp(1, 8);
+                self.extranonce_size = usize::from(m.extranonce_size);
             }
             MiningOwned::OpenMiningChannelError(e) => bail!(
                 "the pool refused the channel: {}",
@@ -395,7 +395,11 @@ impl Miner {
             },
         );
         self.next_extranonce += 1;
-        let extranonce = self.next_extranonce.to_be_bytes()[8 - self.extranonce_size..].to_vec();
+        // The channel's rollable extranonce: our counter in its last (up to) 8 bytes.
+        let mut extranonce = vec![0u8; self.extranonce_size];
+        let counter = self.next_extranonce.to_be_bytes();
+        let n = self.extranonce_size.min(8);
+        extranonce[self.extranonce_size - n..].copy_from_slice(&counter[8 - n..]);
         let header = self.header(job, prev, ntime, bits, &extranonce)?;
         self.active = Some(Active {
             job_id,
@@ -467,7 +471,7 @@ impl Miner {
                     ntime: active.ntime,
                     version: active.version,
                     extranonce: B032Owned::try_from(active.extranonce.clone())
-                        .expect("at most 8 bytes"),
+                        .expect("at most 32 bytes"),
                 },
             });
         }
