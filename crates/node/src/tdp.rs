@@ -146,26 +146,31 @@ async fn serve(
             .map_err(|e| anyhow::anyhow!("Noise handshake failed: {e}"))?;
     let (mut reader, mut writer) = noise.into_split();
 
-    // SetupConnection comes first, for the template distribution protocol.
-    let mut frame = reader
-        .read_frame()
-        .await
-        .map_err(|e| anyhow::anyhow!("no SetupConnection: {e}"))?;
-    let header = frame.header();
-    if protocol_message_type(header.ext_type(), header.msg_type()) != MessageType::Common {
-        bail!(
-            "expected SetupConnection, got message type {:#x}",
-            header.msg_type()
-        );
-    }
-    let setup = CommonMessages::try_from((header.msg_type(), frame.payload()))
-        .map_err(|e| anyhow::anyhow!("malformed common message: {e:?}"))?;
-    let CommonMessages::SetupConnection(setup) = setup else {
-        bail!("expected SetupConnection, got {setup}");
+    // SetupConnection comes first, for the template distribution protocol. The frame is
+    // dropped before the reader moves on: a read half dropped while one of its frames lives
+    // spins forever (buffer_sv2 waits for every slice of its pool to come back).
+    let (protocol, min_version, max_version) = {
+        let mut frame = reader
+            .read_frame()
+            .await
+            .map_err(|e| anyhow::anyhow!("no SetupConnection: {e}"))?;
+        let header = frame.header();
+        if protocol_message_type(header.ext_type(), header.msg_type()) != MessageType::Common {
+            bail!(
+                "expected SetupConnection, got message type {:#x}",
+                header.msg_type()
+            );
+        }
+        let setup = CommonMessages::try_from((header.msg_type(), frame.payload()))
+            .map_err(|e| anyhow::anyhow!("malformed common message: {e:?}"))?;
+        let CommonMessages::SetupConnection(setup) = setup else {
+            bail!("expected SetupConnection, got {setup}");
+        };
+        (setup.protocol, setup.min_version, setup.max_version)
     };
-    let error = if setup.protocol != Protocol::TemplateDistributionProtocol {
+    let error = if protocol != Protocol::TemplateDistributionProtocol {
         Some("unsupported-protocol")
-    } else if setup.min_version > PROTOCOL_VERSION || setup.max_version < PROTOCOL_VERSION {
+    } else if min_version > PROTOCOL_VERSION || max_version < PROTOCOL_VERSION {
         Some("protocol-version-mismatch")
     } else {
         None

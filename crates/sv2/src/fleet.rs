@@ -175,18 +175,21 @@ async fn run_miner(index: u32, cfg: &FleetConfig, recorder: &Recorder) -> Result
         AnyMessageOwned::Common(CommonMessagesOwned::SetupConnection(setup)),
     )
     .await?;
-    let mut frame = reader
-        .read_frame()
-        .await
-        .map_err(|e| anyhow::anyhow!("no SetupConnection answer: {e}"))?;
-    let header = frame.header();
-    match CommonMessages::try_from((header.msg_type(), frame.payload())) {
-        Ok(CommonMessages::SetupConnectionSuccess(_)) => {}
-        Ok(CommonMessages::SetupConnectionError(e)) => bail!(
-            "the pool refused SetupConnection: {}",
-            String::from_utf8_lossy(e.error_code.as_ref())
-        ),
-        other => bail!("unexpected answer to SetupConnection: {other:?}"),
+    {
+        // Scoped: a read half dropped while one of its frames lives spins forever.
+        let mut frame = reader
+            .read_frame()
+            .await
+            .map_err(|e| anyhow::anyhow!("no SetupConnection answer: {e}"))?;
+        let header = frame.header();
+        match CommonMessages::try_from((header.msg_type(), frame.payload())) {
+            Ok(CommonMessages::SetupConnectionSuccess(_)) => {}
+            Ok(CommonMessages::SetupConnectionError(e)) => bail!(
+                "the pool refused SetupConnection: {}",
+                String::from_utf8_lossy(e.error_code.as_ref())
+            ),
+            other => bail!("unexpected answer to SetupConnection: {other:?}"),
+        }
     }
     let open = OpenExtendedMiningChannelOwned {
         request_id: 1,
