@@ -2,33 +2,11 @@
 
 mod common;
 
-use common::{free_port, run_baseline};
+use common::{free_port, out_dir, run_baseline, succeed, summary};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn out_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("run-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn summary(dir: &Path) -> Value {
-    serde_json::from_str(
-        &std::fs::read_to_string(dir.join("summary.json")).expect("summary.json written"),
-    )
-    .unwrap()
-}
-
-fn succeed(out: Output) {
-    assert!(
-        out.status.success(),
-        "run failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn get(url: &str) -> Option<String> {
     use std::io::{Read, Write};

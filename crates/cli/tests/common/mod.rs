@@ -58,16 +58,23 @@ pub fn start_node(args: &[&str]) -> (Killed, String) {
     (Killed(child), url)
 }
 
-pub fn baseline_scenario() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/sv1-baseline.toml")
+/// A scenario file of the repository, by name (`sv1-baseline`, `config-c`, ...).
+pub fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../scenarios/{name}.toml"))
 }
 
 /// `stratum-bench run` of the SV1 baseline into `out`, with `args` (and a free metrics
 /// port unless `args` name one).
 pub fn run_baseline(out: &Path, args: &[&str]) -> Command {
+    run_scenario("sv1-baseline", out, args)
+}
+
+/// `stratum-bench run scenarios/<name>.toml` into `out`, with `args` (and a free metrics
+/// port unless `args` name one).
+pub fn run_scenario(name: &str, out: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(exe());
     cmd.arg("run")
-        .arg(baseline_scenario())
+        .arg(scenario(name))
         .args(args)
         .arg("--out")
         .arg(out);
@@ -99,4 +106,29 @@ pub fn bench(name: &str, args: &[&str], result: &str) -> (String, serde_json::Va
         String::from_utf8_lossy(&run.stdout).into_owned(),
         serde_json::from_str(&json).unwrap(),
     )
+}
+
+/// A fresh run directory for one test.
+pub fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("run-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// The run's summary.json.
+pub fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(dir.join("summary.json")).expect("summary.json written"),
+    )
+    .unwrap()
+}
+
+/// Requires a successful run, showing its output otherwise.
+pub fn succeed(out: std::process::Output) {
+    assert!(
+        out.status.success(),
+        "run failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -1,0 +1,311 @@
+//! The node as an SV2 Template Provider, seen from a TDP client over Noise: the message
+//! sequence a pool relies on, a solution mined from NewTemplate alone, and bad input.
+
+use bitcoin::hashes::Hash;
+use bitcoin::{Block, BlockHash, CompactTarget, Target, TxMerkleNode};
+use node::tdp::{AuthorityKeys, TdpOptions};
+use node::{MempoolConfig, MempoolPreset, NodeConfig, NodeHandle, NodeOptions, RpcAuth};
+use probe::Recorder;
+use std::net::SocketAddr;
+use std::time::Duration;
+use stratum_apps::network_helpers::connect_with_noise;
+use stratum_apps::network_helpers::noise_stream::{NoiseTcpReadHalf, NoiseTcpWriteHalf};
+use stratum_apps::stratum_core::binary_sv2::{B064KOwned, Str0255Owned};
+use stratum_apps::stratum_core::channels_sv2::outputs::deserialize_template_outputs;
+use stratum_apps::stratum_core::common_messages_sv2::{Protocol, SetupConnectionOwned};
+use stratum_apps::stratum_core::parsers_sv2::{
+    AnyMessageOwned, CommonMessages, CommonMessagesOwned, TemplateDistribution,
+    TemplateDistributionOwned,
+};
+use stratum_apps::stratum_core::template_distribution_sv2::{
+    CoinbaseOutputConstraintsOwned, NewTemplateOwned, RequestTransactionDataOwned,
+    SetNewPrevHashOwned, SubmitSolutionOwned,
+};
+use stratum_apps::utils::types::OutboundFrame;
+use tokio::io::AsyncWriteExt;
+
+async fn start() -> (NodeHandle, SocketAddr, AuthorityKeys) {
+    let mut mempool = MempoolConfig::preset(MempoolPreset::Mainnet);
+    mempool.initial_txs = 300;
+    let keys = AuthorityKeys::generate();
+    let node = NodeHandle::start(NodeOptions {
+        config: NodeConfig {
+            block_interval: Duration::from_secs(100_000),
+            mempool,
+            ..NodeConfig::default()
+        },
+        rpc_bind: "127.0.0.1:0".parse().unwrap(),
+        auth: RpcAuth::UserPassword {
+            user: "u".into(),
+            password: "p".into(),
+        },
+        zmq_bind: None,
+        recorder: Recorder::disabled(),
+        value_sample_interval: Duration::from_secs(1),
+        tdp: Some(TdpOptions {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            keys: keys.clone(),
+            interval: Duration::from_secs(30),
+            fee_threshold_sats: 0,
+        }),
+    })
+    .await
+    .expect("node starts");
+    let addr = node.tdp_addr.expect("TDP face");
+    (node, addr, keys)
+}
+
+struct Client {
+    read: NoiseTcpReadHalf,
+    write: NoiseTcpWriteHalf,
+}
+
+impl Client {
+    async fn connect(addr: SocketAddr, keys: &AuthorityKeys) -> Client {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (read, write) = connect_with_noise(tcp, Some(keys.public))
+            .await
+            .expect("Noise handshake with the node's authority key")
+            .into_split();
+        Client { read, write }
+    }
+
+    async fn send(&mut self, msg: AnyMessageOwned) {
+        self.write
+            .write_frame(OutboundFrame::from_message(msg).unwrap())
+            .await
+            .unwrap();
+    }
+
+    async fn setup(&mut self, protocol: Protocol) -> Result<(), String> {
+        let text = |s: &str| Str0255Owned::try_from(s.as_bytes().to_vec()).unwrap();
+        self.send(AnyMessageOwned::Common(
+            CommonMessagesOwned::SetupConnection(SetupConnectionOwned {
+                protocol,
+                min_version: 2,
+                max_version: 2,
+                flags: 0,
+                endpoint_host: text("127.0.0.1"),
+                endpoint_port: 0,
+                vendor: text("test"),
+                hardware_version: text(""),
+                firmware: text(""),
+                device_id: text(""),
+            }),
+        ))
+        .await;
+        let mut frame = self.read.read_frame().await.map_err(|e| e.to_string())?;
+        let header = frame.header();
+        match CommonMessages::try_from((header.msg_type(), frame.payload())).unwrap() {
+            CommonMessages::SetupConnectionSuccess(_) => Ok(()),
+            CommonMessages::SetupConnectionError(e) => {
+                Err(String::from_utf8_lossy(e.error_code.as_ref()).into())
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+
+    async fn next(&mut self) -> TemplateDistributionOwned {
+        let mut frame = tokio::time::timeout(Duration::from_secs(10), self.read.read_frame())
+            .await
+            .expect("a message within 10 s")
+            .expect("the connection is open");
+        let header = frame.header();
+        TemplateDistribution::try_from((header.msg_type(), frame.payload()))
+            .unwrap()
+            .into_owned()
+    }
+
+    async fn constraints(&mut self) {
+        self.send(AnyMessageOwned::TemplateDistribution(
+            TemplateDistributionOwned::CoinbaseOutputConstraints(CoinbaseOutputConstraintsOwned {
+                coinbase_output_max_additional_size: 100,
+                coinbase_output_max_additional_sigops: 4,
+            }),
+        ))
+        .await;
+    }
+
+    /// The future template and the prev hash that activates it.
+    async fn new_tip(&mut self) -> (NewTemplateOwned, SetNewPrevHashOwned) {
+        let TemplateDistributionOwned::NewTemplate(t) = self.next().await else {
+            panic!("NewTemplate first");
+        };
+        let TemplateDistributionOwned::SetNewPrevHash(p) = self.next().await else {
+            panic!("then SetNewPrevHash");
+        };
+        assert!(t.future_template);
+        assert_eq!(t.template_id, p.template_id);
+        (t, p)
+    }
+}
+
+/// A coinbase and header for `t`, paying its whole value; the nonce is searched until the
+/// header meets `p`'s target, as a miner would.
+fn solve(t: &NewTemplateOwned, p: &SetNewPrevHashOwned) -> SubmitSolutionOwned {
+    let mut script_sig = t.coinbase_prefix.as_ref().to_vec();
+    script_sig.extend_from_slice(&[4, 1, 2, 3, 4]); // an extranonce push
+    let mut outputs = vec![bitcoin::TxOut {
+        value: bitcoin::Amount::from_sat(t.coinbase_tx_value_remaining),
+        script_pubkey: bitcoin::ScriptBuf::new_p2wsh(&bitcoin::WScriptHash::hash(&[0x51])),
+    }];
+    outputs.extend(
+        deserialize_template_outputs(
+            t.coinbase_tx_outputs.as_ref().to_vec(),
+            t.coinbase_tx_outputs_count,
+        )
+        .unwrap(),
+    );
+    let coinbase = bitcoin::Transaction {
+        version: bitcoin::transaction::Version::non_standard(t.coinbase_tx_version as i32),
+        lock_time: bitcoin::absolute::LockTime::from_consensus(t.coinbase_tx_locktime),
+        input: vec![bitcoin::TxIn {
+            previous_output: bitcoin::OutPoint::null(),
+            script_sig: script_sig.into(),
+            sequence: bitcoin::Sequence(t.coinbase_tx_input_sequence),
+            witness: bitcoin::Witness::from(vec![vec![0u8; 32]]),
+        }],
+        output: outputs,
+    };
+    let path: Vec<TxMerkleNode> = t
+        .merkle_path
+        .iter()
+        .map(|n| TxMerkleNode::from_byte_array(n.as_ref().try_into().unwrap()))
+        .collect();
+    let root =
+        node::template::merkle_root_from_branch(coinbase.compute_txid().to_raw_hash(), &path);
+    let target = Target::from_le_bytes(p.target.as_ref().try_into().unwrap());
+    let mut header = bitcoin::block::Header {
+        version: bitcoin::block::Version::from_consensus(t.version as i32),
+        prev_blockhash: BlockHash::from_byte_array(p.prev_hash.as_ref().try_into().unwrap()),
+        merkle_root: root,
+        time: p.header_timestamp,
+        bits: CompactTarget::from_consensus(p.n_bits),
+        nonce: 0,
+    };
+    while !target.is_met_by(header.block_hash()) {
+        header.nonce += 1;
+    }
+    SubmitSolutionOwned {
+        template_id: t.template_id,
+        version: t.version,
+        header_timestamp: header.time,
+        header_nonce: header.nonce,
+        coinbase_tx: B064KOwned::try_from(bitcoin::consensus::serialize(&coinbase)).unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn a_pool_gets_templates_and_its_solution_becomes_the_tip() {
+    let (node, addr, keys) = start().await;
+    let mut c = Client::connect(addr, &keys).await;
+    c.setup(Protocol::TemplateDistributionProtocol)
+        .await
+        .unwrap();
+    c.constraints().await;
+    let (t, p) = c.new_tip().await;
+    let template = node.state().template();
+    assert_eq!(t.template_id, template.id, "the node's own cached template");
+    assert_eq!(p.prev_hash.as_ref(), template.prev_hash.as_byte_array());
+    assert_eq!(t.coinbase_tx_value_remaining, template.value());
+    assert_eq!(
+        t.merkle_path.as_slice()[0].as_ref(),
+        template.marker_txid().as_byte_array(),
+        "the marker is the first merkle path entry, as in getblocktemplate"
+    );
+
+    // The transactions behind the template, for a JDC.
+    c.send(AnyMessageOwned::TemplateDistribution(
+        TemplateDistributionOwned::RequestTransactionData(RequestTransactionDataOwned {
+            template_id: t.template_id,
+        }),
+    ))
+    .await;
+    match c.next().await {
+        TemplateDistributionOwned::RequestTransactionDataSuccess(d) => {
+            assert_eq!(d.transaction_list.len(), template.txs.len())
+        }
+        other => panic!("{other}"),
+    }
+    c.send(AnyMessageOwned::TemplateDistribution(
+        TemplateDistributionOwned::RequestTransactionData(RequestTransactionDataOwned {
+            template_id: 999_999,
+        }),
+    ))
+    .await;
+    assert!(matches!(
+        c.next().await,
+        TemplateDistributionOwned::RequestTransactionDataError(_)
+    ));
+
+    // A block mined from NewTemplate alone is accepted and becomes the tip; the client
+    // gets the next future template and prev hash at once.
+    let height = node.state().chain().height();
+    let solution = solve(&t, &p);
+    c.send(AnyMessageOwned::TemplateDistribution(
+        TemplateDistributionOwned::SubmitSolution(solution),
+    ))
+    .await;
+    let (t2, p2) = c.new_tip().await;
+    assert_eq!(node.state().chain().height(), height + 1);
+    let tip = node.state().tip_hash();
+    assert_eq!(p2.prev_hash.as_ref(), tip.as_byte_array());
+    assert!(t2.template_id > t.template_id);
+    let block: &Block = &node.state().chain().tip().block.clone();
+    assert_eq!(block.txdata.len(), template.txs.len() + 1);
+    node.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_clients_lose_their_connection_and_the_node_serves_on() {
+    let (node, addr, keys) = start().await;
+
+    // Another protocol than template distribution.
+    let mut c = Client::connect(addr, &keys).await;
+    assert_eq!(
+        c.setup(Protocol::MiningProtocol).await.unwrap_err(),
+        "unsupported-protocol"
+    );
+
+    // A client that expects another authority key fails the handshake.
+    let wrong = AuthorityKeys::generate();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    assert!(connect_with_noise(tcp, Some(wrong.public)).await.is_err());
+
+    // Garbage instead of a Noise handshake, and garbage after one.
+    let mut raw = tokio::net::TcpStream::connect(addr).await.unwrap();
+    raw.write_all(&[0xde; 300]).await.unwrap();
+    let mut c = Client::connect(addr, &keys).await;
+    c.write.shutdown().await.unwrap();
+    let mut c2 = Client::connect(addr, &keys).await;
+    c2.setup(Protocol::TemplateDistributionProtocol)
+        .await
+        .unwrap();
+    // A message a client may not send (a NewTemplate) closes that connection.
+    let (t, _) = {
+        let mut c3 = Client::connect(addr, &keys).await;
+        c3.setup(Protocol::TemplateDistributionProtocol)
+            .await
+            .unwrap();
+        c3.constraints().await;
+        let got = c3.new_tip().await;
+        c3.send(AnyMessageOwned::TemplateDistribution(
+            TemplateDistributionOwned::NewTemplate(got.0.clone()),
+        ))
+        .await;
+        assert!(
+            tokio::time::timeout(Duration::from_secs(5), c3.read.read_frame())
+                .await
+                .expect("closed within 5 s")
+                .is_err(),
+            "the node closes a connection that sends NewTemplate"
+        );
+        got
+    };
+
+    // Through all of it, a well-behaved client is served.
+    c2.constraints().await;
+    let (t2, _) = c2.new_tip().await;
+    assert_eq!(t2.template_id, t.template_id);
+    node.shutdown().await.unwrap();
+}
