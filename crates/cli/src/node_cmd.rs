@@ -76,12 +76,43 @@ pub struct NodeArgs {
     /// Append timestamped events (tips, templates, submissions) to this JSON-lines file.
     #[arg(long)]
     events: Option<PathBuf>,
+    /// Serve the SV2 Template Distribution Protocol (Noise) here, as a Template Provider
+    /// for an SV2 pool or Job Declarator Client (for example 127.0.0.1:8442).
+    #[arg(long)]
+    tdp_bind: Option<SocketAddr>,
+    /// The Template Provider's authority secret key (base58check, as SRI configs write
+    /// keys); a fresh pair is made when absent. The public key is printed at start.
+    #[arg(long, requires = "tdp_bind")]
+    tdp_secret_key: Option<String>,
+    /// How often the current template is offered to TDP clients on the same tip.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, requires = "tdp_bind")]
+    tdp_interval: Duration,
+    /// Fee gain (sats) a same-tip template needs before it is sent to TDP clients.
+    #[arg(long, default_value_t = 0, requires = "tdp_bind")]
+    tdp_fee_threshold: u64,
     /// Stop after this long (default: until Ctrl-C or the `stop` RPC).
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
 }
 
 impl NodeArgs {
+    fn tdp_options(&self) -> Result<Option<node::tdp::TdpOptions>> {
+        let Some(bind) = self.tdp_bind else {
+            return Ok(None);
+        };
+        let keys = match &self.tdp_secret_key {
+            Some(text) => node::tdp::AuthorityKeys::from_secret(text)
+                .context("--tdp-secret-key is not a base58check secret key")?,
+            None => node::tdp::AuthorityKeys::generate(),
+        };
+        Ok(Some(node::tdp::TdpOptions {
+            bind,
+            keys,
+            interval: self.tdp_interval,
+            fee_threshold_sats: self.tdp_fee_threshold,
+        }))
+    }
+
     fn config(&self) -> Result<NodeConfig> {
         let difficulty = match (self.miner_hashrate, self.difficulty.as_str()) {
             (Some(hps), _) => Difficulty::MinerHashrate(hps),
@@ -143,7 +174,7 @@ pub async fn run(args: NodeArgs) -> Result<()> {
         zmq_bind: (!args.no_zmq).then(|| args.zmq_bind.clone()),
         recorder: recorder.clone(),
         value_sample_interval: Duration::from_secs(1),
-        tdp: None,
+        tdp: args.tdp_options()?,
     })
     .await?;
     {
@@ -160,6 +191,12 @@ pub async fn run(args: NodeArgs) -> Result<()> {
             state.chain().height(),
             state.mempool().len(),
             template_value as f64 / 1e8,
+        );
+    }
+    if let (Some(addr), Some(tdp)) = (node.tdp_addr, args.tdp_options()?) {
+        println!(
+            "template provider ready: TDP (Noise) on {addr}, authority public key {}",
+            tdp.keys.public
         );
     }
     let start_height = node.state().chain().height();

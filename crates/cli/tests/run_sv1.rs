@@ -3,7 +3,6 @@
 mod common;
 
 use common::{free_port, out_dir, run_baseline, succeed, summary};
-use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -91,6 +91,66 @@ impl RoleProcess {
         }
     }
 
+    /// Starts another build of a role: `command` (split on spaces) with `-c CONFIG`
+    /// appended, as SRI's binaries take their config, its output in `logs/<name>.log`.
+    /// Such a program announces nothing, so it is ready when `listen` accepts
+    /// connections (within 30 s); one that exits first is reported with its log.
+    pub async fn spawn_command(
+        command: &str,
+        config: &Path,
+        dir: &Path,
+        name: &str,
+        listen: std::net::SocketAddr,
+    ) -> Result<RoleProcess> {
+        let mut words = command.split_whitespace();
+        let program = words.next().context("an empty role command")?;
+        std::fs::create_dir_all(dir.join("logs"))?;
+        let log_path = dir.join("logs").join(format!("{name}.log"));
+        let log = std::fs::File::create(&log_path)?;
+        let child = Command::new(program)
+            .args(words)
+            .arg("-c")
+            .arg(config)
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| {
+                format!("cannot start `{command}` for role {name} (is it installed and on PATH?)")
+            })?;
+        let pid = child.id().context("the role has a pid")?;
+        let mut role = RoleProcess {
+            name: name.to_string(),
+            child,
+            meter: CpuMeter::new(pid),
+            exited: false,
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = role.newly_exited() {
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                bail!(
+                    "role {name} (`{command}`) exited with {status} before it listened on {listen}; last lines of {}:\n{}",
+                    log_path.display(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
+            if tokio::net::TcpStream::connect(listen).await.is_ok() {
+                tracing::info!(role = name, %listen, command, "role ready");
+                return Ok(role);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                bail!(
+                    "role {name} (`{command}`) did not listen on {listen} within 30 s (see {})",
+                    log_path.display()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// The exit status, the first time the process is seen to have ended.
     pub fn newly_exited(&mut self) -> Option<ExitStatus> {
         if self.exited {

@@ -360,27 +360,29 @@ async fn start_sv2_pool_side(
     let s = &opts.scenario;
     let keys = node::tdp::AuthorityKeys::generate();
     let pool = format!("pool-{side}");
-    let pool_ready = spawn(
+    let pool_params = sri::PoolParams {
+        listen: free_local_port()?,
+        authority_public: keys.public,
+        authority_secret: keys.secret,
+        tp_address,
+        tp_public,
+        payout_script_hex: payout_script().to_hex_string(),
+        signature: format!("stratum-bench {side}"),
+        shares_per_minute: s.miners.shares_per_min,
+        share_batch_size: s.sv2.share_batch_size,
+    };
+    let pool_addr = spawn_sri(
         opts,
         dir,
         &pool,
-        &RoleSpec::SriPool {
-            params: sri::PoolParams {
-                listen: free_local_port()?,
-                authority_public: keys.public,
-                authority_secret: keys.secret,
-                tp_address,
-                tp_public,
-                payout_script_hex: payout_script().to_hex_string(),
-                signature: format!("stratum-bench {side}"),
-                shares_per_minute: s.miners.shares_per_min,
-                share_batch_size: s.sv2.share_batch_size,
-            },
+        s.roles.pool.as_ref(),
+        (pool_params.listen, sri::pool_config(&pool_params)),
+        RoleSpec::SriPool {
+            params: pool_params,
         },
         roles,
     )
     .await?;
-    let pool_addr: SocketAddr = ready_field(&pool_ready, "listen", &pool)?.parse()?;
     let tap = format!("tap-{side}");
     let tap_ready = spawn(
         opts,
@@ -433,30 +435,34 @@ async fn start_sv2_pool_side(
     }
     let (link, link_addr) = spawn_link(opts, dir, side, 0, tap_addr, roles).await?;
     let translator = format!("translator-{side}");
-    let translator_ready = spawn(
+    let translator_params = sri::TranslatorParams {
+        listen: if farm_port == 0 {
+            free_local_port()?
+        } else {
+            SocketAddr::from(([127, 0, 0, 1], farm_port))
+        },
+        upstream: link_addr,
+        upstream_public: keys.public,
+        user_identity: format!("stratum-bench-{side}"),
+        miner_hashrate: s.miner_hashrate(),
+        shares_per_minute: s.miners.shares_per_min,
+        aggregate_channels: s.sv2.aggregate_channels,
+    };
+    let translator_addr = spawn_sri(
         opts,
         dir,
         &translator,
-        &RoleSpec::SriTranslator {
-            params: sri::TranslatorParams {
-                listen: if farm_port == 0 {
-                    free_local_port()?
-                } else {
-                    SocketAddr::from(([127, 0, 0, 1], farm_port))
-                },
-                upstream: link_addr,
-                upstream_public: keys.public,
-                user_identity: format!("stratum-bench-{side}"),
-                miner_hashrate: s.miner_hashrate(),
-                shares_per_minute: s.miners.shares_per_min,
-                aggregate_channels: s.sv2.aggregate_channels,
-            },
+        s.roles.translator.as_ref(),
+        (
+            translator_params.listen,
+            sri::translator_config(&translator_params),
+        ),
+        RoleSpec::SriTranslator {
+            params: translator_params,
         },
         roles,
     )
     .await?;
-    let translator_addr: SocketAddr =
-        ready_field(&translator_ready, "listen", &translator)?.parse()?;
     eprintln!(
         "{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"
     );
@@ -469,6 +475,34 @@ async fn start_sv2_pool_side(
         link_role: link.clone(),
         roles: vec![NODE.into(), pool, tap, link, translator, miners],
     })
+}
+
+/// Starts an SRI role: the pinned build linked into stratum-bench (`spec`), or the
+/// scenario's other build of it (`command`, given the same generated config).
+#[allow(clippy::too_many_arguments)]
+async fn spawn_sri(
+    opts: &RunOptions,
+    dir: &Path,
+    name: &str,
+    command: Option<&crate::scenario::RoleCommand>,
+    (listen, config): (SocketAddr, String),
+    spec: RoleSpec,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SocketAddr> {
+    match command {
+        None => {
+            let ready = spawn(opts, dir, name, &spec, roles).await?;
+            Ok(ready_field(&ready, "listen", name)?.parse()?)
+        }
+        Some(other) => {
+            let path = dir.join("roles").join(format!("{name}.toml"));
+            std::fs::write(&path, config)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let role = RoleProcess::spawn_command(&other.command, &path, dir, name, listen).await?;
+            roles.push(role);
+            Ok(listen)
+        }
+    }
 }
 
 /// The WAN link of a side, from the farm (`farm_port`, 0 for any) to `upstream`.

@@ -33,6 +33,25 @@ pub struct Scenario {
     pub pool: Pool,
     #[serde(default)]
     pub sv2: Sv2,
+    /// Other builds of the SRI roles, to compare releases (default: the pinned ones
+    /// linked into stratum-bench).
+    #[serde(default)]
+    pub roles: RoleCommands,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleCommands {
+    pub pool: Option<RoleCommand>,
+    pub translator: Option<RoleCommand>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleCommand {
+    /// A program and its arguments; `-c CONFIG` (the generated config) is appended, as
+    /// SRI's `pool_sv2` and `translator_sv2` binaries take it.
+    pub command: String,
 }
 
 /// Settings of the SV2 sides. The template refresh interval is `pool.job_refresh` for
@@ -194,6 +213,17 @@ impl Scenario {
                 fail(
                     "sides",
                     format!("unknown side {side:?} (this build runs {KNOWN_SIDES:?})"),
+                )?;
+            }
+        }
+        for (field, role) in [
+            ("roles.pool.command", &self.roles.pool),
+            ("roles.translator.command", &self.roles.translator),
+        ] {
+            if role.as_ref().is_some_and(|r| r.command.trim().is_empty()) {
+                fail(
+                    field,
+                    "is empty: name a program, or leave the role out".into(),
                 )?;
             }
         }

@@ -201,9 +201,14 @@ impl HeaderScanner {
     pub fn exhausted(&self) -> bool {
         self.next_nonce > u64::from(u32::MAX)
     }
+}
 
-    /// Hashes the next nonce; `None` once [`exhausted`](Self::exhausted).
-    pub fn next(&mut self) -> Option<(u32, BlockHash)> {
+/// Each item is a nonce and the header's hash with it; the scan ends once every nonce
+/// was tried.
+impl Iterator for HeaderScanner {
+    type Item = (u32, BlockHash);
+
+    fn next(&mut self) -> Option<(u32, BlockHash)> {
         use bitcoin::hashes::{sha256, HashEngine};
         if self.exhausted() {
             return None;

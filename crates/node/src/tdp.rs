@@ -60,13 +60,20 @@ impl AuthorityKeys {
     pub fn generate() -> AuthorityKeys {
         // Through the key's text form: the SV2 crates use their own secp256k1 version.
         let secret = bitcoin::secp256k1::SecretKey::new(&mut rand::thread_rng());
-        let secret: Secp256k1SecretKey = bitcoin::base58::encode_check(&secret.secret_bytes())
+        Self::from_secret(&bitcoin::base58::encode_check(&secret.secret_bytes()))
+            .expect("32 random bytes are a secret key")
+    }
+
+    /// The pair of a secret key in SRI's text form (base58check).
+    pub fn from_secret(text: &str) -> Result<AuthorityKeys> {
+        let secret: Secp256k1SecretKey = text
+            .trim()
             .parse()
-            .expect("32 random bytes are a secret key");
-        AuthorityKeys {
+            .map_err(|e| anyhow::anyhow!("bad secret key: {e:?}"))?;
+        Ok(AuthorityKeys {
             public: secret.into(),
             secret,
-        }
+        })
     }
 }
 
