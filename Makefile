@@ -13,9 +13,9 @@ deps:
 build: deps
 	$(CARGO) build $(CARGO_FLAGS)
 
-# The main job: the default scenario end to end (about 2.5 minutes), summary printed,
+# The main job: SV1 against SV2 configurations C and D (about 2.5 minutes), summary printed,
 # run written under runs/.
-SCENARIO ?= scenarios/sv1-baseline.toml
+SCENARIO ?= scenarios/sv1-vs-sv2.toml
 run: build
 	$(RUN) run $(SCENARIO)
 

@@ -137,3 +137,42 @@ fn blocks_found_through_sv2_reach_the_node_by_submit_solution() {
         );
     }
 }
+
+/// A role that cannot start stops the run before anything is measured, with its own
+/// words: a missing program, and one that exits before it serves.
+#[test]
+fn an_sri_role_that_fails_to_start_stops_the_run_with_its_error() {
+    let dir = out_dir("sv2-bad-role");
+    let out = run_scenario(
+        "config-c",
+        &dir,
+        &[
+            "--set",
+            r#"roles.translator.command="/nonexistent/translator_sv2""#,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot start") && err.contains("/nonexistent/translator_sv2"),
+        "{err}"
+    );
+    assert!(!dir.join("summary.json").exists(), "nothing was measured");
+
+    let dir = out_dir("sv2-bad-role-exits");
+    let out = run_scenario(
+        "config-c",
+        &dir,
+        &["--set", r#"roles.pool.command="ls --no-such-flag""#],
+    )
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("exited") && err.contains("no-such-flag"),
+        "the role's own error is shown: {err}"
+    );
+}

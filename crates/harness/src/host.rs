@@ -14,6 +14,9 @@ pub struct Host {
     pub kernel: String,
     pub tool_version: String,
     pub git_commit: String,
+    /// The SRI role releases linked into this build.
+    #[serde(default)]
+    pub sri_releases: Vec<String>,
 }
 
 impl Host {
@@ -40,6 +43,7 @@ impl Host {
             kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             git_commit: env!("STRATUM_BENCH_GIT_COMMIT").to_string(),
+            sri_releases: sri::LINKED_RELEASES.iter().map(|r| r.to_string()).collect(),
         }
     }
 }

@@ -126,8 +126,29 @@ fn context(run: &RunData) -> Section {
         .unwrap_or_else(|| "-".into());
     rows.push(row(
         "roles",
-        format!("node, SV1 pool, link relay and SV1 miner fleet: stratum-bench {tool}, built in"),
+        format!("node, SV1 pool, link relay, tap and miner fleets: stratum-bench {tool}, built in"),
     ));
+    if s("sides").contains("sv2") {
+        let linked = run
+            .host
+            .as_ref()
+            .and_then(|h| h.get("sri_releases")?.as_array().cloned())
+            .map(|r| {
+                r.iter()
+                    .filter_map(|v| v.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_else(|| "-".into());
+        let mut sri = format!("{linked} (crates.io, linked in)");
+        for role in ["pool", "translator"] {
+            let command = s(&format!("roles.{role}.command"));
+            if command != "-" {
+                sri.push_str(&format!("; {role} replaced by `{command}`"));
+            }
+        }
+        rows.push(row("SRI roles under test", sri));
+    }
     if let Some(h) = &run.host {
         let g = |k: &str| {
             h.get(k)

@@ -14,6 +14,10 @@ use std::time::Duration;
 use stratum_apps::config_helpers::load_config;
 use stratum_apps::key_utils::{Secp256k1PublicKey, Secp256k1SecretKey};
 
+/// The SRI releases linked into this build (equal to the workspace's `=` pins, which a
+/// test checks).
+pub const LINKED_RELEASES: &[&str] = &["pool_sv2 0.7.0", "translator_sv2 0.6.0"];
+
 /// What the harness decides about an SRI pool; the rest is fixed by [`pool_config`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PoolParams {
@@ -223,5 +227,20 @@ impl Running {
         let _ = tokio::time::timeout(Duration::from_secs(5), (self.stop)()).await;
         let _ = tokio::time::timeout(Duration::from_secs(5), &mut self.task).await;
         self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn linked_releases_are_the_workspace_pins() {
+        let manifest = include_str!("../../../Cargo.toml");
+        for release in super::LINKED_RELEASES {
+            let (name, version) = release.split_once(' ').unwrap();
+            assert!(
+                manifest.contains(&format!("{name} = {{ version = \"={version}\"")),
+                "Cargo.toml pins {name} at another version than {version}"
+            );
+        }
     }
 }
