@@ -248,11 +248,20 @@ impl NodeState {
                 return t.clone();
             }
         }
+        let t = self.build_template();
+        self.template = Some(t.clone());
+        t
+    }
+
+    /// A template built now, outside the cache getblocktemplate serves: a face that
+    /// decides itself when to build (the Template Provider, as Bitcoin Core's does) gets
+    /// its own, so one face's refresh timing never shows in another's measurements.
+    pub fn build_template(&mut self) -> Arc<Template> {
         let t = Arc::new(Template::build(
             self.next_template_id,
             self.cfg.seed,
             &self.mempool,
-            tip,
+            self.chain.tip().hash,
             self.chain.height() + 1,
             self.bits,
             self.chain.median_time_past() + 1,
@@ -274,7 +283,6 @@ impl NodeState {
             weight: t.weight,
             marker_txid: t.marker_txid().to_string(),
         });
-        self.template = Some(t.clone());
         t
     }
 

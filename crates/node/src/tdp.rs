@@ -4,13 +4,15 @@
 //! sends SetupConnection for the template distribution protocol and its
 //! CoinbaseOutputConstraints, then gets a future NewTemplate plus SetNewPrevHash on every
 //! new tip and a NewTemplate for updates on the same tip. Templates are the node's own (the
-//! same cached templates getblocktemplate serves, marker transaction included), so a job is
-//! tied to its template by identity on both faces. SubmitSolution goes through the same
+//! same assembly getblocktemplate uses, marker transaction included), so a job is tied to
+//! its template by identity on every face. SubmitSolution goes through the same
 //! validation as submitblock.
 //!
-//! Update policy, like Bitcoin Core's sv2 template provider: every `interval` the node's
-//! current template is offered, and sent when it is a new one whose fees grew by at least
-//! `fee_threshold_sats`.
+//! Update policy, like Bitcoin Core's sv2 template provider: on a new tip a template is
+//! built for the client at once; every `interval` after that, when the mempool moved, a
+//! new one is built and sent if its fees grew by at least `fee_threshold_sats`. The
+//! client's templates are its own (not getblocktemplate's cache), so when several pools
+//! share the node, none of them waits on another's refresh timing.
 
 use crate::service::Shared;
 use crate::template::Template;
@@ -256,15 +258,22 @@ async fn serve(
                 last = Some(send_new_tip(&shared, &mut writer).await?);
             }
             _ = tick.tick(), if constrained => {
-                let current = shared.sync().template();
-                let newer = last.as_ref().is_some_and(|l| {
-                    l.prev_hash == current.prev_hash
-                        && l.id != current.id
-                        && current.fees >= l.fees.saturating_add(opts.fee_threshold_sats)
-                });
-                if newer {
-                    send(&mut writer, new_template(&current, false)).await?;
-                    last = Some(current);
+                // A new template when the mempool moved since the last one sent (on this
+                // tip), sent when its fees grew enough.
+                let update = {
+                    let mut state = shared.sync();
+                    let moved = last.as_ref().is_some_and(|l| {
+                        l.prev_hash == state.tip_hash()
+                            && l.mempool_version != state.mempool().version()
+                    });
+                    moved.then(|| state.build_template())
+                };
+                let better = |l: &Arc<Template>, t: &Arc<Template>| {
+                    t.fees >= l.fees.saturating_add(opts.fee_threshold_sats)
+                };
+                if let Some(t) = update.filter(|t| last.as_ref().is_some_and(|l| better(l, t))) {
+                    send(&mut writer, new_template(&t, false)).await?;
+                    last = Some(t);
                 }
             }
         }
@@ -314,11 +323,12 @@ async fn read_inbound(
     })
 }
 
-/// The current template as a future template, then the new prev hash that activates it.
+/// A template on the new tip, built for this client, as a future template; then the new
+/// prev hash that activates it.
 async fn send_new_tip(shared: &Shared, writer: &mut NoiseTcpWriteHalf) -> Result<Arc<Template>> {
     let (template, time) = {
         let mut state = shared.sync();
-        let t = state.template();
+        let t = state.build_template();
         (t, state.header_time())
     };
     send(writer, new_template(&template, true)).await?;
