@@ -89,6 +89,7 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
         recorder: Recorder::disabled(),
         value_sample_interval: Duration::from_secs(3600),
         tdp: None,
+        ipc_data_dir: None,
     })
     .await?;
     let rpc = RpcClient::new(&format!("http://{}", node.rpc_addr), "bench", "bench");

@@ -90,6 +90,11 @@ pub struct NodeArgs {
     /// Fee gain (sats) a same-tip template needs before it is sent to TDP clients.
     #[arg(long, default_value_t = 0, requires = "tdp_bind")]
     tdp_fee_threshold: u64,
+    /// Serve Bitcoin Core's Mining IPC (interface 31) at DIR/regtest/node.sock, for an SRI
+    /// pool, JDS or JDC configured with `BitcoinCoreIpc`, `network = "regtest"`,
+    /// `data_dir = DIR`.
+    #[arg(long, value_name = "DIR")]
+    ipc_datadir: Option<PathBuf>,
     /// Stop after this long (default: until Ctrl-C or the `stop` RPC).
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
@@ -163,6 +168,8 @@ pub async fn run(args: NodeArgs) -> Result<()> {
                 .unwrap_or_else(|| args.datadir.join("regtest").join(".cookie")),
         },
     };
+    // One key pair, generated once: the one served is the one printed.
+    let tdp = args.tdp_options()?;
     let recorder = match &args.events {
         Some(path) => Recorder::to_file(path, "node")?,
         None => Recorder::disabled(),
@@ -174,7 +181,8 @@ pub async fn run(args: NodeArgs) -> Result<()> {
         zmq_bind: (!args.no_zmq).then(|| args.zmq_bind.clone()),
         recorder: recorder.clone(),
         value_sample_interval: Duration::from_secs(1),
-        tdp: args.tdp_options()?,
+        tdp: tdp.clone(),
+        ipc_data_dir: args.ipc_datadir.clone(),
     })
     .await?;
     {
@@ -193,7 +201,10 @@ pub async fn run(args: NodeArgs) -> Result<()> {
             template_value as f64 / 1e8,
         );
     }
-    if let (Some(addr), Some(tdp)) = (node.tdp_addr, args.tdp_options()?) {
+    if let Some(ipc) = &node.ipc {
+        println!("mining IPC ready: {}", ipc.socket.display());
+    }
+    if let (Some(addr), Some(tdp)) = (node.tdp_addr, &tdp) {
         println!(
             "template provider ready: TDP (Noise) on {addr}, authority public key {}",
             tdp.keys.public

@@ -176,3 +176,46 @@ fn an_sri_role_that_fails_to_start_stops_the_run_with_its_error() {
         "the role's own error is shown: {err}"
     );
 }
+
+/// The SRI pool on Bitcoin Core's Mining IPC instead of TDP: our node's IPC face gives it
+/// templates, its miners' shares are accepted, and its blocks come back by submitSolution.
+#[test]
+fn the_sri_pool_mines_through_the_nodes_mining_ipc() {
+    let dir = out_dir("sv2-ipc");
+    let out = run_scenario(
+        "config-d",
+        &dir,
+        &[
+            "--duration",
+            "30s",
+            "--set",
+            "warmup=8s",
+            "--set",
+            r#"sides=["sv2-d"]"#,
+            "--set",
+            "sv2.template_provider=ipc",
+            "--set",
+            "network.hashrate_share=1.0",
+            "--set",
+            "network.block_interval=5s",
+            "--set",
+            "miners.shares_per_min=30",
+            "--set",
+            "link.rtt_ms=40",
+        ],
+    )
+    .output()
+    .unwrap();
+    succeed(out);
+    let s = summary(&dir);
+    let d = &s["sides"]["sv2-d"];
+    assert!(d["shares"]["accepted"].as_u64().unwrap() > 0, "{d}");
+    assert!(d["new_prevhash_job_ms"]["p50"].as_f64().unwrap() >= 20.0);
+    let via_ipc = events(&dir, "node")
+        .into_iter()
+        .filter(|e| e["kind"] == "block_submitted" && e["via"] == "ipc")
+        .filter(|e| e["reject_reason"].is_null())
+        .count();
+    assert!(via_ipc > 0, "no IPC submitSolution accepted by the node");
+    assert!(d["blocks"]["accepted"].as_u64().unwrap() > 0, "{d}");
+}

@@ -35,6 +35,7 @@ pub async fn start_builtin(
         rpc_user: "bench".into(),
         rpc_password: password.clone(),
         tdp: None,
+        ipc_data_dir: None,
     };
     let (node, ready) = RoleProcess::spawn(exe, out, "node", &node_spec).await?;
     roles.push(node);

@@ -25,6 +25,8 @@ pub enum RoleSpec {
         rpc_password: String,
         /// The SV2 Template Distribution face, when a side needs it.
         tdp: Option<node::tdp::TdpOptions>,
+        /// Where to serve Bitcoin Core's Mining IPC, when a side needs it.
+        ipc_data_dir: Option<std::path::PathBuf>,
     },
     Sv1Pool {
         config: sv1::pool::PoolConfig,
@@ -69,6 +71,7 @@ pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()>
             rpc_user,
             rpc_password,
             tdp,
+            ipc_data_dir,
         } => {
             let node = node::NodeHandle::start(node::NodeOptions {
                 config,
@@ -81,6 +84,7 @@ pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()>
                 recorder: recorder.clone(),
                 value_sample_interval: Duration::from_secs(1),
                 tdp,
+                ipc_data_dir,
             })
             .await?;
             ready(json!({"rpc": node.rpc_addr, "zmq": node.zmq_endpoint, "tdp": node.tdp_addr}));

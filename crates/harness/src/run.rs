@@ -241,17 +241,29 @@ async fn start_roles(
         mempool,
         template_refresh: s.network.template_refresh,
     };
-    let tdp = s
-        .sides
-        .iter()
-        .any(|side| side.starts_with("sv2"))
-        .then(|| node::tdp::TdpOptions {
-            bind: "127.0.0.1:0".parse().expect("an address"),
-            keys: node::tdp::AuthorityKeys::generate(),
-            interval: s.pool.job_refresh,
-            fee_threshold_sats: s.sv2.tdp_fee_threshold_sats,
-        });
+    // The SV2 sides' template provider: the node's TDP face, or its Mining IPC face.
+    let sv2 = s.sides.iter().any(|side| side.starts_with("sv2"));
+    let ipc = s.sv2.template_provider == "ipc";
+    let tdp = (sv2 && !ipc).then(|| node::tdp::TdpOptions {
+        bind: "127.0.0.1:0".parse().expect("an address"),
+        keys: node::tdp::AuthorityKeys::generate(),
+        interval: s.pool.job_refresh,
+        fee_threshold_sats: s.sv2.tdp_fee_threshold_sats,
+    });
     let tp_public = tdp.as_ref().map(|t| t.keys.public);
+    let ipc_data_dir = if sv2 && ipc {
+        let dir = std::path::absolute(dir.join("node-ipc"))?;
+        let socket = node::ipc::socket_path(&dir);
+        // sun_path holds 108 bytes.
+        anyhow::ensure!(
+            socket.as_os_str().len() < 108,
+            "the IPC socket path {} is too long for a UNIX socket: choose a shorter --out",
+            socket.display()
+        );
+        Some(dir)
+    } else {
+        None
+    };
     let ready = spawn(
         opts,
         dir,
@@ -261,18 +273,24 @@ async fn start_roles(
             rpc_user: RPC_USER.into(),
             rpc_password: password.clone(),
             tdp,
+            ipc_data_dir: ipc_data_dir.clone(),
         },
         roles,
     )
     .await?;
     let rpc = ready_field(&ready, "rpc", NODE)?;
     let zmq = ready.get("zmq").and_then(Value::as_str).map(str::to_string);
-    let tp = match tp_public {
-        Some(public) => Some((
-            ready_field(&ready, "tdp", NODE)?.parse::<SocketAddr>()?,
+    let templates = match (tp_public, ipc_data_dir) {
+        (Some(public), _) => Some(sri::TemplateSource::Tdp {
+            address: ready_field(&ready, "tdp", NODE)?.parse()?,
             public,
-        )),
-        None => None,
+        }),
+        (None, Some(data_dir)) => Some(sri::TemplateSource::Ipc {
+            data_dir,
+            fee_threshold: s.sv2.tdp_fee_threshold_sats,
+            min_interval_s: s.pool.job_refresh.as_secs().clamp(1, 255) as u8,
+        }),
+        (None, None) => None,
     };
     let mut sides = BTreeMap::new();
     for (i, side) in s.sides.iter().enumerate() {
@@ -283,8 +301,10 @@ async fn start_roles(
                 start_sv1_side(opts, dir, side, node_rpc, farm_port, roles).await?
             }
             "sv2-c" | "sv2-d" => {
-                let tp = tp.context("an SV2 side has the node's Template Provider")?;
-                start_sv2_pool_side(opts, dir, side, tp, farm_port, roles).await?
+                let templates = templates
+                    .clone()
+                    .context("an SV2 side has the node's template provider")?;
+                start_sv2_pool_side(opts, dir, side, templates, farm_port, roles).await?
             }
             other => anyhow::bail!("side {other} is not runnable"),
         };
@@ -353,7 +373,7 @@ async fn start_sv2_pool_side(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
-    (tp_address, tp_public): (SocketAddr, stratum_apps::key_utils::Secp256k1PublicKey),
+    templates: sri::TemplateSource,
     farm_port: u16,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SideRoles> {
@@ -364,8 +384,7 @@ async fn start_sv2_pool_side(
         listen: free_local_port()?,
         authority_public: keys.public,
         authority_secret: keys.secret,
-        tp_address,
-        tp_public,
+        templates,
         payout_script_hex: payout_script().to_hex_string(),
         signature: format!("stratum-bench {side}"),
         shares_per_minute: s.miners.shares_per_min,

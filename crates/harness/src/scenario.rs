@@ -68,6 +68,14 @@ pub struct Sv2 {
     /// The translator opens one upstream channel for all SV1 miners (true) or one each.
     #[serde(default)]
     pub aggregate_channels: bool,
+    /// How the SRI pool gets templates from the node: `tdp` (the SV2 Template
+    /// Distribution Protocol) or `ipc` (Bitcoin Core's Mining IPC).
+    #[serde(default = "default_template_provider")]
+    pub template_provider: String,
+}
+
+fn default_template_provider() -> String {
+    "tdp".into()
 }
 
 impl Default for Sv2 {
@@ -76,6 +84,7 @@ impl Default for Sv2 {
             share_batch_size: default_batch(),
             tdp_fee_threshold_sats: 0,
             aggregate_channels: false,
+            template_provider: default_template_provider(),
         }
     }
 }
@@ -226,6 +235,15 @@ impl Scenario {
                     "is empty: name a program, or leave the role out".into(),
                 )?;
             }
+        }
+        if !["tdp", "ipc"].contains(&self.sv2.template_provider.as_str()) {
+            fail(
+                "sv2.template_provider",
+                format!(
+                    "{:?} is neither \"tdp\" nor \"ipc\"",
+                    self.sv2.template_provider
+                ),
+            )?;
         }
         if self.sv2.share_batch_size == 0 {
             fail("sv2.share_batch_size", "must be at least 1".into())?;

@@ -37,6 +37,8 @@ pub struct NodeOptions {
     pub value_sample_interval: Duration,
     /// The SV2 Template Distribution face; `None` serves none.
     pub tdp: Option<crate::tdp::TdpOptions>,
+    /// Serve Bitcoin Core's Mining IPC at `<dir>/regtest/node.sock`; `None` serves none.
+    pub ipc_data_dir: Option<PathBuf>,
 }
 
 /// State shared by the driver, the RPC handlers and the publisher.
@@ -110,6 +112,11 @@ impl Shared {
         }
     }
 
+    /// Resolves-to-true when the node stops (the `stop` RPC or shutdown).
+    pub fn subscribe_stop(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
     pub fn request_stop(&self) {
         self.stop.send_replace(true);
     }
@@ -119,6 +126,8 @@ impl Shared {
 pub struct NodeHandle {
     pub rpc_addr: SocketAddr,
     pub tdp_addr: Option<SocketAddr>,
+    /// The IPC face (its socket is removed when the node is dropped).
+    pub ipc: Option<crate::ipc::IpcFace>,
     pub zmq_endpoint: Option<String>,
     pub cookie_path: Option<PathBuf>,
     shared: Arc<Shared>,
@@ -197,6 +206,10 @@ impl NodeHandle {
             }
             None => None,
         };
+        let ipc = match &opts.ipc_data_dir {
+            Some(dir) => Some(crate::ipc::start(shared.clone(), dir)?),
+            None => None,
+        };
         let app = crate::rpc::router(shared.clone());
         let mut stop = shared.stop.subscribe();
         tasks.push(tokio::spawn(async move {
@@ -211,10 +224,11 @@ impl NodeHandle {
                 tracing::error!(error = %e, "RPC server failed");
             }
         }));
-        tracing::info!(%rpc_addr, zmq = ?zmq_endpoint, tdp = ?tdp_addr, "node ready");
+        tracing::info!(%rpc_addr, zmq = ?zmq_endpoint, tdp = ?tdp_addr, ipc = ?ipc.as_ref().map(|i| &i.socket), "node ready");
         Ok(NodeHandle {
             rpc_addr,
             tdp_addr,
+            ipc,
             zmq_endpoint,
             cookie_path,
             shared,

@@ -290,7 +290,7 @@ impl NodeState {
     pub fn submit_block(&mut self, block: Block, via: &str) -> Submission {
         let hash = block.block_hash();
         let prev_hash = block.header.prev_blockhash;
-        let verdict = self.check(&block);
+        let verdict = self.check(&block, true);
         let (height, template_id) = match &verdict {
             Ok(v) => (Some(v.height), v.template_id),
             Err(_) => (
@@ -341,14 +341,14 @@ impl NodeState {
     }
 
     /// BIP23 block proposal: the verdict without accepting the block.
-    pub fn check_proposal(&self, block: &Block) -> Option<String> {
+    pub fn check_proposal(&self, block: &Block, check_pow: bool) -> Option<String> {
         if block.header.prev_blockhash != self.chain.tip().hash {
             return Some("inconclusive-not-best-prevblk".into());
         }
-        self.check(block).err().map(|Reject(r)| r)
+        self.check(block, check_pow).err().map(|Reject(r)| r)
     }
 
-    fn check(&self, block: &Block) -> Result<Verdict, Reject> {
+    fn check(&self, block: &Block, check_pow: bool) -> Result<Verdict, Reject> {
         check_block(
             block,
             &Context {
@@ -357,6 +357,7 @@ impl NodeState {
                 markers: &self.markers,
                 bits: self.bits,
                 now: self.now_unix(),
+                check_pow,
             },
         )
     }

@@ -21,6 +21,7 @@ async fn start(cfg: NodeConfig, zmq: bool) -> (NodeHandle, RpcClient) {
         recorder: Recorder::disabled(),
         value_sample_interval: Duration::from_secs(1),
         tdp: None,
+        ipc_data_dir: None,
     })
     .await
     .expect("node starts");
@@ -229,6 +230,7 @@ async fn cookie_auth_and_a_port_in_use_named_in_the_error() {
         recorder: Recorder::disabled(),
         value_sample_interval: Duration::from_secs(1),
         tdp: None,
+        ipc_data_dir: None,
     })
     .await
     .unwrap();
@@ -247,6 +249,7 @@ async fn cookie_auth_and_a_port_in_use_named_in_the_error() {
         recorder: Recorder::disabled(),
         value_sample_interval: Duration::from_secs(1),
         tdp: None,
+        ipc_data_dir: None,
     })
     .await;
     let message = format!("{:#}", clash.err().expect("the port is taken"));

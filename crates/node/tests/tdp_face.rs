@@ -48,6 +48,7 @@ async fn start() -> (NodeHandle, SocketAddr, AuthorityKeys) {
             interval: Duration::from_secs(30),
             fee_threshold_sats: 0,
         }),
+        ipc_data_dir: None,
     })
     .await
     .expect("node starts");

@@ -24,15 +24,51 @@ pub struct PoolParams {
     pub listen: SocketAddr,
     pub authority_public: Secp256k1PublicKey,
     pub authority_secret: Secp256k1SecretKey,
-    /// Template Provider address and its authority key.
-    pub tp_address: SocketAddr,
-    pub tp_public: Secp256k1PublicKey,
+    /// Where the pool gets its templates.
+    pub templates: TemplateSource,
     /// Output script the pool pays to, as hex.
     pub payout_script_hex: String,
     pub signature: String,
     pub shares_per_minute: f64,
     /// How many accepted shares one SubmitShares.Success acknowledges.
     pub share_batch_size: u32,
+}
+
+/// A pool's template provider: the node's two faces.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateSource {
+    /// The SV2 Template Distribution Protocol over Noise, at `address` with that key.
+    Tdp {
+        address: SocketAddr,
+        public: Secp256k1PublicKey,
+    },
+    /// Bitcoin Core's Mining IPC (interface 31) at `<data_dir>/regtest/node.sock`; the pool
+    /// asks for a new template when fees grew by `fee_threshold` sats, at most every
+    /// `min_interval_s` seconds. Only with this source does the pool run its JDS.
+    Ipc {
+        data_dir: std::path::PathBuf,
+        fee_threshold: u64,
+        min_interval_s: u8,
+    },
+}
+
+impl TemplateSource {
+    fn config(&self) -> String {
+        match self {
+            TemplateSource::Tdp { address, public } => format!(
+                "[template_provider_type.Sv2Tp]\naddress = \"{address}\"\npublic_key = \"{public}\"\n"
+            ),
+            TemplateSource::Ipc {
+                data_dir,
+                fee_threshold,
+                min_interval_s,
+            } => format!(
+                "[template_provider_type.BitcoinCoreIpc]\nversion = 31\nnetwork = \"regtest\"\ndata_dir = \"{}\"\nfee_threshold = {fee_threshold}\nmin_interval = {min_interval_s}\n",
+                data_dir.display()
+            ),
+        }
+    }
 }
 
 /// The pool's TOML config for `params`.
@@ -49,10 +85,7 @@ pool_signature = "{signature}"
 shares_per_minute = {spm:.3}
 share_batch_size = {batch}
 
-[template_provider_type.Sv2Tp]
-address = "{tp}"
-public_key = "{tp_public}"
-"#,
+{templates}"#,
         listen = p.listen,
         public = p.authority_public,
         secret = p.authority_secret,
@@ -60,8 +93,7 @@ public_key = "{tp_public}"
         signature = p.signature,
         spm = p.shares_per_minute,
         batch = p.share_batch_size,
-        tp = p.tp_address,
-        tp_public = p.tp_public,
+        templates = p.templates.config(),
     )
 }
 

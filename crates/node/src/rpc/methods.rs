@@ -358,7 +358,8 @@ async fn get_block_template(
         })?;
         let block: Block = decode_hex(data)
             .map_err(|_| RpcError::new(RPC_DESERIALIZATION_ERROR, "Block decode failed"))?;
-        let verdict = shared.sync().check_proposal(&block);
+        // As bitcoind: a proposal is checked for everything but its proof of work.
+        let verdict = shared.sync().check_proposal(&block, false);
         return Ok(Reply::Json(verdict.map_or(Value::Null, Value::String)));
     }
     if mode != "template" {

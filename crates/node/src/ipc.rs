@@ -1,0 +1,507 @@
+//! The Bitcoin Core Mining IPC face (interface version 31): what `pool_sv2` and its
+//! embedded Job Declaration Server, and `jd_client_sv2`, use as their template provider
+//! when configured with `BitcoinCoreIpc`.
+//!
+//! Cap'n Proto RPC over the UNIX socket `<data_dir>/regtest/node.sock`, as Bitcoin Core
+//! lays it out: Init.construct / makeMining, ThreadMap.makeThread, Mining.createNewBlock /
+//! checkBlock / getTip / waitTipChanged, and per template getBlockHeader, getBlock,
+//! getCoinbaseTx, getCoinbaseMerklePath, getTxFees, getTxSigops, submitSolution, waitNext
+//! and interruptWait. The templates are the node's own (each built for the client that
+//! asks, marker transaction included), and a solution is judged as submitblock is.
+//!
+//! capnp-rpc is single-threaded, so the face runs on a thread of its own with a local
+//! task set; every connection gets an RpcSystem, all of them share the one chain.
+
+use crate::service::Shared;
+use crate::template::Template;
+use anyhow::{Context as _, Result};
+use bitcoin::hashes::Hash;
+use bitcoin_capnp_types::capnp;
+use bitcoin_capnp_types::capnp::capability::Rc;
+use bitcoin_capnp_types::capnp_rpc::{self, rpc_twoparty_capnp, twoparty, RpcSystem};
+use bitcoin_capnp_types::init_capnp::init;
+use bitcoin_capnp_types::mining_capnp::{block_template, mining};
+use bitcoin_capnp_types::proxy_capnp::{thread, thread_map};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+/// How often a waitNext looks for a better template on the same tip (Bitcoin Core looks
+/// about every second).
+const WAIT_NEXT_POLL: Duration = Duration::from_secs(1);
+
+/// The socket a client configured with `network = "regtest"` and `data_dir` connects to.
+pub fn socket_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("regtest").join("node.sock")
+}
+
+/// A running IPC face: its socket, removed when dropped.
+pub struct IpcFace {
+    pub socket: PathBuf,
+}
+
+impl Drop for IpcFace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// Binds `<data_dir>/regtest/node.sock` and serves it on a thread of its own.
+pub fn start(shared: Arc<Shared>, data_dir: &Path) -> Result<IpcFace> {
+    let socket = socket_path(data_dir);
+    let dir = socket.parent().expect("the socket has a directory");
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    if socket.exists() {
+        // A socket left by a node that died; a live one answers.
+        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+            anyhow::bail!(
+                "{} is in use by another node (choose another data directory)",
+                socket.display()
+            );
+        }
+        std::fs::remove_file(&socket)?;
+    }
+    let std_listener = std::os::unix::net::UnixListener::bind(&socket)
+        .with_context(|| format!("cannot listen for IPC on {}", socket.display()))?;
+    std_listener.set_nonblocking(true)?;
+    std::thread::Builder::new()
+        .name("ipc".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the IPC face");
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&runtime, async move {
+                let listener = match tokio::net::UnixListener::from_std(std_listener) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::error!(error = %e, "IPC listener failed");
+                        return;
+                    }
+                };
+                let mut stop = shared.subscribe_stop();
+                loop {
+                    let accepted = tokio::select! {
+                        a = listener.accept() => a,
+                        _ = stop.wait_for(|s| *s) => break,
+                    };
+                    let Ok((stream, _)) = accepted else {
+                        continue;
+                    };
+                    let (read, write) = stream.into_split();
+                    let network = twoparty::VatNetwork::new(
+                        read.compat(),
+                        write.compat_write(),
+                        rpc_twoparty_capnp::Side::Server,
+                        Default::default(),
+                    );
+                    let init: init::Client = capnp_rpc::new_client(InitServer {
+                        shared: shared.clone(),
+                    });
+                    let rpc = RpcSystem::new(Box::new(network), Some(init.client));
+                    tokio::task::spawn_local(async move {
+                        match rpc.await {
+                            Ok(()) => tracing::info!("IPC client left"),
+                            Err(e) => tracing::info!(error = %e, "IPC connection closed"),
+                        }
+                    });
+                    tracing::info!("IPC client connected");
+                }
+            });
+        })
+        .context("cannot start the IPC thread")?;
+    Ok(IpcFace { socket })
+}
+
+fn failed(e: impl std::fmt::Display) -> capnp::Error {
+    capnp::Error::failed(e.to_string())
+}
+
+struct InitServer {
+    shared: Arc<Shared>,
+}
+
+impl init::Server for InitServer {
+    async fn construct(
+        self: Rc<Self>,
+        _: init::ConstructParams,
+        mut results: init::ConstructResults,
+    ) -> Result<(), capnp::Error> {
+        let map: thread_map::Client = capnp_rpc::new_client(ThreadMapServer);
+        results.get().set_thread_map(map);
+        Ok(())
+    }
+
+    async fn make_mining(
+        self: Rc<Self>,
+        _: init::MakeMiningParams,
+        mut results: init::MakeMiningResults,
+    ) -> Result<(), capnp::Error> {
+        let mining: mining::Client = capnp_rpc::new_client(MiningServer {
+            shared: self.shared.clone(),
+        });
+        results.get().set_result(mining);
+        Ok(())
+    }
+}
+
+/// Threads exist so Bitcoin Core knows where to run a call; ours all run here.
+struct ThreadMapServer;
+
+impl thread_map::Server for ThreadMapServer {
+    async fn make_thread(
+        self: Rc<Self>,
+        params: thread_map::MakeThreadParams,
+        mut results: thread_map::MakeThreadResults,
+    ) -> Result<(), capnp::Error> {
+        let name = params.get()?.get_name()?.to_string()?;
+        let thread: thread::Client = capnp_rpc::new_client(ThreadServer { name });
+        results.get().set_result(thread);
+        Ok(())
+    }
+}
+
+struct ThreadServer {
+    name: String,
+}
+
+impl thread::Server for ThreadServer {
+    async fn get_name(
+        self: Rc<Self>,
+        _: thread::GetNameParams,
+        mut results: thread::GetNameResults,
+    ) -> Result<(), capnp::Error> {
+        results.get().set_result(&self.name);
+        Ok(())
+    }
+}
+
+struct MiningServer {
+    shared: Arc<Shared>,
+}
+
+impl mining::Server for MiningServer {
+    async fn is_test_chain(
+        self: Rc<Self>,
+        _: mining::IsTestChainParams,
+        mut results: mining::IsTestChainResults,
+    ) -> Result<(), capnp::Error> {
+        results.get().set_result(true);
+        Ok(())
+    }
+
+    async fn is_initial_block_download(
+        self: Rc<Self>,
+        _: mining::IsInitialBlockDownloadParams,
+        mut results: mining::IsInitialBlockDownloadResults,
+    ) -> Result<(), capnp::Error> {
+        results.get().set_result(false);
+        Ok(())
+    }
+
+    async fn get_tip(
+        self: Rc<Self>,
+        _: mining::GetTipParams,
+        mut results: mining::GetTipResults,
+    ) -> Result<(), capnp::Error> {
+        let (hash, height) = {
+            let state = self.shared.sync();
+            (state.tip_hash(), state.chain().height())
+        };
+        let mut r = results.get();
+        let mut tip = r.reborrow().init_result();
+        tip.set_hash(hash.as_byte_array());
+        tip.set_height(height as i32);
+        r.set_has_result(true);
+        Ok(())
+    }
+
+    async fn wait_tip_changed(
+        self: Rc<Self>,
+        params: mining::WaitTipChangedParams,
+        mut results: mining::WaitTipChangedResults,
+    ) -> Result<(), capnp::Error> {
+        let p = params.get()?;
+        let current = p.get_current_tip()?.to_vec();
+        let timeout = millis(p.get_timeout());
+        let mut tips = self.shared.subscribe_tip();
+        let changed = async {
+            while tips.borrow_and_update().as_byte_array()[..] == current[..] {
+                if tips.changed().await.is_err() {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(timeout, changed).await;
+        let (hash, height) = {
+            let state = self.shared.sync();
+            (state.tip_hash(), state.chain().height())
+        };
+        let mut tip = results.get().init_result();
+        tip.set_hash(hash.as_byte_array());
+        tip.set_height(height as i32);
+        Ok(())
+    }
+
+    async fn create_new_block(
+        self: Rc<Self>,
+        _: mining::CreateNewBlockParams,
+        mut results: mining::CreateNewBlockResults,
+    ) -> Result<(), capnp::Error> {
+        let template = self.shared.sync().build_template();
+        results
+            .get()
+            .set_result(TemplateServer::client(&self.shared, template));
+        Ok(())
+    }
+
+    async fn check_block(
+        self: Rc<Self>,
+        params: mining::CheckBlockParams,
+        mut results: mining::CheckBlockResults,
+    ) -> Result<(), capnp::Error> {
+        let p = params.get()?;
+        let check_pow = p.get_options()?.get_check_pow();
+        let verdict = match bitcoin::consensus::deserialize::<bitcoin::Block>(p.get_block()?) {
+            Ok(block) => self.shared.sync().check_proposal(&block, check_pow),
+            Err(_) => Some("block-decode-failed".to_string()),
+        };
+        let mut r = results.get();
+        r.set_result(verdict.is_none());
+        r.set_reason(verdict.as_deref().unwrap_or(""));
+        r.set_debug("");
+        Ok(())
+    }
+
+    async fn interrupt(
+        self: Rc<Self>,
+        _: mining::InterruptParams,
+        _: mining::InterruptResults,
+    ) -> Result<(), capnp::Error> {
+        // createNewBlock answers at once here, so there is nothing to interrupt.
+        Ok(())
+    }
+}
+
+/// One template handed out over IPC.
+struct TemplateServer {
+    shared: Arc<Shared>,
+    template: Arc<Template>,
+    /// Bumped by interruptWait: a waitNext in progress returns without a template.
+    interrupts: AtomicU64,
+}
+
+impl TemplateServer {
+    fn client(shared: &Arc<Shared>, template: Arc<Template>) -> block_template::Client {
+        capnp_rpc::new_client(TemplateServer {
+            shared: shared.clone(),
+            template,
+            interrupts: AtomicU64::new(0),
+        })
+    }
+
+    /// The template's block with a bare coinbase, as Bitcoin Core's CreateNewBlock has.
+    fn block(&self) -> bitcoin::Block {
+        let t = &self.template;
+        let coinbase = crate::template::network_coinbase(
+            t.height,
+            b"",
+            t.value(),
+            Some(&t.witness_commitment),
+        );
+        t.block_with(coinbase, t.mintime, 0)
+    }
+}
+
+impl block_template::Server for TemplateServer {
+    async fn destroy(
+        self: Rc<Self>,
+        _: block_template::DestroyParams,
+        _: block_template::DestroyResults,
+    ) -> Result<(), capnp::Error> {
+        Ok(())
+    }
+
+    async fn get_block_header(
+        self: Rc<Self>,
+        _: block_template::GetBlockHeaderParams,
+        mut results: block_template::GetBlockHeaderResults,
+    ) -> Result<(), capnp::Error> {
+        let header = bitcoin::consensus::serialize(&self.block().header);
+        results.get().set_result(&header);
+        Ok(())
+    }
+
+    async fn get_block(
+        self: Rc<Self>,
+        _: block_template::GetBlockParams,
+        mut results: block_template::GetBlockResults,
+    ) -> Result<(), capnp::Error> {
+        let block = bitcoin::consensus::serialize(&self.block());
+        results.get().set_result(&block);
+        Ok(())
+    }
+
+    async fn get_tx_fees(
+        self: Rc<Self>,
+        _: block_template::GetTxFeesParams,
+        mut results: block_template::GetTxFeesResults,
+    ) -> Result<(), capnp::Error> {
+        let txs = &self.template.txs;
+        let mut list = results.get().init_result(txs.len() as u32);
+        for (i, tx) in txs.iter().enumerate() {
+            list.set(i as u32, tx.fee as i64);
+        }
+        Ok(())
+    }
+
+    async fn get_tx_sigops(
+        self: Rc<Self>,
+        _: block_template::GetTxSigopsParams,
+        mut results: block_template::GetTxSigopsResults,
+    ) -> Result<(), capnp::Error> {
+        let txs = &self.template.txs;
+        let mut list = results.get().init_result(txs.len() as u32);
+        for (i, tx) in txs.iter().enumerate() {
+            list.set(i as u32, i64::from(tx.sigops));
+        }
+        Ok(())
+    }
+
+    async fn get_coinbase_tx(
+        self: Rc<Self>,
+        _: block_template::GetCoinbaseTxParams,
+        mut results: block_template::GetCoinbaseTxResults,
+    ) -> Result<(), capnp::Error> {
+        let t = &self.template;
+        let height = bitcoin::script::Builder::new()
+            .push_int(i64::from(t.height))
+            .into_script();
+        let commitment = bitcoin::consensus::serialize(&bitcoin::TxOut {
+            value: bitcoin::Amount::ZERO,
+            script_pubkey: t.witness_commitment.clone(),
+        });
+        let mut cb = results.get().init_result();
+        cb.set_version(2);
+        cb.set_sequence(u32::MAX);
+        cb.set_script_sig_prefix(height.as_bytes());
+        cb.set_witness(&[0u8; 32]);
+        cb.set_block_reward_remaining(t.value() as i64);
+        cb.set_lock_time(0);
+        let mut outputs = cb.init_required_outputs(1);
+        outputs.set(0, &commitment);
+        Ok(())
+    }
+
+    async fn get_coinbase_merkle_path(
+        self: Rc<Self>,
+        _: block_template::GetCoinbaseMerklePathParams,
+        mut results: block_template::GetCoinbaseMerklePathResults,
+    ) -> Result<(), capnp::Error> {
+        let path = &self.template.coinbase_merkle_branch;
+        let mut list = results.get().init_result(path.len() as u32);
+        for (i, node) in path.iter().enumerate() {
+            list.set(i as u32, node.as_byte_array());
+        }
+        Ok(())
+    }
+
+    async fn submit_solution(
+        self: Rc<Self>,
+        params: block_template::SubmitSolutionParams,
+        mut results: block_template::SubmitSolutionResults,
+    ) -> Result<(), capnp::Error> {
+        let p = params.get()?;
+        let coinbase: bitcoin::Transaction =
+            bitcoin::consensus::deserialize(p.get_coinbase()?).map_err(failed)?;
+        let t = &self.template;
+        let header = bitcoin::block::Header {
+            version: bitcoin::block::Version::from_consensus(p.get_version() as i32),
+            prev_blockhash: t.prev_hash,
+            merkle_root: bitcoin::TxMerkleNode::all_zeros(),
+            time: p.get_timestamp(),
+            bits: t.bits,
+            nonce: p.get_nonce(),
+        };
+        let block = crate::template::assemble_block(
+            header,
+            coinbase,
+            &t.coinbase_merkle_branch,
+            t.txs.iter().map(|m| m.tx.clone()),
+        );
+        let hash = block.block_hash();
+        let verdict = self.shared.judge_block(block, "ipc");
+        match &verdict {
+            None => tracing::info!(%hash, "block from IPC submitSolution accepted"),
+            Some(reason) => {
+                tracing::info!(%hash, %reason, "block from IPC submitSolution rejected")
+            }
+        }
+        results.get().set_result(verdict.is_none());
+        Ok(())
+    }
+
+    /// A newer template once the tip changes, or once the mempool gives one whose fees grew
+    /// by the threshold; at the timeout or on interruptWait, a reply with no template (an
+    /// error would make the pool drop the whole connection).
+    async fn wait_next(
+        self: Rc<Self>,
+        params: block_template::WaitNextParams,
+        mut results: block_template::WaitNextResults,
+    ) -> Result<(), capnp::Error> {
+        let options = params.get()?.get_options()?;
+        let deadline = tokio::time::Instant::now() + millis(options.get_timeout());
+        // maxMoney (the default) means "only on a new tip".
+        let threshold = u64::try_from(options.get_fee_threshold()).unwrap_or(u64::MAX);
+        let interrupts = self.interrupts.load(Ordering::Relaxed);
+        let mut tips = self.shared.subscribe_tip();
+        let current = &self.template;
+        loop {
+            let next = {
+                let mut state = self.shared.sync();
+                let new_tip = state.tip_hash() != current.prev_hash;
+                let better = state.mempool().version() != current.mempool_version
+                    && state.network_template_value().1 >= current.fees.saturating_add(threshold);
+                (new_tip || better).then(|| state.build_template())
+            };
+            if let Some(t) = next {
+                results
+                    .get()
+                    .set_result(TemplateServer::client(&self.shared, t));
+                return Ok(());
+            }
+            if self.interrupts.load(Ordering::Relaxed) != interrupts {
+                return Ok(());
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(());
+            }
+            let pause = (deadline - now).min(WAIT_NEXT_POLL);
+            let _ = tokio::time::timeout(pause, tips.changed()).await;
+        }
+    }
+
+    async fn interrupt_wait(
+        self: Rc<Self>,
+        _: block_template::InterruptWaitParams,
+        _: block_template::InterruptWaitResults,
+    ) -> Result<(), capnp::Error> {
+        self.interrupts.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// A timeout in milliseconds as Bitcoin Core's options carry it (a double, often huge).
+fn millis(ms: f64) -> Duration {
+    if ms.is_finite() && ms > 0.0 {
+        Duration::from_secs_f64((ms / 1000.0).min(86_400.0))
+    } else if ms <= 0.0 {
+        Duration::ZERO
+    } else {
+        Duration::from_secs(86_400)
+    }
+}
