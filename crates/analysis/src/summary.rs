@@ -354,32 +354,31 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
         );
     }
 
-    let relay_lateness_ms = events
-        .iter()
-        .filter_map(|r| match &r.event {
-            Event::LinkLateness { up_ms, down_ms } => Some((
-                r.role.clone(),
-                LatenessSummary {
-                    up: up_ms.clone(),
-                    down: down_ms.clone(),
-                },
-            )),
-            _ => None,
-        })
-        .collect();
-    let tap_latency_ms = events
-        .iter()
-        .filter_map(|r| match &r.event {
-            Event::TapLatency { up_ms, down_ms } => Some((
-                r.role.clone(),
-                LatenessSummary {
-                    up: up_ms.clone(),
-                    down: down_ms.clone(),
-                },
-            )),
-            _ => None,
-        })
-        .collect();
+    // What the relays and taps themselves added, per role and direction.
+    let per_role =
+        |pick: fn(&Event) -> Option<(&Dist, &Dist)>| -> BTreeMap<String, LatenessSummary> {
+            events
+                .iter()
+                .filter_map(|r| {
+                    let (up, down) = pick(&r.event)?;
+                    Some((
+                        r.role.clone(),
+                        LatenessSummary {
+                            up: up.clone(),
+                            down: down.clone(),
+                        },
+                    ))
+                })
+                .collect()
+        };
+    let relay_lateness_ms = per_role(|e| match e {
+        Event::LinkLateness { up_ms, down_ms } => Some((up_ms, down_ms)),
+        _ => None,
+    });
+    let tap_latency_ms = per_role(|e| match e {
+        Event::TapLatency { up_ms, down_ms } => Some((up_ms, down_ms)),
+        _ => None,
+    });
     for r in &events {
         if let Event::RoleExited { name, .. } = &r.event {
             *unmatched.entry(format!("role_exited:{name}")).or_default() += 1;

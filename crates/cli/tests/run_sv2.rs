@@ -179,6 +179,7 @@ fn an_sri_role_that_fails_to_start_stops_the_run_with_its_error() {
 
 /// The SRI pool on Bitcoin Core's Mining IPC instead of TDP: our node's IPC face gives it
 /// templates, its miners' shares are accepted, and its blocks come back by submitSolution.
+/// The miners here open standard channels (header-only), the other kind the fleet speaks.
 #[test]
 fn the_sri_pool_mines_through_the_nodes_mining_ipc() {
     let dir = out_dir("sv2-ipc");
@@ -194,6 +195,8 @@ fn the_sri_pool_mines_through_the_nodes_mining_ipc() {
             r#"sides=["sv2-d"]"#,
             "--set",
             "sv2.template_provider=ipc",
+            "--set",
+            "sv2.channel=standard",
             "--set",
             "network.hashrate_share=1.0",
             "--set",

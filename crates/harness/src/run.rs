@@ -438,6 +438,7 @@ async fn start_sv2_pool_side(
                     hashrate: s.miner_hashrate(),
                     user_prefix: format!("{side}-miner"),
                     ramp: s.miners.ramp,
+                    channel: s.sv2.channel,
                 },
             },
             roles,

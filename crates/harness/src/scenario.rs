@@ -72,6 +72,9 @@ pub struct Sv2 {
     /// Distribution Protocol) or `ipc` (Bitcoin Core's Mining IPC).
     #[serde(default = "default_template_provider")]
     pub template_provider: String,
+    /// The channels our SV2 miners open: `extended` or `standard` (header-only).
+    #[serde(default)]
+    pub channel: sv2::fleet::ChannelKind,
 }
 
 fn default_template_provider() -> String {
@@ -85,6 +88,7 @@ impl Default for Sv2 {
             tdp_fee_threshold_sats: 0,
             aggregate_channels: false,
             template_provider: default_template_provider(),
+            channel: Default::default(),
         }
     }
 }

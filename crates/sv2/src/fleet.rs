@@ -1,11 +1,16 @@
 //! A fleet of SV2 miners in one process (configurations B and D).
 //!
 //! Each miner is its own Noise connection to the pool (authenticated with the pool's
-//! authority key), sets up the mining protocol and opens an extended channel, as SV2
-//! firmware with its own extranonce rolling does. Jobs arrive as NewExtendedMiningJob
-//! (future ones activated by SetNewPrevHash); the miner builds the coinbase from the
-//! job's prefix, its extranonce and the suffix, folds it up the merkle path, and hashes
-//! real headers at its configured rate. It records the same events as the SV1 fleet: a job
+//! authority key), sets up the mining protocol and opens a channel:
+//! - extended (the default), as firmware that rolls its own extranonce: jobs arrive as
+//!   NewExtendedMiningJob, and the miner builds the coinbase from the job's prefix, its
+//!   extranonce and the suffix, and folds it up the merkle path;
+//! - standard (header-only mining, `REQUIRES_STANDARD_JOBS`): jobs arrive as NewMiningJob
+//!   with the merkle root ready, so the template behind a job cannot be seen at the miner
+//!   (its jobs count as unmatched for new-job times; new-block times still work).
+//!
+//! Future jobs wait for their SetNewPrevHash. Headers are hashed for real at the
+//! configured rate. It records the same events as the SV1 fleet: a job
 //! when it can start on it (with the template's marker, the first merkle path entry), a
 //! share when it is sent, and the pool's answer when it comes (a Success may acknowledge
 //! a batch).
@@ -26,7 +31,8 @@ use stratum_apps::stratum_core::binary_sv2::{B032Owned, Str0255Owned, U256Owned}
 use stratum_apps::stratum_core::channels_sv2::merkle_root::merkle_root_from_path;
 use stratum_apps::stratum_core::common_messages_sv2::{Protocol, SetupConnectionOwned};
 use stratum_apps::stratum_core::mining_sv2::{
-    OpenExtendedMiningChannelOwned, SubmitSharesExtendedOwned,
+    OpenExtendedMiningChannelOwned, OpenStandardMiningChannelOwned, SubmitSharesExtendedOwned,
+    SubmitSharesStandardOwned,
 };
 use stratum_apps::stratum_core::parsers_sv2::{
     AnyMessageOwned, CommonMessages, CommonMessagesOwned, Mining, MiningOwned,
@@ -48,6 +54,16 @@ pub struct FleetConfig {
     /// Connections are spread over this long.
     #[serde(with = "duration_ms")]
     pub ramp: Duration,
+    pub channel: ChannelKind,
+}
+
+/// The kind of channel each miner opens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelKind {
+    #[default]
+    Extended,
+    Standard,
 }
 
 mod duration_ms {
@@ -106,13 +122,21 @@ impl FleetHandle {
     }
 }
 
-/// An extended job as the pool sent it.
-struct ExtendedJob {
+/// A job as the pool sent it.
+struct Job {
     version: u32,
-    version_rolling: bool,
-    merkle_path: Vec<[u8; 32]>,
-    coinbase_prefix: Vec<u8>,
-    coinbase_suffix: Vec<u8>,
+    work: JobWork,
+}
+
+enum JobWork {
+    /// The coinbase around our extranonce, and the merkle path it folds up.
+    Extended {
+        merkle_path: Vec<[u8; 32]>,
+        coinbase_prefix: Vec<u8>,
+        coinbase_suffix: Vec<u8>,
+    },
+    /// Header-only: the merkle root is given.
+    Standard { merkle_root: [u8; 32] },
 }
 
 /// What the miner hashes on now.
@@ -122,6 +146,7 @@ struct Active {
     ntime: u32,
     bits: CompactTarget,
     version: u32,
+    standard: bool,
     extranonce: Vec<u8>,
     scanner: mining::HeaderScanner,
 }
@@ -133,7 +158,7 @@ struct Miner {
     extranonce_size: usize,
     next_extranonce: u64,
     share_target: Target,
-    jobs: HashMap<u32, ExtendedJob>,
+    jobs: HashMap<u32, Job>,
     /// The latest prev hash and its job, ntime and bits.
     tip: Option<(u32, BlockHash, u32, CompactTarget)>,
     active: Option<Active>,
@@ -162,7 +187,8 @@ async fn run_miner(index: u32, cfg: &FleetConfig, recorder: &Recorder) -> Result
         protocol: Protocol::MiningProtocol,
         min_version: 2,
         max_version: 2,
-        flags: 0,
+        // Bit 0, REQUIRES_STANDARD_JOBS: header-only mining.
+        flags: u32::from(cfg.channel == ChannelKind::Standard),
         endpoint_host: text(&cfg.pool.ip().to_string()),
         endpoint_port: cfg.pool.port(),
         vendor: text("stratum-bench"),
@@ -191,18 +217,27 @@ async fn run_miner(index: u32, cfg: &FleetConfig, recorder: &Recorder) -> Result
             other => bail!("unexpected answer to SetupConnection: {other:?}"),
         }
     }
-    let open = OpenExtendedMiningChannelOwned {
-        request_id: 1,
-        user_identity: text(&format!("{}.{index}", cfg.user_prefix)),
-        nominal_hash_rate: cfg.hashrate as f32,
-        max_target: U256Owned::from([0xff; 32]),
-        min_extranonce_size: 8,
+    let user_identity = text(&format!("{}.{index}", cfg.user_prefix));
+    let open = match cfg.channel {
+        ChannelKind::Extended => {
+            MiningOwned::OpenExtendedMiningChannel(OpenExtendedMiningChannelOwned {
+                request_id: 1,
+                user_identity,
+                nominal_hash_rate: cfg.hashrate as f32,
+                max_target: U256Owned::from([0xff; 32]),
+                min_extranonce_size: 8,
+            })
+        }
+        ChannelKind::Standard => {
+            MiningOwned::OpenStandardMiningChannel(OpenStandardMiningChannelOwned {
+                request_id: 1,
+                user_identity,
+                nominal_hash_rate: cfg.hashrate as f32,
+                max_target: U256Owned::from([0xff; 32]),
+            })
+        }
     };
-    send(
-        &mut writer,
-        AnyMessageOwned::Mining(MiningOwned::OpenExtendedMiningChannel(open)),
-    )
-    .await?;
+    send(&mut writer, AnyMessageOwned::Mining(open)).await?;
 
     // Frames are read on their own task: a frame read cannot be cancelled halfway.
     let (tx, mut frames) = mpsc::unbounded_channel();
@@ -268,7 +303,7 @@ async fn run_miner(index: u32, cfg: &FleetConfig, recorder: &Recorder) -> Result
                         prev_hash: share.prev_hash.to_string(),
                         block_hash: share.block_hash.map(|h| h.to_string()),
                     });
-                    send(&mut writer, AnyMessageOwned::Mining(MiningOwned::SubmitSharesExtended(share.message))).await?;
+                    send(&mut writer, AnyMessageOwned::Mining(share.message)).await?;
                 }
             }
         }
@@ -283,7 +318,7 @@ struct Share {
     job_id: u32,
     prev_hash: BlockHash,
     block_hash: Option<BlockHash>,
-    message: SubmitSharesExtendedOwned,
+    message: MiningOwned,
 }
 
 impl Miner {
@@ -295,30 +330,37 @@ impl Miner {
                 self.extranonce_prefix = m.extranonce_prefix.as_ref().to_vec();
                 self.extranonce_size = usize::from(m.extranonce_size);
             }
+            MiningOwned::OpenStandardMiningChannelSuccess(m) => {
+                self.channel_id = m.channel_id;
+                self.share_target = target_of(m.target.as_ref());
+            }
+            MiningOwned::NewMiningJob(j) => {
+                let job = Job {
+                    version: j.version,
+                    work: JobWork::Standard {
+                        merkle_root: j.merkle_root.as_ref().try_into().expect("32 bytes"),
+                    },
+                };
+                self.add_job(j.job_id, job, j.min_ntime.clone().into_inner(), t, recorder)?;
+            }
             MiningOwned::OpenMiningChannelError(e) => bail!(
                 "the pool refused the channel: {}",
                 String::from_utf8_lossy(e.error_code.as_ref())
             ),
             MiningOwned::NewExtendedMiningJob(j) => {
-                let min_ntime = j.min_ntime.clone().into_inner();
-                let job = ExtendedJob {
+                let job = Job {
                     version: j.version,
-                    version_rolling: j.version_rolling_allowed,
-                    merkle_path: j
-                        .merkle_path
-                        .iter()
-                        .map(|n| n.as_ref().try_into().expect("32 bytes"))
-                        .collect(),
-                    coinbase_prefix: j.coinbase_tx_prefix.as_ref().to_vec(),
-                    coinbase_suffix: j.coinbase_tx_suffix.as_ref().to_vec(),
+                    work: JobWork::Extended {
+                        merkle_path: j
+                            .merkle_path
+                            .iter()
+                            .map(|n| n.as_ref().try_into().expect("32 bytes"))
+                            .collect(),
+                        coinbase_prefix: j.coinbase_tx_prefix.as_ref().to_vec(),
+                        coinbase_suffix: j.coinbase_tx_suffix.as_ref().to_vec(),
+                    },
                 };
-                let _ = job.version_rolling;
-                self.jobs.insert(j.job_id, job);
-                // A job with a min_ntime is for the current prev hash, at once; one without
-                // waits for its SetNewPrevHash.
-                if let (Some(min_ntime), Some((_, prev, ntime, bits))) = (min_ntime, self.tip) {
-                    self.activate(j.job_id, prev, ntime.max(min_ntime), bits, t, recorder)?;
-                }
+                self.add_job(j.job_id, job, j.min_ntime.clone().into_inner(), t, recorder)?;
             }
             MiningOwned::SetNewPrevHash(p) => {
                 let prev =
@@ -366,6 +408,23 @@ impl Miner {
         Ok(())
     }
 
+    /// Keeps a job; one with a min_ntime is for the current prev hash and starts at once,
+    /// one without waits for its SetNewPrevHash.
+    fn add_job(
+        &mut self,
+        job_id: u32,
+        job: Job,
+        min_ntime: Option<u32>,
+        t: u64,
+        recorder: &Recorder,
+    ) -> Result<()> {
+        self.jobs.insert(job_id, job);
+        if let (Some(min_ntime), Some((_, prev, ntime, bits))) = (min_ntime, self.tip) {
+            self.activate(job_id, prev, ntime.max(min_ntime), bits, t, recorder)?;
+        }
+        Ok(())
+    }
+
     /// Starts hashing on `job_id` under `prev`, and records the job as received now.
     fn activate(
         &mut self,
@@ -390,10 +449,14 @@ impl Miner {
                 miner: self.index,
                 job_id: job_id.to_string(),
                 prev_hash: prev.to_string(),
-                marker_txid: job
-                    .merkle_path
-                    .first()
-                    .map(|m| bitcoin::Txid::from_byte_array(*m).to_string()),
+                // The template's marker is the first merkle path entry; a standard job
+                // shows only its merkle root.
+                marker_txid: match &job.work {
+                    JobWork::Extended { merkle_path, .. } => merkle_path
+                        .first()
+                        .map(|m| bitcoin::Txid::from_byte_array(*m).to_string()),
+                    JobWork::Standard { .. } => None,
+                },
                 clean: self.tip.is_some_and(|(j, ..)| j == job_id),
             },
         );
@@ -410,6 +473,7 @@ impl Miner {
             ntime,
             bits,
             version: job.version,
+            standard: matches!(job.work, JobWork::Standard { .. }),
             extranonce,
             scanner: mining::HeaderScanner::new(&header),
         });
@@ -418,21 +482,25 @@ impl Miner {
 
     fn header(
         &self,
-        job: &ExtendedJob,
+        job: &Job,
         prev: BlockHash,
         ntime: u32,
         bits: CompactTarget,
         extranonce: &[u8],
     ) -> Result<Header> {
-        let mut full = self.extranonce_prefix.clone();
-        full.extend_from_slice(extranonce);
-        let root = merkle_root_from_path(
-            &job.coinbase_prefix,
-            &job.coinbase_suffix,
-            &full,
-            &job.merkle_path,
-        )
-        .context("the job's coinbase does not decode")?;
+        let root = match &job.work {
+            JobWork::Extended {
+                merkle_path,
+                coinbase_prefix,
+                coinbase_suffix,
+            } => {
+                let mut full = self.extranonce_prefix.clone();
+                full.extend_from_slice(extranonce);
+                merkle_root_from_path(coinbase_prefix, coinbase_suffix, &full, merkle_path)
+                    .context("the job's coinbase does not decode")?
+            }
+            JobWork::Standard { merkle_root } => *merkle_root,
+        };
         Ok(Header {
             version: Version::from_consensus(job.version as i32),
             prev_blockhash: prev,
@@ -466,15 +534,26 @@ impl Miner {
                 job_id: active.job_id,
                 prev_hash: active.prev_hash,
                 block_hash: block_target.is_met_by(hash).then_some(hash),
-                message: SubmitSharesExtendedOwned {
-                    channel_id: self.channel_id,
-                    sequence_number,
-                    job_id: active.job_id,
-                    nonce,
-                    ntime: active.ntime,
-                    version: active.version,
-                    extranonce: B032Owned::try_from(active.extranonce.clone())
-                        .expect("at most 32 bytes"),
+                message: if active.standard {
+                    MiningOwned::SubmitSharesStandard(SubmitSharesStandardOwned {
+                        channel_id: self.channel_id,
+                        sequence_number,
+                        job_id: active.job_id,
+                        nonce,
+                        ntime: active.ntime,
+                        version: active.version,
+                    })
+                } else {
+                    MiningOwned::SubmitSharesExtended(SubmitSharesExtendedOwned {
+                        channel_id: self.channel_id,
+                        sequence_number,
+                        job_id: active.job_id,
+                        nonce,
+                        ntime: active.ntime,
+                        version: active.version,
+                        extranonce: B032Owned::try_from(active.extranonce.clone())
+                            .expect("at most 32 bytes"),
+                    })
                 },
             });
         }
