@@ -167,6 +167,10 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     }
     if interrupted {
         manifest.window_end_ns = mono_ns().min(manifest.window_end_ns);
+    } else {
+        // What happened just before the window closed is still on its way (a job for a
+        // tip found in the last milliseconds crosses the link after it): let it land.
+        tokio::time::sleep(drain_time(s.link.rtt_ms)).await;
     }
     if interactive {
         eprintln!();
@@ -188,6 +192,12 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         summary,
         interrupted,
     })
+}
+
+/// How long the roles keep running after the measured window: a second, plus two round
+/// trips of the link.
+fn drain_time(rtt_ms: f64) -> Duration {
+    Duration::from_secs(1) + Duration::from_secs_f64(2.0 * rtt_ms.max(0.0) / 1e3)
 }
 
 fn default_dir(name: &str) -> PathBuf {
