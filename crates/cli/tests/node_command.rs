@@ -87,3 +87,50 @@ fn bad_options_name_the_problem() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a duration"));
 }
+
+/// The SV2 faces from the command line: the Template Provider with a given key (the
+/// printed public key is the one a pool must configure) and the Mining IPC socket.
+#[test]
+fn the_node_serves_a_template_provider_and_mining_ipc() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("node-faces-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let keys = node::tdp::AuthorityKeys::generate();
+    let child = Command::new(exe())
+        .args(["node", "--rpc-bind", "127.0.0.1:0", "--rpc-user", "u"])
+        .args(["--rpc-password", "p", "--zmq-bind", "tcp://127.0.0.1:0"])
+        .args(["--initial-txs", "100", "--tdp-bind", "127.0.0.1:0"])
+        .args(["--tdp-secret-key", &keys.secret.to_string()])
+        .arg("--ipc-datadir")
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut node = common::Killed(child);
+    let lines: Vec<String> = BufReader::new(node.0.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .take(3)
+        .collect();
+    let ipc = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("mining IPC ready: "))
+        .expect("the IPC face is announced");
+    assert_eq!(std::path::Path::new(ipc), dir.join("regtest/node.sock"));
+    assert!(std::os::unix::net::UnixStream::connect(ipc).is_ok());
+    let tp = lines
+        .iter()
+        .find(|l| l.starts_with("template provider ready"))
+        .expect("the Template Provider is announced");
+    assert!(
+        tp.ends_with(&keys.public.to_string()),
+        "the printed key is the given key's: {tp}"
+    );
+    let addr = tp
+        .split_whitespace()
+        .nth(6)
+        .expect("the address")
+        .trim_end_matches(',');
+    assert!(std::net::TcpStream::connect(addr).is_ok(), "{tp}");
+}
