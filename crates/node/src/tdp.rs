@@ -255,7 +255,11 @@ async fn serve(
                 if changed.is_err() {
                     return Ok(());
                 }
-                last = Some(send_new_tip(&shared, &mut writer).await?);
+                // The tip may already be the one last sent (our own sync announced it).
+                let tip = *tips.borrow_and_update();
+                if last.as_ref().is_none_or(|l| l.prev_hash != tip) {
+                    last = Some(send_new_tip(&shared, &mut writer).await?);
+                }
             }
             _ = tick.tick(), if constrained => {
                 // A new template when the mempool moved since the last one sent (on this
