@@ -449,6 +449,7 @@ async fn start_sv2_pool_side(
                     user_prefix: format!("{side}-miner"),
                     ramp: s.miners.ramp,
                     channel: s.sv2.channel,
+                    hash_threads: s.miners.hash_threads,
                 },
             },
             roles,

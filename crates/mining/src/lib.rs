@@ -1,6 +1,8 @@
 //! Bitcoin mining arithmetic shared by the node, the pools and the miners, so that every
 //! role computes merkle roots, targets and difficulties the same way.
 
+pub mod hashing;
+
 use bitcoin::hashes::{sha256d, Hash};
 use bitcoin::{BlockHash, CompactTarget, Target, TxMerkleNode, Txid};
 

@@ -10,13 +10,11 @@ use crate::job::Job;
 use crate::wire::{read_line, request, write_json};
 use anyhow::Result;
 use bitcoin::{BlockHash, Target};
-use parking_lot::Mutex;
 use probe::{mono_ns, Event, Recorder};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::io::BufReader;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
@@ -53,8 +51,6 @@ struct Work {
     share_target: Target,
     block_target: Target,
     scanner: mining::HeaderScanner,
-    /// Fractional hashes owed from the previous tick.
-    carry: f64,
 }
 
 impl Work {
@@ -75,7 +71,6 @@ impl Work {
             share_target,
             block_target,
             scanner: mining::HeaderScanner::new(&header),
-            carry: 0.0,
         }
     }
 
@@ -92,8 +87,11 @@ impl Work {
         let extranonce2 = Self::extranonce2_bytes(extranonce2_size, extranonce2);
         job.header(extranonce1, &extranonce2, job.ntime, 0, job.version)
     }
+}
 
-    /// Hashes `n` nonces; returns the shares among them.
+impl mining::hashing::Work for Work {
+    type Share = Found;
+
     fn hash(&mut self, n: u64, found: &mut Vec<Found>) {
         for _ in 0..n {
             if self.scanner.exhausted() {
@@ -123,17 +121,12 @@ impl Work {
     }
 }
 
-struct Slot {
-    work: Mutex<Option<Work>>,
-    shares: mpsc::UnboundedSender<Found>,
-}
+type Slot = mining::hashing::Slot<Work>;
 
 pub struct FleetHandle {
     stop: watch::Sender<bool>,
-    hashing: Arc<AtomicBool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-    pub hashes: Arc<AtomicU64>,
+    hashers: mining::hashing::Hashers,
 }
 
 impl FleetHandle {
@@ -146,11 +139,7 @@ impl FleetHandle {
         let mut slots = Vec::with_capacity(cfg.miners as usize);
         let mut tasks = Vec::with_capacity(cfg.miners as usize);
         for index in 0..cfg.miners {
-            let (tx, rx) = mpsc::unbounded_channel();
-            let slot = Arc::new(Slot {
-                work: Mutex::new(None),
-                shares: tx,
-            });
+            let (slot, shares) = Slot::new();
             slots.push(slot.clone());
             let delay = cfg
                 .ramp
@@ -159,76 +148,26 @@ impl FleetHandle {
                 index,
                 cfg.clone(),
                 slot,
-                rx,
+                shares,
                 recorder.clone(),
                 stop.subscribe(),
                 delay,
             )));
         }
-        let slots = Arc::new(slots);
-        let hashing = Arc::new(AtomicBool::new(true));
-        let hashes = Arc::new(AtomicU64::new(0));
-        let threads = (0..cfg.hash_threads.max(1))
-            .map(|t| {
-                let (slots, hashing, hashes) = (slots.clone(), hashing.clone(), hashes.clone());
-                let (rate, stride) = (cfg.hashrate, cfg.hash_threads.max(1));
-                std::thread::Builder::new()
-                    .name(format!("hash-{t}"))
-                    .spawn(move || hash_loop(&slots, t, stride, rate, &hashing, &hashes))
-                    .expect("hashing thread starts")
-            })
-            .collect();
+        let hashers = mining::hashing::Hashers::start(slots, cfg.hash_threads, cfg.hashrate);
         Ok(FleetHandle {
             stop,
-            hashing,
             tasks,
-            threads,
-            hashes,
+            hashers,
         })
     }
 
     pub async fn stop(self) {
         self.stop.send_replace(true);
-        self.hashing.store(false, Ordering::Relaxed);
         for t in self.tasks {
             let _ = t.await;
         }
-        for t in self.threads {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Every tick, gives each miner of this thread its hashrate's worth of nonces.
-fn hash_loop(
-    slots: &[Arc<Slot>],
-    first: usize,
-    stride: usize,
-    rate: f64,
-    running: &AtomicBool,
-    total: &AtomicU64,
-) {
-    const TICK: Duration = Duration::from_millis(10);
-    let mut last = Instant::now();
-    let mut found = Vec::new();
-    while running.load(Ordering::Relaxed) {
-        std::thread::sleep(TICK);
-        let now = Instant::now();
-        let dt = now.duration_since(last).as_secs_f64();
-        last = now;
-        for slot in slots.iter().skip(first).step_by(stride) {
-            let mut guard = slot.work.lock();
-            let Some(work) = guard.as_mut() else { continue };
-            let owed = work.carry + rate * dt;
-            let n = owed.floor();
-            work.carry = owed - n;
-            work.hash(n as u64, &mut found);
-            drop(guard);
-            total.fetch_add(n as u64, Ordering::Relaxed);
-            for share in found.drain(..) {
-                let _ = slot.shares.send(share);
-            }
-        }
+        self.hashers.stop();
     }
 }
 
@@ -314,7 +253,7 @@ async fn run_miner(
             _ = stop.changed() => break,
         }
     }
-    slot.work.lock().take();
+    slot.set(None);
 }
 
 struct MinerState {
@@ -362,9 +301,7 @@ impl MinerState {
                     self.next_extranonce2,
                     self.share_target,
                 );
-                let mut guard = slot.work.lock();
-                let carry = guard.as_ref().map_or(0.0, |w| w.carry);
-                *guard = Some(Work { carry, ..work });
+                slot.set(Some(work));
             }
             Some("mining.set_difficulty") => {
                 if let Some(d) = msg["params"]
@@ -373,9 +310,8 @@ impl MinerState {
                     .filter(|d| *d > 0.0)
                 {
                     self.share_target = mining::target_from_difficulty(d);
-                    if let Some(w) = slot.work.lock().as_mut() {
-                        w.share_target = self.share_target;
-                    }
+                    let target = self.share_target;
+                    slot.with(|w| w.share_target = target);
                 }
             }
             Some(_) => {}

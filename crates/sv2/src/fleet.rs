@@ -23,6 +23,7 @@ use probe::{mono_ns, Event, Recorder};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use stratum_apps::key_utils::Secp256k1PublicKey;
 use stratum_apps::network_helpers::connect_with_noise;
@@ -55,6 +56,8 @@ pub struct FleetConfig {
     #[serde(with = "duration_ms")]
     pub ramp: Duration,
     pub channel: ChannelKind,
+    /// Threads that hash for all the miners.
+    pub hash_threads: usize,
 }
 
 /// The kind of channel each miner opens.
@@ -80,7 +83,10 @@ mod duration_ms {
 pub struct FleetHandle {
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    hashers: mining::hashing::Hashers,
 }
+
+type Slot = mining::hashing::Slot<Active>;
 
 impl FleetHandle {
     pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
@@ -89,29 +95,37 @@ impl FleetHandle {
             "miner hashrate must be positive"
         );
         let (stop, _) = watch::channel(false);
-        let tasks = (0..cfg.miners)
-            .map(|index| {
-                let delay = cfg
-                    .ramp
-                    .mul_f64(f64::from(index) / f64::from(cfg.miners.max(1)));
-                let (cfg, recorder, mut stop) = (cfg.clone(), recorder.clone(), stop.subscribe());
-                tokio::spawn(async move {
-                    tokio::select! {
-                        _ = tokio::time::sleep(delay) => {}
-                        _ = stop.changed() => return,
-                    }
-                    tokio::select! {
-                        r = run_miner(index, &cfg, &recorder) => {
-                            if let Err(e) = r {
-                                tracing::warn!(miner = index, error = format!("{e:#}"), "SV2 miner stopped");
-                            }
+        let mut slots = Vec::with_capacity(cfg.miners as usize);
+        let mut tasks = Vec::with_capacity(cfg.miners as usize);
+        for index in 0..cfg.miners {
+            let (slot, shares) = Slot::new();
+            slots.push(slot.clone());
+            let delay = cfg
+                .ramp
+                .mul_f64(f64::from(index) / f64::from(cfg.miners.max(1)));
+            let (cfg, recorder, mut stop) = (cfg.clone(), recorder.clone(), stop.subscribe());
+            tasks.push(tokio::spawn(async move {
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = stop.changed() => return,
+                }
+                tokio::select! {
+                    r = run_miner(index, &cfg, &slot, shares, &recorder) => {
+                        if let Err(e) = r {
+                            tracing::warn!(miner = index, error = format!("{e:#}"), "SV2 miner stopped");
                         }
-                        _ = stop.changed() => {}
                     }
-                })
-            })
-            .collect();
-        Ok(FleetHandle { stop, tasks })
+                    _ = stop.changed() => {}
+                }
+                slot.set(None);
+            }));
+        }
+        let hashers = mining::hashing::Hashers::start(slots, cfg.hash_threads, cfg.hashrate);
+        Ok(FleetHandle {
+            stop,
+            tasks,
+            hashers,
+        })
     }
 
     pub async fn stop(self) {
@@ -119,6 +133,7 @@ impl FleetHandle {
         for t in self.tasks {
             let _ = t.await;
         }
+        self.hashers.stop();
     }
 }
 
@@ -139,16 +154,55 @@ enum JobWork {
     Standard { merkle_root: [u8; 32] },
 }
 
-/// What the miner hashes on now.
+/// What the miner hashes on now (in its slot, for the hashing threads).
 struct Active {
     job_id: u32,
     prev_hash: BlockHash,
     ntime: u32,
-    bits: CompactTarget,
     version: u32,
     standard: bool,
     extranonce: Vec<u8>,
+    share_target: Target,
+    block_target: Target,
     scanner: mining::HeaderScanner,
+}
+
+/// A share a hashing thread found, for the miner's connection to send.
+struct Found {
+    job_id: u32,
+    prev_hash: BlockHash,
+    nonce: u32,
+    ntime: u32,
+    version: u32,
+    standard: bool,
+    extranonce: Vec<u8>,
+    block_hash: Option<BlockHash>,
+}
+
+impl mining::hashing::Work for Active {
+    type Share = Found;
+
+    fn hash(&mut self, n: u64, found: &mut Vec<Found>) {
+        for _ in 0..n {
+            let Some((nonce, hash)) = self.scanner.next() else {
+                // Nonces exhausted: a miner this fast would roll its extranonce; ours wait
+                // for the next job, which comes long before at the rates we run.
+                break;
+            };
+            if self.share_target.is_met_by(hash) {
+                found.push(Found {
+                    job_id: self.job_id,
+                    prev_hash: self.prev_hash,
+                    nonce,
+                    ntime: self.ntime,
+                    version: self.version,
+                    standard: self.standard,
+                    extranonce: self.extranonce.clone(),
+                    block_hash: self.block_target.is_met_by(hash).then_some(hash),
+                });
+            }
+        }
+    }
 }
 
 struct Miner {
@@ -161,14 +215,19 @@ struct Miner {
     jobs: HashMap<u32, Job>,
     /// The latest prev hash and its job, ntime and bits.
     tip: Option<(u32, BlockHash, u32, CompactTarget)>,
-    active: Option<Active>,
+    slot: Arc<Slot>,
     next_sequence: u32,
     /// Sequence numbers sent and not yet answered, with their share ids.
     pending: BTreeMap<u32, u64>,
-    carry: f64,
 }
 
-async fn run_miner(index: u32, cfg: &FleetConfig, recorder: &Recorder) -> Result<()> {
+async fn run_miner(
+    index: u32,
+    cfg: &FleetConfig,
+    slot: &Arc<Slot>,
+    mut shares: mpsc::UnboundedReceiver<Found>,
+    recorder: &Recorder,
+) -> Result<()> {
     let stream = loop {
         match TcpStream::connect(cfg.pool).await {
             Ok(s) => break s,
@@ -270,13 +329,10 @@ async fn run_miner(index: u32, cfg: &FleetConfig, recorder: &Recorder) -> Result
         share_target: Target::MAX,
         jobs: HashMap::new(),
         tip: None,
-        active: None,
+        slot: slot.clone(),
         next_sequence: 0,
         pending: BTreeMap::new(),
-        carry: 0.0,
     };
-    let mut tick = tokio::time::interval(Duration::from_millis(10));
-    let mut last = tokio::time::Instant::now();
     let mut next_share_id = 1u64;
     let result = loop {
         tokio::select! {
@@ -286,25 +342,19 @@ async fn run_miner(index: u32, cfg: &FleetConfig, recorder: &Recorder) -> Result
                     break Err(e);
                 }
             }
-            _ = tick.tick() => {
-                let now = tokio::time::Instant::now();
-                let owed = miner.carry + cfg.hashrate * now.duration_since(last).as_secs_f64();
-                last = now;
-                let n = owed.floor();
-                miner.carry = owed - n;
-                for share in miner.hash(n as u64) {
-                    let id = next_share_id;
-                    next_share_id += 1;
-                    miner.pending.insert(share.sequence_number, id);
-                    recorder.record(Event::ShareSubmitted {
-                        miner: index,
-                        share_id: id,
-                        job_id: share.job_id.to_string(),
-                        prev_hash: share.prev_hash.to_string(),
-                        block_hash: share.block_hash.map(|h| h.to_string()),
-                    });
-                    send(&mut writer, AnyMessageOwned::Mining(share.message)).await?;
-                }
+            Some(found) = shares.recv() => {
+                let share = miner.share(found);
+                let id = next_share_id;
+                next_share_id += 1;
+                miner.pending.insert(share.sequence_number, id);
+                recorder.record(Event::ShareSubmitted {
+                    miner: index,
+                    share_id: id,
+                    job_id: share.job_id.to_string(),
+                    prev_hash: share.prev_hash.to_string(),
+                    block_hash: share.block_hash.map(|h| h.to_string()),
+                });
+                send(&mut writer, AnyMessageOwned::Mining(share.message)).await?;
             }
         }
     };
@@ -372,7 +422,9 @@ impl Miner {
                 self.activate(p.job_id, prev, p.min_ntime, bits, t, recorder)?;
             }
             MiningOwned::SetTarget(s) => {
-                self.share_target = target_of(s.maximum_target.as_ref());
+                let target = target_of(s.maximum_target.as_ref());
+                self.share_target = target;
+                self.slot.with(|w| w.share_target = target);
             }
             MiningOwned::SubmitSharesSuccess(s) => {
                 let rest = self
@@ -467,16 +519,17 @@ impl Miner {
         let n = self.extranonce_size.min(8);
         extranonce[self.extranonce_size - n..].copy_from_slice(&counter[8 - n..]);
         let header = self.header(job, prev, ntime, bits, &extranonce)?;
-        self.active = Some(Active {
+        self.slot.set(Some(Active {
             job_id,
             prev_hash: prev,
             ntime,
-            bits,
             version: job.version,
             standard: matches!(job.work, JobWork::Standard { .. }),
             extranonce,
+            share_target: self.share_target,
+            block_target: Target::from_compact(bits),
             scanner: mining::HeaderScanner::new(&header),
-        });
+        }));
         Ok(())
     }
 
@@ -511,53 +564,37 @@ impl Miner {
         })
     }
 
-    /// Hashes `n` nonces of the active job; returns the shares among them.
-    fn hash(&mut self, n: u64) -> Vec<Share> {
-        let mut found = Vec::new();
-        let Some(active) = self.active.as_mut() else {
-            return found;
-        };
-        let block_target = Target::from_compact(active.bits);
-        for _ in 0..n {
-            let Some((nonce, hash)) = active.scanner.next() else {
-                // Nonces exhausted: a miner this fast would roll its extranonce; ours wait
-                // for the next job, which comes long before at the rates we run.
-                break;
-            };
-            if !self.share_target.is_met_by(hash) {
-                continue;
-            }
-            let sequence_number = self.next_sequence;
-            self.next_sequence = self.next_sequence.wrapping_add(1);
-            found.push(Share {
+    /// The message for a share found, with the channel's next sequence number.
+    fn share(&mut self, f: Found) -> Share {
+        let sequence_number = self.next_sequence;
+        self.next_sequence = self.next_sequence.wrapping_add(1);
+        let message = if f.standard {
+            MiningOwned::SubmitSharesStandard(SubmitSharesStandardOwned {
+                channel_id: self.channel_id,
                 sequence_number,
-                job_id: active.job_id,
-                prev_hash: active.prev_hash,
-                block_hash: block_target.is_met_by(hash).then_some(hash),
-                message: if active.standard {
-                    MiningOwned::SubmitSharesStandard(SubmitSharesStandardOwned {
-                        channel_id: self.channel_id,
-                        sequence_number,
-                        job_id: active.job_id,
-                        nonce,
-                        ntime: active.ntime,
-                        version: active.version,
-                    })
-                } else {
-                    MiningOwned::SubmitSharesExtended(SubmitSharesExtendedOwned {
-                        channel_id: self.channel_id,
-                        sequence_number,
-                        job_id: active.job_id,
-                        nonce,
-                        ntime: active.ntime,
-                        version: active.version,
-                        extranonce: B032Owned::try_from(active.extranonce.clone())
-                            .expect("at most 32 bytes"),
-                    })
-                },
-            });
+                job_id: f.job_id,
+                nonce: f.nonce,
+                ntime: f.ntime,
+                version: f.version,
+            })
+        } else {
+            MiningOwned::SubmitSharesExtended(SubmitSharesExtendedOwned {
+                channel_id: self.channel_id,
+                sequence_number,
+                job_id: f.job_id,
+                nonce: f.nonce,
+                ntime: f.ntime,
+                version: f.version,
+                extranonce: B032Owned::try_from(f.extranonce).expect("at most 32 bytes"),
+            })
+        };
+        Share {
+            sequence_number,
+            job_id: f.job_id,
+            prev_hash: f.prev_hash,
+            block_hash: f.block_hash,
+            message,
         }
-        found
     }
 }
 
