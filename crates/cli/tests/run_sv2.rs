@@ -6,6 +6,32 @@ mod common;
 use common::{out_dir, run_scenario, succeed, summary};
 use serde_json::Value;
 
+/// Our miners hold all the hashrate and blocks come every 2 s: each side expects a block
+/// every few seconds (none in a 30 s run has odds near e^-10), over a 20 ms one-way link.
+const OUR_BLOCKS: &[&str] = &[
+    "--set",
+    "warmup=8s",
+    "--set",
+    "network.hashrate_share=1.0",
+    "--set",
+    "network.block_interval=2s",
+    "--set",
+    "miners.shares_per_min=30",
+    "--set",
+    "link.rtt_ms=40",
+];
+
+/// `run_scenario` with two lists of arguments.
+fn run_with(
+    name: &str,
+    dir: &std::path::Path,
+    args: &[&str],
+    more: &[&str],
+) -> std::process::Command {
+    let all: Vec<&str> = args.iter().chain(more).copied().collect();
+    run_scenario(name, dir, &all)
+}
+
 fn events(dir: &std::path::Path, role: &str) -> Vec<Value> {
     std::fs::read_to_string(dir.join(format!("events/{role}.jsonl")))
         .unwrap_or_default()
@@ -90,26 +116,11 @@ fn config_c_counts_the_sri_pools_verdicts_and_obeys_the_link() {
 #[test]
 fn blocks_found_through_sv2_reach_the_node_by_submit_solution() {
     let dir = out_dir("sv2-blocks");
-    // Our miners hold all the hashrate: several blocks in 40 s, all theirs.
-    let out = run_scenario(
+    let out = run_with(
         "config-c",
         &dir,
-        &[
-            "--duration",
-            "40s",
-            "--set",
-            "warmup=8s",
-            "--set",
-            r#"sides=["sv2-c", "sv2-d"]"#,
-            "--set",
-            "network.hashrate_share=1.0",
-            "--set",
-            "network.block_interval=5s",
-            "--set",
-            "miners.shares_per_min=30",
-            "--set",
-            "link.rtt_ms=40",
-        ],
+        &["--duration", "40s", "--set", r#"sides=["sv2-c", "sv2-d"]"#],
+        OUR_BLOCKS,
     )
     .output()
     .unwrap();
@@ -183,29 +194,20 @@ fn an_sri_role_that_fails_to_start_stops_the_run_with_its_error() {
 #[test]
 fn the_sri_pool_mines_through_the_nodes_mining_ipc() {
     let dir = out_dir("sv2-ipc");
-    let out = run_scenario(
+    let out = run_with(
         "config-d",
         &dir,
         &[
             "--duration",
             "30s",
             "--set",
-            "warmup=8s",
-            "--set",
             r#"sides=["sv2-d"]"#,
             "--set",
             "sv2.template_provider=ipc",
             "--set",
             "sv2.channel=standard",
-            "--set",
-            "network.hashrate_share=1.0",
-            "--set",
-            "network.block_interval=5s",
-            "--set",
-            "miners.shares_per_min=30",
-            "--set",
-            "link.rtt_ms=40",
         ],
+        OUR_BLOCKS,
     )
     .output()
     .unwrap();
