@@ -45,6 +45,70 @@ impl<W: Work> Slot<W> {
     }
 }
 
+/// A fleet: one connection task per miner, started over a ramp, and the hashing threads
+/// that serve them all.
+pub struct Fleet {
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    hashers: Hashers,
+}
+
+impl Fleet {
+    /// Starts `miners` tasks from `run(index, slot, shares, stop)`, miner `i` after
+    /// `i / miners` of `ramp` (as a farm's machines boot at different times), each hashing
+    /// at `rate` on `threads` shared threads. A task sees `stop` turn true when the fleet
+    /// stops; its slot is emptied when it ends.
+    pub fn start<W, F, Fut>(
+        miners: u32,
+        ramp: Duration,
+        threads: usize,
+        rate: f64,
+        mut run: F,
+    ) -> Fleet
+    where
+        W: Work,
+        F: FnMut(
+            u32,
+            Arc<Slot<W>>,
+            mpsc::UnboundedReceiver<W::Share>,
+            tokio::sync::watch::Receiver<bool>,
+        ) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let (stop, _) = tokio::sync::watch::channel(false);
+        let mut slots = Vec::with_capacity(miners as usize);
+        let mut tasks = Vec::with_capacity(miners as usize);
+        for index in 0..miners {
+            let (slot, shares) = Slot::new();
+            slots.push(slot.clone());
+            let delay = ramp.mul_f64(f64::from(index) / f64::from(miners.max(1)));
+            let mut stopped = stop.subscribe();
+            let miner = run(index, slot.clone(), shares, stop.subscribe());
+            tasks.push(tokio::spawn(async move {
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => miner.await,
+                    _ = stopped.changed() => {}
+                }
+                slot.set(None);
+            }));
+        }
+        Fleet {
+            stop,
+            tasks,
+            hashers: Hashers::start(slots, threads, rate),
+        }
+    }
+
+    /// Tells every miner to stop, waits for them, then stops hashing.
+    pub async fn stop(self) {
+        self.stop.send_replace(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        self.hashers.stop();
+    }
+}
+
 /// The hashing threads of a fleet.
 pub struct Hashers {
     running: Arc<AtomicBool>,

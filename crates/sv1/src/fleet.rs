@@ -123,11 +123,7 @@ impl mining::hashing::Work for Work {
 
 type Slot = mining::hashing::Slot<Work>;
 
-pub struct FleetHandle {
-    stop: watch::Sender<bool>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-    hashers: mining::hashing::Hashers,
-}
+pub struct FleetHandle(mining::hashing::Fleet);
 
 impl FleetHandle {
     pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
@@ -135,39 +131,20 @@ impl FleetHandle {
             cfg.hashrate > 0.0 && cfg.hashrate.is_finite(),
             "miner hashrate must be positive"
         );
-        let (stop, _) = watch::channel(false);
-        let mut slots = Vec::with_capacity(cfg.miners as usize);
-        let mut tasks = Vec::with_capacity(cfg.miners as usize);
-        for index in 0..cfg.miners {
-            let (slot, shares) = Slot::new();
-            slots.push(slot.clone());
-            let delay = cfg
-                .ramp
-                .mul_f64(f64::from(index) / f64::from(cfg.miners.max(1)));
-            tasks.push(tokio::spawn(run_miner(
-                index,
-                cfg.clone(),
-                slot,
-                shares,
-                recorder.clone(),
-                stop.subscribe(),
-                delay,
-            )));
-        }
-        let hashers = mining::hashing::Hashers::start(slots, cfg.hash_threads, cfg.hashrate);
-        Ok(FleetHandle {
-            stop,
-            tasks,
-            hashers,
-        })
+        let (miners, ramp, threads, rate) = (cfg.miners, cfg.ramp, cfg.hash_threads, cfg.hashrate);
+        Ok(FleetHandle(mining::hashing::Fleet::start(
+            miners,
+            ramp,
+            threads,
+            rate,
+            |index, slot, shares, stop| {
+                run_miner(index, cfg.clone(), slot, shares, recorder.clone(), stop)
+            },
+        )))
     }
 
     pub async fn stop(self) {
-        self.stop.send_replace(true);
-        for t in self.tasks {
-            let _ = t.await;
-        }
-        self.hashers.stop();
+        self.0.stop().await;
     }
 }
 
@@ -178,12 +155,7 @@ async fn run_miner(
     mut shares: mpsc::UnboundedReceiver<Found>,
     recorder: Recorder,
     mut stop: watch::Receiver<bool>,
-    delay: Duration,
 ) {
-    tokio::select! {
-        _ = tokio::time::sleep(delay) => {}
-        _ = stop.changed() => return,
-    }
     let stream = loop {
         match TcpStream::connect(cfg.pool).await {
             Ok(s) => break s,
@@ -253,7 +225,6 @@ async fn run_miner(
             _ = stop.changed() => break,
         }
     }
-    slot.set(None);
 }
 
 struct MinerState {

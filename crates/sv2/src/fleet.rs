@@ -41,7 +41,7 @@ use stratum_apps::stratum_core::parsers_sv2::{
 use stratum_apps::utils::protocol_message_type::{protocol_message_type, MessageType};
 use stratum_apps::utils::types::OutboundFrame;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FleetConfig {
@@ -80,11 +80,7 @@ mod duration_ms {
     }
 }
 
-pub struct FleetHandle {
-    stop: watch::Sender<bool>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-    hashers: mining::hashing::Hashers,
-}
+pub struct FleetHandle(mining::hashing::Fleet);
 
 type Slot = mining::hashing::Slot<Active>;
 
@@ -94,46 +90,30 @@ impl FleetHandle {
             cfg.hashrate > 0.0 && cfg.hashrate.is_finite(),
             "miner hashrate must be positive"
         );
-        let (stop, _) = watch::channel(false);
-        let mut slots = Vec::with_capacity(cfg.miners as usize);
-        let mut tasks = Vec::with_capacity(cfg.miners as usize);
-        for index in 0..cfg.miners {
-            let (slot, shares) = Slot::new();
-            slots.push(slot.clone());
-            let delay = cfg
-                .ramp
-                .mul_f64(f64::from(index) / f64::from(cfg.miners.max(1)));
-            let (cfg, recorder, mut stop) = (cfg.clone(), recorder.clone(), stop.subscribe());
-            tasks.push(tokio::spawn(async move {
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = stop.changed() => return,
-                }
-                tokio::select! {
-                    r = run_miner(index, &cfg, &slot, shares, &recorder) => {
-                        if let Err(e) = r {
-                            tracing::warn!(miner = index, error = format!("{e:#}"), "SV2 miner stopped");
+        let (miners, ramp, threads, rate) = (cfg.miners, cfg.ramp, cfg.hash_threads, cfg.hashrate);
+        Ok(FleetHandle(mining::hashing::Fleet::start(
+            miners,
+            ramp,
+            threads,
+            rate,
+            |index, slot, shares, mut stop| {
+                let (cfg, recorder) = (cfg.clone(), recorder.clone());
+                async move {
+                    tokio::select! {
+                        r = run_miner(index, &cfg, &slot, shares, &recorder) => {
+                            if let Err(e) = r {
+                                tracing::warn!(miner = index, error = format!("{e:#}"), "SV2 miner stopped");
+                            }
                         }
+                        _ = stop.changed() => {}
                     }
-                    _ = stop.changed() => {}
                 }
-                slot.set(None);
-            }));
-        }
-        let hashers = mining::hashing::Hashers::start(slots, cfg.hash_threads, cfg.hashrate);
-        Ok(FleetHandle {
-            stop,
-            tasks,
-            hashers,
-        })
+            },
+        )))
     }
 
     pub async fn stop(self) {
-        self.stop.send_replace(true);
-        for t in self.tasks {
-            let _ = t.await;
-        }
-        self.hashers.stop();
+        self.0.stop().await;
     }
 }
 
