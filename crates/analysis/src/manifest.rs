@@ -35,6 +35,12 @@ pub struct SideRoles {
     /// Where share acceptance is decided.
     pub pool_role: String,
     pub link_role: String,
+    /// The farm's own node, where the farm builds its templates (configurations A, B).
+    #[serde(default)]
+    pub farm_node_role: Option<String>,
+    /// The tap that sees the farm's job declarations (configurations A, B).
+    #[serde(default)]
+    pub job_declaration_role: Option<String>,
     /// Every role process of the side, for CPU and memory.
     pub roles: Vec<String>,
 }

@@ -69,6 +69,9 @@ pub struct SideSummary {
     pub new_prevhash_job_ms: Dist,
     pub template_value_sats: Dist,
     pub bandwidth_bytes_per_s: Bandwidth,
+    /// What the farm's job declarations met at the pool's JDS (configurations A, B).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_declaration: Option<JobDeclarationSummary>,
     pub roles: BTreeMap<String, RoleResources>,
     /// The per-event values behind the latency distributions (for histograms).
     #[serde(skip)]
@@ -108,6 +111,28 @@ pub struct BlockCounts {
 pub struct Bandwidth {
     pub farm: Direction,
     pub pool: Direction,
+    /// Part of `farm.rx` that is the farm node's transaction relay, modelled rather than
+    /// carried (configurations A, B; zero elsewhere).
+    #[serde(default)]
+    pub farm_tx_relay_modelled: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobDeclarationSummary {
+    /// DeclareMiningJob messages the JDS answered in the window.
+    pub declared: u64,
+    pub accepted: u64,
+    /// Refused, by the JDS's error code.
+    pub rejected: BTreeMap<String, u64>,
+    /// From a declaration leaving the farm to the JDS's answer arriving there.
+    pub round_trip_ms: Dist,
+    /// Transactions per declared job, besides the coinbase.
+    pub tx_count: Dist,
+    /// ProvideMissingTransactions requests, and the transactions they asked for.
+    pub missing_tx_requests: u64,
+    pub missing_txs: u64,
+    /// Declarations still unanswered when the run ended.
+    pub unanswered: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -169,15 +194,25 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
     let mut tips: Vec<(u64, &str)> = Vec::new();
     let mut accepted_blocks: HashMap<&str, u64> = HashMap::new();
     let mut network_values = Vec::new();
+    // Templates come from the network's node and from the farms' own nodes.
+    let template_roles: HashSet<&str> = std::iter::once(m.node_role.as_str())
+        .chain(m.sides.values().filter_map(|s| s.farm_node_role.as_deref()))
+        .collect();
+    for r in events
+        .iter()
+        .filter(|r| template_roles.contains(r.role.as_str()))
+    {
+        if let Event::TemplateBuilt {
+            marker_txid,
+            value_sats,
+            ..
+        } = &r.event
+        {
+            templates.insert(marker_txid, (r.t_ns, *value_sats));
+        }
+    }
     for r in events.iter().filter(|r| r.role == m.node_role) {
         match &r.event {
-            Event::TemplateBuilt {
-                marker_txid,
-                value_sats,
-                ..
-            } => {
-                templates.insert(marker_txid, (r.t_ns, *value_sats));
-            }
             Event::TipChanged { hash, .. } => tips.push((r.t_ns, hash)),
             Event::BlockSubmitted {
                 hash,
@@ -302,7 +337,9 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                 }
             }
         }
-        if shares.submitted > judged {
+        // A JDC is a pool to its miners: only shares that meet the upstream channel's
+        // target go on to the pool, so most shares get no pool verdict, by design.
+        if shares.submitted > judged && side.job_declaration_role.is_none() {
             *unmatched.entry("share_without_verdict".into()).or_default() +=
                 shares.submitted - judged;
         }
@@ -340,10 +377,20 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                 new_job_ms: Dist::of(&new_job),
                 new_prevhash_job_ms: Dist::of(&new_prevhash),
                 template_value_sats: weighted_dist(&mut value_weighted),
-                bandwidth_bytes_per_s: bandwidth(
-                    &link_counters(events.iter().copied(), &side.link_role),
-                    m,
-                ),
+                bandwidth_bytes_per_s: {
+                    let mut b =
+                        bandwidth(&link_counters(events.iter().copied(), &side.link_role), m);
+                    if let Some(farm_node) = &side.farm_node_role {
+                        let relayed = tx_relay_counters(events.iter().copied(), farm_node);
+                        b.farm_tx_relay_modelled = bandwidth(&relayed, m).farm.rx;
+                        b.farm.rx += b.farm_tx_relay_modelled;
+                    }
+                    b
+                },
+                job_declaration: side
+                    .job_declaration_role
+                    .as_deref()
+                    .map(|role| job_declaration(&events, role, in_window)),
                 roles,
                 samples: LatencySamples {
                     new_job_ms: new_job,
@@ -530,6 +577,70 @@ pub fn link_counters<'a>(
     c
 }
 
+/// A farm node's modelled transaction relay as link counters (all of it received).
+fn tx_relay_counters<'a>(
+    events: impl IntoIterator<Item = &'a Record>,
+    farm_node: &str,
+) -> Vec<(u64, u64, u64)> {
+    events
+        .into_iter()
+        .filter(|r| r.role == farm_node)
+        .filter_map(|r| match r.event {
+            Event::TxRelayModelled { bytes } => Some((r.t_ns, 0, bytes)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What a JDS tap saw in the window.
+fn job_declaration(
+    events: &[&Record],
+    role: &str,
+    in_window: impl Fn(u64) -> bool,
+) -> JobDeclarationSummary {
+    let mut j = JobDeclarationSummary {
+        declared: 0,
+        accepted: 0,
+        rejected: BTreeMap::new(),
+        round_trip_ms: Dist::of(&[]),
+        tx_count: Dist::of(&[]),
+        missing_tx_requests: 0,
+        missing_txs: 0,
+        unanswered: 0,
+    };
+    let (mut rtts, mut txs) = (Vec::new(), Vec::new());
+    for r in events
+        .iter()
+        .filter(|r| r.role == role && in_window(r.t_ns))
+    {
+        match &r.event {
+            Event::JobDeclared {
+                round_trip_ms,
+                tx_count,
+                error,
+                ..
+            } => {
+                j.declared += 1;
+                rtts.push(*round_trip_ms);
+                txs.push(*tx_count as f64);
+                match error {
+                    None => j.accepted += 1,
+                    Some(code) => *j.rejected.entry(code.clone()).or_default() += 1,
+                }
+            }
+            Event::MissingTransactionsRequested { count, .. } => {
+                j.missing_tx_requests += 1;
+                j.missing_txs += *count as u64;
+            }
+            Event::DeclarationsUnanswered { count } => j.unanswered += *count as u64,
+            _ => {}
+        }
+    }
+    j.round_trip_ms = Dist::of(&rtts);
+    j.tx_count = Dist::of(&txs);
+    j
+}
+
 /// Bytes per second between successive counters: (time, up, down).
 pub fn link_rates(counters: &[(u64, u64, u64)]) -> Vec<(u64, f64, f64)> {
     counters
@@ -566,6 +677,7 @@ fn bandwidth(counters: &[(u64, u64, u64)], m: &Manifest) -> Bandwidth {
     Bandwidth {
         farm: Direction { tx: up, rx: down },
         pool: Direction { tx: down, rx: up },
+        farm_tx_relay_modelled: 0.0,
     }
 }
 
@@ -604,6 +716,8 @@ mod tests {
                     miners_role: "miners".into(),
                     pool_role: "pool".into(),
                     link_role: "link".into(),
+                    farm_node_role: None,
+                    job_declaration_role: None,
                     roles: vec!["pool".into()],
                 },
             )]),

@@ -90,6 +90,7 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
         value_sample_interval: Duration::from_secs(3600),
         tdp: None,
         ipc_data_dir: None,
+        peer: None,
     })
     .await?;
     let rpc = RpcClient::new(&format!("http://{}", node.rpc_addr), "bench", "bench");

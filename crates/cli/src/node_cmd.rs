@@ -143,6 +143,7 @@ impl NodeArgs {
             time_base: None,
             mempool,
             template_refresh: self.template_refresh,
+            follower: None,
         };
         if let Err(e) = config.validate() {
             bail!("{e}");
@@ -183,6 +184,7 @@ pub async fn run(args: NodeArgs) -> Result<()> {
         value_sample_interval: Duration::from_secs(1),
         tdp: tdp.clone(),
         ipc_data_dir: args.ipc_datadir.clone(),
+        peer: None,
     })
     .await?;
     {

@@ -36,6 +36,7 @@ pub async fn start_builtin(
         rpc_password: password.clone(),
         tdp: None,
         ipc_data_dir: None,
+        peer: None,
     };
     let (node, ready) = RoleProcess::spawn(exe, out, "node", &node_spec).await?;
     roles.push(node);

@@ -11,6 +11,7 @@ use serde_json::json;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What announces a role is ready, followed by a JSON object of its addresses.
@@ -27,14 +28,17 @@ pub enum RoleSpec {
         tdp: Option<node::tdp::TdpOptions>,
         /// Where to serve Bitcoin Core's Mining IPC, when a side needs it.
         ipc_data_dir: Option<std::path::PathBuf>,
+        /// The node a farm's node follows (its config says it is a follower).
+        #[serde(default)]
+        peer: Option<node::peer::PeerOptions>,
     },
     Sv1Pool {
         config: sv1::pool::PoolConfig,
     },
+    /// One site's WAN link: every connection between farm and pool of a side crosses it,
+    /// each route with its own delays, all bytes counted together.
     Link {
-        listen: SocketAddr,
-        upstream: SocketAddr,
-        config: link::LinkConfig,
+        routes: Vec<LinkRoute>,
     },
     Sv1Miners {
         config: sv1::fleet::FleetConfig,
@@ -50,10 +54,22 @@ pub enum RoleSpec {
     SriTranslator {
         params: sri::TranslatorParams,
     },
-    /// The Noise-terminating tap in front of an SV2 pool.
+    /// SRI's `jd_client_sv2`, likewise.
+    SriJdc {
+        params: sri::JdcParams,
+    },
+    /// The Noise-terminating tap in front of an SV2 pool (or its JDS).
     Sv2Tap {
         config: sv2::tap::TapConfig,
     },
+}
+
+/// One relayed service: the farm connects to `listen`, the relay connects to `upstream`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LinkRoute {
+    pub listen: SocketAddr,
+    pub upstream: SocketAddr,
+    pub config: link::LinkConfig,
 }
 
 /// Runs the role described in `spec`, recording as `name` into `events`.
@@ -72,6 +88,7 @@ pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()>
             rpc_password,
             tdp,
             ipc_data_dir,
+            peer,
         } => {
             let node = node::NodeHandle::start(node::NodeOptions {
                 config,
@@ -85,9 +102,15 @@ pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()>
                 value_sample_interval: Duration::from_secs(1),
                 tdp,
                 ipc_data_dir,
+                peer,
             })
             .await?;
-            ready(json!({"rpc": node.rpc_addr, "zmq": node.zmq_endpoint, "tdp": node.tdp_addr}));
+            ready(json!({
+                "rpc": node.rpc_addr,
+                "zmq": node.zmq_endpoint,
+                "tdp": node.tdp_addr,
+                "start_mono_ns": node.start_mono_ns(),
+            }));
             terminated().await;
             node.shutdown().await?;
         }
@@ -97,36 +120,44 @@ pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()>
             terminated().await;
             pool.stop();
         }
-        RoleSpec::Link {
-            listen,
-            upstream,
-            config,
-        } => {
-            let relay = link::Relay::start(listen, upstream, config).await?;
-            ready(json!({"listen": relay.listen_addr}));
-            let stats = relay.stats.clone();
-            let counting = recorder.clone();
+        RoleSpec::Link { routes } => {
+            let stats = Arc::new(link::LinkStats::default());
+            let mut relays = Vec::new();
+            for route in routes {
+                relays.push(
+                    link::Relay::start_counted(
+                        route.listen,
+                        route.upstream,
+                        route.config,
+                        stats.clone(),
+                    )
+                    .await?,
+                );
+            }
+            let listening: Vec<SocketAddr> = relays.iter().map(|r| r.listen_addr).collect();
+            ready(json!({ "listen": listening }));
+            let bytes = |stats: &link::LinkStats| Event::LinkBytes {
+                up_bytes: stats.up.bytes(),
+                down_bytes: stats.down.bytes(),
+            };
+            let (counted, counting) = (stats.clone(), recorder.clone());
             let sampler = tokio::spawn(async move {
                 let mut tick = tokio::time::interval(Duration::from_secs(1));
                 loop {
                     tick.tick().await;
-                    counting.record(Event::LinkBytes {
-                        up_bytes: stats.up.bytes(),
-                        down_bytes: stats.down.bytes(),
-                    });
+                    counting.record(bytes(&counted));
                 }
             });
             terminated().await;
             sampler.abort();
-            recorder.record(Event::LinkBytes {
-                up_bytes: relay.stats.up.bytes(),
-                down_bytes: relay.stats.down.bytes(),
-            });
+            recorder.record(bytes(&stats));
             recorder.record(Event::LinkLateness {
-                up_ms: relay.stats.up.lateness_ns.dist(1e6),
-                down_ms: relay.stats.down.lateness_ns.dist(1e6),
+                up_ms: stats.up.lateness_ns.dist(1e6),
+                down_ms: stats.down.lateness_ns.dist(1e6),
             });
-            relay.stop();
+            for relay in relays {
+                relay.stop();
+            }
         }
         RoleSpec::Sv1Miners { config } => {
             let fleet = sv1::fleet::FleetHandle::start(config, recorder.clone())?;
@@ -142,13 +173,18 @@ pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()>
         }
         RoleSpec::SriPool { params } => {
             let config = spec_path.with_extension("toml");
-            std::fs::write(&config, sri::pool_config(&params))?;
+            std::fs::write(&config, sri::pool_config(&params)?)?;
             run_sri(sri::App::Pool, &config, params.listen).await?;
         }
         RoleSpec::SriTranslator { params } => {
             let config = spec_path.with_extension("toml");
             std::fs::write(&config, sri::translator_config(&params))?;
             run_sri(sri::App::Translator, &config, params.listen).await?;
+        }
+        RoleSpec::SriJdc { params } => {
+            let config = spec_path.with_extension("toml");
+            std::fs::write(&config, sri::jdc_config(&params))?;
+            run_sri(sri::App::JobDeclaratorClient, &config, params.listen).await?;
         }
         RoleSpec::Sv2Tap { config } => {
             let tap = sv2::tap::Tap::start(config, recorder.clone()).await?;

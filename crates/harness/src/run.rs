@@ -2,8 +2,8 @@
 
 use crate::metrics::{render, RoleGauges};
 use crate::process::{ready_field, stop_all, RoleProcess};
-use crate::roles::RoleSpec;
-use crate::scenario::Scenario;
+use crate::roles::{LinkRoute, RoleSpec};
+use crate::scenario::{Scenario, JOB_DECLARATION_SIDES};
 use analysis::manifest::{
     LinkParams, Manifest, Sample, SideRoles, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE,
 };
@@ -18,6 +18,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use stratum_apps::key_utils::Secp256k1PublicKey;
 
 pub struct RunOptions {
     pub scenario: Scenario,
@@ -240,6 +241,9 @@ async fn start_roles(
         node::MempoolPreset::parse(&s.network.mempool).map_err(anyhow::Error::msg)?,
     );
     mempool.max_txs = mempool.max_txs.max(mempool.initial_txs);
+    let now_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs() as u32;
     let node_cfg = node::NodeConfig {
         seed: s.seed,
         block_interval: s.network.block_interval,
@@ -247,12 +251,18 @@ async fn start_roles(
         scripted_arrivals: None,
         difficulty: node::Difficulty::MinerHashrate(s.total_hashrate()),
         start_height: s.network.start_height,
-        time_base: None,
+        // Fixed, so a farm's node builds on the very same base block.
+        time_base: Some(now_unix),
         mempool,
         template_refresh: s.network.template_refresh,
+        follower: None,
     };
-    // The SV2 sides' template provider: the node's TDP face, or its Mining IPC face.
-    let sv2 = s.sides.iter().any(|side| side.starts_with("sv2"));
+    // The SV2 sides' template provider: the node's TDP face, or its Mining IPC face (the
+    // only one the pool runs its JDS with).
+    let pool_side = |side: &&String| matches!(side.as_str(), "sv2-c" | "sv2-d");
+    let declaring = |side: &&String| JOB_DECLARATION_SIDES.contains(&side.as_str());
+    let sv2 = s.sides.iter().any(|side| pool_side(&side));
+    let ipc_sides = s.sides.iter().any(|side| declaring(&side));
     let ipc = s.sv2.template_provider == "ipc";
     let tdp = (sv2 && !ipc).then(|| node::tdp::TdpOptions {
         bind: "127.0.0.1:0".parse().expect("an address"),
@@ -261,16 +271,8 @@ async fn start_roles(
         fee_threshold_sats: s.sv2.tdp_fee_threshold_sats,
     });
     let tp_public = tdp.as_ref().map(|t| t.keys.public);
-    let ipc_data_dir = if sv2 && ipc {
-        let dir = std::path::absolute(dir.join("node-ipc"))?;
-        let socket = node::ipc::socket_path(&dir);
-        // sun_path holds 108 bytes.
-        anyhow::ensure!(
-            socket.as_os_str().len() < 108,
-            "the IPC socket path {} is too long for a UNIX socket: choose a shorter --out",
-            socket.display()
-        );
-        Some(dir)
+    let ipc_data_dir = if (sv2 && ipc) || ipc_sides {
+        Some(ipc_dir(dir, NODE)?)
     } else {
         None
     };
@@ -279,28 +281,40 @@ async fn start_roles(
         dir,
         NODE,
         &RoleSpec::Node {
-            config: node_cfg,
+            config: node_cfg.clone(),
             rpc_user: RPC_USER.into(),
             rpc_password: password.clone(),
             tdp,
             ipc_data_dir: ipc_data_dir.clone(),
+            peer: None,
         },
         roles,
     )
     .await?;
     let rpc = ready_field(&ready, "rpc", NODE)?;
     let zmq = ready.get("zmq").and_then(Value::as_str).map(str::to_string);
-    let templates = match (tp_public, ipc_data_dir) {
-        (Some(public), _) => Some(sri::TemplateSource::Tdp {
+    let ipc_templates = ipc_data_dir.map(|data_dir| ipc_source(s, data_dir));
+    let templates = match tp_public {
+        Some(public) => Some(sri::TemplateSource::Tdp {
             address: ready_field(&ready, "tdp", NODE)?.parse()?,
             public,
         }),
-        (None, Some(data_dir)) => Some(sri::TemplateSource::Ipc {
-            data_dir,
-            fee_threshold: s.sv2.tdp_fee_threshold_sats,
-            min_interval_s: s.pool.job_refresh.as_secs().clamp(1, 255) as u8,
-        }),
-        (None, None) => None,
+        None => ipc_templates.clone(),
+    };
+    let network = NetworkNode {
+        rpc: rpc.parse()?,
+        password: password.clone(),
+        zmq: zmq
+            .as_deref()
+            .and_then(|z| z.strip_prefix("tcp://"))
+            .context("the node publishes no ZMQ endpoint")?
+            .parse()?,
+        start_mono_ns: ready
+            .get("start_mono_ns")
+            .and_then(Value::as_u64)
+            .context("the node did not say when it started")?,
+        config: node_cfg,
+        ipc: ipc_templates,
     };
     let mut sides = BTreeMap::new();
     for (i, side) in s.sides.iter().enumerate() {
@@ -315,6 +329,9 @@ async fn start_roles(
                     .clone()
                     .context("an SV2 side has the node's template provider")?;
                 start_sv2_pool_side(opts, dir, side, templates, farm_port, roles).await?
+            }
+            "sv2-a" | "sv2-b" => {
+                start_sv2_jd_side(opts, dir, side, &network, farm_port, roles).await?
             }
             other => anyhow::bail!("side {other} is not runnable"),
         };
@@ -371,6 +388,8 @@ async fn start_sv1_side(
         miners_role: miners.clone(),
         pool_role: pool.clone(),
         link_role: link.clone(),
+        farm_node_role: None,
+        job_declaration_role: None,
         roles: vec![NODE.into(), pool, link, miners],
     })
 }
@@ -399,13 +418,14 @@ async fn start_sv2_pool_side(
         signature: format!("stratum-bench {side}"),
         shares_per_minute: s.miners.shares_per_min,
         share_batch_size: s.sv2.share_batch_size,
+        jds_listen: None,
     };
     let pool_addr = spawn_sri(
         opts,
         dir,
         &pool,
         s.roles.pool.as_ref(),
-        (pool_params.listen, sri::pool_config(&pool_params)),
+        (pool_params.listen, sri::pool_config(&pool_params)?),
         RoleSpec::SriPool {
             params: pool_params,
         },
@@ -413,84 +433,33 @@ async fn start_sv2_pool_side(
     )
     .await?;
     let tap = format!("tap-{side}");
-    let tap_ready = spawn(
-        opts,
-        dir,
-        &tap,
-        &RoleSpec::Sv2Tap {
-            config: sv2::tap::TapConfig {
-                listen: "127.0.0.1:0".parse()?,
-                pool: pool_addr,
-                pool_public: keys.public,
-                pool_secret: keys.secret,
-            },
-        },
-        roles,
-    )
-    .await?;
-    let tap_addr: SocketAddr = ready_field(&tap_ready, "listen", &tap)?.parse()?;
+    let tap_addr = spawn_tap(opts, dir, &tap, pool_addr, &keys, roles).await?;
     if side == "sv2-d" {
         let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
         eprintln!(
             "{side}: SV2 miners connect to {link_addr} (farm side of the link; pool key {})",
             keys.public
         );
-        let miners = format!("miners-{side}");
-        spawn(
-            opts,
-            dir,
-            &miners,
-            &RoleSpec::Sv2Miners {
-                config: sv2::fleet::FleetConfig {
-                    pool: link_addr,
-                    pool_public: keys.public,
-                    miners: s.miners.count,
-                    hashrate: s.miner_hashrate(),
-                    user_prefix: format!("{side}-miner"),
-                    ramp: s.miners.ramp,
-                    channel: s.sv2.channel,
-                    hash_threads: s.miners.hash_threads,
-                },
-            },
-            roles,
-        )
-        .await?;
+        let miners = spawn_sv2_miners(opts, dir, side, link_addr, keys.public, roles).await?;
         return Ok(SideRoles {
             config: side.into(),
             miners: s.miners.count,
             miners_role: miners.clone(),
             pool_role: tap.clone(),
             link_role: link.clone(),
+            farm_node_role: None,
+            job_declaration_role: None,
             roles: vec![NODE.into(), pool, tap, link, miners],
         });
     }
     let (link, link_addr) = spawn_link(opts, dir, side, 0, tap_addr, roles).await?;
     let translator = format!("translator-{side}");
-    let translator_params = sri::TranslatorParams {
-        listen: if farm_port == 0 {
-            free_local_port()?
-        } else {
-            SocketAddr::from(([127, 0, 0, 1], farm_port))
-        },
-        upstream: link_addr,
-        upstream_public: keys.public,
-        user_identity: format!("stratum-bench-{side}"),
-        miner_hashrate: s.miner_hashrate(),
-        shares_per_minute: s.miners.shares_per_min,
-        aggregate_channels: s.sv2.aggregate_channels,
-    };
-    let translator_addr = spawn_sri(
+    let translator_addr = spawn_translator(
         opts,
         dir,
         &translator,
-        s.roles.translator.as_ref(),
-        (
-            translator_params.listen,
-            sri::translator_config(&translator_params),
-        ),
-        RoleSpec::SriTranslator {
-            params: translator_params,
-        },
+        farm_port,
+        (link_addr, keys.public),
         roles,
     )
     .await?;
@@ -504,8 +473,325 @@ async fn start_sv2_pool_side(
         miners_role: miners.clone(),
         pool_role: tap.clone(),
         link_role: link.clone(),
+        farm_node_role: None,
+        job_declaration_role: None,
         roles: vec![NODE.into(), pool, tap, link, translator, miners],
     })
+}
+
+/// SRI's translator on the farm site (on `farm_port`, 0 for any) for the SV1 miners, with
+/// `upstream` (an SV2 pool, or a JDC) and its key.
+async fn spawn_translator(
+    opts: &RunOptions,
+    dir: &Path,
+    name: &str,
+    farm_port: u16,
+    (upstream, upstream_public): (SocketAddr, Secp256k1PublicKey),
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SocketAddr> {
+    let s = &opts.scenario;
+    let params = sri::TranslatorParams {
+        listen: if farm_port == 0 {
+            free_local_port()?
+        } else {
+            SocketAddr::from(([127, 0, 0, 1], farm_port))
+        },
+        upstream,
+        upstream_public,
+        user_identity: format!("stratum-bench-{name}"),
+        miner_hashrate: s.miner_hashrate(),
+        shares_per_minute: s.miners.shares_per_min,
+        aggregate_channels: s.sv2.aggregate_channels,
+    };
+    spawn_sri(
+        opts,
+        dir,
+        name,
+        s.roles.translator.as_ref(),
+        (params.listen, sri::translator_config(&params)),
+        RoleSpec::SriTranslator { params },
+        roles,
+    )
+    .await
+}
+
+/// Our SV2 miners, connecting to `upstream` (a pool, a JDC, or the link) with its key.
+async fn spawn_sv2_miners(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    upstream: SocketAddr,
+    upstream_public: Secp256k1PublicKey,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<String> {
+    let s = &opts.scenario;
+    let miners = format!("miners-{side}");
+    spawn(
+        opts,
+        dir,
+        &miners,
+        &RoleSpec::Sv2Miners {
+            config: sv2::fleet::FleetConfig {
+                pool: upstream,
+                pool_public: upstream_public,
+                miners: s.miners.count,
+                hashrate: s.miner_hashrate(),
+                user_prefix: format!("{side}-miner"),
+                ramp: s.miners.ramp,
+                channel: s.sv2.channel,
+                hash_threads: s.miners.hash_threads,
+            },
+        },
+        roles,
+    )
+    .await?;
+    Ok(miners)
+}
+
+/// The node that is the network, as the farm's nodes and the pools reach it.
+struct NetworkNode {
+    rpc: SocketAddr,
+    password: String,
+    zmq: SocketAddr,
+    start_mono_ns: u64,
+    config: node::NodeConfig,
+    /// Its Mining IPC face, as a pool's template source.
+    ipc: Option<sri::TemplateSource>,
+}
+
+/// Where a node role serves Bitcoin Core's Mining IPC, checked to fit a UNIX socket path.
+fn ipc_dir(run_dir: &Path, node_role: &str) -> Result<PathBuf> {
+    let dir = std::path::absolute(run_dir.join(format!("{node_role}-ipc")))?;
+    let socket = node::ipc::socket_path(&dir);
+    // sun_path holds 108 bytes.
+    anyhow::ensure!(
+        socket.as_os_str().len() < 108,
+        "the IPC socket path {} is too long for a UNIX socket: choose a shorter --out",
+        socket.display()
+    );
+    Ok(dir)
+}
+
+/// A node's IPC face as a template source, on the scenario's refresh policy.
+fn ipc_source(s: &Scenario, data_dir: PathBuf) -> sri::TemplateSource {
+    sri::TemplateSource::Ipc {
+        data_dir,
+        fee_threshold: s.sv2.tdp_fee_threshold_sats,
+        min_interval_s: s.pool.job_refresh.as_secs().clamp(1, 255) as u8,
+    }
+}
+
+/// Configurations A and B, where the farm declares its own jobs:
+/// A: SV1 miners -> SRI translator -> SRI JDC -> link -> tap -> SRI pool (+ JDS);
+/// B: SV2 miners -> SRI JDC -> link -> tap -> SRI pool (+ JDS).
+/// The JDC builds jobs from the farm's own node, which follows the network's node across
+/// the same link, and declares them to the pool's JDS through a farm-side tap (which sees
+/// each DeclareMiningJob round trip as the JDC waits for it).
+async fn start_sv2_jd_side(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    network: &NetworkNode,
+    farm_port: u16,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SideRoles> {
+    let s = &opts.scenario;
+    let pool_keys = node::tdp::AuthorityKeys::generate();
+    let pool = format!("pool-{side}");
+    let jds_listen = free_local_port()?;
+    let pool_params = sri::PoolParams {
+        listen: free_local_port()?,
+        authority_public: pool_keys.public,
+        authority_secret: pool_keys.secret,
+        templates: network
+            .ipc
+            .clone()
+            .context("a job-declaring side needs the node's IPC face")?,
+        payout_script_hex: payout_script().to_hex_string(),
+        signature: format!("stratum-bench {side}"),
+        shares_per_minute: s.miners.shares_per_min,
+        share_batch_size: s.sv2.share_batch_size,
+        jds_listen: Some(jds_listen),
+    };
+    let pool_addr = spawn_sri(
+        opts,
+        dir,
+        &pool,
+        s.roles.pool.as_ref(),
+        (pool_params.listen, sri::pool_config(&pool_params)?),
+        RoleSpec::SriPool {
+            params: pool_params,
+        },
+        roles,
+    )
+    .await?;
+    let tap = format!("tap-{side}");
+    let tap_addr = spawn_tap(opts, dir, &tap, pool_addr, &pool_keys, roles).await?;
+
+    // Every service the farm uses crosses the one link, where its bytes are counted:
+    // mining, job declaration, and the farm node's blocks (ZMQ) and submissions (RPC), these
+    // at the nodes' propagation delay.
+    let propagation = Duration::from_secs_f64(s.farm_node.propagation_ms / 1e3);
+    let p2p = link::LinkConfig {
+        up_delay: propagation,
+        down_delay: propagation,
+        ..wan(s)
+    };
+    let route = |upstream, config| LinkRoute {
+        listen: "127.0.0.1:0".parse().expect("an address"),
+        upstream,
+        config,
+    };
+    let (link, farm_side) = spawn_link_routes(
+        opts,
+        dir,
+        side,
+        vec![
+            route(tap_addr, wan(s)),
+            route(jds_listen, wan(s)),
+            route(network.zmq, p2p),
+            route(network.rpc, p2p),
+        ],
+        roles,
+    )
+    .await?;
+    let [pool_via_link, jds_via_link, zmq_via_link, rpc_via_link] = farm_side[..] else {
+        anyhow::bail!("{link} has four routes");
+    };
+
+    let farm_node = format!("node-{side}");
+    let farm_ipc = ipc_dir(dir, &farm_node)?;
+    spawn(
+        opts,
+        dir,
+        &farm_node,
+        &RoleSpec::Node {
+            config: node::NodeConfig {
+                follower: Some(node::Follower {
+                    overlap: s.farm_node.mempool_overlap,
+                    tx_delay: propagation,
+                }),
+                ..network.config.clone()
+            },
+            rpc_user: RPC_USER.into(),
+            rpc_password: network.password.clone(),
+            tdp: None,
+            ipc_data_dir: Some(farm_ipc.clone()),
+            peer: Some(node::peer::PeerOptions {
+                rpc_url: format!("http://{rpc_via_link}"),
+                rpc_user: RPC_USER.into(),
+                rpc_password: network.password.clone(),
+                zmq: format!("tcp://{zmq_via_link}"),
+                start_mono_ns: network.start_mono_ns,
+            }),
+        },
+        roles,
+    )
+    .await?;
+
+    let jd_tap = format!("jdtap-{side}");
+    let jd_tap_addr = spawn_tap(opts, dir, &jd_tap, jds_via_link, &pool_keys, roles).await?;
+    let jdc = format!("jdc-{side}");
+    let jdc_keys = node::tdp::AuthorityKeys::generate();
+    let jdc_params = sri::JdcParams {
+        listen: if farm_port == 0 || side == "sv2-a" {
+            free_local_port()?
+        } else {
+            SocketAddr::from(([127, 0, 0, 1], farm_port))
+        },
+        authority_public: jdc_keys.public,
+        authority_secret: jdc_keys.secret,
+        templates: ipc_source(s, farm_ipc),
+        pool: pool_via_link,
+        jds: jd_tap_addr,
+        pool_public: pool_keys.public,
+        user_identity: format!("stratum-bench-{side}"),
+        solo_payout_script_hex: payout_script().to_hex_string(),
+        signature: format!("stratum-bench {side} farm"),
+        shares_per_minute: s.miners.shares_per_min,
+        share_batch_size: s.sv2.share_batch_size,
+    };
+    let jdc_addr = spawn_sri(
+        opts,
+        dir,
+        &jdc,
+        s.roles.jdc.as_ref(),
+        (jdc_params.listen, sri::jdc_config(&jdc_params)),
+        RoleSpec::SriJdc { params: jdc_params },
+        roles,
+    )
+    .await?;
+
+    let mut side_roles = vec![
+        NODE.to_string(),
+        pool,
+        tap.clone(),
+        link.clone(),
+        farm_node.clone(),
+        jd_tap.clone(),
+        jdc,
+    ];
+    let miners = if side == "sv2-b" {
+        eprintln!(
+            "{side}: SV2 miners connect to {jdc_addr} (the SRI JDC, farm site; key {})",
+            jdc_keys.public
+        );
+        spawn_sv2_miners(opts, dir, side, jdc_addr, jdc_keys.public, roles).await?
+    } else {
+        let translator = format!("translator-{side}");
+        let translator_addr = spawn_translator(
+            opts,
+            dir,
+            &translator,
+            farm_port,
+            (jdc_addr, jdc_keys.public),
+            roles,
+        )
+        .await?;
+        side_roles.push(translator);
+        eprintln!(
+            "{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"
+        );
+        spawn_sv1_miners(opts, dir, side, translator_addr, roles).await?
+    };
+    side_roles.push(miners.clone());
+    Ok(SideRoles {
+        config: side.into(),
+        miners: s.miners.count,
+        miners_role: miners,
+        pool_role: tap,
+        link_role: link,
+        farm_node_role: Some(farm_node),
+        job_declaration_role: Some(jd_tap),
+        roles: side_roles,
+    })
+}
+
+/// A Noise-terminating tap answering as the pool (`keys`) in front of `upstream`.
+async fn spawn_tap(
+    opts: &RunOptions,
+    dir: &Path,
+    name: &str,
+    upstream: SocketAddr,
+    keys: &node::tdp::AuthorityKeys,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SocketAddr> {
+    let ready = spawn(
+        opts,
+        dir,
+        name,
+        &RoleSpec::Sv2Tap {
+            config: sv2::tap::TapConfig {
+                listen: "127.0.0.1:0".parse()?,
+                pool: upstream,
+                pool_public: keys.public,
+                pool_secret: keys.secret,
+            },
+        },
+        roles,
+    )
+    .await?;
+    Ok(ready_field(&ready, "listen", name)?.parse()?)
 }
 
 /// Starts an SRI role: the pinned build linked into stratum-bench (`spec`), or the
@@ -536,7 +822,8 @@ async fn spawn_sri(
     }
 }
 
-/// The WAN link of a side, from the farm (`farm_port`, 0 for any) to `upstream`.
+/// The WAN link of a side with one route, from the farm (`farm_port`, 0 for any) to
+/// `upstream`.
 async fn spawn_link(
     opts: &RunOptions,
     dir: &Path,
@@ -545,26 +832,49 @@ async fn spawn_link(
     upstream: SocketAddr,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<(String, SocketAddr)> {
-    let s = &opts.scenario;
+    let route = LinkRoute {
+        listen: SocketAddr::from(([127, 0, 0, 1], farm_port)),
+        upstream,
+        config: wan(&opts.scenario),
+    };
+    let (link, listening) = spawn_link_routes(opts, dir, side, vec![route], roles).await?;
+    Ok((link, listening[0]))
+}
+
+/// The WAN link of a side carrying several services; returns the link's role and the
+/// farm-side address of each route, in order.
+async fn spawn_link_routes(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    routes: Vec<LinkRoute>,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<(String, Vec<SocketAddr>)> {
     let link = format!("link-{side}");
-    let ready = spawn(
-        opts,
-        dir,
-        &link,
-        &RoleSpec::Link {
-            listen: SocketAddr::from(([127, 0, 0, 1], farm_port)),
-            upstream,
-            config: link::LinkConfig {
-                jitter: Duration::from_secs_f64(s.link.jitter_ms / 1e3),
-                bandwidth_bps: s.link.bandwidth_mbps.map(|m| (m * 1e6) as u64),
-                ..link::LinkConfig::from_rtt(Duration::from_secs_f64(s.link.rtt_ms / 1e3))
-            },
-        },
-        roles,
-    )
-    .await?;
-    let addr = ready_field(&ready, "listen", &link)?.parse()?;
-    Ok((link, addr))
+    let count = routes.len();
+    let ready = spawn(opts, dir, &link, &RoleSpec::Link { routes }, roles).await?;
+    let listening: Vec<SocketAddr> = ready
+        .get("listen")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str()?.parse().ok())
+        .collect();
+    anyhow::ensure!(
+        listening.len() == count,
+        "{link} announced {} of its {count} routes",
+        listening.len()
+    );
+    Ok((link, listening))
+}
+
+/// The scenario's WAN link, each way.
+fn wan(s: &Scenario) -> link::LinkConfig {
+    link::LinkConfig {
+        jitter: Duration::from_secs_f64(s.link.jitter_ms / 1e3),
+        bandwidth_bps: s.link.bandwidth_mbps.map(|m| (m * 1e6) as u64),
+        ..link::LinkConfig::from_rtt(Duration::from_secs_f64(s.link.rtt_ms / 1e3))
+    }
 }
 
 async fn spawn_sv1_miners(

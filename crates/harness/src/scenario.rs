@@ -7,10 +7,15 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
 
-/// Sides this build can run: the SV1 baseline; configuration C (SV1 miners -> SRI
-/// translator -> WAN -> SRI pool, the node as Template Provider); configuration D (SV2
-/// miners -> WAN -> SRI pool).
-pub const KNOWN_SIDES: &[&str] = &["sv1", "sv2-c", "sv2-d"];
+/// Sides this build can run: the SV1 baseline; configuration A (SV1 miners -> SRI
+/// translator -> SRI JDC with the farm's node -> WAN -> SRI pool + JDS); configuration B
+/// (SV2 miners -> JDC -> WAN -> pool + JDS); configuration C (SV1 miners -> SRI translator
+/// -> WAN -> SRI pool, the node as Template Provider); configuration D (SV2 miners -> WAN
+/// -> SRI pool).
+pub const KNOWN_SIDES: &[&str] = &["sv1", "sv2-a", "sv2-b", "sv2-c", "sv2-d"];
+
+/// Sides whose farm declares its own jobs (a JDC with its own node).
+pub const JOB_DECLARATION_SIDES: &[&str] = &["sv2-a", "sv2-b"];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,6 +38,9 @@ pub struct Scenario {
     pub pool: Pool,
     #[serde(default)]
     pub sv2: Sv2,
+    /// The farm's own node, on the sides that declare jobs.
+    #[serde(default)]
+    pub farm_node: FarmNode,
     /// Other builds of the SRI roles, to compare releases (default: the pinned ones
     /// linked into stratum-bench).
     #[serde(default)]
@@ -44,6 +52,41 @@ pub struct Scenario {
 pub struct RoleCommands {
     pub pool: Option<RoleCommand>,
     pub translator: Option<RoleCommand>,
+    pub jdc: Option<RoleCommand>,
+}
+
+/// The miner-side node of configurations A and B: it follows the pool-side node (the
+/// network) and builds the farm's templates from its own view of the mempool.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FarmNode {
+    /// Share of the network's transactions that reach the farm's mempool, in `[0, 1]`.
+    #[serde(default = "default_overlap")]
+    pub mempool_overlap: f64,
+    /// How much later than the pool's node the farm's node hears of a block or a
+    /// transaction, and how long a block found at the farm takes to reach the network.
+    /// The farm's node has its own peers, so this is not the pool link's delay (the relay
+    /// carrying it is only where its bytes are counted).
+    #[serde(default = "default_propagation")]
+    pub propagation_ms: f64,
+}
+
+impl Default for FarmNode {
+    fn default() -> Self {
+        FarmNode {
+            mempool_overlap: default_overlap(),
+            propagation_ms: default_propagation(),
+        }
+    }
+}
+
+fn default_overlap() -> f64 {
+    0.95
+}
+
+/// A well-connected node hears of a block tens of milliseconds after the first one does.
+fn default_propagation() -> f64 {
+    20.0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -232,6 +275,7 @@ impl Scenario {
         for (field, role) in [
             ("roles.pool.command", &self.roles.pool),
             ("roles.translator.command", &self.roles.translator),
+            ("roles.jdc.command", &self.roles.jdc),
         ] {
             if role.as_ref().is_some_and(|r| r.command.trim().is_empty()) {
                 fail(
@@ -246,6 +290,24 @@ impl Scenario {
                 format!(
                     "{:?} is neither \"tdp\" nor \"ipc\"",
                     self.sv2.template_provider
+                ),
+            )?;
+        }
+        if !(0.0..=1.0).contains(&self.farm_node.mempool_overlap) {
+            fail(
+                "farm_node.mempool_overlap",
+                format!(
+                    "{} is not a share between 0 and 1",
+                    self.farm_node.mempool_overlap
+                ),
+            )?;
+        }
+        if !(self.farm_node.propagation_ms >= 0.0 && self.farm_node.propagation_ms.is_finite()) {
+            fail(
+                "farm_node.propagation_ms",
+                format!(
+                    "{} is not a delay of zero or more",
+                    self.farm_node.propagation_ms
                 ),
             )?;
         }

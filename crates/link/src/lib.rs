@@ -95,6 +95,17 @@ pub struct Relay {
 impl Relay {
     /// Listens on `listen` (the farm side) and relays every connection to `upstream`.
     pub async fn start(listen: SocketAddr, upstream: SocketAddr, cfg: LinkConfig) -> Result<Relay> {
+        Self::start_counted(listen, upstream, cfg, Arc::default()).await
+    }
+
+    /// Like [`Relay::start`], counting into `stats`, which several relays of one link
+    /// (one per service crossing it) may share.
+    pub async fn start_counted(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        cfg: LinkConfig,
+        stats: Arc<LinkStats>,
+    ) -> Result<Relay> {
         let listener = TcpListener::bind(listen).await.with_context(|| {
             format!(
                 "cannot listen for the WAN link on {listen} (port {} in use?)",
@@ -102,7 +113,6 @@ impl Relay {
             )
         })?;
         let listen_addr = listener.local_addr()?;
-        let stats = Arc::new(LinkStats::default());
         let shared = stats.clone();
         let accept = tokio::spawn(async move {
             loop {

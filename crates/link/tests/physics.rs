@@ -5,6 +5,17 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// The tight bounds hold for the median: on a loaded 2-core machine a single round trip can
+/// wait for a thread, which is scheduling, not the relay.
+fn median(rtts: &[Duration]) -> Duration {
+    let mut sorted = rtts.to_vec();
+    sorted.sort();
+    sorted[sorted.len() / 2]
+}
+
+/// No round trip may take this much more than its injected delays, however busy the machine.
+const SCHEDULING_SLACK: Duration = Duration::from_millis(250);
+
 async fn relay(cfg: LinkConfig) -> Relay {
     let peer = echo_peer("127.0.0.1:0".parse().unwrap()).await.unwrap();
     Relay::start("127.0.0.1:0".parse().unwrap(), peer, cfg)
@@ -28,10 +39,15 @@ async fn round_trip_recovers_the_injected_delay() {
             "faster than light: {rtt:?}"
         );
         assert!(
-            *rtt < Duration::from_millis(60),
-            "the relay added more than 10 ms: {rtt:?}"
+            *rtt < Duration::from_millis(50) + SCHEDULING_SLACK,
+            "{rtt:?}"
         );
     }
+    let median = median(&rtts);
+    assert!(
+        median < Duration::from_millis(60),
+        "the relay added more than 10 ms to the median round trip: {median:?}"
+    );
     let up = relay.stats.up.bytes();
     assert_eq!(up, relay.stats.down.bytes(), "an echo returns every byte");
     assert!(up > 20 * 30);
@@ -61,7 +77,12 @@ async fn jitter_spreads_delays_but_keeps_order() {
         *max > *min + Duration::from_millis(5),
         "jitter shows: {min:?}..{max:?}"
     );
-    assert!(*max < Duration::from_millis(20 + 40 + 10));
+    assert!(*max < Duration::from_millis(20 + 40) + SCHEDULING_SLACK);
+    let median = median(&rtts);
+    assert!(
+        median < Duration::from_millis(20 + 40 + 10),
+        "a median round trip above base plus full jitter: {median:?}"
+    );
 }
 
 #[tokio::test]

@@ -31,6 +31,23 @@ pub struct NodeConfig {
     /// long has passed since it was built (bitcoind rebuilds after 5 s).
     #[serde(with = "humantime_serde_compat")]
     pub template_refresh: Duration,
+    /// A node that follows another one (the miner-side node of a farm) instead of being
+    /// the network: see [`Follower`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follower: Option<Follower>,
+}
+
+/// How a follower sees the network. Its chain is its peer's: it finds no blocks itself,
+/// takes every block its peer relays, and passes blocks submitted to it on to the peer.
+/// Its mempool is its own view of the same transaction stream (the same seed): each
+/// transaction reaches it `tx_delay` after the peer, and only a deterministic `overlap`
+/// share of them does, so templates built at the farm can differ from the pool's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Follower {
+    /// Share of the network's transactions this node's mempool gets, in `[0, 1]`.
+    pub overlap: f64,
+    #[serde(with = "humantime_serde_compat")]
+    pub tx_delay: Duration,
 }
 
 impl Default for NodeConfig {
@@ -45,6 +62,7 @@ impl Default for NodeConfig {
             time_base: None,
             mempool: MempoolConfig::preset(MempoolPreset::Mainnet),
             template_refresh: Duration::from_secs(5),
+            follower: None,
         }
     }
 }
@@ -100,6 +118,14 @@ impl NodeConfig {
                 return Err("network.miner_hashrate: needs a hashrate_share above 0".into())
             }
             _ => {}
+        }
+        if let Some(f) = &self.follower {
+            if !(0.0..=1.0).contains(&f.overlap) {
+                return Err(format!(
+                    "farm_node.mempool_overlap: {} is not a share between 0 and 1",
+                    f.overlap
+                ));
+            }
         }
         self.mempool.validate()
     }

@@ -264,9 +264,13 @@ impl mining::Server for MiningServer {
         mut results: mining::CheckBlockResults,
     ) -> Result<(), capnp::Error> {
         let p = params.get()?;
-        let check_pow = p.get_options()?.get_check_pow();
+        let options = p.get_options()?;
+        let checks = crate::validate::Checks {
+            pow: options.get_check_pow(),
+            merkle_root: options.get_check_merkle_root(),
+        };
         let verdict = match bitcoin::consensus::deserialize::<bitcoin::Block>(p.get_block()?) {
-            Ok(block) => self.shared.sync().check_proposal(&block, check_pow),
+            Ok(block) => self.shared.sync().check_proposal(&block, checks),
             Err(_) => Some("block-decode-failed".to_string()),
         };
         let mut r = results.get();

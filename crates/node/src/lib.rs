@@ -12,6 +12,7 @@ pub mod chain;
 pub mod config;
 pub mod ipc;
 pub mod mempool;
+pub mod peer;
 pub mod rpc;
 pub mod service;
 pub mod state;
@@ -21,7 +22,7 @@ pub mod txgen;
 pub mod validate;
 pub mod zmq;
 
-pub use config::{Difficulty, MempoolConfig, MempoolPreset, NodeConfig};
+pub use config::{Difficulty, Follower, MempoolConfig, MempoolPreset, NodeConfig};
 pub use service::{NodeHandle, NodeOptions, RpcAuth};
 pub use state::NodeState;
 pub use template::Template;

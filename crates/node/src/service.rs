@@ -39,6 +39,8 @@ pub struct NodeOptions {
     pub tdp: Option<crate::tdp::TdpOptions>,
     /// Serve Bitcoin Core's Mining IPC at `<dir>/regtest/node.sock`; `None` serves none.
     pub ipc_data_dir: Option<PathBuf>,
+    /// The node this one follows, when its config makes it a follower.
+    pub peer: Option<crate::peer::PeerOptions>,
 }
 
 /// State shared by the driver, the RPC handlers and the publisher.
@@ -55,6 +57,10 @@ pub struct Shared {
     pub(crate) password: String,
     /// Set by the `stop` RPC or by shutdown.
     stop: watch::Sender<bool>,
+    /// A follower's way to its peer for submitted blocks, and how far its transaction
+    /// stream lags the peer's.
+    to_peer: Option<mpsc::UnboundedSender<bitcoin::Block>>,
+    tx_delay_ns: u64,
 }
 
 impl Shared {
@@ -62,9 +68,18 @@ impl Shared {
     /// (and announced) before the caller looks.
     pub fn sync(&self) -> MutexGuard<'_, NodeState> {
         let mut state = self.state.lock();
-        let tips = state.advance_to(mono_ns().saturating_sub(self.start_mono_ns));
+        let now = mono_ns().saturating_sub(self.start_mono_ns);
+        let tips = state.advance_to(now.saturating_sub(self.tx_delay_ns));
         self.announce(&tips);
         state
+    }
+
+    /// A follower takes a block its peer relayed, and announces it.
+    pub fn accept_peer_block(&self, block: bitcoin::Block) {
+        let tip = self.sync().accept_peer_block(block);
+        if let Some(tip) = tip {
+            self.announce(&[tip]);
+        }
     }
 
     /// Tells every face about new tips: ZMQ, then longpolls.
@@ -98,8 +113,16 @@ impl Shared {
 
     /// Judges a submitted block (any face); an accepted one is the tip and announced at
     /// once. Returns bitcoind's reject reason, or `None` when accepted.
+    /// A follower judges it on its own view and passes it to its peer, the network.
     pub fn judge_block(&self, block: bitcoin::Block, via: &str) -> Option<String> {
         let mut state = self.sync();
+        if let Some(to_peer) = &self.to_peer {
+            let reason = state.judge_for_peer(&block, via);
+            if reason.is_none() {
+                let _ = to_peer.send(block);
+            }
+            return reason;
+        }
         match state.submit_block(block, via) {
             crate::state::Submission::Accepted(tip) => {
                 self.announce(&[tip]);
@@ -115,6 +138,11 @@ impl Shared {
     /// Resolves-to-true when the node stops (the `stop` RPC or shutdown).
     pub fn subscribe_stop(&self) -> watch::Receiver<bool> {
         self.stop.subscribe()
+    }
+
+    /// Virtual time zero on this host's monotonic clock (a follower's peer needs it).
+    pub fn start_mono_ns(&self) -> u64 {
+        self.start_mono_ns
     }
 
     pub fn request_stop(&self) {
@@ -182,9 +210,21 @@ impl NodeHandle {
             }
         };
 
+        let follower = state.config().follower.clone();
+        anyhow::ensure!(
+            follower.is_some() == opts.peer.is_some(),
+            "a follower node needs its peer, and only a follower has one"
+        );
+        let (to_peer, peer_blocks) = match opts.peer.is_some() {
+            true => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                (Some(tx), Some(rx))
+            }
+            false => (None, None),
+        };
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
-            start_mono_ns: mono_ns(),
+            start_mono_ns: opts.peer.as_ref().map_or_else(mono_ns, |p| p.start_mono_ns),
             started: Instant::now(),
             tip: watch::channel(tip).0,
             zmq,
@@ -192,7 +232,12 @@ impl NodeHandle {
             user,
             password,
             stop: watch::channel(false).0,
+            to_peer,
+            tx_delay_ns: follower.map_or(0, |f| f.tx_delay.as_nanos() as u64),
         });
+        if let (Some(peer), Some(blocks)) = (&opts.peer, peer_blocks) {
+            tasks.extend(crate::peer::start(shared.clone(), peer, blocks));
+        }
 
         tasks.push(tokio::spawn(drive(
             shared.clone(),
@@ -236,6 +281,11 @@ impl NodeHandle {
         })
     }
 
+    /// Virtual time zero on this host's monotonic clock.
+    pub fn start_mono_ns(&self) -> u64 {
+        self.shared.start_mono_ns()
+    }
+
     /// The simulation, up to date.
     pub fn state(&self) -> MutexGuard<'_, NodeState> {
         self.shared.sync()
@@ -275,6 +325,11 @@ async fn drive(shared: Arc<Shared>, sample_every: Duration) {
         let state = shared.sync();
         if state.now_ns() >= next_sample {
             state.record_network_template_value();
+            if state.config().follower.is_some() {
+                state.recorder().record(probe::Event::TxRelayModelled {
+                    bytes: state.relayed_tx_bytes(),
+                });
+            }
             next_sample = state.now_ns() - state.now_ns() % sample_ns + sample_ns;
         }
     }

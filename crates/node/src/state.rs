@@ -13,7 +13,7 @@ use crate::template::{
     Template, BLOCK_VERSION,
 };
 use crate::txgen::TxGenerator;
-use crate::validate::{check_block, Context, Reject, Verdict};
+use crate::validate::{check_block, Checks, Context, Reject, Verdict};
 use bitcoin::hashes::Hash;
 use bitcoin::{Block, BlockHash, CompactTarget, ScriptBuf, Target, TxMerkleNode, Txid};
 use probe::{Event, Recorder, TipCause};
@@ -25,6 +25,12 @@ use std::sync::Arc;
 const NS: u64 = 1_000_000_000;
 /// Templates kept for submitblocklight; an older job gets "job_id data not available".
 const RECENT_TEMPLATES: usize = 32;
+/// A follower numbers its templates from here, so its marker transactions never equal its
+/// peer's (both derive them from the same seed).
+const FOLLOWER_TEMPLATE_IDS: u64 = 1 << 40;
+/// What relaying one transaction costs a peer besides the transaction: the inv and
+/// getdata entries (36 bytes each) and their share of message headers.
+const TX_RELAY_OVERHEAD_BYTES: u64 = 80;
 
 /// The answer to a submitted block.
 #[derive(Debug)]
@@ -57,6 +63,9 @@ pub struct NodeState {
     /// first, at most [`RECENT_TEMPLATES`]: each holds megabytes of rendered JSON.
     recent: VecDeque<Arc<Template>>,
     network_blocks: u64,
+    /// Bytes a follower's mempool received by transaction relay (a model: the stream is
+    /// regenerated locally, so this is what relaying it would have cost).
+    relayed_tx_bytes: u64,
     recorder: Recorder,
 }
 
@@ -98,14 +107,21 @@ impl NodeState {
             markers: HashMap::new(),
             recent: VecDeque::new(),
             network_blocks: 0,
+            relayed_tx_bytes: 0,
             recorder,
             cfg,
         };
+        if state.cfg.follower.is_some() {
+            state.next_template_id = FOLLOWER_TEMPLATE_IDS;
+        }
         for _ in 0..state.cfg.mempool.initial_txs {
             state.add_generated_tx();
         }
         state.next_tx_ns = state.draw_next_tx(0);
-        state.next_block_ns = state.draw_next_block(0);
+        // A follower's blocks come from its peer.
+        if state.cfg.follower.is_none() {
+            state.next_block_ns = state.draw_next_block(0);
+        }
         Ok(state)
     }
 
@@ -147,10 +163,42 @@ impl NodeState {
     /// force a fresh template).
     pub fn add_generated_tx(&mut self) {
         let generated = self.txgen.next_tx();
-        self.mempool.insert(
-            MempoolTx::new(generated.tx, generated.fee),
-            self.cfg.mempool.max_txs,
-        );
+        let tx = MempoolTx::new(generated.tx, generated.fee);
+        if let Some(follower) = &self.cfg.follower {
+            if !reaches(&tx.txid, follower.overlap) {
+                return;
+            }
+            self.relayed_tx_bytes += bitcoin::consensus::encode::serialize(&tx.tx).len() as u64
+                + TX_RELAY_OVERHEAD_BYTES;
+        }
+        self.mempool.insert(tx, self.cfg.mempool.max_txs);
+    }
+
+    /// Bytes transaction relay brought a follower so far (zero for the network itself).
+    pub fn relayed_tx_bytes(&self) -> u64 {
+        self.relayed_tx_bytes
+    }
+
+    /// A follower takes a block its peer relayed: valid by the peer's word, as after
+    /// header sync. Returns the new tip, or `None` for a block it has or cannot place.
+    pub fn accept_peer_block(&mut self, block: Block) -> Option<Arc<ChainBlock>> {
+        let hash = block.block_hash();
+        if self.chain.get(&hash).is_some() {
+            return None;
+        }
+        if block.header.prev_blockhash != self.chain.tip().hash {
+            tracing::warn!(%hash, prev = %block.header.prev_blockhash, "a relayed block does not extend this node's tip: ignored");
+            return None;
+        }
+        let height = self.chain.height() + 1;
+        let txids: Vec<Txid> = block.txdata[1..].iter().map(|t| t.compute_txid()).collect();
+        let claimed: u64 = block.txdata[0]
+            .output
+            .iter()
+            .map(|o| o.value.to_sat())
+            .sum();
+        let fees = claimed.saturating_sub(crate::chain::subsidy(height));
+        Some(self.connect(block, &txids, fees, TipCause::Network))
     }
 
     fn draw_next_tx(&mut self, after: u64) -> Option<u64> {
@@ -290,7 +338,7 @@ impl NodeState {
     pub fn submit_block(&mut self, block: Block, via: &str) -> Submission {
         let hash = block.block_hash();
         let prev_hash = block.header.prev_blockhash;
-        let verdict = self.check(&block, true);
+        let verdict = self.check(&block, Checks::ALL);
         let (height, template_id) = match &verdict {
             Ok(v) => (Some(v.height), v.template_id),
             Err(_) => (
@@ -340,24 +388,40 @@ impl NodeState {
         self.recent.iter().find(|t| t.id == id).cloned()
     }
 
+    /// A follower's answer to a submitted block: judged on its own view and recorded, but
+    /// not connected (its peer, the network, decides; the block comes back relayed).
+    pub fn judge_for_peer(&mut self, block: &Block, via: &str) -> Option<String> {
+        let reason = self.check_proposal(block, Checks::ALL);
+        self.recorder.record(Event::BlockSubmitted {
+            hash: block.block_hash().to_string(),
+            prev_hash: block.header.prev_blockhash.to_string(),
+            height: (reason.is_none()).then(|| self.chain.height() + 1),
+            template_id: block.txdata.get(1).and_then(crate::template::marker_id),
+            via: via.to_string(),
+            reject_reason: reason.clone(),
+        });
+        reason
+    }
+
     /// BIP23 block proposal: the verdict without accepting the block.
-    pub fn check_proposal(&self, block: &Block, check_pow: bool) -> Option<String> {
+    pub fn check_proposal(&self, block: &Block, checks: Checks) -> Option<String> {
         if block.header.prev_blockhash != self.chain.tip().hash {
             return Some("inconclusive-not-best-prevblk".into());
         }
-        self.check(block, check_pow).err().map(|Reject(r)| r)
+        self.check(block, checks).err().map(|Reject(r)| r)
     }
 
-    fn check(&self, block: &Block, check_pow: bool) -> Result<Verdict, Reject> {
+    fn check(&self, block: &Block, checks: Checks) -> Result<Verdict, Reject> {
         check_block(
             block,
             &Context {
                 chain: &self.chain,
                 mempool: &self.mempool,
                 markers: &self.markers,
+                seed: self.cfg.seed,
                 bits: self.bits,
                 now: self.now_unix(),
-                check_pow,
+                checks,
             },
         )
     }
@@ -415,6 +479,14 @@ impl NodeState {
     pub fn recorder(&self) -> &Recorder {
         &self.recorder
     }
+}
+
+/// Whether a transaction reaches a follower that sees an `overlap` share of them: decided
+/// by its txid, so the same transactions are missing whatever the timing.
+fn reaches(txid: &Txid, overlap: f64) -> bool {
+    let bytes = txid.to_byte_array();
+    let draw = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+    (draw as f64) < overlap * u64::MAX as f64
 }
 
 /// Next arrival of a Poisson process of `rate` per second after `after` ns.

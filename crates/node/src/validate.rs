@@ -2,7 +2,7 @@
 
 use crate::chain::{subsidy, Chain};
 use crate::mempool::{Mempool, MempoolTx};
-use crate::template::{marker_id, MAX_BLOCK_SIGOPS_COST, MAX_BLOCK_WEIGHT};
+use crate::template::{marker_id, marker_tx, MAX_BLOCK_SIGOPS_COST, MAX_BLOCK_WEIGHT};
 use bitcoin::hashes::Hash;
 use bitcoin::{Block, CompactTarget, Transaction, Txid, WitnessMerkleNode};
 use std::collections::{HashMap, HashSet};
@@ -23,12 +23,33 @@ pub struct Context<'a> {
     pub mempool: &'a Mempool,
     /// Marker transactions of templates handed out on the current tip.
     pub markers: &'a HashMap<Txid, Arc<MempoolTx>>,
+    /// The network's seed: a marker transaction of another node of this network (a farm's
+    /// node) is recognised by recomputing it.
+    pub seed: u64,
     pub bits: CompactTarget,
     /// Current UNIX time of the simulation (for `time-too-new`).
     pub now: u32,
-    /// Whether the header must meet its target (a BIP23 proposal or an IPC checkBlock may
-    /// ask to skip it, as bitcoind's TestBlockValidity does).
-    pub check_pow: bool,
+    /// What a caller may ask to skip.
+    pub checks: Checks,
+}
+
+/// Checks a caller may skip, as Bitcoin Core's BlockCheckOptions allow: a BIP23 proposal
+/// or an IPC checkBlock of a job whose header is not final (a Job Declarator Server
+/// checks a declared job before any miner has hashed it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checks {
+    /// The header meets its target.
+    pub pow: bool,
+    /// The header commits to the block's transactions.
+    pub merkle_root: bool,
+}
+
+impl Checks {
+    /// Everything, as for a block submitted to be accepted.
+    pub const ALL: Checks = Checks {
+        pow: true,
+        merkle_root: true,
+    };
 }
 
 /// A block that passed every check.
@@ -57,7 +78,7 @@ pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
         return reject("duplicate");
     }
     // CheckBlockHeader: the work the header claims must be done.
-    if cx.check_pow && header.validate_pow(header.target()).is_err() {
+    if cx.checks.pow && header.validate_pow(header.target()).is_err() {
         return reject("high-hash");
     }
     // AcceptBlockHeader / ContextualCheckBlockHeader.
@@ -82,7 +103,7 @@ pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
     let height = parent.height + 1;
 
     let txids: Vec<Txid> = block.txdata.iter().map(Transaction::compute_txid).collect();
-    check_context_free(block, &txids)?;
+    check_context_free(block, &txids, cx.checks.merkle_root)?;
     check_contextual(block, height)?;
 
     let template_id = block.txdata.get(1).and_then(marker_id);
@@ -101,9 +122,11 @@ pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
     // subsidy plus fees.
     let mut fees = 0u64;
     let mut sigops = 0u32;
-    for txid in &txids[1..] {
-        let Some(known) = cx.mempool.get(txid).or_else(|| cx.markers.get(txid)) else {
-            return reject("bad-txns-inputs-missingorspent");
+    for (tx, txid) in block.txdata[1..].iter().zip(&txids[1..]) {
+        let known = match cx.mempool.get(txid).or_else(|| cx.markers.get(txid)) {
+            Some(known) => known.clone(),
+            None if is_network_marker(tx, cx.seed) => Arc::new(MempoolTx::new(tx.clone(), 0)),
+            None => return reject("bad-txns-inputs-missingorspent"),
         };
         fees += known.fee;
         sigops += known.sigops;
@@ -129,9 +152,9 @@ pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
 }
 
 /// bitcoind's CheckBlock: merkle root, sizes, coinbase placement, transaction sanity.
-fn check_context_free(block: &Block, txids: &[Txid]) -> Result<(), Reject> {
+fn check_context_free(block: &Block, txids: &[Txid], merkle_root: bool) -> Result<(), Reject> {
     let root = bitcoin::merkle_tree::calculate_root(txids.iter().map(|t| t.to_raw_hash()));
-    if root != Some(block.header.merkle_root.to_raw_hash()) {
+    if merkle_root && root != Some(block.header.merkle_root.to_raw_hash()) {
         return reject("bad-txnmrklroot");
     }
     let mut unique = HashSet::with_capacity(txids.len());
@@ -244,4 +267,10 @@ fn commitment_output(coinbase: &Transaction) -> Option<&[u8]> {
         let b = o.script_pubkey.as_bytes();
         (b.len() >= 38 && b[..6] == [0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed]).then(|| &b[6..38])
     })
+}
+
+/// A marker transaction some node of the network (same seed) put in a template: it spends
+/// nothing real and pays nothing.
+fn is_network_marker(tx: &Transaction, seed: u64) -> bool {
+    marker_id(tx).is_some_and(|id| marker_tx(seed, id) == *tx)
 }

@@ -22,6 +22,7 @@ async fn start(cfg: NodeConfig, zmq: bool) -> (NodeHandle, RpcClient) {
         value_sample_interval: Duration::from_secs(1),
         tdp: None,
         ipc_data_dir: None,
+        peer: None,
     })
     .await
     .expect("node starts");
@@ -231,6 +232,7 @@ async fn cookie_auth_and_a_port_in_use_named_in_the_error() {
         value_sample_interval: Duration::from_secs(1),
         tdp: None,
         ipc_data_dir: None,
+        peer: None,
     })
     .await
     .unwrap();
@@ -250,6 +252,7 @@ async fn cookie_auth_and_a_port_in_use_named_in_the_error() {
         value_sample_interval: Duration::from_secs(1),
         tdp: None,
         ipc_data_dir: None,
+        peer: None,
     })
     .await;
     let message = format!("{:#}", clash.err().expect("the port is taken"));

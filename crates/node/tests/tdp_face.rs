@@ -49,6 +49,7 @@ async fn start() -> (NodeHandle, SocketAddr, AuthorityKeys) {
             fee_threshold_sats: 0,
         }),
         ipc_data_dir: None,
+        peer: None,
     })
     .await
     .expect("node starts");

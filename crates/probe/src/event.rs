@@ -120,6 +120,29 @@ pub enum Event {
         verdict: ShareVerdict,
         block_hash: Option<String>,
     },
+    /// A Job Declarator Server answered a DeclareMiningJob (seen by a tap in front of it);
+    /// `error` is its error code, `None` when the job was accepted.
+    JobDeclared {
+        connection: u32,
+        request_id: u32,
+        /// Transactions the job declared, besides the coinbase.
+        tx_count: usize,
+        /// From the declaration passing the tap to the answer passing it back.
+        round_trip_ms: f64,
+        error: Option<String>,
+    },
+    /// Declarations a tapped connection still waited on when it ended (a JDS that went away
+    /// or never answered).
+    DeclarationsUnanswered { count: usize },
+    /// A Job Declarator Server asked for transactions of a declared job it did not know.
+    MissingTransactionsRequested {
+        connection: u32,
+        request_id: u32,
+        count: usize,
+    },
+    /// Bytes a farm's node received by transaction relay so far (modelled: it regenerates
+    /// the network's transaction stream; sampled every second).
+    TxRelayModelled { bytes: u64 },
     /// Bytes that crossed the WAN link so far, per direction (sampled every second).
     LinkBytes { up_bytes: u64, down_bytes: u64 },
     /// The link relay's own lateness past due, per direction, in ms (written at the end).

@@ -38,6 +38,7 @@ async fn node(difficulty: node::Difficulty, events: Recorder) -> node::NodeHandl
         value_sample_interval: Duration::from_secs(1),
         tdp: None,
         ipc_data_dir: None,
+        peer: None,
     })
     .await
     .unwrap()

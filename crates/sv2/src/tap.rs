@@ -9,6 +9,11 @@
 //! SubmitShares.Success acknowledges every pending share up to its sequence number (a
 //! batch), SubmitShares.Error rejects one. What the tap itself adds to each frame is
 //! measured and written out at the end.
+//!
+//! In front of a Job Declarator Server (the pool's, which answers with the pool's key)
+//! the same tap records each DeclareMiningJob with the JDS's answer and the time it took,
+//! and each ProvideMissingTransactions request. Placed on the farm side of the link, that
+//! time is the round trip the JDC waits for.
 
 use anyhow::{Context, Result};
 use parking_lot::Mutex;
@@ -21,7 +26,7 @@ use stratum_apps::key_utils::{Secp256k1PublicKey, Secp256k1SecretKey};
 use stratum_apps::network_helpers::noise_stream::{NoiseTcpReadHalf, NoiseTcpWriteHalf};
 use stratum_apps::network_helpers::{accept_noise_connection, connect_with_noise};
 use stratum_apps::stratum_core::codec_sv2::SerializedFrame;
-use stratum_apps::stratum_core::parsers_sv2::Mining;
+use stratum_apps::stratum_core::parsers_sv2::{JobDeclaration, Mining};
 use stratum_apps::utils::protocol_message_type::{protocol_message_type, MessageType};
 use stratum_apps::utils::types::OutboundFrame;
 use tokio::net::{TcpListener, TcpStream};
@@ -86,8 +91,14 @@ impl Tap {
     }
 }
 
-/// Shares sent on one connection and not yet answered: channel -> sequence -> job id.
-type Pending = Mutex<HashMap<u32, BTreeMap<u32, u32>>>;
+/// Requests sent on one connection and not yet answered.
+#[derive(Default)]
+struct Pending {
+    /// Shares: channel -> sequence -> job id.
+    shares: Mutex<HashMap<u32, BTreeMap<u32, u32>>>,
+    /// Declared jobs: request id -> (when it passed, transactions besides the coinbase).
+    declarations: Mutex<HashMap<u32, (u64, usize)>>,
+}
 
 async fn relay(
     downstream: TcpStream,
@@ -116,7 +127,7 @@ async fn relay(
             pump(
                 down_read,
                 up_write,
-                |frame| note_submit(frame, &pending),
+                |frame| note_request(frame, &pending),
                 &stats.up_ns,
             )
             .await
@@ -130,6 +141,10 @@ async fn relay(
     )
     .await;
     to_pool.abort();
+    let unanswered = pending.declarations.lock().len();
+    if unanswered > 0 {
+        recorder.record(Event::DeclarationsUnanswered { count: unanswered });
+    }
     from_pool
 }
 
@@ -162,17 +177,76 @@ fn mining_message(frame: &mut SerializedFrame) -> Option<Mining<'_>> {
     Mining::try_from((header.msg_type(), frame.payload())).ok()
 }
 
-fn note_submit(frame: &mut SerializedFrame, pending: &Pending) {
+fn job_declaration_message(frame: &mut SerializedFrame) -> Option<JobDeclaration<'_>> {
+    let header = frame.header();
+    if protocol_message_type(header.ext_type(), header.msg_type()) != MessageType::JobDeclaration {
+        return None;
+    }
+    JobDeclaration::try_from((header.msg_type(), frame.payload())).ok()
+}
+
+/// Notes a request going upstream: a share, or a declared job.
+fn note_request(frame: &mut SerializedFrame, pending: &Pending) {
+    if let Some(JobDeclaration::DeclareMiningJob(d)) = job_declaration_message(frame) {
+        pending
+            .declarations
+            .lock()
+            .insert(d.request_id, (mono_ns(), d.wtxid_list.len()));
+        return;
+    }
     let (channel, sequence, job) = match mining_message(frame) {
         Some(Mining::SubmitSharesExtended(s)) => (s.channel_id, s.sequence_number, s.job_id),
         Some(Mining::SubmitSharesStandard(s)) => (s.channel_id, s.sequence_number, s.job_id),
         _ => return,
     };
     pending
+        .shares
         .lock()
         .entry(channel)
         .or_default()
         .insert(sequence, job);
+}
+
+/// Records the JDS's answer to a declared job, or its request for transactions.
+fn note_declaration_answer(
+    message: JobDeclaration<'_>,
+    connection: u32,
+    pending: &Pending,
+    recorder: &Recorder,
+) {
+    let t = mono_ns();
+    let (request_id, error) = match message {
+        JobDeclaration::DeclareMiningJobSuccess(s) => (s.request_id, None),
+        JobDeclaration::DeclareMiningJobError(e) => (
+            e.request_id,
+            Some(String::from_utf8_lossy(e.error_code.as_ref()).to_string()),
+        ),
+        JobDeclaration::ProvideMissingTransactions(p) => {
+            recorder.record_at(
+                t,
+                Event::MissingTransactionsRequested {
+                    connection,
+                    request_id: p.request_id,
+                    count: p.unknown_tx_position_list.len(),
+                },
+            );
+            return;
+        }
+        _ => return,
+    };
+    let Some((sent, tx_count)) = pending.declarations.lock().remove(&request_id) else {
+        return;
+    };
+    recorder.record_at(
+        t,
+        Event::JobDeclared {
+            connection,
+            request_id,
+            tx_count,
+            round_trip_ms: (t - sent) as f64 / 1e6,
+            error,
+        },
+    );
 }
 
 fn note_answer(
@@ -181,10 +255,13 @@ fn note_answer(
     pending: &Pending,
     recorder: &Recorder,
 ) {
+    if let Some(message) = job_declaration_message(frame) {
+        return note_declaration_answer(message, connection, pending, recorder);
+    }
     let t = mono_ns();
     let judged: Vec<(u32, u32, ShareVerdict)> = match mining_message(frame) {
         Some(Mining::SubmitSharesSuccess(s)) => {
-            let mut pending = pending.lock();
+            let mut pending = pending.shares.lock();
             let Some(channel) = pending.get_mut(&s.channel_id) else {
                 return;
             };
@@ -206,6 +283,7 @@ fn note_answer(
         Some(Mining::SubmitSharesError(e)) => {
             let code = String::from_utf8_lossy(e.error_code.as_ref()).to_string();
             let job = pending
+                .shares
                 .lock()
                 .get_mut(&e.channel_id)
                 .and_then(|c| c.remove(&e.sequence_number));

@@ -359,7 +359,14 @@ async fn get_block_template(
         let block: Block = decode_hex(data)
             .map_err(|_| RpcError::new(RPC_DESERIALIZATION_ERROR, "Block decode failed"))?;
         // As bitcoind: a proposal is checked for everything but its proof of work.
-        let verdict = shared.sync().check_proposal(&block, false);
+        // BIP23: a proposal is checked as if its header were valid.
+        let verdict = shared.sync().check_proposal(
+            &block,
+            crate::validate::Checks {
+                pow: false,
+                merkle_root: true,
+            },
+        );
         return Ok(Reply::Json(verdict.map_or(Value::Null, Value::String)));
     }
     if mode != "template" {
