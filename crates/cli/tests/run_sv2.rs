@@ -149,6 +149,69 @@ fn blocks_found_through_sv2_reach_the_node_by_submit_solution() {
     }
 }
 
+/// Configurations A and B end to end: the real pool with its JDS on our node's Mining IPC,
+/// the real JDC in FULLTEMPLATE mode on the farm's own node. Declared jobs are accepted,
+/// blocks found on them reach the network's node (through the farm's node, which passes
+/// them on), and what crossed to the pool took at least the injected delays.
+#[test]
+fn job_declaration_sides_declare_jobs_and_their_blocks_reach_the_network() {
+    let dir = out_dir("sv2-jd");
+    let out = run_with(
+        "config-a",
+        &dir,
+        &["--duration", "30s", "--set", r#"sides=["sv2-a", "sv2-b"]"#],
+        OUR_BLOCKS,
+    )
+    .output()
+    .unwrap();
+    succeed(out);
+    let s = summary(&dir);
+    for side in ["sv2-a", "sv2-b"] {
+        let side_summary = &s["sides"][side];
+        let jd = &side_summary["job_declaration"];
+        assert!(jd["accepted"].as_u64().unwrap() > 0, "{side}: {jd}");
+        // A declaration crosses the 40 ms round trip at least once.
+        let rtt = jd["round_trip_ms"]["p50"].as_f64().unwrap();
+        assert!(rtt >= 40.0, "{side}: a declaration answered in {rtt} ms");
+        assert!(
+            side_summary["shares"]["accepted"].as_u64().unwrap() > 0,
+            "{side}: {side_summary}"
+        );
+        assert!(
+            side_summary["blocks"]["accepted"].as_u64().unwrap() > 0,
+            "{side}: no block of ours accepted: {side_summary}"
+        );
+        // The farm's node hears of, and passes on, blocks 20 ms from the network.
+        let p50 = side_summary["block_propagation_ms"]["p50"].as_f64().unwrap();
+        assert!(p50 >= 20.0, "{side}: a block reached the network in {p50} ms");
+        let farm_node = format!("node-{side}");
+        let via_ipc = events(&dir, &farm_node)
+            .into_iter()
+            .filter(|e| e["kind"] == "block_submitted" && e["via"] == "ipc")
+            .count();
+        assert!(via_ipc > 0, "{side}: the JDC submitted no block to its node");
+        for role in [
+            "node",
+            farm_node.as_str(),
+            &format!("pool-{side}"),
+            &format!("jdc-{side}"),
+        ] {
+            assert!(
+                side_summary["roles"][role]["cpu_pct"]["count"].as_u64().unwrap() > 0,
+                "{side}: no resource samples of {role}"
+            );
+        }
+    }
+    assert!(s["sides"]["sv2-a"]["roles"]["translator-sv2-a"].is_object());
+    // Every block the farms submitted reached the network's node by its RPC.
+    let forwarded = events(&dir, "node")
+        .into_iter()
+        .filter(|e| e["kind"] == "block_submitted" && e["via"] == "submitblock")
+        .filter(|e| e["reject_reason"].is_null())
+        .count();
+    assert!(forwarded > 0, "no farm block was accepted by the network's node");
+}
+
 /// A role that cannot start stops the run before anything is measured, with its own
 /// words: a missing program, and one that exits before it serves.
 #[test]

@@ -32,6 +32,9 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 /// about every second).
 const WAIT_NEXT_POLL: Duration = Duration::from_secs(1);
 
+/// The answer to a client of an older Mining interface.
+pub const UNSUPPORTED_VERSION: &str = "unsupported Mining IPC interface version: this node serves interface version 31 (Bitcoin Core v31, Init.makeMining @3); the client called Init @2, makeMining of version 30. Configure the client for version 31 (SRI: template_provider_type.BitcoinCoreIpc.version = 31)";
+
 /// The socket a client configured with `network = "regtest"` and `data_dir` connects to.
 pub fn socket_path(data_dir: &Path) -> PathBuf {
     data_dir.join("regtest").join("node.sock")
@@ -133,6 +136,17 @@ impl init::Server for InitServer {
         let map: thread_map::Client = capnp_rpc::new_client(ThreadMapServer);
         results.get().set_thread_map(map);
         Ok(())
+    }
+
+    /// Init @2 is makeMining in interface version 30: a client built for it gets told,
+    /// as Bitcoin Core v31 tells it.
+    async fn make_mining_old2(
+        self: Rc<Self>,
+        _: init::MakeMiningOld2Params,
+        _: init::MakeMiningOld2Results,
+    ) -> Result<(), capnp::Error> {
+        tracing::warn!("an IPC client asked for the Mining interface of version 30");
+        Err(capnp::Error::failed(UNSUPPORTED_VERSION.to_string()))
     }
 
     async fn make_mining(

@@ -389,3 +389,84 @@ fn only_the_latest_templates_are_kept_for_light_submission() {
         "a new tip makes them all stale"
     );
 }
+
+/// A network whose only blocks are the ones a test makes.
+fn quiet(seed: u64) -> NodeConfig {
+    NodeConfig {
+        scripted_arrivals: Some(Vec::new()),
+        ..config(seed)
+    }
+}
+
+fn follower(seed: u64, overlap: f64) -> NodeState {
+    node(NodeConfig {
+        follower: Some(node::Follower {
+            overlap,
+            tx_delay: Duration::ZERO,
+        }),
+        ..quiet(seed)
+    })
+}
+
+#[test]
+fn a_follower_sees_its_share_of_the_network_mempool_and_finds_no_blocks() {
+    let mut network = node(quiet(11));
+    let mut farm = follower(11, 0.5);
+    network.advance_to(120 * SECOND);
+    let tips = farm.advance_to(120 * SECOND);
+    assert!(tips.is_empty(), "a follower's blocks come from its peer");
+    let (all, seen) = (network.mempool().len(), farm.mempool().len());
+    assert!(
+        seen as f64 > 0.35 * all as f64 && (seen as f64) < 0.65 * all as f64,
+        "half the transactions: {seen} of {all}"
+    );
+    let template = farm.template();
+    for tx in &template.txs[1..] {
+        assert!(
+            network.mempool().get(&tx.txid).is_some(),
+            "the farm knows a transaction the network does not"
+        );
+    }
+    assert!(farm.relayed_tx_bytes() > 0);
+    assert_eq!(network.relayed_tx_bytes(), 0);
+}
+
+/// The network accepts a block built on a farm's template (its marker transaction is
+/// recognised), and the farm takes the network's blocks as its peer relays them.
+#[test]
+fn a_farm_block_and_a_network_block_cross_between_the_nodes() {
+    let mut network = node(quiet(12));
+    let mut farm = follower(12, 0.9);
+    network.advance_to(10 * SECOND);
+    farm.advance_to(10 * SECOND);
+    assert_eq!(farm.tip_hash(), network.tip_hash(), "the same base block");
+
+    let template = farm.template();
+    assert_ne!(
+        template.marker_txid(),
+        network.template().marker_txid(),
+        "the two nodes number their templates apart"
+    );
+    let block = mined_block(&template, farm.header_time());
+    assert_eq!(farm.judge_for_peer(&block, "test"), None);
+    assert_eq!(
+        farm.tip_hash(),
+        network.tip_hash(),
+        "a follower waits for the network"
+    );
+    let Submission::Accepted(tip) = network.submit_block(block.clone(), "test") else {
+        panic!("the network rejected a valid farm block");
+    };
+    assert_eq!(tip.fees, template.fees);
+    let taken = farm.accept_peer_block(block.clone()).expect("a new tip");
+    assert_eq!(taken.hash, network.tip_hash());
+    assert_eq!(taken.fees, template.fees, "fees read from the coinbase");
+    assert!(farm.accept_peer_block(block).is_none(), "known already");
+
+    let found = network.mine_network_block(None);
+    farm.accept_peer_block(found.block.clone()).expect("a new tip");
+    assert_eq!(farm.tip_hash(), network.tip_hash());
+    for tx in &found.block.txdata[1..] {
+        assert!(farm.mempool().get(&tx.compute_txid()).is_none());
+    }
+}
