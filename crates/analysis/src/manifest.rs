@@ -35,6 +35,9 @@ pub struct SideRoles {
     /// Where share acceptance is decided.
     pub pool_role: String,
     pub link_role: String,
+    /// This side's link round trip, when it differs from the scenario's.
+    #[serde(default)]
+    pub link_rtt_ms: Option<f64>,
     /// The farm's own node, where the farm builds its templates (configurations A, B).
     #[serde(default)]
     pub farm_node_role: Option<String>,

@@ -62,6 +62,9 @@ pub struct NetworkSummary {
 pub struct SideSummary {
     pub config: String,
     pub miners: u32,
+    /// The round trip of this side's link.
+    #[serde(default)]
+    pub link_rtt_ms: f64,
     pub shares: ShareCounts,
     pub blocks: BlockCounts,
     pub block_propagation_ms: Dist,
@@ -371,6 +374,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
             SideSummary {
                 config: side.config.clone(),
                 miners: side.miners,
+                link_rtt_ms: side.link_rtt_ms.unwrap_or(m.link.rtt_ms),
                 shares,
                 blocks,
                 block_propagation_ms: Dist::of(&propagation),
@@ -716,6 +720,7 @@ mod tests {
                     miners_role: "miners".into(),
                     pool_role: "pool".into(),
                     link_role: "link".into(),
+                    link_rtt_ms: None,
                     farm_node_role: None,
                     job_declaration_role: None,
                     roles: vec!["pool".into()],

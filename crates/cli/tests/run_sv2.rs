@@ -182,14 +182,22 @@ fn job_declaration_sides_declare_jobs_and_their_blocks_reach_the_network() {
             "{side}: no block of ours accepted: {side_summary}"
         );
         // The farm's node hears of, and passes on, blocks 20 ms from the network.
-        let p50 = side_summary["block_propagation_ms"]["p50"].as_f64().unwrap();
-        assert!(p50 >= 20.0, "{side}: a block reached the network in {p50} ms");
+        let p50 = side_summary["block_propagation_ms"]["p50"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            p50 >= 20.0,
+            "{side}: a block reached the network in {p50} ms"
+        );
         let farm_node = format!("node-{side}");
         let via_ipc = events(&dir, &farm_node)
             .into_iter()
             .filter(|e| e["kind"] == "block_submitted" && e["via"] == "ipc")
             .count();
-        assert!(via_ipc > 0, "{side}: the JDC submitted no block to its node");
+        assert!(
+            via_ipc > 0,
+            "{side}: the JDC submitted no block to its node"
+        );
         for role in [
             "node",
             farm_node.as_str(),
@@ -197,7 +205,10 @@ fn job_declaration_sides_declare_jobs_and_their_blocks_reach_the_network() {
             &format!("jdc-{side}"),
         ] {
             assert!(
-                side_summary["roles"][role]["cpu_pct"]["count"].as_u64().unwrap() > 0,
+                side_summary["roles"][role]["cpu_pct"]["count"]
+                    .as_u64()
+                    .unwrap()
+                    > 0,
                 "{side}: no resource samples of {role}"
             );
         }
@@ -209,7 +220,10 @@ fn job_declaration_sides_declare_jobs_and_their_blocks_reach_the_network() {
         .filter(|e| e["kind"] == "block_submitted" && e["via"] == "submitblock")
         .filter(|e| e["reject_reason"].is_null())
         .count();
-    assert!(forwarded > 0, "no farm block was accepted by the network's node");
+    assert!(
+        forwarded > 0,
+        "no farm block was accepted by the network's node"
+    );
 }
 
 /// A role that cannot start stops the run before anything is measured, with its own

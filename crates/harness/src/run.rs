@@ -171,7 +171,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     } else {
         // What happened just before the window closed is still on its way (a job for a
         // tip found in the last milliseconds crosses the link after it): let it land.
-        tokio::time::sleep(drain_time(s.link.rtt_ms)).await;
+        tokio::time::sleep(drain_time(s.link.longest_rtt())).await;
     }
     if interactive {
         eprintln!();
@@ -388,6 +388,7 @@ async fn start_sv1_side(
         miners_role: miners.clone(),
         pool_role: pool.clone(),
         link_role: link.clone(),
+        link_rtt_ms: side_rtt(s, side),
         farm_node_role: None,
         job_declaration_role: None,
         roles: vec![NODE.into(), pool, link, miners],
@@ -447,6 +448,7 @@ async fn start_sv2_pool_side(
             miners_role: miners.clone(),
             pool_role: tap.clone(),
             link_role: link.clone(),
+            link_rtt_ms: side_rtt(s, side),
             farm_node_role: None,
             job_declaration_role: None,
             roles: vec![NODE.into(), pool, tap, link, miners],
@@ -473,6 +475,7 @@ async fn start_sv2_pool_side(
         miners_role: miners.clone(),
         pool_role: tap.clone(),
         link_role: link.clone(),
+        link_rtt_ms: side_rtt(s, side),
         farm_node_role: None,
         job_declaration_role: None,
         roles: vec![NODE.into(), pool, tap, link, translator, miners],
@@ -635,7 +638,7 @@ async fn start_sv2_jd_side(
     let p2p = link::LinkConfig {
         up_delay: propagation,
         down_delay: propagation,
-        ..wan(s)
+        ..wan(s, side)
     };
     let route = |upstream, config| LinkRoute {
         listen: "127.0.0.1:0".parse().expect("an address"),
@@ -647,8 +650,8 @@ async fn start_sv2_jd_side(
         dir,
         side,
         vec![
-            route(tap_addr, wan(s)),
-            route(jds_listen, wan(s)),
+            route(tap_addr, wan(s, side)),
+            route(jds_listen, wan(s, side)),
             route(network.zmq, p2p),
             route(network.rpc, p2p),
         ],
@@ -761,6 +764,7 @@ async fn start_sv2_jd_side(
         miners_role: miners,
         pool_role: tap,
         link_role: link,
+        link_rtt_ms: side_rtt(s, side),
         farm_node_role: Some(farm_node),
         job_declaration_role: Some(jd_tap),
         roles: side_roles,
@@ -835,7 +839,7 @@ async fn spawn_link(
     let route = LinkRoute {
         listen: SocketAddr::from(([127, 0, 0, 1], farm_port)),
         upstream,
-        config: wan(&opts.scenario),
+        config: wan(&opts.scenario, side),
     };
     let (link, listening) = spawn_link_routes(opts, dir, side, vec![route], roles).await?;
     Ok((link, listening[0]))
@@ -868,12 +872,17 @@ async fn spawn_link_routes(
     Ok((link, listening))
 }
 
-/// The scenario's WAN link, each way.
-fn wan(s: &Scenario) -> link::LinkConfig {
+/// `side`'s own link round trip, when the scenario gives it one.
+fn side_rtt(s: &Scenario, side: &str) -> Option<f64> {
+    s.link.side_rtt_ms.get(side).copied()
+}
+
+/// The WAN link of `side`, each way.
+fn wan(s: &Scenario, side: &str) -> link::LinkConfig {
     link::LinkConfig {
         jitter: Duration::from_secs_f64(s.link.jitter_ms / 1e3),
         bandwidth_bps: s.link.bandwidth_mbps.map(|m| (m * 1e6) as u64),
-        ..link::LinkConfig::from_rtt(Duration::from_secs_f64(s.link.rtt_ms / 1e3))
+        ..link::LinkConfig::from_rtt(Duration::from_secs_f64(s.link.rtt_of(side) / 1e3))
     }
 }
 

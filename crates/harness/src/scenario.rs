@@ -162,6 +162,10 @@ pub struct Network {
 #[serde(deny_unknown_fields)]
 pub struct Link {
     pub rtt_ms: f64,
+    /// Round trips of single sides instead of `rtt_ms` (the seed measured configuration A
+    /// behind 145 ms and C behind 129 ms): `side_rtt_ms = { "sv2-c" = 129 }`.
+    #[serde(default)]
+    pub side_rtt_ms: std::collections::BTreeMap<String, f64>,
     #[serde(default)]
     pub jitter_ms: f64,
     /// Each way; absent means unlimited.
@@ -235,6 +239,20 @@ fn default_ramp() -> Duration {
 }
 fn default_retarget() -> Duration {
     Duration::from_secs(60)
+}
+
+impl Link {
+    /// The round trip of `side`'s link.
+    pub fn rtt_of(&self, side: &str) -> f64 {
+        self.side_rtt_ms.get(side).copied().unwrap_or(self.rtt_ms)
+    }
+
+    /// The longest round trip of any side.
+    pub fn longest_rtt(&self) -> f64 {
+        self.side_rtt_ms
+            .values()
+            .fold(self.rtt_ms, |a, b| a.max(*b))
+    }
 }
 
 impl Scenario {
@@ -328,6 +346,23 @@ impl Scenario {
         }
         if let Err(e) = node::MempoolPreset::parse(&self.network.mempool) {
             fail("network.mempool", e)?;
+        }
+        for (side, rtt) in &self.link.side_rtt_ms {
+            if !self.sides.contains(side) {
+                fail(
+                    "link.side_rtt_ms",
+                    format!(
+                        "names {side:?}, which is not one of the sides {:?}",
+                        self.sides
+                    ),
+                )?;
+            }
+            if !(*rtt >= 0.0 && rtt.is_finite()) {
+                fail(
+                    &format!("link.side_rtt_ms.{side}"),
+                    format!("{rtt} is not a round-trip time in ms"),
+                )?;
+            }
         }
         if !(self.link.rtt_ms >= 0.0 && self.link.rtt_ms.is_finite()) {
             fail(

@@ -464,7 +464,8 @@ fn a_farm_block_and_a_network_block_cross_between_the_nodes() {
     assert!(farm.accept_peer_block(block).is_none(), "known already");
 
     let found = network.mine_network_block(None);
-    farm.accept_peer_block(found.block.clone()).expect("a new tip");
+    farm.accept_peer_block(found.block.clone())
+        .expect("a new tip");
     assert_eq!(farm.tip_hash(), network.tip_hash());
     for tx in &found.block.txdata[1..] {
         assert!(farm.mempool().get(&tx.compute_txid()).is_none());

@@ -165,6 +165,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                 miners_role: "miners-sv1".into(),
                 pool_role: "pool-sv1".into(),
                 link_role: "link-sv1".into(),
+                link_rtt_ms: None,
                 farm_node_role: None,
                 job_declaration_role: None,
                 roles: ["node", "pool-sv1", "link-sv1", "miners-sv1"]
