@@ -134,8 +134,11 @@ pub struct JobDeclarationSummary {
     /// ProvideMissingTransactions requests, and the transactions they asked for.
     pub missing_tx_requests: u64,
     pub missing_txs: u64,
-    /// Declarations still unanswered when the run ended.
+    /// Declarations a connection still waited on when it ended.
     pub unanswered: u64,
+    /// JDC-JDS connections that ended in the window: a JDC falling back (after a refused
+    /// job) or a JDS going away.
+    pub connections_ended: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -611,6 +614,7 @@ fn job_declaration(
         missing_tx_requests: 0,
         missing_txs: 0,
         unanswered: 0,
+        connections_ended: 0,
     };
     let (mut rtts, mut txs) = (Vec::new(), Vec::new());
     for r in events
@@ -637,6 +641,7 @@ fn job_declaration(
                 j.missing_txs += *count as u64;
             }
             Event::DeclarationsUnanswered { count } => j.unanswered += *count as u64,
+            Event::TapConnectionEnded { .. } => j.connections_ended += 1,
             _ => {}
         }
     }

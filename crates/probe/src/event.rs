@@ -134,6 +134,8 @@ pub enum Event {
     /// Declarations a tapped connection still waited on when it ended (a JDS that went away
     /// or never answered).
     DeclarationsUnanswered { count: usize },
+    /// A connection through a tap ended (either side closed it, or a message broke it).
+    TapConnectionEnded { connection: u32, reason: String },
     /// A Job Declarator Server asked for transactions of a declared job it did not know.
     MissingTransactionsRequested {
         connection: u32,

@@ -73,9 +73,14 @@ impl Tap {
                 let (cfg, stats, recorder) = (cfg.clone(), shared.clone(), recorder.clone());
                 let connection = next_connection;
                 tokio::spawn(async move {
-                    if let Err(e) = relay(stream, connection, &cfg, stats, recorder).await {
-                        tracing::info!(%peer, connection, error = format!("{e:#}"), "tapped connection ended");
-                    }
+                    let ended = relay(stream, connection, &cfg, stats, recorder.clone()).await;
+                    let reason = match ended {
+                        Ok(()) => "closed".to_string(),
+                        Err(e) => format!("{e:#}"),
+                    };
+                    tracing::info!(%peer, connection, %reason, "tapped connection ended");
+                    // A JDC falling back, or a JDS going away, shows as its connection ending.
+                    recorder.record(Event::TapConnectionEnded { connection, reason });
                 });
             }
         });
