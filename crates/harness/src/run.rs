@@ -408,33 +408,12 @@ async fn start_sv2_pool_side(
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SideRoles> {
     let s = &opts.scenario;
-    let keys = node::tdp::AuthorityKeys::generate();
-    let pool = format!("pool-{side}");
-    let pool_params = sri::PoolParams {
-        listen: free_local_port()?,
-        authority_public: keys.public,
-        authority_secret: keys.secret,
-        templates,
-        payout_script_hex: payout_script().to_hex_string(),
-        signature: format!("stratum-bench {side}"),
-        shares_per_minute: s.miners.shares_per_min,
-        share_batch_size: s.sv2.share_batch_size,
-        jds_listen: None,
-    };
-    let pool_addr = spawn_sri(
-        opts,
-        dir,
-        &pool,
-        s.roles.pool.as_ref(),
-        (pool_params.listen, sri::pool_config(&pool_params)?),
-        RoleSpec::SriPool {
-            params: pool_params,
-        },
-        roles,
-    )
-    .await?;
-    let tap = format!("tap-{side}");
-    let tap_addr = spawn_tap(opts, dir, &tap, pool_addr, &keys, roles).await?;
+    let PoolSite {
+        keys,
+        pool,
+        tap,
+        tap_addr,
+    } = spawn_pool_site(opts, dir, side, templates, None, roles).await?;
     if side == "sv2-d" {
         let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
         eprintln!(
@@ -479,6 +458,58 @@ async fn start_sv2_pool_side(
         farm_node_role: None,
         job_declaration_role: None,
         roles: vec![NODE.into(), pool, tap, link, translator, miners],
+    })
+}
+
+/// The pool site of an SV2 side: the SRI pool and the tap in front of it.
+struct PoolSite {
+    /// The pool's authority keys, made for the run (the taps answer with them).
+    keys: node::tdp::AuthorityKeys,
+    pool: String,
+    tap: String,
+    tap_addr: SocketAddr,
+}
+
+/// Starts the SRI pool on `templates` (with its JDS at `jds_listen`, if any) and its tap.
+async fn spawn_pool_site(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    templates: sri::TemplateSource,
+    jds_listen: Option<SocketAddr>,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<PoolSite> {
+    let s = &opts.scenario;
+    let keys = node::tdp::AuthorityKeys::generate();
+    let pool = format!("pool-{side}");
+    let params = sri::PoolParams {
+        listen: free_local_port()?,
+        authority_public: keys.public,
+        authority_secret: keys.secret,
+        templates,
+        payout_script_hex: payout_script().to_hex_string(),
+        signature: format!("stratum-bench {side}"),
+        shares_per_minute: s.miners.shares_per_min,
+        share_batch_size: s.sv2.share_batch_size,
+        jds_listen,
+    };
+    let pool_addr = spawn_sri(
+        opts,
+        dir,
+        &pool,
+        s.roles.pool.as_ref(),
+        (params.listen, sri::pool_config(&params)?),
+        RoleSpec::SriPool { params },
+        roles,
+    )
+    .await?;
+    let tap = format!("tap-{side}");
+    let tap_addr = spawn_tap(opts, dir, &tap, pool_addr, &keys, roles).await?;
+    Ok(PoolSite {
+        keys,
+        pool,
+        tap,
+        tap_addr,
     })
 }
 
@@ -599,37 +630,17 @@ async fn start_sv2_jd_side(
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SideRoles> {
     let s = &opts.scenario;
-    let pool_keys = node::tdp::AuthorityKeys::generate();
-    let pool = format!("pool-{side}");
     let jds_listen = free_local_port()?;
-    let pool_params = sri::PoolParams {
-        listen: free_local_port()?,
-        authority_public: pool_keys.public,
-        authority_secret: pool_keys.secret,
-        templates: network
-            .ipc
-            .clone()
-            .context("a job-declaring side needs the node's IPC face")?,
-        payout_script_hex: payout_script().to_hex_string(),
-        signature: format!("stratum-bench {side}"),
-        shares_per_minute: s.miners.shares_per_min,
-        share_batch_size: s.sv2.share_batch_size,
-        jds_listen: Some(jds_listen),
-    };
-    let pool_addr = spawn_sri(
-        opts,
-        dir,
-        &pool,
-        s.roles.pool.as_ref(),
-        (pool_params.listen, sri::pool_config(&pool_params)?),
-        RoleSpec::SriPool {
-            params: pool_params,
-        },
-        roles,
-    )
-    .await?;
-    let tap = format!("tap-{side}");
-    let tap_addr = spawn_tap(opts, dir, &tap, pool_addr, &pool_keys, roles).await?;
+    let templates = network
+        .ipc
+        .clone()
+        .context("a job-declaring side needs the node's IPC face")?;
+    let PoolSite {
+        keys: pool_keys,
+        pool,
+        tap,
+        tap_addr,
+    } = spawn_pool_site(opts, dir, side, templates, Some(jds_listen), roles).await?;
 
     // Every service the farm uses crosses the one link, where its bytes are counted:
     // mining, job declaration, and the farm node's blocks (ZMQ) and submissions (RPC), these
