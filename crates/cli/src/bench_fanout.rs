@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use harness::bench_fanout::{markdown, FanoutOptions};
+use harness::bench_fanout::{markdown, FanoutMode, FanoutOptions};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -14,10 +14,11 @@ pub struct FanoutArgs {
     /// with the SV2 roles.
     #[arg(long, default_value = "sv1-pool")]
     via: String,
-    /// How jobs travel: `tcp` (one connection per miner). `udp-broadcast` and
-    /// `sv2-group` are not built yet.
+    /// How jobs travel: `tcp` (one write per miner's connection) or `udp-broadcast` (one
+    /// datagram to the loopback broadcast address every miner listens on, TCP as the
+    /// fallback). `sv2-group` is not built yet.
     #[arg(long, default_value = "tcp")]
-    mode: String,
+    mode: FanoutMode,
     /// New blocks (fan-outs) measured per miner count.
     #[arg(long, default_value_t = 5)]
     rounds: usize,
@@ -30,15 +31,13 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
     if args.via != "sv1-pool" {
         bail!("--via {}: this build sends through `sv1-pool` only (the SV2 senders come with the SRI roles)", args.via);
     }
-    if args.mode != "tcp" {
-        bail!("--mode {}: this build measures `tcp` only (`udp-broadcast` and `sv2-group` are not built yet)", args.mode);
-    }
     anyhow::ensure!(
         args.rounds > 0 && !args.miners.is_empty(),
         "--rounds and --miners must not be empty"
     );
     let results = harness::bench_fanout::run(FanoutOptions {
         miners: args.miners,
+        mode: args.mode,
         rounds: args.rounds,
         out: args.out.clone(),
         exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,

@@ -24,9 +24,44 @@ fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
     assert!(r["floor_us_per_miner"].as_f64().unwrap() > 0.0);
 
     let unsupported = Command::new(exe())
-        .args(["bench", "fanout", "--mode", "udp-broadcast"])
+        .args(["bench", "fanout", "--mode", "sv2-group"])
         .output()
         .unwrap();
     assert!(!unsupported.status.success());
-    assert!(String::from_utf8_lossy(&unsupported.stderr).contains("udp-broadcast"));
+    assert!(String::from_utf8_lossy(&unsupported.stderr).contains("sv2-group"));
+}
+
+/// One datagram reaches every miner; the TCP copy follows 50 ms later as the fallback, so
+/// most deliveries well under 50 ms came by broadcast.
+#[test]
+fn udp_broadcast_reaches_every_miner_once_per_job() {
+    let (stdout, results) = common::bench(
+        "fanout-udp",
+        &[
+            "fanout",
+            "--miners",
+            "30",
+            "--via",
+            "sv1-pool",
+            "--mode",
+            "udp-broadcast",
+            "--rounds",
+            "2",
+        ],
+        "fanout.json",
+    );
+    assert!(stdout.contains("udp-broadcast"), "{stdout}");
+    let r = &results[0];
+    assert_eq!(r["mode"], "udp-broadcast");
+    assert_eq!(r["rounds"], 2, "both new blocks were fanned out");
+    assert_eq!(r["missing"], 0, "every miner got every job");
+    assert_eq!(
+        r["delivery_ms"]["count"], 60,
+        "each miner counted once per job"
+    );
+    let p50 = r["delivery_ms"]["p50"].as_f64().unwrap();
+    assert!(
+        p50 < 50.0,
+        "the TCP fallback delivered the jobs: p50 {p50} ms"
+    );
 }

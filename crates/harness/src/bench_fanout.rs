@@ -18,9 +18,37 @@ use std::time::{Duration, Instant};
 
 /// FastProxy's TCP proxy (shared/seeds/001), per miner.
 pub const FASTPROXY_TCP_US_PER_MINER: f64 = 26.8;
+/// FastProxy's software layer-2 broadcast to the same 225 miners (shared/seeds/001).
+pub const FASTPROXY_BROADCAST_US: f64 = 51.0;
+
+/// How a job travels from the sender to the miners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FanoutMode {
+    /// One write per miner's connection.
+    Tcp,
+    /// One UDP datagram to the loopback broadcast address, which every miner listens on
+    /// (the software equivalent of shared/seeds/001's layer-2 broadcast, 51 us), then the
+    /// TCP writes as the fallback for a miner that missed it.
+    UdpBroadcast,
+}
+
+impl std::str::FromStr for FanoutMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "tcp" => Ok(FanoutMode::Tcp),
+            "udp-broadcast" => Ok(FanoutMode::UdpBroadcast),
+            other => Err(format!(
+                "{other:?} is not a mode this build measures: `tcp` or `udp-broadcast` (`sv2-group` is not built yet)"
+            )),
+        }
+    }
+}
 
 pub struct FanoutOptions {
     pub miners: Vec<u32>,
+    pub mode: FanoutMode,
     /// New blocks (fan-outs) measured per miner count.
     pub rounds: usize,
     pub out: PathBuf,
@@ -29,6 +57,7 @@ pub struct FanoutOptions {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FanoutResult {
+    pub mode: FanoutMode,
     pub miners: u32,
     pub rounds: usize,
     /// From the pool having the job to the last miner having it, one value per round.
@@ -115,8 +144,12 @@ async fn measure(
     dir: &Path,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<FanoutResult> {
+    let broadcast = match opts.mode {
+        FanoutMode::Tcp => None,
+        FanoutMode::UdpBroadcast => Some(broadcast_address()?),
+    };
     // Shares out of reach: the miners only listen.
-    let builtin = start_builtin(&opts.exe, dir, 1e9, roles).await?;
+    let builtin = start_builtin(&opts.exe, dir, 1e9, broadcast, roles).await?;
     let fleet = RoleSpec::Sv1Miners {
         config: sv1::fleet::FleetConfig {
             pool: builtin.pool,
@@ -125,6 +158,7 @@ async fn measure(
             worker_prefix: "fanout".into(),
             ramp: Duration::from_secs_f64(f64::from(n) / 2000.0),
             hash_threads: 1,
+            broadcast,
         },
     };
     let (fleet, _) = RoleProcess::spawn(&opts.exe, dir, "fleet", &fleet).await?;
@@ -198,6 +232,7 @@ async fn measure(
         .collect();
     let last_dist = Dist::of(&last);
     Ok(FanoutResult {
+        mode: opts.mode,
         miners: n,
         rounds: rounds.len(),
         us_per_miner: last_dist.p50.map(|ms| ms * 1e3 / f64::from(n)),
@@ -214,6 +249,13 @@ async fn measure(
         },
         floor_us_per_miner: 0.0,
     })
+}
+
+/// The loopback broadcast address on a UDP port free now.
+fn broadcast_address() -> Result<std::net::SocketAddr> {
+    let probe = std::net::UdpSocket::bind("127.0.0.1:0").context("no free UDP port")?;
+    let port = probe.local_addr()?.port();
+    Ok(std::net::SocketAddr::from(([127, 255, 255, 255], port)))
 }
 
 /// Events of a file still being written: whole lines only.
@@ -266,11 +308,15 @@ pub fn write_floor(n: u32, len: usize) -> Result<f64> {
 pub fn markdown(results: &[FanoutResult]) -> String {
     let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
     let mut out = String::from(
-        "# Job fan-out over TCP: built-in SV1 pool to N miners\n\n| miners | rounds | last miner ms (p50) | us per miner | floor us per miner | x floor | delivery p50 ms | delivery p99 ms | missing | sender CPU ms per fan-out |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "# Job fan-out: built-in SV1 pool to N miners\n\n| mode | miners | rounds | last miner ms (p50) | us per miner | TCP floor us per miner | x floor | delivery p50 ms | delivery p99 ms | missing | sender CPU ms per fan-out |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for r in results {
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} |\n",
+            match r.mode {
+                FanoutMode::Tcp => "tcp",
+                FanoutMode::UdpBroadcast => "udp-broadcast",
+            },
             r.miners,
             r.rounds,
             f(r.last_miner_ms.p50),
@@ -289,7 +335,7 @@ pub fn markdown(results: &[FanoutResult]) -> String {
         "\nTimes run from the pool's broadcast event to each miner's receipt event (the receiving fleet's scheduling included); the floor is the sender's writes alone. Sender CPU is read in the kernel's 10 ms accounting ticks.\n",
     );
     out.push_str(&format!(
-        "\nReference: FastProxy's TCP proxy took 6,030 us for 225 miners, {FASTPROXY_TCP_US_PER_MINER} us per miner (shared/seeds/001, its own hardware).\n"
+        "\nReference: FastProxy's TCP proxy took 6,030 us for 225 miners, {FASTPROXY_TCP_US_PER_MINER} us per miner; its layer-2 broadcast took {FASTPROXY_BROADCAST_US} us (shared/seeds/001, its own hardware). In `udp-broadcast` mode every miner is a socket on this host, so the kernel copies the datagram once per miner: the receivers' share of the cost stays on this machine, as loopback TCP's does.\n"
     ));
     out
 }

@@ -142,7 +142,7 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
         }
         PoolTarget::Builtin => {
             let d = BENCH_HASHES_PER_SHARE / mining::hashes_per_difficulty(1.0);
-            let builtin = start_builtin(&opts.exe, &opts.out, d, roles).await?;
+            let builtin = start_builtin(&opts.exe, &opts.out, d, None, roles).await?;
             (builtin.pool, d, "builtin".to_string())
         }
     };
@@ -218,6 +218,7 @@ async fn measure_step(
             worker_prefix: "bench".into(),
             ramp: Duration::ZERO,
             hash_threads: 1,
+            broadcast: None,
         },
     };
     let (mut fleet, _) = RoleProcess::spawn(&opts.exe, &opts.out, &name, &spec).await?;

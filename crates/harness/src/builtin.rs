@@ -15,11 +15,12 @@ pub struct Builtin {
 }
 
 /// Our node and SV1 pool as processes, the pool's share difficulty fixed at `difficulty`
-/// (vardiff off), blocks out of reach.
+/// (vardiff off), blocks out of reach; the pool also broadcasts its jobs to `broadcast`.
 pub async fn start_builtin(
     exe: &Path,
     out: &Path,
     difficulty: f64,
+    broadcast: Option<std::net::SocketAddr>,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<Builtin> {
     let password = format!("{:x}", mono_ns());
@@ -62,6 +63,7 @@ pub async fn start_builtin(
                 retarget: Duration::from_secs(3600),
             },
             version_rolling_mask: 0x1fff_e000,
+            broadcast,
         },
     };
     let (pool, ready) = RoleProcess::spawn(exe, out, "pool", &pool_spec).await?;

@@ -30,6 +30,11 @@ pub struct FleetConfig {
     /// Connections are spread over this long, as a farm's machines boot at different times.
     pub ramp: Duration,
     pub hash_threads: usize,
+    /// Also take jobs from datagrams the pool broadcasts to this address (every miner
+    /// listens on it, as every device on a farm's LAN would); the TCP copy that follows
+    /// is the fallback, and a job already taken is not taken twice.
+    #[serde(default)]
+    pub broadcast: Option<SocketAddr>,
 }
 
 /// A share a hashing thread found, for its miner's connection to send.
@@ -188,10 +193,33 @@ async fn run_miner(
         next_extranonce2: u64::from(index) << 32,
         share_target: mining::target_from_difficulty(1.0),
         next_share_id: 100,
+        current_job: None,
     };
+    let broadcast = match cfg.broadcast.map(broadcast_listener).transpose() {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!(
+                miner = index,
+                error = format!("{e:#}"),
+                "cannot listen for job broadcasts"
+            );
+            return;
+        }
+    };
+    let mut datagram = vec![0u8; 65536];
     let mut line = Vec::new();
     loop {
+        let broadcast_job = async {
+            match &broadcast {
+                Some(socket) => socket.recv(&mut datagram).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
+            Ok(n) = broadcast_job => {
+                let t = mono_ns();
+                miner.handle(&datagram[..n], t, &slot, &recorder);
+            }
             got = read_line(&mut read, &mut line) => {
                 let t = mono_ns();
                 if let Err(e) = got {
@@ -227,8 +255,26 @@ async fn run_miner(
     }
 }
 
+/// A UDP socket on the broadcast address, shared with the other miners listening there.
+fn broadcast_listener(addr: SocketAddr) -> anyhow::Result<tokio::net::UdpSocket> {
+    use anyhow::Context;
+    let socket = socket2::Socket::new(
+        socket2::Domain::IPV4,
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket
+        .bind(&addr.into())
+        .with_context(|| format!("cannot bind the broadcast address {addr}"))?;
+    Ok(tokio::net::UdpSocket::from_std(socket.into())?)
+}
+
 struct MinerState {
     index: u32,
+    /// The job being mined: a broadcast job arriving again over TCP is not new work.
+    current_job: Option<String>,
     extranonce1: Option<Vec<u8>>,
     extranonce2_size: usize,
     next_extranonce2: u64,
@@ -251,6 +297,10 @@ impl MinerState {
                         return;
                     }
                 };
+                if self.current_job.as_ref() == Some(&job.job_id) {
+                    return;
+                }
+                self.current_job = Some(job.job_id.clone());
                 recorder.record_at(
                     t,
                     Event::JobReceived {

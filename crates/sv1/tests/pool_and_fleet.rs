@@ -63,6 +63,7 @@ async fn pool(node: &node::NodeHandle, start_difficulty: f64, events: Recorder) 
                 retarget: Duration::from_secs(300),
             },
             version_rolling_mask: 0x1fff_e000,
+            broadcast: None,
         },
         events,
     )
@@ -79,6 +80,7 @@ fn fleet(pool: &PoolHandle, miners: u32, hashrate: f64, events: Recorder) -> Fle
             worker_prefix: "miner".into(),
             ramp: Duration::ZERO,
             hash_threads: 1,
+            broadcast: None,
         },
         events,
     )

@@ -38,6 +38,11 @@ pub struct PoolConfig {
     pub vardiff: VardiffConfig,
     /// Bits miners may roll (BIP310 `version-rolling`).
     pub version_rolling_mask: u32,
+    /// Also send every job once as a UDP datagram to this broadcast address (the software
+    /// equivalent of shared/seeds/001's layer-2 broadcast), before the per-miner TCP
+    /// writes, which stay as the fallback for a miner that missed it.
+    #[serde(default)]
+    pub broadcast: Option<SocketAddr>,
 }
 
 /// Jobs sent on recent tips, to tell a stale share from an unknown one.
@@ -48,12 +53,16 @@ struct JobBook {
 }
 
 const JOBS_KEPT: usize = 512;
+/// How long after a job's broadcast datagram its TCP copy follows.
+const BROADCAST_FALLBACK_DELAY: Duration = Duration::from_millis(50);
 
 pub(crate) struct Shared {
     cfg: PoolConfig,
     rpc: RpcClient,
     jobs: RwLock<JobBook>,
     latest: watch::Sender<Option<Arc<PoolJob>>>,
+    /// The socket jobs are broadcast from, when configured.
+    broadcast: Option<std::net::UdpSocket>,
     recorder: Recorder,
     next_extranonce1: AtomicU32,
     next_job: AtomicU64,
@@ -76,7 +85,7 @@ impl Shared {
         }
     }
 
-    fn publish(&self, job: PoolJob) {
+    fn publish(self: &Arc<Self>, job: PoolJob) {
         let job = Arc::new(job);
         {
             let mut book = self.jobs.write();
@@ -95,7 +104,24 @@ impl Shared {
             clean: job.job.clean,
             miners: self.latest.receiver_count(),
         });
-        self.latest.send_replace(Some(job));
+        let (Some(socket), Some(to)) = (&self.broadcast, self.cfg.broadcast) else {
+            self.latest.send_replace(Some(job));
+            return;
+        };
+        let line = &job.notify_lines[usize::from(job.job.clean)];
+        if let Err(e) = socket.send_to(line, to) {
+            tracing::warn!(%to, error = %e, "job broadcast failed; TCP still carries it");
+        }
+        // The TCP copy is the fallback for a miner that missed the datagram: sent a little
+        // later, so it does not compete with the broadcast for the miners' attention.
+        let shared = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(BROADCAST_FALLBACK_DELAY).await;
+            let newest = shared.jobs.read().order.back() == Some(&job.job.job_id);
+            if newest {
+                shared.latest.send_replace(Some(job));
+            }
+        });
     }
 
     fn tip(&self) -> BlockHash {
@@ -129,7 +155,19 @@ impl PoolHandle {
             })?;
         let listen_addr = listener.local_addr()?;
         let first_job = job_for(&cfg, first, 1, true, "start", &recorder);
+        let broadcast = match cfg.broadcast {
+            Some(_) => {
+                let socket = std::net::UdpSocket::bind("127.0.0.1:0")
+                    .context("cannot open the job broadcast socket")?;
+                socket
+                    .set_broadcast(true)
+                    .context("cannot enable broadcast on the job socket")?;
+                Some(socket)
+            }
+            None => None,
+        };
         let shared = Arc::new(Shared {
+            broadcast,
             jobs: RwLock::new(JobBook {
                 tip: first_job.job.prev_hash,
                 by_id: HashMap::new(),
