@@ -1,5 +1,6 @@
 //! `stratum-bench bench template`: how long a node takes to hand out a template, fresh
-//! and cached, full (getblocktemplate) and light (getblocktemplatelight).
+//! and cached, full (getblocktemplate) and light (getblocktemplatelight), and as the SV2
+//! Template Provider after a new block (NewTemplate plus SetNewPrevHash).
 
 use anyhow::{ensure, Context, Result};
 use bitcoind_rpc::RpcClient;
@@ -71,6 +72,7 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
     mempool.initial_txs = args.mempool;
     mempool.tx_rate = 0.0; // the mempool changes only when the benchmark says so
     mempool.max_txs = args.mempool.max(1) * 2;
+    let tp_keys = node::tdp::AuthorityKeys::generate();
     let node = NodeHandle::start(NodeOptions {
         config: NodeConfig {
             seed: args.seed,
@@ -88,7 +90,13 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
         zmq_bind: None,
         recorder: Recorder::disabled(),
         value_sample_interval: Duration::from_secs(3600),
-        tdp: None,
+        tdp: Some(node::tdp::TdpOptions {
+            bind: "127.0.0.1:0".parse()?,
+            keys: tp_keys.clone(),
+            // Only new blocks make templates here, so each one is measured alone.
+            interval: Duration::from_secs(3600 * 24 * 365),
+            fee_threshold_sats: 0,
+        }),
         ipc_data_dir: None,
         peer: None,
     })
@@ -135,6 +143,11 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
         "fresh assembly only (in process)".into(),
         Dist::of(&build_only),
     ));
+    let (tdp, left) = tdp_after_new_block(&node, &tp_keys, &args).await?;
+    rows.push((
+        format!("TDP NewTemplate + SetNewPrevHash after a block ({left} txs left)"),
+        Dist::of(&tdp),
+    ));
     node.shutdown().await?;
 
     println!(
@@ -145,6 +158,42 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
     print!("{}", probe::stats::table("case (ms)", &table));
     println!("reference (shared/seeds/003, BCHN, 6000 txs): getblocktemplatelight 62.0 ms fresh, 0.9 ms cached; getblocktemplate 164 ms fresh, 117 ms cached");
     Ok(())
+}
+
+/// From the node announcing a new block to a TDP client holding the future template and
+/// the SetNewPrevHash that activates it. The mempool is refilled to `--mempool` before
+/// each block, which then takes its best transactions: the template is built from what
+/// is left, the median of which is returned beside the times.
+async fn tdp_after_new_block(
+    node: &NodeHandle,
+    keys: &node::tdp::AuthorityKeys,
+    args: &TemplateArgs,
+) -> Result<(Vec<f64>, usize)> {
+    use node::tdp_client::Protocol;
+    let addr = node.tdp_addr.context("the node serves TDP")?;
+    let mut client = node::tdp_client::TdpClient::connect(addr, keys.public).await?;
+    client
+        .setup(Protocol::TemplateDistributionProtocol)
+        .await
+        .map_err(|e| anyhow::anyhow!("the TP refused the connection: {e}"))?;
+    client.constraints(100).await?;
+    client.new_tip().await?;
+    let mut times = Vec::with_capacity(args.iterations);
+    let mut left = Vec::with_capacity(args.iterations);
+    for _ in 0..args.iterations {
+        {
+            let mut state = node.state();
+            while state.mempool().len() < args.mempool {
+                state.add_generated_tx();
+            }
+        }
+        let told = node.mine_block();
+        client.new_tip().await?;
+        times.push(probe::mono_ns().saturating_sub(told) as f64 / 1e6);
+        left.push(node.state().mempool().len());
+    }
+    left.sort_unstable();
+    Ok((times, left[left.len() / 2]))
 }
 
 /// Repeated calls to a node given by URL, each variant it serves.

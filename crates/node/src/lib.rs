@@ -17,6 +17,7 @@ pub mod rpc;
 pub mod service;
 pub mod state;
 pub mod tdp;
+pub mod tdp_client;
 pub mod template;
 pub mod txgen;
 pub mod validate;

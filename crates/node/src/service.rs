@@ -286,6 +286,15 @@ impl NodeHandle {
         self.shared.start_mono_ns()
     }
 
+    /// The rest of the network finds a block now (benchmarks and tests); returns the
+    /// monotonic time at which every face was told.
+    pub fn mine_block(&self) -> u64 {
+        let tip = self.shared.sync().mine_network_block(None);
+        let told = mono_ns();
+        self.shared.announce(&[tip]);
+        told
+    }
+
     /// The simulation, up to date.
     pub fn state(&self) -> MutexGuard<'_, NodeState> {
         self.shared.sync()

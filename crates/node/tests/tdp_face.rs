@@ -4,24 +4,19 @@
 use bitcoin::hashes::Hash;
 use bitcoin::{Block, BlockHash, CompactTarget, Target, TxMerkleNode};
 use node::tdp::{AuthorityKeys, TdpOptions};
+use node::tdp_client::TdpClient;
 use node::{MempoolConfig, MempoolPreset, NodeConfig, NodeHandle, NodeOptions, RpcAuth};
 use probe::Recorder;
 use std::net::SocketAddr;
 use std::time::Duration;
 use stratum_apps::network_helpers::connect_with_noise;
-use stratum_apps::network_helpers::noise_stream::{NoiseTcpReadHalf, NoiseTcpWriteHalf};
-use stratum_apps::stratum_core::binary_sv2::{B064KOwned, Str0255Owned};
+use stratum_apps::stratum_core::binary_sv2::B064KOwned;
 use stratum_apps::stratum_core::channels_sv2::outputs::deserialize_template_outputs;
-use stratum_apps::stratum_core::common_messages_sv2::{Protocol, SetupConnectionOwned};
-use stratum_apps::stratum_core::parsers_sv2::{
-    AnyMessageOwned, CommonMessages, CommonMessagesOwned, TemplateDistribution,
-    TemplateDistributionOwned,
-};
+use stratum_apps::stratum_core::common_messages_sv2::Protocol;
+use stratum_apps::stratum_core::parsers_sv2::{AnyMessageOwned, TemplateDistributionOwned};
 use stratum_apps::stratum_core::template_distribution_sv2::{
-    CoinbaseOutputConstraintsOwned, NewTemplateOwned, RequestTransactionDataOwned,
-    SetNewPrevHashOwned, SubmitSolutionOwned,
+    NewTemplateOwned, RequestTransactionDataOwned, SetNewPrevHashOwned, SubmitSolutionOwned,
 };
-use stratum_apps::utils::types::OutboundFrame;
 use tokio::io::AsyncWriteExt;
 
 async fn start() -> (NodeHandle, SocketAddr, AuthorityKeys) {
@@ -55,91 +50,6 @@ async fn start() -> (NodeHandle, SocketAddr, AuthorityKeys) {
     .expect("node starts");
     let addr = node.tdp_addr.expect("TDP face");
     (node, addr, keys)
-}
-
-struct Client {
-    read: NoiseTcpReadHalf,
-    write: NoiseTcpWriteHalf,
-}
-
-impl Client {
-    async fn connect(addr: SocketAddr, keys: &AuthorityKeys) -> Client {
-        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let (read, write) = connect_with_noise(tcp, Some(keys.public))
-            .await
-            .expect("Noise handshake with the node's authority key")
-            .into_split();
-        Client { read, write }
-    }
-
-    async fn send(&mut self, msg: AnyMessageOwned) {
-        self.write
-            .write_frame(OutboundFrame::from_message(msg).unwrap())
-            .await
-            .unwrap();
-    }
-
-    async fn setup(&mut self, protocol: Protocol) -> Result<(), String> {
-        let text = |s: &str| Str0255Owned::try_from(s.as_bytes().to_vec()).unwrap();
-        self.send(AnyMessageOwned::Common(
-            CommonMessagesOwned::SetupConnection(SetupConnectionOwned {
-                protocol,
-                min_version: 2,
-                max_version: 2,
-                flags: 0,
-                endpoint_host: text("127.0.0.1"),
-                endpoint_port: 0,
-                vendor: text("test"),
-                hardware_version: text(""),
-                firmware: text(""),
-                device_id: text(""),
-            }),
-        ))
-        .await;
-        let mut frame = self.read.read_frame().await.map_err(|e| e.to_string())?;
-        let header = frame.header();
-        match CommonMessages::try_from((header.msg_type(), frame.payload())).unwrap() {
-            CommonMessages::SetupConnectionSuccess(_) => Ok(()),
-            CommonMessages::SetupConnectionError(e) => {
-                Err(String::from_utf8_lossy(e.error_code.as_ref()).into())
-            }
-            other => panic!("unexpected {other}"),
-        }
-    }
-
-    async fn next(&mut self) -> TemplateDistributionOwned {
-        let mut frame = tokio::time::timeout(Duration::from_secs(10), self.read.read_frame())
-            .await
-            .expect("a message within 10 s")
-            .expect("the connection is open");
-        let header = frame.header();
-        TemplateDistribution::try_from((header.msg_type(), frame.payload()))
-            .unwrap()
-            .into_owned()
-    }
-
-    async fn constraints(&mut self) {
-        self.send(AnyMessageOwned::TemplateDistribution(
-            TemplateDistributionOwned::CoinbaseOutputConstraints(CoinbaseOutputConstraintsOwned {
-                coinbase_output_max_additional_size: 100,
-                coinbase_output_max_additional_sigops: 4,
-            }),
-        ))
-        .await;
-    }
-
-    /// The future template and the prev hash that activates it.
-    async fn new_tip(&mut self) -> (NewTemplateOwned, SetNewPrevHashOwned) {
-        let TemplateDistributionOwned::NewTemplate(t) = self.next().await else {
-            panic!("NewTemplate first");
-        };
-        let TemplateDistributionOwned::SetNewPrevHash(p) = self.next().await else {
-            panic!("then SetNewPrevHash");
-        };
-        assert!(t.future_template);
-        assert_eq!(t.template_id, p.template_id);
-        (t, p)
-    }
 }
 
 /// A coinbase and header for `t`, paying its whole value; the nonce is searched until the
@@ -200,12 +110,12 @@ fn solve(t: &NewTemplateOwned, p: &SetNewPrevHashOwned) -> SubmitSolutionOwned {
 #[tokio::test]
 async fn a_pool_gets_templates_and_its_solution_becomes_the_tip() {
     let (node, addr, keys) = start().await;
-    let mut c = Client::connect(addr, &keys).await;
+    let mut c = TdpClient::connect(addr, keys.public).await.unwrap();
     c.setup(Protocol::TemplateDistributionProtocol)
         .await
         .unwrap();
-    c.constraints().await;
-    let (t, p) = c.new_tip().await;
+    c.constraints(100).await.unwrap();
+    let (t, p) = c.new_tip().await.unwrap();
     let template = node
         .state()
         .recent_template(t.template_id)
@@ -224,8 +134,9 @@ async fn a_pool_gets_templates_and_its_solution_becomes_the_tip() {
             template_id: t.template_id,
         }),
     ))
-    .await;
-    match c.next().await {
+    .await
+    .unwrap();
+    match c.next().await.unwrap() {
         TemplateDistributionOwned::RequestTransactionDataSuccess(d) => {
             assert_eq!(d.transaction_list.len(), template.txs.len())
         }
@@ -236,9 +147,10 @@ async fn a_pool_gets_templates_and_its_solution_becomes_the_tip() {
             template_id: 999_999,
         }),
     ))
-    .await;
+    .await
+    .unwrap();
     assert!(matches!(
-        c.next().await,
+        c.next().await.unwrap(),
         TemplateDistributionOwned::RequestTransactionDataError(_)
     ));
 
@@ -249,8 +161,9 @@ async fn a_pool_gets_templates_and_its_solution_becomes_the_tip() {
     c.send(AnyMessageOwned::TemplateDistribution(
         TemplateDistributionOwned::SubmitSolution(solution),
     ))
-    .await;
-    let (t2, p2) = c.new_tip().await;
+    .await
+    .unwrap();
+    let (t2, p2) = c.new_tip().await.unwrap();
     assert_eq!(node.state().chain().height(), height + 1);
     let tip = node.state().tip_hash();
     assert_eq!(p2.prev_hash.as_ref(), tip.as_byte_array());
@@ -265,7 +178,7 @@ async fn bad_clients_lose_their_connection_and_the_node_serves_on() {
     let (node, addr, keys) = start().await;
 
     // Another protocol than template distribution.
-    let mut c = Client::connect(addr, &keys).await;
+    let mut c = TdpClient::connect(addr, keys.public).await.unwrap();
     assert_eq!(
         c.setup(Protocol::MiningProtocol).await.unwrap_err(),
         "unsupported-protocol"
@@ -279,24 +192,25 @@ async fn bad_clients_lose_their_connection_and_the_node_serves_on() {
     // Garbage instead of a Noise handshake, and garbage after one.
     let mut raw = tokio::net::TcpStream::connect(addr).await.unwrap();
     raw.write_all(&[0xde; 300]).await.unwrap();
-    let mut c = Client::connect(addr, &keys).await;
+    let mut c = TdpClient::connect(addr, keys.public).await.unwrap();
     c.write.shutdown().await.unwrap();
-    let mut c2 = Client::connect(addr, &keys).await;
+    let mut c2 = TdpClient::connect(addr, keys.public).await.unwrap();
     c2.setup(Protocol::TemplateDistributionProtocol)
         .await
         .unwrap();
     // A message a client may not send (a NewTemplate) closes that connection.
     let (_, p) = {
-        let mut c3 = Client::connect(addr, &keys).await;
+        let mut c3 = TdpClient::connect(addr, keys.public).await.unwrap();
         c3.setup(Protocol::TemplateDistributionProtocol)
             .await
             .unwrap();
-        c3.constraints().await;
-        let got = c3.new_tip().await;
+        c3.constraints(100).await.unwrap();
+        let got = c3.new_tip().await.unwrap();
         c3.send(AnyMessageOwned::TemplateDistribution(
             TemplateDistributionOwned::NewTemplate(got.0.clone()),
         ))
-        .await;
+        .await
+        .unwrap();
         assert!(
             tokio::time::timeout(Duration::from_secs(5), c3.read.read_frame())
                 .await
@@ -308,8 +222,8 @@ async fn bad_clients_lose_their_connection_and_the_node_serves_on() {
     };
 
     // Through all of it, a well-behaved client is served.
-    c2.constraints().await;
-    let (_, p2) = c2.new_tip().await;
+    c2.constraints(100).await.unwrap();
+    let (_, p2) = c2.new_tip().await.unwrap();
     assert_eq!(p2.prev_hash, p.prev_hash, "on the same tip");
     node.shutdown().await.unwrap();
 }
