@@ -22,6 +22,20 @@ fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
     assert_eq!(r["delivery_ms"]["count"], 60);
     assert!(r["us_per_miner"].as_f64().unwrap() > 0.0);
     assert!(r["floor_us_per_miner"].as_f64().unwrap() > 0.0);
+    assert_eq!(r["floor_miners"], 30);
+    assert_eq!(r["fleets"], 1);
+
+    // A count the sender cannot hold fails before anything starts, naming the limit.
+    let too_many = Command::new(exe())
+        .args(["bench", "fanout", "--miners", "100000000"])
+        .output()
+        .unwrap();
+    assert!(!too_many.status.success());
+    let err = String::from_utf8_lossy(&too_many.stderr);
+    assert!(
+        err.contains("file descriptors") && err.contains("at most"),
+        "{err}"
+    );
 
     let unsupported = Command::new(exe())
         .args(["bench", "fanout", "--mode", "sv2-group"])

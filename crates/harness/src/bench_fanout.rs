@@ -71,8 +71,12 @@ pub struct FanoutResult {
     /// CPU the sender (the pool process) spent per fan-out; `None` when below the kernel's
     /// accounting tick over all rounds.
     pub sender_cpu_ms_per_round: Option<f64>,
-    /// The machine's floor for the same count: one write per connected loopback socket.
+    /// The machine's floor: one write per connected loopback socket, for `floor_miners`
+    /// sockets (the count, or as many as one process can hold both ends of).
     pub floor_us_per_miner: f64,
+    pub floor_miners: u32,
+    /// Fleet processes the miners were spread over.
+    pub fleets: u32,
 }
 
 /// Deliveries of one round's job, each miner counted once.
@@ -111,14 +115,27 @@ pub fn account(
 
 pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
     let mut results = Vec::new();
+    // Every count is checked before anything starts.
+    let fleet_size = opts
+        .miners
+        .iter()
+        .map(|&n| crate::limits::fanout_fleet_size(n))
+        .collect::<Result<Vec<u32>>>()?
+        .into_iter()
+        .min()
+        .unwrap_or(1)
+        .max(1);
     for &n in &opts.miners {
-        crate::limits::check_miners(n)?;
         let dir = opts.out.join(format!("miners-{n}"));
         let mut roles = Vec::new();
-        let outcome = measure(&opts, n, &dir, &mut roles).await;
+        let outcome = measure(&opts, n, fleet_size, &dir, &mut roles).await;
         stop_all(&mut roles).await;
         let mut r = outcome?;
-        r.floor_us_per_miner = tokio::task::spawn_blocking(move || write_floor(n, 600)).await??;
+        // The floor holds both ends of its sockets in this one process.
+        let floor_miners = n.min(fleet_size);
+        r.floor_miners = floor_miners;
+        r.floor_us_per_miner =
+            tokio::task::spawn_blocking(move || write_floor(floor_miners, 600)).await??;
         eprintln!(
             "{n} miners: last miner p50 {} ms, {} us per miner (floor {:.2} us), {} missing",
             r.last_miner_ms
@@ -141,6 +158,7 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
 async fn measure(
     opts: &FanoutOptions,
     n: u32,
+    fleet_size: u32,
     dir: &Path,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<FanoutResult> {
@@ -150,30 +168,48 @@ async fn measure(
     };
     // Shares out of reach: the miners only listen.
     let builtin = start_builtin(&opts.exe, dir, 1e9, broadcast, roles).await?;
-    let fleet = RoleSpec::Sv1Miners {
-        config: sv1::fleet::FleetConfig {
-            pool: builtin.pool,
-            miners: n,
-            hashrate: 1.0,
-            worker_prefix: "fanout".into(),
-            ramp: Duration::from_secs_f64(f64::from(n) / 2000.0),
-            hash_threads: 1,
-            broadcast,
-        },
+    // The miners, spread over fleet processes that each fit the descriptor limit; fleet
+    // `i` numbers its miners from zero, so its receipts are offset by its first miner.
+    let mut fleets = Vec::new();
+    let mut first = 0u32;
+    while first < n {
+        let count = fleet_size.min(n - first);
+        let name = format!("fleet-{}", fleets.len());
+        let spec = RoleSpec::Sv1Miners {
+            config: sv1::fleet::FleetConfig {
+                pool: builtin.pool,
+                miners: count,
+                hashrate: 1.0,
+                worker_prefix: format!("fanout-{first}"),
+                ramp: Duration::from_secs_f64(f64::from(count) / 2000.0),
+                hash_threads: 1,
+                broadcast,
+            },
+        };
+        let (fleet, _) = RoleProcess::spawn(&opts.exe, dir, &name, &spec).await?;
+        roles.push(fleet);
+        fleets.push((dir.join(format!("events/{name}.jsonl")), first));
+        first += count;
+    }
+    let receipts = || -> Vec<(u32, String, u64)> {
+        fleets
+            .iter()
+            .flat_map(|(events, offset)| {
+                read_lenient(events)
+                    .into_iter()
+                    .filter_map(move |r| match r.event {
+                        Event::JobReceived { miner, job_id, .. } => {
+                            Some((miner + offset, job_id, r.t_ns))
+                        }
+                        _ => None,
+                    })
+            })
+            .collect()
     };
-    let (fleet, _) = RoleProcess::spawn(&opts.exe, dir, "fleet", &fleet).await?;
-    roles.push(fleet);
-    let fleet_events = dir.join("events/fleet.jsonl");
     // Every miner has its first job before anything is measured.
     let deadline = Instant::now() + Duration::from_secs(60 + u64::from(n) / 200);
     loop {
-        let have: HashSet<u32> = read_lenient(&fleet_events)
-            .iter()
-            .filter_map(|r| match r.event {
-                Event::JobReceived { miner, .. } => Some(miner),
-                _ => None,
-            })
-            .collect();
+        let have: HashSet<u32> = receipts().into_iter().map(|(m, _, _)| m).collect();
         if have.len() as u32 == n || Instant::now() > deadline {
             break;
         }
@@ -214,14 +250,7 @@ async fn measure(
             _ => None,
         })
         .collect();
-    let receipts: Vec<(u32, String, u64)> = read_lenient(&fleet_events)
-        .into_iter()
-        .filter_map(|r| match r.event {
-            Event::JobReceived { miner, job_id, .. } => Some((miner, job_id, r.t_ns)),
-            _ => None,
-        })
-        .collect();
-    let rounds = account(&broadcasts, &receipts, n);
+    let rounds = account(&broadcasts, &receipts(), n);
     let last: Vec<f64> = rounds
         .iter()
         .filter_map(|r| r.delivered.iter().copied().reduce(f64::max))
@@ -248,6 +277,8 @@ async fn measure(
             _ => None,
         },
         floor_us_per_miner: 0.0,
+        floor_miners: 0,
+        fleets: fleets.len() as u32,
     })
 }
 
@@ -308,20 +339,22 @@ pub fn write_floor(n: u32, len: usize) -> Result<f64> {
 pub fn markdown(results: &[FanoutResult]) -> String {
     let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
     let mut out = String::from(
-        "# Job fan-out: built-in SV1 pool to N miners\n\n| mode | miners | rounds | last miner ms (p50) | us per miner | TCP floor us per miner | x floor | delivery p50 ms | delivery p99 ms | missing | sender CPU ms per fan-out |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "# Job fan-out: built-in SV1 pool to N miners\n\n| mode | miners (fleets) | rounds | last miner ms (p50) | us per miner | TCP floor us per miner (sockets) | x floor | delivery p50 ms | delivery p99 ms | missing | sender CPU ms per fan-out |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for r in results {
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} ({}) | {} | {} | {} | {:.2} ({}) | {} | {} | {} | {} | {} |\n",
             match r.mode {
                 FanoutMode::Tcp => "tcp",
                 FanoutMode::UdpBroadcast => "udp-broadcast",
             },
             r.miners,
+            r.fleets,
             r.rounds,
             f(r.last_miner_ms.p50),
             r.us_per_miner.map_or("-".into(), |v| format!("{v:.2}")),
             r.floor_us_per_miner,
+            r.floor_miners,
             r.us_per_miner
                 .map_or("-".into(), |v| format!("{:.1}", v / r.floor_us_per_miner)),
             f(r.delivery_ms.p50),

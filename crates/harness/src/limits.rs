@@ -64,17 +64,43 @@ pub fn check_miners(miners: u32) -> Result<()> {
         );
     }
     // Ephemeral ports: each miner's connection to the link and the link's to the pool.
-    let ports = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+    let ports = local_ports();
+    if 2 * u64::from(miners) > ports {
+        bail!("scenario field `miners.count`: {miners} miners need {} local ports; this machine has {ports}", 2 * miners);
+    }
+    Ok(())
+}
+
+/// How a fan-out to `miners` fits this machine: the sender holds one descriptor per miner,
+/// so `miners` must fit one process; the miners are spread over fleet processes of at most
+/// the returned size (two descriptors each: a connection and a broadcast socket). Fails,
+/// naming the limit, when the sender cannot hold them.
+pub fn fanout_fleet_size(miners: u32) -> Result<u32> {
+    let have = raise_fd_limit();
+    let need = u64::from(miners) + SLACK;
+    if need > have {
+        bail!(
+            "--miners {miners}: the sender needs {need} file descriptors and this machine allows {have} per process \
+             (at most {} miners here; raise `ulimit -Hn`, or fs.nr_open as root)",
+            have.saturating_sub(SLACK)
+        );
+    }
+    let ports = local_ports();
+    if u64::from(miners) > ports {
+        bail!("--miners {miners}: one local port per miner, and this machine has {ports}");
+    }
+    Ok(((have - SLACK) / 2).min(u64::from(u32::MAX)) as u32)
+}
+
+/// Ephemeral ports this machine hands out.
+fn local_ports() -> u64 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
         .and_then(|s| {
             let mut it = s.split_whitespace().filter_map(|x| x.parse::<u64>().ok());
             Some(it.next_back()? - it.next()? + 1)
         })
-        .unwrap_or(28_232);
-    if 2 * u64::from(miners) > ports {
-        bail!("scenario field `miners.count`: {miners} miners need {} local ports; this machine has {ports}", 2 * miners);
-    }
-    Ok(())
+        .unwrap_or(28_232)
 }
 
 #[cfg(test)]
@@ -88,6 +114,12 @@ mod tests {
         assert!(
             current().0 >= 2 * 10 + SLACK,
             "the check raised the limit it relies on"
+        );
+        assert!(fanout_fleet_size(10).unwrap() >= 10);
+        let err = fanout_fleet_size(u32::MAX).unwrap_err().to_string();
+        assert!(
+            err.contains("file descriptors") && err.contains("at most"),
+            "{err}"
         );
         let err = check_miners(u32::MAX).unwrap_err().to_string();
         assert!(
