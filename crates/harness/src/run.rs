@@ -259,10 +259,14 @@ async fn start_roles(
     };
     // The SV2 sides' template provider: the node's TDP face, or its Mining IPC face (the
     // only one the pool runs its JDS with).
-    let pool_side = |side: &&String| matches!(side.as_str(), "sv2-c" | "sv2-d");
-    let declaring = |side: &&String| JOB_DECLARATION_SIDES.contains(&side.as_str());
-    let sv2 = s.sides.iter().any(|side| pool_side(&side));
-    let ipc_sides = s.sides.iter().any(|side| declaring(&side));
+    let sv2 = s
+        .sides
+        .iter()
+        .any(|side| matches!(side.as_str(), "sv2-c" | "sv2-d"));
+    let ipc_sides = s
+        .sides
+        .iter()
+        .any(|side| JOB_DECLARATION_SIDES.contains(&side.as_str()));
     let ipc = s.sv2.template_provider == "ipc";
     let tdp = (sv2 && !ipc).then(|| node::tdp::TdpOptions {
         bind: "127.0.0.1:0".parse().expect("an address"),

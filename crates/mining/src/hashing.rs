@@ -64,7 +64,7 @@ impl Fleet {
         threads: usize,
         rate: f64,
         mut run: F,
-    ) -> Fleet
+    ) -> anyhow::Result<Fleet>
     where
         W: Work,
         F: FnMut(
@@ -75,6 +75,10 @@ impl Fleet {
         ) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
+        anyhow::ensure!(
+            rate > 0.0 && rate.is_finite(),
+            "miner hashrate must be positive"
+        );
         let (stop, _) = tokio::sync::watch::channel(false);
         let mut slots = Vec::with_capacity(miners as usize);
         let mut tasks = Vec::with_capacity(miners as usize);
@@ -92,11 +96,11 @@ impl Fleet {
                 slot.set(None);
             }));
         }
-        Fleet {
+        Ok(Fleet {
             stop,
             tasks,
             hashers: Hashers::start(slots, threads, rate),
-        }
+        })
     }
 
     /// Tells every miner to stop, waits for them, then stops hashing.

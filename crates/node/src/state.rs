@@ -168,8 +168,7 @@ impl NodeState {
             if !reaches(&tx.txid, follower.overlap) {
                 return;
             }
-            self.relayed_tx_bytes += bitcoin::consensus::encode::serialize(&tx.tx).len() as u64
-                + TX_RELAY_OVERHEAD_BYTES;
+            self.relayed_tx_bytes += tx.tx.total_size() as u64 + TX_RELAY_OVERHEAD_BYTES;
         }
         self.mempool.insert(tx, self.cfg.mempool.max_txs);
     }

@@ -1,30 +1,20 @@
 //! The Mining IPC face refuses a client of another interface version with a clear error,
 //! and serves the right one.
 
+mod common;
+
 use bitcoin_capnp_types::capnp_rpc::{rpc_twoparty_capnp, twoparty, RpcSystem};
 use bitcoin_capnp_types::init_capnp::init;
-use node::{NodeConfig, NodeHandle, NodeOptions, RpcAuth};
-use probe::Recorder;
-use std::time::Duration;
+use node::{NodeConfig, NodeHandle, NodeOptions};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 async fn node_with_ipc(dir: &std::path::Path) -> NodeHandle {
     NodeHandle::start(NodeOptions {
-        config: NodeConfig {
+        ipc_data_dir: Some(dir.to_path_buf()),
+        ..common::loopback(NodeConfig {
             scripted_arrivals: Some(Vec::new()),
             ..NodeConfig::default()
-        },
-        rpc_bind: "127.0.0.1:0".parse().unwrap(),
-        auth: RpcAuth::UserPassword {
-            user: "u".into(),
-            password: "p".into(),
-        },
-        zmq_bind: None,
-        recorder: Recorder::disabled(),
-        value_sample_interval: Duration::from_secs(1),
-        tdp: None,
-        ipc_data_dir: Some(dir.to_path_buf()),
-        peer: None,
+        })
     })
     .await
     .unwrap()

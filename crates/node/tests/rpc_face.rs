@@ -1,28 +1,19 @@
 //! The node as a bitcoind-RPC pool sees it: over HTTP and ZMQ.
 
+mod common;
+
 use bitcoin::{Block, ScriptBuf, Transaction, TxMerkleNode};
 use bitcoind_rpc::{RpcCallError, RpcClient};
 use node::template::{coinbase_merkle_branch, merkle_root_from_branch, network_coinbase};
 use node::{MempoolConfig, MempoolPreset, NodeConfig, NodeHandle, NodeOptions, RpcAuth};
-use probe::Recorder;
 use serde_json::{json, Value};
 use std::time::Duration;
 use zeromq::{Socket, SocketRecv, SubSocket};
 
 async fn start(cfg: NodeConfig, zmq: bool) -> (NodeHandle, RpcClient) {
     let node = NodeHandle::start(NodeOptions {
-        config: cfg,
-        rpc_bind: "127.0.0.1:0".parse().unwrap(),
-        auth: RpcAuth::UserPassword {
-            user: "u".into(),
-            password: "p".into(),
-        },
         zmq_bind: zmq.then(|| "tcp://127.0.0.1:0".to_string()),
-        recorder: Recorder::disabled(),
-        value_sample_interval: Duration::from_secs(1),
-        tdp: None,
-        ipc_data_dir: None,
-        peer: None,
+        ..common::loopback(cfg)
     })
     .await
     .expect("node starts");
@@ -222,17 +213,10 @@ async fn cookie_auth_and_a_port_in_use_named_in_the_error() {
     let dir = std::env::temp_dir().join(format!("node-cookie-{}", std::process::id()));
     let cookie = dir.join("regtest/.cookie");
     let node = NodeHandle::start(NodeOptions {
-        config: quiet_network(),
-        rpc_bind: "127.0.0.1:0".parse().unwrap(),
         auth: RpcAuth::Cookie {
             path: cookie.clone(),
         },
-        zmq_bind: None,
-        recorder: Recorder::disabled(),
-        value_sample_interval: Duration::from_secs(1),
-        tdp: None,
-        ipc_data_dir: None,
-        peer: None,
+        ..common::loopback(quiet_network())
     })
     .await
     .unwrap();
@@ -241,18 +225,8 @@ async fn cookie_auth_and_a_port_in_use_named_in_the_error() {
     assert_eq!(count, 880_000);
 
     let clash = NodeHandle::start(NodeOptions {
-        config: quiet_network(),
         rpc_bind: node.rpc_addr,
-        auth: RpcAuth::UserPassword {
-            user: "u".into(),
-            password: "p".into(),
-        },
-        zmq_bind: None,
-        recorder: Recorder::disabled(),
-        value_sample_interval: Duration::from_secs(1),
-        tdp: None,
-        ipc_data_dir: None,
-        peer: None,
+        ..common::loopback(quiet_network())
     })
     .await;
     let message = format!("{:#}", clash.err().expect("the port is taken"));

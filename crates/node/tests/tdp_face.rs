@@ -1,12 +1,13 @@
 //! The node as an SV2 Template Provider, seen from a TDP client over Noise: the message
 //! sequence a pool relies on, a solution mined from NewTemplate alone, and bad input.
 
+mod common;
+
 use bitcoin::hashes::Hash;
 use bitcoin::{Block, BlockHash, CompactTarget, Target, TxMerkleNode};
 use node::tdp::{AuthorityKeys, TdpOptions};
 use node::tdp_client::TdpClient;
-use node::{MempoolConfig, MempoolPreset, NodeConfig, NodeHandle, NodeOptions, RpcAuth};
-use probe::Recorder;
+use node::{MempoolConfig, MempoolPreset, NodeConfig, NodeHandle, NodeOptions};
 use std::net::SocketAddr;
 use std::time::Duration;
 use stratum_apps::network_helpers::connect_with_noise;
@@ -23,28 +24,19 @@ async fn start() -> (NodeHandle, SocketAddr, AuthorityKeys) {
     let mut mempool = MempoolConfig::preset(MempoolPreset::Mainnet);
     mempool.initial_txs = 300;
     let keys = AuthorityKeys::generate();
+    let config = NodeConfig {
+        block_interval: Duration::from_secs(100_000),
+        mempool,
+        ..NodeConfig::default()
+    };
     let node = NodeHandle::start(NodeOptions {
-        config: NodeConfig {
-            block_interval: Duration::from_secs(100_000),
-            mempool,
-            ..NodeConfig::default()
-        },
-        rpc_bind: "127.0.0.1:0".parse().unwrap(),
-        auth: RpcAuth::UserPassword {
-            user: "u".into(),
-            password: "p".into(),
-        },
-        zmq_bind: None,
-        recorder: Recorder::disabled(),
-        value_sample_interval: Duration::from_secs(1),
         tdp: Some(TdpOptions {
             bind: "127.0.0.1:0".parse().unwrap(),
             keys: keys.clone(),
             interval: Duration::from_secs(30),
             fee_threshold_sats: 0,
         }),
-        ipc_data_dir: None,
-        peer: None,
+        ..common::loopback(config)
     })
     .await
     .expect("node starts");

@@ -132,20 +132,11 @@ pub struct FleetHandle(mining::hashing::Fleet);
 
 impl FleetHandle {
     pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
-        anyhow::ensure!(
-            cfg.hashrate > 0.0 && cfg.hashrate.is_finite(),
-            "miner hashrate must be positive"
-        );
         let (miners, ramp, threads, rate) = (cfg.miners, cfg.ramp, cfg.hash_threads, cfg.hashrate);
-        Ok(FleetHandle(mining::hashing::Fleet::start(
-            miners,
-            ramp,
-            threads,
-            rate,
-            |index, slot, shares, stop| {
-                run_miner(index, cfg.clone(), slot, shares, recorder.clone(), stop)
-            },
-        )))
+        mining::hashing::Fleet::start(miners, ramp, threads, rate, |index, slot, shares, stop| {
+            run_miner(index, cfg.clone(), slot, shares, recorder.clone(), stop)
+        })
+        .map(FleetHandle)
     }
 
     pub async fn stop(self) {

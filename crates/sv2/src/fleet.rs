@@ -86,12 +86,8 @@ type Slot = mining::hashing::Slot<Active>;
 
 impl FleetHandle {
     pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
-        anyhow::ensure!(
-            cfg.hashrate > 0.0 && cfg.hashrate.is_finite(),
-            "miner hashrate must be positive"
-        );
         let (miners, ramp, threads, rate) = (cfg.miners, cfg.ramp, cfg.hash_threads, cfg.hashrate);
-        Ok(FleetHandle(mining::hashing::Fleet::start(
+        mining::hashing::Fleet::start(
             miners,
             ramp,
             threads,
@@ -109,7 +105,8 @@ impl FleetHandle {
                     }
                 }
             },
-        )))
+        )
+        .map(FleetHandle)
     }
 
     pub async fn stop(self) {
