@@ -6,6 +6,7 @@
 //! a block to the share that found it by its hash. What cannot be tied is counted under
 //! `unmatched`, not dropped.
 
+pub mod bench;
 pub mod manifest;
 pub mod summary;
 

@@ -1,8 +1,9 @@
 //! `stratum-bench bench fanout`.
 
+use analysis::bench::FanoutMode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use harness::bench_fanout::{markdown, FanoutMode, FanoutOptions};
+use harness::bench_fanout::FanoutOptions;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -22,7 +23,8 @@ pub struct FanoutArgs {
     /// New blocks (fan-outs) measured per miner count.
     #[arg(long, default_value_t = 5)]
     rounds: usize,
-    /// Where fanout.json, fanout.md and the roles' logs and events go.
+    /// Where fanout.json, report.md and report.html (with charts), and the roles' logs and
+    /// events go.
     #[arg(long, default_value = "runs/fanout")]
     out: PathBuf,
 }
@@ -35,7 +37,7 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
         args.rounds > 0 && !args.miners.is_empty(),
         "--rounds and --miners must not be empty"
     );
-    let results = harness::bench_fanout::run(FanoutOptions {
+    harness::bench_fanout::run(FanoutOptions {
         miners: args.miners,
         mode: args.mode,
         rounds: args.rounds,
@@ -43,7 +45,5 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
         exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,
     })
     .await?;
-    print!("{}", markdown(&results));
-    println!("\nwritten to {}", args.out.display());
-    Ok(())
+    crate::report_cmd::bench_report(&args.out)
 }

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use harness::bench_pool::{markdown, PoolBenchOptions, PoolTarget};
+use harness::bench_pool::{PoolBenchOptions, PoolTarget};
 use node::config::humantime_serde_compat::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -34,7 +34,8 @@ pub struct PoolArgs {
     /// With an address target: the share difficulty that pool sets for new miners.
     #[arg(long)]
     share_difficulty: Option<f64>,
-    /// Where pool-bench.json, pool-bench.md and the roles' logs and events go.
+    /// Where pool-bench.json, report.md and report.html (with charts), and the roles' logs
+    /// and events go.
     #[arg(long, default_value = "runs/pool-bench")]
     out: PathBuf,
 }
@@ -55,7 +56,7 @@ pub async fn run(args: PoolArgs) -> Result<()> {
                 format!("--target: {addr:?} is neither `builtin` nor host:port")
             })?),
         };
-    let report = harness::bench_pool::run(PoolBenchOptions {
+    harness::bench_pool::run(PoolBenchOptions {
         target,
         miners: args.miners,
         rate: args.rate,
@@ -68,7 +69,5 @@ pub async fn run(args: PoolArgs) -> Result<()> {
         exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,
     })
     .await?;
-    print!("{}", markdown(&report));
-    println!("\nwritten to {}", args.out.display());
-    Ok(())
+    crate::report_cmd::bench_report(&args.out)
 }

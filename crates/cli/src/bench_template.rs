@@ -2,6 +2,7 @@
 //! and cached, full (getblocktemplate) and light (getblocktemplatelight), and as the SV2
 //! Template Provider after a new block (NewTemplate plus SetNewPrevHash).
 
+use analysis::bench::{TemplateBenchReport, TemplateCase, TEMPLATE_FILE};
 use anyhow::{ensure, Context, Result};
 use bitcoind_rpc::RpcClient;
 use clap::Args;
@@ -10,6 +11,7 @@ use node::{
 };
 use probe::{Dist, Recorder};
 use serde_json::{json, Value};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 #[derive(Args)]
@@ -33,6 +35,30 @@ pub struct TemplateArgs {
     /// Seed of the generated mempool.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Where template-bench.json, report.md and report.html (with charts) go.
+    #[arg(long, default_value = "runs/template-bench")]
+    out: PathBuf,
+}
+
+/// One case's calls, as the report shows them.
+fn case(name: String, reply_bytes: Option<usize>, samples_ms: Vec<f64>) -> TemplateCase {
+    TemplateCase {
+        name,
+        reply_bytes,
+        latency_ms: Dist::of(&samples_ms),
+        samples_ms,
+    }
+}
+
+/// Writes the results and their report into `--out`, and prints the report.
+fn publish(args: &TemplateArgs, report: &TemplateBenchReport) -> Result<()> {
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    std::fs::write(
+        args.out.join(TEMPLATE_FILE),
+        serde_json::to_string_pretty(report)? + "\n",
+    )?;
+    crate::report_cmd::bench_report(&args.out)
 }
 
 /// One template call, timed to the last byte of the reply: parsing it is the client's
@@ -108,7 +134,7 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
         .as_array()
         .map_or(0, Vec::len);
 
-    let mut rows = Vec::new();
+    let mut cases = Vec::new();
     for method in VARIANTS {
         let bytes = caller.call(method).await?.len();
         let mut fresh = Vec::with_capacity(args.iterations);
@@ -121,14 +147,8 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
         for _ in 0..args.iterations {
             cached.push(caller.timed(method).await?);
         }
-        rows.push((
-            format!("{method} fresh ({:.2} MB)", bytes as f64 / 1e6),
-            Dist::of(&fresh),
-        ));
-        rows.push((
-            format!("{method} cached ({:.2} MB)", bytes as f64 / 1e6),
-            Dist::of(&cached),
-        ));
+        cases.push(case(format!("{method} fresh"), Some(bytes), fresh));
+        cases.push(case(format!("{method} cached"), Some(bytes), cached));
     }
     // Assembly alone, without HTTP and JSON, for reference.
     let mut build_only = Vec::with_capacity(args.iterations);
@@ -139,25 +159,28 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
         let _ = state.template();
         build_only.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    rows.push((
+    cases.push(case(
         "fresh assembly only (in process)".into(),
-        Dist::of(&build_only),
+        None,
+        build_only,
     ));
     let (tdp, left) = tdp_after_new_block(&node, &tp_keys, &args).await?;
-    rows.push((
+    cases.push(case(
         format!("TDP NewTemplate + SetNewPrevHash after a block ({left} txs left)"),
-        Dist::of(&tdp),
+        None,
+        tdp,
     ));
     node.shutdown().await?;
 
-    println!(
-        "built-in node, {} txs in mempool, {} in the template, {} calls per case",
-        args.mempool, tx_count, args.iterations
-    );
-    let table: Vec<(&str, Dist)> = rows.iter().map(|(n, d)| (n.as_str(), d.clone())).collect();
-    print!("{}", probe::stats::table("case (ms)", &table));
-    println!("reference (shared/seeds/003, BCHN, 6000 txs): getblocktemplatelight 62.0 ms fresh, 0.9 ms cached; getblocktemplate 164 ms fresh, 117 ms cached");
-    Ok(())
+    publish(
+        &args,
+        &TemplateBenchReport {
+            node: "builtin".into(),
+            mempool_txs: Some(args.mempool),
+            template_txs: Some(tx_count),
+            cases,
+        },
+    )
 }
 
 /// From the node announcing a new block to a TDP client holding the future template and
@@ -205,7 +228,7 @@ async fn run_against(args: &TemplateArgs) -> Result<()> {
             .map_err(|_| anyhow::anyhow!("{} did not answer within 5 s", args.node))?
             .with_context(|| format!("{} does not answer RPC", args.node))?;
     let caller = Caller { rpc: &rpc };
-    let mut rows = Vec::new();
+    let mut cases = Vec::new();
     for method in VARIANTS {
         let Ok(body) = caller.call(method).await else {
             println!("{method}: not served by {}", args.node);
@@ -215,16 +238,19 @@ async fn run_against(args: &TemplateArgs) -> Result<()> {
         for _ in 0..args.iterations {
             times.push(caller.timed(method).await?);
         }
-        rows.push((
-            format!("{method} as served ({:.2} MB)", body.len() as f64 / 1e6),
-            Dist::of(&times),
+        cases.push(case(
+            format!("{method} as served (fresh or cached as the node decides)"),
+            Some(body.len()),
+            times,
         ));
     }
-    println!(
-        "{}: {} calls per case (fresh or cached as the node decides)",
-        args.node, args.iterations
-    );
-    let table: Vec<(&str, Dist)> = rows.iter().map(|(n, d)| (n.as_str(), d.clone())).collect();
-    print!("{}", probe::stats::table("case (ms)", &table));
-    Ok(())
+    publish(
+        args,
+        &TemplateBenchReport {
+            node: args.node.clone(),
+            mempool_txs: None,
+            template_txs: None,
+            cases,
+        },
+    )
 }

@@ -7,11 +7,24 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct ReportArgs {
-    /// A run directory written by `stratum-bench run`.
+    /// A run directory written by `stratum-bench run`, or the output directory of a
+    /// `stratum-bench bench` command (fanout, pool, template).
     run_dir: PathBuf,
     /// Also print report.pdf with headless Chromium (Debian package chromium).
     #[arg(long)]
     pdf: bool,
+}
+
+/// After a bench: its report written beside its JSON, and printed.
+pub fn bench_report(out: &std::path::Path) -> Result<()> {
+    let written = report::write_report(out, false)?;
+    let md = std::fs::read_to_string(&written[0])?;
+    print!("{md}");
+    println!(
+        "\nwritten to {} (report.md, report.html with charts)",
+        out.display()
+    );
+    Ok(())
 }
 
 pub fn report(args: ReportArgs) -> Result<()> {

@@ -2,33 +2,34 @@
 
 mod common;
 
-use common::exe;
-use std::process::Command;
-
 #[test]
 fn the_template_bench_measures_every_variant_and_the_template_provider() {
-    let out = Command::new(exe())
-        .args(["bench", "template", "--mempool", "500", "--iterations", "3"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (stdout, report) = common::bench(
+        "template",
+        &["template", "--mempool", "500", "--iterations", "3"],
+        "template-bench.json",
     );
-    for case in [
+    assert_eq!(report["mempool_txs"], 500);
+    let cases = report["cases"].as_array().unwrap();
+    for name in [
         "getblocktemplate fresh",
         "getblocktemplate cached",
         "getblocktemplatelight fresh",
         "getblocktemplatelight cached",
         "TDP NewTemplate + SetNewPrevHash after a block",
     ] {
-        let row = stdout
-            .lines()
-            .find(|l| l.starts_with(case))
-            .unwrap_or_else(|| panic!("no row {case:?} in\n{stdout}"));
-        // Each row counts the calls it measured.
-        assert!(row.split_whitespace().any(|w| w == "3"), "{case}: {row}");
+        let case = cases
+            .iter()
+            .find(|c| c["name"].as_str().unwrap().starts_with(name))
+            .unwrap_or_else(|| panic!("no case {name:?} in {report}"));
+        // Each case counts the calls it measured, and keeps them for the chart.
+        assert_eq!(case["latency_ms"]["count"], 3, "{name}");
+        assert_eq!(case["samples_ms"].as_array().unwrap().len(), 3, "{name}");
+        assert!(
+            stdout.contains(&format!("| {name}")),
+            "{name} printed:\n{stdout}"
+        );
     }
+    // The seed's figures are printed beside ours.
+    assert!(stdout.contains("62.025"), "{stdout}");
 }

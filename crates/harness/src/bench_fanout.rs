@@ -8,43 +8,13 @@
 use crate::builtin::start_builtin;
 use crate::process::{stop_all, RoleProcess};
 use crate::roles::RoleSpec;
+use analysis::bench::{FanoutMode, FanoutResult, FANOUT_FILE};
 use anyhow::{Context, Result};
 use probe::{Dist, Event, Record};
-use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// FastProxy's TCP proxy (shared/seeds/001), per miner.
-pub const FASTPROXY_TCP_US_PER_MINER: f64 = 26.8;
-/// FastProxy's software layer-2 broadcast to the same 225 miners (shared/seeds/001).
-pub const FASTPROXY_BROADCAST_US: f64 = 51.0;
-
-/// How a job travels from the sender to the miners.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FanoutMode {
-    /// One write per miner's connection.
-    Tcp,
-    /// One UDP datagram to the loopback broadcast address, which every miner listens on
-    /// (the software equivalent of shared/seeds/001's layer-2 broadcast, 51 us), then the
-    /// TCP writes as the fallback for a miner that missed it.
-    UdpBroadcast,
-}
-
-impl std::str::FromStr for FanoutMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "tcp" => Ok(FanoutMode::Tcp),
-            "udp-broadcast" => Ok(FanoutMode::UdpBroadcast),
-            other => Err(format!(
-                "{other:?} is not a mode this build measures: `tcp` or `udp-broadcast` (`sv2-group` is not built yet)"
-            )),
-        }
-    }
-}
 
 pub struct FanoutOptions {
     pub miners: Vec<u32>,
@@ -53,30 +23,6 @@ pub struct FanoutOptions {
     pub rounds: usize,
     pub out: PathBuf,
     pub exe: PathBuf,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FanoutResult {
-    pub mode: FanoutMode,
-    pub miners: u32,
-    pub rounds: usize,
-    /// From the pool having the job to the last miner having it, one value per round.
-    pub last_miner_ms: Dist,
-    /// Median time to the last miner divided by the miners.
-    pub us_per_miner: Option<f64>,
-    /// Every miner's delivery time, all rounds.
-    pub delivery_ms: Dist,
-    /// Miners that never got a round's job (summed over rounds).
-    pub missing: u64,
-    /// CPU the sender (the pool process) spent per fan-out; `None` when below the kernel's
-    /// accounting tick over all rounds.
-    pub sender_cpu_ms_per_round: Option<f64>,
-    /// The machine's floor: one write per connected loopback socket, for `floor_miners`
-    /// sockets (the count, or as many as one process can hold both ends of).
-    pub floor_us_per_miner: f64,
-    pub floor_miners: u32,
-    /// Fleet processes the miners were spread over.
-    pub fleets: u32,
 }
 
 /// Deliveries of one round's job, each miner counted once.
@@ -148,10 +94,9 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
         results.push(r);
     }
     std::fs::write(
-        opts.out.join("fanout.json"),
+        opts.out.join(FANOUT_FILE),
         serde_json::to_string_pretty(&results)? + "\n",
     )?;
-    std::fs::write(opts.out.join("fanout.md"), markdown(&results))?;
     Ok(results)
 }
 
@@ -261,6 +206,7 @@ async fn measure(
         .collect();
     let last_dist = Dist::of(&last);
     Ok(FanoutResult {
+        via: "sv1-pool".into(),
         mode: opts.mode,
         miners: n,
         rounds: rounds.len(),
@@ -334,43 +280,6 @@ pub fn write_floor(n: u32, len: usize) -> Result<f64> {
     }
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2])
-}
-
-pub fn markdown(results: &[FanoutResult]) -> String {
-    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
-    let mut out = String::from(
-        "# Job fan-out: built-in SV1 pool to N miners\n\n| mode | miners (fleets) | rounds | last miner ms (p50) | us per miner | TCP floor us per miner (sockets) | x floor | delivery p50 ms | delivery p99 ms | missing | sender CPU ms per fan-out |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
-    );
-    for r in results {
-        out.push_str(&format!(
-            "| {} | {} ({}) | {} | {} | {} | {:.2} ({}) | {} | {} | {} | {} | {} |\n",
-            match r.mode {
-                FanoutMode::Tcp => "tcp",
-                FanoutMode::UdpBroadcast => "udp-broadcast",
-            },
-            r.miners,
-            r.fleets,
-            r.rounds,
-            f(r.last_miner_ms.p50),
-            r.us_per_miner.map_or("-".into(), |v| format!("{v:.2}")),
-            r.floor_us_per_miner,
-            r.floor_miners,
-            r.us_per_miner
-                .map_or("-".into(), |v| format!("{:.1}", v / r.floor_us_per_miner)),
-            f(r.delivery_ms.p50),
-            f(r.delivery_ms.p99),
-            r.missing,
-            r.sender_cpu_ms_per_round
-                .map_or("below one 10 ms tick".into(), |v| format!("{v:.1}")),
-        ));
-    }
-    out.push_str(
-        "\nTimes run from the pool's broadcast event to each miner's receipt event (the receiving fleet's scheduling included); the floor is the sender's writes alone. Sender CPU is read in the kernel's 10 ms accounting ticks.\n",
-    );
-    out.push_str(&format!(
-        "\nReference: FastProxy's TCP proxy took 6,030 us for 225 miners, {FASTPROXY_TCP_US_PER_MINER} us per miner; its layer-2 broadcast took {FASTPROXY_BROADCAST_US} us (shared/seeds/001, its own hardware). In `udp-broadcast` mode every miner is a socket on this host, so the kernel copies the datagram once per miner: the receivers' share of the cost stays on this machine, as loopback TCP's does.\n"
-    ));
-    out
 }
 
 #[cfg(test)]

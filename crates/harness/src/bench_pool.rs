@@ -6,10 +6,10 @@
 use crate::builtin::start_builtin;
 use crate::process::{stop_all, RoleProcess};
 use crate::roles::RoleSpec;
+use analysis::bench::{PoolBenchReport, StepResult, Verdict, POOL_FILE};
 use anyhow::{Context, Result};
 use probe::stats::percentile;
 use probe::{mono_ns, Dist, Event};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -45,30 +45,6 @@ pub struct PoolBenchOptions {
     pub exe: PathBuf,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StepResult {
-    pub offered_per_s: f64,
-    pub submitted: u64,
-    pub accepted: u64,
-    /// Rejected, or never answered.
-    pub errors: u64,
-    pub accepted_per_s: f64,
-    pub latency_ms: Dist,
-    pub p95_ms: Option<f64>,
-    /// The pool process's CPU over the step (built-in target only).
-    pub pool_cpu_pct: Option<f64>,
-    pub pool_cpu_us_per_share: Option<f64>,
-    pub pool_rss_bytes: Option<u64>,
-    pub verdict: Verdict,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "verdict", content = "reason", rename_all = "snake_case")]
-pub enum Verdict {
-    Sustained,
-    Stop(String),
-}
-
 /// The ramp's rule: a step is sustained when (almost) every share was accepted, the pool
 /// answered as fast as it was asked, and the p99 stayed within the bound.
 pub fn judge(
@@ -102,15 +78,6 @@ pub fn judge(
     Verdict::Sustained
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PoolBenchReport {
-    pub target: String,
-    pub miners: u32,
-    pub steps: Vec<StepResult>,
-    pub max_sustained_shares_per_s: Option<f64>,
-    pub pool_rss_per_miner_bytes: Option<f64>,
-}
-
 pub async fn run(opts: PoolBenchOptions) -> Result<PoolBenchReport> {
     crate::limits::check_miners(opts.miners)?;
     std::fs::create_dir_all(&opts.out)
@@ -120,10 +87,9 @@ pub async fn run(opts: PoolBenchOptions) -> Result<PoolBenchReport> {
     stop_all(&mut roles).await;
     let report = outcome?;
     std::fs::write(
-        opts.out.join("pool-bench.json"),
+        opts.out.join(POOL_FILE),
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
-    std::fs::write(opts.out.join("pool-bench.md"), markdown(&report))?;
     Ok(report)
 }
 
@@ -295,37 +261,6 @@ async fn measure_step(
             .map(|c| c / 100.0 * 1e6 / accepted_per_s),
         pool_rss_bytes: pool_sample.map(|(_, rss)| rss),
     })
-}
-
-pub fn markdown(r: &PoolBenchReport) -> String {
-    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
-    let mut out = format!(
-        "# Pool benchmark: {} with {} miners\n\nMax sustained: {} shares/s. Pool memory per connected miner: {}.\n\n| offered/s | accepted/s | submitted | errors | p50 ms | p95 ms | p99 ms | pool CPU % | CPU us/share | verdict |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
-        r.target,
-        r.miners,
-        r.max_sustained_shares_per_s.map_or("none".into(), |v| format!("{v:.0}")),
-        r.pool_rss_per_miner_bytes.map_or("-".into(), |b| format!("{:.1} KiB", b / 1024.0)),
-    );
-    for s in &r.steps {
-        out.push_str(&format!(
-            "| {:.0} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            s.offered_per_s,
-            s.accepted_per_s,
-            s.submitted,
-            s.errors,
-            f(s.latency_ms.p50),
-            f(s.p95_ms),
-            f(s.latency_ms.p99),
-            s.pool_cpu_pct.map_or("-".into(), |c| format!("{c:.1}")),
-            s.pool_cpu_us_per_share
-                .map_or("-".into(), |c| format!("{c:.1}")),
-            match &s.verdict {
-                Verdict::Sustained => "sustained".to_string(),
-                Verdict::Stop(why) => format!("stop: {why}"),
-            }
-        ));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! Reports people read. A run directory becomes `report.md` and a self-contained
 //! `report.html` (inline SVG charts), optionally a PDF printed by headless Chromium;
-//! two runs become a comparison; events become CSV tables. Plain data in, files out.
+//! two runs become a comparison; events become CSV tables; benchmark results become their
+//! own report. Plain data in, files out.
 
+pub mod bench;
 pub mod compare;
 mod content;
 pub mod document;
@@ -15,10 +17,16 @@ pub mod svg;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
-/// Writes `report.md` and `report.html` (and `report.pdf` with `pdf`) into `run_dir`.
+/// Writes `report.md` and `report.html` (and `report.pdf` with `pdf`) into `run_dir`: the
+/// report of a run, or of benchmark results when that is what the directory holds.
 pub fn write_report(run_dir: &Path, pdf: bool) -> Result<Vec<PathBuf>> {
-    let run = run_data::RunData::load(run_dir)?;
-    let doc = content::build(&run);
+    let doc = if bench::is_bench_dir(run_dir)
+        && !run_dir.join(analysis::manifest::MANIFEST_FILE).exists()
+    {
+        bench::document(run_dir)?
+    } else {
+        content::build(&run_data::RunData::load(run_dir)?)
+    };
     let md = run_dir.join("report.md");
     let html = run_dir.join("report.html");
     std::fs::write(&md, doc.to_markdown())

@@ -59,3 +59,88 @@ pub const SV1: &[Published] = &[
 
 /// Why a template value cannot be compared across the two: testnet4 pays 50 BTC.
 pub const TEMPLATE_VALUE_NOTE: &str = "The seed's template values (about 500,005,274 sats for SV1) are testnet4's: a 50 BTC subsidy and almost no fees. Ours follow the scenario's height and mempool preset, so only the deltas between sides compare.";
+
+/// A published scale figure, with the hardware it was measured on.
+pub struct SeedFigure {
+    pub what: &'static str,
+    pub value: f64,
+    pub unit: &'static str,
+    /// Where it comes from and on what.
+    pub source: &'static str,
+}
+
+const FASTPROXY: &str =
+    "shared/seeds/001 (FastProxy), proxy on an Intel i7 at 2.1 GHz, miners on Xeon servers, 1 Gbps Ethernet";
+
+/// shared/seeds/001, Table I: one job to 225 miners.
+pub const FANOUT: &[SeedFigure] = &[
+    SeedFigure {
+        what: "TCP proxy, 225 miners, time to send to all",
+        value: 6030.0,
+        unit: "us",
+        source: FASTPROXY,
+    },
+    SeedFigure {
+        what: "TCP proxy, per miner",
+        value: 26.8,
+        unit: "us",
+        source: FASTPROXY,
+    },
+    SeedFigure {
+        what: "software layer-2 broadcast, 225 miners",
+        value: 51.0,
+        unit: "us",
+        source: FASTPROXY,
+    },
+    SeedFigure {
+        what: "FPGA layer-2 broadcast (Zynq), 225 miners",
+        value: 2.9,
+        unit: "us",
+        source: "shared/seeds/001 (FastProxy), Xilinx XC7Z045 at 125 MHz",
+    },
+];
+/// FastProxy's TCP proxy, per miner, and its software broadcast (us), for the charts.
+pub const FASTPROXY_TCP_US_PER_MINER: f64 = 26.8;
+pub const FASTPROXY_BROADCAST_US: f64 = 51.0;
+
+const GOPOOL: &str =
+    "shared/seeds/002 (goPool operator notes), AMD Ryzen 9 7950X, 16 cores, Go 1.24";
+
+/// shared/seeds/002: share handling capacity.
+pub const POOL: &[SeedFigure] = &[SeedFigure {
+    what: "share parsing and validation throughput, CPU only, network ignored",
+    value: 1_160_000.0,
+    unit: "shares/s",
+    source: GOPOOL,
+}];
+
+const GBT_LIGHT: &str =
+    "shared/seeds/003 (Bitcoin Cash Node v0.21.2), 6,000-tx mempool (1.27 MB), hardware not stated";
+
+/// shared/seeds/003: template call times (averages) with 6,000 transactions.
+pub const TEMPLATE: &[SeedFigure] = &[
+    SeedFigure {
+        what: "getblocktemplatelight fresh",
+        value: 62.025,
+        unit: "ms",
+        source: GBT_LIGHT,
+    },
+    SeedFigure {
+        what: "getblocktemplatelight cached",
+        value: 0.917,
+        unit: "ms",
+        source: GBT_LIGHT,
+    },
+    SeedFigure {
+        what: "getblocktemplate fresh",
+        value: 164.023,
+        unit: "ms",
+        source: GBT_LIGHT,
+    },
+    SeedFigure {
+        what: "getblocktemplate cached",
+        value: 117.277,
+        unit: "ms",
+        source: GBT_LIGHT,
+    },
+];

@@ -12,6 +12,9 @@ const COLORS: &[&str] = &[
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf",
 ];
 
+/// Series with at most this many points get a marker on each.
+const MARKED_POINTS: usize = 24;
+
 /// One named line.
 pub struct Series {
     pub name: String,
@@ -120,6 +123,18 @@ pub fn line_chart(
             }
             last = Some((x, y));
         }
+        // A few measured points (one per miner count, say) are marked, so a single point
+        // still shows.
+        if !step && s.points.len() <= MARKED_POINTS {
+            for &(x, y) in &s.points {
+                let _ = write!(
+                    out,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"/>"#,
+                    px(x),
+                    py(y)
+                );
+            }
+        }
         let _ = write!(
             out,
             r#"<path d="{path}" fill="none" stroke="{color}" stroke-width="1.8"/><rect x="{:.1}" y="{:.1}" width="12" height="3" fill="{color}"/><text x="{:.1}" y="{:.1}" class="legend">{}</text>"#,
@@ -196,6 +211,16 @@ mod tests {
         assert_eq!(svg.matches("<path").count(), 2);
         assert!(svg.contains("b&lt;&amp;&gt;"));
         assert!(line_chart("t", "x", "y", &[], false).contains("no samples"));
+        let one = Series {
+            name: "one".into(),
+            points: vec![(225.0, 26.8)],
+        };
+        assert_eq!(
+            line_chart("t", "x", "y", &[one], false)
+                .matches("<circle")
+                .count(),
+            1
+        );
         assert_eq!(
             cdf(&[3.0, 1.0, 2.0]),
             vec![(1.0, 1.0 / 3.0), (2.0, 2.0 / 3.0), (3.0, 1.0)]

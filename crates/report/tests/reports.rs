@@ -362,3 +362,116 @@ fn export_writes_a_table_per_event_kind() {
         "every tip in the window (the first is at its start), every miner"
     );
 }
+
+/// A bench directory as the three benches leave it, with known numbers.
+fn fake_bench_dir(name: &str) -> PathBuf {
+    use analysis::bench::*;
+    use probe::Dist;
+    let dir = std::env::temp_dir().join(format!("report-bench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fanout: Vec<FanoutResult> = [(225u32, 6.0), (1000, 30.0)]
+        .into_iter()
+        .map(|(miners, last_ms)| FanoutResult {
+            via: "sv1-pool".into(),
+            mode: FanoutMode::Tcp,
+            miners,
+            rounds: 3,
+            last_miner_ms: Dist::of(&[last_ms; 3]),
+            us_per_miner: Some(last_ms * 1e3 / f64::from(miners)),
+            delivery_ms: Dist::of(&[last_ms / 2.0; 30]),
+            missing: 0,
+            sender_cpu_ms_per_round: Some(4.0),
+            floor_us_per_miner: 7.0,
+            floor_miners: miners,
+            fleets: 1,
+        })
+        .collect();
+    let step = |offered: f64, p99: f64, verdict: Verdict| StepResult {
+        offered_per_s: offered,
+        submitted: (offered * 10.0) as u64,
+        accepted: (offered * 10.0) as u64,
+        errors: 0,
+        accepted_per_s: offered,
+        latency_ms: Dist::of(&[p99 / 3.0, p99]),
+        p95_ms: Some(p99 / 2.0),
+        pool_cpu_pct: Some(offered / 100.0),
+        pool_cpu_us_per_share: Some(10.0),
+        pool_rss_bytes: Some(20 << 20),
+        verdict,
+    };
+    let pool = PoolBenchReport {
+        target: "builtin".into(),
+        miners: 200,
+        steps: vec![
+            step(2000.0, 0.5, Verdict::Sustained),
+            step(4000.0, 9.0, Verdict::Stop("p99 passed".into())),
+        ],
+        max_sustained_shares_per_s: Some(2000.0),
+        pool_rss_per_miner_bytes: Some(9000.0),
+    };
+    let case = |name: &str, ms: f64| TemplateCase {
+        name: name.into(),
+        reply_bytes: Some(1_270_000),
+        latency_ms: Dist::of(&[ms; 5]),
+        samples_ms: vec![ms; 5],
+    };
+    let template = TemplateBenchReport {
+        node: "builtin".into(),
+        mempool_txs: Some(6000),
+        template_txs: Some(4500),
+        cases: vec![
+            case("getblocktemplatelight fresh", 24.0),
+            case("getblocktemplatelight cached", 0.25),
+        ],
+    };
+    let write = |file: &str, v: serde_json::Value| {
+        std::fs::write(dir.join(file), v.to_string()).unwrap();
+    };
+    write(FANOUT_FILE, serde_json::to_value(&fanout).unwrap());
+    write(POOL_FILE, serde_json::to_value(&pool).unwrap());
+    write(TEMPLATE_FILE, serde_json::to_value(&template).unwrap());
+    dir
+}
+
+#[test]
+fn bench_results_get_a_report_with_charts_and_the_seed_figures_beside_ours() {
+    let dir = fake_bench_dir("all");
+    report::write_report(&dir, false).unwrap();
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for title in ["Job fan-out", "Pool capacity", "Template latency"] {
+        assert!(md.contains(title) && html.contains(title), "no {title}");
+    }
+    // Ours: 30 ms to 1,000 miners is 30 us per miner, 4.3x the 7 us floor.
+    assert!(
+        md.contains("| sv1-pool | tcp | 1000 (1) | 3 | 30.000 | 30.00 | 7.00 (1000) | 4.3 |"),
+        "{md}"
+    );
+    // Shares per CPU-second from 10 us per share.
+    assert!(
+        md.contains("Validated shares per pool CPU-second at the busiest sustained step: 100000"),
+        "{md}"
+    );
+    // The seeds' figures with their hardware, and the seed mean beside the matching case.
+    assert!(
+        md.contains("26.8 us") && md.contains("Intel i7 at 2.1 GHz"),
+        "{md}"
+    );
+    assert!(md.contains("AMD Ryzen 9 7950X"), "{md}");
+    assert!(
+        md.contains(
+            "| getblocktemplatelight cached | 1.27MB | 5 | 0.250 | 0.250 | 0.250 | 0.250 | 0.917 |"
+        ),
+        "{md}"
+    );
+    // Charts: us per miner and time to the last miner, latency and throughput by load, the
+    // template CDF; the FastProxy point is drawn beside ours.
+    assert_eq!(html.matches("<svg").count(), 5, "{html}");
+    assert!(html.contains("FastProxy TCP (i7)"));
+
+    // A damaged result file names itself.
+    std::fs::write(dir.join(analysis::bench::POOL_FILE), "{").unwrap();
+    let err = format!("{:#}", report::write_report(&dir, false).unwrap_err());
+    assert!(err.contains("pool-bench.json"), "{err}");
+}

@@ -1,0 +1,132 @@
+//! What the scale benchmarks write: plain data the benches produce and the report reads.
+//! Each bench writes one JSON file (named here) into its output directory.
+
+use probe::Dist;
+use serde::{Deserialize, Serialize};
+
+/// `bench fanout`'s results, one per miner count.
+pub const FANOUT_FILE: &str = "fanout.json";
+/// `bench pool`'s ramp.
+pub const POOL_FILE: &str = "pool-bench.json";
+/// `bench template`'s latencies.
+pub const TEMPLATE_FILE: &str = "template-bench.json";
+
+/// How a job travels from the sender to the miners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FanoutMode {
+    /// One write per miner's connection.
+    Tcp,
+    /// One UDP datagram to the loopback broadcast address, which every miner listens on
+    /// (the software equivalent of shared/seeds/001's layer-2 broadcast, 51 us), then the
+    /// TCP writes as the fallback for a miner that missed it.
+    UdpBroadcast,
+}
+
+impl FanoutMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            FanoutMode::Tcp => "tcp",
+            FanoutMode::UdpBroadcast => "udp-broadcast",
+        }
+    }
+}
+
+impl std::str::FromStr for FanoutMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "tcp" => Ok(FanoutMode::Tcp),
+            "udp-broadcast" => Ok(FanoutMode::UdpBroadcast),
+            other => Err(format!(
+                "{other:?} is not a mode this build measures: `tcp` or `udp-broadcast`"
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FanoutResult {
+    /// The process that sent the jobs (`sv1-pool`, `translator`, ...).
+    #[serde(default = "sv1_pool")]
+    pub via: String,
+    pub mode: FanoutMode,
+    pub miners: u32,
+    pub rounds: usize,
+    /// From the sender having the job to the last miner having it, one value per round.
+    pub last_miner_ms: Dist,
+    /// Median time to the last miner divided by the miners.
+    pub us_per_miner: Option<f64>,
+    /// Every miner's delivery time, all rounds.
+    pub delivery_ms: Dist,
+    /// Miners that never got a round's job (summed over rounds).
+    pub missing: u64,
+    /// CPU the sender process spent per fan-out; `None` when below the kernel's
+    /// accounting tick over all rounds.
+    pub sender_cpu_ms_per_round: Option<f64>,
+    /// The machine's floor: one write per connected loopback socket, for `floor_miners`
+    /// sockets (the count, or as many as one process can hold both ends of).
+    pub floor_us_per_miner: f64,
+    pub floor_miners: u32,
+    /// Fleet processes the miners were spread over.
+    pub fleets: u32,
+}
+
+fn sv1_pool() -> String {
+    "sv1-pool".into()
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PoolBenchReport {
+    pub target: String,
+    pub miners: u32,
+    pub steps: Vec<StepResult>,
+    pub max_sustained_shares_per_s: Option<f64>,
+    pub pool_rss_per_miner_bytes: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepResult {
+    pub offered_per_s: f64,
+    pub submitted: u64,
+    pub accepted: u64,
+    /// Rejected, or never answered.
+    pub errors: u64,
+    pub accepted_per_s: f64,
+    pub latency_ms: Dist,
+    pub p95_ms: Option<f64>,
+    /// The pool process's CPU over the step (built-in target only).
+    pub pool_cpu_pct: Option<f64>,
+    pub pool_cpu_us_per_share: Option<f64>,
+    pub pool_rss_bytes: Option<u64>,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verdict", content = "reason", rename_all = "snake_case")]
+pub enum Verdict {
+    Sustained,
+    Stop(String),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TemplateBenchReport {
+    /// `builtin` or the node's URL.
+    pub node: String,
+    /// Transactions in the mempool at the start (`None` for a node given by URL).
+    pub mempool_txs: Option<usize>,
+    /// Transactions in the first template.
+    pub template_txs: Option<usize>,
+    pub cases: Vec<TemplateCase>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TemplateCase {
+    /// For example `getblocktemplatelight fresh`.
+    pub name: String,
+    /// What the case's reply weighs, when it is a reply.
+    pub reply_bytes: Option<usize>,
+    pub latency_ms: Dist,
+    /// Every call's time, for the distribution chart.
+    pub samples_ms: Vec<f64>,
+}

@@ -1,0 +1,370 @@
+//! The report of a benchmark directory: whichever of the fan-out, pool and template
+//! results it holds, each with tables, charts, and the seed documents' figures beside
+//! ours, labelled with the hardware they were measured on.
+
+use crate::document::{Block, Document, Section};
+use crate::published::{self, SeedFigure, FASTPROXY_BROADCAST_US, FASTPROXY_TCP_US_PER_MINER};
+use crate::svg::{cdf, line_chart, number, Series};
+use analysis::bench::{
+    FanoutResult, PoolBenchReport, TemplateBenchReport, Verdict, FANOUT_FILE, POOL_FILE,
+    TEMPLATE_FILE,
+};
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Whether `dir` holds any benchmark's results.
+pub fn is_bench_dir(dir: &Path) -> bool {
+    [FANOUT_FILE, POOL_FILE, TEMPLATE_FILE]
+        .iter()
+        .any(|f| dir.join(f).is_file())
+}
+
+fn load<T: serde::de::DeserializeOwned>(dir: &Path, file: &str) -> Result<Option<T>> {
+    let path = dir.join(file);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).map(Some).with_context(|| {
+        format!(
+            "{} is not a benchmark result this tool reads",
+            path.display()
+        )
+    })
+}
+
+/// The report of the benchmark results in `dir`.
+pub fn document(dir: &Path) -> Result<Document> {
+    let mut sections = Vec::new();
+    if let Some(results) = load::<Vec<FanoutResult>>(dir, FANOUT_FILE)? {
+        sections.extend(fanout_sections(&results));
+    }
+    if let Some(report) = load::<PoolBenchReport>(dir, POOL_FILE)? {
+        sections.extend(pool_sections(&report));
+    }
+    if let Some(report) = load::<TemplateBenchReport>(dir, TEMPLATE_FILE)? {
+        sections.extend(template_sections(&report));
+    }
+    anyhow::ensure!(
+        !sections.is_empty(),
+        "{} holds no benchmark results ({FANOUT_FILE}, {POOL_FILE} or {TEMPLATE_FILE})",
+        dir.display()
+    );
+    Ok(Document {
+        title: "stratum-bench benchmarks".into(),
+        subtitle: format!("Results in {}", dir.display()),
+        sections,
+    })
+}
+
+fn ms(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{v:.3}"))
+}
+
+fn seed_table(figures: &[SeedFigure]) -> Block {
+    Block::Table {
+        head: ["published figure", "value", "measured on"]
+            .map(String::from)
+            .to_vec(),
+        rows: figures
+            .iter()
+            .map(|f| {
+                vec![
+                    f.what.to_string(),
+                    format!("{} {}", number(f.value), f.unit),
+                    f.source.to_string(),
+                ]
+            })
+            .collect(),
+    }
+}
+
+fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
+    let rows = results
+        .iter()
+        .map(|r| {
+            vec![
+                r.via.clone(),
+                r.mode.name().into(),
+                format!("{} ({})", r.miners, r.fleets),
+                r.rounds.to_string(),
+                ms(r.last_miner_ms.p50),
+                r.us_per_miner.map_or("-".into(), |v| format!("{v:.2}")),
+                format!("{:.2} ({})", r.floor_us_per_miner, r.floor_miners),
+                r.us_per_miner
+                    .map_or("-".into(), |v| format!("{:.1}", v / r.floor_us_per_miner)),
+                ms(r.delivery_ms.p50),
+                ms(r.delivery_ms.p99),
+                r.missing.to_string(),
+                r.sender_cpu_ms_per_round
+                    .map_or("below one 10 ms tick".into(), |v| format!("{v:.1}")),
+            ]
+        })
+        .collect();
+    // One line per sender and mode, over the miner counts.
+    let mut lines: BTreeMap<String, Vec<&FanoutResult>> = BTreeMap::new();
+    for r in results {
+        lines
+            .entry(format!("{} {}", r.via, r.mode.name()))
+            .or_default()
+            .push(r);
+    }
+    let series = |value: &dyn Fn(&FanoutResult) -> Option<f64>| -> Vec<Series> {
+        lines
+            .iter()
+            .map(|(name, rs)| Series {
+                name: name.clone(),
+                points: rs
+                    .iter()
+                    .filter_map(|r| value(r).map(|v| (f64::from(r.miners), v)))
+                    .collect(),
+            })
+            .collect()
+    };
+    let mut per_miner = series(&|r| r.us_per_miner);
+    let mut floor: Vec<(f64, f64)> = results
+        .iter()
+        .map(|r| (f64::from(r.floor_miners), r.floor_us_per_miner))
+        .collect();
+    floor.sort_by(|a, b| a.0.total_cmp(&b.0));
+    floor.dedup_by(|a, b| a.0 == b.0);
+    per_miner.push(Series {
+        name: "write floor (here)".into(),
+        points: floor,
+    });
+    per_miner.push(Series {
+        name: "FastProxy TCP (i7)".into(),
+        points: vec![(225.0, FASTPROXY_TCP_US_PER_MINER)],
+    });
+    let mut last = series(&|r| r.last_miner_ms.p50);
+    last.push(Series {
+        name: "FastProxy TCP (i7)".into(),
+        points: vec![(225.0, 6.030)],
+    });
+    last.push(Series {
+        name: "FastProxy L2 (i7)".into(),
+        points: vec![(225.0, FASTPROXY_BROADCAST_US / 1e3)],
+    });
+    vec![
+        Section {
+            title: "Job fan-out".into(),
+            blocks: vec![
+                Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the sender's job event to each miner's receipt, so the receiving fleets' scheduling on this machine is included; the floor is the sender's side alone: one write per already-connected loopback socket in a bare loop.".into()),
+                Block::Table {
+                    head: [
+                        "sender", "mode", "miners (fleets)", "rounds", "last miner ms (p50)", "us per miner",
+                        "floor us per miner (sockets)", "x floor", "delivery p50 ms", "delivery p99 ms",
+                        "missing", "sender CPU ms per fan-out",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    rows,
+                },
+                Block::Chart {
+                    title: "Microseconds per miner".into(),
+                    svg: line_chart("Time to the last miner, per miner", "miners", "us per miner", &per_miner, false),
+                },
+                Block::Chart {
+                    title: "Time to the last miner".into(),
+                    svg: line_chart("Time until the last miner has the job (p50)", "miners", "ms", &last, false),
+                },
+            ],
+        },
+        Section {
+            title: "Job fan-out: published figures".into(),
+            blocks: vec![
+                seed_table(published::FANOUT),
+                Block::Note("FastProxy's miners sat on other machines behind a switch; here every miner is a socket on this host, so the kernel's receive work (per TCP segment, or per datagram copy in udp-broadcast mode) runs on the same cores as the sender.".into()),
+            ],
+        },
+    ]
+}
+
+fn pool_sections(r: &PoolBenchReport) -> Vec<Section> {
+    let rows = r
+        .steps
+        .iter()
+        .map(|s| {
+            vec![
+                format!("{:.0}", s.offered_per_s),
+                format!("{:.0}", s.accepted_per_s),
+                s.submitted.to_string(),
+                s.errors.to_string(),
+                ms(s.latency_ms.p50),
+                ms(s.p95_ms),
+                ms(s.latency_ms.p99),
+                s.pool_cpu_pct.map_or("-".into(), |c| format!("{c:.1}")),
+                s.pool_cpu_us_per_share
+                    .map_or("-".into(), |c| format!("{c:.1}")),
+                match &s.verdict {
+                    Verdict::Sustained => "sustained".to_string(),
+                    Verdict::Stop(why) => format!("stop: {why}"),
+                },
+            ]
+        })
+        .collect();
+    let points = |f: &dyn Fn(&analysis::bench::StepResult) -> Option<f64>| -> Vec<(f64, f64)> {
+        r.steps
+            .iter()
+            .filter_map(|s| f(s).map(|v| (s.offered_per_s, v)))
+            .collect()
+    };
+    let latency = [
+        Series {
+            name: "p50".into(),
+            points: points(&|s| s.latency_ms.p50),
+        },
+        Series {
+            name: "p95".into(),
+            points: points(&|s| s.p95_ms),
+        },
+        Series {
+            name: "p99".into(),
+            points: points(&|s| s.latency_ms.p99),
+        },
+    ];
+    let throughput = [
+        Series {
+            name: "accepted".into(),
+            points: points(&|s| Some(s.accepted_per_s)),
+        },
+        Series {
+            name: "offered".into(),
+            points: points(&|s| Some(s.offered_per_s)),
+        },
+    ];
+    // Shares per CPU-second at the busiest sustained step: comparable with a CPU-only
+    // figure, since the pool process did nothing else.
+    let per_core = r
+        .steps
+        .iter()
+        .filter(|s| s.verdict == Verdict::Sustained)
+        .filter_map(|s| s.pool_cpu_us_per_share)
+        .reduce(f64::min)
+        .map(|us| 1e6 / us);
+    vec![
+        Section {
+            title: format!("Pool capacity: {} with {} miners", r.target, r.miners),
+            blocks: vec![
+                Block::Para(format!(
+                    "Share load from a fleet in another process, ramped step by step until the share response p99 passed the bound, errors appeared or the pool stopped keeping up. Max sustained: {} shares/s. Pool memory per connected miner: {}. Validated shares per pool CPU-second at the busiest sustained step: {}.",
+                    r.max_sustained_shares_per_s.map_or("none".into(), |v| format!("{v:.0}")),
+                    r.pool_rss_per_miner_bytes.map_or("-".into(), |b| format!("{:.1} KiB", b / 1024.0)),
+                    per_core.map_or("-".into(), |v| format!("{v:.0}")),
+                )),
+                Block::Table {
+                    head: [
+                        "offered/s", "accepted/s", "submitted", "errors", "p50 ms", "p95 ms", "p99 ms",
+                        "pool CPU %", "CPU us/share", "verdict",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    rows,
+                },
+                Block::Chart {
+                    title: "Share response latency".into(),
+                    svg: line_chart("Share response latency by load", "shares/s offered", "ms", &latency, false),
+                },
+                Block::Chart {
+                    title: "Shares answered".into(),
+                    svg: line_chart("Shares accepted against offered", "shares/s offered", "shares/s", &throughput, false),
+                },
+            ],
+        },
+        Section {
+            title: "Pool capacity: published figures".into(),
+            blocks: vec![
+                seed_table(published::POOL),
+                Block::Note("goPool's figure is a CPU micro-benchmark of parsing and validation without sockets; ours is end to end (each share read from a connection, validated, answered, recorded), so the two differ in what they include, not only in hardware.".into()),
+            ],
+        },
+    ]
+}
+
+fn template_sections(r: &TemplateBenchReport) -> Vec<Section> {
+    let seed = |name: &str| published::TEMPLATE.iter().find(|f| f.what == name);
+    let rows = r
+        .cases
+        .iter()
+        .map(|c| {
+            let d = &c.latency_ms;
+            vec![
+                c.name.clone(),
+                c.reply_bytes
+                    .map_or("-".into(), |b| format!("{}B", number(b as f64))),
+                d.count.to_string(),
+                ms(d.mean),
+                ms(d.p50),
+                ms(d.p99),
+                ms(d.max),
+                seed(&c.name).map_or("-".into(), |f| format!("{}", f.value)),
+            ]
+        })
+        .collect();
+    let series: Vec<Series> = r
+        .cases
+        .iter()
+        .map(|c| Series {
+            name: legend(&c.name),
+            points: cdf(&c.samples_ms),
+        })
+        .collect();
+    vec![
+        Section {
+            title: format!("Template latency: {}", r.node),
+            blocks: vec![
+                Block::Para(format!(
+                    "Each call timed to the last byte of the reply.{}{}",
+                    r.mempool_txs
+                        .map_or(String::new(), |n| format!(" Mempool: {n} transactions.")),
+                    r.template_txs.map_or(String::new(), |n| format!(
+                        " First template: {n} transactions."
+                    ))
+                )),
+                Block::Table {
+                    head: [
+                        "case",
+                        "reply",
+                        "calls",
+                        "mean ms",
+                        "p50 ms",
+                        "p99 ms",
+                        "max ms",
+                        "seed 003 mean ms",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    rows,
+                },
+                Block::Chart {
+                    title: "Template latency distributions".into(),
+                    svg: line_chart(
+                        "Template call latency (CDF)",
+                        "ms",
+                        "share of calls",
+                        &series,
+                        true,
+                    ),
+                },
+            ],
+        },
+        Section {
+            title: "Template latency: published figures".into(),
+            blocks: vec![seed_table(published::TEMPLATE)],
+        },
+    ]
+}
+
+/// A case's name short enough for a chart legend.
+fn legend(case: &str) -> String {
+    let short = case
+        .split(" (")
+        .next()
+        .unwrap_or(case)
+        .replace("getblocktemplatelight", "light")
+        .replace("getblocktemplate", "gbt")
+        .replace("NewTemplate + SetNewPrevHash", "TDP");
+    short.chars().take(22).collect()
+}
