@@ -45,16 +45,58 @@ impl std::str::FromStr for FanoutMode {
     }
 }
 
+/// The process that sends each new job to the miners.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FanoutVia {
+    /// The built-in SV1 pool, to SV1 miners.
+    #[default]
+    Sv1Pool,
+    /// SRI's translator (one aggregated channel up to the SRI pool), to SV1 miners.
+    Translator,
+    /// The SRI pool, to SV2 miners each on its own connection and standard channel.
+    Sv2Pool,
+}
+
+impl FanoutVia {
+    pub fn name(self) -> &'static str {
+        match self {
+            FanoutVia::Sv1Pool => "sv1-pool",
+            FanoutVia::Translator => "translator",
+            FanoutVia::Sv2Pool => "sv2-pool",
+        }
+    }
+}
+
+impl std::str::FromStr for FanoutVia {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        [
+            FanoutVia::Sv1Pool,
+            FanoutVia::Translator,
+            FanoutVia::Sv2Pool,
+        ]
+        .into_iter()
+        .find(|v| v.name() == s)
+        .ok_or_else(|| format!("{s:?} is not a sender: `sv1-pool`, `translator` or `sv2-pool`"))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FanoutResult {
-    /// The process that sent the jobs (`sv1-pool`, `translator`, ...).
-    #[serde(default = "sv1_pool")]
-    pub via: String,
+    /// The process that sent the jobs.
+    #[serde(default)]
+    pub via: FanoutVia,
     pub mode: FanoutMode,
     pub miners: u32,
     pub rounds: usize,
     /// From the sender having the job to the last miner having it, one value per round.
     pub last_miner_ms: Dist,
+    /// From the sender having the job to the first miner having it, one value per round:
+    /// what every miner waits regardless of the count (for `sv2-pool`, where the pool's
+    /// own moment cannot be seen, the node's new tip and its hop to the pool).
+    #[serde(default)]
+    pub first_miner_ms: Dist,
     /// Median time to the last miner divided by the miners.
     pub us_per_miner: Option<f64>,
     /// Every miner's delivery time, all rounds.
@@ -70,10 +112,6 @@ pub struct FanoutResult {
     pub floor_miners: u32,
     /// Fleet processes the miners were spread over.
     pub fleets: u32,
-}
-
-fn sv1_pool() -> String {
-    "sv1-pool".into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

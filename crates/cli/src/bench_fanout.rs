@@ -1,6 +1,6 @@
 //! `stratum-bench bench fanout`.
 
-use analysis::bench::FanoutMode;
+use analysis::bench::{FanoutMode, FanoutVia};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use harness::bench_fanout::FanoutOptions;
@@ -11,10 +11,13 @@ pub struct FanoutArgs {
     /// Miner counts to measure, comma separated (shared/seeds/001 used 225).
     #[arg(long, value_delimiter = ',', default_value = "225,1000")]
     miners: Vec<u32>,
-    /// The sender: `sv1-pool` (the built-in SV1 pool). `translator` and `sv2-pool` come
-    /// with the SV2 roles.
+    /// The sender: `sv1-pool` (the built-in SV1 pool, to SV1 miners), `translator` (SRI's
+    /// translator with one aggregated channel up to the SRI pool, to SV1 miners; times
+    /// start as the pool's SetNewPrevHash reaches it) or `sv2-pool` (the SRI pool, to SV2
+    /// miners each on its own connection and standard channel; times start at the node's
+    /// new tip, the pool's own moment being out of sight).
     #[arg(long, default_value = "sv1-pool")]
-    via: String,
+    via: FanoutVia,
     /// How jobs travel: `tcp` (one write per miner's connection) or `udp-broadcast` (one
     /// datagram to the loopback broadcast address every miner listens on, TCP as the
     /// fallback). `sv2-group` is not built yet.
@@ -30,8 +33,11 @@ pub struct FanoutArgs {
 }
 
 pub async fn run(args: FanoutArgs) -> Result<()> {
-    if args.via != "sv1-pool" {
-        bail!("--via {}: this build sends through `sv1-pool` only (the SV2 senders come with the SRI roles)", args.via);
+    if args.mode == FanoutMode::UdpBroadcast && args.via != FanoutVia::Sv1Pool {
+        bail!(
+            "--mode udp-broadcast: only the built-in SV1 pool broadcasts (SRI's {} speaks TCP only)",
+            args.via.name()
+        );
     }
     anyhow::ensure!(
         args.rounds > 0 && !args.miners.is_empty(),
@@ -39,6 +45,7 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
     );
     harness::bench_fanout::run(FanoutOptions {
         miners: args.miners,
+        via: args.via,
         mode: args.mode,
         rounds: args.rounds,
         out: args.out.clone(),

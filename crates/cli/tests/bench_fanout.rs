@@ -43,6 +43,56 @@ fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
         .unwrap();
     assert!(!unsupported.status.success());
     assert!(String::from_utf8_lossy(&unsupported.stderr).contains("sv2-group"));
+    // Only the built-in pool broadcasts.
+    let no_broadcast = Command::new(exe())
+        .args([
+            "bench",
+            "fanout",
+            "--via",
+            "translator",
+            "--mode",
+            "udp-broadcast",
+        ])
+        .output()
+        .unwrap();
+    assert!(!no_broadcast.status.success());
+    assert!(String::from_utf8_lossy(&no_broadcast.stderr).contains("only the built-in SV1 pool"));
+}
+
+/// The real SRI senders: its translator to SV1 miners, its pool to SV2 miners. Every miner
+/// gets every new block's work, counted once, tied to its round by the block's hash.
+#[test]
+fn the_sri_translator_and_pool_fan_out_to_every_miner() {
+    for via in ["translator", "sv2-pool"] {
+        let (stdout, results) = common::bench(
+            &format!("fanout-{via}"),
+            &["fanout", "--miners", "20", "--via", via, "--rounds", "2"],
+            "fanout.json",
+        );
+        assert!(
+            stdout.contains(&format!("| {via} | tcp | 20 (1) | 2 |")),
+            "{stdout}"
+        );
+        let r = &results[0];
+        assert_eq!(r["via"], via);
+        assert_eq!(
+            r["rounds"], 2,
+            "{via}: both new blocks were seen at the sender"
+        );
+        assert_eq!(r["missing"], 0, "{via}: every miner got every block's work");
+        assert_eq!(
+            r["delivery_ms"]["count"], 40,
+            "{via}: each miner once per block"
+        );
+        let (first, last) = (
+            r["first_miner_ms"]["p50"].as_f64().unwrap(),
+            r["last_miner_ms"]["p50"].as_f64().unwrap(),
+        );
+        assert!(
+            0.0 <= first && first <= last,
+            "{via}: first {first} ms, last {last} ms"
+        );
+    }
 }
 
 /// One datagram reaches every miner; the TCP copy follows 50 ms later as the fallback, so

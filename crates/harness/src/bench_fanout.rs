@@ -1,14 +1,16 @@
 //! `stratum-bench bench fanout`: how long a sender takes to get one new job to every
 //! miner (shared/seeds/001: 6,030 us for 225 miners over TCP, 26.8 us per miner).
 //!
-//! N miners sit connected in a separate fleet process; a new block makes the pool send a
-//! clean job to all of them; each miner records when it arrived. Beside it, the machine's
-//! floor: a bare loop of one `write` per already-connected loopback socket.
+//! N miners sit connected in separate fleet processes; a new block makes the sender (the
+//! built-in SV1 pool, SRI's translator, or the SRI pool) send work on it to all of them;
+//! each miner records when it arrived, and the block's hash ties each receipt to its round.
+//! Beside it, the machine's floor: a bare loop of one `write` per already-connected
+//! loopback socket.
 
-use crate::builtin::start_builtin;
+use crate::builtin::{start_builtin, start_sri_pool, start_translator};
 use crate::process::{stop_all, RoleProcess};
 use crate::roles::RoleSpec;
-use analysis::bench::{FanoutMode, FanoutResult, FANOUT_FILE};
+use analysis::bench::{FanoutMode, FanoutResult, FanoutVia, FANOUT_FILE};
 use anyhow::{Context, Result};
 use probe::{Dist, Event, Record};
 use std::collections::{HashMap, HashSet};
@@ -18,6 +20,7 @@ use std::time::{Duration, Instant};
 
 pub struct FanoutOptions {
     pub miners: Vec<u32>,
+    pub via: FanoutVia,
     pub mode: FanoutMode,
     /// New blocks (fan-outs) measured per miner count.
     pub rounds: usize,
@@ -32,23 +35,24 @@ pub struct Round {
     pub missing: u32,
 }
 
-/// Ties each broadcast `(job_id, t_ns)` to the miners' receipts `(miner, job_id, t_ns)`:
-/// a miner's first receipt counts, repeats do not; a miner without one is missing.
+/// Ties each new block's start `(hash, t_ns)` to the miners' receipts of work on it
+/// `(miner, prev_hash, t_ns)`: a miner's first receipt counts, repeats do not; a miner
+/// without one is missing.
 pub fn account(
-    broadcasts: &[(String, u64)],
+    starts: &[(String, u64)],
     receipts: &[(u32, String, u64)],
     miners: u32,
 ) -> Vec<Round> {
     let mut first: HashMap<(&str, u32), u64> = HashMap::new();
-    for (miner, job, t) in receipts {
-        let e = first.entry((job.as_str(), *miner)).or_insert(*t);
+    for (miner, block, t) in receipts {
+        let e = first.entry((block.as_str(), *miner)).or_insert(*t);
         *e = (*e).min(*t);
     }
-    broadcasts
+    starts
         .iter()
-        .map(|(job, t0)| {
+        .map(|(block, t0)| {
             let delivered: Vec<f64> = (0..miners)
-                .filter_map(|m| first.get(&(job.as_str(), m)))
+                .filter_map(|m| first.get(&(block.as_str(), m)))
                 .map(|t| t.saturating_sub(*t0) as f64 / 1e6)
                 .collect();
             Round {
@@ -100,6 +104,141 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
     Ok(results)
 }
 
+/// Where the miners connect, and how a round's start is seen.
+struct Sender {
+    rpc: bitcoind_rpc::RpcClient,
+    /// The process whose CPU is the fan-out's.
+    role: &'static str,
+    /// The SRI pool's key, for SV2 miners.
+    sv2_key: Option<stratum_apps::key_utils::Secp256k1PublicKey>,
+    miners_connect: std::net::SocketAddr,
+    /// Each new block's start, by its hash (the prev hash of the miners' jobs on it).
+    origin: Origin,
+}
+
+enum Origin {
+    /// The SV1 pool's clean job broadcast (its own event).
+    PoolJob,
+    /// The SetNewPrevHash passing the tap in front of the translator.
+    TapRelayed,
+    /// The node's new tip: the SRI pool's own moment cannot be seen, so the node's tip and
+    /// its hop to the pool are inside every time.
+    NodeTip,
+}
+
+impl Origin {
+    /// `(new block hash, when the sender had it)` from the sender's events.
+    fn starts(&self, dir: &Path, from_ns: u64) -> Vec<(String, u64)> {
+        let file = match self {
+            Origin::PoolJob => "pool",
+            Origin::TapRelayed => "tap",
+            Origin::NodeTip => "node",
+        };
+        let mut first: HashMap<String, u64> = HashMap::new();
+        for r in read_lenient(&dir.join(format!("events/{file}.jsonl"))) {
+            let hash = match (&r.event, self) {
+                (
+                    Event::JobBroadcast {
+                        prev_hash,
+                        clean: true,
+                        ..
+                    },
+                    Origin::PoolJob,
+                ) => prev_hash,
+                (Event::NewPrevHashRelayed { prev_hash, .. }, Origin::TapRelayed) => prev_hash,
+                (Event::TipChanged { hash, .. }, Origin::NodeTip) => hash,
+                _ => continue,
+            };
+            if r.t_ns >= from_ns {
+                let t = first.entry(hash.clone()).or_insert(r.t_ns);
+                *t = (*t).min(r.t_ns);
+            }
+        }
+        let mut starts: Vec<(String, u64)> = first.into_iter().collect();
+        starts.sort_by_key(|(_, t)| *t);
+        starts
+    }
+}
+
+async fn start_sender(
+    opts: &FanoutOptions,
+    dir: &Path,
+    broadcast: Option<std::net::SocketAddr>,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<Sender> {
+    Ok(match opts.via {
+        FanoutVia::Sv1Pool => {
+            // Shares out of reach: the miners only listen.
+            let builtin = start_builtin(&opts.exe, dir, 1e9, broadcast, roles).await?;
+            Sender {
+                rpc: builtin.rpc,
+                role: "pool",
+                sv2_key: None,
+                miners_connect: builtin.pool,
+                origin: Origin::PoolJob,
+            }
+        }
+        FanoutVia::Translator => {
+            let pool = start_sri_pool(&opts.exe, dir, roles).await?;
+            let translator = start_translator(&opts.exe, dir, &pool, roles).await?;
+            Sender {
+                rpc: pool.rpc,
+                role: "translator",
+                sv2_key: None,
+                miners_connect: translator,
+                origin: Origin::TapRelayed,
+            }
+        }
+        FanoutVia::Sv2Pool => {
+            let pool = start_sri_pool(&opts.exe, dir, roles).await?;
+            Sender {
+                rpc: pool.rpc,
+                role: "pool",
+                sv2_key: Some(pool.keys.public),
+                miners_connect: pool.pool,
+                origin: Origin::NodeTip,
+            }
+        }
+    })
+}
+
+/// A fleet of `count` listening miners of the kind the sender serves.
+fn fleet_spec(
+    sender: &Sender,
+    count: u32,
+    first: u32,
+    broadcast: Option<std::net::SocketAddr>,
+) -> RoleSpec {
+    let ramp = Duration::from_secs_f64(f64::from(count) / 2000.0);
+    match sender.sv2_key {
+        None => RoleSpec::Sv1Miners {
+            config: sv1::fleet::FleetConfig {
+                pool: sender.miners_connect,
+                miners: count,
+                hashrate: 1.0,
+                worker_prefix: format!("fanout-{first}"),
+                ramp,
+                hash_threads: 1,
+                broadcast,
+            },
+        },
+        Some(key) => RoleSpec::Sv2Miners {
+            config: sv2::fleet::FleetConfig {
+                pool: sender.miners_connect,
+                pool_public: key,
+                miners: count,
+                hashrate: 1.0,
+                user_prefix: format!("fanout-{first}"),
+                // Each Noise handshake costs both sides a little CPU.
+                ramp: ramp * 4,
+                // Header-only devices: one NewMiningJob per channel.
+                channel: sv2::fleet::ChannelKind::Standard,
+                hash_threads: 1,
+            },
+        },
+    }
+}
+
 async fn measure(
     opts: &FanoutOptions,
     n: u32,
@@ -111,8 +250,7 @@ async fn measure(
         FanoutMode::Tcp => None,
         FanoutMode::UdpBroadcast => Some(broadcast_address()?),
     };
-    // Shares out of reach: the miners only listen.
-    let builtin = start_builtin(&opts.exe, dir, 1e9, broadcast, roles).await?;
+    let sender = start_sender(opts, dir, broadcast, roles).await?;
     // The miners, spread over fleet processes that each fit the descriptor limit; fleet
     // `i` numbers its miners from zero, so its receipts are offset by its first miner.
     let mut fleets = Vec::new();
@@ -120,17 +258,7 @@ async fn measure(
     while first < n {
         let count = fleet_size.min(n - first);
         let name = format!("fleet-{}", fleets.len());
-        let spec = RoleSpec::Sv1Miners {
-            config: sv1::fleet::FleetConfig {
-                pool: builtin.pool,
-                miners: count,
-                hashrate: 1.0,
-                worker_prefix: format!("fanout-{first}"),
-                ramp: Duration::from_secs_f64(f64::from(count) / 2000.0),
-                hash_threads: 1,
-                broadcast,
-            },
-        };
+        let spec = fleet_spec(&sender, count, first, broadcast);
         let (fleet, _) = RoleProcess::spawn(&opts.exe, dir, &name, &spec).await?;
         roles.push(fleet);
         fleets.push((dir.join(format!("events/{name}.jsonl")), first));
@@ -143,9 +271,9 @@ async fn measure(
                 read_lenient(events)
                     .into_iter()
                     .filter_map(move |r| match r.event {
-                        Event::JobReceived { miner, job_id, .. } => {
-                            Some((miner + offset, job_id, r.t_ns))
-                        }
+                        Event::JobReceived {
+                            miner, prev_hash, ..
+                        } => Some((miner + offset, prev_hash, r.t_ns)),
                         _ => None,
                     })
             })
@@ -155,19 +283,26 @@ async fn measure(
     let deadline = Instant::now() + Duration::from_secs(60 + u64::from(n) / 200);
     loop {
         let have: HashSet<u32> = receipts().into_iter().map(|(m, _, _)| m).collect();
-        if have.len() as u32 == n || Instant::now() > deadline {
+        if have.len() as u32 == n {
             break;
         }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "only {} of {n} miners got work from the {} (see {}/logs)",
+            have.len(),
+            opts.via.name(),
+            dir.display()
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    let pool_cpu_before = roles
+    let sender_cpu_before = roles
         .iter_mut()
-        .find(|r| r.name == "pool")
+        .find(|r| r.name == sender.role)
         .and_then(|r| r.meter.sample());
     let t_start = probe::mono_ns();
     let cpu_clock = Instant::now();
     for _ in 0..opts.rounds {
-        let _: serde_json::Value = builtin
+        let _: serde_json::Value = sender
             .rpc
             .call(
                 "generatetoaddress",
@@ -177,28 +312,21 @@ async fn measure(
             .context("cannot trigger a new block")?;
         tokio::time::sleep(Duration::from_millis(1000 + u64::from(n) / 10)).await;
     }
-    let pool_cpu_after = roles
+    let sender_cpu_after = roles
         .iter_mut()
-        .find(|r| r.name == "pool")
+        .find(|r| r.name == sender.role)
         .and_then(|r| r.meter.sample());
     let elapsed = cpu_clock.elapsed().as_secs_f64();
 
-    let broadcasts: Vec<(String, u64)> = read_lenient(&dir.join("events/pool.jsonl"))
-        .iter()
-        .filter(|r| r.t_ns >= t_start)
-        .filter_map(|r| match &r.event {
-            Event::JobBroadcast {
-                job_id,
-                clean: true,
-                ..
-            } => Some((job_id.clone(), r.t_ns)),
-            _ => None,
-        })
-        .collect();
-    let rounds = account(&broadcasts, &receipts(), n);
+    let starts = sender.origin.starts(dir, t_start);
+    let rounds = account(&starts, &receipts(), n);
     let last: Vec<f64> = rounds
         .iter()
         .filter_map(|r| r.delivered.iter().copied().reduce(f64::max))
+        .collect();
+    let earliest: Vec<f64> = rounds
+        .iter()
+        .filter_map(|r| r.delivered.iter().copied().reduce(f64::min))
         .collect();
     let all: Vec<f64> = rounds
         .iter()
@@ -206,16 +334,17 @@ async fn measure(
         .collect();
     let last_dist = Dist::of(&last);
     Ok(FanoutResult {
-        via: "sv1-pool".into(),
+        via: opts.via,
         mode: opts.mode,
         miners: n,
         rounds: rounds.len(),
         us_per_miner: last_dist.p50.map(|ms| ms * 1e3 / f64::from(n)),
         last_miner_ms: last_dist,
+        first_miner_ms: Dist::of(&earliest),
         delivery_ms: Dist::of(&all),
         missing: rounds.iter().map(|r| u64::from(r.missing)).sum(),
-        // The pool's CPU over the rounds (it is otherwise idle), per fan-out.
-        sender_cpu_ms_per_round: match (pool_cpu_before, pool_cpu_after) {
+        // The sender's CPU over the rounds (it is otherwise idle), per fan-out.
+        sender_cpu_ms_per_round: match (sender_cpu_before, sender_cpu_after) {
             // Zero ticks is below the kernel's 10 ms resolution, not zero: left unknown.
             (Some(_), Some((Some(pct), _))) if !rounds.is_empty() && pct > 0.0 => {
                 Some(pct / 100.0 * elapsed * 1e3 / rounds.len() as f64)
@@ -289,17 +418,17 @@ mod tests {
     #[test]
     fn every_miner_counts_once_and_the_missing_are_reported() {
         let ms = 1_000_000;
-        let broadcasts = vec![("a".to_string(), 10 * ms), ("b".to_string(), 100 * ms)];
+        let starts = vec![("a".to_string(), 10 * ms), ("b".to_string(), 100 * ms)];
         let receipts = vec![
             (0, "a".to_string(), 11 * ms),
             (1, "a".to_string(), 13 * ms),
-            (1, "a".to_string(), 12 * ms), // the same job twice: its first arrival counts
+            (1, "a".to_string(), 12 * ms), // work on block a twice: its first arrival counts
             (2, "a".to_string(), 15 * ms),
             (0, "b".to_string(), 101 * ms),
             (2, "b".to_string(), 104 * ms), // miner 1 never got b
             (7, "b".to_string(), 105 * ms), // not one of the 3 miners
         ];
-        let rounds = account(&broadcasts, &receipts, 3);
+        let rounds = account(&starts, &receipts, 3);
         assert_eq!(
             rounds[0],
             Round {

@@ -1,9 +1,11 @@
-//! The built-in node and SV1 pool, started for a benchmark.
+//! The senders a benchmark starts: our node, with the built-in SV1 pool or the real SRI
+//! pool (and, in front of it, SRI's translator), each as its own process.
 
 use crate::process::{ready_field, RoleProcess};
 use crate::roles::RoleSpec;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use probe::mono_ns;
+use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -14,15 +16,15 @@ pub struct Builtin {
     pub rpc: bitcoind_rpc::RpcClient,
 }
 
-/// Our node and SV1 pool as processes, the pool's share difficulty fixed at `difficulty`
-/// (vardiff off), blocks out of reach; the pool also broadcasts its jobs to `broadcast`.
-pub async fn start_builtin(
+/// Our node, blocks out of reach of any miner and the mempool still (only the benchmark
+/// makes blocks, with `generatetoaddress`); with `tdp`, its Template Provider face too.
+/// Returns the node's ready line, its RPC URL and password (the user is `bench`).
+async fn start_node(
     exe: &Path,
     out: &Path,
-    difficulty: f64,
-    broadcast: Option<std::net::SocketAddr>,
+    tdp: Option<node::tdp::TdpOptions>,
     roles: &mut Vec<RoleProcess>,
-) -> Result<Builtin> {
+) -> Result<(Value, String, String)> {
     let password = format!("{:x}", mono_ns());
     let mut mempool = node::MempoolConfig::preset(node::MempoolPreset::Testnet);
     mempool.tx_rate = 0.0;
@@ -35,13 +37,26 @@ pub async fn start_builtin(
         },
         rpc_user: "bench".into(),
         rpc_password: password.clone(),
-        tdp: None,
+        tdp,
         ipc_data_dir: None,
         peer: None,
     };
     let (node, ready) = RoleProcess::spawn(exe, out, "node", &node_spec).await?;
     roles.push(node);
     let rpc_url = format!("http://{}", ready_field(&ready, "rpc", "node")?);
+    Ok((ready, rpc_url, password))
+}
+
+/// Our node and SV1 pool as processes, the pool's share difficulty fixed at `difficulty`
+/// (vardiff off), blocks out of reach; the pool also broadcasts its jobs to `broadcast`.
+pub async fn start_builtin(
+    exe: &Path,
+    out: &Path,
+    difficulty: f64,
+    broadcast: Option<std::net::SocketAddr>,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<Builtin> {
+    let (ready, rpc_url, password) = start_node(exe, out, None, roles).await?;
     let pool_spec = RoleSpec::Sv1Pool {
         config: sv1::pool::PoolConfig {
             listen: "127.0.0.1:0".parse()?,
@@ -72,4 +87,88 @@ pub async fn start_builtin(
         pool: ready_field(&ready, "listen", "pool")?.parse()?,
         rpc: bitcoind_rpc::RpcClient::new(&rpc_url, "bench", &password),
     })
+}
+
+/// The SRI pool, as SV2 miners (or a translator) reach it.
+pub struct SriPool {
+    pub pool: SocketAddr,
+    pub keys: node::tdp::AuthorityKeys,
+    pub rpc: bitcoind_rpc::RpcClient,
+}
+
+/// Our node with its Template Provider face, and the SRI pool on it, as processes. The
+/// pool refreshes nothing on its own: new work comes only with the benchmark's blocks.
+pub async fn start_sri_pool(
+    exe: &Path,
+    out: &Path,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SriPool> {
+    let tp_keys = node::tdp::AuthorityKeys::generate();
+    let tdp = node::tdp::TdpOptions {
+        bind: "127.0.0.1:0".parse()?,
+        keys: tp_keys.clone(),
+        interval: Duration::from_secs(3600),
+        fee_threshold_sats: u64::MAX,
+    };
+    let (ready, rpc_url, password) = start_node(exe, out, Some(tdp), roles).await?;
+    let keys = node::tdp::AuthorityKeys::generate();
+    let params = sri::PoolParams {
+        listen: crate::run::free_local_port()?,
+        authority_public: keys.public,
+        authority_secret: keys.secret,
+        templates: sri::TemplateSource::Tdp {
+            address: ready_field(&ready, "tdp", "node")?.parse()?,
+            public: tp_keys.public,
+        },
+        payout_script_hex: crate::run::payout_script().to_hex_string(),
+        signature: "stratum-bench fanout".into(),
+        shares_per_minute: 1.0,
+        share_batch_size: 1,
+        jds_listen: None,
+    };
+    let (pool, ready) = RoleProcess::spawn(exe, out, "pool", &RoleSpec::SriPool { params }).await?;
+    roles.push(pool);
+    Ok(SriPool {
+        pool: ready_field(&ready, "listen", "pool")?.parse()?,
+        keys,
+        rpc: bitcoind_rpc::RpcClient::new(&rpc_url, "bench", &password),
+    })
+}
+
+/// SRI's translator for SV1 miners, with one aggregated channel up to the SRI pool
+/// through a tap (which records when each new block's SetNewPrevHash reaches the
+/// translator). Returns where SV1 miners connect.
+pub async fn start_translator(
+    exe: &Path,
+    out: &Path,
+    pool: &SriPool,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SocketAddr> {
+    let tap_spec = RoleSpec::Sv2Tap {
+        config: sv2::tap::TapConfig {
+            listen: "127.0.0.1:0".parse()?,
+            pool: pool.pool,
+            pool_public: pool.keys.public,
+            pool_secret: pool.keys.secret,
+        },
+    };
+    let (tap, ready) = RoleProcess::spawn(exe, out, "tap", &tap_spec).await?;
+    roles.push(tap);
+    let tap_addr: SocketAddr = ready_field(&ready, "listen", "tap")?.parse()?;
+    let params = sri::TranslatorParams {
+        listen: crate::run::free_local_port()?,
+        upstream: tap_addr,
+        upstream_public: pool.keys.public,
+        user_identity: "stratum-bench-fanout".into(),
+        // Nominal: the miners only listen.
+        miner_hashrate: 1e6,
+        shares_per_minute: 1.0,
+        aggregate_channels: true,
+    };
+    let (translator, ready) =
+        RoleProcess::spawn(exe, out, "translator", &RoleSpec::SriTranslator { params })
+            .await
+            .context("cannot start SRI's translator")?;
+    roles.push(translator);
+    Ok(ready_field(&ready, "listen", "translator")?.parse()?)
 }

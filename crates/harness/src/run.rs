@@ -934,14 +934,14 @@ async fn spawn_sv1_miners(
 
 /// Where the pools under test pay: anyone-can-spend P2WSH(OP_TRUE), as the simulated
 /// network's own miners do.
-fn payout_script() -> bitcoin::ScriptBuf {
+pub(crate) fn payout_script() -> bitcoin::ScriptBuf {
     bitcoin::ScriptBuf::new_p2wsh(&bitcoin::WScriptHash::from_raw_hash(
         bitcoin::hashes::Hash::hash(&[0x51]),
     ))
 }
 
 /// A loopback port free now, for a role that must be told its port up front.
-fn free_local_port() -> Result<SocketAddr> {
+pub(crate) fn free_local_port() -> Result<SocketAddr> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("no free local port")?;
     Ok(listener.local_addr()?)
 }

@@ -134,6 +134,9 @@ pub enum Event {
     /// Declarations a tapped connection still waited on when it ended (a JDS that went away
     /// or never answered).
     DeclarationsUnanswered { count: usize },
+    /// A tap passed the pool's SetNewPrevHash downstream: from here the downstream (a
+    /// translator, say) has the new block's work.
+    NewPrevHashRelayed { connection: u32, prev_hash: String },
     /// A connection through a tap ended (either side closed it, or a message broke it).
     TapConnectionEnded { connection: u32, reason: String },
     /// A Job Declarator Server asked for transactions of a declared job it did not know.

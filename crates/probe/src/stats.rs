@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `count`, `mean`, `p50`, `p90`, `p99`, `max` of a sample (nearest-rank percentiles).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Dist {
     pub count: usize,
     pub mean: Option<f64>,

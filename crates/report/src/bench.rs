@@ -86,10 +86,11 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
         .iter()
         .map(|r| {
             vec![
-                r.via.clone(),
+                r.via.name().into(),
                 r.mode.name().into(),
                 format!("{} ({})", r.miners, r.fleets),
                 r.rounds.to_string(),
+                ms(r.first_miner_ms.p50),
                 ms(r.last_miner_ms.p50),
                 r.us_per_miner.map_or("-".into(), |v| format!("{v:.2}")),
                 format!("{:.2} ({})", r.floor_us_per_miner, r.floor_miners),
@@ -107,7 +108,7 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
     let mut lines: BTreeMap<String, Vec<&FanoutResult>> = BTreeMap::new();
     for r in results {
         lines
-            .entry(format!("{} {}", r.via, r.mode.name()))
+            .entry(format!("{} {}", r.via.name(), r.mode.name()))
             .or_default()
             .push(r);
     }
@@ -151,10 +152,10 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
         Section {
             title: "Job fan-out".into(),
             blocks: vec![
-                Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the sender's job event to each miner's receipt, so the receiving fleets' scheduling on this machine is included; the floor is the sender's side alone: one write per already-connected loopback socket in a bare loop.".into()),
+                Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the moment the sender had the new block's work (the SV1 pool's job event; the tap in front of the translator passing it the SetNewPrevHash; for the SRI pool, whose own moment cannot be seen, the node's new tip, so the node-to-pool hop is in every time: see the first miner) to each miner's receipt of work on that block, so the receiving fleets' scheduling on this machine is included; the floor is the sender's side alone: one write per already-connected loopback socket in a bare loop.".into()),
                 Block::Table {
                     head: [
-                        "sender", "mode", "miners (fleets)", "rounds", "last miner ms (p50)", "us per miner",
+                        "sender", "mode", "miners (fleets)", "rounds", "first miner ms (p50)", "last miner ms (p50)", "us per miner",
                         "floor us per miner (sockets)", "x floor", "delivery p50 ms", "delivery p99 ms",
                         "missing", "sender CPU ms per fan-out",
                     ]

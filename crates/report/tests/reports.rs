@@ -373,11 +373,12 @@ fn fake_bench_dir(name: &str) -> PathBuf {
     let fanout: Vec<FanoutResult> = [(225u32, 6.0), (1000, 30.0)]
         .into_iter()
         .map(|(miners, last_ms)| FanoutResult {
-            via: "sv1-pool".into(),
+            via: FanoutVia::Sv1Pool,
             mode: FanoutMode::Tcp,
             miners,
             rounds: 3,
             last_miner_ms: Dist::of(&[last_ms; 3]),
+            first_miner_ms: Dist::of(&[0.2; 3]),
             us_per_miner: Some(last_ms * 1e3 / f64::from(miners)),
             delivery_ms: Dist::of(&[last_ms / 2.0; 30]),
             missing: 0,
@@ -445,7 +446,9 @@ fn bench_results_get_a_report_with_charts_and_the_seed_figures_beside_ours() {
     }
     // Ours: 30 ms to 1,000 miners is 30 us per miner, 4.3x the 7 us floor.
     assert!(
-        md.contains("| sv1-pool | tcp | 1000 (1) | 3 | 30.000 | 30.00 | 7.00 (1000) | 4.3 |"),
+        md.contains(
+            "| sv1-pool | tcp | 1000 (1) | 3 | 0.200 | 30.000 | 30.00 | 7.00 (1000) | 4.3 |"
+        ),
         "{md}"
     );
     // Shares per CPU-second from 10 us per share.

@@ -5,7 +5,8 @@
 //! hop. The tap sits on the pool's site, right in front of the pool: it answers the
 //! downstream's Noise handshake with the pool's own authority key (which the run made),
 //! opens its own Noise session to the pool, and forwards every frame unchanged. On the way
-//! it records, per channel, each share submitted and the pool's answer:
+//! it records each new block the pool announces (SetNewPrevHash, as it passes downstream)
+//! and, per channel, each share submitted and the pool's answer:
 //! SubmitShares.Success acknowledges every pending share up to its sequence number (a
 //! batch), SubmitShares.Error rejects one. What the tap itself adds to each frame is
 //! measured and written out at the end.
@@ -16,6 +17,7 @@
 //! time is the round trip the JDC waits for.
 
 use anyhow::{Context, Result};
+use bitcoin::hashes::Hash;
 use parking_lot::Mutex;
 use probe::{mono_ns, Event, Histogram, Recorder, ShareVerdict};
 use serde::{Deserialize, Serialize};
@@ -265,6 +267,19 @@ fn note_answer(
     }
     let t = mono_ns();
     let judged: Vec<(u32, u32, ShareVerdict)> = match mining_message(frame) {
+        Some(Mining::SetNewPrevHash(p)) => {
+            let prev = bitcoin::BlockHash::from_byte_array(
+                p.prev_hash.as_ref().try_into().expect("32 bytes"),
+            );
+            recorder.record_at(
+                t,
+                Event::NewPrevHashRelayed {
+                    connection,
+                    prev_hash: prev.to_string(),
+                },
+            );
+            return;
+        }
         Some(Mining::SubmitSharesSuccess(s)) => {
             let mut pending = pending.shares.lock();
             let Some(channel) = pending.get_mut(&s.channel_id) else {
