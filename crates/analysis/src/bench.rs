@@ -21,6 +21,9 @@ pub enum FanoutMode {
     /// (the software equivalent of shared/seeds/001's layer-2 broadcast, 51 us), then the
     /// TCP writes as the fallback for a miner that missed it.
     UdpBroadcast,
+    /// SV2 group channels: standard channels share connections (as devices behind a
+    /// farm's proxy), and the pool sends each job once per connection, to the group.
+    Sv2Group,
 }
 
 impl FanoutMode {
@@ -28,6 +31,7 @@ impl FanoutMode {
         match self {
             FanoutMode::Tcp => "tcp",
             FanoutMode::UdpBroadcast => "udp-broadcast",
+            FanoutMode::Sv2Group => "sv2-group",
         }
     }
 }
@@ -35,13 +39,14 @@ impl FanoutMode {
 impl std::str::FromStr for FanoutMode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "tcp" => Ok(FanoutMode::Tcp),
-            "udp-broadcast" => Ok(FanoutMode::UdpBroadcast),
-            other => Err(format!(
-                "{other:?} is not a mode this build measures: `tcp` or `udp-broadcast`"
-            )),
-        }
+        [
+            FanoutMode::Tcp,
+            FanoutMode::UdpBroadcast,
+            FanoutMode::Sv2Group,
+        ]
+        .into_iter()
+        .find(|m| m.name() == s)
+        .ok_or_else(|| format!("{s:?} is not a mode: `tcp`, `udp-broadcast` or `sv2-group`"))
     }
 }
 
@@ -106,12 +111,17 @@ pub struct FanoutResult {
     /// CPU the sender process spent per fan-out; `None` when below the kernel's
     /// accounting tick over all rounds.
     pub sender_cpu_ms_per_round: Option<f64>,
-    /// The machine's floor: one write per connected loopback socket, for `floor_miners`
-    /// sockets (the count, or as many as one process can hold both ends of).
+    /// The machine's floor: one write per connected loopback socket, measured on
+    /// `floor_miners` sockets (one per connection, or as many as one process can hold
+    /// both ends of), per miner (with grouped channels one write serves a connection's
+    /// miners).
     pub floor_us_per_miner: f64,
     pub floor_miners: u32,
     /// Fleet processes the miners were spread over.
     pub fleets: u32,
+    /// In `sv2-group` mode, the channels sharing each connection.
+    #[serde(default)]
+    pub group_size: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

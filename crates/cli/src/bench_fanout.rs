@@ -18,11 +18,16 @@ pub struct FanoutArgs {
     /// new tip, the pool's own moment being out of sight).
     #[arg(long, default_value = "sv1-pool")]
     via: FanoutVia,
-    /// How jobs travel: `tcp` (one write per miner's connection) or `udp-broadcast` (one
-    /// datagram to the loopback broadcast address every miner listens on, TCP as the
-    /// fallback). `sv2-group` is not built yet.
+    /// How jobs travel: `tcp` (one write per miner's connection), `udp-broadcast` (with
+    /// `sv1-pool`: one datagram to the loopback broadcast address every miner listens on,
+    /// TCP as the fallback) or `sv2-group` (with `sv2-pool`: --group-size standard channels
+    /// share each connection, as devices behind a farm's proxy, and the pool sends each
+    /// job once per connection, to their group channel).
     #[arg(long, default_value = "tcp")]
     mode: FanoutMode,
+    /// Channels per connection in `sv2-group` mode.
+    #[arg(long, default_value_t = 100)]
+    group_size: u32,
     /// New blocks (fan-outs) measured per miner count.
     #[arg(long, default_value_t = 5)]
     rounds: usize,
@@ -39,6 +44,10 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
             args.via.name()
         );
     }
+    if args.mode == FanoutMode::Sv2Group && args.via != FanoutVia::Sv2Pool {
+        bail!("--mode sv2-group: group channels are an SV2 pool's (use --via sv2-pool)");
+    }
+    anyhow::ensure!(args.group_size > 0, "--group-size must be at least 1");
     anyhow::ensure!(
         args.rounds > 0 && !args.miners.is_empty(),
         "--rounds and --miners must not be empty"
@@ -47,6 +56,7 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
         miners: args.miners,
         via: args.via,
         mode: args.mode,
+        group_size: args.group_size,
         rounds: args.rounds,
         out: args.out.clone(),
         exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,

@@ -3,6 +3,7 @@
 mod common;
 
 use common::exe;
+use serde_json::json;
 use std::process::Command;
 
 #[test]
@@ -37,12 +38,25 @@ fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
         "{err}"
     );
 
-    let unsupported = Command::new(exe())
-        .args(["bench", "fanout", "--mode", "sv2-group"])
+    let unknown = Command::new(exe())
+        .args(["bench", "fanout", "--mode", "multicast"])
         .output()
         .unwrap();
-    assert!(!unsupported.status.success());
-    assert!(String::from_utf8_lossy(&unsupported.stderr).contains("sv2-group"));
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("`sv2-group`"));
+    let no_group = Command::new(exe())
+        .args([
+            "bench",
+            "fanout",
+            "--via",
+            "sv1-pool",
+            "--mode",
+            "sv2-group",
+        ])
+        .output()
+        .unwrap();
+    assert!(!no_group.status.success());
+    assert!(String::from_utf8_lossy(&no_group.stderr).contains("--via sv2-pool"));
     // Only the built-in pool broadcasts.
     let no_broadcast = Command::new(exe())
         .args([
@@ -59,30 +73,56 @@ fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
     assert!(String::from_utf8_lossy(&no_broadcast.stderr).contains("only the built-in SV1 pool"));
 }
 
-/// The real SRI senders: its translator to SV1 miners, its pool to SV2 miners. Every miner
-/// gets every new block's work, counted once, tied to its round by the block's hash.
+/// The real SRI senders: its translator to SV1 miners, its pool to SV2 miners (each on its
+/// own connection, or grouped 7 to a connection, the last group short). Every miner gets
+/// every new block's work, counted once, tied to its round by the block's hash.
 #[test]
 fn the_sri_translator_and_pool_fan_out_to_every_miner() {
-    for via in ["translator", "sv2-pool"] {
+    for (via, mode) in [
+        ("translator", "tcp"),
+        ("sv2-pool", "tcp"),
+        ("sv2-pool", "sv2-group"),
+    ] {
         let (stdout, results) = common::bench(
-            &format!("fanout-{via}"),
-            &["fanout", "--miners", "20", "--via", via, "--rounds", "2"],
+            &format!("fanout-{via}-{mode}"),
+            &[
+                "fanout",
+                "--miners",
+                "20",
+                "--via",
+                via,
+                "--mode",
+                mode,
+                "--group-size",
+                "7",
+                "--rounds",
+                "2",
+            ],
             "fanout.json",
         );
         assert!(
-            stdout.contains(&format!("| {via} | tcp | 20 (1) | 2 |")),
+            stdout.contains(&format!("| {via} | {mode} | 20 (1) | 2 |")),
             "{stdout}"
         );
         let r = &results[0];
         assert_eq!(r["via"], via);
+        let group = if mode == "sv2-group" {
+            json!(7)
+        } else {
+            json!(null)
+        };
+        assert_eq!(r["group_size"], group);
         assert_eq!(
             r["rounds"], 2,
-            "{via}: both new blocks were seen at the sender"
+            "{via} {mode}: both new blocks were seen at the sender"
         );
-        assert_eq!(r["missing"], 0, "{via}: every miner got every block's work");
+        assert_eq!(
+            r["missing"], 0,
+            "{via} {mode}: every miner got every block's work"
+        );
         assert_eq!(
             r["delivery_ms"]["count"], 40,
-            "{via}: each miner once per block"
+            "{via} {mode}: each miner once per block"
         );
         let (first, last) = (
             r["first_miner_ms"]["p50"].as_f64().unwrap(),
@@ -90,7 +130,7 @@ fn the_sri_translator_and_pool_fan_out_to_every_miner() {
         );
         assert!(
             0.0 <= first && first <= last,
-            "{via}: first {first} ms, last {last} ms"
+            "{via} {mode}: first {first} ms, last {last} ms"
         );
     }
 }

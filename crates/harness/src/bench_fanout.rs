@@ -22,6 +22,8 @@ pub struct FanoutOptions {
     pub miners: Vec<u32>,
     pub via: FanoutVia,
     pub mode: FanoutMode,
+    /// Channels per connection in `sv2-group` mode.
+    pub group_size: u32,
     /// New blocks (fan-outs) measured per miner count.
     pub rounds: usize,
     pub out: PathBuf,
@@ -66,26 +68,29 @@ pub fn account(
 pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
     let mut results = Vec::new();
     // Every count is checked before anything starts.
-    let fleet_size = opts
-        .miners
-        .iter()
-        .map(|&n| crate::limits::fanout_fleet_size(n))
-        .collect::<Result<Vec<u32>>>()?
-        .into_iter()
-        .min()
-        .unwrap_or(1)
-        .max(1);
+    let per_connection = match opts.mode {
+        FanoutMode::Sv2Group => opts.group_size,
+        FanoutMode::Tcp | FanoutMode::UdpBroadcast => 1,
+    };
+    let mut fleet_size = None;
+    for &n in &opts.miners {
+        fleet_size = Some(crate::limits::fanout_fleet_size(n, per_connection)?);
+    }
+    let fleet_size = fleet_size.context("no miner count")?;
     for &n in &opts.miners {
         let dir = opts.out.join(format!("miners-{n}"));
         let mut roles = Vec::new();
-        let outcome = measure(&opts, n, fleet_size, &dir, &mut roles).await;
+        let outcome = measure(&opts, n, fleet_size.miners, &dir, &mut roles).await;
         stop_all(&mut roles).await;
         let mut r = outcome?;
-        // The floor holds both ends of its sockets in this one process.
-        let floor_miners = n.min(fleet_size);
+        // One write per connection, both ends of the sockets held in this one process.
+        let floor_miners = n.div_ceil(per_connection).min(fleet_size.sockets);
         r.floor_miners = floor_miners;
-        r.floor_us_per_miner =
+        let per_write =
             tokio::task::spawn_blocking(move || write_floor(floor_miners, 600)).await??;
+        // Per miner: with channels grouped, one write serves a whole connection's miners.
+        r.floor_us_per_miner =
+            per_write * f64::from(n.div_ceil(per_connection)) / f64::from(n.max(1));
         eprintln!(
             "{n} miners: last miner p50 {} ms, {} us per miner (floor {:.2} us), {} missing",
             r.last_miner_ms
@@ -208,8 +213,11 @@ fn fleet_spec(
     count: u32,
     first: u32,
     broadcast: Option<std::net::SocketAddr>,
+    group_size: Option<u32>,
 ) -> RoleSpec {
-    let ramp = Duration::from_secs_f64(f64::from(count) / 2000.0);
+    // Connections are spread out a little (a group's members share their leader's).
+    let connections = count.div_ceil(group_size.unwrap_or(1));
+    let ramp = Duration::from_secs_f64(f64::from(connections) / 2000.0);
     match sender.sv2_key {
         None => RoleSpec::Sv1Miners {
             config: sv1::fleet::FleetConfig {
@@ -231,8 +239,10 @@ fn fleet_spec(
                 user_prefix: format!("fanout-{first}"),
                 // Each Noise handshake costs both sides a little CPU.
                 ramp: ramp * 4,
-                // Header-only devices: one NewMiningJob per channel.
+                // Header-only devices: one NewMiningJob per channel, or in groups one
+                // NewExtendedMiningJob per connection.
                 channel: sv2::fleet::ChannelKind::Standard,
+                channels_per_connection: group_size.unwrap_or(1),
                 hash_threads: 1,
             },
         },
@@ -247,9 +257,10 @@ async fn measure(
     roles: &mut Vec<RoleProcess>,
 ) -> Result<FanoutResult> {
     let broadcast = match opts.mode {
-        FanoutMode::Tcp => None,
         FanoutMode::UdpBroadcast => Some(broadcast_address()?),
+        FanoutMode::Tcp | FanoutMode::Sv2Group => None,
     };
+    let group_size = (opts.mode == FanoutMode::Sv2Group).then_some(opts.group_size);
     let sender = start_sender(opts, dir, broadcast, roles).await?;
     // The miners, spread over fleet processes that each fit the descriptor limit; fleet
     // `i` numbers its miners from zero, so its receipts are offset by its first miner.
@@ -258,7 +269,7 @@ async fn measure(
     while first < n {
         let count = fleet_size.min(n - first);
         let name = format!("fleet-{}", fleets.len());
-        let spec = fleet_spec(&sender, count, first, broadcast);
+        let spec = fleet_spec(&sender, count, first, broadcast, group_size);
         let (fleet, _) = RoleProcess::spawn(&opts.exe, dir, &name, &spec).await?;
         roles.push(fleet);
         fleets.push((dir.join(format!("events/{name}.jsonl")), first));
@@ -354,6 +365,7 @@ async fn measure(
         floor_us_per_miner: 0.0,
         floor_miners: 0,
         fleets: fleets.len() as u32,
+        group_size,
     })
 }
 

@@ -71,25 +71,41 @@ pub fn check_miners(miners: u32) -> Result<()> {
     Ok(())
 }
 
-/// How a fan-out to `miners` fits this machine: the sender holds one descriptor per miner,
-/// so `miners` must fit one process; the miners are spread over fleet processes of at most
-/// the returned size (two descriptors each: a connection and a broadcast socket). Fails,
-/// naming the limit, when the sender cannot hold them.
-pub fn fanout_fleet_size(miners: u32) -> Result<u32> {
+/// How a fan-out to `miners` fits this machine, `per_connection` miners sharing each
+/// connection (1 but for SV2 group channels): the sender holds one descriptor per
+/// connection, so they must fit one process; the connections are spread over fleet
+/// processes of at most the returned size (two descriptors each: a connection and a
+/// broadcast socket). Fails, naming the limit, when the sender cannot hold them.
+pub fn fanout_fleet_size(miners: u32, per_connection: u32) -> Result<FleetSize> {
+    let per_connection = per_connection.max(1);
+    let connections = miners.div_ceil(per_connection);
     let have = raise_fd_limit();
-    let need = u64::from(miners) + SLACK;
+    let need = u64::from(connections) + SLACK;
     if need > have {
         bail!(
-            "--miners {miners}: the sender needs {need} file descriptors and this machine allows {have} per process \
-             (at most {} miners here; raise `ulimit -Hn`, or fs.nr_open as root)",
+            "--miners {miners}: the sender needs {need} file descriptors for {connections} connections and this machine allows {have} per process \
+             (at most {} connections here; raise `ulimit -Hn`, or fs.nr_open as root)",
             have.saturating_sub(SLACK)
         );
     }
     let ports = local_ports();
-    if u64::from(miners) > ports {
-        bail!("--miners {miners}: one local port per miner, and this machine has {ports}");
+    if u64::from(connections) > ports {
+        bail!("--miners {miners}: one local port per connection ({connections}), and this machine has {ports}");
     }
-    Ok(((have - SLACK) / 2).min(u64::from(u32::MAX)) as u32)
+    let sockets = ((have - SLACK) / 2).min(u64::from(u32::MAX)) as u32;
+    Ok(FleetSize {
+        sockets,
+        miners: sockets.saturating_mul(per_connection),
+    })
+}
+
+/// What one fleet process can hold.
+#[derive(Debug, Clone, Copy)]
+pub struct FleetSize {
+    /// Connections (and as many broadcast sockets).
+    pub sockets: u32,
+    /// Miners on those connections.
+    pub miners: u32,
 }
 
 /// Ephemeral ports this machine hands out.
@@ -115,8 +131,10 @@ mod tests {
             current().0 >= 2 * 10 + SLACK,
             "the check raised the limit it relies on"
         );
-        assert!(fanout_fleet_size(10).unwrap() >= 10);
-        let err = fanout_fleet_size(u32::MAX).unwrap_err().to_string();
+        assert!(fanout_fleet_size(10, 1).unwrap().miners >= 10);
+        let grouped = fanout_fleet_size(10, 100).unwrap();
+        assert_eq!(grouped.miners, grouped.sockets * 100);
+        let err = fanout_fleet_size(u32::MAX, 1).unwrap_err().to_string();
         assert!(
             err.contains("file descriptors") && err.contains("at most"),
             "{err}"

@@ -578,6 +578,7 @@ async fn spawn_sv2_miners(
                 user_prefix: format!("{side}-miner"),
                 ramp: s.miners.ramp,
                 channel: s.sv2.channel,
+                channels_per_connection: 1,
                 hash_threads: s.miners.hash_threads,
             },
         },

@@ -386,6 +386,7 @@ fn fake_bench_dir(name: &str) -> PathBuf {
             floor_us_per_miner: 7.0,
             floor_miners: miners,
             fleets: 1,
+            group_size: None,
         })
         .collect();
     let step = |offered: f64, p99: f64, verdict: Verdict| StepResult {

@@ -56,8 +56,18 @@ pub struct FleetConfig {
     #[serde(with = "duration_ms")]
     pub ramp: Duration,
     pub channel: ChannelKind,
+    /// Standard channels per connection. Above one, the channels share their connection as
+    /// the devices behind a farm's proxy do, and the pool sends each job once, to their
+    /// group channel (SetupConnection without REQUIRES_STANDARD_JOBS); each member derives
+    /// its own merkle root from its extranonce prefix.
+    #[serde(default = "one")]
+    pub channels_per_connection: u32,
     /// Threads that hash for all the miners.
     pub hash_threads: usize,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// The kind of channel each miner opens.
@@ -87,16 +97,45 @@ type Slot = mining::hashing::Slot<Active>;
 impl FleetHandle {
     pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
         let (miners, ramp, threads, rate) = (cfg.miners, cfg.ramp, cfg.hash_threads, cfg.hashrate);
+        let group = cfg.channels_per_connection.max(1);
+        anyhow::ensure!(
+            group == 1 || cfg.channel == ChannelKind::Standard,
+            "channels_per_connection above 1 needs standard channels (a group of header-only devices)"
+        );
+        // Group members hand their slot and share queue to the miner that opens their
+        // connection (the first of each group).
+        let registry: Arc<parking_lot::Mutex<HashMap<u32, Member>>> = Arc::default();
         mining::hashing::Fleet::start(
             miners,
             ramp,
             threads,
             rate,
             |index, slot, shares, mut stop| {
-                let (cfg, recorder) = (cfg.clone(), recorder.clone());
+                let (cfg, recorder, registry) = (cfg.clone(), recorder.clone(), registry.clone());
                 async move {
+                    let leader = index - index % group;
+                    let run = async {
+                        if group == 1 {
+                            return run_miner(index, &cfg, &slot, shares, &recorder).await;
+                        }
+                        registry.lock().insert(index, Member { index, slot, shares });
+                        if index != leader {
+                            return std::future::pending().await;
+                        }
+                        let last = (leader + group).min(cfg.miners);
+                        let members = loop {
+                            {
+                                let mut r = registry.lock();
+                                if (leader..last).all(|i| r.contains_key(&i)) {
+                                    break (leader..last).filter_map(|i| r.remove(&i)).collect();
+                                }
+                            }
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        };
+                        run_group(&cfg, members, &recorder).await
+                    };
                     tokio::select! {
-                        r = run_miner(index, &cfg, &slot, shares, &recorder) => {
+                        r = run => {
                             if let Err(e) = r {
                                 tracing::warn!(miner = index, error = format!("{e:#}"), "SV2 miner stopped");
                             }
@@ -112,6 +151,13 @@ impl FleetHandle {
     pub async fn stop(self) {
         self.0.stop().await;
     }
+}
+
+/// A miner whose channel another miner's connection carries.
+struct Member {
+    index: u32,
+    slot: Arc<Slot>,
+    shares: mpsc::UnboundedReceiver<Found>,
 }
 
 /// A job as the pool sent it.
@@ -185,6 +231,9 @@ impl mining::hashing::Work for Active {
 struct Miner {
     index: u32,
     channel_id: u32,
+    /// Shares go as SubmitSharesStandard (whatever kind of job the work came as: a
+    /// group's members get extended jobs).
+    standard_channel: bool,
     extranonce_prefix: Vec<u8>,
     extranonce_size: usize,
     next_extranonce: u64,
@@ -205,6 +254,133 @@ async fn run_miner(
     mut shares: mpsc::UnboundedReceiver<Found>,
     recorder: &Recorder,
 ) -> Result<()> {
+    // Bit 0 of the flags, REQUIRES_STANDARD_JOBS: header-only mining.
+    let flags = u32::from(cfg.channel == ChannelKind::Standard);
+    let (reader, mut writer) = connect(cfg, index, flags).await?;
+    send(
+        &mut writer,
+        AnyMessageOwned::Mining(open_channel(cfg, 1, index)),
+    )
+    .await?;
+    let (read_task, mut frames) = read_frames(reader, index);
+    let mut miner = Miner::new(index, cfg, slot.clone());
+    let mut next_share_id = 1u64;
+    let result = loop {
+        tokio::select! {
+            got = frames.recv() => {
+                let Some((t, msg)) = got else { break Ok(()) };
+                if let Err(e) = miner.handle(msg, t, recorder) {
+                    break Err(e);
+                }
+            }
+            Some(found) = shares.recv() => {
+                if let Err(e) = miner.submit(found, &mut next_share_id, &mut writer, recorder).await {
+                    break Err(e);
+                }
+            }
+        }
+    };
+    read_task.abort();
+    result
+}
+
+/// One connection carrying the standard channels of `members`, grouped by the pool: a
+/// message to the group channel goes to every member, each member deriving its work in
+/// turn (so a member's receipt includes the derivations before it, as behind a proxy).
+async fn run_group(cfg: &FleetConfig, members: Vec<Member>, recorder: &Recorder) -> Result<()> {
+    let first = members.first().map_or(0, |m| m.index);
+    let (reader, mut writer) = connect(cfg, first, 0).await?;
+    let (found_tx, mut found) = mpsc::unbounded_channel();
+    let mut miners = Vec::with_capacity(members.len());
+    let mut forwarders = Vec::with_capacity(members.len());
+    for (k, member) in members.into_iter().enumerate() {
+        send(
+            &mut writer,
+            AnyMessageOwned::Mining(open_channel(cfg, k as u32, member.index)),
+        )
+        .await?;
+        miners.push(Miner::new(member.index, cfg, member.slot));
+        let (tx, mut shares) = (found_tx.clone(), member.shares);
+        forwarders.push(tokio::spawn(async move {
+            while let Some(f) = shares.recv().await {
+                if tx.send((k, f)).is_err() {
+                    return;
+                }
+            }
+        }));
+    }
+    let (read_task, mut frames) = read_frames(reader, first);
+    let mut group_channel = None;
+    let mut next_share_id = 1u64;
+    let result = loop {
+        tokio::select! {
+            got = frames.recv() => {
+                let Some((t, msg)) = got else { break Ok(()) };
+                let handled = match addressee(&msg) {
+                    Some(Addressee::Request(k)) => {
+                        if let MiningOwned::OpenStandardMiningChannelSuccess(m) = &msg {
+                            group_channel = Some(m.group_channel_id);
+                        }
+                        match miners.get_mut(k as usize) {
+                            Some(miner) => miner.handle(msg, t, recorder),
+                            None => Ok(()),
+                        }
+                    }
+                    Some(Addressee::Channel(c)) if Some(c) == group_channel => miners
+                        .iter_mut()
+                        .try_for_each(|miner| miner.handle(msg.clone(), mono_ns(), recorder)),
+                    Some(Addressee::Channel(c)) => match miners.iter_mut().find(|m| m.channel_id == c) {
+                        Some(miner) => miner.handle(msg, t, recorder),
+                        None => Ok(()),
+                    },
+                    None => Ok(()),
+                };
+                if let Err(e) = handled {
+                    break Err(e);
+                }
+            }
+            Some((k, f)) = found.recv() => {
+                if let Err(e) = miners[k].submit(f, &mut next_share_id, &mut writer, recorder).await {
+                    break Err(e);
+                }
+            }
+        }
+    };
+    read_task.abort();
+    forwarders.iter().for_each(|f| f.abort());
+    result
+}
+
+/// Who a message from the pool is for: the channel opened by a request, or a channel (or
+/// group channel) by id.
+enum Addressee {
+    Request(u32),
+    Channel(u32),
+}
+
+fn addressee(msg: &MiningOwned) -> Option<Addressee> {
+    use Addressee::{Channel, Request};
+    Some(match msg {
+        MiningOwned::OpenStandardMiningChannelSuccess(m) => Request(m.request_id),
+        MiningOwned::OpenExtendedMiningChannelSuccess(m) => Request(m.request_id),
+        MiningOwned::OpenMiningChannelError(m) => Request(m.request_id),
+        MiningOwned::NewMiningJob(m) => Channel(m.channel_id),
+        MiningOwned::NewExtendedMiningJob(m) => Channel(m.channel_id),
+        MiningOwned::SetNewPrevHash(m) => Channel(m.channel_id),
+        MiningOwned::SetTarget(m) => Channel(m.channel_id),
+        MiningOwned::SubmitSharesSuccess(m) => Channel(m.channel_id),
+        MiningOwned::SubmitSharesError(m) => Channel(m.channel_id),
+        _ => return None,
+    })
+}
+
+/// A Noise connection to the pool with the mining protocol set up (`flags` as
+/// SetupConnection carries them), split into its halves.
+async fn connect(
+    cfg: &FleetConfig,
+    index: u32,
+    flags: u32,
+) -> Result<(NoiseTcpReadHalf, NoiseTcpWriteHalf)> {
     let stream = loop {
         match TcpStream::connect(cfg.pool).await {
             Ok(s) => break s,
@@ -223,8 +399,7 @@ async fn run_miner(
         protocol: Protocol::MiningProtocol,
         min_version: 2,
         max_version: 2,
-        // Bit 0, REQUIRES_STANDARD_JOBS: header-only mining.
-        flags: u32::from(cfg.channel == ChannelKind::Standard),
+        flags,
         endpoint_host: text(&cfg.pool.ip().to_string()),
         endpoint_port: cfg.pool.port(),
         vendor: text("stratum-bench"),
@@ -253,11 +428,16 @@ async fn run_miner(
             other => bail!("unexpected answer to SetupConnection: {other:?}"),
         }
     }
+    Ok((reader, writer))
+}
+
+/// The request opening miner `index`'s channel.
+fn open_channel(cfg: &FleetConfig, request_id: u32, index: u32) -> MiningOwned {
     let user_identity = text(&format!("{}.{index}", cfg.user_prefix));
-    let open = match cfg.channel {
+    match cfg.channel {
         ChannelKind::Extended => {
             MiningOwned::OpenExtendedMiningChannel(OpenExtendedMiningChannelOwned {
-                request_id: 1,
+                request_id,
                 user_identity,
                 nominal_hash_rate: cfg.hashrate as f32,
                 max_target: U256Owned::from([0xff; 32]),
@@ -266,18 +446,26 @@ async fn run_miner(
         }
         ChannelKind::Standard => {
             MiningOwned::OpenStandardMiningChannel(OpenStandardMiningChannelOwned {
-                request_id: 1,
+                request_id,
                 user_identity,
                 nominal_hash_rate: cfg.hashrate as f32,
                 max_target: U256Owned::from([0xff; 32]),
             })
         }
-    };
-    send(&mut writer, AnyMessageOwned::Mining(open)).await?;
+    }
+}
 
-    // Frames are read on their own task: a frame read cannot be cancelled halfway.
-    let (tx, mut frames) = mpsc::unbounded_channel();
-    let read_task = tokio::spawn(async move {
+/// Frames are read on their own task (a frame read cannot be cancelled halfway), each
+/// mining message passed on with the moment it was read.
+fn read_frames(
+    mut reader: NoiseTcpReadHalf,
+    index: u32,
+) -> (
+    tokio::task::JoinHandle<()>,
+    mpsc::UnboundedReceiver<(u64, MiningOwned)>,
+) {
+    let (tx, frames) = mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
         loop {
             match read_mining(&mut reader).await {
                 Ok(Some(m)) => {
@@ -297,46 +485,7 @@ async fn run_miner(
             }
         }
     });
-    let mut miner = Miner {
-        index,
-        channel_id: 0,
-        extranonce_prefix: Vec::new(),
-        extranonce_size: 8,
-        next_extranonce: u64::from(index) << 32,
-        share_target: Target::MAX,
-        jobs: HashMap::new(),
-        tip: None,
-        slot: slot.clone(),
-        next_sequence: 0,
-        pending: BTreeMap::new(),
-    };
-    let mut next_share_id = 1u64;
-    let result = loop {
-        tokio::select! {
-            got = frames.recv() => {
-                let Some((t, msg)) = got else { break Ok(()) };
-                if let Err(e) = miner.handle(msg, t, recorder) {
-                    break Err(e);
-                }
-            }
-            Some(found) = shares.recv() => {
-                let share = miner.share(found);
-                let id = next_share_id;
-                next_share_id += 1;
-                miner.pending.insert(share.sequence_number, id);
-                recorder.record(Event::ShareSubmitted {
-                    miner: index,
-                    share_id: id,
-                    job_id: share.job_id.to_string(),
-                    prev_hash: share.prev_hash.to_string(),
-                    block_hash: share.block_hash.map(|h| h.to_string()),
-                });
-                send(&mut writer, AnyMessageOwned::Mining(share.message)).await?;
-            }
-        }
-    };
-    read_task.abort();
-    result
+    (task, frames)
 }
 
 /// A share found, ready to send.
@@ -349,6 +498,45 @@ struct Share {
 }
 
 impl Miner {
+    fn new(index: u32, cfg: &FleetConfig, slot: Arc<Slot>) -> Miner {
+        Miner {
+            index,
+            channel_id: 0,
+            standard_channel: cfg.channel == ChannelKind::Standard,
+            extranonce_prefix: Vec::new(),
+            extranonce_size: 8,
+            next_extranonce: u64::from(index) << 32,
+            share_target: Target::MAX,
+            jobs: HashMap::new(),
+            tip: None,
+            slot,
+            next_sequence: 0,
+            pending: BTreeMap::new(),
+        }
+    }
+
+    /// Sends a share found on this miner's channel, recording it.
+    async fn submit(
+        &mut self,
+        found: Found,
+        next_share_id: &mut u64,
+        writer: &mut NoiseTcpWriteHalf,
+        recorder: &Recorder,
+    ) -> Result<()> {
+        let share = self.share(found);
+        let id = *next_share_id;
+        *next_share_id += 1;
+        self.pending.insert(share.sequence_number, id);
+        recorder.record(Event::ShareSubmitted {
+            miner: self.index,
+            share_id: id,
+            job_id: share.job_id.to_string(),
+            prev_hash: share.prev_hash.to_string(),
+            block_hash: share.block_hash.map(|h| h.to_string()),
+        });
+        send(writer, AnyMessageOwned::Mining(share.message)).await
+    }
+
     fn handle(&mut self, msg: MiningOwned, t: u64, recorder: &Recorder) -> Result<()> {
         match msg {
             MiningOwned::OpenExtendedMiningChannelSuccess(m) => {
@@ -360,6 +548,10 @@ impl Miner {
             MiningOwned::OpenStandardMiningChannelSuccess(m) => {
                 self.channel_id = m.channel_id;
                 self.share_target = target_of(m.target.as_ref());
+                // The whole extranonce is the pool's: a group job's coinbase is completed
+                // with it alone.
+                self.extranonce_prefix = m.extranonce_prefix.as_ref().to_vec();
+                self.extranonce_size = 0;
             }
             MiningOwned::NewMiningJob(j) => {
                 let job = Job {
@@ -501,7 +693,7 @@ impl Miner {
             prev_hash: prev,
             ntime,
             version: job.version,
-            standard: matches!(job.work, JobWork::Standard { .. }),
+            standard: self.standard_channel,
             extranonce,
             share_target: self.share_target,
             block_target: Target::from_compact(bits),
