@@ -104,6 +104,14 @@ pub struct FanoutResult {
     pub first_miner_ms: Dist,
     /// Median time to the last miner divided by the miners.
     pub us_per_miner: Option<f64>,
+    /// From the sender having the job to its last write of it returning, one value per
+    /// round: the sender's own fan-out, comparable with the floor (our SV1 pool in `tcp`
+    /// mode only; the SRI apps' writes cannot be seen).
+    #[serde(default)]
+    pub sender_writes_ms: Dist,
+    /// Median sender fan-out divided by the miners.
+    #[serde(default)]
+    pub sender_us_per_miner: Option<f64>,
     /// Every miner's delivery time, all rounds.
     pub delivery_ms: Dist,
     /// Miners that never got a round's job (summed over rounds).

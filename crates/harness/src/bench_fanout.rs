@@ -344,6 +344,11 @@ async fn measure(
         .flat_map(|r| r.delivered.iter().copied())
         .collect();
     let last_dist = Dist::of(&last);
+    let writes = match (opts.via, opts.mode) {
+        (FanoutVia::Sv1Pool, FanoutMode::Tcp) => sender_writes(dir, t_start),
+        _ => Vec::new(),
+    };
+    let writes_dist = Dist::of(&writes);
     Ok(FanoutResult {
         via: opts.via,
         mode: opts.mode,
@@ -352,6 +357,8 @@ async fn measure(
         us_per_miner: last_dist.p50.map(|ms| ms * 1e3 / f64::from(n)),
         last_miner_ms: last_dist,
         first_miner_ms: Dist::of(&earliest),
+        sender_us_per_miner: writes_dist.p50.map(|ms| ms * 1e3 / f64::from(n)),
+        sender_writes_ms: writes_dist,
         delivery_ms: Dist::of(&all),
         missing: rounds.iter().map(|r| u64::from(r.missing)).sum(),
         // The sender's CPU over the rounds (it is otherwise idle), per fan-out.
@@ -367,6 +374,33 @@ async fn measure(
         fleets: fleets.len() as u32,
         group_size,
     })
+}
+
+/// Our SV1 pool's own fan-out times (ms): from each clean job's broadcast event to its
+/// last connection write returning, matched by job id.
+fn sender_writes(dir: &Path, from_ns: u64) -> Vec<f64> {
+    let events = read_lenient(&dir.join("events/pool.jsonl"));
+    let written: HashMap<&str, u64> = events
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::JobWritten { job_id, .. } => Some((job_id.as_str(), r.t_ns)),
+            _ => None,
+        })
+        .collect();
+    events
+        .iter()
+        .filter(|r| r.t_ns >= from_ns)
+        .filter_map(|r| match &r.event {
+            Event::JobBroadcast {
+                job_id,
+                clean: true,
+                ..
+            } => written
+                .get(job_id.as_str())
+                .map(|t| t.saturating_sub(r.t_ns) as f64 / 1e6),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The loopback broadcast address on a UDP port free now.

@@ -89,6 +89,9 @@ pub enum Event {
         clean: bool,
         miners: usize,
     },
+    /// A pool's write of a job to the last of the connections it was published to
+    /// returned: from its `JobBroadcast` to here is the sender's own fan-out time.
+    JobWritten { job_id: String, connections: u32 },
     /// A miner received a job.
     JobReceived {
         miner: u32,

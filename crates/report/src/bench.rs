@@ -96,6 +96,9 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
                 format!("{:.2} ({})", r.floor_us_per_miner, r.floor_miners),
                 r.us_per_miner
                     .map_or("-".into(), |v| format!("{:.1}", v / r.floor_us_per_miner)),
+                r.sender_us_per_miner.map_or("-".into(), |v| {
+                    format!("{v:.2} ({:.2}x)", v / r.floor_us_per_miner)
+                }),
                 ms(r.delivery_ms.p50),
                 ms(r.delivery_ms.p99),
                 r.missing.to_string(),
@@ -152,11 +155,11 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
         Section {
             title: "Job fan-out".into(),
             blocks: vec![
-                Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the moment the sender had the new block's work (the SV1 pool's job event; the tap in front of the translator passing it the SetNewPrevHash; for the SRI pool, whose own moment cannot be seen, the node's new tip, so the node-to-pool hop is in every time: see the first miner) to each miner's receipt of work on that block, so the receiving fleets' scheduling on this machine is included; the floor is the sender's side alone: one write per already-connected loopback socket in a bare loop.".into()),
+                Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the moment the sender had the new block's work (the SV1 pool's job event; the tap in front of the translator passing it the SetNewPrevHash; for the SRI pool, whose own moment cannot be seen, the node's new tip, so the node-to-pool hop is in every time: see the first miner) to each miner's receipt of work on that block, so the receiving fleets' scheduling on this machine is included; the floor is the sender's side alone: one write per already-connected loopback socket in a bare loop. Our SV1 pool also records when its last write of a job returned: that fan-out, from its job event to the last write, is the sender's own time, the one comparable with the floor.".into()),
                 Block::Table {
                     head: [
                         "sender", "mode", "miners (fleets)", "rounds", "first miner ms (p50)", "last miner ms (p50)", "us per miner",
-                        "floor us per miner (sockets)", "x floor", "delivery p50 ms", "delivery p99 ms",
+                        "floor us per miner (sockets)", "x floor", "sender's writes us per miner (x floor)", "delivery p50 ms", "delivery p99 ms",
                         "missing", "sender CPU ms per fan-out",
                     ]
                     .map(String::from)

@@ -380,6 +380,8 @@ fn fake_bench_dir(name: &str) -> PathBuf {
             last_miner_ms: Dist::of(&[last_ms; 3]),
             first_miner_ms: Dist::of(&[0.2; 3]),
             us_per_miner: Some(last_ms * 1e3 / f64::from(miners)),
+            sender_writes_ms: Dist::of(&[last_ms / 3.0; 3]),
+            sender_us_per_miner: Some(last_ms / 3.0 * 1e3 / f64::from(miners)),
             delivery_ms: Dist::of(&[last_ms / 2.0; 30]),
             missing: 0,
             sender_cpu_ms_per_round: Some(4.0),
@@ -448,7 +450,7 @@ fn bench_results_get_a_report_with_charts_and_the_seed_figures_beside_ours() {
     // Ours: 30 ms to 1,000 miners is 30 us per miner, 4.3x the 7 us floor.
     assert!(
         md.contains(
-            "| sv1-pool | tcp | 1000 (1) | 3 | 0.200 | 30.000 | 30.00 | 7.00 (1000) | 4.3 |"
+            "| sv1-pool | tcp | 1000 (1) | 3 | 0.200 | 30.000 | 30.00 | 7.00 (1000) | 4.3 | 10.00 (1.43x) |"
         ),
         "{md}"
     );

@@ -85,7 +85,8 @@ impl Shared {
         }
     }
 
-    fn publish(self: &Arc<Self>, job: PoolJob) {
+    fn publish(self: &Arc<Self>, mut job: PoolJob) {
+        job.connections = self.latest.receiver_count() as u32;
         let job = Arc::new(job);
         {
             let mut book = self.jobs.write();

@@ -68,6 +68,12 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
                     if failed {
                         break "write failed".to_string();
                     }
+                    if job.note_written() {
+                        shared.recorder.record(Event::JobWritten {
+                            job_id: job.job.job_id.clone(),
+                            connections: job.connections,
+                        });
+                    }
                 }
             }
         }

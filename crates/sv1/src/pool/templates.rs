@@ -155,6 +155,21 @@ pub struct PoolJob {
     /// The `mining.notify` line (newline included), rendered once for every miner:
     /// `[0]` with clean_jobs false, `[1]` with it true.
     pub notify_lines: [Vec<u8>; 2],
+    /// Connections that were to get it when it was published, and those written so far.
+    pub connections: u32,
+    pub written: std::sync::atomic::AtomicU32,
+}
+
+impl PoolJob {
+    /// Counts one connection's write of the job; true for the write that completes the
+    /// fan-out to every connection there was at publication.
+    pub fn note_written(&self) -> bool {
+        let n = self
+            .written
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        n == self.connections
+    }
 }
 
 impl PoolJob {
@@ -173,6 +188,8 @@ impl PoolJob {
             job,
             template,
             notify_lines,
+            connections: 0,
+            written: Default::default(),
         }
     }
 }
