@@ -1,13 +1,17 @@
 //! A fleet of SV2 miners in one process (configurations B and D).
 //!
-//! Each miner is its own Noise connection to the pool (authenticated with the pool's
-//! authority key), sets up the mining protocol and opens a channel:
+//! Each miner connects to the pool over Noise (authenticated with the pool's authority
+//! key), sets up the mining protocol and opens a channel:
 //! - extended (the default), as firmware that rolls its own extranonce: jobs arrive as
 //!   NewExtendedMiningJob, and the miner builds the coinbase from the job's prefix, its
 //!   extranonce and the suffix, and folds it up the merkle path;
 //! - standard (header-only mining, `REQUIRES_STANDARD_JOBS`): jobs arrive as NewMiningJob
 //!   with the merkle root ready, so the template behind a job cannot be seen at the miner
-//!   (its jobs count as unmatched for new-job times; new-block times still work).
+//!   (its jobs count as unmatched for new-job times; new-block times still work);
+//! - standard, several to a connection (`channels_per_connection`), as the devices behind
+//!   a farm's proxy: without `REQUIRES_STANDARD_JOBS` the pool groups them and sends each
+//!   job once, to the group channel, as a NewExtendedMiningJob each member completes with
+//!   its own extranonce prefix.
 //!
 //! Future jobs wait for their SetNewPrevHash. Headers are hashed for real at the
 //! configured rate. It records the same events as the SV1 fleet: a job
