@@ -9,7 +9,9 @@ use std::time::Duration;
 
 #[derive(Args)]
 pub struct PoolArgs {
-    /// `builtin` (our node and SV1 pool, each its own process) or the address of any SV1
+    /// `builtin` (our node and SV1 pool, each its own process), `sri` (the SRI pool on our
+    /// node's Template Provider, loaded by SV2 miners, one extended channel each; a fresh
+    /// pool per step, configured for the step's share rate) or the address of any SV1
     /// pool on this machine, for example 127.0.0.1:3333.
     #[arg(long, default_value = "builtin")]
     target: String,
@@ -52,8 +54,9 @@ pub async fn run(args: PoolArgs) -> Result<()> {
     let target =
         match args.target.as_str() {
             "builtin" => PoolTarget::Builtin,
+            "sri" => PoolTarget::Sri,
             addr => PoolTarget::Address(addr.parse().with_context(|| {
-                format!("--target: {addr:?} is neither `builtin` nor host:port")
+                format!("--target: {addr:?} is not `builtin`, `sri` or host:port")
             })?),
         };
     harness::bench_pool::run(PoolBenchOptions {

@@ -71,3 +71,41 @@ fn the_pool_bench_ramps_and_reports_each_step() {
     assert!(!unreachable.status.success());
     assert!(String::from_utf8_lossy(&unreachable.stderr).contains("127.0.0.1:9"));
 }
+
+/// The real SRI pool under share load from SV2 miners: its answers are measured, its CPU
+/// per share and memory per miner read, as for our own pool.
+#[test]
+fn the_pool_bench_loads_the_sri_pool_with_sv2_miners() {
+    let (stdout, report) = common::bench(
+        "pool-bench-sri",
+        &[
+            "pool",
+            "--target",
+            "sri",
+            "--miners",
+            "10",
+            "--rate",
+            "100",
+            "--step",
+            "2s",
+            "--max-steps",
+            "1",
+            "--p99-bound-ms",
+            "60000",
+        ],
+        "pool-bench.json",
+    );
+    assert_eq!(report["target"], "sri");
+    let step = &report["steps"][0];
+    assert_eq!(step["offered_per_s"], 100.0);
+    assert!(
+        step["accepted"].as_u64().unwrap() > 0,
+        "the SRI pool accepted our SV2 miners' shares: {step}"
+    );
+    assert!(step["latency_ms"]["p50"].as_f64().unwrap() > 0.0, "{step}");
+    assert!(step["pool_cpu_pct"].as_f64().is_some(), "{step}");
+    assert!(
+        stdout.contains("Pool capacity: sri with 10 miners"),
+        "{stdout}"
+    );
+}

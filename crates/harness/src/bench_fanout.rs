@@ -7,7 +7,7 @@
 //! Beside it, the machine's floor: a bare loop of one `write` per already-connected
 //! loopback socket.
 
-use crate::builtin::{start_builtin, start_sri_pool, start_translator};
+use crate::builtin::{start_builtin, start_sri_pool, start_template_provider, start_translator};
 use crate::process::{stop_all, RoleProcess};
 use crate::roles::RoleSpec;
 use analysis::bench::{FanoutMode, FanoutResult, FanoutVia, FANOUT_FILE};
@@ -184,7 +184,8 @@ async fn start_sender(
             }
         }
         FanoutVia::Translator => {
-            let pool = start_sri_pool(&opts.exe, dir, roles).await?;
+            let tp = start_template_provider(&opts.exe, dir, roles).await?;
+            let pool = start_sri_pool(&opts.exe, dir, "pool", &tp, 1.0, roles).await?;
             let translator = start_translator(&opts.exe, dir, &pool, roles).await?;
             Sender {
                 rpc: pool.rpc,
@@ -195,7 +196,8 @@ async fn start_sender(
             }
         }
         FanoutVia::Sv2Pool => {
-            let pool = start_sri_pool(&opts.exe, dir, roles).await?;
+            let tp = start_template_provider(&opts.exe, dir, roles).await?;
+            let pool = start_sri_pool(&opts.exe, dir, "pool", &tp, 1.0, roles).await?;
             Sender {
                 rpc: pool.rpc,
                 role: "pool",

@@ -3,7 +3,7 @@
 //! by step, until the share response p99 passes a bound, errors appear, or the pool stops
 //! keeping up.
 
-use crate::builtin::start_builtin;
+use crate::builtin::{start_builtin, start_sri_pool, start_template_provider, TemplateProvider};
 use crate::process::{stop_all, RoleProcess};
 use crate::roles::RoleSpec;
 use analysis::bench::{PoolBenchReport, StepResult, Verdict, POOL_FILE};
@@ -25,6 +25,11 @@ const STEP_WARMUP: Duration = Duration::from_secs(2);
 pub enum PoolTarget {
     /// Our node and built-in SV1 pool, each as its own process.
     Builtin,
+    /// Our node as Template Provider and the SRI pool, loaded by SV2 miners (one extended
+    /// channel each). The SRI pool sets each channel's target from the channel's nominal
+    /// hashrate and its configured shares per minute, so each step runs a fresh pool
+    /// configured for that step's rate.
+    Sri,
     /// Any SV1 pool on this machine (or in a namespace made for the test).
     Address(SocketAddr),
 }
@@ -94,7 +99,7 @@ pub async fn run(opts: PoolBenchOptions) -> Result<PoolBenchReport> {
 }
 
 async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<PoolBenchReport> {
-    let (pool_addr, difficulty, target) = match &opts.target {
+    let (load, target) = match &opts.target {
         PoolTarget::Address(addr) => {
             // Fail fast when nothing answers there.
             tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
@@ -104,24 +109,40 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
             let d = opts
                 .share_difficulty
                 .context("--share-difficulty: say the difficulty the pool at that address sets")?;
-            (*addr, d, addr.to_string())
+            (
+                Load::Sv1 {
+                    pool: *addr,
+                    hashes_per_share: mining::hashes_per_difficulty(d),
+                },
+                addr.to_string(),
+            )
         }
         PoolTarget::Builtin => {
             let d = BENCH_HASHES_PER_SHARE / mining::hashes_per_difficulty(1.0);
             let builtin = start_builtin(&opts.exe, &opts.out, d, None, roles).await?;
-            (builtin.pool, d, "builtin".to_string())
+            (
+                Load::Sv1 {
+                    pool: builtin.pool,
+                    hashes_per_share: mining::hashes_per_difficulty(d),
+                },
+                "builtin".to_string(),
+            )
         }
+        PoolTarget::Sri => (
+            Load::Sri(start_template_provider(&opts.exe, &opts.out, roles).await?),
+            "sri".to_string(),
+        ),
     };
-    let idle_rss = roles
+    let mut idle_rss = roles
         .iter_mut()
         .find(|r| r.name == "pool")
         .and_then(|r| r.meter.sample())
         .map(|(_, rss)| rss);
-    let hashes_per_share = mining::hashes_per_difficulty(difficulty);
     let mut steps = Vec::new();
     let mut offered = opts.rate;
     for k in 0..opts.max_steps {
-        let step = measure_step(opts, roles, k, pool_addr, offered, hashes_per_share).await?;
+        let (step, step_idle_rss) = measure_step(opts, roles, k, &load, offered).await?;
+        idle_rss = idle_rss.or(step_idle_rss);
         eprintln!(
             "step {}: offered {:.0}/s, accepted {:.0}/s, p50 {} p99 {} ms{}",
             k + 1,
@@ -167,29 +188,85 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
     })
 }
 
+/// What carries the share load to the pool under test.
+enum Load {
+    /// SV1 miners, to a pool whose share difficulty is known.
+    Sv1 {
+        pool: SocketAddr,
+        hashes_per_share: f64,
+    },
+    /// SV2 miners, to an SRI pool started for each step on this node.
+    Sri(TemplateProvider),
+}
+
+/// One step of the ramp; with an SRI pool started for the step, also that pool's memory
+/// before the miners came.
 async fn measure_step(
     opts: &PoolBenchOptions,
-    roles: &mut [RoleProcess],
+    roles: &mut Vec<RoleProcess>,
     k: usize,
-    pool: SocketAddr,
+    load: &Load,
     offered: f64,
-    hashes_per_share: f64,
-) -> Result<StepResult> {
+) -> Result<(StepResult, Option<u64>)> {
     let name = format!("fleet-step{}", k + 1);
-    let spec = RoleSpec::Sv1Miners {
-        config: sv1::fleet::FleetConfig {
+    let per_miner = offered / f64::from(opts.miners);
+    let (pool_name, spec, idle_rss) = match load {
+        Load::Sv1 {
             pool,
-            miners: opts.miners,
-            hashrate: offered / f64::from(opts.miners) * hashes_per_share,
-            worker_prefix: "bench".into(),
-            ramp: Duration::ZERO,
-            hash_threads: 1,
-            broadcast: None,
-        },
+            hashes_per_share,
+        } => (
+            "pool".to_string(),
+            RoleSpec::Sv1Miners {
+                config: sv1::fleet::FleetConfig {
+                    pool: *pool,
+                    miners: opts.miners,
+                    hashrate: per_miner * hashes_per_share,
+                    worker_prefix: "bench".into(),
+                    ramp: Duration::ZERO,
+                    hash_threads: 1,
+                    broadcast: None,
+                },
+            },
+            None,
+        ),
+        Load::Sri(tp) => {
+            let pool_name = format!("pool-step{}", k + 1);
+            // Targets for BENCH_HASHES_PER_SHARE hashes: the pool aims at
+            // `shares_per_minute` from each channel's nominal hashrate, which is the
+            // miners' real one.
+            let pool = start_sri_pool(
+                &opts.exe,
+                &opts.out,
+                &pool_name,
+                tp,
+                per_miner * 60.0,
+                roles,
+            )
+            .await?;
+            let idle = roles
+                .iter_mut()
+                .find(|r| r.name == pool_name)
+                .and_then(|r| r.meter.sample())
+                .map(|(_, rss)| rss);
+            let spec = RoleSpec::Sv2Miners {
+                config: sv2::fleet::FleetConfig {
+                    pool: pool.pool,
+                    pool_public: pool.keys.public,
+                    miners: opts.miners,
+                    hashrate: per_miner * BENCH_HASHES_PER_SHARE,
+                    user_prefix: "bench".into(),
+                    ramp: Duration::ZERO,
+                    channel: sv2::fleet::ChannelKind::Extended,
+                    channels_per_connection: 1,
+                    hash_threads: 1,
+                },
+            };
+            (pool_name, spec, idle)
+        }
     };
     let (mut fleet, _) = RoleProcess::spawn(&opts.exe, &opts.out, &name, &spec).await?;
     tokio::time::sleep(STEP_WARMUP).await;
-    let pool_role = roles.iter_mut().find(|r| r.name == "pool");
+    let pool_role = roles.iter_mut().find(|r| r.name == pool_name);
     let mut pool_meter = pool_role.map(|r| &mut r.meter);
     if let Some(m) = pool_meter.as_mut() {
         m.sample();
@@ -201,6 +278,13 @@ async fn measure_step(
     // Let answers to the last shares of the window arrive before stopping.
     tokio::time::sleep(Duration::from_millis(500)).await;
     fleet.stop().await;
+    if let Some(i) = roles
+        .iter()
+        .position(|r| r.name != "pool" && r.name == pool_name)
+    {
+        // A step's own pool goes with its step.
+        roles.remove(i).stop().await;
+    }
 
     let events =
         probe::recorder::read_events(&opts.out.join("events").join(format!("{name}.jsonl")))?;
@@ -239,7 +323,7 @@ async fn measure_step(
     let accepted_per_s = accepted as f64 / secs;
     let latency = Dist::of(&latencies);
     let cpu = pool_sample.and_then(|(cpu, _)| cpu);
-    Ok(StepResult {
+    let step = StepResult {
         offered_per_s: offered,
         submitted: submitted_at.len() as u64,
         accepted,
@@ -260,7 +344,8 @@ async fn measure_step(
             .filter(|_| accepted > 0)
             .map(|c| c / 100.0 * 1e6 / accepted_per_s),
         pool_rss_bytes: pool_sample.map(|(_, rss)| rss),
-    })
+    };
+    Ok((step, idle_rss))
 }
 
 #[cfg(test)]

@@ -96,13 +96,21 @@ pub struct SriPool {
     pub rpc: bitcoind_rpc::RpcClient,
 }
 
-/// Our node with its Template Provider face, and the SRI pool on it, as processes. The
-/// pool refreshes nothing on its own: new work comes only with the benchmark's blocks.
-pub async fn start_sri_pool(
+/// Our node with its Template Provider face, for SRI pools to take templates from.
+pub struct TemplateProvider {
+    tdp: SocketAddr,
+    tp_public: stratum_apps::key_utils::Secp256k1PublicKey,
+    rpc_url: String,
+    password: String,
+}
+
+/// Our node as a process, serving its Template Provider face. It offers nothing new on
+/// its own: new work comes only with the benchmark's blocks.
+pub async fn start_template_provider(
     exe: &Path,
     out: &Path,
     roles: &mut Vec<RoleProcess>,
-) -> Result<SriPool> {
+) -> Result<TemplateProvider> {
     let tp_keys = node::tdp::AuthorityKeys::generate();
     let tdp = node::tdp::TdpOptions {
         bind: "127.0.0.1:0".parse()?,
@@ -111,27 +119,45 @@ pub async fn start_sri_pool(
         fee_threshold_sats: u64::MAX,
     };
     let (ready, rpc_url, password) = start_node(exe, out, Some(tdp), roles).await?;
+    Ok(TemplateProvider {
+        tdp: ready_field(&ready, "tdp", "node")?.parse()?,
+        tp_public: tp_keys.public,
+        rpc_url,
+        password,
+    })
+}
+
+/// The SRI pool as the process `name`, on `tp`'s templates, aiming its channels' targets
+/// at `shares_per_minute` per channel, each share answered at once (batches of one).
+pub async fn start_sri_pool(
+    exe: &Path,
+    out: &Path,
+    name: &str,
+    tp: &TemplateProvider,
+    shares_per_minute: f64,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SriPool> {
     let keys = node::tdp::AuthorityKeys::generate();
     let params = sri::PoolParams {
         listen: crate::run::free_local_port()?,
         authority_public: keys.public,
         authority_secret: keys.secret,
         templates: sri::TemplateSource::Tdp {
-            address: ready_field(&ready, "tdp", "node")?.parse()?,
-            public: tp_keys.public,
+            address: tp.tdp,
+            public: tp.tp_public,
         },
         payout_script_hex: crate::run::payout_script().to_hex_string(),
-        signature: "stratum-bench fanout".into(),
-        shares_per_minute: 1.0,
+        signature: "stratum-bench bench".into(),
+        shares_per_minute,
         share_batch_size: 1,
         jds_listen: None,
     };
-    let (pool, ready) = RoleProcess::spawn(exe, out, "pool", &RoleSpec::SriPool { params }).await?;
+    let (pool, ready) = RoleProcess::spawn(exe, out, name, &RoleSpec::SriPool { params }).await?;
     roles.push(pool);
     Ok(SriPool {
-        pool: ready_field(&ready, "listen", "pool")?.parse()?,
+        pool: ready_field(&ready, "listen", name)?.parse()?,
         keys,
-        rpc: bitcoind_rpc::RpcClient::new(&rpc_url, "bench", &password),
+        rpc: bitcoind_rpc::RpcClient::new(&tp.rpc_url, "bench", &tp.password),
     })
 }
 
