@@ -110,13 +110,19 @@ pub struct FleetSize {
 
 /// Ephemeral ports this machine hands out.
 fn local_ports() -> u64 {
+    let (low, high) = ephemeral_range();
+    u64::from(high - low) + 1
+}
+
+/// The range the kernel picks outgoing connections' ports from.
+pub fn ephemeral_range() -> (u16, u16) {
     std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
         .and_then(|s| {
-            let mut it = s.split_whitespace().filter_map(|x| x.parse::<u64>().ok());
-            Some(it.next_back()? - it.next()? + 1)
+            let mut it = s.split_whitespace().filter_map(|x| x.parse::<u16>().ok());
+            Some((it.next()?, it.next_back()?))
         })
-        .unwrap_or(28_232)
+        .unwrap_or((32_768, 60_999))
 }
 
 #[cfg(test)]
