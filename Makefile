@@ -19,11 +19,19 @@ SCENARIO ?= scenarios/sv1-vs-sv2.toml
 run: build
 	$(RUN) run $(SCENARIO)
 
+# A real SV1 miner the tests point at our pool: para 0.6.0's CPU miner (crates.io), built
+# once into the build cache (never into the repository).
+TOOLS_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/tools
+SV1_MINER := $(TOOLS_DIR)/bin/para
+
+$(SV1_MINER):
+	$(CARGO) install para --version 0.6.0 --locked --root $(TOOLS_DIR)
+
 # Tests run in the release profile, like the binary, so everything compiles once.
-test: deps
+test: deps $(SV1_MINER)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
-	$(CARGO) test $(CARGO_FLAGS)
+	STRATUM_BENCH_SV1_MINER=$(SV1_MINER) $(CARGO) test $(CARGO_FLAGS)
 
 bench: build
 	$(RUN) bench template --mempool 6000 --iterations 200
