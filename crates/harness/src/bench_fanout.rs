@@ -72,11 +72,14 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
         FanoutMode::Sv2Group => opts.group_size,
         FanoutMode::Tcp | FanoutMode::UdpBroadcast => 1,
     };
-    let mut fleet_size = None;
-    for &n in &opts.miners {
-        fleet_size = Some(crate::limits::fanout_fleet_size(n, per_connection)?);
-    }
-    let fleet_size = fleet_size.context("no miner count")?;
+    let largest = opts
+        .miners
+        .iter()
+        .copied()
+        .max()
+        .context("no miner count")?;
+    // What a fleet can hold does not depend on the count; the largest count is the check.
+    let fleet_size = crate::limits::fanout_fleet_size(largest, per_connection)?;
     for &n in &opts.miners {
         let dir = opts.out.join(format!("miners-{n}"));
         let mut roles = Vec::new();

@@ -210,12 +210,14 @@ async fn measure_step(
 ) -> Result<(StepResult, Option<u64>)> {
     let name = format!("fleet-step{}", k + 1);
     let per_miner = offered / f64::from(opts.miners);
-    let (pool_name, spec, idle_rss) = match load {
+    // The pool measured, and whether it is this step's own (stopped with the step).
+    let (pool_name, own_pool, spec, idle_rss) = match load {
         Load::Sv1 {
             pool,
             hashes_per_share,
         } => (
             "pool".to_string(),
+            false,
             RoleSpec::Sv1Miners {
                 config: sv1::fleet::FleetConfig {
                     pool: *pool,
@@ -261,7 +263,7 @@ async fn measure_step(
                     hash_threads: 1,
                 },
             };
-            (pool_name, spec, idle)
+            (pool_name, true, spec, idle)
         }
     };
     let (mut fleet, _) = RoleProcess::spawn(&opts.exe, &opts.out, &name, &spec).await?;
@@ -278,12 +280,10 @@ async fn measure_step(
     // Let answers to the last shares of the window arrive before stopping.
     tokio::time::sleep(Duration::from_millis(500)).await;
     fleet.stop().await;
-    if let Some(i) = roles
-        .iter()
-        .position(|r| r.name != "pool" && r.name == pool_name)
-    {
-        // A step's own pool goes with its step.
-        roles.remove(i).stop().await;
+    if own_pool {
+        if let Some(i) = roles.iter().position(|r| r.name == pool_name) {
+            roles.remove(i).stop().await;
+        }
     }
 
     let events =

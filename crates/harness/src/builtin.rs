@@ -170,14 +170,7 @@ pub async fn start_translator(
     pool: &SriPool,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SocketAddr> {
-    let tap_spec = RoleSpec::Sv2Tap {
-        config: sv2::tap::TapConfig {
-            listen: "127.0.0.1:0".parse()?,
-            pool: pool.pool,
-            pool_public: pool.keys.public,
-            pool_secret: pool.keys.secret,
-        },
-    };
+    let tap_spec = RoleSpec::tap(pool.pool, &pool.keys);
     let (tap, ready) = RoleProcess::spawn(exe, out, "tap", &tap_spec).await?;
     roles.push(tap);
     let tap_addr: SocketAddr = ready_field(&ready, "listen", "tap")?.parse()?;

@@ -64,6 +64,20 @@ pub enum RoleSpec {
     },
 }
 
+impl RoleSpec {
+    /// A tap on any loopback port, answering as the pool (`keys`) in front of `upstream`.
+    pub fn tap(upstream: SocketAddr, keys: &node::tdp::AuthorityKeys) -> RoleSpec {
+        RoleSpec::Sv2Tap {
+            config: sv2::tap::TapConfig {
+                listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                pool: upstream,
+                pool_public: keys.public,
+                pool_secret: keys.secret,
+            },
+        }
+    }
+}
+
 /// One relayed service: the farm connects to `listen`, the relay connects to `upstream`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LinkRoute {

@@ -797,21 +797,7 @@ async fn spawn_tap(
     keys: &node::tdp::AuthorityKeys,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SocketAddr> {
-    let ready = spawn(
-        opts,
-        dir,
-        name,
-        &RoleSpec::Sv2Tap {
-            config: sv2::tap::TapConfig {
-                listen: "127.0.0.1:0".parse()?,
-                pool: upstream,
-                pool_public: keys.public,
-                pool_secret: keys.secret,
-            },
-        },
-        roles,
-    )
-    .await?;
+    let ready = spawn(opts, dir, name, &RoleSpec::tap(upstream, keys), roles).await?;
     Ok(ready_field(&ready, "listen", name)?.parse()?)
 }
 

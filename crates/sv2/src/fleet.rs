@@ -273,7 +273,7 @@ async fn run_miner(
         tokio::select! {
             got = frames.recv() => {
                 let Some((t, msg)) = got else { break Ok(()) };
-                if let Err(e) = miner.handle(msg, t, recorder) {
+                if let Err(e) = miner.handle(&msg, t, recorder) {
                     break Err(e);
                 }
             }
@@ -326,15 +326,15 @@ async fn run_group(cfg: &FleetConfig, members: Vec<Member>, recorder: &Recorder)
                             group_channel = Some(m.group_channel_id);
                         }
                         match miners.get_mut(k as usize) {
-                            Some(miner) => miner.handle(msg, t, recorder),
+                            Some(miner) => miner.handle(&msg, t, recorder),
                             None => Ok(()),
                         }
                     }
                     Some(Addressee::Channel(c)) if Some(c) == group_channel => miners
                         .iter_mut()
-                        .try_for_each(|miner| miner.handle(msg.clone(), mono_ns(), recorder)),
+                        .try_for_each(|miner| miner.handle(&msg, mono_ns(), recorder)),
                     Some(Addressee::Channel(c)) => match miners.iter_mut().find(|m| m.channel_id == c) {
-                        Some(miner) => miner.handle(msg, t, recorder),
+                        Some(miner) => miner.handle(&msg, t, recorder),
                         None => Ok(()),
                     },
                     None => Ok(()),
@@ -541,7 +541,7 @@ impl Miner {
         send(writer, AnyMessageOwned::Mining(share.message)).await
     }
 
-    fn handle(&mut self, msg: MiningOwned, t: u64, recorder: &Recorder) -> Result<()> {
+    fn handle(&mut self, msg: &MiningOwned, t: u64, recorder: &Recorder) -> Result<()> {
         match msg {
             MiningOwned::OpenExtendedMiningChannelSuccess(m) => {
                 self.channel_id = m.channel_id;
