@@ -27,6 +27,10 @@ fn a_real_sv1_miner_mines_through_the_link_and_is_counted() {
                 &format!("link.farm_port={farm_port}"),
                 "--set",
                 "network.block_interval=10s",
+                // The pool's start difficulty: 200,000 hashes a share, well above para's
+                // batch of 10,000 hashes, the only place its throttle acts.
+                "--set",
+                "miners.hashes_per_share=200000",
             ],
         )
         .stdout(Stdio::null())
@@ -56,10 +60,11 @@ fn a_real_sv1_miner_mines_through_the_link_and_is_counted() {
                 "x",
                 "--cpu-cores",
                 "1",
-                // A few shares a second: para submits one share per round trip (100 ms
-                // over this link), so a faster miner queues shares that go stale.
+                // A share every 4 s or so: para submits one share per round trip (100 ms
+                // over this link), so a miner far faster than its difficulty queues
+                // shares that go stale.
                 "--throttle",
-                "5K",
+                "50K",
             ])
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(out.with_extension("miner.log")).unwrap())

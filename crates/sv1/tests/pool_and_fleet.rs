@@ -337,6 +337,42 @@ async fn stale_unknown_and_malformed_shares_get_their_codes() {
     pool.stop();
 }
 
+#[tokio::test]
+async fn a_retarget_reaches_the_miner_at_once_with_its_current_job() {
+    let node = node(node::Difficulty::Fixed(1.0), Recorder::disabled()).await;
+    // So easy that every hash is a share: a miner far too fast for its difficulty.
+    let pool = pool(&node, 1e-12, Recorder::disabled()).await;
+    let mut c = Client::connect(&pool).await;
+    let notify = c.handshake().await;
+    let job = notify[0].clone();
+    for i in 0..16u64 {
+        c.send(json!({"id": 100 + i, "method": "mining.submit",
+            "params": ["w", job, format!("{i:016x}"), notify[7], "00000000"]}))
+            .await;
+        assert_eq!(c.reply(100 + i).await["result"], json!(true));
+    }
+    // No new block and no refresh due: the new difficulty comes now, followed by the
+    // same job, which the miner may keep working on.
+    let set = loop {
+        let m = c.next().await.unwrap();
+        if m["method"] == json!("mining.set_difficulty") {
+            break m;
+        }
+    };
+    assert!(set["params"][0].as_f64().unwrap() > 1e-12, "{set}");
+    let again = c.next().await.unwrap();
+    assert_eq!(again["method"], json!("mining.notify"));
+    assert_eq!(again["params"][0], job, "the current job again");
+    assert_eq!(again["params"][8], json!(false), "its work stays valid");
+    // Shares already hashed at the old difficulty are still accepted.
+    c.send(json!({"id": 200, "method": "mining.submit",
+        "params": ["w", job, "00000000000000ff", notify[7], "00000000"]}))
+        .await;
+    assert_eq!(c.reply(200).await["result"], json!(true));
+    node.shutdown().await.unwrap();
+    pool.stop();
+}
+
 fn bitcoind_rpc_client(node: &node::NodeHandle) -> bitcoind_rpc::RpcClient {
     bitcoind_rpc::RpcClient::new(&format!("http://{}", node.rpc_addr), "u", "p")
 }

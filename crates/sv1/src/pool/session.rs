@@ -49,7 +49,8 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
                     break why;
                 }
                 if out.send_job {
-                    // Subscribed and authorized now: this miner's first work.
+                    // The miner's first work, or the current job again under a new
+                    // difficulty: a miner applies set_difficulty from its next job.
                     jobs.mark_changed();
                 }
             }
@@ -59,16 +60,16 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
                 }
                 let job = jobs.borrow_and_update().clone();
                 if let Some(job) = job {
-                    let (difficulty, line) = session.notify(&job);
+                    let notice = session.notify(&job);
                     let mut failed = false;
-                    if let Some(msg) = difficulty {
+                    if let Some(msg) = notice.difficulty {
                         failed |= write_json(&mut write, &msg).await.is_err();
                     }
-                    failed |= write.write_all(line).await.is_err();
+                    failed |= write.write_all(notice.line).await.is_err();
                     if failed {
                         break "write failed".to_string();
                     }
-                    if job.note_written() {
+                    if !notice.resent && job.note_written() {
                         shared.recorder.record(Event::JobWritten {
                             job_id: job.job.job_id.clone(),
                             connections: job.connections,
@@ -79,6 +80,16 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
         }
     };
     tracing::info!(%peer, %reason, "miner disconnected");
+}
+
+/// What a miner is sent for a job.
+struct Notice<'j> {
+    /// `mining.set_difficulty`, when the difficulty changed since the last job.
+    difficulty: Option<Value>,
+    /// The job's `mining.notify` line.
+    line: &'j [u8],
+    /// The miner had this job already (sent again to carry a new difficulty).
+    resent: bool,
 }
 
 struct Outcome {
@@ -132,8 +143,9 @@ impl Session {
 
     /// What to send for `job`: `set_difficulty` when it changed, then the job's notify line
     /// (rendered once for all miners) with clean_jobs set when the tip moved for this
-    /// miner, whatever the pool marked.
-    fn notify<'j>(&mut self, job: &'j PoolJob) -> (Option<Value>, &'j [u8]) {
+    /// miner, whatever the pool marked, and never on a job the miner already has (its
+    /// work on it stays valid).
+    fn notify<'j>(&mut self, job: &'j PoolJob) -> Notice<'j> {
         let difficulty = self.difficulty_pending.then(|| {
             self.difficulty_pending = false;
             wire::request(
@@ -148,13 +160,18 @@ impl Session {
             self.seen.clear();
             self.last_prev = Some(job.job.prev_hash);
         }
+        let resent = self.job_difficulty.contains_key(&job.job.job_id);
         let sent = self
             .job_difficulty
             .entry(job.job.job_id.clone())
             .or_insert(self.difficulty);
         *sent = sent.min(self.difficulty);
-        let clean = job.job.clean || new_tip;
-        (difficulty, &job.notify_lines[usize::from(clean)])
+        let clean = !resent && (job.job.clean || new_tip);
+        Notice {
+            difficulty,
+            line: &job.notify_lines[usize::from(clean)],
+            resent,
+        }
     }
 
     fn rate_limited(&mut self) -> bool {
@@ -236,7 +253,7 @@ impl Session {
             _ => wire::err(&id, codes::OTHER, "Unknown method"),
         };
         out.replies.push(reply);
-        out.send_job = !was_ready && self.ready();
+        out.send_job = self.ready() && (!was_ready || self.difficulty_pending);
         out
     }
 
@@ -386,7 +403,10 @@ impl Session {
             let coinbase = job.job.coinbase(&self.extranonce1, &extranonce2);
             submit_block(shared.clone(), job.clone(), header, coinbase);
         }
-        if let Some(next) = self.vardiff.on_share(Instant::now(), self.difficulty) {
+        if let Some(next) = self
+            .vardiff
+            .on_share(Instant::now(), required, self.difficulty)
+        {
             tracing::debug!(from = self.difficulty, to = next, "vardiff retarget");
             self.difficulty = next;
             self.difficulty_pending = true;
