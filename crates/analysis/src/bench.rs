@@ -169,6 +169,13 @@ pub enum Verdict {
 pub struct TemplateBenchReport {
     /// `builtin` or the node's URL.
     pub node: String,
+    /// One per mempool size, smallest first (one for a node given by URL).
+    pub mempools: Vec<TemplateMempool>,
+}
+
+/// Every case measured on one mempool.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TemplateMempool {
     /// Transactions in the mempool at the start (`None` for a node given by URL).
     pub mempool_txs: Option<usize>,
     /// Transactions in the first template.

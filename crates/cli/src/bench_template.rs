@@ -2,7 +2,7 @@
 //! and cached, full (getblocktemplate) and light (getblocktemplatelight), and as the SV2
 //! Template Provider after a new block (NewTemplate plus SetNewPrevHash).
 
-use analysis::bench::{TemplateBenchReport, TemplateCase, TEMPLATE_FILE};
+use analysis::bench::{TemplateBenchReport, TemplateCase, TemplateMempool, TEMPLATE_FILE};
 use anyhow::{ensure, Context, Result};
 use bitcoind_rpc::RpcClient;
 use clap::Args;
@@ -29,6 +29,10 @@ pub struct TemplateArgs {
     /// Transactions in the built-in node's mempool (shared/seeds/003 used 6,000).
     #[arg(long, default_value_t = 6000)]
     mempool: usize,
+    /// Several mempool sizes, each measured on a fresh built-in node, to see how latency
+    /// grows with the mempool (for example 1000,6000,20000); replaces --mempool.
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<usize>,
     /// Calls measured for each case.
     #[arg(long, default_value_t = 100)]
     iterations: usize,
@@ -92,12 +96,43 @@ const VARIANTS: [&str; 2] = ["getblocktemplate", "getblocktemplatelight"];
 pub async fn run(args: TemplateArgs) -> Result<()> {
     ensure!(args.iterations > 0, "--iterations must be at least 1");
     if args.node != "builtin" {
+        ensure!(
+            args.sizes.is_empty(),
+            "--sizes needs the built-in node: the mempool of {} is as it is",
+            args.node
+        );
         return run_against(&args).await;
     }
+    let mut sizes = if args.sizes.is_empty() {
+        vec![args.mempool]
+    } else {
+        args.sizes.clone()
+    };
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut mempools = Vec::with_capacity(sizes.len());
+    for size in sizes {
+        mempools.push(
+            measure_builtin(&args, size)
+                .await
+                .with_context(|| format!("with a mempool of {size} transactions"))?,
+        );
+    }
+    publish(
+        &args,
+        &TemplateBenchReport {
+            node: "builtin".into(),
+            mempools,
+        },
+    )
+}
+
+/// Every case on a fresh built-in node whose mempool holds `size` transactions.
+async fn measure_builtin(args: &TemplateArgs, size: usize) -> Result<TemplateMempool> {
     let mut mempool = MempoolConfig::preset(MempoolPreset::Mainnet);
-    mempool.initial_txs = args.mempool;
+    mempool.initial_txs = size;
     mempool.tx_rate = 0.0; // the mempool changes only when the benchmark says so
-    mempool.max_txs = args.mempool.max(1) * 2;
+    mempool.max_txs = size.max(1) * 2;
     let tp_keys = node::tdp::AuthorityKeys::generate();
     let node = NodeHandle::start(NodeOptions {
         config: NodeConfig {
@@ -164,33 +199,29 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
         None,
         build_only,
     ));
-    let (tdp, left) = tdp_after_new_block(&node, &tp_keys, &args).await?;
+    let (tdp, left) = tdp_after_new_block(&node, &tp_keys, size, args.iterations).await?;
     cases.push(case(
         format!("TDP NewTemplate + SetNewPrevHash after a block ({left} txs left)"),
         None,
         tdp,
     ));
     node.shutdown().await?;
-
-    publish(
-        &args,
-        &TemplateBenchReport {
-            node: "builtin".into(),
-            mempool_txs: Some(args.mempool),
-            template_txs: Some(tx_count),
-            cases,
-        },
-    )
+    Ok(TemplateMempool {
+        mempool_txs: Some(size),
+        template_txs: Some(tx_count),
+        cases,
+    })
 }
 
 /// From the node announcing a new block to a TDP client holding the future template and
-/// the SetNewPrevHash that activates it. The mempool is refilled to `--mempool` before
+/// the SetNewPrevHash that activates it. The mempool is refilled to `size` before
 /// each block, which then takes its best transactions: the template is built from what
 /// is left, the median of which is returned beside the times.
 async fn tdp_after_new_block(
     node: &NodeHandle,
     keys: &node::tdp::AuthorityKeys,
-    args: &TemplateArgs,
+    size: usize,
+    iterations: usize,
 ) -> Result<(Vec<f64>, usize)> {
     use node::tdp_client::Protocol;
     let addr = node.tdp_addr.context("the node serves TDP")?;
@@ -201,12 +232,12 @@ async fn tdp_after_new_block(
         .map_err(|e| anyhow::anyhow!("the TP refused the connection: {e}"))?;
     client.constraints(100).await?;
     client.new_tip().await?;
-    let mut times = Vec::with_capacity(args.iterations);
-    let mut left = Vec::with_capacity(args.iterations);
-    for _ in 0..args.iterations {
+    let mut times = Vec::with_capacity(iterations);
+    let mut left = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
         {
             let mut state = node.state();
-            while state.mempool().len() < args.mempool {
+            while state.mempool().len() < size {
                 state.add_generated_tx();
             }
         }
@@ -248,9 +279,11 @@ async fn run_against(args: &TemplateArgs) -> Result<()> {
         args,
         &TemplateBenchReport {
             node: args.node.clone(),
-            mempool_txs: None,
-            template_txs: None,
-            cases,
+            mempools: vec![TemplateMempool {
+                mempool_txs: None,
+                template_txs: None,
+                cases,
+            }],
         },
     )
 }

@@ -6,8 +6,8 @@ use crate::document::{Block, Document, Section};
 use crate::published::{self, SeedFigure, FASTPROXY_BROADCAST_US, FASTPROXY_TCP_US_PER_MINER};
 use crate::svg::{cdf, line_chart, number, Series};
 use analysis::bench::{
-    FanoutResult, PoolBenchReport, TemplateBenchReport, Verdict, FANOUT_FILE, POOL_FILE,
-    TEMPLATE_FILE,
+    FanoutResult, PoolBenchReport, TemplateBenchReport, TemplateMempool, Verdict, FANOUT_FILE,
+    POOL_FILE, TEMPLATE_FILE,
 };
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -288,8 +288,25 @@ fn pool_sections(r: &PoolBenchReport) -> Vec<Section> {
 }
 
 fn template_sections(r: &TemplateBenchReport) -> Vec<Section> {
+    let mut sections: Vec<Section> = r
+        .mempools
+        .iter()
+        .map(|m| template_mempool_section(&r.node, m))
+        .collect();
+    if r.mempools.len() > 1 {
+        sections.push(template_growth_section(r));
+    }
+    sections.push(Section {
+        title: "Template latency: published figures".into(),
+        blocks: vec![seed_table(published::TEMPLATE)],
+    });
+    sections
+}
+
+/// Every case on one mempool: a table and the latency distributions.
+fn template_mempool_section(node: &str, m: &TemplateMempool) -> Section {
     let seed = |name: &str| published::TEMPLATE.iter().find(|f| f.what == name);
-    let rows = r
+    let rows = m
         .cases
         .iter()
         .map(|c| {
@@ -307,7 +324,7 @@ fn template_sections(r: &TemplateBenchReport) -> Vec<Section> {
             ]
         })
         .collect();
-    let series: Vec<Series> = r
+    let series: Vec<Series> = m
         .cases
         .iter()
         .map(|c| Series {
@@ -315,50 +332,82 @@ fn template_sections(r: &TemplateBenchReport) -> Vec<Section> {
             points: cdf(&c.samples_ms),
         })
         .collect();
-    vec![
-        Section {
-            title: format!("Template latency: {}", r.node),
-            blocks: vec![
-                Block::Para(format!(
-                    "Each call timed to the last byte of the reply.{}{}",
-                    r.mempool_txs
-                        .map_or(String::new(), |n| format!(" Mempool: {n} transactions.")),
-                    r.template_txs.map_or(String::new(), |n| format!(
-                        " First template: {n} transactions."
-                    ))
-                )),
-                Block::Table {
-                    head: [
-                        "case",
-                        "reply",
-                        "calls",
-                        "mean ms",
-                        "p50 ms",
-                        "p99 ms",
-                        "max ms",
-                        "seed 003 mean ms",
-                    ]
-                    .map(String::from)
-                    .to_vec(),
-                    rows,
-                },
-                Block::Chart {
-                    title: "Template latency distributions".into(),
-                    svg: line_chart(
-                        "Template call latency (CDF)",
-                        "ms",
-                        "share of calls",
-                        &series,
-                        true,
-                    ),
-                },
-            ],
-        },
-        Section {
-            title: "Template latency: published figures".into(),
-            blocks: vec![seed_table(published::TEMPLATE)],
-        },
-    ]
+    let size = m
+        .mempool_txs
+        .map_or(String::new(), |n| format!(", {n}-transaction mempool"));
+    Section {
+        title: format!("Template latency: {node}{size}"),
+        blocks: vec![
+            Block::Para(format!(
+                "Each call timed to the last byte of the reply.{}{}",
+                m.mempool_txs
+                    .map_or(String::new(), |n| format!(" Mempool: {n} transactions.")),
+                m.template_txs.map_or(String::new(), |n| format!(
+                    " First template: {n} transactions."
+                ))
+            )),
+            Block::Table {
+                head: [
+                    "case",
+                    "reply",
+                    "calls",
+                    "mean ms",
+                    "p50 ms",
+                    "p99 ms",
+                    "max ms",
+                    "seed 003 mean ms",
+                ]
+                .map(String::from)
+                .to_vec(),
+                rows,
+            },
+            Block::Chart {
+                title: format!("Template latency distributions{size}"),
+                svg: line_chart(
+                    "Template call latency (CDF)",
+                    "ms",
+                    "share of calls",
+                    &series,
+                    true,
+                ),
+            },
+        ],
+    }
+}
+
+/// How each case's median grows with the mempool.
+fn template_growth_section(r: &TemplateBenchReport) -> Section {
+    let mut series: Vec<Series> = Vec::new();
+    for m in &r.mempools {
+        let Some(size) = m.mempool_txs else { continue };
+        for c in &m.cases {
+            let Some(p50) = c.latency_ms.p50 else {
+                continue;
+            };
+            let name = legend(&c.name);
+            let point = (size as f64, p50);
+            match series.iter_mut().find(|s| s.name == name) {
+                Some(s) => s.points.push(point),
+                None => series.push(Series {
+                    name,
+                    points: vec![point],
+                }),
+            }
+        }
+    }
+    Section {
+        title: "Template latency against mempool size".into(),
+        blocks: vec![Block::Chart {
+            title: "Median latency of each case by mempool size".into(),
+            svg: line_chart(
+                "Template call latency (p50) by mempool size",
+                "transactions in the mempool",
+                "ms",
+                &series,
+                false,
+            ),
+        }],
+    }
 }
 
 /// A case's name short enough for a chart legend.

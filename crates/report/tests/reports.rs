@@ -420,14 +420,17 @@ fn fake_bench_dir(name: &str) -> PathBuf {
         latency_ms: Dist::of(&[ms; 5]),
         samples_ms: vec![ms; 5],
     };
-    let template = TemplateBenchReport {
-        node: "builtin".into(),
-        mempool_txs: Some(6000),
-        template_txs: Some(4500),
+    let mempool = |txs: usize, fresh_ms: f64| TemplateMempool {
+        mempool_txs: Some(txs),
+        template_txs: Some(txs * 3 / 4),
         cases: vec![
-            case("getblocktemplatelight fresh", 24.0),
+            case("getblocktemplatelight fresh", fresh_ms),
             case("getblocktemplatelight cached", 0.25),
         ],
+    };
+    let template = TemplateBenchReport {
+        node: "builtin".into(),
+        mempools: vec![mempool(1000, 5.0), mempool(6000, 24.0)],
     };
     let write = |file: &str, v: serde_json::Value| {
         std::fs::write(dir.join(file), v.to_string()).unwrap();
@@ -471,9 +474,16 @@ fn bench_results_get_a_report_with_charts_and_the_seed_figures_beside_ours() {
         ),
         "{md}"
     );
-    // Charts: us per miner and time to the last miner, latency and throughput by load, the
-    // template CDF; the FastProxy point is drawn beside ours.
-    assert_eq!(html.matches("<svg").count(), 5, "{html}");
+    // Each mempool size has its own section, and the medians are drawn against size.
+    assert!(
+        md.contains("Template latency: builtin, 1000-transaction mempool")
+            && md.contains("Template latency: builtin, 6000-transaction mempool")
+            && md.contains("Template latency against mempool size"),
+        "{md}"
+    );
+    // Charts: us per miner and time to the last miner, latency and throughput by load, a
+    // template CDF per mempool and latency by size; the FastProxy point beside ours.
+    assert_eq!(html.matches("<svg").count(), 7, "{html}");
     assert!(html.contains("FastProxy TCP (i7)"));
 
     // A damaged result file names itself.
