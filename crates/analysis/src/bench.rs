@@ -61,14 +61,23 @@ pub enum FanoutVia {
     Translator,
     /// The SRI pool, to SV2 miners each on its own connection and standard channel.
     Sv2Pool,
+    /// An SV1 pool already running at this address (anyone's), to SV1 miners.
+    Sv1At(std::net::SocketAddr),
 }
 
+const BUILT_IN_SENDERS: [FanoutVia; 3] = [
+    FanoutVia::Sv1Pool,
+    FanoutVia::Translator,
+    FanoutVia::Sv2Pool,
+];
+
 impl FanoutVia {
-    pub fn name(self) -> &'static str {
+    pub fn name(self) -> String {
         match self {
-            FanoutVia::Sv1Pool => "sv1-pool",
-            FanoutVia::Translator => "translator",
-            FanoutVia::Sv2Pool => "sv2-pool",
+            FanoutVia::Sv1Pool => "sv1-pool".into(),
+            FanoutVia::Translator => "translator".into(),
+            FanoutVia::Sv2Pool => "sv2-pool".into(),
+            FanoutVia::Sv1At(addr) => addr.to_string(),
         }
     }
 }
@@ -76,14 +85,15 @@ impl FanoutVia {
 impl std::str::FromStr for FanoutVia {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        [
-            FanoutVia::Sv1Pool,
-            FanoutVia::Translator,
-            FanoutVia::Sv2Pool,
-        ]
-        .into_iter()
-        .find(|v| v.name() == s)
-        .ok_or_else(|| format!("{s:?} is not a sender: `sv1-pool`, `translator` or `sv2-pool`"))
+        BUILT_IN_SENDERS
+            .into_iter()
+            .find(|v| v.name() == s)
+            .or_else(|| s.parse().ok().map(FanoutVia::Sv1At))
+            .ok_or_else(|| {
+                format!(
+                    "{s:?} is not a sender: `sv1-pool`, `translator`, `sv2-pool`, or an SV1 pool's HOST:PORT (for example 127.0.0.1:3333)"
+                )
+            })
     }
 }
 

@@ -3,7 +3,7 @@
 use analysis::bench::{FanoutMode, FanoutVia};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use harness::bench_fanout::FanoutOptions;
+use harness::bench_fanout::{FanoutOptions, ForeignNode};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -15,9 +15,20 @@ pub struct FanoutArgs {
     /// translator with one aggregated channel up to the SRI pool, to SV1 miners; times
     /// start as the pool's SetNewPrevHash reaches it) or `sv2-pool` (the SRI pool, to SV2
     /// miners each on its own connection and standard channel; times start at the node's
-    /// new tip, the pool's own moment being out of sight).
+    /// new tip, the pool's own moment being out of sight), or HOST:PORT of an SV1 pool
+    /// already running on this machine, anyone's, on a regtest node named by --node-rpc
+    /// (times start as the bench asks that node for the block).
     #[arg(long, default_value = "sv1-pool")]
     via: FanoutVia,
+    /// With --via HOST:PORT: the RPC URL of the regtest node behind that pool, for example
+    /// http://127.0.0.1:18443. Each round mines a block there (generatetoaddress).
+    #[arg(long)]
+    node_rpc: Option<String>,
+    /// RPC user and password of --node-rpc.
+    #[arg(long, default_value = "")]
+    rpc_user: String,
+    #[arg(long, default_value = "")]
+    rpc_password: String,
     /// How jobs travel: `tcp` (one write per miner's connection), `udp-broadcast` (with
     /// `sv1-pool`: one datagram to the loopback broadcast address every miner listens on,
     /// TCP as the fallback) or `sv2-group` (with `sv2-pool`: --group-size standard channels
@@ -38,9 +49,30 @@ pub struct FanoutArgs {
 }
 
 pub async fn run(args: FanoutArgs) -> Result<()> {
+    let node = match (args.via, args.node_rpc) {
+        (FanoutVia::Sv1At(pool), Some(url)) => {
+            // Loads go to this machine only.
+            anyhow::ensure!(
+                pool.ip().is_loopback(),
+                "--via {pool}: the bench connects its miners only to a pool on this machine (127.0.0.1 or ::1)"
+            );
+            Some(ForeignNode {
+                url,
+                user: args.rpc_user,
+                password: args.rpc_password,
+            })
+        }
+        (FanoutVia::Sv1At(pool), None) => bail!(
+            "--via {pool} needs --node-rpc: the URL of the regtest node behind that pool, where each round's block is mined"
+        ),
+        (_, Some(_)) => bail!(
+            "--node-rpc is for a pool given by --via HOST:PORT; the built-in senders run their own node"
+        ),
+        (_, None) => None,
+    };
     if args.mode == FanoutMode::UdpBroadcast && args.via != FanoutVia::Sv1Pool {
         bail!(
-            "--mode udp-broadcast: only the built-in SV1 pool broadcasts (SRI's {} speaks TCP only)",
+            "--mode udp-broadcast: only the built-in SV1 pool broadcasts ({} speaks TCP only)",
             args.via.name()
         );
     }
@@ -58,6 +90,7 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
         mode: args.mode,
         group_size: args.group_size,
         rounds: args.rounds,
+        node,
         out: args.out.clone(),
         exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,
     })

@@ -46,6 +46,32 @@ fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
         .unwrap();
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("`sv2-group`"));
+    // A pool given by address: its node must be named, and it must be on this machine.
+    let fails_saying = |args: &[&str], what: &str| {
+        let out = Command::new(exe())
+            .arg("bench")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(what), "{args:?}: {err}");
+    };
+    fails_saying(&["fanout", "--via", "127.0.0.1:3333"], "needs --node-rpc");
+    fails_saying(
+        &[
+            "fanout",
+            "--via",
+            "192.0.2.1:3333",
+            "--node-rpc",
+            "http://127.0.0.1:18443",
+        ],
+        "only to a pool on this machine",
+    );
+    fails_saying(
+        &["fanout", "--node-rpc", "http://127.0.0.1:18443"],
+        "--node-rpc is for a pool given by --via HOST:PORT",
+    );
     let no_group = Command::new(exe())
         .args([
             "bench",

@@ -32,6 +32,71 @@ fn installed_pool() -> PathBuf {
     dir
 }
 
+/// The pool on the node at `url` (user `u`, password `p`), logging into `work`, and its port.
+fn start_pool(pool_dir: &Path, url: &str, work: &Path) -> (Killed, u16) {
+    let rpc_port = url.rsplit(':').next().unwrap().to_string();
+    let pool_port = free_port();
+    let pool = Killed(
+        Command::new("node")
+            .arg("pool.js")
+            .current_dir(pool_dir)
+            .env("POOL_PORT", pool_port.to_string())
+            .env("NODE_RPC_PORT", &rpc_port)
+            .env("RPC_USER", "u")
+            .env("RPC_PASSWORD", "p")
+            .stdout(std::fs::File::create(work.join("pool.log")).unwrap())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node (Node.js) is installed"),
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    (pool, pool_port)
+}
+
+#[test]
+fn the_fanout_bench_measures_an_unmodified_sv1_pool_by_address() {
+    let pool_dir = installed_pool();
+    let work = std::env::temp_dir().join(format!("external-fanout-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    // Only the bench's blocks: each round mines one on the pool's node.
+    let (_node, url) = start_node(&["--block-interval", "24h", "--initial-txs", "300"]);
+    let (_pool, pool_port) = start_pool(&pool_dir, &url, &work);
+    let via = format!("127.0.0.1:{pool_port}");
+    let (stdout, results) = common::bench(
+        "fanout-external",
+        &[
+            "fanout",
+            "--miners",
+            "20",
+            "--via",
+            &via,
+            "--node-rpc",
+            &url,
+            "--rpc-user",
+            "u",
+            "--rpc-password",
+            "p",
+            "--rounds",
+            "2",
+        ],
+        "fanout.json",
+    );
+    let r = &results[0];
+    assert_eq!(r["via"]["sv1-at"], via.as_str(), "{r}");
+    assert_eq!(r["rounds"], 2, "both blocks reached the miners: {r}");
+    assert_eq!(r["missing"], 0, "{r}");
+    assert_eq!(r["delivery_ms"]["count"], 40);
+    // From the bench asking for the block: the pool learns of it (it polls every 500 ms)
+    // before any miner can have work on it.
+    assert!(r["first_miner_ms"]["p50"].as_f64().unwrap() > 0.0, "{r}");
+    // The pool is not a process of ours: its CPU is not claimed.
+    assert!(r["sender_cpu_ms_per_round"].is_null(), "{r}");
+    assert!(
+        stdout.contains(&format!("| {via} | tcp | 20 (1) | 2 |")),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn an_unmodified_sv1_pool_mines_on_the_node() {
     let pool_dir = installed_pool();
@@ -48,23 +113,7 @@ fn an_unmodified_sv1_pool_mines_on_the_node() {
         "--initial-txs",
         "300",
     ]);
-    let rpc_port = url.rsplit(':').next().unwrap().to_string();
-
-    let pool_port = free_port();
-    let _pool = Killed(
-        Command::new("node")
-            .arg("pool.js")
-            .current_dir(&pool_dir)
-            .env("POOL_PORT", pool_port.to_string())
-            .env("NODE_RPC_PORT", &rpc_port)
-            .env("RPC_USER", "u")
-            .env("RPC_PASSWORD", "p")
-            .stdout(std::fs::File::create(work.join("pool.log")).unwrap())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("node (Node.js) is installed"),
-    );
-    std::thread::sleep(Duration::from_secs(3));
+    let (_pool, pool_port) = start_pool(&pool_dir, &url, &work);
 
     let spec = work.join("fleet.json");
     std::fs::write(

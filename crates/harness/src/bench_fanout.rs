@@ -2,8 +2,9 @@
 //! miner (shared/seeds/001: 6,030 us for 225 miners over TCP, 26.8 us per miner).
 //!
 //! N miners sit connected in separate fleet processes; a new block makes the sender (the
-//! built-in SV1 pool, SRI's translator, or the SRI pool) send work on it to all of them;
-//! each miner records when it arrived, and the block's hash ties each receipt to its round.
+//! built-in SV1 pool, SRI's translator, the SRI pool, or anyone's SV1 pool on a regtest
+//! node the bench can mine on) send work on it to all of them; each miner records when it
+//! arrived, and the block's hash ties each receipt to its round.
 //! Beside it, the machine's floor: a bare loop of one `write` per already-connected
 //! loopback socket.
 
@@ -26,8 +27,17 @@ pub struct FanoutOptions {
     pub group_size: u32,
     /// New blocks (fan-outs) measured per miner count.
     pub rounds: usize,
+    /// The regtest node behind a pool given by address, where each round's block is mined.
+    pub node: Option<ForeignNode>,
     pub out: PathBuf,
     pub exe: PathBuf,
+}
+
+/// A bitcoind-compatible node's RPC.
+pub struct ForeignNode {
+    pub url: String,
+    pub user: String,
+    pub password: String,
 }
 
 /// Deliveries of one round's job, each miner counted once.
@@ -115,8 +125,8 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
 /// Where the miners connect, and how a round's start is seen.
 struct Sender {
     rpc: bitcoind_rpc::RpcClient,
-    /// The process whose CPU is the fan-out's.
-    role: &'static str,
+    /// The process whose CPU is the fan-out's, when it is one of ours.
+    role: Option<&'static str>,
     /// The SRI pool's key, for SV2 miners.
     sv2_key: Option<stratum_apps::key_utils::Secp256k1PublicKey>,
     miners_connect: std::net::SocketAddr,
@@ -132,15 +142,20 @@ enum Origin {
     /// The node's new tip: the SRI pool's own moment cannot be seen, so the node's tip and
     /// its hop to the pool are inside every time.
     NodeTip,
+    /// The bench asking a node it does not run for the block: its mining, its notice to
+    /// the pool and the pool's reaction are inside every time.
+    BlockAsked,
 }
 
 impl Origin {
-    /// `(new block hash, when the sender had it)` from the sender's events.
-    fn starts(&self, dir: &Path, from_ns: u64) -> Vec<(String, u64)> {
+    /// `(new block hash, when the sender had it)` from the sender's events, or for a
+    /// foreign node from the blocks the bench `asked` for.
+    fn starts(&self, dir: &Path, from_ns: u64, asked: &[(String, u64)]) -> Vec<(String, u64)> {
         let file = match self {
             Origin::PoolJob => "pool",
             Origin::TapRelayed => "tap",
             Origin::NodeTip => "node",
+            Origin::BlockAsked => return asked.to_vec(),
         };
         let mut first: HashMap<String, u64> = HashMap::new();
         for r in read_lenient(&dir.join(format!("events/{file}.jsonl"))) {
@@ -180,7 +195,7 @@ async fn start_sender(
             let builtin = start_builtin(&opts.exe, dir, 1e9, broadcast, roles).await?;
             Sender {
                 rpc: builtin.rpc,
-                role: "pool",
+                role: Some("pool"),
                 sv2_key: None,
                 miners_connect: builtin.pool,
                 origin: Origin::PoolJob,
@@ -192,7 +207,7 @@ async fn start_sender(
             let translator = start_translator(&opts.exe, dir, &pool, roles).await?;
             Sender {
                 rpc: pool.rpc,
-                role: "translator",
+                role: Some("translator"),
                 sv2_key: None,
                 miners_connect: translator,
                 origin: Origin::TapRelayed,
@@ -203,13 +218,54 @@ async fn start_sender(
             let pool = start_sri_pool(&opts.exe, dir, "pool", &tp, 1.0, roles).await?;
             Sender {
                 rpc: pool.rpc,
-                role: "pool",
+                role: Some("pool"),
                 sv2_key: Some(pool.keys.public),
                 miners_connect: pool.pool,
                 origin: Origin::NodeTip,
             }
         }
+        FanoutVia::Sv1At(pool) => {
+            let node = opts
+                .node
+                .as_ref()
+                .context("a pool given by address needs its node's RPC (--node-rpc)")?;
+            Sender {
+                rpc: regtest_node(node).await?,
+                role: None,
+                sv2_key: None,
+                miners_connect: answering(pool).await?,
+                origin: Origin::BlockAsked,
+            }
+        }
     })
+}
+
+/// The RPC of a node the bench may mine on: it answers, and its chain is regtest.
+async fn regtest_node(node: &ForeignNode) -> Result<bitcoind_rpc::RpcClient> {
+    let rpc = bitcoind_rpc::RpcClient::new(&node.url, &node.user, &node.password);
+    let info: serde_json::Value = tokio::time::timeout(
+        Duration::from_secs(5),
+        rpc.call("getblockchaininfo", serde_json::json!([])),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("the node at {} did not answer within 5 s", node.url))?
+    .with_context(|| format!("the node at {} does not answer RPC", node.url))?;
+    anyhow::ensure!(
+        info["chain"] == "regtest",
+        "the node at {} is on {}, not regtest: the bench mines a block there each round",
+        node.url,
+        info["chain"]
+    );
+    Ok(rpc)
+}
+
+/// `pool`, once it accepts a connection (within 5 s).
+async fn answering(pool: std::net::SocketAddr) -> Result<std::net::SocketAddr> {
+    match tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(pool)).await {
+        Ok(Ok(_)) => Ok(pool),
+        Ok(Err(e)) => Err(e).with_context(|| format!("no pool answers at {pool}")),
+        Err(_) => anyhow::bail!("the pool at {pool} did not accept a connection within 5 s"),
+    }
 }
 
 /// A fleet of `count` listening miners of the kind the sender serves.
@@ -311,14 +367,17 @@ async fn measure(
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    let sender_cpu_before = roles
-        .iter_mut()
-        .find(|r| r.name == sender.role)
-        .and_then(|r| r.meter.sample());
+    let mut sender_cpu = || {
+        let role = sender.role?;
+        roles.iter_mut().find(|r| r.name == role)?.meter.sample()
+    };
+    let sender_cpu_before = sender_cpu();
     let t_start = probe::mono_ns();
     let cpu_clock = Instant::now();
+    let mut asked = Vec::with_capacity(opts.rounds);
     for _ in 0..opts.rounds {
-        let _: serde_json::Value = sender
+        let t = probe::mono_ns();
+        let hashes: Vec<String> = sender
             .rpc
             .call(
                 "generatetoaddress",
@@ -326,15 +385,13 @@ async fn measure(
             )
             .await
             .context("cannot trigger a new block")?;
+        asked.extend(hashes.into_iter().map(|h| (h, t)));
         tokio::time::sleep(Duration::from_millis(1000 + u64::from(n) / 10)).await;
     }
-    let sender_cpu_after = roles
-        .iter_mut()
-        .find(|r| r.name == sender.role)
-        .and_then(|r| r.meter.sample());
+    let sender_cpu_after = sender_cpu();
     let elapsed = cpu_clock.elapsed().as_secs_f64();
 
-    let starts = sender.origin.starts(dir, t_start);
+    let starts = sender.origin.starts(dir, t_start, &asked);
     let rounds = account(&starts, &receipts(), n);
     let last: Vec<f64> = rounds
         .iter()

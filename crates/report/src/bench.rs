@@ -6,8 +6,8 @@ use crate::document::{Block, Document, Section};
 use crate::published::{self, SeedFigure, FASTPROXY_BROADCAST_US, FASTPROXY_TCP_US_PER_MINER};
 use crate::svg::{cdf, line_chart, number, Series};
 use analysis::bench::{
-    FanoutResult, PoolBenchReport, TemplateBenchReport, TemplateMempool, Verdict, FANOUT_FILE,
-    POOL_FILE, TEMPLATE_FILE,
+    FanoutResult, FanoutVia, PoolBenchReport, TemplateBenchReport, TemplateMempool, Verdict,
+    FANOUT_FILE, POOL_FILE, TEMPLATE_FILE,
 };
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
@@ -86,7 +86,7 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
         .iter()
         .map(|r| {
             vec![
-                r.via.name().into(),
+                r.via.name(),
                 r.mode.name().into(),
                 format!("{} ({})", r.miners, r.fleets),
                 r.rounds.to_string(),
@@ -102,8 +102,12 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
                 ms(r.delivery_ms.p50),
                 ms(r.delivery_ms.p99),
                 r.missing.to_string(),
-                r.sender_cpu_ms_per_round
-                    .map_or("below one 10 ms tick".into(), |v| format!("{v:.1}")),
+                match (r.via, r.sender_cpu_ms_per_round) {
+                    (_, Some(v)) => format!("{v:.1}"),
+                    // Not a process of ours: its CPU is out of sight.
+                    (FanoutVia::Sv1At(_), None) => "-".into(),
+                    (_, None) => "below one 10 ms tick".into(),
+                },
             ]
         })
         .collect();
@@ -155,7 +159,7 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
         Section {
             title: "Job fan-out".into(),
             blocks: vec![
-                Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the moment the sender had the new block's work (the SV1 pool's job event; the tap in front of the translator passing it the SetNewPrevHash; for the SRI pool, whose own moment cannot be seen, the node's new tip, so the node-to-pool hop is in every time: see the first miner) to each miner's receipt of work on that block, so the receiving fleets' scheduling on this machine is included; the floor is the sender's side alone: one write per already-connected loopback socket in a bare loop. Our SV1 pool also records when its last write of a job returned: that fan-out, from its job event to the last write, is the sender's own time, the one comparable with the floor.".into()),
+                Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the moment the sender had the new block's work (the SV1 pool's job event; the tap in front of the translator passing it the SetNewPrevHash; for the SRI pool, whose own moment cannot be seen, the node's new tip, so the node-to-pool hop is in every time; for a pool given by address, the bench asking that pool's node for the block, so the node's notice and the pool's reaction to it are in every time: see the first miner) to each miner's receipt of work on that block, so the receiving fleets' scheduling on this machine is included; the floor is the sender's side alone: one write per already-connected loopback socket in a bare loop. Our SV1 pool also records when its last write of a job returned: that fan-out, from its job event to the last write, is the sender's own time, the one comparable with the floor.".into()),
                 Block::Table {
                     head: [
                         "sender", "mode", "miners (fleets)", "rounds", "first miner ms (p50)", "last miner ms (p50)", "us per miner",
