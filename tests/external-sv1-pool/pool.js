@@ -17,7 +17,7 @@ const pool = Stratum.createPool({
   emitInvalidBlockHashes: true,
   tcpProxyProtocol: false,
   banning: { enabled: false },
-  ports: { [env('POOL_PORT')]: { diff: 0.000001 } },
+  ports: { [env('POOL_PORT')]: { diff: Number(process.env.POOL_DIFF || '0.000001') } },
   daemons: [{ host: '127.0.0.1', port: Number(env('NODE_RPC_PORT')), user: env('RPC_USER'), password: env('RPC_PASSWORD') }],
   p2p: { enabled: false },
 }, (ip, port, worker, password, callback) => callback({ error: null, authorized: true, disconnect: false }));

@@ -32,8 +32,9 @@ fn installed_pool() -> PathBuf {
     dir
 }
 
-/// The pool on the node at `url` (user `u`, password `p`), logging into `work`, and its port.
-fn start_pool(pool_dir: &Path, url: &str, work: &Path) -> (Killed, u16) {
+/// The pool on the node at `url` (user `u`, password `p`), setting `difficulty` for every
+/// miner, logging into `work`, and its port.
+fn start_pool(pool_dir: &Path, url: &str, difficulty: &str, work: &Path) -> (Killed, u16) {
     let rpc_port = url.rsplit(':').next().unwrap().to_string();
     let pool_port = free_port();
     let pool = Killed(
@@ -41,6 +42,7 @@ fn start_pool(pool_dir: &Path, url: &str, work: &Path) -> (Killed, u16) {
             .arg("pool.js")
             .current_dir(pool_dir)
             .env("POOL_PORT", pool_port.to_string())
+            .env("POOL_DIFF", difficulty)
             .env("NODE_RPC_PORT", &rpc_port)
             .env("RPC_USER", "u")
             .env("RPC_PASSWORD", "p")
@@ -60,7 +62,7 @@ fn the_fanout_bench_measures_an_unmodified_sv1_pool_by_address() {
     std::fs::create_dir_all(&work).unwrap();
     // Only the bench's blocks: each round mines one on the pool's node.
     let (_node, url) = start_node(&["--block-interval", "24h", "--initial-txs", "300"]);
-    let (_pool, pool_port) = start_pool(&pool_dir, &url, &work);
+    let (_pool, pool_port) = start_pool(&pool_dir, &url, "0.000001", &work);
     let via = format!("127.0.0.1:{pool_port}");
     let (stdout, results) = common::bench(
         "fanout-external",
@@ -98,6 +100,44 @@ fn the_fanout_bench_measures_an_unmodified_sv1_pool_by_address() {
 }
 
 #[test]
+fn the_pool_bench_loads_an_unmodified_sv1_pool_and_reads_its_cpu() {
+    let pool_dir = installed_pool();
+    let work = std::env::temp_dir().join(format!("external-pool-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    // Blocks far out of reach (the pool's block-candidate path throws), shares cheap.
+    let (_node, url) = start_node(&["--block-interval", "24h", "--difficulty", "1"]);
+    let (_pool, pool_port) = start_pool(&pool_dir, &url, "0.00000001", &work);
+    let target = format!("127.0.0.1:{pool_port}");
+    let (_, report) = common::bench(
+        "pool-bench-external",
+        &[
+            "pool",
+            "--target",
+            &target,
+            "--share-difficulty",
+            "0.00000001",
+            "--miners",
+            "20",
+            "--rate",
+            "100",
+            "--step",
+            "3s",
+            "--max-steps",
+            "1",
+            "--p99-bound-ms",
+            "60000",
+        ],
+        "pool-bench.json",
+    );
+    let step = &report["steps"][0];
+    assert!(step["accepted"].as_u64().unwrap() > 0, "{step}");
+    // Found by the socket it listens on: the pool's own CPU and memory, though it is not
+    // a process of ours.
+    assert!(step["pool_cpu_pct"].as_f64().is_some(), "{step}");
+    assert!(step["pool_rss_bytes"].as_u64().unwrap() > 0, "{step}");
+}
+
+#[test]
 fn an_unmodified_sv1_pool_mines_on_the_node() {
     let pool_dir = installed_pool();
     let work = std::env::temp_dir().join(format!("external-pool-{}", std::process::id()));
@@ -113,7 +153,7 @@ fn an_unmodified_sv1_pool_mines_on_the_node() {
         "--initial-txs",
         "300",
     ]);
-    let (_pool, pool_port) = start_pool(&pool_dir, &url, &work);
+    let (_pool, pool_port) = start_pool(&pool_dir, &url, "0.000001", &work);
 
     let spec = work.join("fleet.json");
     std::fs::write(

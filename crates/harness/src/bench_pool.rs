@@ -5,6 +5,7 @@
 
 use crate::builtin::{start_builtin, start_sri_pool, start_template_provider, TemplateProvider};
 use crate::process::{stop_all, RoleProcess};
+use crate::procs::CpuMeter;
 use crate::roles::RoleSpec;
 use analysis::bench::{PoolBenchReport, StepResult, Verdict, POOL_FILE};
 use anyhow::{Context, Result};
@@ -99,6 +100,8 @@ pub async fn run(opts: PoolBenchOptions) -> Result<PoolBenchReport> {
 }
 
 async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<PoolBenchReport> {
+    // A pool at an address is not ours: its process is found by the socket it listens on.
+    let mut foreign: Option<CpuMeter> = None;
     let (load, target) = match &opts.target {
         PoolTarget::Address(addr) => {
             // Fail fast when nothing answers there.
@@ -109,6 +112,10 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
             let d = opts
                 .share_difficulty
                 .context("--share-difficulty: say the difficulty the pool at that address sets")?;
+            foreign = crate::procs::listener_pid(*addr).map(CpuMeter::new);
+            if foreign.is_none() {
+                eprintln!("the process listening on {addr} is not visible here: its CPU and memory are left out");
+            }
             (
                 Load::Sv1 {
                     pool: *addr,
@@ -136,12 +143,15 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
     let mut idle_rss = roles
         .iter_mut()
         .find(|r| r.name == "pool")
-        .and_then(|r| r.meter.sample())
+        .map(|r| &mut r.meter)
+        .or(foreign.as_mut())
+        .and_then(CpuMeter::sample)
         .map(|(_, rss)| rss);
     let mut steps = Vec::new();
     let mut offered = opts.rate;
     for k in 0..opts.max_steps {
-        let (step, step_idle_rss) = measure_step(opts, roles, k, &load, offered).await?;
+        let (step, step_idle_rss) =
+            measure_step(opts, roles, foreign.as_mut(), k, &load, offered).await?;
         idle_rss = idle_rss.or(step_idle_rss);
         eprintln!(
             "step {}: offered {:.0}/s, accepted {:.0}/s, p50 {} p99 {} ms{}",
@@ -204,6 +214,7 @@ enum Load {
 async fn measure_step(
     opts: &PoolBenchOptions,
     roles: &mut Vec<RoleProcess>,
+    foreign: Option<&mut CpuMeter>,
     k: usize,
     load: &Load,
     offered: f64,
@@ -269,7 +280,7 @@ async fn measure_step(
     let (mut fleet, _) = RoleProcess::spawn(&opts.exe, &opts.out, &name, &spec).await?;
     tokio::time::sleep(STEP_WARMUP).await;
     let pool_role = roles.iter_mut().find(|r| r.name == pool_name);
-    let mut pool_meter = pool_role.map(|r| &mut r.meter);
+    let mut pool_meter = pool_role.map(|r| &mut r.meter).or(foreign);
     if let Some(m) = pool_meter.as_mut() {
         m.sample();
     }

@@ -44,9 +44,72 @@ impl CpuMeter {
     }
 }
 
+/// The process listening for TCP on `addr` (or on every address at its port), found
+/// through the kernel's socket tables: how a pool that is not ours gets its CPU measured.
+/// `None` when no process we may look into holds it.
+pub fn listener_pid(addr: std::net::SocketAddr) -> Option<u32> {
+    let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|text| {
+            text.lines()
+                .skip(1)
+                .filter_map(|line| listening_inode(line, addr))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let holds = std::fs::read_dir(entry.path().join("fd"))
+                .ok()?
+                .flatten()
+                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                .any(|link| wanted.iter().any(|w| link.as_os_str() == w.as_str()));
+            holds.then_some(pid)
+        })
+}
+
+/// The socket inode of a `/proc/net/tcp{,6}` line listening on `addr`'s port, at `addr`
+/// or at every address.
+fn listening_inode(line: &str, addr: std::net::SocketAddr) -> Option<String> {
+    const LISTEN: &str = "0A";
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let (ip_hex, port_hex) = fields.get(1)?.split_once(':')?;
+    if fields.get(3) != Some(&LISTEN) || u16::from_str_radix(port_hex, 16).ok()? != addr.port() {
+        return None;
+    }
+    // The address is printed as 32-bit words in host (little-endian) order.
+    let bytes: Vec<u8> = (0..ip_hex.len() / 8)
+        .filter_map(|w| u32::from_str_radix(&ip_hex[w * 8..w * 8 + 8], 16).ok())
+        .flat_map(u32::to_le_bytes)
+        .collect();
+    let ip = match bytes.len() {
+        4 => std::net::IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?),
+        16 => {
+            let v6 = std::net::Ipv6Addr::from(<[u8; 16]>::try_from(bytes).ok()?);
+            v6.to_ipv4_mapped().map_or(v6.into(), Into::into)
+        }
+        _ => return None,
+    };
+    (ip == addr.ip() || ip.is_unspecified()).then(|| fields.get(9).map(|i| i.to_string()))?
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_the_process_listening_on_an_address() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        assert_eq!(listener_pid(addr), Some(std::process::id()));
+        drop(listener);
+        assert_eq!(listener_pid(addr), None);
+    }
 
     #[test]
     fn measures_this_process() {

@@ -249,8 +249,8 @@ fn pool_sections(r: &PoolBenchReport) -> Vec<Section> {
         .steps
         .iter()
         .filter(|s| s.verdict == Verdict::Sustained)
-        .filter_map(|s| s.pool_cpu_us_per_share)
-        .reduce(f64::min)
+        .max_by(|a, b| a.accepted_per_s.total_cmp(&b.accepted_per_s))
+        .and_then(|s| s.pool_cpu_us_per_share)
         .map(|us| 1e6 / us);
     vec![
         Section {

@@ -400,7 +400,8 @@ fn fake_bench_dir(name: &str) -> PathBuf {
         latency_ms: Dist::of(&[p99 / 3.0, p99]),
         p95_ms: Some(p99 / 2.0),
         pool_cpu_pct: Some(offered / 100.0),
-        pool_cpu_us_per_share: Some(10.0),
+        // Cheaper per share at lighter load, so the busiest step is not the cheapest.
+        pool_cpu_us_per_share: Some(offered / 200.0),
         pool_rss_bytes: Some(20 << 20),
         verdict,
     };
@@ -408,6 +409,7 @@ fn fake_bench_dir(name: &str) -> PathBuf {
         target: "builtin".into(),
         miners: 200,
         steps: vec![
+            step(1000.0, 0.3, Verdict::Sustained),
             step(2000.0, 0.5, Verdict::Sustained),
             step(4000.0, 9.0, Verdict::Stop("p99 passed".into())),
         ],
