@@ -51,11 +51,8 @@ pub struct FanoutArgs {
 pub async fn run(args: FanoutArgs) -> Result<()> {
     let node = match (args.via, args.node_rpc) {
         (FanoutVia::Sv1At(pool), Some(url)) => {
-            // Loads go to this machine only.
-            anyhow::ensure!(
-                pool.ip().is_loopback(),
-                "--via {pool}: the bench connects its miners only to a pool on this machine (127.0.0.1 or ::1)"
-            );
+            crate::targets::on_this_machine(pool, "--via")?;
+            crate::targets::url_on_this_machine(&url, "--node-rpc")?;
             Some(ForeignNode {
                 url,
                 user: args.rpc_user,

@@ -51,14 +51,17 @@ pub async fn run(args: PoolArgs) -> Result<()> {
         args.rate > 0.0 && args.miners > 0,
         "--rate and --miners must be positive"
     );
-    let target =
-        match args.target.as_str() {
-            "builtin" => PoolTarget::Builtin,
-            "sri" => PoolTarget::Sri,
-            addr => PoolTarget::Address(addr.parse().with_context(|| {
+    let target = match args.target.as_str() {
+        "builtin" => PoolTarget::Builtin,
+        "sri" => PoolTarget::Sri,
+        addr => {
+            let addr = addr.parse().with_context(|| {
                 format!("--target: {addr:?} is not `builtin`, `sri` or host:port")
-            })?),
-        };
+            })?;
+            crate::targets::on_this_machine(addr, "--target")?;
+            PoolTarget::Address(addr)
+        }
+    };
     harness::bench_pool::run(PoolBenchOptions {
         target,
         miners: args.miners,

@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 #[derive(Args)]
 pub struct TemplateArgs {
     /// `builtin` (our node, with a mempool of --mempool transactions) or the URL of any
-    /// bitcoind-compatible node, for example http://127.0.0.1:18443 (its mempool as it is;
-    /// a fresh template cannot be forced there, so only repeated calls are measured).
+    /// bitcoind-compatible node on this machine, for example http://127.0.0.1:18443 (its
+    /// mempool as it is; a fresh template cannot be forced there, so only repeated calls
+    /// are measured).
     #[arg(long, default_value = "builtin")]
     node: String,
     /// RPC user and password of a node given by URL.
@@ -252,6 +253,7 @@ async fn tdp_after_new_block(
 
 /// Repeated calls to a node given by URL, each variant it serves.
 async fn run_against(args: &TemplateArgs) -> Result<()> {
+    crate::targets::url_on_this_machine(&args.node, "--node")?;
     let rpc = RpcClient::new(&args.node, &args.rpc_user, &args.rpc_password);
     let _: Value =
         tokio::time::timeout(Duration::from_secs(5), rpc.call("getblockcount", json!([])))

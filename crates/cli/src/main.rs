@@ -7,6 +7,7 @@ mod bench_template;
 mod node_cmd;
 mod report_cmd;
 mod run_cmd;
+mod targets;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -66,7 +66,7 @@ fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
             "--node-rpc",
             "http://127.0.0.1:18443",
         ],
-        "only to a pool on this machine",
+        "--via 192.0.2.1:3333: benchmarks load only this machine",
     );
     fails_saying(
         &["fanout", "--node-rpc", "http://127.0.0.1:18443"],

@@ -70,6 +70,25 @@ fn the_pool_bench_ramps_and_reports_each_step() {
         .unwrap();
     assert!(!unreachable.status.success());
     assert!(String::from_utf8_lossy(&unreachable.stderr).contains("127.0.0.1:9"));
+
+    // A pool elsewhere is never loaded.
+    let far = Command::new(exe())
+        .args([
+            "bench",
+            "pool",
+            "--target",
+            "192.0.2.1:3333",
+            "--share-difficulty",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(!far.status.success());
+    assert!(
+        String::from_utf8_lossy(&far.stderr).contains("benchmarks load only this machine"),
+        "{}",
+        String::from_utf8_lossy(&far.stderr)
+    );
 }
 
 /// The real SRI pool under share load from SV2 miners: its answers are measured, its CPU
