@@ -104,11 +104,29 @@ impl Job {
         nonce: u32,
         version: i32,
     ) -> Header {
+        let root = self.merkle_root(extranonce1, extranonce2);
+        self.header_on(root, ntime, nonce, version)
+    }
+
+    /// The merkle root under the extranonces: most of a share's hashing, and the same for
+    /// every share a miner finds before it moves to its next extranonce2.
+    pub fn merkle_root(&self, extranonce1: &[u8], extranonce2: &[u8]) -> TxMerkleNode {
         let coinbase_txid = sha256d::Hash::hash(&self.coinbase(extranonce1, extranonce2));
+        mining::merkle_root_from_branch(coinbase_txid, &self.merkle_branch)
+    }
+
+    /// The header on a merkle root from [`Job::merkle_root`].
+    pub fn header_on(
+        &self,
+        merkle_root: TxMerkleNode,
+        ntime: u32,
+        nonce: u32,
+        version: i32,
+    ) -> Header {
         Header {
             version: Version::from_consensus(version),
             prev_blockhash: self.prev_hash,
-            merkle_root: mining::merkle_root_from_branch(coinbase_txid, &self.merkle_branch),
+            merkle_root,
             time: ntime,
             bits: self.bits,
             nonce,

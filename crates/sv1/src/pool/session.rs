@@ -110,6 +110,9 @@ struct Session {
     job_difficulty: HashMap<String, f64>,
     last_prev: Option<bitcoin::BlockHash>,
     seen: HashSet<(String, u64, u32, u32, i32)>,
+    /// The merkle root of the last share's job and extranonce2: a miner rolls nonces and
+    /// version bits under one extranonce2 for many shares, so most shares reuse it.
+    last_root: Option<(String, u64, bitcoin::TxMerkleNode)>,
     version_mask: u32,
     vardiff: Vardiff,
     bad_lines: u32,
@@ -129,6 +132,7 @@ impl Session {
             job_difficulty: HashMap::new(),
             last_prev: None,
             seen: HashSet::new(),
+            last_root: None,
             version_mask: 0,
             vardiff: Vardiff::new(shared.cfg.vardiff),
             bad_lines: 0,
@@ -380,9 +384,15 @@ impl Session {
         {
             return reject(ShareVerdict::Duplicate, codes::DUPLICATE, "Duplicate share");
         }
-        let header = job
-            .job
-            .header(&self.extranonce1, &extranonce2, ntime, nonce, version);
+        let merkle_root = match &self.last_root {
+            Some((id, en, root)) if *id == job_id && *en == en2 => *root,
+            _ => {
+                let root = job.job.merkle_root(&self.extranonce1, &extranonce2);
+                self.last_root = Some((job_id.clone(), en2, root));
+                root
+            }
+        };
+        let header = job.job.header_on(merkle_root, ntime, nonce, version);
         let hash = header.block_hash();
         let required = self
             .job_difficulty
