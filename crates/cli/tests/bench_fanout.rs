@@ -2,9 +2,8 @@
 
 mod common;
 
-use common::exe;
+use common::bench_fails;
 use serde_json::json;
-use std::process::Command;
 
 #[test]
 fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
@@ -29,76 +28,40 @@ fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
     assert!(r["sender_us_per_miner"].as_f64().unwrap() > 0.0);
 
     // A count the sender cannot hold fails before anything starts, naming the limit.
-    let too_many = Command::new(exe())
-        .args(["bench", "fanout", "--miners", "100000000"])
-        .output()
-        .unwrap();
-    assert!(!too_many.status.success());
-    let err = String::from_utf8_lossy(&too_many.stderr);
+    let too_many = bench_fails(&["fanout", "--miners", "100000000"]);
     assert!(
-        err.contains("file descriptors") && err.contains("at most"),
-        "{err}"
+        too_many.contains("file descriptors") && too_many.contains("at most"),
+        "{too_many}"
     );
-
-    let unknown = Command::new(exe())
-        .args(["bench", "fanout", "--mode", "multicast"])
-        .output()
-        .unwrap();
-    assert!(!unknown.status.success());
-    assert!(String::from_utf8_lossy(&unknown.stderr).contains("`sv2-group`"));
+    let unknown = bench_fails(&["fanout", "--mode", "multicast"]);
+    assert!(unknown.contains("`sv2-group`"), "{unknown}");
     // A pool given by address: its node must be named, and it must be on this machine.
-    let fails_saying = |args: &[&str], what: &str| {
-        let out = Command::new(exe())
-            .arg("bench")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(!out.status.success(), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(what), "{args:?}: {err}");
-    };
-    fails_saying(&["fanout", "--via", "127.0.0.1:3333"], "needs --node-rpc");
-    fails_saying(
-        &[
-            "fanout",
-            "--via",
-            "192.0.2.1:3333",
-            "--node-rpc",
-            "http://127.0.0.1:18443",
-        ],
-        "--via 192.0.2.1:3333: benchmarks load only this machine",
+    let no_node = bench_fails(&["fanout", "--via", "127.0.0.1:3333"]);
+    assert!(no_node.contains("needs --node-rpc"), "{no_node}");
+    let far = bench_fails(&[
+        "fanout",
+        "--via",
+        "192.0.2.1:3333",
+        "--node-rpc",
+        "http://127.0.0.1:18443",
+    ]);
+    assert!(
+        far.contains("--via 192.0.2.1:3333: benchmarks load only this machine"),
+        "{far}"
     );
-    fails_saying(
-        &["fanout", "--node-rpc", "http://127.0.0.1:18443"],
-        "--node-rpc is for a pool given by --via HOST:PORT",
+    let stray_node = bench_fails(&["fanout", "--node-rpc", "http://127.0.0.1:18443"]);
+    assert!(
+        stray_node.contains("--node-rpc is for a pool given by --via HOST:PORT"),
+        "{stray_node}"
     );
-    let no_group = Command::new(exe())
-        .args([
-            "bench",
-            "fanout",
-            "--via",
-            "sv1-pool",
-            "--mode",
-            "sv2-group",
-        ])
-        .output()
-        .unwrap();
-    assert!(!no_group.status.success());
-    assert!(String::from_utf8_lossy(&no_group.stderr).contains("--via sv2-pool"));
+    let no_group = bench_fails(&["fanout", "--via", "sv1-pool", "--mode", "sv2-group"]);
+    assert!(no_group.contains("--via sv2-pool"), "{no_group}");
     // Only the built-in pool broadcasts.
-    let no_broadcast = Command::new(exe())
-        .args([
-            "bench",
-            "fanout",
-            "--via",
-            "translator",
-            "--mode",
-            "udp-broadcast",
-        ])
-        .output()
-        .unwrap();
-    assert!(!no_broadcast.status.success());
-    assert!(String::from_utf8_lossy(&no_broadcast.stderr).contains("only the built-in SV1 pool"));
+    let no_broadcast = bench_fails(&["fanout", "--via", "translator", "--mode", "udp-broadcast"]);
+    assert!(
+        no_broadcast.contains("only the built-in SV1 pool"),
+        "{no_broadcast}"
+    );
 }
 
 /// The real SRI senders: its translator to SV1 miners, its pool to SV2 miners (each on its

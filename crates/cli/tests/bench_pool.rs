@@ -2,8 +2,7 @@
 
 mod common;
 
-use common::exe;
-use std::process::Command;
+use common::bench_fails;
 
 #[test]
 fn the_pool_bench_ramps_and_reports_each_step() {
@@ -55,40 +54,18 @@ fn the_pool_bench_ramps_and_reports_each_step() {
         assert!(report["max_sustained_shares_per_s"].as_f64().unwrap() >= 180.0);
     }
 
-    let unreachable = Command::new(exe())
-        .args([
-            "bench",
-            "pool",
-            "--target",
-            "127.0.0.1:9",
-            "--share-difficulty",
-            "1",
-        ])
-        .arg("--out")
-        .arg(std::env::temp_dir().join(format!("pool-bench-unreachable-{}", std::process::id())))
-        .output()
-        .unwrap();
-    assert!(!unreachable.status.success());
-    assert!(String::from_utf8_lossy(&unreachable.stderr).contains("127.0.0.1:9"));
+    let unreachable = bench_fails(&["pool", "--target", "127.0.0.1:9", "--share-difficulty", "1"]);
+    assert!(unreachable.contains("127.0.0.1:9"), "{unreachable}");
 
     // A pool elsewhere is never loaded.
-    let far = Command::new(exe())
-        .args([
-            "bench",
-            "pool",
-            "--target",
-            "192.0.2.1:3333",
-            "--share-difficulty",
-            "1",
-        ])
-        .output()
-        .unwrap();
-    assert!(!far.status.success());
-    assert!(
-        String::from_utf8_lossy(&far.stderr).contains("benchmarks load only this machine"),
-        "{}",
-        String::from_utf8_lossy(&far.stderr)
-    );
+    let far = bench_fails(&[
+        "pool",
+        "--target",
+        "192.0.2.1:3333",
+        "--share-difficulty",
+        "1",
+    ]);
+    assert!(far.contains("benchmarks load only this machine"), "{far}");
 }
 
 /// The real SRI pool under share load from SV2 miners: its answers are measured, its CPU

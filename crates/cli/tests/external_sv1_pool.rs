@@ -32,15 +32,31 @@ fn installed_pool() -> PathBuf {
     dir
 }
 
-/// The pool on the node at `url` (user `u`, password `p`), setting `difficulty` for every
-/// miner, logging into `work`, and its port.
-fn start_pool(pool_dir: &Path, url: &str, difficulty: &str, work: &Path) -> (Killed, u16) {
+/// The pool running on its own node, and where each is reached.
+struct PoolOnNode {
+    _node: Killed,
+    _pool: Killed,
+    /// The node's RPC URL (user `u`, password `p`).
+    url: String,
+    /// Where miners connect.
+    addr: String,
+    /// The test's scratch directory, with the pool's log.
+    work: PathBuf,
+}
+
+/// A node started with `node_args`, and the pool on it setting `difficulty` for every
+/// miner; `name` names the scratch directory.
+fn pool_on_node(name: &str, node_args: &[&str], difficulty: &str) -> PoolOnNode {
+    let pool_dir = installed_pool();
+    let work = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    let (node, url) = start_node(node_args);
     let rpc_port = url.rsplit(':').next().unwrap().to_string();
     let pool_port = free_port();
     let pool = Killed(
         Command::new("node")
             .arg("pool.js")
-            .current_dir(pool_dir)
+            .current_dir(&pool_dir)
             .env("POOL_PORT", pool_port.to_string())
             .env("POOL_DIFF", difficulty)
             .env("NODE_RPC_PORT", &rpc_port)
@@ -52,18 +68,24 @@ fn start_pool(pool_dir: &Path, url: &str, difficulty: &str, work: &Path) -> (Kil
             .expect("node (Node.js) is installed"),
     );
     std::thread::sleep(Duration::from_secs(3));
-    (pool, pool_port)
+    PoolOnNode {
+        _node: node,
+        _pool: pool,
+        url,
+        addr: format!("127.0.0.1:{pool_port}"),
+        work,
+    }
 }
 
 #[test]
 fn the_fanout_bench_measures_an_unmodified_sv1_pool_by_address() {
-    let pool_dir = installed_pool();
-    let work = std::env::temp_dir().join(format!("external-fanout-{}", std::process::id()));
-    std::fs::create_dir_all(&work).unwrap();
     // Only the bench's blocks: each round mines one on the pool's node.
-    let (_node, url) = start_node(&["--block-interval", "24h", "--initial-txs", "300"]);
-    let (_pool, pool_port) = start_pool(&pool_dir, &url, "0.000001", &work);
-    let via = format!("127.0.0.1:{pool_port}");
+    let pool = pool_on_node(
+        "external-fanout",
+        &["--block-interval", "24h", "--initial-txs", "300"],
+        "0.000001",
+    );
+    let via = &pool.addr;
     let (stdout, results) = common::bench(
         "fanout-external",
         &[
@@ -71,9 +93,9 @@ fn the_fanout_bench_measures_an_unmodified_sv1_pool_by_address() {
             "--miners",
             "20",
             "--via",
-            &via,
+            via,
             "--node-rpc",
-            &url,
+            &pool.url,
             "--rpc-user",
             "u",
             "--rpc-password",
@@ -101,19 +123,18 @@ fn the_fanout_bench_measures_an_unmodified_sv1_pool_by_address() {
 
 #[test]
 fn the_pool_bench_loads_an_unmodified_sv1_pool_and_reads_its_cpu() {
-    let pool_dir = installed_pool();
-    let work = std::env::temp_dir().join(format!("external-pool-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&work).unwrap();
     // Blocks far out of reach (the pool's block-candidate path throws), shares cheap.
-    let (_node, url) = start_node(&["--block-interval", "24h", "--difficulty", "1"]);
-    let (_pool, pool_port) = start_pool(&pool_dir, &url, "0.00000001", &work);
-    let target = format!("127.0.0.1:{pool_port}");
+    let pool = pool_on_node(
+        "external-pool-bench",
+        &["--block-interval", "24h", "--difficulty", "1"],
+        "0.00000001",
+    );
     let (_, report) = common::bench(
         "pool-bench-external",
         &[
             "pool",
             "--target",
-            &target,
+            &pool.addr,
             "--share-difficulty",
             "0.00000001",
             "--miners",
@@ -139,32 +160,31 @@ fn the_pool_bench_loads_an_unmodified_sv1_pool_and_reads_its_cpu() {
 
 #[test]
 fn an_unmodified_sv1_pool_mines_on_the_node() {
-    let pool_dir = installed_pool();
-    let work = std::env::temp_dir().join(format!("external-pool-{}", std::process::id()));
-    std::fs::create_dir_all(&work).unwrap();
-
     // Blocks out of our miners' reach: the pool's own block-candidate path throws
     // (ReferenceError in its jobManager.js), which is not what this test is about.
-    let (_node, url) = start_node(&[
-        "--block-interval",
-        "4s",
-        "--difficulty",
-        "0.01",
-        "--initial-txs",
-        "300",
-    ]);
-    let (_pool, pool_port) = start_pool(&pool_dir, &url, "0.000001", &work);
+    let pool = pool_on_node(
+        "external-pool",
+        &[
+            "--block-interval",
+            "4s",
+            "--difficulty",
+            "0.01",
+            "--initial-txs",
+            "300",
+        ],
+        "0.000001",
+    );
 
-    let spec = work.join("fleet.json");
+    let spec = pool.work.join("fleet.json");
     std::fs::write(
         &spec,
         serde_json::json!({"kind": "sv1-miners", "config": {
-            "pool": format!("127.0.0.1:{pool_port}"), "miners": 2, "hashrate": 1000.0,
+            "pool": pool.addr, "miners": 2, "hashrate": 1000.0,
             "worker_prefix": "ext", "ramp": {"secs": 0, "nanos": 0}, "hash_threads": 1}})
         .to_string(),
     )
     .unwrap();
-    let events = work.join("fleet.jsonl");
+    let events = pool.work.join("fleet.jsonl");
     let _fleet = Killed(
         Command::new(exe())
             .args([
@@ -203,7 +223,7 @@ fn an_unmodified_sv1_pool_mines_on_the_node() {
             Instant::now() < deadline,
             "after 45 s: {accepted} shares accepted, jobs on {} tips; pool log: {}",
             tips.len(),
-            std::fs::read_to_string(work.join("pool.log"))
+            std::fs::read_to_string(pool.work.join("pool.log"))
                 .unwrap_or_default()
                 .lines()
                 .rev()

@@ -369,7 +369,7 @@ async fn measure(
     }
     let mut sender_cpu = || {
         let role = sender.role?;
-        roles.iter_mut().find(|r| r.name == role)?.meter.sample()
+        crate::process::meter_of(roles, role)?.sample()
     };
     let sender_cpu_before = sender_cpu();
     let t_start = probe::mono_ns();

@@ -4,7 +4,7 @@
 //! keeping up.
 
 use crate::builtin::{start_builtin, start_sri_pool, start_template_provider, TemplateProvider};
-use crate::process::{stop_all, RoleProcess};
+use crate::process::{meter_of, stop_all, RoleProcess};
 use crate::procs::CpuMeter;
 use crate::roles::RoleSpec;
 use analysis::bench::{PoolBenchReport, StepResult, Verdict, POOL_FILE};
@@ -140,10 +140,7 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
             "sri".to_string(),
         ),
     };
-    let mut idle_rss = roles
-        .iter_mut()
-        .find(|r| r.name == "pool")
-        .map(|r| &mut r.meter)
+    let mut idle_rss = meter_of(roles, "pool")
         .or(foreign.as_mut())
         .and_then(CpuMeter::sample)
         .map(|(_, rss)| rss);
@@ -256,10 +253,8 @@ async fn measure_step(
                 roles,
             )
             .await?;
-            let idle = roles
-                .iter_mut()
-                .find(|r| r.name == pool_name)
-                .and_then(|r| r.meter.sample())
+            let idle = meter_of(roles, &pool_name)
+                .and_then(CpuMeter::sample)
                 .map(|(_, rss)| rss);
             let spec = RoleSpec::Sv2Miners {
                 config: sv2::fleet::FleetConfig {
@@ -279,8 +274,7 @@ async fn measure_step(
     };
     let (mut fleet, _) = RoleProcess::spawn(&opts.exe, &opts.out, &name, &spec).await?;
     tokio::time::sleep(STEP_WARMUP).await;
-    let pool_role = roles.iter_mut().find(|r| r.name == pool_name);
-    let mut pool_meter = pool_role.map(|r| &mut r.meter).or(foreign);
+    let mut pool_meter = meter_of(roles, &pool_name).or(foreign);
     if let Some(m) = pool_meter.as_mut() {
         m.sample();
     }

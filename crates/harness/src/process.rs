@@ -189,6 +189,14 @@ pub async fn stop_all(roles: &mut [RoleProcess]) {
     }
 }
 
+/// The CPU and memory meter of the role called `name`, if it runs.
+pub fn meter_of<'a>(roles: &'a mut [RoleProcess], name: &str) -> Option<&'a mut CpuMeter> {
+    roles
+        .iter_mut()
+        .find(|r| r.name == name)
+        .map(|r| &mut r.meter)
+}
+
 /// A field of a READY announcement.
 pub fn ready_field(ready: &Value, key: &str, role: &str) -> Result<String> {
     ready

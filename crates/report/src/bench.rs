@@ -381,24 +381,21 @@ fn template_mempool_section(node: &str, m: &TemplateMempool) -> Section {
 
 /// How each case's median grows with the mempool.
 fn template_growth_section(r: &TemplateBenchReport) -> Section {
-    let mut series: Vec<Series> = Vec::new();
+    let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     for m in &r.mempools {
-        let Some(size) = m.mempool_txs else { continue };
         for c in &m.cases {
-            let Some(p50) = c.latency_ms.p50 else {
-                continue;
-            };
-            let name = legend(&c.name);
-            let point = (size as f64, p50);
-            match series.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push(point),
-                None => series.push(Series {
-                    name,
-                    points: vec![point],
-                }),
+            if let (Some(size), Some(p50)) = (m.mempool_txs, c.latency_ms.p50) {
+                lines
+                    .entry(legend(&c.name))
+                    .or_default()
+                    .push((size as f64, p50));
             }
         }
     }
+    let series: Vec<Series> = lines
+        .into_iter()
+        .map(|(name, points)| Series { name, points })
+        .collect();
     Section {
         title: "Template latency against mempool size".into(),
         blocks: vec![Block::Chart {

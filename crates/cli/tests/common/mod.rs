@@ -84,9 +84,8 @@ pub fn run_scenario(name: &str, out: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// Runs `stratum-bench bench <args> --out <fresh dir>`, requires success, and returns its
-/// stdout and the JSON file `result` it wrote.
-pub fn bench(name: &str, args: &[&str], result: &str) -> (String, serde_json::Value) {
+/// `stratum-bench bench <args> --out <scratch dir named name>`, run to its end.
+fn run_bench(name: &str, args: &[&str]) -> (PathBuf, std::process::Output) {
     let out = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let run = Command::new(exe())
@@ -96,6 +95,13 @@ pub fn bench(name: &str, args: &[&str], result: &str) -> (String, serde_json::Va
         .arg(&out)
         .output()
         .unwrap();
+    (out, run)
+}
+
+/// Runs `stratum-bench bench <args> --out <fresh dir>`, requires success, and returns its
+/// stdout and the JSON file `result` it wrote.
+pub fn bench(name: &str, args: &[&str], result: &str) -> (String, serde_json::Value) {
+    let (out, run) = run_bench(name, args);
     assert!(
         run.status.success(),
         "{}",
@@ -106,6 +112,14 @@ pub fn bench(name: &str, args: &[&str], result: &str) -> (String, serde_json::Va
         String::from_utf8_lossy(&run.stdout).into_owned(),
         serde_json::from_str(&json).unwrap(),
     )
+}
+
+/// Runs `stratum-bench bench <args> --out <scratch dir>`, requires it to fail, and
+/// returns what it said on stderr.
+pub fn bench_fails(args: &[&str]) -> String {
+    let (_, run) = run_bench("bench-failing", args);
+    assert!(!run.status.success(), "bench {args:?} should fail");
+    String::from_utf8_lossy(&run.stderr).into_owned()
 }
 
 /// A fresh run directory for one test.

@@ -170,9 +170,7 @@ impl PoolJob {
             + 1;
         n == self.connections
     }
-}
 
-impl PoolJob {
     pub fn new(job: Job, template: Arc<BlockTemplate>) -> PoolJob {
         let line = |clean: bool| {
             let mut params = job.notify_params();
