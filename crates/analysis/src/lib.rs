@@ -4,11 +4,36 @@
 //! Events are correlated by identity, never by time windows: a job is tied to its node
 //! template by the marker txid in its first merkle branch and to a tip by its prev hash,
 //! a block to the share that found it by its hash. What cannot be tied is counted under
-//! `unmatched`, not dropped.
+//! `unmatched`, not dropped. One module per family of rules (`jobs`, `shares`,
+//! `bandwidth`, `declaration`), each with golden tests worked out by hand.
 
+pub mod bandwidth;
 pub mod bench;
+pub mod declaration;
+pub mod headline;
+pub mod input;
+pub mod jobs;
 pub mod manifest;
+pub mod shares;
 pub mod summary;
+#[cfg(test)]
+mod testing;
+pub mod timeline;
+
+use std::collections::BTreeMap;
 
 pub use manifest::{Manifest, SideRoles};
 pub use summary::{summarize, Summary};
+
+/// Events that could not be tied to their counterpart, by kind.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Unmatched(pub BTreeMap<String, u64>);
+
+impl Unmatched {
+    /// Counts `n` more of `kind` (a kind with none is not listed).
+    pub fn add(&mut self, kind: &str, n: u64) {
+        if n > 0 {
+            *self.0.entry(kind.to_string()).or_default() += n;
+        }
+    }
+}

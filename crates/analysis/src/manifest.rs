@@ -18,6 +18,39 @@ pub struct Manifest {
     pub sides: BTreeMap<String, SideRoles>,
 }
 
+impl Manifest {
+    pub fn window(&self) -> Window {
+        Window {
+            start_ns: self.window_start_ns,
+            end_ns: self.window_end_ns,
+        }
+    }
+}
+
+/// The measured window, in monotonic nanoseconds; both ends belong to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+impl Window {
+    pub fn contains(&self, t: u64) -> bool {
+        t >= self.start_ns && t <= self.end_ns
+    }
+
+    /// Its length in seconds; zero while it has not begun (a live summary in warm-up).
+    pub fn secs(&self) -> f64 {
+        self.end_ns.saturating_sub(self.start_ns) as f64 / 1e9
+    }
+
+    /// The part of `[from, to)` inside the window, if any.
+    pub fn clip(&self, from: u64, to: u64) -> Option<(u64, u64)> {
+        let (from, to) = (from.max(self.start_ns), to.min(self.end_ns));
+        (to > from).then_some((from, to))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LinkParams {
     pub rtt_ms: f64,

@@ -1,5 +1,6 @@
 //! `stratum-bench run` and `stratum-bench role`.
 
+use analysis::headline::headline_deltas;
 use analysis::Summary;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -112,7 +113,8 @@ fn table(s: &Summary) -> String {
         ("new job ms".into(), vec![]),
         ("new job after a block ms".into(), vec![]),
         ("block propagation ms".into(), vec![]),
-        ("template value (sats, mean)".into(), vec![]),
+        ("template value (sats, mean, valid work)".into(), vec![]),
+        ("work valid / stale / unmatched (miner-s)".into(), vec![]),
         ("farm tx / rx bytes/s".into(), vec![]),
     ];
     for side in s.sides.values() {
@@ -130,7 +132,13 @@ fn table(s: &Summary) -> String {
             side.template_value_sats
                 .mean
                 .map_or("-".into(), |v| format!("{v:.0}")),
-            format!("{:.0} / {:.0}", b.farm.tx, b.farm.rx),
+            format!(
+                "{:.1} / {:.2} / {:.1}",
+                side.work_s.valid_s, side.work_s.stale_s, side.work_s.unmatched_s
+            ),
+            b.as_ref().map_or("not recorded".into(), |b| {
+                format!("{:.0} / {:.0}", b.farm.tx, b.farm.rx)
+            }),
         ];
         for (row, cell) in rows.iter_mut().zip(cells) {
             row.1.push(cell);
@@ -165,28 +173,17 @@ fn table(s: &Summary) -> String {
         ));
     }
     // The seed report's "SV2 delta" lines: the headline metrics, SV2 against SV1.
-    const HEADLINES: &[(&str, &str)] = &[
-        ("new job p50 ms", "new_job_ms.p50"),
-        ("new job after a block p50 ms", "new_prevhash_job_ms.p50"),
-        ("block propagation p50 ms", "block_propagation_ms.p50"),
-        ("acceptance %", "shares.acceptance_pct"),
-        ("stale shares", "shares.stale"),
-        ("template value mean sats", "template_value_sats.mean"),
-        ("farm tx bytes/s", "bandwidth_bytes_per_s.farm.tx"),
-        ("farm rx bytes/s", "bandwidth_bytes_per_s.farm.rx"),
-    ];
-    for (side, deltas) in &s.deltas {
+    for (side, rows) in headline_deltas(s) {
         out.push_str(&format!("SV2 delta, {side} against sv1:\n"));
-        for (label, key) in HEADLINES {
-            if let Some(d) = deltas.get(*key) {
-                out.push_str(&format!(
-                    "  {label:width$}  {:.1} vs {:.1}: {:+.1}{}\n",
-                    d.sv2,
-                    d.sv1,
-                    d.delta,
-                    d.pct.map_or(String::new(), |p| format!(" ({p:+.1}%)"))
-                ));
-            }
+        for (headline, d) in rows {
+            out.push_str(&format!(
+                "  {:width$}  {:.1} vs {:.1}: {:+.1}{}\n",
+                headline.label(),
+                d.sv2,
+                d.sv1,
+                d.delta,
+                d.pct.map_or(String::new(), |p| format!(" ({p:+.1}%)"))
+            ));
         }
     }
     if !s.unmatched.is_empty() {

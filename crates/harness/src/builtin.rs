@@ -70,6 +70,7 @@ pub async fn start_builtin(
             payout_script: bitcoin::ScriptBuf::new_op_return([0u8; 4]),
             coinbase_tag: "/stratum-bench pool bench/".into(),
             job_refresh: Duration::from_secs(3600),
+            refresh_fee_threshold_sats: 0,
             vardiff: sv1::pool::VardiffConfig {
                 shares_per_min: 1.0,
                 start: difficulty,

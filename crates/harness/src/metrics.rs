@@ -135,8 +135,8 @@ pub fn render(summary: &Summary, roles: &RoleGauges) -> String {
         "Application bytes per second across the WAN link, by side, site and direction.",
         sides
             .iter()
-            .flat_map(|(side, s)| {
-                let b = &s.bandwidth_bytes_per_s;
+            .filter_map(|(side, s)| Some((side, s.bandwidth_bytes_per_s.as_ref()?)))
+            .flat_map(|(side, b)| {
                 [("farm", "tx", b.farm.tx), ("farm", "rx", b.farm.rx), ("pool", "tx", b.pool.tx), ("pool", "rx", b.pool.rx)].map(
                     |(site, dir, v)| {
                         format!("stratum_bench_bandwidth_bytes_per_second{{side=\"{side}\",site=\"{site}\",direction=\"{dir}\"}} {v}")

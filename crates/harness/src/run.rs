@@ -272,7 +272,7 @@ async fn start_roles(
         bind: "127.0.0.1:0".parse().expect("an address"),
         keys: node::tdp::AuthorityKeys::generate(),
         interval: s.pool.job_refresh,
-        fee_threshold_sats: s.sv2.tdp_fee_threshold_sats,
+        fee_threshold_sats: s.pool.refresh_fee_threshold_sats,
     });
     let tp_public = tdp.as_ref().map(|t| t.keys.public);
     let ipc_data_dir = if (sv2 && ipc) || ipc_sides {
@@ -369,6 +369,7 @@ async fn start_sv1_side(
                 payout_script: payout_script(),
                 coinbase_tag: format!("/stratum-bench {side}/"),
                 job_refresh: s.pool.job_refresh,
+                refresh_fee_threshold_sats: s.pool.refresh_fee_threshold_sats,
                 vardiff: sv1::pool::VardiffConfig {
                     shares_per_min: s.miners.shares_per_min,
                     start: s.start_difficulty(),
@@ -616,7 +617,7 @@ fn ipc_dir(run_dir: &Path, node_role: &str) -> Result<PathBuf> {
 fn ipc_source(s: &Scenario, data_dir: PathBuf) -> sri::TemplateSource {
     sri::TemplateSource::Ipc {
         data_dir,
-        fee_threshold: s.sv2.tdp_fee_threshold_sats,
+        fee_threshold: s.pool.refresh_fee_threshold_sats,
         min_interval_s: s.pool.job_refresh.as_secs().clamp(1, 255) as u8,
     }
 }
@@ -690,6 +691,9 @@ async fn start_sv2_jd_side(
                 follower: Some(node::Follower {
                     overlap: s.farm_node.mempool_overlap,
                     tx_delay: propagation,
+                    // Each farm node its own range, by the side's place in the run.
+                    template_ids_from: node::config::FOLLOWER_TEMPLATE_IDS
+                        * (1 + s.sides.iter().position(|x| x == side).unwrap_or(0) as u64),
                 }),
                 ..network.config.clone()
             },

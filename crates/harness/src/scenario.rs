@@ -105,9 +105,6 @@ pub struct Sv2 {
     /// Accepted shares the SRI pool acknowledges in one SubmitShares.Success.
     #[serde(default = "default_batch")]
     pub share_batch_size: u32,
-    /// Fee gain a same-tip template needs before the Template Provider sends it.
-    #[serde(default)]
-    pub tdp_fee_threshold_sats: u64,
     /// The translator opens one upstream channel for all SV1 miners (true) or one each.
     #[serde(default)]
     pub aggregate_channels: bool,
@@ -128,7 +125,6 @@ impl Default for Sv2 {
     fn default() -> Self {
         Sv2 {
             share_batch_size: default_batch(),
-            tdp_fee_threshold_sats: 0,
             aggregate_channels: false,
             template_provider: default_template_provider(),
             channel: Default::default(),
@@ -197,9 +193,14 @@ pub struct Miners {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pool {
-    /// A fresh job on the same tip this often (the seed's SV1 pool: 60 s).
+    /// A fresh job on the same tip this long after the last new tip or job (the seed's SV1
+    /// pool: 60 s). One rule for every side's template source: the SV1 pool, the
+    /// Template Provider, and the SRI roles' Mining IPC `min_interval`.
     #[serde(with = "dur", default = "default_refresh")]
     pub job_refresh: Duration,
+    /// ... when its fees grew by at least this much over the last one (default 0).
+    #[serde(default)]
+    pub refresh_fee_threshold_sats: u64,
     #[serde(with = "dur", default = "default_retarget")]
     pub vardiff_retarget: Duration,
 }
@@ -208,6 +209,7 @@ impl Default for Pool {
     fn default() -> Self {
         Pool {
             job_refresh: default_refresh(),
+            refresh_fee_threshold_sats: 0,
             vardiff_retarget: default_retarget(),
         }
     }

@@ -2,6 +2,7 @@
 //! role computes merkle roots, targets and difficulties the same way.
 
 pub mod hashing;
+pub mod refresh;
 
 use bitcoin::hashes::{sha256d, Hash};
 use bitcoin::{BlockHash, CompactTarget, Target, TxMerkleNode, Txid};

@@ -37,6 +37,10 @@ pub struct NodeConfig {
     pub follower: Option<Follower>,
 }
 
+/// Followers number their templates from here or above (see [`Follower::template_ids_from`]);
+/// the network's node from 1, so its ids never reach this range.
+pub const FOLLOWER_TEMPLATE_IDS: u64 = 1 << 40;
+
 /// How a follower sees the network. Its chain is its peer's: it finds no blocks itself,
 /// takes every block its peer relays, and passes blocks submitted to it on to the peer.
 /// Its mempool is its own view of the same transaction stream (the same seed): each
@@ -48,6 +52,10 @@ pub struct Follower {
     pub overlap: f64,
     #[serde(with = "humantime_serde_compat")]
     pub tx_delay: Duration,
+    /// Where this node numbers its templates from. Marker transactions derive from the seed
+    /// and the template id, so every node of a run needs its own range (the network's
+    /// starts at 1) for a job to be tied to the one template it came from.
+    pub template_ids_from: u64,
 }
 
 impl Default for NodeConfig {
@@ -124,6 +132,12 @@ impl NodeConfig {
                 return Err(format!(
                     "farm_node.mempool_overlap: {} is not a share between 0 and 1",
                     f.overlap
+                ));
+            }
+            if f.template_ids_from < FOLLOWER_TEMPLATE_IDS {
+                return Err(format!(
+                    "follower.template_ids_from: {} is inside the network node's range (below {FOLLOWER_TEMPLATE_IDS})",
+                    f.template_ids_from
                 ));
             }
         }

@@ -25,9 +25,6 @@ use std::sync::Arc;
 const NS: u64 = 1_000_000_000;
 /// Templates kept for submitblocklight; an older job gets "job_id data not available".
 const RECENT_TEMPLATES: usize = 32;
-/// A follower numbers its templates from here, so its marker transactions never equal its
-/// peer's (both derive them from the same seed).
-const FOLLOWER_TEMPLATE_IDS: u64 = 1 << 40;
 /// What relaying one transaction costs a peer besides the transaction: the inv and
 /// getdata entries (36 bytes each) and their share of message headers.
 const TX_RELAY_OVERHEAD_BYTES: u64 = 80;
@@ -111,8 +108,8 @@ impl NodeState {
             recorder,
             cfg,
         };
-        if state.cfg.follower.is_some() {
-            state.next_template_id = FOLLOWER_TEMPLATE_IDS;
+        if let Some(f) = &state.cfg.follower {
+            state.next_template_id = f.template_ids_from;
         }
         for _ in 0..state.cfg.mempool.initial_txs {
             state.add_generated_tx();

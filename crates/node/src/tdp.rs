@@ -8,9 +8,10 @@
 //! its template by identity on every face. SubmitSolution goes through the same
 //! validation as submitblock.
 //!
-//! Update policy, like Bitcoin Core's sv2 template provider: on a new tip a template is
-//! built for the client at once; every `interval` after that, when the mempool moved, a
-//! new one is built and sent if its fees grew by at least `fee_threshold_sats`. The
+//! Update policy ([`mining::refresh`], the rule every side's template source follows): on
+//! a new tip a template is built for the client at once; `interval` after the last new tip
+//! or template sent, when the mempool moved, a new one is built and sent if its fees grew
+//! by at least `fee_threshold_sats` (else it looks again a second later). The
 //! client's templates are its own (not getblocktemplate's cache), so when several pools
 //! share the node, none of them waits on another's refresh timing.
 
@@ -18,6 +19,7 @@ use crate::service::Shared;
 use crate::template::Template;
 use anyhow::{bail, Context, Result};
 use bitcoin::hashes::Hash;
+use mining::refresh::{RefreshPolicy, RefreshTimer};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -44,6 +46,7 @@ use stratum_apps::utils::types::OutboundFrame;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// The SV2 protocol version this face speaks.
 const PROTOCOL_VERSION: u16 = 2;
@@ -88,6 +91,16 @@ pub struct TdpOptions {
     pub interval: Duration,
     /// Minimum fee gain for an update on the same tip to be sent.
     pub fee_threshold_sats: u64,
+}
+
+impl TdpOptions {
+    /// The same-tip refresh rule every template source follows.
+    pub fn refresh_policy(&self) -> RefreshPolicy {
+        RefreshPolicy {
+            interval: self.interval,
+            fee_threshold_sats: self.fee_threshold_sats,
+        }
+    }
 }
 
 /// Binds the TDP listener and serves every connection on its own task.
@@ -215,8 +228,7 @@ async fn serve(
     });
 
     let mut tips = shared.subscribe_tip();
-    let mut tick = tokio::time::interval(opts.interval);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut refresh = RefreshTimer::start(opts.refresh_policy(), Instant::now());
     let mut constrained = false;
     let mut last: Option<Arc<Template>> = None;
     loop {
@@ -242,6 +254,7 @@ async fn serve(
                             constrained = true;
                             tips.mark_unchanged();
                             last = Some(send_new_tip(&shared, &mut writer).await?);
+                            refresh.restart(Instant::now());
                         }
                     }
                     Inbound::RequestTransactionData { template_id } => {
@@ -259,11 +272,12 @@ async fn serve(
                 let tip = *tips.borrow_and_update();
                 if last.as_ref().is_none_or(|l| l.prev_hash != tip) {
                     last = Some(send_new_tip(&shared, &mut writer).await?);
+                    refresh.restart(Instant::now());
                 }
             }
-            _ = tick.tick(), if constrained => {
-                // A new template when the mempool moved since the last one sent (on this
-                // tip), sent when its fees grew enough.
+            _ = tokio::time::sleep_until(refresh.due()), if constrained => {
+                // Due: a new template when the mempool moved since the last one sent (on
+                // this tip), sent when its fees grew enough; otherwise look again shortly.
                 let update = {
                     let mut state = shared.sync();
                     let moved = last.as_ref().is_some_and(|l| {
@@ -272,12 +286,14 @@ async fn serve(
                     });
                     moved.then(|| state.build_template())
                 };
-                let better = |l: &Arc<Template>, t: &Arc<Template>| {
-                    t.fees >= l.fees.saturating_add(opts.fee_threshold_sats)
-                };
-                if let Some(t) = update.filter(|t| last.as_ref().is_some_and(|l| better(l, t))) {
-                    send(&mut writer, new_template(&t, false)).await?;
-                    last = Some(t);
+                let policy = refresh.policy();
+                match update.filter(|t| last.as_ref().is_some_and(|l| policy.worth_sending(l.fees, t.fees))) {
+                    Some(t) => {
+                        send(&mut writer, new_template(&t, false)).await?;
+                        last = Some(t);
+                        refresh.restart(Instant::now());
+                    }
+                    None => refresh.recheck(Instant::now()),
                 }
             }
         }

@@ -403,6 +403,7 @@ fn follower(seed: u64, overlap: f64) -> NodeState {
         follower: Some(node::Follower {
             overlap,
             tx_delay: Duration::ZERO,
+            template_ids_from: node::config::FOLLOWER_TEMPLATE_IDS,
         }),
         ..quiet(seed)
     })

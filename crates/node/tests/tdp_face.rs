@@ -21,11 +21,21 @@ use stratum_apps::stratum_core::template_distribution_sv2::{
 use tokio::io::AsyncWriteExt;
 
 async fn start() -> (NodeHandle, SocketAddr, AuthorityKeys) {
+    start_with(Duration::from_secs(30), None).await
+}
+
+/// A node whose Template Provider refreshes every `interval`; network blocks only at
+/// `arrivals` (after start), when given.
+async fn start_with(
+    interval: Duration,
+    arrivals: Option<Vec<Duration>>,
+) -> (NodeHandle, SocketAddr, AuthorityKeys) {
     let mut mempool = MempoolConfig::preset(MempoolPreset::Mainnet);
     mempool.initial_txs = 300;
     let keys = AuthorityKeys::generate();
     let config = NodeConfig {
         block_interval: Duration::from_secs(100_000),
+        scripted_arrivals: arrivals,
         mempool,
         ..NodeConfig::default()
     };
@@ -33,7 +43,7 @@ async fn start() -> (NodeHandle, SocketAddr, AuthorityKeys) {
         tdp: Some(TdpOptions {
             bind: "127.0.0.1:0".parse().unwrap(),
             keys: keys.clone(),
-            interval: Duration::from_secs(30),
+            interval,
             fee_threshold_sats: 0,
         }),
         ..common::loopback(config)
@@ -217,5 +227,50 @@ async fn bad_clients_lose_their_connection_and_the_node_serves_on() {
     c2.constraints(100).await.unwrap();
     let (_, p2) = c2.new_tip().await.unwrap();
     assert_eq!(p2.prev_hash, p.prev_hash, "on the same tip");
+    node.shutdown().await.unwrap();
+}
+
+/// The one refresh rule (`mining::refresh`): a same-tip template comes `interval` after the
+/// last new tip or template sent. A timer that ran from the connection alone (as it once
+/// did) would send an update 1 s after the block below instead of 2 s.
+#[tokio::test]
+async fn a_new_tip_restarts_the_refresh_interval() {
+    let interval = Duration::from_secs(2);
+    let (node, addr, keys) = start_with(interval, Some(vec![Duration::from_secs(3)])).await;
+    let mut c = TdpClient::connect(addr, keys.public).await.unwrap();
+    c.setup(Protocol::TemplateDistributionProtocol)
+        .await
+        .unwrap();
+    c.constraints(100).await.unwrap();
+    let (first, _) = c.new_tip().await.unwrap();
+    let t_first = tokio::time::Instant::now();
+
+    // The mempool moves all the time (mainnet arrivals): an update every interval.
+    let update = |m: TemplateDistributionOwned| match m {
+        TemplateDistributionOwned::NewTemplate(t) if !t.future_template => t,
+        other => panic!("expected a same-tip update, got {other}"),
+    };
+    let refreshed = update(c.next().await.unwrap());
+    let after = t_first.elapsed();
+    assert!(refreshed.template_id > first.template_id);
+    assert!(
+        after >= interval - Duration::from_millis(50) && after < interval + Duration::from_secs(1),
+        "the first update {after:?} after the first template, not {interval:?}"
+    );
+
+    // The block at 3 s: a new tip at once, and the next update a whole interval after it.
+    let (tip_template, _) = c.new_tip().await.unwrap();
+    let t_tip = tokio::time::Instant::now();
+    let next = update(c.next().await.unwrap());
+    let after_tip = t_tip.elapsed();
+    assert!(next.template_id > tip_template.template_id);
+    assert!(
+        after_tip >= interval - Duration::from_millis(50),
+        "an update {after_tip:?} after the new tip: the tip did not restart the timer"
+    );
+    assert!(
+        after_tip < interval + Duration::from_secs(1),
+        "{after_tip:?}"
+    );
     node.shutdown().await.unwrap();
 }

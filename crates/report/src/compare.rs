@@ -5,7 +5,7 @@
 use crate::document::{Block, Document, Section};
 use crate::run_data::RunData;
 use crate::stats::{delta, Delta};
-use analysis::summary::{link_counters, link_rates};
+use analysis::bandwidth::{link_counters, link_rates};
 use anyhow::{bail, Result};
 use probe::Dist;
 use serde::{Deserialize, Serialize};

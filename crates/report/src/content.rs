@@ -5,7 +5,8 @@ use crate::readings;
 use crate::run_data::RunData;
 use crate::stats::{self, mean};
 use crate::svg::{cdf, line_chart, number, Series};
-use analysis::summary::{link_counters, link_rates, SideSummary};
+use analysis::bandwidth::{link_counters, link_rates};
+use analysis::summary::SideSummary;
 use probe::{Dist, Event};
 use std::collections::BTreeMap;
 
@@ -402,15 +403,17 @@ fn bandwidth_section(run: &RunData, summary: &analysis::Summary, origin: u64) ->
     let rows = summary
         .sides
         .iter()
-        .map(|(name, s)| {
-            let b = &s.bandwidth_bytes_per_s;
-            vec![
+        .map(|(name, s)| match &s.bandwidth_bytes_per_s {
+            Some(b) => vec![
                 name.clone(),
                 format!("{:.1}", b.farm.tx),
                 format!("{:.1}", b.farm.rx),
                 format!("{:.1}", b.pool.tx),
                 format!("{:.1}", b.pool.rx),
-            ]
+            ],
+            None => [name.as_str(), "not recorded", "-", "-", "-"]
+                .map(String::from)
+                .to_vec(),
         })
         .collect();
     Section {
@@ -504,15 +507,14 @@ fn published_section(summary: &analysis::Summary) -> Section {
             blocks: vec![Block::Note("No sv1 side in this run.".into())],
         };
     };
-    let submitted = sv1.shares.submitted.max(1) as f64;
     let ours = |metric: &str| -> Option<f64> {
         match metric {
             "new job, mean" => sv1.new_job_ms.mean,
             "new job after a block, mean" => sv1.new_prevhash_job_ms.mean,
             "share acceptance" => sv1.shares.acceptance_pct,
-            "stale shares" => Some(sv1.shares.stale as f64 / submitted * 100.0),
-            "farm bandwidth tx" => Some(sv1.bandwidth_bytes_per_s.farm.tx),
-            "pool bandwidth tx" => Some(sv1.bandwidth_bytes_per_s.pool.tx),
+            "stale shares" => sv1.shares.stale_pct,
+            "farm bandwidth tx" => sv1.bandwidth_bytes_per_s.as_ref().map(|b| b.farm.tx),
+            "pool bandwidth tx" => sv1.bandwidth_bytes_per_s.as_ref().map(|b| b.pool.tx),
             _ => None,
         }
     };

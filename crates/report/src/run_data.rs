@@ -1,6 +1,7 @@
 //! Everything a report needs from a run directory, whole or partial.
 
-use analysis::manifest::{Manifest, Sample, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE};
+use analysis::input::RunInput;
+use analysis::manifest::{Manifest, Sample, MANIFEST_FILE};
 use analysis::summary::SCHEMA;
 use analysis::Summary;
 use anyhow::{bail, Result};
@@ -50,33 +51,25 @@ impl RunData {
         if manifest.is_none() {
             problems.push("no readable manifest.json: the run was stopped before it ended, so only raw counts are shown".into());
         }
-        let mut events = Vec::new();
-        let mut bad_lines = 0;
-        if let Ok(entries) = std::fs::read_dir(dir.join(EVENTS_DIR)) {
-            for path in entries.flatten().map(|e| e.path()) {
-                let text = std::fs::read_to_string(&path).unwrap_or_default();
-                for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                    match serde_json::from_str::<Record>(line) {
-                        Ok(r) => events.push(r),
-                        Err(_) => bad_lines += 1,
-                    }
-                }
-            }
-        } else {
+        let input = RunInput::read(dir);
+        if input.no_events_dir {
             problems.push("no events/ directory".into());
         }
-        if bad_lines > 0 {
+        if !input.unreadable.is_empty() {
             problems.push(format!(
-                "{bad_lines} event lines could not be read (cut short, or another version)"
+                "{} event or sample lines could not be read (cut short, or another version): {}{}",
+                input.unreadable.len(),
+                input.unreadable[..input.unreadable.len().min(10)].join(", "),
+                if input.unreadable.len() > 10 {
+                    ", ..."
+                } else {
+                    ""
+                }
             ));
         }
-        let samples: Vec<Sample> = read(SAMPLES_FILE)
-            .map(|t| {
-                t.lines()
-                    .filter_map(|l| serde_json::from_str(l).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let RunInput {
+            events, samples, ..
+        } = input;
         let summary = manifest
             .as_ref()
             .map(|m| analysis::summary::compute(m, &events, &samples));

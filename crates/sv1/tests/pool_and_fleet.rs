@@ -55,6 +55,7 @@ async fn pool(node: &node::NodeHandle, start_difficulty: f64, events: Recorder) 
             payout_script: bitcoin::ScriptBuf::new_op_return([1u8; 4]),
             coinbase_tag: "/test pool/".into(),
             job_refresh: Duration::from_secs(30),
+            refresh_fee_threshold_sats: 0,
             vardiff: VardiffConfig {
                 shares_per_min: 600.0,
                 start: start_difficulty,

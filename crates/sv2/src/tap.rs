@@ -105,6 +105,9 @@ struct Pending {
     shares: Mutex<HashMap<u32, BTreeMap<u32, u32>>>,
     /// Declared jobs: request id -> (when it passed, transactions besides the coinbase).
     declarations: Mutex<HashMap<u32, (u64, usize)>>,
+    /// Channel -> the job its last SetNewPrevHash activated. The pool numbers a channel's
+    /// jobs in order, so a job below it was built on an older tip.
+    tip_jobs: Mutex<HashMap<u32, u32>>,
 }
 
 async fn relay(
@@ -268,6 +271,7 @@ fn note_answer(
     let t = mono_ns();
     let judged: Vec<(u32, u32, ShareVerdict)> = match mining_message(frame) {
         Some(Mining::SetNewPrevHash(p)) => {
+            pending.tip_jobs.lock().insert(p.channel_id, p.job_id);
             let prev = bitcoin::BlockHash::from_byte_array(
                 p.prev_hash.as_ref().try_into().expect("32 bytes"),
             );
@@ -307,7 +311,19 @@ fn note_answer(
                 .lock()
                 .get_mut(&e.channel_id)
                 .and_then(|c| c.remove(&e.sequence_number));
+            // The pool forgets a channel's jobs at a new tip and answers a late share on
+            // one with invalid-job-id: stale, as SV1 pools and the built-in pool say.
+            let evicted = |job: u32| {
+                pending
+                    .tip_jobs
+                    .lock()
+                    .get(&e.channel_id)
+                    .is_some_and(|tip_job| job < *tip_job)
+            };
             match job {
+                Some(job) if code == "invalid-job-id" && evicted(job) => {
+                    vec![(e.channel_id, job, ShareVerdict::Stale)]
+                }
                 Some(job) => vec![(e.channel_id, job, verdict_of(&code))],
                 None => return,
             }

@@ -8,8 +8,9 @@ pub mod templates;
 mod vardiff;
 
 use anyhow::{Context, Result};
-use bitcoin::{BlockHash, ScriptBuf};
+use bitcoin::{BlockHash, ScriptBuf, TxMerkleNode};
 use bitcoind_rpc::RpcClient;
+use mining::refresh::{RefreshPolicy, RefreshTimer};
 use parking_lot::RwLock;
 use probe::{Event, Recorder};
 use std::collections::{HashMap, VecDeque};
@@ -20,6 +21,7 @@ use std::time::Duration;
 use templates::{fetch, job_for, PoolJob};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 pub use vardiff::VardiffConfig;
 
@@ -33,8 +35,11 @@ pub struct PoolConfig {
     pub zmq: Option<String>,
     pub payout_script: ScriptBuf,
     pub coinbase_tag: String,
-    /// A new job (same tip, fresh template) this often.
+    /// A new job (same tip, fresh template) this long after the last one.
     pub job_refresh: Duration,
+    /// ... when its fees grew by at least this much over the last job's.
+    #[serde(default)]
+    pub refresh_fee_threshold_sats: u64,
     pub vardiff: VardiffConfig,
     /// Bits miners may roll (BIP310 `version-rolling`).
     pub version_rolling_mask: u32,
@@ -258,19 +263,27 @@ async fn watch_tip(shared: Arc<Shared>, tip: mpsc::UnboundedSender<()>) {
     }
 }
 
-/// Publishes a clean job on every new tip and a fresh job every `job_refresh`.
+/// Publishes a clean job on every new tip, and a fresh job on the same tip on the one
+/// refresh rule every side follows ([`mining::refresh`]): `job_refresh` after the last job,
+/// when the node's template changed and its fees grew by `refresh_fee_threshold_sats`.
 async fn refresh_jobs(shared: Arc<Shared>, mut tips: mpsc::UnboundedReceiver<()>) {
-    let mut next_refresh = tokio::time::Instant::now() + shared.cfg.job_refresh;
+    let policy = RefreshPolicy {
+        interval: shared.cfg.job_refresh,
+        fee_threshold_sats: shared.cfg.refresh_fee_threshold_sats,
+    };
+    let mut timer = RefreshTimer::start(policy, Instant::now());
+    // The last template a job was made of: its marker (first branch) and value.
+    let mut sent: Option<(Option<TxMerkleNode>, u64)> = None;
     loop {
         let reason = tokio::select! {
             t = tips.recv() => match t { Some(()) => "new_tip", None => return },
-            _ = tokio::time::sleep_until(next_refresh) => "refresh",
+            _ = tokio::time::sleep_until(timer.due()) => "refresh",
         };
         let template = match fetch(&shared.rpc, None).await {
             Ok(t) => t,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot refresh the template");
-                next_refresh = tokio::time::Instant::now() + Duration::from_secs(1);
+                timer.recheck(Instant::now());
                 continue;
             }
         };
@@ -278,6 +291,15 @@ async fn refresh_jobs(shared: Arc<Shared>, mut tips: mpsc::UnboundedReceiver<()>
         if reason == "new_tip" && !clean {
             continue; // already on this tip (a refresh got there first)
         }
+        let marker = template.branch.first().copied();
+        let worth = |(last_marker, last_value): (Option<TxMerkleNode>, u64)| {
+            last_marker != marker && policy.worth_sending(last_value, template.value)
+        };
+        if !clean && sent.is_some_and(|s| !worth(s)) {
+            timer.recheck(Instant::now());
+            continue;
+        }
+        sent = Some((marker, template.value));
         let number = shared.next_job.fetch_add(1, Ordering::Relaxed);
         let job = job_for(
             &shared.cfg,
@@ -288,6 +310,6 @@ async fn refresh_jobs(shared: Arc<Shared>, mut tips: mpsc::UnboundedReceiver<()>
             &shared.recorder,
         );
         shared.publish(job);
-        next_refresh = tokio::time::Instant::now() + shared.cfg.job_refresh;
+        timer.restart(Instant::now());
     }
 }

@@ -1,0 +1,210 @@
+//! Bytes across a side's WAN link, per direction, from the link role's cumulative
+//! counters (sampled every second), and the farm node's modelled transaction relay.
+//!
+//! Rules: the rate in the window is the counters' growth between the last sample at or
+//! before each end, over the time between those samples. A link that recorded nothing
+//! has no bandwidth (missing, not zero). The farm's transaction relay is modelled, so it
+//! is added to the farm's received bytes and kept apart as well.
+
+use crate::manifest::Window;
+use probe::{Event, Record};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Bandwidth {
+    pub farm: Direction,
+    pub pool: Direction,
+    /// Part of `farm.rx` that is the farm node's transaction relay, modelled rather than
+    /// carried (configurations A, B; zero elsewhere).
+    #[serde(default)]
+    pub farm_tx_relay_modelled: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Direction {
+    pub tx: f64,
+    pub rx: f64,
+}
+
+/// Cumulative byte counters: (time, up bytes, down bytes), in time order.
+pub type Counters = Vec<(u64, u64, u64)>;
+
+/// A link role's cumulative byte counters.
+pub fn link_counters<'a>(
+    events: impl IntoIterator<Item = &'a Record>,
+    link_role: &str,
+) -> Counters {
+    counters(events, link_role, |e| match e {
+        Event::LinkBytes {
+            up_bytes,
+            down_bytes,
+        } => Some((*up_bytes, *down_bytes)),
+        _ => None,
+    })
+}
+
+/// A farm node's modelled transaction relay as link counters (all of it received).
+pub fn tx_relay_counters<'a>(
+    events: impl IntoIterator<Item = &'a Record>,
+    farm_node: &str,
+) -> Counters {
+    counters(events, farm_node, |e| match e {
+        Event::TxRelayModelled { bytes } => Some((0, *bytes)),
+        _ => None,
+    })
+}
+
+fn counters<'a>(
+    events: impl IntoIterator<Item = &'a Record>,
+    role: &str,
+    pick: impl Fn(&Event) -> Option<(u64, u64)>,
+) -> Counters {
+    let mut c: Counters = events
+        .into_iter()
+        .filter(|r| r.role == role)
+        .filter_map(|r| pick(&r.event).map(|(up, down)| (r.t_ns, up, down)))
+        .collect();
+    c.sort_by_key(|x| x.0);
+    c
+}
+
+/// Bytes per second between successive counters: (time, up, down).
+pub fn link_rates(counters: &[(u64, u64, u64)]) -> Vec<(u64, f64, f64)> {
+    counters
+        .windows(2)
+        .filter(|w| w[1].0 > w[0].0)
+        .map(|w| {
+            let secs = (w[1].0 - w[0].0) as f64 / 1e9;
+            (
+                w[1].0,
+                w[1].1.saturating_sub(w[0].1) as f64 / secs,
+                w[1].2.saturating_sub(w[0].2) as f64 / secs,
+            )
+        })
+        .collect()
+}
+
+/// Up and down bytes per second in the window; `None` without counters or time between.
+fn rates_in(counters: &[(u64, u64, u64)], window: Window) -> Option<(f64, f64)> {
+    if counters.is_empty() {
+        return None;
+    }
+    let at = |t: u64| {
+        counters
+            .iter()
+            .rev()
+            .find(|c| c.0 <= t)
+            .copied()
+            .unwrap_or((t, 0, 0))
+    };
+    let (start, end) = (at(window.start_ns), at(window.end_ns));
+    let secs = end.0.saturating_sub(start.0) as f64 / 1e9;
+    (secs > 0.0).then(|| {
+        (
+            end.1.saturating_sub(start.1) as f64 / secs,
+            end.2.saturating_sub(start.2) as f64 / secs,
+        )
+    })
+}
+
+/// A side's bandwidth: its link (up is farm to pool), plus the farm node's modelled relay.
+pub fn side_bandwidth(
+    link: &Counters,
+    tx_relay: Option<&Counters>,
+    window: Window,
+) -> Option<Bandwidth> {
+    let (up, down) = rates_in(link, window)?;
+    let relayed = tx_relay
+        .and_then(|c| rates_in(c, window))
+        .map_or(0.0, |(_, down)| down);
+    Some(Bandwidth {
+        farm: Direction {
+            tx: up,
+            rx: down + relayed,
+        },
+        pool: Direction { tx: down, rx: up },
+        farm_tx_relay_modelled: relayed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    const S: u64 = 1_000 * MS;
+
+    #[test]
+    fn the_rate_is_the_counters_growth_between_the_samples_at_the_window_ends() {
+        let window = Window {
+            start_ns: 2 * S,
+            end_ns: 5 * S + S / 2,
+        };
+        // Samples each second; the window's ends fall at 2 s and between 5 and 6 s.
+        let events = [
+            link_bytes(S, "link", 100, 1_000),
+            link_bytes(2 * S, "link", 200, 2_000),
+            link_bytes(3 * S, "link", 500, 2_500),
+            link_bytes(5 * S, "link", 1_100, 5_000),
+            link_bytes(6 * S, "link", 9_999, 9_999),
+            link_bytes(4 * S, "other", 1, 1),
+        ];
+        let link = link_counters(&events, "link");
+        assert_eq!(link.len(), 5);
+        // 900 up and 3,000 down over the 3 s from 2 s to 5 s.
+        let b = side_bandwidth(&link, None, window).unwrap();
+        assert_eq!(
+            b.farm,
+            Direction {
+                tx: 300.0,
+                rx: 1_000.0
+            }
+        );
+        assert_eq!(
+            b.pool,
+            Direction {
+                tx: 1_000.0,
+                rx: 300.0
+            }
+        );
+        assert_eq!(
+            link_rates(&link[..3]),
+            vec![(2 * S, 100.0, 1_000.0), (3 * S, 300.0, 500.0)]
+        );
+    }
+
+    #[test]
+    fn a_link_that_recorded_nothing_has_no_bandwidth() {
+        let window = Window {
+            start_ns: 0,
+            end_ns: 10 * S,
+        };
+        assert_eq!(side_bandwidth(&Vec::new(), None, window), None);
+    }
+
+    #[test]
+    fn the_modelled_relay_is_received_at_the_farm_and_kept_apart() {
+        let window = Window {
+            start_ns: 0,
+            end_ns: 2 * S,
+        };
+        let link = vec![(0, 0, 0), (2 * S, 200, 400)];
+        let relay = vec![(0, 0, 0), (2 * S, 0, 1_000)];
+        let b = side_bandwidth(&link, Some(&relay), window).unwrap();
+        assert_eq!(
+            b.farm,
+            Direction {
+                tx: 100.0,
+                rx: 700.0
+            }
+        );
+        assert_eq!(
+            b.pool,
+            Direction {
+                tx: 200.0,
+                rx: 100.0
+            }
+        );
+        assert_eq!(b.farm_tx_relay_modelled, 500.0);
+    }
+}

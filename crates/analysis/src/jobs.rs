@@ -1,0 +1,292 @@
+//! A side's jobs: how fast miners got work (on a new template, on a new tip), and what the
+//! work they did was worth, second by second.
+//!
+//! Rules:
+//! - A job is tied to its template by the marker txid in its first merkle branch, among the
+//!   templates of the node its side mines on (the farm's own node in configurations A and
+//!   B, the network's node otherwise); to a tip by its prev hash.
+//! - New job: each miner's first job on each template built in the window, from the
+//!   template's build at the node.
+//! - New job after a block: for each tip change in the window and each miner, from the tip
+//!   change at the network's node to that miner's first job on the new tip.
+//! - Work time: a miner works on its last job until its next one. While that job's prev
+//!   hash is the network's tip it is valid work, worth its template's value; once the tip
+//!   moved on it is stale work; on a job with no template tied to it, unmatched time. Only
+//!   valid work weighs the template value.
+
+use crate::manifest::{SideRoles, Window};
+use crate::timeline::{TemplateMatch, Timeline};
+use crate::Unmatched;
+use probe::{Dist, Event, Record};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Miner-seconds in the window, by what the work was worth.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkTime {
+    /// On the network's tip, on a template tied to the job.
+    pub valid_s: f64,
+    /// On a prev hash the network had moved past: hashing that can only make stale shares.
+    pub stale_s: f64,
+    /// On the tip, but on a job no template of the side's node is tied to.
+    pub unmatched_s: f64,
+}
+
+/// What a side's jobs show.
+#[derive(Debug, Default)]
+pub struct JobFacts {
+    pub new_job_ms: Vec<f64>,
+    pub new_prevhash_job_ms: Vec<f64>,
+    /// (template value, miner-nanoseconds of valid work on it).
+    pub value_weights: Vec<(f64, f64)>,
+    pub work: WorkTime,
+}
+
+struct Job<'a> {
+    t_ns: u64,
+    prev_hash: &'a str,
+    template: TemplateMatch<'a>,
+}
+
+/// The job rules over one side's miners' events (`events` in time order).
+pub fn side_jobs<'a>(
+    side: &SideRoles,
+    template_node: &str,
+    timeline: &Timeline<'a>,
+    events: &[&'a Record],
+    window: Window,
+    unmatched: &mut Unmatched,
+) -> JobFacts {
+    let mut facts = JobFacts::default();
+    let mut by_miner: BTreeMap<u32, Vec<Job<'a>>> = BTreeMap::new();
+    let mut first_on_template: HashSet<(u32, &str)> = HashSet::new();
+    let mut first_on_tip: HashMap<(u32, &str), u64> = HashMap::new();
+
+    for r in events.iter().filter(|r| r.role == side.miners_role) {
+        let Event::JobReceived {
+            miner,
+            prev_hash,
+            marker_txid,
+            ..
+        } = &r.event
+        else {
+            continue;
+        };
+        first_on_tip.entry((*miner, prev_hash)).or_insert(r.t_ns);
+        let template = timeline.template(marker_txid.as_deref(), template_node);
+        match template {
+            TemplateMatch::Found(t) => {
+                let marker = marker_txid.as_deref().expect("found by its marker");
+                if first_on_template.insert((*miner, marker)) && window.contains(t.t_ns) {
+                    facts.new_job_ms.push(ms(r.t_ns.saturating_sub(t.t_ns)));
+                }
+            }
+            TemplateMatch::NoMarker => unmatched.add("job_without_marker", 1),
+            TemplateMatch::Unknown => unmatched.add("job_without_node_template", 1),
+            TemplateMatch::OtherNode => unmatched.add("job_on_another_nodes_template", 1),
+        }
+        by_miner.entry(*miner).or_default().push(Job {
+            t_ns: r.t_ns,
+            prev_hash,
+            template,
+        });
+    }
+
+    for (t_tip, hash) in timeline.tips.iter().filter(|(t, _)| window.contains(*t)) {
+        for miner in 0..side.miners {
+            match first_on_tip.get(&(miner, *hash)) {
+                Some(t_job) => facts
+                    .new_prevhash_job_ms
+                    .push(ms(t_job.saturating_sub(*t_tip))),
+                None => unmatched.add("tip_without_job", 1),
+            }
+        }
+    }
+
+    for jobs in by_miner.values() {
+        for (i, job) in jobs.iter().enumerate() {
+            let until = jobs.get(i + 1).map_or(window.end_ns, |next| next.t_ns);
+            let Some((from, to)) = window.clip(job.t_ns, until) else {
+                continue;
+            };
+            for (a, b, tip) in timeline.tip_spans(from, to) {
+                let secs = (b - a) as f64 / 1e9;
+                match (tip, job.template) {
+                    (Some(tip), _) if tip != job.prev_hash => facts.work.stale_s += secs,
+                    (_, TemplateMatch::Found(t)) => {
+                        facts.work.valid_s += secs;
+                        facts
+                            .value_weights
+                            .push((t.value_sats as f64, (b - a) as f64));
+                    }
+                    _ => facts.work.unmatched_s += secs,
+                }
+            }
+        }
+    }
+    facts
+}
+
+/// A time-weighted distribution: each value counts for as long as it was mined on.
+pub fn weighted_dist(samples: &mut [(f64, f64)]) -> Dist {
+    samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = samples.iter().map(|s| s.1).sum();
+    if samples.is_empty() || total <= 0.0 {
+        return Dist::of(&[]);
+    }
+    let quantile = |q: f64| {
+        let mut seen = 0.0;
+        for (v, w) in samples.iter() {
+            seen += w;
+            if seen >= q * total {
+                return Some(*v);
+            }
+        }
+        samples.last().map(|s| s.0)
+    };
+    Dist {
+        count: samples.len(),
+        mean: Some(samples.iter().map(|(v, w)| v * w).sum::<f64>() / total),
+        p50: quantile(0.5),
+        p90: quantile(0.9),
+        p99: quantile(0.99),
+        max: samples.last().map(|s| s.0),
+    }
+}
+
+pub(crate) fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+    use probe::TipCause;
+
+    /// Runs the job rules for side `sv1` of `m` over `events`.
+    fn run(m: &crate::Manifest, events: &[Record]) -> (JobFacts, Unmatched) {
+        let mut sorted: Vec<&Record> = events.iter().collect();
+        sorted.sort_by_key(|r| r.t_ns);
+        let timeline = Timeline::of(m, &sorted);
+        let mut unmatched = Unmatched::default();
+        let side = &m.sides["sv1"];
+        let facts = side_jobs(side, "node", &timeline, &sorted, m.window(), &mut unmatched);
+        (facts, unmatched)
+    }
+
+    #[test]
+    fn a_job_is_timed_from_its_template_by_marker_once_per_miner() {
+        let m = manifest(vec![sv1_side()]);
+        let events = [
+            tip(1_000 * MS, "P", TipCause::Network),
+            template(1_010 * MS, "node", "A", "P", 100),
+            job(1_070 * MS, 0, "P", Some("A")),
+            job(1_090 * MS, 1, "P", Some("A")),
+            job(1_500 * MS, 0, "P", Some("A")), // the same template again: not a new job
+            template(6_000 * MS, "node", "B", "P", 300),
+            job(6_050 * MS, 0, "P", Some("B")),
+        ];
+        let (f, u) = run(&m, &events);
+        assert_eq!(f.new_job_ms, vec![60.0, 80.0, 50.0]);
+        assert_eq!(f.new_prevhash_job_ms, vec![70.0, 90.0]);
+        assert!(u.0.is_empty(), "{u:?}");
+    }
+
+    #[test]
+    fn a_template_built_before_the_window_times_no_job() {
+        let mut m = manifest(vec![sv1_side()]);
+        m.window_start_ns = 2_000 * MS;
+        let events = [
+            template(1_000 * MS, "node", "A", "P", 100),
+            job(2_010 * MS, 0, "P", Some("A")),
+            template(2_000 * MS, "node", "B", "P", 100), // at the window's start: in
+            job(2_020 * MS, 1, "P", Some("B")),
+        ];
+        let (f, _) = run(&m, &events);
+        assert_eq!(f.new_job_ms, vec![20.0]);
+    }
+
+    #[test]
+    fn a_tip_reaches_every_miner_or_is_counted_unmatched() {
+        let m = manifest(vec![sv1_side()]); // two miners
+        let events = [
+            tip(1_000 * MS, "P", TipCause::Network),
+            template(1_001 * MS, "node", "A", "P", 100),
+            job(1_040 * MS, 1, "P", Some("A")),
+            job(1_055 * MS, 0, "P", Some("A")),
+            job(1_300 * MS, 0, "P", Some("A")), // not the first on P
+            tip(5_000 * MS, "Q", TipCause::Submitted),
+            template(5_001 * MS, "node", "B", "Q", 100),
+            job(5_100 * MS, 0, "Q", Some("B")),
+            // miner 1 never gets work on Q
+        ];
+        let (f, u) = run(&m, &events);
+        assert_eq!(f.new_prevhash_job_ms, vec![55.0, 40.0, 100.0]);
+        assert_eq!(u.0["tip_without_job"], 1);
+    }
+
+    #[test]
+    fn value_accrues_only_on_valid_work_and_stale_time_is_its_own() {
+        // Window 0-10 s, two miners. Tip P at 1 s, Q at 6 s.
+        let m = manifest(vec![sv1_side()]);
+        let events = [
+            tip(1_000 * MS, "P", TipCause::Network),
+            template(1_000 * MS, "node", "A", "P", 100),
+            job(1_000 * MS, 0, "P", Some("A")),
+            job(2_000 * MS, 1, "P", None), // a job without a marker: unmatched time
+            tip(6_000 * MS, "Q", TipCause::Network),
+            template(6_000 * MS, "node", "B", "Q", 400),
+            job(6_100 * MS, 0, "Q", Some("B")), // 100 ms of stale work first
+            job(6_500 * MS, 1, "Q", Some("B")), // 500 ms of stale work first
+        ];
+        let (f, u) = run(&m, &events);
+        // Miner 0: A for 5 s valid, 0.1 s stale, B for 3.9 s. Miner 1: 4 s unmatched,
+        // 0.5 s stale, B for 3.5 s.
+        assert_eq!(u.0["job_without_marker"], 1);
+        assert!(
+            (f.work.valid_s - (5.0 + 3.9 + 3.5)).abs() < 1e-9,
+            "{:?}",
+            f.work
+        );
+        assert!((f.work.stale_s - 0.6).abs() < 1e-9, "{:?}", f.work);
+        assert!((f.work.unmatched_s - 4.0).abs() < 1e-9, "{:?}", f.work);
+        let mean = weighted_dist(&mut f.value_weights.clone()).mean.unwrap();
+        let expected = (100.0 * 5.0 + 400.0 * 7.4) / 12.4;
+        assert!((mean - expected).abs() < 1e-6, "{mean} vs {expected}");
+    }
+
+    #[test]
+    fn a_job_is_tied_only_to_its_own_nodes_templates() {
+        // A farm side mines on node-farm; a marker only the network's node built is not its.
+        let m = manifest(vec![farm_side()]);
+        let events = [
+            template(1_000 * MS, "node", "N1", "P", 100),
+            template(1_000 * MS, "node-farm", "F1", "P", 100),
+            job_to("miners-a", 1_020 * MS, 0, "P", Some("F1")),
+            job_to("miners-a", 1_030 * MS, 1, "P", Some("N1")),
+            job_to("miners-a", 1_040 * MS, 1, "P", Some("nobody")),
+        ];
+        let mut sorted: Vec<&Record> = events.iter().collect();
+        sorted.sort_by_key(|r| r.t_ns);
+        let timeline = Timeline::of(&m, &sorted);
+        let mut u = Unmatched::default();
+        let side = &m.sides["sv2-a"];
+        let f = side_jobs(side, "node-farm", &timeline, &sorted, m.window(), &mut u);
+        assert_eq!(f.new_job_ms, vec![20.0]);
+        assert_eq!(u.0["job_on_another_nodes_template"], 1);
+        assert_eq!(u.0["job_without_node_template"], 1);
+    }
+
+    #[test]
+    fn a_time_weighted_distribution_weighs_each_value_by_its_time() {
+        let mut xs = vec![(300.0, 1.0), (100.0, 3.0)];
+        let d = weighted_dist(&mut xs);
+        assert_eq!(
+            (d.p50, d.p90, d.max),
+            (Some(100.0), Some(300.0), Some(300.0))
+        );
+        assert_eq!(d.mean, Some(150.0));
+        assert_eq!(weighted_dist(&mut []).mean, None);
+    }
+}

@@ -1,0 +1,262 @@
+//! A side's shares and blocks, in two views on one basis for every side.
+//!
+//! Rules:
+//! - Miners' view: every share a miner submitted in the window; stale when its prev hash
+//!   was no longer the network's tip at that moment (the tip timeline, whatever anyone
+//!   answered); the answer each miner got (a translator answers before the pool judges).
+//! - Pool's view: the verdicts where acceptance is decided (the pool, seen by a tap or by
+//!   the built-in pool), in the window. A share with no verdict is unmatched, unless the
+//!   tip timeline calls it stale: a proxy (the translator, a JDC) drops those itself. A
+//!   JDC is a pool to its miners, so in configurations A and B only shares meeting the
+//!   upstream target reach the pool, by design: no share counts as missing a verdict there.
+//! - Blocks: a share that met the block target is a block found; accepted when the network
+//!   node accepted a block of that hash; its propagation runs from the share to that.
+
+use crate::jobs::ms;
+use crate::manifest::{SideRoles, Window};
+use crate::timeline::Timeline;
+use crate::Unmatched;
+use probe::{Event, Record, ShareVerdict};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShareCounts {
+    pub submitted: u64,
+    /// Accepted where acceptance is decided (the pool).
+    pub accepted: u64,
+    /// Submitted on a job whose prev hash was no longer the node's tip at that moment,
+    /// whatever the pool answered.
+    pub stale: u64,
+    /// Rejected by the pool for any reason but staleness (low difficulty, duplicate,
+    /// unknown job, malformed).
+    pub rejected: u64,
+    /// What the pool itself called stale (it judges on arrival, after the link; a tap
+    /// counts a share on a job the pool dropped at a new tip as stale too).
+    pub pool_stale: u64,
+    /// Accepted shares among the pool's verdicts.
+    pub acceptance_pct: Option<f64>,
+    /// Stale shares among those submitted.
+    #[serde(default)]
+    pub stale_pct: Option<f64>,
+    /// The answers the miners got to their shares in the window: accepted, rejected.
+    #[serde(default)]
+    pub answered_accepted: u64,
+    #[serde(default)]
+    pub answered_rejected: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlockCounts {
+    pub found: u64,
+    pub accepted: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct ShareFacts {
+    pub shares: ShareCounts,
+    pub blocks: BlockCounts,
+    pub block_propagation_ms: Vec<f64>,
+}
+
+/// The share and block rules over one side's events (`events` in time order).
+pub fn side_shares(
+    side: &SideRoles,
+    timeline: &Timeline,
+    events: &[&Record],
+    window: Window,
+    unmatched: &mut Unmatched,
+) -> ShareFacts {
+    let mut f = ShareFacts::default();
+    let mut in_window: HashSet<(u32, u64)> = HashSet::new();
+    for r in events.iter().filter(|r| r.role == side.miners_role) {
+        match &r.event {
+            Event::ShareSubmitted {
+                miner,
+                share_id,
+                prev_hash,
+                block_hash,
+                ..
+            } if window.contains(r.t_ns) => {
+                in_window.insert((*miner, *share_id));
+                f.shares.submitted += 1;
+                if timeline.outdated(prev_hash, r.t_ns) {
+                    f.shares.stale += 1;
+                }
+                if let Some(hash) = block_hash {
+                    f.blocks.found += 1;
+                    match timeline.accepted_blocks.get(hash.as_str()) {
+                        Some(t_accept) => {
+                            f.blocks.accepted += 1;
+                            f.block_propagation_ms
+                                .push(ms(t_accept.saturating_sub(r.t_ns)));
+                        }
+                        None => unmatched.add("block_not_accepted_by_node", 1),
+                    }
+                }
+            }
+            Event::ShareAnswered {
+                miner,
+                share_id,
+                accepted,
+                ..
+            } if in_window.contains(&(*miner, *share_id)) => {
+                if *accepted {
+                    f.shares.answered_accepted += 1;
+                } else {
+                    f.shares.answered_rejected += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    let mut judged = 0;
+    for r in events
+        .iter()
+        .filter(|r| r.role == side.pool_role && window.contains(r.t_ns))
+    {
+        if let Event::ShareJudged { verdict, .. } = r.event {
+            judged += 1;
+            match verdict {
+                ShareVerdict::Accepted => f.shares.accepted += 1,
+                ShareVerdict::Stale => f.shares.pool_stale += 1,
+                _ => f.shares.rejected += 1,
+            }
+        }
+    }
+    if side.job_declaration_role.is_none() {
+        let missing = f
+            .shares
+            .submitted
+            .saturating_sub(judged)
+            .saturating_sub(f.shares.stale);
+        unmatched.add("share_without_verdict", missing);
+    }
+    f.shares.acceptance_pct = pct(f.shares.accepted, judged);
+    f.shares.stale_pct = pct(f.shares.stale, f.shares.submitted);
+    f
+}
+
+/// `part` in percent of `whole`; `None` of nothing.
+fn pct(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 * 100.0 / whole as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+    use probe::TipCause;
+
+    fn run(m: &crate::Manifest, side: &str, events: &[Record]) -> (ShareFacts, Unmatched) {
+        let mut sorted: Vec<&Record> = events.iter().collect();
+        sorted.sort_by_key(|r| r.t_ns);
+        let timeline = Timeline::of(m, &sorted);
+        let mut u = Unmatched::default();
+        let f = side_shares(&m.sides[side], &timeline, &sorted, m.window(), &mut u);
+        (f, u)
+    }
+
+    #[test]
+    fn a_share_is_stale_by_the_tip_timeline_whatever_the_pool_said() {
+        let m = manifest(vec![sv1_side()]);
+        let events = [
+            tip(1_000 * MS, "P", TipCause::Network),
+            share(2_000 * MS, 0, 1, "P", None),
+            tip(3_000 * MS, "Q", TipCause::Network),
+            share(3_000 * MS, 0, 2, "P", None), // at the very instant Q arrived: stale
+            share(3_050 * MS, 1, 3, "P", None),
+            share(3_100 * MS, 1, 4, "Q", None),
+            judged(2_050 * MS, ShareVerdict::Accepted),
+            judged(3_050 * MS, ShareVerdict::Accepted), // the pool had not seen Q yet
+            judged(3_100 * MS, ShareVerdict::Stale),
+            judged(3_150 * MS, ShareVerdict::Duplicate),
+        ];
+        let (f, u) = run(&m, "sv1", &events);
+        assert_eq!(f.shares.submitted, 4);
+        assert_eq!(f.shares.stale, 2);
+        assert_eq!(
+            (f.shares.accepted, f.shares.pool_stale, f.shares.rejected),
+            (2, 1, 1)
+        );
+        assert_eq!(f.shares.acceptance_pct, Some(50.0));
+        assert_eq!(f.shares.stale_pct, Some(50.0));
+        assert!(u.0.is_empty(), "{u:?}");
+    }
+
+    #[test]
+    fn a_share_without_a_verdict_is_unmatched_unless_a_proxy_dropped_it_as_stale() {
+        let m = manifest(vec![sv1_side()]);
+        let events = [
+            tip(1_000 * MS, "P", TipCause::Network),
+            share(2_000 * MS, 0, 1, "P", None),
+            tip(3_000 * MS, "Q", TipCause::Network),
+            share(3_010 * MS, 0, 2, "P", None), // stale: the translator drops it
+            answered(3_011 * MS, 0, 2, false),
+            share(4_000 * MS, 1, 3, "Q", None), // no verdict and not stale: lost
+            answered(4_001 * MS, 1, 3, true),
+            judged(2_050 * MS, ShareVerdict::Accepted),
+        ];
+        let (f, u) = run(&m, "sv1", &events);
+        assert_eq!(u.0["share_without_verdict"], 1);
+        assert_eq!(
+            (f.shares.answered_accepted, f.shares.answered_rejected),
+            (1, 1)
+        );
+        assert_eq!(f.shares.acceptance_pct, Some(100.0));
+    }
+
+    #[test]
+    fn behind_a_jdc_only_shares_for_the_pool_get_a_verdict() {
+        let m = manifest(vec![farm_side()]);
+        let events = [
+            share_from("miners-a", 1_000 * MS, 0, 1, "P", None),
+            share_from("miners-a", 1_100 * MS, 0, 2, "P", None),
+        ];
+        let (f, u) = run(&m, "sv2-a", &events);
+        assert_eq!(f.shares.submitted, 2);
+        assert!(!u.0.contains_key("share_without_verdict"));
+    }
+
+    #[test]
+    fn a_block_is_tied_to_its_share_by_hash_and_timed_to_the_nodes_acceptance() {
+        let m = manifest(vec![sv1_side()]);
+        let events = [
+            tip(1_000 * MS, "P", TipCause::Network),
+            share(7_000 * MS, 0, 1, "P", Some("BLK")),
+            accepted_block(7_080 * MS, "BLK"),
+            share(8_000 * MS, 1, 2, "P", Some("LOST")),
+            share(20_000 * MS, 1, 3, "P", Some("LATE")), // after the window
+        ];
+        let (f, u) = run(&m, "sv1", &events);
+        assert_eq!(
+            f.blocks,
+            BlockCounts {
+                found: 2,
+                accepted: 1
+            }
+        );
+        assert_eq!(f.block_propagation_ms, vec![80.0]);
+        assert_eq!(u.0["block_not_accepted_by_node"], 1);
+    }
+
+    #[test]
+    fn window_edges_belong_to_the_window() {
+        let mut m = manifest(vec![sv1_side()]);
+        m.window_start_ns = 1_000 * MS;
+        m.window_end_ns = 2_000 * MS;
+        let events = [
+            share(999 * MS, 0, 1, "P", None),
+            share(1_000 * MS, 0, 2, "P", None),
+            share(2_000 * MS, 0, 3, "P", None),
+            share(2_001 * MS, 0, 4, "P", None),
+            judged(1_000 * MS, ShareVerdict::Accepted),
+            judged(2_000 * MS, ShareVerdict::Accepted),
+            judged(2_001 * MS, ShareVerdict::Accepted),
+        ];
+        let (f, u) = run(&m, "sv1", &events);
+        assert_eq!((f.shares.submitted, f.shares.accepted), (2, 2));
+        assert!(u.0.is_empty(), "{u:?}");
+    }
+}

@@ -1,0 +1,196 @@
+//! Builders for the golden tests: synthetic runs whose expected summaries are worked out
+//! by hand in each test.
+
+use crate::manifest::{LinkParams, Manifest, SideRoles};
+use probe::{Event, Record, ShareVerdict, TipCause};
+
+pub const MS: u64 = 1_000_000;
+
+pub fn rec(t_ns: u64, role: &str, event: Event) -> Record {
+    Record {
+        t_ns,
+        role: role.into(),
+        event,
+    }
+}
+
+/// A run with a 0-10 s window, a 100 ms link, the network node `node`, and `sides`.
+pub fn manifest(sides: Vec<(String, SideRoles)>) -> Manifest {
+    Manifest {
+        scenario: "golden".into(),
+        window_start_ns: 0,
+        window_end_ns: 10_000 * MS,
+        node_role: "node".into(),
+        link: LinkParams {
+            rtt_ms: 100.0,
+            jitter_ms: 0.0,
+            bandwidth_bps: None,
+        },
+        sides: sides.into_iter().collect(),
+    }
+}
+
+/// `sv1`: two miners (`miners`), the pool `pool` decides, link `link`.
+pub fn sv1_side() -> (String, SideRoles) {
+    (
+        "sv1".into(),
+        SideRoles {
+            config: "sv1".into(),
+            miners: 2,
+            miners_role: "miners".into(),
+            pool_role: "pool".into(),
+            link_role: "link".into(),
+            link_rtt_ms: None,
+            farm_node_role: None,
+            job_declaration_role: None,
+            roles: vec!["node".into(), "pool".into(), "miners".into()],
+        },
+    )
+}
+
+/// `sv2-a`: two miners behind a JDC on the farm's own node `node-farm`.
+pub fn farm_side() -> (String, SideRoles) {
+    (
+        "sv2-a".into(),
+        SideRoles {
+            config: "sv2-a".into(),
+            miners: 2,
+            miners_role: "miners-a".into(),
+            pool_role: "tap-a".into(),
+            link_role: "link-a".into(),
+            link_rtt_ms: Some(40.0),
+            farm_node_role: Some("node-farm".into()),
+            job_declaration_role: Some("jdtap-a".into()),
+            roles: vec!["node".into(), "node-farm".into(), "jdc-a".into()],
+        },
+    )
+}
+
+pub fn tip(t_ns: u64, hash: &str, cause: TipCause) -> Record {
+    rec(
+        t_ns,
+        "node",
+        Event::TipChanged {
+            height: 1,
+            hash: hash.into(),
+            prev_hash: "-".into(),
+            cause,
+            tx_count: 0,
+            fees_sats: 0,
+        },
+    )
+}
+
+pub fn template(t_ns: u64, node: &str, marker: &str, prev: &str, value: u64) -> Record {
+    rec(
+        t_ns,
+        node,
+        Event::TemplateBuilt {
+            template_id: 1,
+            prev_hash: prev.into(),
+            height: 2,
+            value_sats: value,
+            fees_sats: 0,
+            tx_count: 1,
+            weight: 1,
+            marker_txid: marker.into(),
+        },
+    )
+}
+
+/// A job to miner `miner` of the `sv1` side.
+pub fn job(t_ns: u64, miner: u32, prev: &str, marker: Option<&str>) -> Record {
+    job_to("miners", t_ns, miner, prev, marker)
+}
+
+pub fn job_to(role: &str, t_ns: u64, miner: u32, prev: &str, marker: Option<&str>) -> Record {
+    rec(
+        t_ns,
+        role,
+        Event::JobReceived {
+            miner,
+            job_id: "j".into(),
+            prev_hash: prev.into(),
+            marker_txid: marker.map(str::to_string),
+            clean: true,
+        },
+    )
+}
+
+/// A share from miner `miner` of the `sv1` side.
+pub fn share(t_ns: u64, miner: u32, id: u64, prev: &str, block: Option<&str>) -> Record {
+    share_from("miners", t_ns, miner, id, prev, block)
+}
+
+pub fn share_from(
+    role: &str,
+    t_ns: u64,
+    miner: u32,
+    id: u64,
+    prev: &str,
+    block: Option<&str>,
+) -> Record {
+    rec(
+        t_ns,
+        role,
+        Event::ShareSubmitted {
+            miner,
+            share_id: id,
+            job_id: "j".into(),
+            prev_hash: prev.into(),
+            block_hash: block.map(str::to_string),
+        },
+    )
+}
+
+pub fn answered(t_ns: u64, miner: u32, id: u64, accepted: bool) -> Record {
+    rec(
+        t_ns,
+        "miners",
+        Event::ShareAnswered {
+            miner,
+            share_id: id,
+            accepted,
+            error: None,
+        },
+    )
+}
+
+pub fn judged(t_ns: u64, verdict: ShareVerdict) -> Record {
+    rec(
+        t_ns,
+        "pool",
+        Event::ShareJudged {
+            worker: "w".into(),
+            job_id: "j".into(),
+            verdict,
+            block_hash: None,
+        },
+    )
+}
+
+pub fn accepted_block(t_ns: u64, hash: &str) -> Record {
+    rec(
+        t_ns,
+        "node",
+        Event::BlockSubmitted {
+            hash: hash.into(),
+            prev_hash: "P".into(),
+            height: Some(2),
+            template_id: None,
+            via: "submitblock".into(),
+            reject_reason: None,
+        },
+    )
+}
+
+pub fn link_bytes(t_ns: u64, role: &str, up: u64, down: u64) -> Record {
+    rec(
+        t_ns,
+        role,
+        Event::LinkBytes {
+            up_bytes: up,
+            down_bytes: down,
+        },
+    )
+}
