@@ -14,6 +14,7 @@ pub mod headline;
 pub mod input;
 pub mod jobs;
 pub mod manifest;
+pub mod paths;
 pub mod shares;
 pub mod summary;
 #[cfg(test)]

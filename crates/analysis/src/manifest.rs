@@ -74,6 +74,9 @@ pub struct SideRoles {
     /// The farm's own node, where the farm builds its templates (configurations A, B).
     #[serde(default)]
     pub farm_node_role: Option<String>,
+    /// One-way delay between the farm's node and the network's (its peer hop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub farm_node_hop_ms: Option<f64>,
     /// The tap that sees the farm's job declarations (configurations A, B).
     #[serde(default)]
     pub job_declaration_role: Option<String>,

@@ -4,6 +4,7 @@ use crate::bandwidth::{link_counters, side_bandwidth, tx_relay_counters};
 use crate::input::RunInput;
 use crate::jobs::{side_jobs, weighted_dist, WorkTime};
 use crate::manifest::{Manifest, Sample, Window, MANIFEST_FILE};
+use crate::paths::{path_readings, PathReadings};
 use crate::shares::side_shares;
 use crate::timeline::Timeline;
 use crate::Unmatched;
@@ -83,6 +84,8 @@ pub struct SideSummary {
     pub block_propagation_ms: Dist,
     pub new_job_ms: Dist,
     pub new_prevhash_job_ms: Dist,
+    /// What each latency's path crosses, and what was added beyond its configured delay.
+    pub readings: PathReadings,
     /// Time-weighted over valid work only: while a miner's job was on the network's tip.
     pub template_value_sats: Dist,
     /// Miner-seconds of valid, stale and unmatched work in the window.
@@ -162,15 +165,26 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                 tx_relay.as_ref(),
                 window,
             );
+            let link_rtt_ms = side.link_rtt_ms.unwrap_or(m.link.rtt_ms);
+            let new_job_ms = Dist::of(&jobs.new_job_ms);
+            let new_prevhash_job_ms = Dist::of(&jobs.new_prevhash_job_ms);
+            let block_propagation_ms = Dist::of(&shares.block_propagation_ms);
             let summary = SideSummary {
                 config: side.config.clone(),
                 miners: side.miners,
-                link_rtt_ms: side.link_rtt_ms.unwrap_or(m.link.rtt_ms),
+                link_rtt_ms,
                 shares: shares.shares,
                 blocks: shares.blocks,
-                block_propagation_ms: Dist::of(&shares.block_propagation_ms),
-                new_job_ms: Dist::of(&jobs.new_job_ms),
-                new_prevhash_job_ms: Dist::of(&jobs.new_prevhash_job_ms),
+                readings: path_readings(
+                    side,
+                    link_rtt_ms,
+                    &new_job_ms,
+                    &new_prevhash_job_ms,
+                    &block_propagation_ms,
+                ),
+                block_propagation_ms,
+                new_job_ms,
+                new_prevhash_job_ms,
                 template_value_sats: weighted_dist(&mut jobs.value_weights),
                 work_s: jobs.work,
                 bandwidth_bytes_per_s: bandwidth,

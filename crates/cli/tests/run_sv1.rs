@@ -111,8 +111,14 @@ fn new_block_jobs_cross_the_link_in_its_one_way_delay() {
             "{site} {dir} bandwidth"
         );
     }
-    for role in ["node", "pool-sv1", "link-sv1", "miners-sv1"] {
-        let r = &sv1["roles"][role];
+    // The shared node is the network's: in no side's roles.
+    assert!(sv1["roles"]["node"].is_null());
+    for (role, r) in [
+        ("node", &s["network"]["node"]),
+        ("pool-sv1", &sv1["roles"]["pool-sv1"]),
+        ("link-sv1", &sv1["roles"]["link-sv1"]),
+        ("miners-sv1", &sv1["roles"]["miners-sv1"]),
+    ] {
         assert!(
             r["cpu_pct"]["count"].as_u64().unwrap() > 30,
             "{role} CPU samples"

@@ -149,23 +149,71 @@ fn blocks_found_through_sv2_reach_the_node_by_submit_solution() {
     }
 }
 
-/// Configurations A and B end to end: the real pool with its JDS on our node's Mining IPC,
-/// the real JDC in FULLTEMPLATE mode on the farm's own node. Declared jobs are accepted,
-/// blocks found on them reach the network's node (through the farm's node, which passes
-/// them on), and what crossed to the pool took at least the injected delays.
+/// Every side of one run, configurations A and B with a farm node each: every job a
+/// side's miners got is tied to a template of the node that side mines on (the farm's own
+/// node for A and B, the network's for the others), by marker, read from the raw events.
+/// And A and B end to end: the real pool with its JDS on our node's Mining IPC, the real
+/// JDC in FULLTEMPLATE mode on the farm's own node. Declared jobs are accepted, blocks
+/// found on them reach the network's node (through the farm's node, which passes them
+/// on), and what crossed to the pool took at least the injected delays.
 #[test]
-fn job_declaration_sides_declare_jobs_and_their_blocks_reach_the_network() {
-    let dir = out_dir("sv2-jd");
+fn all_five_sides_in_one_run_tie_jobs_to_their_own_node_and_declare_jobs() {
+    let dir = out_dir("five-sides");
     let out = run_with(
         "config-a",
         &dir,
-        &["--duration", "30s", "--set", r#"sides=["sv2-a", "sv2-b"]"#],
+        &[
+            "--duration",
+            "30s",
+            "--set",
+            r#"sides=["sv1", "sv2-a", "sv2-b", "sv2-c", "sv2-d"]"#,
+        ],
         OUR_BLOCKS,
     )
     .output()
     .unwrap();
     succeed(out);
     let s = summary(&dir);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let markers_of = |node: &str| -> std::collections::HashSet<String> {
+        events(&dir, node)
+            .into_iter()
+            .filter(|e| e["kind"] == "template_built")
+            .map(|e| e["marker_txid"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let network_markers = markers_of("node");
+    for (side, roles) in manifest["sides"].as_object().unwrap() {
+        let node = roles["farm_node_role"].as_str().unwrap_or("node");
+        let own = if node == "node" {
+            network_markers.clone()
+        } else {
+            let farm = markers_of(node);
+            assert!(
+                farm.is_disjoint(&network_markers),
+                "{side}: {node} built templates with the network node's markers"
+            );
+            farm
+        };
+        let jobs: Vec<Value> = events(&dir, roles["miners_role"].as_str().unwrap())
+            .into_iter()
+            .filter(|e| e["kind"] == "job_received")
+            .collect();
+        assert!(!jobs.is_empty(), "{side}: no jobs");
+        for job in &jobs {
+            let marker = job["marker_txid"].as_str().unwrap_or("none");
+            assert!(
+                own.contains(marker),
+                "{side}: job {job} is not on a template of {node}"
+            );
+        }
+    }
+    // The two farm nodes number their templates apart.
+    assert!(markers_of("node-sv2-a").is_disjoint(&markers_of("node-sv2-b")));
+    for kind in ["job_on_another_nodes_template", "job_without_node_template"] {
+        assert!(s["unmatched"][kind].is_null(), "{kind}: {}", s["unmatched"]);
+    }
     for side in ["sv2-a", "sv2-b"] {
         let side_summary = &s["sides"][side];
         let jd = &side_summary["job_declaration"];
@@ -199,7 +247,6 @@ fn job_declaration_sides_declare_jobs_and_their_blocks_reach_the_network() {
             "{side}: the JDC submitted no block to its node"
         );
         for role in [
-            "node",
             farm_node.as_str(),
             &format!("pool-{side}"),
             &format!("jdc-{side}"),
@@ -214,6 +261,11 @@ fn job_declaration_sides_declare_jobs_and_their_blocks_reach_the_network() {
         }
     }
     assert!(s["sides"]["sv2-a"]["roles"]["translator-sv2-a"].is_object());
+    assert!(
+        s["sides"]["sv2-a"]["roles"]["node"].is_null(),
+        "the shared node is no side's"
+    );
+    assert!(s["network"]["node"]["cpu_pct"]["count"].as_u64().unwrap() > 0);
     // Every block the farms submitted reached the network's node by its RPC.
     let forwarded = events(&dir, "node")
         .into_iter()

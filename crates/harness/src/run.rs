@@ -396,6 +396,7 @@ async fn start_sv1_side(
         link_role: link.clone(),
         link_rtt_ms: side_rtt(s, side),
         farm_node_role: None,
+        farm_node_hop_ms: None,
         job_declaration_role: None,
         roles: vec![NODE.into(), pool, link, miners],
     })
@@ -435,6 +436,7 @@ async fn start_sv2_pool_side(
             link_role: link.clone(),
             link_rtt_ms: side_rtt(s, side),
             farm_node_role: None,
+            farm_node_hop_ms: None,
             job_declaration_role: None,
             roles: vec![NODE.into(), pool, tap, link, miners],
         });
@@ -462,6 +464,7 @@ async fn start_sv2_pool_side(
         link_role: link.clone(),
         link_rtt_ms: side_rtt(s, side),
         farm_node_role: None,
+        farm_node_hop_ms: None,
         job_declaration_role: None,
         roles: vec![NODE.into(), pool, tap, link, translator, miners],
     })
@@ -787,6 +790,7 @@ async fn start_sv2_jd_side(
         link_role: link,
         link_rtt_ms: side_rtt(s, side),
         farm_node_role: Some(farm_node),
+        farm_node_hop_ms: Some(s.farm_node.propagation_ms),
         job_declaration_role: Some(jd_tap),
         roles: side_roles,
     })

@@ -219,12 +219,15 @@ const LATENCIES: &[Metric] = &[
 
 fn readings_section(summary: &analysis::Summary) -> Section {
     let mut blocks = Vec::new();
-    let one_way = summary.link.rtt_ms / 2.0;
     for (name, side) in &summary.sides {
-        for (_, what, pick) in LATENCIES {
-            let xs = pick(side);
-            match Dist::of(xs).p50 {
-                Some(p50) => blocks.push(Block::Para(readings::over_link(name, what, p50, one_way))),
+        let r = &side.readings;
+        for ((_, what, _), (dist, path)) in LATENCIES.iter().zip([
+            (&side.new_job_ms, &r.new_job),
+            (&side.new_prevhash_job_ms, &r.new_prevhash_job),
+            (&side.block_propagation_ms, &r.block_propagation),
+        ]) {
+            match dist.p50 {
+                Some(p50) => blocks.push(Block::Para(readings::over_path(name, what, p50, path))),
                 None => blocks.push(Block::Note(format!("{name}: no samples for \"{what}\" in this run (for blocks: none was found by our miners)."))),
             }
         }

@@ -2,6 +2,7 @@
 //! tests check against hand-computed values (the published tool's text got it wrong).
 
 use crate::stats::Delta;
+use analysis::paths::PathReading;
 
 /// "sv2-c delivers new work 36% sooner than sv1: 77.9 ms against 122.0 ms on average
 /// (-44.1 ms, 95% CI -50.0 to -38.0 ms)."
@@ -21,11 +22,15 @@ pub fn latency_delta(side: &str, base: &str, what: &str, d: &Delta) -> String {
     )
 }
 
-/// What the path added beyond the link's one-way delay, at the median.
-pub fn over_link(side: &str, what: &str, p50_ms: f64, one_way_ms: f64) -> String {
+/// What the path added beyond the configured delay it crosses, at the median (both from
+/// the analysis).
+pub fn over_path(side: &str, what: &str, p50_ms: f64, path: &PathReading) -> String {
+    let added = path
+        .added_p50_ms
+        .map_or("nothing measurable".into(), |a| format!("{a:.1} ms"));
     format!(
-        "{side}: {what} p50 {p50_ms:.1} ms; the link's one-way delay is {one_way_ms:.1} ms, so the roles and the relay added {:.1} ms.",
-        p50_ms - one_way_ms
+        "{side}: {what} p50 {p50_ms:.1} ms; it crosses {}, configured at {:.1} ms, so the roles and relays added {added}.",
+        path.crosses, path.delay_ms
     )
 }
 
@@ -95,10 +100,15 @@ mod tests {
     }
 
     #[test]
-    fn over_link_and_percentages() {
+    fn over_path_and_percentages() {
+        let path = PathReading {
+            crosses: "the link, one way".into(),
+            delay_ms: 50.0,
+            added_p50_ms: Some(2.8),
+        };
         assert_eq!(
-            over_link("sv1", "miners got work on a new block", 52.8, 50.0),
-            "sv1: miners got work on a new block p50 52.8 ms; the link's one-way delay is 50.0 ms, so the roles and the relay added 2.8 ms."
+            over_path("sv1", "miners got work on a new block", 52.8, &path),
+            "sv1: miners got work on a new block p50 52.8 ms; it crosses the link, one way, configured at 50.0 ms, so the roles and relays added 2.8 ms."
         );
         assert!((pct_vs(52.0, 138.0).unwrap() - (-62.3188)).abs() < 1e-3);
         assert_eq!(pct_vs(1.0, 0.0), None);

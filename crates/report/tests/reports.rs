@@ -167,6 +167,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                 link_role: "link-sv1".into(),
                 link_rtt_ms: None,
                 farm_node_role: None,
+                farm_node_hop_ms: None,
                 job_declaration_role: None,
                 roles: ["node", "pool-sv1", "link-sv1", "miners-sv1"]
                     .map(String::from)
@@ -243,7 +244,7 @@ fn the_html_report_has_every_section_with_charts_and_renders_cleanly() {
         "nothing is loaded from the network"
     );
     assert!(
-        html.contains("roles and the relay added"),
+        html.contains("roles and relays added"),
         "readings are there"
     );
 
