@@ -167,6 +167,7 @@ pub fn judged(t_ns: u64, verdict: ShareVerdict) -> Record {
             job_id: "j".into(),
             verdict,
             block_hash: None,
+            reason: None,
         },
     )
 }

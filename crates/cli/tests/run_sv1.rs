@@ -18,6 +18,34 @@ fn get(url: &str) -> Option<String> {
     body.contains("stratum_bench_shares_total").then_some(body)
 }
 
+/// The SV1 tap in front of the built-in pool reads every verdict the pool gave, and the
+/// same ones: per verdict, the pool's own `share_judged` in the window equal the tap's
+/// (the tap sees each answer microseconds later, well inside the window's edges).
+fn sv1_tap_verdicts_are_the_pools_own(dir: &Path) {
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let window =
+        manifest["window_start_ns"].as_u64().unwrap()..=manifest["window_end_ns"].as_u64().unwrap();
+    let verdicts = |role: &str| {
+        let mut counts = std::collections::BTreeMap::<String, u64>::new();
+        let text = std::fs::read_to_string(dir.join(format!("events/{role}.jsonl"))).unwrap();
+        for e in text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        {
+            if e["kind"] == "share_judged" && window.contains(&e["t_ns"].as_u64().unwrap()) {
+                *counts
+                    .entry(e["verdict"].as_str().unwrap().to_string())
+                    .or_default() += 1;
+            }
+        }
+        counts
+    };
+    let (pool, tap) = (verdicts("pool-sv1"), verdicts("tap-sv1"));
+    assert!(pool.get("accepted").is_some_and(|n| *n > 0), "{pool:?}");
+    assert_eq!(tap, pool, "the tap's verdicts against the pool's own");
+}
+
 /// The physics check of the issue: a tip change reaches the farm no sooner than the
 /// link's one-way delay, and the measurement recovers that delay.
 #[test]
@@ -131,6 +159,12 @@ fn new_block_jobs_cross_the_link_in_its_one_way_delay() {
     for key in ["template_value_sats", "new_job_ms", "block_propagation_ms"] {
         assert!(sv1[key].is_object(), "summary lacks {key}");
     }
+    sv1_tap_verdicts_are_the_pools_own(&dir);
+    let tap = &s["link"]["tap_latency_ms"]["tap-sv1"];
+    let added = tap["up"]["p50"]
+        .as_f64()
+        .expect("the SV1 tap's added latency");
+    assert!(added < 5.0, "the SV1 tap added {added} ms per line: {tap}");
     assert!(
         s["network"]["template_value_sats"]["count"]
             .as_u64()

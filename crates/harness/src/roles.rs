@@ -62,6 +62,10 @@ pub enum RoleSpec {
     Sv2Tap {
         config: sv2::tap::TapConfig,
     },
+    /// The line relay in front of an SV1 pool.
+    Sv1Tap {
+        config: sv1::tap::Sv1TapConfig,
+    },
 }
 
 impl RoleSpec {
@@ -204,10 +208,16 @@ pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()>
             let tap = sv2::tap::Tap::start(config, recorder.clone()).await?;
             ready(json!({"listen": tap.listen_addr}));
             terminated().await;
-            recorder.record(Event::TapLatency {
-                up_ms: tap.stats.up_ns.dist(1e6),
-                down_ms: tap.stats.down_ns.dist(1e6),
-            });
+            recorder.record(tap.stats.latency_event());
+            tap.stop();
+        }
+        RoleSpec::Sv1Tap { config } => {
+            let tap = sv1::tap::Sv1Tap::start(config, recorder.clone()).await?;
+            ready(json!({"listen": tap.listen_addr}));
+            terminated().await;
+            for event in tap.stats.final_events() {
+                recorder.record(event);
+            }
             tap.stop();
         }
     }

@@ -385,20 +385,36 @@ async fn start_sv1_side(
     )
     .await?;
     let pool_addr: SocketAddr = ready_field(&pool_ready, "listen", &pool)?.parse()?;
-    let (link, link_addr) = spawn_link(opts, dir, side, farm_port, pool_addr, roles).await?;
+    // The same hop every SV2 side crosses: a tap on the pool site, where verdicts are read.
+    let tap = format!("tap-{side}");
+    let tap_ready = spawn(
+        opts,
+        dir,
+        &tap,
+        &RoleSpec::Sv1Tap {
+            config: sv1::tap::Sv1TapConfig {
+                listen: "127.0.0.1:0".parse()?,
+                upstream: pool_addr,
+            },
+        },
+        roles,
+    )
+    .await?;
+    let tap_addr: SocketAddr = ready_field(&tap_ready, "listen", &tap)?.parse()?;
+    let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
     eprintln!("{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)");
     let miners = spawn_sv1_miners(opts, dir, side, link_addr, roles).await?;
     Ok(SideRoles {
         config: side.into(),
         miners: s.miners.count,
         miners_role: miners.clone(),
-        pool_role: pool.clone(),
+        pool_role: tap.clone(),
         link_role: link.clone(),
         link_rtt_ms: side_rtt(s, side),
         farm_node_role: None,
         farm_node_hop_ms: None,
         job_declaration_role: None,
-        roles: vec![NODE.into(), pool, link, miners],
+        roles: vec![NODE.into(), pool, tap, link, miners],
     })
 }
 

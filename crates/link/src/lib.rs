@@ -5,7 +5,10 @@
 //! every chunk of bytes for the link's one-way delay (plus jitter and serialisation time
 //! at the bandwidth cap) before writing it on. Order is kept, as TCP keeps it. Bytes are
 //! counted per direction, and the relay measures its own lateness: how far past the due
-//! time each chunk was actually written.
+//! time each chunk was actually written. Chunks are released against absolute deadlines
+//! by a timer finer than tokio's millisecond wheel ([`timer`]).
+
+pub mod timer;
 
 use anyhow::{Context, Result};
 use probe::{mono_ns, Histogram};
@@ -198,10 +201,7 @@ async fn pump(
     let writer = tokio::spawn(async move {
         let dir = writer_stats.direction(direction);
         while let Some(chunk) = rx.recv().await {
-            let now = mono_ns();
-            if chunk.due_ns > now {
-                tokio::time::sleep(Duration::from_nanos(chunk.due_ns - now)).await;
-            }
+            timer::sleep_until_ns(chunk.due_ns).await;
             if to.write_all(&chunk.bytes).await.is_err() {
                 return;
             }

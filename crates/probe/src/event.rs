@@ -122,7 +122,23 @@ pub enum Event {
         job_id: String,
         verdict: ShareVerdict,
         block_hash: Option<String>,
+        /// The pool's own words for a rejection, as it sent them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
+    /// An SV1 tap passed a `mining.notify` to a miner's connection.
+    Sv1JobRelayed {
+        connection: u32,
+        job_id: String,
+        prev_hash: String,
+        /// First merkle branch: the node's marker txid when the node is ours.
+        marker_txid: Option<String>,
+        clean: bool,
+    },
+    /// An SV1 tap passed a `mining.set_difficulty` to a miner's connection.
+    Sv1DifficultySet { connection: u32, difficulty: f64 },
+    /// Lines an SV1 tap passed on that were not JSON (written at the end), per direction.
+    TapMalformedLines { up: u64, down: u64 },
     /// A Job Declarator Server answered a DeclareMiningJob (seen by a tap in front of it);
     /// `error` is its error code, `None` when the job was accepted.
     JobDeclared {

@@ -9,6 +9,6 @@ pub mod stats;
 
 pub use clock::{mono_ns, wall_ns};
 pub use event::{Event, Record, ShareVerdict, TipCause};
-pub use histogram::Histogram;
+pub use histogram::{Histogram, TapStats};
 pub use recorder::Recorder;
 pub use stats::Dist;

@@ -104,6 +104,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                     job_id: format!("{i}"),
                     verdict: ShareVerdict::Accepted,
                     block_hash: None,
+                    reason: None,
                 },
             ));
         }

@@ -1,7 +1,9 @@
 //! Stratum V1 as mining farms run it today: the message layer and job encoding
-//! ([`wire`], [`job`]), the built-in solo pool ([`pool`]) and the miner fleet ([`fleet`]).
+//! ([`wire`], [`job`]), the built-in solo pool ([`pool`]), the miner fleet ([`fleet`]) and
+//! the tap in front of any SV1 pool ([`tap`]).
 
 pub mod fleet;
 pub mod job;
 pub mod pool;
+pub mod tap;
 pub mod wire;

@@ -24,25 +24,35 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
     reader: &mut R,
     line: &mut Vec<u8>,
 ) -> Result<(), ReadError> {
+    read_raw_line(reader, line).await?;
+    line.pop();
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(())
+}
+
+/// [`read_line`], keeping the line's bytes exactly as they came, its newline included (a
+/// relay passes them on unchanged).
+pub async fn read_raw_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+) -> Result<(), ReadError> {
     loop {
         let available = reader.fill_buf().await?;
         if available.is_empty() {
             return Err(ReadError::Closed);
         }
-        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
-            Some(i) => (&available[..i], i + 1),
-            None => (available, available.len()),
+        let (take, found) = match available.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
         };
-        if line.len() + chunk.len() > MAX_LINE {
+        if line.len() + take > MAX_LINE + 1 {
             return Err(ReadError::TooLong);
         }
-        line.extend_from_slice(chunk);
-        let found = done > chunk.len();
-        reader.consume(done);
+        line.extend_from_slice(&available[..take]);
+        reader.consume(take);
         if found {
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
             return Ok(());
         }
     }

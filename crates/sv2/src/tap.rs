@@ -19,7 +19,7 @@
 use anyhow::{Context, Result};
 use bitcoin::hashes::Hash;
 use parking_lot::Mutex;
-use probe::{mono_ns, Event, Histogram, Recorder, ShareVerdict};
+use probe::{mono_ns, Event, Histogram, Recorder, ShareVerdict, TapStats};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -41,14 +41,6 @@ pub struct TapConfig {
     /// The pool's authority key pair: the tap answers downstreams as the pool would.
     pub pool_public: Secp256k1PublicKey,
     pub pool_secret: Secp256k1SecretKey,
-}
-
-/// What the tap adds, per direction, in nanoseconds: from a frame decrypted on one side to
-/// it written, re-encrypted, on the other.
-#[derive(Default)]
-pub struct TapStats {
-    pub up_ns: Histogram,
-    pub down_ns: Histogram,
 }
 
 pub struct Tap {
@@ -269,7 +261,7 @@ fn note_answer(
         return note_declaration_answer(message, connection, pending, recorder);
     }
     let t = mono_ns();
-    let judged: Vec<(u32, u32, ShareVerdict)> = match mining_message(frame) {
+    let judged: Vec<(u32, u32, ShareVerdict, Option<String>)> = match mining_message(frame) {
         Some(Mining::SetNewPrevHash(p)) => {
             pending.tip_jobs.lock().insert(p.channel_id, p.job_id);
             let prev = bitcoin::BlockHash::from_byte_array(
@@ -301,7 +293,7 @@ fn note_answer(
             }
             acked
                 .values()
-                .map(|job| (s.channel_id, *job, ShareVerdict::Accepted))
+                .map(|job| (s.channel_id, *job, ShareVerdict::Accepted, None))
                 .collect()
         }
         Some(Mining::SubmitSharesError(e)) => {
@@ -322,15 +314,15 @@ fn note_answer(
             };
             match job {
                 Some(job) if code == "invalid-job-id" && evicted(job) => {
-                    vec![(e.channel_id, job, ShareVerdict::Stale)]
+                    vec![(e.channel_id, job, ShareVerdict::Stale, Some(code))]
                 }
-                Some(job) => vec![(e.channel_id, job, verdict_of(&code))],
+                Some(job) => vec![(e.channel_id, job, verdict_of(&code), Some(code))],
                 None => return,
             }
         }
         _ => return,
     };
-    for (channel, job, verdict) in judged {
+    for (channel, job, verdict, reason) in judged {
         recorder.record_at(
             t,
             Event::ShareJudged {
@@ -338,6 +330,7 @@ fn note_answer(
                 job_id: job.to_string(),
                 verdict,
                 block_hash: None,
+                reason,
             },
         );
     }

@@ -304,16 +304,17 @@ impl Session {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        let judged = |verdict: ShareVerdict, block_hash: Option<String>| {
+        let judged = |verdict: ShareVerdict, block_hash: Option<String>, reason: Option<&str>| {
             shared.recorder.record(Event::ShareJudged {
                 worker: worker.clone(),
                 job_id: job_id.clone(),
                 verdict,
                 block_hash,
+                reason: reason.map(str::to_string),
             });
         };
         let reject = |verdict: ShareVerdict, code: i64, message: &str| {
-            judged(verdict, None);
+            judged(verdict, None, Some(message));
             wire::err(id, code, message)
         };
         if !self.subscribed {
@@ -408,7 +409,11 @@ impl Session {
             );
         }
         let is_block = Target::from_compact(job.job.bits).is_met_by(hash);
-        judged(ShareVerdict::Accepted, is_block.then(|| hash.to_string()));
+        judged(
+            ShareVerdict::Accepted,
+            is_block.then(|| hash.to_string()),
+            None,
+        );
         if is_block {
             let coinbase = job.job.coinbase(&self.extranonce1, &extranonce2);
             submit_block(shared.clone(), job.clone(), header, coinbase);

@@ -1,0 +1,344 @@
+//! The SV1 tap: a transparent relay on the pool site, right in front of an SV1 pool, as
+//! the SV2 sides have theirs in front of the SRI pool, so every side crosses the same kind
+//! of hop and its verdicts are read at the same place.
+//!
+//! It passes every byte on unchanged, line by line in both directions, and records, stamped
+//! as each line passes: every `mining.notify` (job id, prev hash, clean flag, first merkle
+//! branch), every `mining.set_difficulty`, and every `mining.submit` with the pool's answer
+//! (accepted, or the error mapped to stale / duplicate / low difficulty / unknown job /
+//! other, its text kept). What it adds per line, each way, is measured. A line that is not
+//! JSON is passed on and counted; a line over [`MAX_LINE`] closes that connection with
+//! a logged reason, and the tap serves on.
+
+use crate::job::Job;
+use crate::wire::{read_raw_line, MAX_LINE};
+use anyhow::{Context, Result};
+use parking_lot::Mutex;
+use probe::{mono_ns, Event, Histogram, Recorder, ShareVerdict, TapStats};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sv1TapConfig {
+    pub listen: SocketAddr,
+    /// The pool the tap relays to.
+    pub upstream: SocketAddr,
+}
+
+/// What the tap measured of itself.
+#[derive(Default)]
+pub struct Sv1TapStats {
+    pub latency: TapStats,
+    /// Lines that were not JSON, towards the pool and from it.
+    pub malformed_up: AtomicU64,
+    pub malformed_down: AtomicU64,
+}
+
+impl Sv1TapStats {
+    /// The events the tap writes at its end.
+    pub fn final_events(&self) -> [Event; 2] {
+        [
+            self.latency.latency_event(),
+            Event::TapMalformedLines {
+                up: self.malformed_up.load(Ordering::Relaxed),
+                down: self.malformed_down.load(Ordering::Relaxed),
+            },
+        ]
+    }
+}
+
+pub struct Sv1Tap {
+    pub listen_addr: SocketAddr,
+    pub stats: Arc<Sv1TapStats>,
+    task: JoinHandle<()>,
+}
+
+impl Sv1Tap {
+    pub async fn start(cfg: Sv1TapConfig, recorder: Recorder) -> Result<Sv1Tap> {
+        let listener = TcpListener::bind(cfg.listen)
+            .await
+            .with_context(|| format!("SV1 tap cannot listen on {}", cfg.listen))?;
+        let listen_addr = listener.local_addr()?;
+        let stats = Arc::new(Sv1TapStats::default());
+        let shared = stats.clone();
+        let task = tokio::spawn(async move {
+            let mut next_connection = 0u32;
+            loop {
+                let (stream, peer) = match listener.accept().await {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "SV1 tap accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                next_connection += 1;
+                let connection = next_connection;
+                let (stats, recorder) = (shared.clone(), recorder.clone());
+                tokio::spawn(async move {
+                    let ended = relay(stream, cfg.upstream, connection, stats, recorder).await;
+                    let reason = ended
+                        .err()
+                        .map_or("closed".to_string(), |e| format!("{e:#}"));
+                    tracing::info!(%peer, connection, %reason, "SV1 tapped connection ended");
+                });
+            }
+        });
+        Ok(Sv1Tap {
+            listen_addr,
+            stats,
+            task,
+        })
+    }
+
+    pub fn stop(&self) {
+        self.task.abort();
+    }
+}
+
+/// Submits waiting for the pool's answer, by request id: (worker, job id).
+type Pending = Mutex<HashMap<String, (String, String)>>;
+
+async fn relay(
+    downstream: TcpStream,
+    upstream: SocketAddr,
+    connection: u32,
+    stats: Arc<Sv1TapStats>,
+    recorder: Recorder,
+) -> Result<()> {
+    let _ = downstream.set_nodelay(true);
+    let pool = TcpStream::connect(upstream)
+        .await
+        .with_context(|| format!("cannot reach the pool at {upstream}"))?;
+    let _ = pool.set_nodelay(true);
+    let (down_read, down_write) = downstream.into_split();
+    let (up_read, up_write) = pool.into_split();
+    let pending: Arc<Pending> = Arc::default();
+    let to_pool = pump(
+        down_read,
+        up_write,
+        |_, msg| note_request(msg, &pending),
+        &stats.latency.up_ns,
+        &stats.malformed_up,
+    );
+    let from_pool = pump(
+        up_read,
+        down_write,
+        |t, msg| note_answer(t, msg, connection, &pending, &recorder),
+        &stats.latency.down_ns,
+        &stats.malformed_down,
+    );
+    // Either direction ending (a close, an over-long line) ends the connection: both
+    // sockets are dropped with the other direction.
+    tokio::select! {
+        ended = to_pool => ended.context("from the miner"),
+        ended = from_pool => ended.context("from the pool"),
+    }
+}
+
+/// Forwards lines from `from` to `to` unchanged, showing each JSON one to `look` first,
+/// with the moment it was read whole.
+async fn pump(
+    from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    mut look: impl FnMut(u64, &Value),
+    added_ns: &Histogram,
+    malformed: &AtomicU64,
+) -> Result<()> {
+    let mut from = BufReader::new(from);
+    let mut line = Vec::with_capacity(1024);
+    loop {
+        line.clear();
+        read_raw_line(&mut from, &mut line)
+            .await
+            .with_context(|| format!("read (lines are bounded to {MAX_LINE} bytes)"))?;
+        let t_in = mono_ns();
+        match serde_json::from_slice::<Value>(&line) {
+            Ok(msg) => look(t_in, &msg),
+            Err(_) => {
+                malformed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        to.write_all(&line).await.context("write")?;
+        added_ns.record(mono_ns().saturating_sub(t_in));
+    }
+}
+
+/// Notes a `mining.submit` going to the pool, to pair it with its answer.
+fn note_request(msg: &Value, pending: &Pending) {
+    if msg.get("method").and_then(Value::as_str) != Some("mining.submit") {
+        return;
+    }
+    let Some(id) = msg.get("id").filter(|id| !id.is_null()) else {
+        return;
+    };
+    let param = |i: usize| {
+        msg.get("params")
+            .and_then(|p| p.get(i))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    pending.lock().insert(id.to_string(), (param(0), param(1)));
+}
+
+/// Notes what the pool sent a miner: a job, a difficulty, or the answer to a share.
+fn note_answer(t: u64, msg: &Value, connection: u32, pending: &Pending, recorder: &Recorder) {
+    let params = msg.get("params").unwrap_or(&Value::Null);
+    match msg.get("method").and_then(Value::as_str) {
+        Some("mining.notify") => match Job::from_notify_params(params) {
+            Ok(job) => recorder.record_at(
+                t,
+                Event::Sv1JobRelayed {
+                    connection,
+                    marker_txid: job.marker_txid().map(|m| m.to_string()),
+                    job_id: job.job_id,
+                    prev_hash: job.prev_hash.to_string(),
+                    clean: job.clean,
+                },
+            ),
+            Err(e) => tracing::debug!(error = %e, "a mining.notify the tap cannot read"),
+        },
+        Some("mining.set_difficulty") => {
+            if let Some(difficulty) = params.get(0).and_then(Value::as_f64) {
+                recorder.record_at(
+                    t,
+                    Event::Sv1DifficultySet {
+                        connection,
+                        difficulty,
+                    },
+                );
+            }
+        }
+        Some(_) => {}
+        None => {
+            let Some(id) = msg.get("id") else { return };
+            let Some((worker, job_id)) = pending.lock().remove(&id.to_string()) else {
+                return;
+            };
+            let (verdict, reason) = answer_verdict(msg);
+            recorder.record_at(
+                t,
+                Event::ShareJudged {
+                    worker,
+                    job_id,
+                    verdict,
+                    block_hash: None,
+                    reason,
+                },
+            );
+        }
+    }
+}
+
+/// A pool's answer to `mining.submit` as a verdict, with its error text. Pools word their
+/// errors differently (`Stale`, `Job not found`, `Duplicate share`, `Above target`...), so
+/// the text decides where it is telling, else the cgminer-era code.
+fn answer_verdict(msg: &Value) -> (ShareVerdict, Option<String>) {
+    if msg.get("result").and_then(Value::as_bool) == Some(true) {
+        return (ShareVerdict::Accepted, None);
+    }
+    let error = msg.get("error").unwrap_or(&Value::Null);
+    // `[code, message, data]`, or an object, or a bare message.
+    let (code, text) = match error {
+        Value::Array(a) => (
+            a.first().and_then(Value::as_i64),
+            a.get(1).and_then(Value::as_str).map(str::to_string),
+        ),
+        Value::Object(o) => (
+            o.get("code").and_then(Value::as_i64),
+            o.get("message").and_then(Value::as_str).map(str::to_string),
+        ),
+        Value::String(s) => (None, Some(s.clone())),
+        _ => (None, None),
+    };
+    let words = text.as_deref().unwrap_or_default().to_ascii_lowercase();
+    let verdict = if words.contains("stale") {
+        ShareVerdict::Stale
+    } else if words.contains("duplicate") {
+        ShareVerdict::Duplicate
+    } else if words.contains("low difficulty")
+        || words.contains("above target")
+        || words.contains("high-hash")
+    {
+        ShareVerdict::LowDifficulty
+    } else if words.contains("job not found") || words.contains("unknown job") {
+        ShareVerdict::UnknownJob
+    } else {
+        match code {
+            Some(21) => ShareVerdict::UnknownJob,
+            Some(22) => ShareVerdict::Duplicate,
+            Some(23) => ShareVerdict::LowDifficulty,
+            _ => ShareVerdict::Invalid,
+        }
+    };
+    let reason = text.or_else(|| (!error.is_null()).then(|| error.to_string()));
+    (
+        verdict,
+        reason.or_else(|| Some("rejected without an error".into())),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pools_answers_are_mapped_by_their_words_then_their_codes() {
+        let cases = [
+            (
+                json!({"id": 1, "result": true, "error": null}),
+                ShareVerdict::Accepted,
+            ),
+            (
+                json!({"id": 1, "result": null, "error": [21, "Stale job", null]}),
+                ShareVerdict::Stale,
+            ),
+            (
+                json!({"id": 1, "result": false, "error": [21, "Job not found", null]}),
+                ShareVerdict::UnknownJob,
+            ),
+            (
+                json!({"id": 1, "result": null, "error": [22, "Duplicate share", null]}),
+                ShareVerdict::Duplicate,
+            ),
+            (
+                json!({"id": 1, "result": false, "error": {"code": 23, "message": "Low difficulty share"}}),
+                ShareVerdict::LowDifficulty,
+            ),
+            (
+                json!({"id": 1, "result": false, "error": "Above target"}),
+                ShareVerdict::LowDifficulty,
+            ),
+            (
+                json!({"id": 1, "result": null, "error": [23, "Share rejected", null]}),
+                ShareVerdict::LowDifficulty,
+            ),
+            (
+                json!({"id": 1, "result": null, "error": [24, "Unauthorized worker", null]}),
+                ShareVerdict::Invalid,
+            ),
+            (
+                json!({"id": 1, "result": false, "error": null}),
+                ShareVerdict::Invalid,
+            ),
+        ];
+        for (answer, expected) in cases {
+            assert_eq!(answer_verdict(&answer).0, expected, "{answer}");
+        }
+        assert_eq!(
+            answer_verdict(&json!({"id": 1, "result": null, "error": [21, "Stale job", null]})).1,
+            Some("Stale job".into())
+        );
+        assert_eq!(answer_verdict(&json!({"id": 1, "result": true})).1, None);
+    }
+}
