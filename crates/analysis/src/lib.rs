@@ -16,6 +16,7 @@ pub mod jobs;
 pub mod manifest;
 pub mod paths;
 pub mod shares;
+pub mod stats;
 pub mod summary;
 #[cfg(test)]
 mod testing;

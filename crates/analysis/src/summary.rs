@@ -88,6 +88,9 @@ pub struct SideSummary {
     pub readings: PathReadings,
     /// Time-weighted over valid work only: while a miner's job was on the network's tip.
     pub template_value_sats: Dist,
+    /// The side's template value against the network's best, both means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_value_vs_network: Option<Delta>,
     /// Miner-seconds of valid, stale and unmatched work in the window.
     #[serde(default)]
     pub work_s: WorkTime,
@@ -141,6 +144,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
     let window = m.window();
     let mut unmatched = Unmatched::default();
     let timeline = Timeline::of(m, &events);
+    let network_value = Dist::of(&timeline.network_values);
 
     let sides = m
         .sides
@@ -169,6 +173,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
             let new_job_ms = Dist::of(&jobs.new_job_ms);
             let new_prevhash_job_ms = Dist::of(&jobs.new_prevhash_job_ms);
             let block_propagation_ms = Dist::of(&shares.block_propagation_ms);
+            let value = weighted_dist(&mut jobs.value_weights);
             let summary = SideSummary {
                 config: side.config.clone(),
                 miners: side.miners,
@@ -185,7 +190,11 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                 block_propagation_ms,
                 new_job_ms,
                 new_prevhash_job_ms,
-                template_value_sats: weighted_dist(&mut jobs.value_weights),
+                template_value_sats: value.clone(),
+                template_value_vs_network: value
+                    .mean
+                    .zip(network_value.mean)
+                    .map(|(side, network)| Delta::of(side, network)),
                 work_s: jobs.work,
                 bandwidth_bytes_per_s: bandwidth,
                 job_declaration: side
@@ -232,7 +241,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
             }),
         },
         network: NetworkSummary {
-            template_value_sats: Dist::of(&timeline.network_values),
+            template_value_sats: network_value,
             blocks: timeline.network_blocks,
             node: node_sampled.then(|| resources(samples, &m.node_role, window)),
         },
@@ -387,7 +396,17 @@ mod tests {
                 rss_bytes: 9_000,
             },
         ];
-        let s = compute(&m, &run(), &samples);
+        let mut events = run();
+        events.push(rec(
+            5_000 * MS,
+            "node",
+            Event::NetworkTemplateValue {
+                value_sats: 200,
+                fees_sats: 0,
+                mempool_txs: 1,
+            },
+        ));
+        let s = compute(&m, &events, &samples);
         let side = &s.sides["sv1"];
         assert_eq!(side.new_job_ms.count, 3);
         assert_eq!(side.new_job_ms.max, Some(80.0));
@@ -414,6 +433,8 @@ mod tests {
         let mean = side.template_value_sats.mean.unwrap();
         let expected = (100.0 * (4.98 + 4.97) + 300.0 * 1.031) / (4.98 + 4.97 + 1.031);
         assert!((mean - expected).abs() < 1e-6, "{mean} vs {expected}");
+        let vs_network = side.template_value_vs_network.as_ref().unwrap();
+        assert!((vs_network.delta - (expected - 200.0)).abs() < 1e-6);
         assert_eq!(s.network.blocks, 2);
         // The shared node is the network's, not the side's.
         assert_eq!(

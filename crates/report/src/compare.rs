@@ -4,8 +4,8 @@
 
 use crate::document::{Block, Document, Section};
 use crate::run_data::RunData;
-use crate::stats::{delta, Delta};
 use analysis::bandwidth::{link_counters, link_rates};
+use analysis::stats::{delta, Delta};
 use anyhow::{bail, Result};
 use probe::Dist;
 use serde::{Deserialize, Serialize};

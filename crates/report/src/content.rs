@@ -3,9 +3,9 @@
 use crate::document::{Block, Document, Section};
 use crate::readings;
 use crate::run_data::RunData;
-use crate::stats::{self, mean};
 use crate::svg::{cdf, line_chart, number, Series};
 use analysis::bandwidth::{link_counters, link_rates};
+use analysis::stats;
 use analysis::summary::SideSummary;
 use probe::{Dist, Event};
 use std::collections::BTreeMap;
@@ -188,17 +188,9 @@ fn dist_cells(d: &Dist) -> Vec<String> {
     ]
 }
 
-/// 95% interval of a mean (normal approximation; shown only with 2+ samples).
+/// 95% interval of a mean (from the analysis; shown only with 2+ samples).
 fn mean_ci(samples: &[f64]) -> String {
-    let Some(m) = mean(samples) else {
-        return "-".into();
-    };
-    if samples.len() < 2 {
-        return "-".into();
-    }
-    let var = samples.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (samples.len() - 1) as f64;
-    let half = 1.96 * (var / samples.len() as f64).sqrt();
-    format!("{:.1} to {:.1}", m - half, m + half)
+    stats::mean_interval(samples).map_or("-".into(), |(lo, hi)| format!("{lo:.1} to {hi:.1}"))
 }
 
 type Metric = (&'static str, &'static str, fn(&SideSummary) -> &Vec<f64>);
@@ -262,7 +254,6 @@ fn readings_section(summary: &analysis::Summary) -> Section {
 }
 
 fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Section {
-    let net = summary.network.template_value_sats.mean;
     let mut rows = Vec::new();
     for (name, s) in &summary.sides {
         let c = &s.shares;
@@ -277,10 +268,11 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
             c.acceptance_pct.map_or("-".into(), |p| format!("{p:.2}%")),
             format!("{} / {}", s.blocks.found, s.blocks.accepted),
             value.map_or("-".into(), |v| format!("{v:.0}")),
-            match (value, net) {
-                (Some(v), Some(n)) => format!("{:+.0} ({:+.4}%)", v - n, (v - n) / n * 100.0),
-                _ => "-".into(),
-            },
+            s.template_value_vs_network
+                .as_ref()
+                .map_or("-".into(), |d| {
+                    format!("{:+.0} ({:+.4}%)", d.delta, d.pct.unwrap_or(f64::NAN))
+                }),
         ]);
     }
     let mut series = vec![Series {

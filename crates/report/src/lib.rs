@@ -11,7 +11,6 @@ pub mod export;
 pub mod published;
 pub mod readings;
 pub mod run_data;
-pub mod stats;
 pub mod svg;
 
 use anyhow::{bail, Context, Result};

@@ -1,8 +1,8 @@
 //! Short generated readings of results. Their arithmetic lives here, in functions the
 //! tests check against hand-computed values (the published tool's text got it wrong).
 
-use crate::stats::Delta;
 use analysis::paths::PathReading;
+use analysis::stats::Delta;
 
 /// "sv2-c delivers new work 36% sooner than sv1: 77.9 ms against 122.0 ms on average
 /// (-44.1 ms, 95% CI -50.0 to -38.0 ms)."

@@ -27,6 +27,17 @@ pub fn mean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
+/// The 95% interval of the mean of `xs` (normal approximation); `None` below 2 samples.
+pub fn mean_interval(xs: &[f64]) -> Option<(f64, f64)> {
+    let m = mean(xs)?;
+    if xs.len() < 2 {
+        return None;
+    }
+    let var = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64;
+    let half = 1.96 * (var / xs.len() as f64).sqrt();
+    Some((m - half, m + half))
+}
+
 /// Difference of means of `b` against `a`, with a percentile bootstrap interval
 /// (seeded, so a report is reproducible). `None` when either side has no samples.
 pub fn delta(a: &[f64], b: &[f64]) -> Option<Delta> {
@@ -59,6 +70,15 @@ pub fn delta(a: &[f64], b: &[f64]) -> Option<Delta> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_interval_of_a_mean_needs_two_samples() {
+        // Mean 3, sample variance ((1+1+1+1)/3 = 4/3), so half-width 1.96 * sqrt(4/3 / 4).
+        let (lo, hi) = mean_interval(&[2.0, 4.0, 2.0, 4.0]).unwrap();
+        let half = 1.96 * (1.0f64 / 3.0).sqrt();
+        assert!((lo - (3.0 - half)).abs() < 1e-12 && (hi - (3.0 + half)).abs() < 1e-12);
+        assert_eq!(mean_interval(&[5.0]), None);
+    }
 
     #[test]
     fn a_sample_against_itself_is_not_different() {
