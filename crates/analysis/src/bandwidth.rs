@@ -3,8 +3,11 @@
 //!
 //! Rules: the rate in the window is the counters' growth between the last sample at or
 //! before each end, over the time between those samples. A link that recorded nothing
-//! has no bandwidth (missing, not zero). The farm's transaction relay is modelled, so it
-//! is added to the farm's received bytes and kept apart as well.
+//! has no bandwidth (missing, not zero). A farm node's peer traffic is modelled as a real
+//! node moves it: transaction relay, and blocks as BIP152 compact blocks; both are added
+//! to the farm's bytes and kept apart as well. The emulation's own node-to-node feed
+//! (whole blocks over ZMQ, submissions over RPC) crosses a link of its own, shown apart
+//! and counted in neither site's bandwidth, so no byte is counted twice.
 
 use crate::manifest::Window;
 use probe::{Event, Record};
@@ -18,6 +21,22 @@ pub struct Bandwidth {
     /// carried (configurations A, B; zero elsewhere).
     #[serde(default)]
     pub farm_tx_relay_modelled: f64,
+    /// Part of `farm` that is the farm node's blocks as compact blocks, modelled (A, B).
+    #[serde(default)]
+    pub farm_block_relay_modelled: Direction,
+    /// The emulation's own feed between the farm's node and the network's, from the farm
+    /// (whole blocks; in no total above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulation_feed: Option<Direction>,
+}
+
+/// A farm node's modelled and emulated peer traffic (configurations A, B).
+#[derive(Debug, Default)]
+pub struct FarmNodeTraffic {
+    pub tx_relay: Counters,
+    pub block_relay: Counters,
+    /// The emulation's node-to-node link.
+    pub feed: Counters,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -50,6 +69,17 @@ pub fn tx_relay_counters<'a>(
 ) -> Counters {
     counters(events, farm_node, |e| match e {
         Event::TxRelayModelled { bytes } => Some((0, *bytes)),
+        _ => None,
+    })
+}
+
+/// A farm node's modelled compact blocks as link counters (up: sent, down: received).
+pub fn block_relay_counters<'a>(
+    events: impl IntoIterator<Item = &'a Record>,
+    farm_node: &str,
+) -> Counters {
+    counters(events, farm_node, |e| match e {
+        Event::BlockRelayModelled { received, sent } => Some((*sent, *received)),
         _ => None,
     })
 }
@@ -107,23 +137,31 @@ fn rates_in(counters: &[(u64, u64, u64)], window: Window) -> Option<(f64, f64)> 
     })
 }
 
-/// A side's bandwidth: its link (up is farm to pool), plus the farm node's modelled relay.
+/// A side's bandwidth: its link (up is farm to pool), plus a farm node's peer traffic.
 pub fn side_bandwidth(
     link: &Counters,
-    tx_relay: Option<&Counters>,
+    farm_node: Option<&FarmNodeTraffic>,
     window: Window,
 ) -> Option<Bandwidth> {
     let (up, down) = rates_in(link, window)?;
-    let relayed = tx_relay
-        .and_then(|c| rates_in(c, window))
-        .map_or(0.0, |(_, down)| down);
+    let rates = |c: Option<&Counters>| c.and_then(|c| rates_in(c, window)).unwrap_or_default();
+    let (_, relayed) = rates(farm_node.map(|f| &f.tx_relay));
+    let (blocks_sent, blocks_received) = rates(farm_node.map(|f| &f.block_relay));
+    let emulation_feed = farm_node
+        .and_then(|f| rates_in(&f.feed, window))
+        .map(|(tx, rx)| Direction { tx, rx });
     Some(Bandwidth {
         farm: Direction {
-            tx: up,
-            rx: down + relayed,
+            tx: up + blocks_sent,
+            rx: down + relayed + blocks_received,
         },
         pool: Direction { tx: down, rx: up },
         farm_tx_relay_modelled: relayed,
+        farm_block_relay_modelled: Direction {
+            tx: blocks_sent,
+            rx: blocks_received,
+        },
+        emulation_feed,
     })
 }
 
@@ -183,19 +221,24 @@ mod tests {
     }
 
     #[test]
-    fn the_modelled_relay_is_received_at_the_farm_and_kept_apart() {
+    fn a_farm_nodes_peer_traffic_is_modelled_and_the_emulations_feed_kept_apart() {
         let window = Window {
             start_ns: 0,
             end_ns: 2 * S,
         };
         let link = vec![(0, 0, 0), (2 * S, 200, 400)];
-        let relay = vec![(0, 0, 0), (2 * S, 0, 1_000)];
-        let b = side_bandwidth(&link, Some(&relay), window).unwrap();
+        let farm = FarmNodeTraffic {
+            tx_relay: vec![(0, 0, 0), (2 * S, 0, 1_000)],
+            block_relay: vec![(0, 0, 0), (2 * S, 60, 600)],
+            feed: vec![(0, 0, 0), (2 * S, 4_000, 2_000_000)],
+        };
+        let b = side_bandwidth(&link, Some(&farm), window).unwrap();
+        // Link 100 up / 200 down per second; relay 500, blocks 30 sent and 300 received.
         assert_eq!(
             b.farm,
             Direction {
-                tx: 100.0,
-                rx: 700.0
+                tx: 130.0,
+                rx: 1_000.0
             }
         );
         assert_eq!(
@@ -206,5 +249,20 @@ mod tests {
             }
         );
         assert_eq!(b.farm_tx_relay_modelled, 500.0);
+        assert_eq!(
+            b.farm_block_relay_modelled,
+            Direction {
+                tx: 30.0,
+                rx: 300.0
+            }
+        );
+        // The whole-block feed is shown apart and counted nowhere else.
+        assert_eq!(
+            b.emulation_feed,
+            Some(Direction {
+                tx: 2_000.0,
+                rx: 1_000_000.0
+            })
+        );
     }
 }

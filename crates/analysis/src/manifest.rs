@@ -74,6 +74,10 @@ pub struct SideRoles {
     /// The farm's own node, where the farm builds its templates (configurations A, B).
     #[serde(default)]
     pub farm_node_role: Option<String>,
+    /// The link carrying the emulation's own feed between the farm's node and the
+    /// network's (whole blocks over ZMQ, submissions over RPC), counted apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feed_link_role: Option<String>,
     /// One-way delay between the farm's node and the network's (its peer hop).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub farm_node_hop_ms: Option<f64>,

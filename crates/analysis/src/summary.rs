@@ -1,6 +1,8 @@
 //! The `stratum-bench.summary.v1` schema and how it is computed.
 
-use crate::bandwidth::{link_counters, side_bandwidth, tx_relay_counters};
+use crate::bandwidth::{
+    block_relay_counters, link_counters, side_bandwidth, tx_relay_counters, FarmNodeTraffic,
+};
 use crate::input::RunInput;
 use crate::jobs::{side_jobs, weighted_dist, WorkTime};
 use crate::manifest::{Manifest, Sample, Window, MANIFEST_FILE};
@@ -160,13 +162,18 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                 &mut unmatched,
             );
             let shares = side_shares(side, &timeline, &events, window, &mut unmatched);
-            let tx_relay = side
-                .farm_node_role
-                .as_deref()
-                .map(|farm| tx_relay_counters(events.iter().copied(), farm));
+            let farm_node = side.farm_node_role.as_deref().map(|farm| FarmNodeTraffic {
+                tx_relay: tx_relay_counters(events.iter().copied(), farm),
+                block_relay: block_relay_counters(events.iter().copied(), farm),
+                feed: side
+                    .feed_link_role
+                    .as_deref()
+                    .map(|feed| link_counters(events.iter().copied(), feed))
+                    .unwrap_or_default(),
+            });
             let bandwidth = side_bandwidth(
                 &link_counters(events.iter().copied(), &side.link_role),
-                tx_relay.as_ref(),
+                farm_node.as_ref(),
                 window,
             );
             let link_rtt_ms = side.link_rtt_ms.unwrap_or(m.link.rtt_ms);

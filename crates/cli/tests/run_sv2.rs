@@ -237,6 +237,23 @@ fn all_five_sides_in_one_run_tie_jobs_to_their_own_node_and_declare_jobs() {
             p50 >= 20.0,
             "{side}: a block reached the network in {p50} ms"
         );
+        // The farm node's blocks count as compact blocks; the emulation's whole-block feed
+        // is shown apart, in no site's total.
+        let bw = &side_summary["bandwidth_bytes_per_s"];
+        let compact = bw["farm_block_relay_modelled"]["rx"].as_f64().unwrap();
+        let feed = bw["emulation_feed"]["rx"].as_f64().unwrap();
+        let farm_rx = bw["farm"]["rx"].as_f64().unwrap();
+        let relay = bw["farm_tx_relay_modelled"].as_f64().unwrap();
+        let link_down = bw["pool"]["tx"].as_f64().unwrap();
+        assert!(compact > 0.0, "{side}: no compact blocks: {bw}");
+        assert!(
+            feed > 2.0 * compact,
+            "{side}: whole blocks no larger than compact: {bw}"
+        );
+        assert!(
+            (farm_rx - (link_down + relay + compact)).abs() < 1e-6,
+            "{side}: the farm receives its link, relay and compact blocks, not the feed: {bw}"
+        );
         let farm_node = format!("node-{side}");
         let via_ipc = events(&dir, &farm_node)
             .into_iter()

@@ -413,6 +413,7 @@ async fn start_sv1_side(
         link_rtt_ms: side_rtt(s, side),
         farm_node_role: None,
         farm_node_hop_ms: None,
+        feed_link_role: None,
         job_declaration_role: None,
         roles: vec![NODE.into(), pool, tap, link, miners],
     })
@@ -453,6 +454,7 @@ async fn start_sv2_pool_side(
             link_rtt_ms: side_rtt(s, side),
             farm_node_role: None,
             farm_node_hop_ms: None,
+            feed_link_role: None,
             job_declaration_role: None,
             roles: vec![NODE.into(), pool, tap, link, miners],
         });
@@ -481,6 +483,7 @@ async fn start_sv2_pool_side(
         link_rtt_ms: side_rtt(s, side),
         farm_node_role: None,
         farm_node_hop_ms: None,
+        feed_link_role: None,
         job_declaration_role: None,
         roles: vec![NODE.into(), pool, tap, link, translator, miners],
     })
@@ -668,9 +671,9 @@ async fn start_sv2_jd_side(
         tap_addr,
     } = spawn_pool_site(opts, dir, side, templates, Some(jds_listen), roles).await?;
 
-    // Every service the farm uses crosses the one link, where its bytes are counted:
-    // mining, job declaration, and the farm node's blocks (ZMQ) and submissions (RPC), these
-    // at the nodes' propagation delay.
+    // Mining and job declaration cross the side's link, where their bytes are counted; the
+    // farm node's blocks (ZMQ) and submissions (RPC) cross the feed link at the nodes'
+    // propagation delay.
     let propagation = Duration::from_secs_f64(s.farm_node.propagation_ms / 1e3);
     let p2p = link::LinkConfig {
         up_delay: propagation,
@@ -685,18 +688,30 @@ async fn start_sv2_jd_side(
     let (link, farm_side) = spawn_link_routes(
         opts,
         dir,
-        side,
+        &format!("link-{side}"),
         vec![
             route(tap_addr, wan(s, side)),
             route(jds_listen, wan(s, side)),
-            route(network.zmq, p2p),
-            route(network.rpc, p2p),
         ],
         roles,
     )
     .await?;
-    let [pool_via_link, jds_via_link, zmq_via_link, rpc_via_link] = farm_side[..] else {
-        anyhow::bail!("{link} has four routes");
+    let [pool_via_link, jds_via_link] = farm_side[..] else {
+        anyhow::bail!("{link} has two routes");
+    };
+    // The emulation's own feed between the nodes (whole blocks, RPC submissions) crosses
+    // a link of its own, so its bytes stay apart from what the farm's node would really
+    // move (modelled by the node: transaction relay and compact blocks).
+    let (feed_link, feed_side) = spawn_link_routes(
+        opts,
+        dir,
+        &format!("feed-{side}"),
+        vec![route(network.zmq, p2p), route(network.rpc, p2p)],
+        roles,
+    )
+    .await?;
+    let [zmq_via_link, rpc_via_link] = feed_side[..] else {
+        anyhow::bail!("{feed_link} has two routes");
     };
 
     let farm_node = format!("node-{side}");
@@ -770,6 +785,7 @@ async fn start_sv2_jd_side(
         pool,
         tap.clone(),
         link.clone(),
+        feed_link.clone(),
         farm_node.clone(),
         jd_tap.clone(),
         jdc,
@@ -807,6 +823,7 @@ async fn start_sv2_jd_side(
         link_rtt_ms: side_rtt(s, side),
         farm_node_role: Some(farm_node),
         farm_node_hop_ms: Some(s.farm_node.propagation_ms),
+        feed_link_role: Some(feed_link.clone()),
         job_declaration_role: Some(jd_tap),
         roles: side_roles,
     })
@@ -868,7 +885,8 @@ async fn spawn_link(
         upstream,
         config: wan(&opts.scenario, side),
     };
-    let (link, listening) = spawn_link_routes(opts, dir, side, vec![route], roles).await?;
+    let (link, listening) =
+        spawn_link_routes(opts, dir, &format!("link-{side}"), vec![route], roles).await?;
     Ok((link, listening[0]))
 }
 
@@ -877,11 +895,11 @@ async fn spawn_link(
 async fn spawn_link_routes(
     opts: &RunOptions,
     dir: &Path,
-    side: &str,
+    link: &str,
     routes: Vec<LinkRoute>,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<(String, Vec<SocketAddr>)> {
-    let link = format!("link-{side}");
+    let link = link.to_string();
     let count = routes.len();
     let ready = spawn(opts, dir, &link, &RoleSpec::Link { routes }, roles).await?;
     let listening: Vec<SocketAddr> = ready

@@ -119,6 +119,7 @@ impl Shared {
         if let Some(to_peer) = &self.to_peer {
             let reason = state.judge_for_peer(&block, via);
             if reason.is_none() {
+                state.note_block_sent(&block);
                 let _ = to_peer.send(block);
             }
             return reason;
@@ -337,6 +338,11 @@ async fn drive(shared: Arc<Shared>, sample_every: Duration) {
             if state.config().follower.is_some() {
                 state.recorder().record(probe::Event::TxRelayModelled {
                     bytes: state.relayed_tx_bytes(),
+                });
+                let blocks = state.compact_block_bytes();
+                state.recorder().record(probe::Event::BlockRelayModelled {
+                    received: blocks.received,
+                    sent: blocks.sent,
                 });
             }
             next_sample = state.now_ns() - state.now_ns() % sample_ns + sample_ns;

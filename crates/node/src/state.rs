@@ -63,7 +63,17 @@ pub struct NodeState {
     /// Bytes a follower's mempool received by transaction relay (a model: the stream is
     /// regenerated locally, so this is what relaying it would have cost).
     relayed_tx_bytes: u64,
+    /// Bytes a follower's blocks cost as BIP152 compact blocks, received and sent (a model:
+    /// the emulation carries whole blocks, a real peer would not).
+    compact_blocks: CompactBlockBytes,
     recorder: Recorder,
+}
+
+/// Cumulative modelled compact-block bytes of a follower, by direction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactBlockBytes {
+    pub received: u64,
+    pub sent: u64,
 }
 
 impl NodeState {
@@ -105,6 +115,7 @@ impl NodeState {
             recent: VecDeque::new(),
             network_blocks: 0,
             relayed_tx_bytes: 0,
+            compact_blocks: CompactBlockBytes::default(),
             recorder,
             cfg,
         };
@@ -175,6 +186,17 @@ impl NodeState {
         self.relayed_tx_bytes
     }
 
+    /// Bytes a follower's blocks cost as compact blocks so far (zero for the network).
+    pub fn compact_block_bytes(&self) -> CompactBlockBytes {
+        self.compact_blocks
+    }
+
+    /// A follower passes a block found here to its peer, as a compact block: the peer's
+    /// mempool is the whole network's, so it lacks none of a block built here.
+    pub fn note_block_sent(&mut self, block: &Block) {
+        self.compact_blocks.sent += compact_block_size(block, |_| true);
+    }
+
     /// A follower takes a block its peer relayed: valid by the peer's word, as after
     /// header sync. Returns the new tip, or `None` for a block it has or cannot place.
     pub fn accept_peer_block(&mut self, block: Block) -> Option<Arc<ChainBlock>> {
@@ -187,6 +209,9 @@ impl NodeState {
             return None;
         }
         let height = self.chain.height() + 1;
+        let mempool = &self.mempool;
+        self.compact_blocks.received +=
+            compact_block_size(&block, |txid| mempool.get(txid).is_some());
         let txids: Vec<Txid> = block.txdata[1..].iter().map(|t| t.compute_txid()).collect();
         let claimed: u64 = block.txdata[0]
             .output
@@ -479,6 +504,50 @@ impl NodeState {
 
 /// Whether a transaction reaches a follower that sees an `overlap` share of them: decided
 /// by its txid, so the same transactions are missing whatever the timing.
+/// Bytes of relaying `block` as a BIP152 compact block (high-bandwidth mode) to a peer
+/// that `has` some of its transactions: the `cmpctblock` message (header, nonce, a 6-byte
+/// short id per transaction, the coinbase prefilled), and when the peer lacks any, a
+/// `getblocktxn` / `blocktxn` round with those transactions. Each message has its 24-byte
+/// header.
+pub fn compact_block_size(block: &Block, has: impl Fn(&Txid) -> bool) -> u64 {
+    const MESSAGE_HEADER: u64 = 24;
+    let compact_size = |n: u64| bitcoin::VarInt(n).size() as u64;
+    let others = block.txdata.len().saturating_sub(1) as u64;
+    let coinbase = block.txdata.first().map_or(0, |t| t.total_size() as u64);
+    let mut bytes = MESSAGE_HEADER
+        + 80
+        + 8
+        + compact_size(others)
+        + 6 * others
+        + compact_size(1)
+        + compact_size(0)
+        + coinbase;
+    let mut missing_indexes = Vec::new();
+    let mut missing_bytes = 0u64;
+    for (i, tx) in block.txdata.iter().enumerate().skip(1) {
+        if !has(&tx.compute_txid()) {
+            missing_indexes.push(i as u64);
+            missing_bytes += tx.total_size() as u64;
+        }
+    }
+    if !missing_indexes.is_empty() {
+        let k = missing_indexes.len() as u64;
+        // Indexes go differentially encoded, each a compact size.
+        let mut last = None;
+        let indexes: u64 = missing_indexes
+            .iter()
+            .map(|&i| {
+                let diff = last.map_or(i, |l: u64| i - l - 1);
+                last = Some(i);
+                compact_size(diff)
+            })
+            .sum();
+        bytes += MESSAGE_HEADER + 32 + compact_size(k) + indexes;
+        bytes += MESSAGE_HEADER + 32 + compact_size(k) + missing_bytes;
+    }
+    bytes
+}
+
 fn reaches(txid: &Txid, overlap: f64) -> bool {
     let bytes = txid.to_byte_array();
     let draw = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));

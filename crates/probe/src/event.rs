@@ -167,6 +167,10 @@ pub enum Event {
     /// Bytes a farm's node received by transaction relay so far (modelled: it regenerates
     /// the network's transaction stream; sampled every second).
     TxRelayModelled { bytes: u64 },
+    /// Bytes a farm's node received and sent in blocks so far, as BIP152 compact blocks
+    /// would carry them (modelled: the emulation moves whole blocks over ZMQ and RPC;
+    /// sampled every second).
+    BlockRelayModelled { received: u64, sent: u64 },
     /// Bytes that crossed the WAN link so far, per direction (sampled every second).
     LinkBytes { up_bytes: u64, down_bytes: u64 },
     /// The link relay's own lateness past due, per direction, in ms (written at the end).
