@@ -18,7 +18,7 @@ pub enum FanoutMode {
     /// One write per miner's connection.
     Tcp,
     /// One UDP datagram to the loopback broadcast address, which every miner listens on
-    /// (the software equivalent of shared/seeds/001's layer-2 broadcast, 51 us), then the
+    /// (the software equivalent of FastProxy's layer-2 broadcast, 51 us), then the
     /// TCP writes as the fallback for a miner that missed it.
     UdpBroadcast,
     /// SV2 group channels: standard channels share connections (as devices behind a

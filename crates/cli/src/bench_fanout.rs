@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct FanoutArgs {
-    /// Miner counts to measure, comma separated (shared/seeds/001 used 225).
+    /// Miner counts to measure, comma separated (FastProxy, Zhong et al., used 225).
     #[arg(long, value_delimiter = ',', default_value = "225,1000")]
     miners: Vec<u32>,
     /// The sender: `sv1-pool` (the built-in SV1 pool, to SV1 miners), `translator` (SRI's

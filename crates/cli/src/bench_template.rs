@@ -27,7 +27,7 @@ pub struct TemplateArgs {
     rpc_user: String,
     #[arg(long, default_value = "")]
     rpc_password: String,
-    /// Transactions in the built-in node's mempool (shared/seeds/003 used 6,000).
+    /// Transactions in the built-in node's mempool (BCHN's getblocktemplatelight notes used 6,000).
     #[arg(long, default_value_t = 6000)]
     mempool: usize,
     /// Several mempool sizes, each measured on a fresh built-in node, to see how latency

@@ -64,7 +64,7 @@ enum Command {
 #[derive(Subcommand)]
 enum BenchCommand {
     /// getblocktemplate latency on a large mempool: a freshly built template and a
-    /// cached one (the measurement of shared/seeds/003: 62 ms fresh, 0.9 ms cached
+    /// cached one (the measurement of BCHN's getblocktemplatelight notes: 62 ms fresh, 0.9 ms cached
     /// with 6,000 transactions).
     Template(bench_template::TemplateArgs),
     /// Job fan-out: time for one new job to reach N connected miners, against the
@@ -72,7 +72,7 @@ enum BenchCommand {
     Fanout(bench_fanout::FanoutArgs),
     /// Pool capacity: ramp share load from a separate process until the share response
     /// p99 passes a bound or errors appear; max sustained shares/s, latency per step, pool
-    /// CPU per share and memory per connected miner (shared/seeds/002's questions).
+    /// CPU per share and memory per connected miner (the goPool operator notes' questions).
     Pool(bench_pool::PoolArgs),
     /// What the userspace WAN relay adds to a round trip beyond the delay it emulates
     /// (its timer lateness and the two extra loopback hops).

@@ -1,5 +1,5 @@
 //! `stratum-bench bench fanout`: how long a sender takes to get one new job to every
-//! miner (shared/seeds/001: 6,030 us for 225 miners over TCP, 26.8 us per miner).
+//! miner (FastProxy, Zhong et al.: 6,030 us for 225 miners over TCP, 26.8 us per miner).
 //!
 //! N miners sit connected in separate fleet processes; a new block makes the sender (the
 //! built-in SV1 pool, SRI's translator, the SRI pool, or anyone's SV1 pool on a regtest

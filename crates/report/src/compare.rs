@@ -1,6 +1,6 @@
 //! Run against run: every latency per side, CPU and memory per role, bandwidth per side,
 //! with p50/p90/p99, the difference of means, its 95% bootstrap interval and whether it
-//! is significant (as shared/seeds/004 compares releases).
+//! is significant (as a node release benchmark report compares releases).
 
 use crate::document::{Block, Document, Section};
 use crate::run_data::RunData;

@@ -536,7 +536,9 @@ fn published_section(summary: &analysis::Summary) -> Section {
         })
         .collect();
     Section {
-        title: "Published results beside ours (SV1 side, shared/seeds/000)".into(),
+        title:
+            "Published results beside ours (SV1 side, the published SV1/SV2 benchmark on testnet4)"
+                .into(),
         blocks: vec![
             Block::Table {
                 head: [

@@ -1,4 +1,4 @@
-//! The published results of shared/seeds/000 (16.5 h per configuration on testnet4, two
+//! The published SV1/SV2 benchmark's results (16.5 h per configuration on testnet4, two
 //! CPU miners per side, 60 s template refresh), to show beside a seed-context run.
 
 /// One published number, for the SV1 side of the seed's two configurations.
@@ -70,9 +70,9 @@ pub struct SeedFigure {
 }
 
 const FASTPROXY: &str =
-    "shared/seeds/001 (FastProxy), proxy on an Intel i7 at 2.1 GHz, miners on Xeon servers, 1 Gbps Ethernet";
+    "FastProxy (Zhong et al.), proxy on an Intel i7 at 2.1 GHz, miners on Xeon servers, 1 Gbps Ethernet";
 
-/// shared/seeds/001, Table I: one job to 225 miners.
+/// FastProxy (Zhong et al.), Table I: one job to 225 miners.
 pub const FANOUT: &[SeedFigure] = &[
     SeedFigure {
         what: "TCP proxy, 225 miners, time to send to all",
@@ -96,17 +96,16 @@ pub const FANOUT: &[SeedFigure] = &[
         what: "FPGA layer-2 broadcast (Zynq), 225 miners",
         value: 2.9,
         unit: "us",
-        source: "shared/seeds/001 (FastProxy), Xilinx XC7Z045 at 125 MHz",
+        source: "FastProxy (Zhong et al.), Xilinx XC7Z045 at 125 MHz",
     },
 ];
 /// FastProxy's TCP proxy, per miner, and its software broadcast (us), for the charts.
 pub const FASTPROXY_TCP_US_PER_MINER: f64 = 26.8;
 pub const FASTPROXY_BROADCAST_US: f64 = 51.0;
 
-const GOPOOL: &str =
-    "shared/seeds/002 (goPool operator notes), AMD Ryzen 9 7950X, 16 cores, Go 1.24";
+const GOPOOL: &str = "the goPool operator notes, AMD Ryzen 9 7950X, 16 cores, Go 1.24";
 
-/// shared/seeds/002: share handling capacity.
+/// the goPool operator notes: share handling capacity.
 pub const POOL: &[SeedFigure] = &[SeedFigure {
     what: "share parsing and validation throughput, CPU only, network ignored",
     value: 1_160_000.0,
@@ -115,9 +114,9 @@ pub const POOL: &[SeedFigure] = &[SeedFigure {
 }];
 
 const GBT_LIGHT: &str =
-    "shared/seeds/003 (Bitcoin Cash Node v0.21.2), 6,000-tx mempool (1.27 MB), hardware not stated";
+    "BCHN's getblocktemplatelight notes (Bitcoin Cash Node v0.21.2), 6,000-tx mempool (1.27 MB), hardware not stated";
 
-/// shared/seeds/003: template call times (averages) with 6,000 transactions.
+/// BCHN's getblocktemplatelight notes: template call times (averages) with 6,000 transactions.
 pub const TEMPLATE: &[SeedFigure] = &[
     SeedFigure {
         what: "getblocktemplatelight fresh",

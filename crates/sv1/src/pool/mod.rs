@@ -44,7 +44,7 @@ pub struct PoolConfig {
     /// Bits miners may roll (BIP310 `version-rolling`).
     pub version_rolling_mask: u32,
     /// Also send every job once as a UDP datagram to this broadcast address (the software
-    /// equivalent of shared/seeds/001's layer-2 broadcast), before the per-miner TCP
+    /// equivalent of FastProxy's layer-2 broadcast), before the per-miner TCP
     /// writes, which stay as the fallback for a miner that missed it.
     #[serde(default)]
     pub broadcast: Option<SocketAddr>,
