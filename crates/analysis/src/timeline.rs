@@ -2,7 +2,7 @@
 //! changes in time order, the blocks it accepted. Every per-side rule reads this.
 
 use crate::manifest::Manifest;
-use probe::{Event, Record, TipCause};
+use probe::{Event, Record};
 use std::collections::HashMap;
 
 /// A template a node built, as a job refers to it (by its marker txid).
@@ -74,11 +74,9 @@ impl<'a> Timeline<'a> {
                 continue;
             }
             match &r.event {
-                Event::TipChanged { hash, cause, .. } => {
+                Event::TipChanged { hash, .. } => {
                     t.tips.push((r.t_ns, hash));
-                    if window.contains(r.t_ns)
-                        && matches!(cause, TipCause::Network | TipCause::Submitted)
-                    {
+                    if window.contains(r.t_ns) {
                         t.network_blocks += 1;
                     }
                 }
@@ -151,6 +149,7 @@ impl<'a> Timeline<'a> {
 mod tests {
     use super::*;
     use crate::testing::*;
+    use probe::TipCause;
 
     #[test]
     fn tip_spans_cut_an_interval_where_the_tip_moved() {

@@ -194,7 +194,7 @@ impl NodeState {
     /// A follower passes a block found here to its peer, as a compact block: the peer's
     /// mempool is the whole network's, so it lacks none of a block built here.
     pub fn note_block_sent(&mut self, block: &Block) {
-        self.compact_blocks.sent += compact_block_size(block, |_| true);
+        self.compact_blocks.sent += compact_block_size(block, &[]);
     }
 
     /// A follower takes a block its peer relayed: valid by the peer's word, as after
@@ -209,10 +209,12 @@ impl NodeState {
             return None;
         }
         let height = self.chain.height() + 1;
-        let mempool = &self.mempool;
-        self.compact_blocks.received +=
-            compact_block_size(&block, |txid| mempool.get(txid).is_some());
         let txids: Vec<Txid> = block.txdata[1..].iter().map(|t| t.compute_txid()).collect();
+        let lacked: Vec<usize> = (txids.iter().enumerate())
+            .filter(|(_, txid)| self.mempool.get(txid).is_none())
+            .map(|(i, _)| i + 1)
+            .collect();
+        self.compact_blocks.received += compact_block_size(&block, &lacked);
         let claimed: u64 = block.txdata[0]
             .output
             .iter()
@@ -505,11 +507,11 @@ impl NodeState {
 /// Whether a transaction reaches a follower that sees an `overlap` share of them: decided
 /// by its txid, so the same transactions are missing whatever the timing.
 /// Bytes of relaying `block` as a BIP152 compact block (high-bandwidth mode) to a peer
-/// that `has` some of its transactions: the `cmpctblock` message (header, nonce, a 6-byte
-/// short id per transaction, the coinbase prefilled), and when the peer lacks any, a
-/// `getblocktxn` / `blocktxn` round with those transactions. Each message has its 24-byte
-/// header.
-pub fn compact_block_size(block: &Block, has: impl Fn(&Txid) -> bool) -> u64 {
+/// that lacks the transactions at `lacked` (indexes in the block, ascending): the
+/// `cmpctblock` message (header, nonce, a 6-byte short id per transaction, the coinbase
+/// prefilled), and when it lacks any, a `getblocktxn` / `blocktxn` round with those
+/// transactions. Each message has its 24-byte header.
+pub fn compact_block_size(block: &Block, lacked: &[usize]) -> u64 {
     const MESSAGE_HEADER: u64 = 24;
     let compact_size = |n: u64| bitcoin::VarInt(n).size() as u64;
     let others = block.txdata.len().saturating_sub(1) as u64;
@@ -522,28 +524,21 @@ pub fn compact_block_size(block: &Block, has: impl Fn(&Txid) -> bool) -> u64 {
         + compact_size(1)
         + compact_size(0)
         + coinbase;
-    let mut missing_indexes = Vec::new();
-    let mut missing_bytes = 0u64;
-    for (i, tx) in block.txdata.iter().enumerate().skip(1) {
-        if !has(&tx.compute_txid()) {
-            missing_indexes.push(i as u64);
-            missing_bytes += tx.total_size() as u64;
-        }
-    }
-    if !missing_indexes.is_empty() {
-        let k = missing_indexes.len() as u64;
+    if !lacked.is_empty() {
+        let k = lacked.len() as u64;
         // Indexes go differentially encoded, each a compact size.
-        let mut last = None;
-        let indexes: u64 = missing_indexes
-            .iter()
-            .map(|&i| {
-                let diff = last.map_or(i, |l: u64| i - l - 1);
-                last = Some(i);
-                compact_size(diff)
+        let indexes: u64 = (lacked.iter().enumerate())
+            .map(|(n, &i)| {
+                let diff = if n == 0 { i } else { i - lacked[n - 1] - 1 };
+                compact_size(diff as u64)
             })
             .sum();
+        let lacked_bytes: u64 = lacked
+            .iter()
+            .map(|&i| block.txdata[i].total_size() as u64)
+            .sum();
         bytes += MESSAGE_HEADER + 32 + compact_size(k) + indexes;
-        bytes += MESSAGE_HEADER + 32 + compact_size(k) + missing_bytes;
+        bytes += MESSAGE_HEADER + 32 + compact_size(k) + lacked_bytes;
     }
     bytes
 }

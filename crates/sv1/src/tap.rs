@@ -136,16 +136,17 @@ async fn relay(
         &stats.latency.down_ns,
         &stats.malformed_down,
     );
-    // Either direction ending (a close, an over-long line) ends the connection: both
-    // sockets are dropped with the other direction.
+    // Both directions run on this one task, so a submit is noted (right after its write,
+    // with no await between) before its answer can be read. Either direction ending (a
+    // close, an over-long line) ends the connection: both sockets drop together.
     tokio::select! {
         ended = to_pool => ended.context("from the miner"),
         ended = from_pool => ended.context("from the pool"),
     }
 }
 
-/// Forwards lines from `from` to `to` unchanged, showing each JSON one to `look` first,
-/// with the moment it was read whole.
+/// Forwards lines from `from` to `to` unchanged, then shows each JSON one to `look`, with
+/// the moment it was read whole.
 async fn pump(
     from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
@@ -161,14 +162,15 @@ async fn pump(
             .await
             .with_context(|| format!("read (lines are bounded to {MAX_LINE} bytes)"))?;
         let t_in = mono_ns();
+        // Passed on first: reading the line for the record is outside what the tap adds.
+        to.write_all(&line).await.context("write")?;
+        added_ns.record(mono_ns().saturating_sub(t_in));
         match serde_json::from_slice::<Value>(&line) {
             Ok(msg) => look(t_in, &msg),
             Err(_) => {
                 malformed.fetch_add(1, Ordering::Relaxed);
             }
         }
-        to.write_all(&line).await.context("write")?;
-        added_ns.record(mono_ns().saturating_sub(t_in));
     }
 }
 
