@@ -142,6 +142,19 @@ pub struct FanoutResult {
     pub group_size: Option<u32>,
 }
 
+impl FanoutResult {
+    /// The median time to the last miner, per miner, in multiples of the machine's floor.
+    pub fn times_floor(&self) -> Option<f64> {
+        self.us_per_miner.map(|v| v / self.floor_us_per_miner)
+    }
+
+    /// The sender's own fan-out per miner, in multiples of the floor.
+    pub fn sender_times_floor(&self) -> Option<f64> {
+        self.sender_us_per_miner
+            .map(|v| v / self.floor_us_per_miner)
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PoolBenchReport {
     pub target: String,
@@ -149,6 +162,19 @@ pub struct PoolBenchReport {
     pub steps: Vec<StepResult>,
     pub max_sustained_shares_per_s: Option<f64>,
     pub pool_rss_per_miner_bytes: Option<f64>,
+}
+
+impl PoolBenchReport {
+    /// Validated shares per pool CPU-second at the busiest sustained step: comparable
+    /// with a CPU-only figure, since the pool process did nothing else.
+    pub fn shares_per_cpu_second(&self) -> Option<f64> {
+        self.steps
+            .iter()
+            .filter(|s| s.verdict == Verdict::Sustained)
+            .max_by(|a, b| a.accepted_per_s.total_cmp(&b.accepted_per_s))
+            .and_then(|s| s.pool_cpu_us_per_share)
+            .map(|us| 1e6 / us)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -202,4 +228,70 @@ pub struct TemplateCase {
     pub latency_ms: Dist,
     /// Every call's time, for the distribution chart.
     pub samples_ms: Vec<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fanout_in_multiples_of_the_floor() {
+        let r = FanoutResult {
+            via: FanoutVia::Sv1Pool,
+            mode: FanoutMode::Tcp,
+            miners: 1000,
+            rounds: 1,
+            last_miner_ms: Dist::of(&[30.0]),
+            first_miner_ms: Dist::of(&[0.2]),
+            us_per_miner: Some(30.0),
+            sender_writes_ms: Dist::of(&[10.5]),
+            sender_us_per_miner: Some(10.5),
+            delivery_ms: Dist::of(&[15.0]),
+            missing: 0,
+            sender_cpu_ms_per_round: None,
+            floor_us_per_miner: 7.0,
+            floor_miners: 1000,
+            fleets: 1,
+            group_size: None,
+        };
+        // 30 / 7 = 4.2857x the floor; the sender's 10.5 / 7 = 1.5x.
+        assert!((r.times_floor().unwrap() - 4.285714).abs() < 1e-6);
+        assert_eq!(r.sender_times_floor(), Some(1.5));
+        let unseen = FanoutResult {
+            sender_us_per_miner: None,
+            ..r
+        };
+        assert_eq!(unseen.sender_times_floor(), None);
+    }
+
+    #[test]
+    fn shares_per_cpu_second_at_the_busiest_sustained_step() {
+        let step = |accepted_per_s: f64, us_per_share: f64, verdict: Verdict| StepResult {
+            offered_per_s: accepted_per_s,
+            submitted: 0,
+            accepted: 0,
+            errors: 0,
+            accepted_per_s,
+            latency_ms: Dist::of(&[]),
+            p95_ms: None,
+            pool_cpu_pct: None,
+            pool_cpu_us_per_share: Some(us_per_share),
+            pool_rss_bytes: None,
+            verdict,
+        };
+        let r = PoolBenchReport {
+            target: "builtin".into(),
+            miners: 10,
+            steps: vec![
+                step(1_000.0, 2.0, Verdict::Sustained),
+                step(4_000.0, 8.0, Verdict::Sustained),
+                // Busier, but not sustained: not the figure.
+                step(8_000.0, 1.0, Verdict::Stop("p99 over the bound".into())),
+            ],
+            max_sustained_shares_per_s: Some(4_000.0),
+            pool_rss_per_miner_bytes: None,
+        };
+        // 8 us of pool CPU per share at 4,000/s: 1e6 / 8 = 125,000 shares per CPU-second.
+        assert_eq!(r.shares_per_cpu_second(), Some(125_000.0));
+    }
 }

@@ -9,12 +9,14 @@
 
 pub mod bandwidth;
 pub mod bench;
+pub mod compare;
 pub mod declaration;
 pub mod headline;
 pub mod input;
 pub mod jobs;
 pub mod manifest;
 pub mod paths;
+pub mod published;
 pub mod shares;
 pub mod stats;
 pub mod summary;

@@ -3,12 +3,12 @@
 //! ours, labelled with the hardware they were measured on.
 
 use crate::document::{Block, Document, Section};
-use crate::published::{self, SeedFigure, FASTPROXY_BROADCAST_US, FASTPROXY_TCP_US_PER_MINER};
 use crate::svg::{cdf, line_chart, number, Series};
 use analysis::bench::{
     FanoutResult, FanoutVia, PoolBenchReport, TemplateBenchReport, TemplateMempool, Verdict,
     FANOUT_FILE, POOL_FILE, TEMPLATE_FILE,
 };
+use analysis::published::{self, SeedFigure, FASTPROXY_BROADCAST_US, FASTPROXY_TCP_US_PER_MINER};
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -94,11 +94,11 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
                 ms(r.last_miner_ms.p50),
                 r.us_per_miner.map_or("-".into(), |v| format!("{v:.2}")),
                 format!("{:.2} ({})", r.floor_us_per_miner, r.floor_miners),
-                r.us_per_miner
-                    .map_or("-".into(), |v| format!("{:.1}", v / r.floor_us_per_miner)),
-                r.sender_us_per_miner.map_or("-".into(), |v| {
-                    format!("{v:.2} ({:.2}x)", v / r.floor_us_per_miner)
-                }),
+                r.times_floor().map_or("-".into(), |x| format!("{x:.1}")),
+                match (r.sender_us_per_miner, r.sender_times_floor()) {
+                    (Some(v), Some(x)) => format!("{v:.2} ({x:.2}x)"),
+                    _ => "-".into(),
+                },
                 ms(r.delivery_ms.p50),
                 ms(r.delivery_ms.p99),
                 r.missing.to_string(),
@@ -243,15 +243,7 @@ fn pool_sections(r: &PoolBenchReport) -> Vec<Section> {
             points: points(&|s| Some(s.offered_per_s)),
         },
     ];
-    // Shares per CPU-second at the busiest sustained step: comparable with a CPU-only
-    // figure, since the pool process did nothing else.
-    let per_core = r
-        .steps
-        .iter()
-        .filter(|s| s.verdict == Verdict::Sustained)
-        .max_by(|a, b| a.accepted_per_s.total_cmp(&b.accepted_per_s))
-        .and_then(|s| s.pool_cpu_us_per_share)
-        .map(|us| 1e6 / us);
+    let per_core = r.shares_per_cpu_second();
     vec![
         Section {
             title: format!("Pool capacity: {} with {} miners", r.target, r.miners),

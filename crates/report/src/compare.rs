@@ -1,37 +1,11 @@
-//! Run against run: every latency per side, CPU and memory per role, bandwidth per side,
-//! with p50/p90/p99, the difference of means, its 95% bootstrap interval and whether it
-//! is significant (as a node release benchmark report compares releases).
+//! Run against run, worded: the numbers come from `analysis::compare`.
 
 use crate::document::{Block, Document, Section};
 use crate::run_data::RunData;
-use analysis::bandwidth::{link_counters, link_rates};
-use analysis::stats::{delta, Delta};
+pub use analysis::compare::MetricComparison;
+use analysis::compare::RunView;
 use anyhow::{bail, Result};
-use probe::Dist;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MetricComparison {
-    /// Side or role the metric belongs to.
-    pub subject: String,
-    pub metric: String,
-    pub unit: String,
-    pub a: Dist,
-    pub b: Dist,
-    /// B against A; `None` when either run has no samples.
-    pub delta: Option<Delta>,
-}
-
-impl MetricComparison {
-    /// Worse in B by more than `pct` percent, and significantly so (every metric compared
-    /// here is better lower: latency, CPU, memory, bytes).
-    pub fn regressed(&self, pct: f64) -> bool {
-        self.delta
-            .as_ref()
-            .is_some_and(|d| d.significant && d.delta > 0.0 && d.pct.is_some_and(|p| p > pct))
-    }
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Comparison {
@@ -40,84 +14,27 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
 }
 
-/// Per-event samples of every compared metric of a run, by (subject, metric, unit).
-fn samples(run: &RunData) -> Result<BTreeMap<(String, String, String), Vec<f64>>> {
+/// B against A, as the analysis compares them; a partial run has nothing to compare.
+pub fn compare(a: &RunData, b: &RunData) -> Result<Comparison> {
+    Ok(Comparison {
+        run_a: a.dir.display().to_string(),
+        run_b: b.dir.display().to_string(),
+        metrics: analysis::compare::compare(&view(a)?, &view(b)?),
+    })
+}
+
+fn view(run: &RunData) -> Result<RunView<'_>> {
     let (Some(summary), Some(manifest)) = (&run.summary, &run.manifest) else {
         bail!(
             "{} is a partial run (no manifest.json): nothing to compare",
             run.dir.display()
         );
     };
-    let mut out = BTreeMap::new();
-    let mut put = |subject: &str, metric: &str, unit: &str, xs: Vec<f64>| {
-        out.insert(
-            (subject.to_string(), metric.to_string(), unit.to_string()),
-            xs,
-        );
-    };
-    for (name, side) in &summary.sides {
-        put(name, "new job", "ms", side.samples.new_job_ms.clone());
-        put(
-            name,
-            "new job after a block",
-            "ms",
-            side.samples.new_prevhash_job_ms.clone(),
-        );
-        put(
-            name,
-            "block propagation",
-            "ms",
-            side.samples.block_propagation_ms.clone(),
-        );
-        if let Some(roles) = manifest.sides.get(name) {
-            let in_window =
-                |t: &u64| (manifest.window_start_ns..=manifest.window_end_ns).contains(t);
-            let counters: Vec<_> = link_counters(&run.events, &roles.link_role)
-                .into_iter()
-                .filter(|c| in_window(&c.0))
-                .collect();
-            let rates = link_rates(&counters);
-            put(name, "farm tx", "B/s", rates.iter().map(|r| r.1).collect());
-            put(name, "farm rx", "B/s", rates.iter().map(|r| r.2).collect());
-        }
-    }
-    let mut roles: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    for s in run
-        .samples
-        .iter()
-        .filter(|s| s.t_ns >= manifest.window_start_ns && s.t_ns <= manifest.window_end_ns)
-    {
-        let e = roles.entry(&s.role).or_default();
-        e.0.push(s.cpu_pct);
-        e.1.push(s.rss_bytes as f64 / 1e6);
-    }
-    for (role, (cpu, rss)) in roles {
-        put(role, "CPU", "% of a core", cpu);
-        put(role, "RSS", "MB", rss);
-    }
-    Ok(out)
-}
-
-pub fn compare(a: &RunData, b: &RunData) -> Result<Comparison> {
-    let (sa, sb) = (samples(a)?, samples(b)?);
-    let metrics = sa
-        .iter()
-        .filter_map(|(key, xa)| {
-            let xb = sb.get(key)?;
-            Some(MetricComparison {
-                subject: key.0.clone(),
-                metric: key.1.clone(),
-                unit: key.2.clone(),
-                a: Dist::of(xa),
-                b: Dist::of(xb),
-                delta: delta(xa, xb),
-            })
-        })
-        .collect();
-    Ok(Comparison {
-        run_a: a.dir.display().to_string(),
-        run_b: b.dir.display().to_string(),
-        metrics,
+    Ok(RunView {
+        summary,
+        manifest,
+        events: &run.events,
+        samples: &run.samples,
     })
 }
 

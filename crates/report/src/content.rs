@@ -496,40 +496,23 @@ fn roles_section(run: &RunData, origin: u64) -> Section {
 }
 
 fn published_section(summary: &analysis::Summary) -> Section {
-    let Some(sv1) = summary.sides.get(BASELINE) else {
+    let Some(beside) = analysis::published::beside_published(summary) else {
         return Section {
             title: "Published results beside ours".into(),
             blocks: vec![Block::Note("No sv1 side in this run.".into())],
         };
     };
-    let ours = |metric: &str| -> Option<f64> {
-        match metric {
-            "new job, mean" => sv1.new_job_ms.mean,
-            "new job after a block, mean" => sv1.new_prevhash_job_ms.mean,
-            "share acceptance" => sv1.shares.acceptance_pct,
-            "stale shares" => sv1.shares.stale_pct,
-            "farm bandwidth tx" => sv1.bandwidth_bytes_per_s.as_ref().map(|b| b.farm.tx),
-            "pool bandwidth tx" => sv1.bandwidth_bytes_per_s.as_ref().map(|b| b.pool.tx),
-            _ => None,
-        }
-    };
-    let f = |x: f64| {
-        if x.is_nan() {
-            "-".to_string()
-        } else {
-            number(x)
-        }
-    };
-    let rows = crate::published::SV1
+    let f = |x: Option<f64>| x.map_or("-".into(), number);
+    let rows = beside
         .iter()
-        .map(|p| {
-            let o = ours(p.metric);
+        .map(|row| {
+            let p = row.published;
             vec![
-                format!("{} ({})", p.metric, p.unit),
+                format!("{} ({})", p.label, p.unit),
                 f(p.config_a),
                 f(p.config_c),
-                o.map_or("-".into(), f),
-                o.and_then(|o| readings::pct_vs(o, p.config_a))
+                f(row.ours),
+                row.vs_config_a_pct
                     .map_or("-".into(), |d| format!("{d:+.0}%")),
                 p.method_note.to_string(),
             ]
@@ -553,7 +536,7 @@ fn published_section(summary: &analysis::Summary) -> Section {
                 .to_vec(),
                 rows,
             },
-            Block::Note(crate::published::TEMPLATE_VALUE_NOTE.into()),
+            Block::Note(analysis::published::TEMPLATE_VALUE_NOTE.into()),
         ],
     }
 }

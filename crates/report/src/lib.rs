@@ -8,7 +8,6 @@ pub mod compare;
 mod content;
 pub mod document;
 pub mod export;
-pub mod published;
 pub mod readings;
 pub mod run_data;
 pub mod svg;
