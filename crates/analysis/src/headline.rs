@@ -10,6 +10,7 @@ pub enum Headline {
     NewPrevhashJobP50,
     BlockPropagationP50,
     AcceptancePct,
+    PoolCreditedPct,
     StaleShares,
     StalePct,
     StaleWorkS,
@@ -19,11 +20,12 @@ pub enum Headline {
 }
 
 impl Headline {
-    pub const ALL: [Headline; 10] = [
+    pub const ALL: [Headline; 11] = [
         Headline::NewJobP50,
         Headline::NewPrevhashJobP50,
         Headline::BlockPropagationP50,
         Headline::AcceptancePct,
+        Headline::PoolCreditedPct,
         Headline::StaleShares,
         Headline::StalePct,
         Headline::StaleWorkS,
@@ -38,6 +40,7 @@ impl Headline {
             Headline::NewPrevhashJobP50 => "new job after a block p50 ms",
             Headline::BlockPropagationP50 => "block propagation p50 ms",
             Headline::AcceptancePct => "acceptance %",
+            Headline::PoolCreditedPct => "work credited by the pool %",
             Headline::StaleShares => "stale shares",
             Headline::StalePct => "stale shares %",
             Headline::StaleWorkS => "stale work (miner-seconds)",
@@ -54,6 +57,7 @@ impl Headline {
             Headline::NewPrevhashJobP50 => s.new_prevhash_job_ms.p50,
             Headline::BlockPropagationP50 => s.block_propagation_ms.p50,
             Headline::AcceptancePct => s.shares.acceptance_pct,
+            Headline::PoolCreditedPct => s.pool_work.credited_pct,
             Headline::StaleShares => Some(s.shares.stale as f64),
             Headline::StalePct => s.shares.stale_pct,
             Headline::StaleWorkS => Some(s.work_s.stale_s),

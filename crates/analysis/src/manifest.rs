@@ -64,6 +64,9 @@ pub struct LinkParams {
 pub struct SideRoles {
     pub config: String,
     pub miners: u32,
+    /// Each miner's hashrate (hashes per second), for the work the pool should credit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miner_hashrate: Option<f64>,
     pub miners_role: String,
     /// Where share acceptance is decided.
     pub pool_role: String,

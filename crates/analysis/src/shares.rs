@@ -9,6 +9,10 @@
 //!   tip timeline calls it stale: a proxy (the translator, a JDC) drops those itself. A
 //!   JDC is a pool to its miners, so in configurations A and B only shares meeting the
 //!   upstream target reach the pool, by design: no share counts as missing a verdict there.
+//! - Pool's view of work: the difficulty of every accepted share, summed (what the pool
+//!   credits, 2^32 hashes per unit of difficulty), against the work the side's miners did
+//!   at their hashrate over the window. On a fair pool it tends to 100%; stale work a
+//!   proxy dropped and shares the pool refused are missing from it, on every side alike.
 //! - Blocks: a share that met the block target is a block found; accepted when the network
 //!   node accepted a block of that hash; its propagation runs from the share to that.
 
@@ -46,6 +50,22 @@ pub struct ShareCounts {
     pub answered_rejected: u64,
 }
 
+/// Hashes one unit of share difficulty stands for (difficulty 1 is the `1d00ffff` target).
+const HASHES_PER_DIFFICULTY: f64 = 4_294_967_296.0;
+
+/// The pool's view of the work, in hashes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PoolWork {
+    /// The accepted shares' difficulty, summed, as hashes.
+    pub credited_hashes: f64,
+    /// The side's miners' hashrate over the window; `None` when the run did not say it.
+    pub done_hashes: Option<f64>,
+    /// Credited in percent of done.
+    pub credited_pct: Option<f64>,
+    /// Accepted shares whose difficulty the judge did not know (credited nothing here).
+    pub accepted_without_difficulty: u64,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BlockCounts {
     pub found: u64,
@@ -55,6 +75,7 @@ pub struct BlockCounts {
 #[derive(Debug, Default)]
 pub struct ShareFacts {
     pub shares: ShareCounts,
+    pub pool_work: PoolWork,
     pub blocks: BlockCounts,
     pub block_propagation_ms: Vec<f64>,
 }
@@ -116,10 +137,21 @@ pub fn side_shares(
         .iter()
         .filter(|r| r.role == side.pool_role && window.contains(r.t_ns))
     {
-        if let Event::ShareJudged { verdict, .. } = r.event {
+        if let Event::ShareJudged {
+            verdict,
+            difficulty,
+            ..
+        } = r.event
+        {
             judged += 1;
             match verdict {
-                ShareVerdict::Accepted => f.shares.accepted += 1,
+                ShareVerdict::Accepted => {
+                    f.shares.accepted += 1;
+                    match difficulty {
+                        Some(d) => f.pool_work.credited_hashes += d * HASHES_PER_DIFFICULTY,
+                        None => f.pool_work.accepted_without_difficulty += 1,
+                    }
+                }
                 ShareVerdict::Stale => f.shares.pool_stale += 1,
                 _ => f.shares.rejected += 1,
             }
@@ -133,6 +165,18 @@ pub fn side_shares(
             .saturating_sub(f.shares.stale);
         unmatched.add("share_without_verdict", missing);
     }
+    unmatched.add(
+        "accepted_share_without_difficulty",
+        f.pool_work.accepted_without_difficulty,
+    );
+    f.pool_work.done_hashes = side
+        .miner_hashrate
+        .map(|h| h * f64::from(side.miners) * window.secs());
+    f.pool_work.credited_pct = f
+        .pool_work
+        .done_hashes
+        .filter(|done| *done > 0.0)
+        .map(|done| f.pool_work.credited_hashes / done * 100.0);
     f.shares.acceptance_pct = pct(f.shares.accepted, judged);
     f.shares.stale_pct = pct(f.shares.stale, f.shares.submitted);
     f
@@ -239,6 +283,37 @@ mod tests {
         );
         assert_eq!(f.block_propagation_ms, vec![80.0]);
         assert_eq!(u.0["block_not_accepted_by_node"], 1);
+    }
+
+    #[test]
+    fn the_pool_credits_the_difficulty_of_accepted_shares_against_the_work_done() {
+        let mut m = manifest(vec![sv1_side()]);
+        // Two miners at 0.3 difficulty-1 units a second over the 10 s window: 6 units.
+        m.sides.get_mut("sv1").unwrap().miner_hashrate = Some(0.3 * 4_294_967_296.0);
+        let events = [
+            judged_at(1_000 * MS, ShareVerdict::Accepted, Some(2.0)),
+            judged_at(2_000 * MS, ShareVerdict::Accepted, Some(2.0)),
+            judged_at(3_000 * MS, ShareVerdict::Accepted, Some(1.0)),
+            judged_at(4_000 * MS, ShareVerdict::Stale, Some(2.0)), // credits nothing
+            judged_at(5_000 * MS, ShareVerdict::Accepted, None),
+            judged_at(11_000 * MS, ShareVerdict::Accepted, Some(4.0)), // after the window
+        ];
+        let (f, u) = run(&m, "sv1", &events);
+        let unit = 4_294_967_296.0;
+        assert_eq!(f.pool_work.credited_hashes, 5.0 * unit);
+        assert_eq!(f.pool_work.done_hashes, Some(6.0 * unit));
+        // 5 / 6 = 83.333%.
+        let pct = f.pool_work.credited_pct.unwrap();
+        assert!((pct - 83.333_333).abs() < 1e-5, "{pct}");
+        assert_eq!(f.pool_work.accepted_without_difficulty, 1);
+        assert_eq!(u.0["accepted_share_without_difficulty"], 1);
+
+        // A run that did not say its hashrate: credited work, no percentage.
+        let (f, _) = run(&manifest(vec![sv1_side()]), "sv1", &events);
+        assert_eq!(
+            (f.pool_work.done_hashes, f.pool_work.credited_pct),
+            (None, None)
+        );
     }
 
     #[test]

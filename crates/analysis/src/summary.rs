@@ -18,7 +18,7 @@ use std::path::Path;
 
 pub use crate::bandwidth::{link_rates, Bandwidth, Direction};
 pub use crate::declaration::JobDeclarationSummary;
-pub use crate::shares::{BlockCounts, ShareCounts};
+pub use crate::shares::{BlockCounts, PoolWork, ShareCounts};
 
 pub const SCHEMA: &str = "stratum-bench.summary.v1";
 
@@ -82,6 +82,9 @@ pub struct SideSummary {
     #[serde(default)]
     pub link_rtt_ms: f64,
     pub shares: ShareCounts,
+    /// The pool's view: work credited by accepted shares against work done.
+    #[serde(default)]
+    pub pool_work: PoolWork,
     pub blocks: BlockCounts,
     pub block_propagation_ms: Dist,
     pub new_job_ms: Dist,
@@ -186,6 +189,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                 miners: side.miners,
                 link_rtt_ms,
                 shares: shares.shares,
+                pool_work: shares.pool_work,
                 blocks: shares.blocks,
                 readings: path_readings(
                     side,

@@ -37,6 +37,7 @@ pub fn sv1_side() -> (String, SideRoles) {
         SideRoles {
             config: "sv1".into(),
             miners: 2,
+            miner_hashrate: None,
             miners_role: "miners".into(),
             pool_role: "pool".into(),
             link_role: "link".into(),
@@ -57,6 +58,7 @@ pub fn farm_side() -> (String, SideRoles) {
         SideRoles {
             config: "sv2-a".into(),
             miners: 2,
+            miner_hashrate: None,
             miners_role: "miners-a".into(),
             pool_role: "tap-a".into(),
             link_role: "link-a".into(),
@@ -160,7 +162,13 @@ pub fn answered(t_ns: u64, miner: u32, id: u64, accepted: bool) -> Record {
     )
 }
 
+/// A verdict on a share of difficulty 1.
 pub fn judged(t_ns: u64, verdict: ShareVerdict) -> Record {
+    judged_at(t_ns, verdict, Some(1.0))
+}
+
+/// A verdict on a share of `difficulty`.
+pub fn judged_at(t_ns: u64, verdict: ShareVerdict, difficulty: Option<f64>) -> Record {
     rec(
         t_ns,
         "pool",
@@ -170,6 +178,7 @@ pub fn judged(t_ns: u64, verdict: ShareVerdict) -> Record {
             verdict,
             block_hash: None,
             reason: None,
+            difficulty,
         },
     )
 }

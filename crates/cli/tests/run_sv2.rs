@@ -209,6 +209,15 @@ fn all_five_sides_in_one_run_tie_jobs_to_their_own_node_and_declare_jobs() {
             );
         }
     }
+    // Every side's pool credits its accepted shares at a difficulty the tap or pool saw
+    // (the SV1 pool's set_difficulty, each SV2 channel's target), near the work done: 4
+    // miners at 30 shares a minute over 30 s make about 60 shares, so 50-170% is 3.5 sd.
+    for (side, summary) in s["sides"].as_object().unwrap() {
+        let work = &summary["pool_work"];
+        assert_eq!(work["accepted_without_difficulty"], 0, "{side}: {work}");
+        let pct = work["credited_pct"].as_f64().unwrap();
+        assert!((50.0..170.0).contains(&pct), "{side}: {work}");
+    }
     // The two farm nodes number their templates apart.
     assert!(markers_of("node-sv2-a").is_disjoint(&markers_of("node-sv2-b")));
     for kind in ["job_on_another_nodes_template", "job_without_node_template"] {

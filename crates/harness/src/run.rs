@@ -407,6 +407,7 @@ async fn start_sv1_side(
     Ok(SideRoles {
         config: side.into(),
         miners: s.miners.count,
+        miner_hashrate: Some(s.miner_hashrate()),
         miners_role: miners.clone(),
         pool_role: tap.clone(),
         link_role: link.clone(),
@@ -448,6 +449,7 @@ async fn start_sv2_pool_side(
         return Ok(SideRoles {
             config: side.into(),
             miners: s.miners.count,
+            miner_hashrate: Some(s.miner_hashrate()),
             miners_role: miners.clone(),
             pool_role: tap.clone(),
             link_role: link.clone(),
@@ -477,6 +479,7 @@ async fn start_sv2_pool_side(
     Ok(SideRoles {
         config: side.into(),
         miners: s.miners.count,
+        miner_hashrate: Some(s.miner_hashrate()),
         miners_role: miners.clone(),
         pool_role: tap.clone(),
         link_role: link.clone(),
@@ -817,6 +820,7 @@ async fn start_sv2_jd_side(
     Ok(SideRoles {
         config: side.into(),
         miners: s.miners.count,
+        miner_hashrate: Some(s.miner_hashrate()),
         miners_role: miners,
         pool_role: tap,
         link_role: link,

@@ -125,6 +125,10 @@ pub enum Event {
         /// The pool's own words for a rejection, as it sent them.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// The difficulty the share counts at (1 is 2^32 hashes' worth of work), when
+        /// the judge knows it: what the pool credits for it when accepted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        difficulty: Option<f64>,
     },
     /// An SV1 tap passed a `mining.notify` to a miner's connection.
     Sv1JobRelayed {

@@ -266,6 +266,9 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
             c.pool_stale.to_string(),
             c.rejected.to_string(),
             c.acceptance_pct.map_or("-".into(), |p| format!("{p:.2}%")),
+            s.pool_work
+                .credited_pct
+                .map_or("-".into(), |p| format!("{p:.1}%")),
             format!("{} / {}", s.blocks.found, s.blocks.accepted),
             value.map_or("-".into(), |v| format!("{v:.0}")),
             s.template_value_vs_network
@@ -311,12 +314,12 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
         title: "Shares, blocks and templates".into(),
         blocks: vec![
             Block::Table {
-                head: ["side", "submitted", "accepted", "stale", "stale (pool)", "rejected", "acceptance", "blocks found / accepted", "template value (sats, time-weighted)", "against the network"]
+                head: ["side", "submitted", "accepted", "stale", "stale (pool)", "rejected", "acceptance", "work credited", "blocks found / accepted", "template value (sats, time-weighted)", "against the network"]
                     .map(String::from)
                     .to_vec(),
                 rows,
             },
-            Block::Para("Accepted counts where the pool decides; stale means the share's job was outdated when the miner submitted it (the pool's own stale verdict, after the link, is shown apart).".into()),
+            Block::Para("Accepted counts where the pool decides; stale means the share's job was outdated when the miner submitted it (the pool's own stale verdict, after the link, is shown apart). Work credited is the difficulty of the shares the pool accepted, summed, in percent of the work the side's miners did at their hashrate over the window: what the pool pays for, about 100% when nothing is lost (a few hundred shares put it within about 10%).".into()),
             Block::Chart { title: "Template value over time".into(), svg: line_chart("Template value over time", "seconds into the measured window", "sats", &series, true) },
         ],
     }

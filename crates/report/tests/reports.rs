@@ -105,6 +105,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                     verdict: ShareVerdict::Accepted,
                     block_hash: None,
                     reason: None,
+                    difficulty: Some(1.0),
                 },
             ));
         }
@@ -163,6 +164,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
             SideRoles {
                 config: "sv1".into(),
                 miners: 4,
+                miner_hashrate: Some(4_294_967_296.0 / 10.0),
                 miners_role: "miners-sv1".into(),
                 pool_role: "pool-sv1".into(),
                 link_role: "link-sv1".into(),

@@ -104,8 +104,36 @@ impl Sv1Tap {
     }
 }
 
-/// Submits waiting for the pool's answer, by request id: (worker, job id).
-type Pending = Mutex<HashMap<String, (String, String)>>;
+/// What the tap keeps of one connection, between its two directions.
+#[derive(Default)]
+struct Connection {
+    /// Submits waiting for the pool's answer, by request id: (worker, job id).
+    pending: HashMap<String, (String, String)>,
+    /// The last `mining.set_difficulty`.
+    difficulty: Option<f64>,
+    /// The difficulty in force when each job was sent: a miner applies a new difficulty
+    /// from its next job, and a pool credits a share at its job's.
+    job_difficulty: HashMap<String, f64>,
+}
+
+/// Jobs whose difficulty is kept between clean jobs (a pool that never sends one).
+const MAX_JOBS_KEPT: usize = 1024;
+
+impl Connection {
+    fn job_sent(&mut self, job_id: &str, clean: bool) {
+        if clean || self.job_difficulty.len() >= MAX_JOBS_KEPT {
+            self.job_difficulty.clear();
+        }
+        if let Some(d) = self.difficulty {
+            self.job_difficulty.insert(job_id.to_string(), d);
+        }
+    }
+
+    /// The difficulty a share on `job_id` counts at.
+    fn share_difficulty(&self, job_id: &str) -> Option<f64> {
+        self.job_difficulty.get(job_id).copied().or(self.difficulty)
+    }
+}
 
 async fn relay(
     downstream: TcpStream,
@@ -121,18 +149,18 @@ async fn relay(
     let _ = pool.set_nodelay(true);
     let (down_read, down_write) = downstream.into_split();
     let (up_read, up_write) = pool.into_split();
-    let pending: Arc<Pending> = Arc::default();
+    let conn: Arc<Mutex<Connection>> = Arc::default();
     let to_pool = pump(
         down_read,
         up_write,
-        |_, msg| note_request(msg, &pending),
+        |_, msg| note_request(msg, &conn),
         &stats.latency.up_ns,
         &stats.malformed_up,
     );
     let from_pool = pump(
         up_read,
         down_write,
-        |t, msg| note_answer(t, msg, connection, &pending, &recorder),
+        |t, msg| note_answer(t, msg, connection, &conn, &recorder),
         &stats.latency.down_ns,
         &stats.malformed_down,
     );
@@ -175,7 +203,7 @@ async fn pump(
 }
 
 /// Notes a `mining.submit` going to the pool, to pair it with its answer.
-fn note_request(msg: &Value, pending: &Pending) {
+fn note_request(msg: &Value, conn: &Mutex<Connection>) {
     if msg.get("method").and_then(Value::as_str) != Some("mining.submit") {
         return;
     }
@@ -189,28 +217,40 @@ fn note_request(msg: &Value, pending: &Pending) {
             .unwrap_or_default()
             .to_string()
     };
-    pending.lock().insert(id.to_string(), (param(0), param(1)));
+    conn.lock()
+        .pending
+        .insert(id.to_string(), (param(0), param(1)));
 }
 
 /// Notes what the pool sent a miner: a job, a difficulty, or the answer to a share.
-fn note_answer(t: u64, msg: &Value, connection: u32, pending: &Pending, recorder: &Recorder) {
+fn note_answer(
+    t: u64,
+    msg: &Value,
+    connection: u32,
+    conn: &Mutex<Connection>,
+    recorder: &Recorder,
+) {
     let params = msg.get("params").unwrap_or(&Value::Null);
     match msg.get("method").and_then(Value::as_str) {
         Some("mining.notify") => match Job::from_notify_params(params) {
-            Ok(job) => recorder.record_at(
-                t,
-                Event::Sv1JobRelayed {
-                    connection,
-                    marker_txid: job.marker_txid().map(|m| m.to_string()),
-                    job_id: job.job_id,
-                    prev_hash: job.prev_hash.to_string(),
-                    clean: job.clean,
-                },
-            ),
+            Ok(job) => {
+                conn.lock().job_sent(&job.job_id, job.clean);
+                recorder.record_at(
+                    t,
+                    Event::Sv1JobRelayed {
+                        connection,
+                        marker_txid: job.marker_txid().map(|m| m.to_string()),
+                        job_id: job.job_id,
+                        prev_hash: job.prev_hash.to_string(),
+                        clean: job.clean,
+                    },
+                )
+            }
             Err(e) => tracing::debug!(error = %e, "a mining.notify the tap cannot read"),
         },
         Some("mining.set_difficulty") => {
             if let Some(difficulty) = params.get(0).and_then(Value::as_f64) {
+                conn.lock().difficulty = Some(difficulty);
                 recorder.record_at(
                     t,
                     Event::Sv1DifficultySet {
@@ -223,8 +263,13 @@ fn note_answer(t: u64, msg: &Value, connection: u32, pending: &Pending, recorder
         Some(_) => {}
         None => {
             let Some(id) = msg.get("id") else { return };
-            let Some((worker, job_id)) = pending.lock().remove(&id.to_string()) else {
-                return;
+            let (worker, job_id, difficulty) = {
+                let mut c = conn.lock();
+                let Some((worker, job_id)) = c.pending.remove(&id.to_string()) else {
+                    return;
+                };
+                let difficulty = c.share_difficulty(&job_id);
+                (worker, job_id, difficulty)
             };
             let (verdict, reason) = answer_verdict(msg);
             recorder.record_at(
@@ -235,6 +280,7 @@ fn note_answer(t: u64, msg: &Value, connection: u32, pending: &Pending, recorder
                     verdict,
                     block_hash: None,
                     reason,
+                    difficulty,
                 },
             );
         }

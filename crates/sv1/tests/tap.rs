@@ -1,5 +1,6 @@
 //! The SV1 tap between a miner and a scripted pool: bytes pass unchanged both ways, a
-//! share's answer is recorded as the pool's verdict with its words, a line that is not JSON
+//! share's answer is recorded as the pool's verdict with its words and its job's
+//! difficulty, a line that is not JSON
 //! is passed on and counted, and an over-long line closes only its own connection.
 
 use probe::recorder::read_events;
@@ -50,9 +51,14 @@ async fn the_tap_passes_every_byte_and_records_the_pools_answers() {
         "unchanged towards the pool"
     );
 
-    // Down: a job, a difficulty, the answer.
+    // Down: a difficulty, a job, a new difficulty (for the next job), the answer: the
+    // share counts at its job's difficulty.
+    let difficulty =
+        |d: f64| format!(r#"{{"id":null,"method":"mining.set_difficulty","params":[{d}]}}"#);
     let down = format!(
-        "{NOTIFY}\n{{\"id\":null,\"method\":\"mining.set_difficulty\",\"params\":[0.5]}}\n{{\"id\":7,\"result\":null,\"error\":[21,\"Stale job\",null]}}\n"
+        "{}\n{NOTIFY}\n{}\n{{\"id\":7,\"result\":null,\"error\":[21,\"Stale job\",null]}}\n",
+        difficulty(0.5),
+        difficulty(2.0)
     )
     .into_bytes();
     upstream.write_all(&down).await.unwrap();
@@ -103,6 +109,7 @@ async fn the_tap_passes_every_byte_and_records_the_pools_answers() {
             verdict: ShareVerdict::Stale,
             block_hash: None,
             reason: Some("Stale job".into()),
+            difficulty: Some(0.5),
         }),
         "{events:?}"
     );

@@ -90,11 +90,17 @@ impl Tap {
     }
 }
 
+/// A share's job id, and its channel's difficulty when it was sent.
+type SentShare = (u32, Option<f64>);
+
 /// Requests sent on one connection and not yet answered.
 #[derive(Default)]
 struct Pending {
-    /// Shares: channel -> sequence -> job id.
-    shares: Mutex<HashMap<u32, BTreeMap<u32, u32>>>,
+    /// Shares: channel -> sequence -> the share.
+    shares: Mutex<HashMap<u32, BTreeMap<u32, SentShare>>>,
+    /// Channel -> the difficulty of its share target, from the channel's opening and
+    /// each SetTarget (which applies to the shares sent after it).
+    difficulty: Mutex<HashMap<u32, f64>>,
     /// Declared jobs: request id -> (when it passed, transactions besides the coinbase).
     declarations: Mutex<HashMap<u32, (u64, usize)>>,
     /// Channel -> the job its last SetNewPrevHash activated. The pool numbers a channel's
@@ -201,12 +207,13 @@ fn note_request(frame: &mut SerializedFrame, pending: &Pending) {
         Some(Mining::SubmitSharesStandard(s)) => (s.channel_id, s.sequence_number, s.job_id),
         _ => return,
     };
+    let difficulty = pending.difficulty.lock().get(&channel).copied();
     pending
         .shares
         .lock()
         .entry(channel)
         .or_default()
-        .insert(sequence, job);
+        .insert(sequence, (job, difficulty));
 }
 
 /// Records the JDS's answer to a declared job, or its request for transactions.
@@ -261,7 +268,23 @@ fn note_answer(
         return note_declaration_answer(message, connection, pending, recorder);
     }
     let t = mono_ns();
-    let judged: Vec<(u32, u32, ShareVerdict, Option<String>)> = match mining_message(frame) {
+    let set_target = |channel: u32, target: &[u8]| {
+        if let Ok(le) = <[u8; 32]>::try_from(target) {
+            let d = bitcoin::Target::from_le_bytes(le).difficulty_float();
+            pending.difficulty.lock().insert(channel, d);
+        }
+    };
+    type Judged = (u32, SentShare, ShareVerdict, Option<String>);
+    let judged: Vec<Judged> = match mining_message(frame) {
+        Some(Mining::OpenStandardMiningChannelSuccess(m)) => {
+            return set_target(m.channel_id, m.target.as_ref());
+        }
+        Some(Mining::OpenExtendedMiningChannelSuccess(m)) => {
+            return set_target(m.channel_id, m.target.as_ref());
+        }
+        Some(Mining::SetTarget(m)) => {
+            return set_target(m.channel_id, m.maximum_target.as_ref());
+        }
         Some(Mining::SetNewPrevHash(p)) => {
             pending.tip_jobs.lock().insert(p.channel_id, p.job_id);
             let prev = bitcoin::BlockHash::from_byte_array(
@@ -305,7 +328,7 @@ fn note_answer(
                 .and_then(|c| c.remove(&e.sequence_number));
             // The pool forgets a channel's jobs at a new tip and answers a late share on
             // one with invalid-job-id: stale, as SV1 pools and the built-in pool say.
-            let evicted = |job: u32| {
+            let evicted = |(job, _): SentShare| {
                 pending
                     .tip_jobs
                     .lock()
@@ -322,7 +345,7 @@ fn note_answer(
         }
         _ => return,
     };
-    for (channel, job, verdict, reason) in judged {
+    for (channel, (job, difficulty), verdict, reason) in judged {
         recorder.record_at(
             t,
             Event::ShareJudged {
@@ -331,6 +354,7 @@ fn note_answer(
                 verdict,
                 block_hash: None,
                 reason,
+                difficulty,
             },
         );
     }

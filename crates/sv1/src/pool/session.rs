@@ -304,17 +304,21 @@ impl Session {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        let judged = |verdict: ShareVerdict, block_hash: Option<String>, reason: Option<&str>| {
+        let judged = |verdict: ShareVerdict,
+                      block_hash: Option<String>,
+                      reason: Option<&str>,
+                      difficulty: Option<f64>| {
             shared.recorder.record(Event::ShareJudged {
                 worker: worker.clone(),
                 job_id: job_id.clone(),
                 verdict,
                 block_hash,
                 reason: reason.map(str::to_string),
+                difficulty,
             });
         };
         let reject = |verdict: ShareVerdict, code: i64, message: &str| {
-            judged(verdict, None, Some(message));
+            judged(verdict, None, Some(message), None);
             wire::err(id, code, message)
         };
         if !self.subscribed {
@@ -413,6 +417,7 @@ impl Session {
             ShareVerdict::Accepted,
             is_block.then(|| hash.to_string()),
             None,
+            Some(required),
         );
         if is_block {
             let coinbase = job.job.coinbase(&self.extranonce1, &extranonce2);
