@@ -269,8 +269,7 @@ fn note_answer(
     }
     let t = mono_ns();
     let set_target = |channel: u32, target: &[u8]| {
-        if let Ok(le) = <[u8; 32]>::try_from(target) {
-            let d = bitcoin::Target::from_le_bytes(le).difficulty_float();
+        if let Some(d) = target_difficulty(target) {
             pending.difficulty.lock().insert(channel, d);
         }
     };
@@ -304,8 +303,7 @@ fn note_answer(
             let Some(channel) = pending.get_mut(&s.channel_id) else {
                 return;
             };
-            let rest = channel.split_off(&s.last_sequence_number.wrapping_add(1));
-            let acked = std::mem::replace(channel, rest);
+            let acked = acknowledge(channel, s.last_sequence_number);
             if acked.len() != s.new_submits_accepted_count as usize {
                 tracing::debug!(
                     channel = s.channel_id,
@@ -315,8 +313,8 @@ fn note_answer(
                 );
             }
             acked
-                .values()
-                .map(|job| (s.channel_id, *job, ShareVerdict::Accepted, None))
+                .into_iter()
+                .map(|share| (s.channel_id, share, ShareVerdict::Accepted, None))
                 .collect()
         }
         Some(Mining::SubmitSharesError(e)) => {
@@ -326,22 +324,10 @@ fn note_answer(
                 .lock()
                 .get_mut(&e.channel_id)
                 .and_then(|c| c.remove(&e.sequence_number));
-            // The pool forgets a channel's jobs at a new tip and answers a late share on
-            // one with invalid-job-id: stale, as SV1 pools and the built-in pool say.
-            let evicted = |(job, _): SentShare| {
-                pending
-                    .tip_jobs
-                    .lock()
-                    .get(&e.channel_id)
-                    .is_some_and(|tip_job| job < *tip_job)
-            };
-            match job {
-                Some(job) if code == "invalid-job-id" && evicted(job) => {
-                    vec![(e.channel_id, job, ShareVerdict::Stale, Some(code))]
-                }
-                Some(job) => vec![(e.channel_id, job, verdict_of(&code), Some(code))],
-                None => return,
-            }
+            let Some(share) = job else { return };
+            let tip_job = pending.tip_jobs.lock().get(&e.channel_id).copied();
+            let verdict = error_verdict(&code, share.0, tip_job);
+            vec![(e.channel_id, share, verdict, Some(code))]
         }
         _ => return,
     };
@@ -360,6 +346,38 @@ fn note_answer(
     }
 }
 
+/// The shares a SubmitShares.Success acknowledges: every one pending on the channel up to
+/// `last_sequence` (a batch), in sequence order; the later ones stay pending.
+fn acknowledge(channel: &mut BTreeMap<u32, SentShare>, last_sequence: u32) -> Vec<SentShare> {
+    let acked = match last_sequence.checked_add(1) {
+        Some(next) => {
+            let rest = channel.split_off(&next);
+            std::mem::replace(channel, rest)
+        }
+        None => std::mem::take(channel),
+    };
+    acked.into_values().collect()
+}
+
+/// A SubmitShares.Error as a verdict. The pool forgets a channel's jobs at a new tip and
+/// answers a late share on one with `invalid-job-id`: stale, as SV1 pools and the
+/// built-in pool say, when the job is older than the one the channel's last
+/// SetNewPrevHash activated (the pool numbers a channel's jobs in order).
+fn error_verdict(code: &str, job: u32, tip_job: Option<u32>) -> ShareVerdict {
+    if code == "invalid-job-id" && tip_job.is_some_and(|tip| job < tip) {
+        ShareVerdict::Stale
+    } else {
+        verdict_of(code)
+    }
+}
+
+/// The share difficulty of a little-endian U256 target as the mining protocol carries it
+/// (1 is the `1d00ffff` target).
+fn target_difficulty(target: &[u8]) -> Option<f64> {
+    let le = <[u8; 32]>::try_from(target).ok()?;
+    Some(bitcoin::Target::from_le_bytes(le).difficulty_float())
+}
+
 /// The pool's error code as a verdict (codes of the SV2 mining protocol).
 fn verdict_of(code: &str) -> ShareVerdict {
     match code {
@@ -368,5 +386,78 @@ fn verdict_of(code: &str) -> ShareVerdict {
         "difficulty-too-low" => ShareVerdict::LowDifficulty,
         "invalid-job-id" => ShareVerdict::UnknownJob,
         _ => ShareVerdict::Invalid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_success_acknowledges_every_pending_share_up_to_its_sequence() {
+        let mut channel: BTreeMap<u32, SentShare> = [
+            (1, (10, Some(1.0))),
+            (2, (10, Some(1.0))),
+            (3, (11, Some(2.0))),
+            (5, (11, Some(2.0))),
+        ]
+        .into();
+        // A batch of three: 1, 2, 3; 5 waits for its own answer.
+        assert_eq!(
+            acknowledge(&mut channel, 3),
+            vec![(10, Some(1.0)), (10, Some(1.0)), (11, Some(2.0))]
+        );
+        assert_eq!(channel.keys().copied().collect::<Vec<_>>(), vec![5]);
+        // Nothing pending below the sequence: nothing acknowledged twice.
+        assert!(acknowledge(&mut channel, 4).is_empty());
+        assert_eq!(acknowledge(&mut channel, 5), vec![(11, Some(2.0))]);
+        // The last sequence number takes all that is left (no wrap to zero).
+        let mut last: BTreeMap<u32, SentShare> =
+            [(u32::MAX - 1, (1, None)), (u32::MAX, (1, None))].into();
+        assert_eq!(acknowledge(&mut last, u32::MAX).len(), 2);
+    }
+
+    #[test]
+    fn invalid_job_id_for_a_job_before_the_tip_is_stale() {
+        assert_eq!(
+            error_verdict("invalid-job-id", 4, Some(5)),
+            ShareVerdict::Stale
+        );
+        // On the current tip's jobs, or with no tip seen, it is an unknown job.
+        assert_eq!(
+            error_verdict("invalid-job-id", 5, Some(5)),
+            ShareVerdict::UnknownJob
+        );
+        assert_eq!(
+            error_verdict("invalid-job-id", 4, None),
+            ShareVerdict::UnknownJob
+        );
+        assert_eq!(
+            error_verdict("stale-share", 9, Some(5)),
+            ShareVerdict::Stale
+        );
+        assert_eq!(
+            error_verdict("difficulty-too-low", 4, Some(5)),
+            ShareVerdict::LowDifficulty
+        );
+    }
+
+    #[test]
+    fn a_channel_target_is_its_share_difficulty() {
+        // 0x00000000ffff0000...: difficulty 1, little-endian on the wire.
+        let mut be = [0u8; 32];
+        be[4] = 0xff;
+        be[5] = 0xff;
+        let mut le = be;
+        le.reverse();
+        assert_eq!(target_difficulty(&le), Some(1.0));
+        // Half the target, twice the difficulty.
+        be[4] = 0x7f;
+        be[5] = 0xff;
+        be[6] = 0x80;
+        let mut le = be;
+        le.reverse();
+        assert!((target_difficulty(&le).unwrap() - 2.0).abs() < 1e-9);
+        assert_eq!(target_difficulty(&[0u8; 31]), None);
     }
 }
