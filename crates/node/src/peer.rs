@@ -2,8 +2,15 @@
 //! [`crate::config::Follower`]): blocks arrive by the peer's ZMQ `rawblock`, blocks
 //! submitted here leave by the peer's `submitblock`. Both go through whatever address the
 //! options name, so the harness can put a WAN link relay between farm and pool.
+//!
+//! A ZMQ subscriber misses what is published before its subscription reaches the
+//! publisher, and while it reconnects. As a real node asks its peer for a block's unknown
+//! parent, the follower fetches what it missed with `getblock HASH 0`: at every
+//! (re)subscription up to the peer's best block, and for a relayed block whose parent it
+//! lacks.
 
 use crate::service::Shared;
+use crate::state::PeerBlock;
 use bitcoin::Block;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -30,15 +37,70 @@ pub fn start(
     opts: &PeerOptions,
     blocks: mpsc::UnboundedReceiver<Block>,
 ) -> Vec<JoinHandle<()>> {
-    let rpc = bitcoind_rpc::RpcClient::new(&opts.rpc_url, &opts.rpc_user, &opts.rpc_password);
+    let rpc = || bitcoind_rpc::RpcClient::new(&opts.rpc_url, &opts.rpc_user, &opts.rpc_password);
     vec![
-        tokio::spawn(receive_blocks(shared, opts.zmq.clone())),
-        tokio::spawn(submit_blocks(rpc, blocks)),
+        tokio::spawn(receive_blocks(shared, opts.zmq.clone(), rpc())),
+        tokio::spawn(submit_blocks(rpc(), blocks)),
     ]
 }
 
-/// Takes every block the peer publishes; reconnects when the subscription fails.
-async fn receive_blocks(shared: Arc<Shared>, endpoint: String) {
+/// Blocks a follower fetches at most to catch up at once; further behind, it waits for
+/// the next relayed block to try again.
+const MAX_CATCH_UP: usize = 1_000;
+
+/// Fetches from the peer every block from `hash` back to one this node has, and takes
+/// them oldest first.
+async fn catch_up(
+    shared: &Shared,
+    rpc: &bitcoind_rpc::RpcClient,
+    hash: bitcoin::BlockHash,
+) -> anyhow::Result<usize> {
+    use anyhow::Context;
+    let mut missing = Vec::new();
+    let mut next = hash;
+    while !shared.sync().has_block(&next) {
+        anyhow::ensure!(
+            missing.len() < MAX_CATCH_UP,
+            "more than {MAX_CATCH_UP} blocks behind the peer"
+        );
+        let hex: String = rpc
+            .call("getblock", serde_json::json!([next.to_string(), 0]))
+            .await
+            .with_context(|| format!("getblock {next} from the peer"))?;
+        let block: Block = bitcoin::consensus::encode::deserialize_hex(&hex)
+            .with_context(|| format!("the peer's block {next} does not decode"))?;
+        next = block.header.prev_blockhash;
+        missing.push(block);
+    }
+    let fetched = missing.len();
+    for block in missing.into_iter().rev() {
+        shared.accept_peer_block(block);
+    }
+    Ok(fetched)
+}
+
+/// Catches up to the peer's best block (after a subscription, when blocks may have been
+/// published unseen).
+async fn catch_up_to_best(shared: &Shared, rpc: &bitcoind_rpc::RpcClient) {
+    let best = rpc
+        .call::<String>("getbestblockhash", serde_json::json!([]))
+        .await
+        .map_err(anyhow::Error::from)
+        .and_then(|h| h.parse::<bitcoin::BlockHash>().map_err(anyhow::Error::from));
+    let result = match best {
+        Ok(best) => catch_up(shared, rpc, best).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(blocks = n, "caught up with the peer's best block"),
+        Err(e) => tracing::warn!(error = %e, "cannot catch up with the peer"),
+    }
+}
+
+/// Takes every block the peer publishes, and what it missed; reconnects when the
+/// subscription fails.
+async fn receive_blocks(shared: Arc<Shared>, endpoint: String, rpc: bitcoind_rpc::RpcClient) {
     use zeromq::{Socket, SocketRecv};
     loop {
         let mut sub = zeromq::SubSocket::new();
@@ -51,6 +113,7 @@ async fn receive_blocks(shared: Arc<Shared>, endpoint: String) {
             tokio::time::sleep(Duration::from_secs(1)).await;
             continue;
         }
+        catch_up_to_best(&shared, &rpc).await;
         loop {
             let message = match sub.recv().await {
                 Ok(m) => m,
@@ -64,7 +127,22 @@ async fn receive_blocks(shared: Arc<Shared>, endpoint: String) {
                 continue;
             };
             match bitcoin::consensus::deserialize::<Block>(body) {
-                Ok(block) => shared.accept_peer_block(block),
+                Ok(block) => {
+                    if let PeerBlock::Orphan { parent } = shared.accept_peer_block(block.clone()) {
+                        match catch_up(&shared, &rpc, parent).await {
+                            Ok(n) => {
+                                tracing::info!(
+                                    blocks = n,
+                                    "fetched the blocks a relayed block builds on"
+                                );
+                                shared.accept_peer_block(block);
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, "a relayed block builds on blocks this node cannot fetch: ignored")
+                            }
+                        }
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "the peer published a block that does not decode: ignored")
                 }

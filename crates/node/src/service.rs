@@ -2,7 +2,7 @@
 
 use crate::chain::ChainBlock;
 use crate::config::NodeConfig;
-use crate::state::NodeState;
+use crate::state::{NodeState, PeerBlock};
 use crate::zmq::{start_publisher, Notification};
 use anyhow::{Context, Result};
 use bitcoin::hashes::Hash;
@@ -75,11 +75,12 @@ impl Shared {
     }
 
     /// A follower takes a block its peer relayed, and announces it.
-    pub fn accept_peer_block(&self, block: bitcoin::Block) {
-        let tip = self.sync().accept_peer_block(block);
-        if let Some(tip) = tip {
-            self.announce(&[tip]);
+    pub fn accept_peer_block(&self, block: bitcoin::Block) -> PeerBlock {
+        let taken = self.sync().accept_peer_block(block);
+        if let PeerBlock::Connected(tip) = &taken {
+            self.announce(std::slice::from_ref(tip));
         }
+        taken
     }
 
     /// Tells every face about new tips: ZMQ, then longpolls.

@@ -25,6 +25,19 @@ use std::sync::Arc;
 const NS: u64 = 1_000_000_000;
 /// Templates kept for submitblocklight; an older job gets "job_id data not available".
 const RECENT_TEMPLATES: usize = 32;
+/// What became of a block a follower's peer relayed.
+#[derive(Debug)]
+pub enum PeerBlock {
+    /// It extends the tip: the new tip.
+    Connected(Arc<ChainBlock>),
+    /// This node has it already.
+    Known,
+    /// Its parent is unknown here (a block this node missed): fetch the parent first.
+    Orphan { parent: BlockHash },
+    /// Its parent is known but not the tip.
+    Fork,
+}
+
 /// What relaying one transaction costs a peer besides the transaction: the inv and
 /// getdata entries (36 bytes each) and their share of message headers.
 const TX_RELAY_OVERHEAD_BYTES: u64 = 80;
@@ -197,16 +210,25 @@ impl NodeState {
         self.compact_blocks.sent += compact_block_size(block, &[]);
     }
 
+    /// Whether this node has the block (on its chain or beside it).
+    pub fn has_block(&self, hash: &BlockHash) -> bool {
+        self.chain.get(hash).is_some()
+    }
+
     /// A follower takes a block its peer relayed: valid by the peer's word, as after
-    /// header sync. Returns the new tip, or `None` for a block it has or cannot place.
-    pub fn accept_peer_block(&mut self, block: Block) -> Option<Arc<ChainBlock>> {
+    /// header sync.
+    pub fn accept_peer_block(&mut self, block: Block) -> PeerBlock {
         let hash = block.block_hash();
         if self.chain.get(&hash).is_some() {
-            return None;
+            return PeerBlock::Known;
         }
-        if block.header.prev_blockhash != self.chain.tip().hash {
-            tracing::warn!(%hash, prev = %block.header.prev_blockhash, "a relayed block does not extend this node's tip: ignored");
-            return None;
+        let parent = block.header.prev_blockhash;
+        if parent != self.chain.tip().hash {
+            if self.chain.get(&parent).is_none() {
+                return PeerBlock::Orphan { parent };
+            }
+            tracing::warn!(%hash, prev = %parent, "a relayed block forks below this node's tip: ignored (the emulated network does not reorganise)");
+            return PeerBlock::Fork;
         }
         let height = self.chain.height() + 1;
         let txids: Vec<Txid> = block.txdata[1..].iter().map(|t| t.compute_txid()).collect();
@@ -221,7 +243,7 @@ impl NodeState {
             .map(|o| o.value.to_sat())
             .sum();
         let fees = claimed.saturating_sub(crate::chain::subsidy(height));
-        Some(self.connect(block, &txids, fees, TipCause::Network))
+        PeerBlock::Connected(self.connect(block, &txids, fees, TipCause::Network))
     }
 
     fn draw_next_tx(&mut self, after: u64) -> Option<u64> {

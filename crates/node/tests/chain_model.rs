@@ -5,7 +5,7 @@ mod common;
 use bitcoin::hashes::Hash;
 use bitcoin::{Target, TxMerkleNode};
 use common::{mined_block, pool_coinbase, solve, unsolve};
-use node::state::Submission;
+use node::state::{PeerBlock, Submission};
 use node::{Difficulty, MempoolConfig, MempoolPreset, NodeConfig, NodeState};
 use probe::{Event, Recorder, TipCause};
 use std::time::Duration;
@@ -459,14 +459,32 @@ fn a_farm_block_and_a_network_block_cross_between_the_nodes() {
         panic!("the network rejected a valid farm block");
     };
     assert_eq!(tip.fees, template.fees);
-    let taken = farm.accept_peer_block(block.clone()).expect("a new tip");
+    let PeerBlock::Connected(taken) = farm.accept_peer_block(block.clone()) else {
+        panic!("a new tip");
+    };
     assert_eq!(taken.hash, network.tip_hash());
     assert_eq!(taken.fees, template.fees, "fees read from the coinbase");
-    assert!(farm.accept_peer_block(block).is_none(), "known already");
+    assert!(
+        matches!(farm.accept_peer_block(block), PeerBlock::Known),
+        "known already"
+    );
 
+    // A block the farm missed: the next one is an orphan until its parent comes.
+    let missed = network.mine_network_block(None);
     let found = network.mine_network_block(None);
-    farm.accept_peer_block(found.block.clone())
-        .expect("a new tip");
+    assert!(matches!(
+        farm.accept_peer_block(found.block.clone()),
+        PeerBlock::Orphan { parent } if parent == missed.hash
+    ));
+    assert!(!farm.has_block(&found.hash));
+    assert!(matches!(
+        farm.accept_peer_block(missed.block.clone()),
+        PeerBlock::Connected(_)
+    ));
+    assert!(matches!(
+        farm.accept_peer_block(found.block.clone()),
+        PeerBlock::Connected(_)
+    ));
     assert_eq!(farm.tip_hash(), network.tip_hash());
     for tx in &found.block.txdata[1..] {
         assert!(farm.mempool().get(&tx.compute_txid()).is_none());
