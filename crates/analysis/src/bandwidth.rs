@@ -114,19 +114,22 @@ pub fn link_rates(counters: &[(u64, u64, u64)]) -> Vec<(u64, f64, f64)> {
         .collect()
 }
 
+/// The last counter at or before `t` (zero before the first).
+fn counter_at(counters: &[(u64, u64, u64)], t: u64) -> (u64, u64, u64) {
+    counters
+        .iter()
+        .rev()
+        .find(|c| c.0 <= t)
+        .copied()
+        .unwrap_or((t, 0, 0))
+}
+
 /// Up and down bytes per second in the window; `None` without counters or time between.
 fn rates_in(counters: &[(u64, u64, u64)], window: Window) -> Option<(f64, f64)> {
     if counters.is_empty() {
         return None;
     }
-    let at = |t: u64| {
-        counters
-            .iter()
-            .rev()
-            .find(|c| c.0 <= t)
-            .copied()
-            .unwrap_or((t, 0, 0))
-    };
+    let at = |t: u64| counter_at(counters, t);
     let (start, end) = (at(window.start_ns), at(window.end_ns));
     let secs = end.0.saturating_sub(start.0) as f64 / 1e9;
     (secs > 0.0).then(|| {
@@ -165,12 +168,75 @@ pub fn side_bandwidth(
     })
 }
 
+/// The farm's bytes per second (tx, rx), second by second through the window: its link
+/// plus a farm node's modelled peer traffic, each counter read at whole seconds from the
+/// window's start. Empty when the link recorded nothing.
+pub fn farm_rate_series(
+    link: &Counters,
+    farm_node: Option<&FarmNodeTraffic>,
+    window: Window,
+) -> Vec<(f64, f64)> {
+    if link.is_empty() {
+        return Vec::new();
+    }
+    let none = Counters::new();
+    let (relay, blocks) = farm_node.map_or((&none, &none), |f| (&f.tx_relay, &f.block_relay));
+    let grew = |c: &Counters, from: u64, to: u64| {
+        let (a, b) = (counter_at(c, from), counter_at(c, to));
+        (
+            b.1.saturating_sub(a.1) as f64,
+            b.2.saturating_sub(a.2) as f64,
+        )
+    };
+    let seconds = window.secs().floor() as u64;
+    (0..seconds)
+        .map(|k| {
+            let from = window.start_ns + k * 1_000_000_000;
+            let to = from + 1_000_000_000;
+            let (up, down) = grew(link, from, to);
+            let (_, relayed) = grew(relay, from, to);
+            let (sent, received) = grew(blocks, from, to);
+            (up + sent, down + relayed + received)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing::*;
 
     const S: u64 = 1_000 * MS;
+
+    #[test]
+    fn the_farm_second_by_second_is_its_link_and_its_nodes_modelled_traffic() {
+        let window = Window {
+            start_ns: 2 * S,
+            end_ns: 5 * S + S / 2,
+        };
+        let link = link_counters(
+            &[
+                link_bytes(2 * S, "link", 200, 2_000),
+                link_bytes(3 * S, "link", 500, 2_500),
+                // No sample at 4 s: the 3 s counter still holds then.
+                link_bytes(5 * S, "link", 1_100, 5_000),
+            ],
+            "link",
+        );
+        let farm = FarmNodeTraffic {
+            tx_relay: vec![(2 * S, 0, 0), (3 * S, 0, 40), (4 * S, 0, 100)],
+            block_relay: vec![(4 * S, 0, 0), (5 * S, 7, 300)],
+            feed: vec![(3 * S, 1_000_000, 1_000_000)], // in no total
+        };
+        // Three whole seconds in the window: 2-3, 3-4, 4-5 s.
+        // tx: link 300, 0, 600; blocks sent 0, 0, 7.
+        // rx: link 500, 0, 2,500; relay 40, 60, 0; blocks received 0, 0, 300.
+        assert_eq!(
+            farm_rate_series(&link, Some(&farm), window),
+            vec![(300.0, 540.0), (0.0, 60.0), (607.0, 2_800.0)]
+        );
+        assert!(farm_rate_series(&Counters::new(), Some(&farm), window).is_empty());
+    }
 
     #[test]
     fn the_rate_is_the_counters_growth_between_the_samples_at_the_window_ends() {

@@ -1,90 +1,262 @@
-//! The headline metrics, each named once (as criterion names its estimates): what the
-//! terminal table and the "SV2 delta" lines lead with. A renamed summary field is a
-//! compile error here, never a silently missing row.
+//! The verdict: every SV2 side against the `sv1` side on the headline metrics, each named
+//! once (a renamed summary field is a compile error here), each with the difference, its
+//! 95% interval by the unit the metric really has (tips, templates, seconds, shares),
+//! and whether it stays significant when all of them are read together (Benjamini-
+//! Hochberg at 5%). Fewer than [`MIN_UNITS`] units on a side: "too few", never significant.
 
-use crate::summary::{Delta, SideSummary, Summary};
+use crate::stats::{
+    benjamini_hochberg, cluster_delta, series_delta, two_proportion, Clustered, MIN_UNITS,
+};
+use crate::summary::SideSummary;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// The false discovery rate the verdict controls.
+pub const FDR: f64 = 0.05;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Headline {
-    NewJobP50,
-    NewPrevhashJobP50,
-    BlockPropagationP50,
+    NewJobMs,
+    NewPrevhashJobMs,
+    StaleWorkPct,
+    StaleSharesPct,
     AcceptancePct,
-    PoolCreditedPct,
-    StaleShares,
-    StalePct,
-    StaleWorkS,
-    TemplateValueMean,
-    FarmTx,
-    FarmRx,
+    BlockPropagationMs,
+    FarmTxBytesPerS,
+    FarmRxBytesPerS,
+    TemplateValueSats,
 }
 
 impl Headline {
-    pub const ALL: [Headline; 11] = [
-        Headline::NewJobP50,
-        Headline::NewPrevhashJobP50,
-        Headline::BlockPropagationP50,
+    pub const ALL: [Headline; 9] = [
+        Headline::NewJobMs,
+        Headline::NewPrevhashJobMs,
+        Headline::StaleWorkPct,
+        Headline::StaleSharesPct,
         Headline::AcceptancePct,
-        Headline::PoolCreditedPct,
-        Headline::StaleShares,
-        Headline::StalePct,
-        Headline::StaleWorkS,
-        Headline::TemplateValueMean,
-        Headline::FarmTx,
-        Headline::FarmRx,
+        Headline::BlockPropagationMs,
+        Headline::FarmTxBytesPerS,
+        Headline::FarmRxBytesPerS,
+        Headline::TemplateValueSats,
     ];
 
     pub fn label(self) -> &'static str {
         match self {
-            Headline::NewJobP50 => "new job p50 ms",
-            Headline::NewPrevhashJobP50 => "new job after a block p50 ms",
-            Headline::BlockPropagationP50 => "block propagation p50 ms",
+            Headline::NewJobMs => "new job, mean ms",
+            Headline::NewPrevhashJobMs => "new job after a block, mean ms",
+            Headline::StaleWorkPct => "stale work %",
+            Headline::StaleSharesPct => "stale shares %",
             Headline::AcceptancePct => "acceptance %",
-            Headline::PoolCreditedPct => "work credited by the pool %",
-            Headline::StaleShares => "stale shares",
-            Headline::StalePct => "stale shares %",
-            Headline::StaleWorkS => "stale work (miner-seconds)",
-            Headline::TemplateValueMean => "template value mean sats",
-            Headline::FarmTx => "farm tx bytes/s",
-            Headline::FarmRx => "farm rx bytes/s",
+            Headline::BlockPropagationMs => "block propagation, mean ms",
+            Headline::FarmTxBytesPerS => "farm tx bytes/s",
+            Headline::FarmRxBytesPerS => "farm rx bytes/s",
+            Headline::TemplateValueSats => "template value, mean sats",
         }
     }
 
-    /// The metric's value on one side; `None` where the side has none.
-    pub fn of(self, s: &SideSummary) -> Option<f64> {
+    /// What one independent unit of the metric is.
+    pub fn unit(self) -> &'static str {
         match self {
-            Headline::NewJobP50 => s.new_job_ms.p50,
-            Headline::NewPrevhashJobP50 => s.new_prevhash_job_ms.p50,
-            Headline::BlockPropagationP50 => s.block_propagation_ms.p50,
-            Headline::AcceptancePct => s.shares.acceptance_pct,
-            Headline::PoolCreditedPct => s.pool_work.credited_pct,
-            Headline::StaleShares => Some(s.shares.stale as f64),
-            Headline::StalePct => s.shares.stale_pct,
-            Headline::StaleWorkS => Some(s.work_s.stale_s),
-            Headline::TemplateValueMean => s.template_value_sats.mean,
-            Headline::FarmTx => s.bandwidth_bytes_per_s.as_ref().map(|b| b.farm.tx),
-            Headline::FarmRx => s.bandwidth_bytes_per_s.as_ref().map(|b| b.farm.rx),
+            Headline::NewJobMs => "templates",
+            Headline::NewPrevhashJobMs | Headline::StaleWorkPct => "tips",
+            Headline::StaleSharesPct => "shares",
+            Headline::AcceptancePct => "verdicts",
+            Headline::BlockPropagationMs => "blocks",
+            Headline::FarmTxBytesPerS | Headline::FarmRxBytesPerS => "batches of seconds",
+            Headline::TemplateValueSats => "miner-seconds",
         }
     }
 }
 
-/// Every SV2 side's headline metrics against the `sv1` side, where both have a value.
-pub fn headline_deltas(summary: &Summary) -> Vec<(&str, Vec<(Headline, Delta)>)> {
-    let Some(sv1) = summary.sides.get("sv1") else {
-        return Vec::new();
+/// One headline metric, an SV2 side against `sv1`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerdictRow {
+    pub metric: Headline,
+    pub sv1: Option<f64>,
+    pub sv2: Option<f64>,
+    /// `sv2 - sv1`.
+    pub delta: Option<f64>,
+    /// In percent of SV1 (absent when SV1 is zero).
+    pub pct: Option<f64>,
+    /// 95% interval of `delta`.
+    pub ci: Option<(f64, f64)>,
+    pub p_value: Option<f64>,
+    /// Independent units behind each side, `(sv1, sv2)`.
+    pub units: (usize, usize),
+    /// The interval excludes zero and the difference survives the false discovery rate
+    /// control across the whole verdict.
+    pub significant: bool,
+    /// Why there is no interval, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_interval: Option<String>,
+}
+
+/// What the verdict needs of a side beyond its summary: the per-unit samples.
+pub struct VerdictInput<'a> {
+    pub summary: &'a SideSummary,
+    /// Each tip's stale miner-seconds (the sum of its miners' delays to work on it).
+    pub stale_s_per_tip: Vec<f64>,
+    /// Miners x window seconds: the work there was.
+    pub miner_seconds: f64,
+}
+
+/// Every SV2 side against `sv1`, significance controlled across all rows at [`FDR`].
+pub fn verdict(sides: &BTreeMap<String, VerdictInput>) -> BTreeMap<String, Vec<VerdictRow>> {
+    let Some(sv1) = sides.get("sv1") else {
+        return BTreeMap::new();
     };
-    summary
-        .sides
+    let mut out: BTreeMap<String, Vec<VerdictRow>> = sides
         .iter()
         .filter(|(name, _)| name.starts_with("sv2"))
         .map(|(name, side)| {
-            let rows = Headline::ALL
-                .into_iter()
-                .filter_map(|h| Some((h, Delta::of(h.of(side)?, h.of(sv1)?))))
-                .collect();
-            (name.as_str(), rows)
+            let rows = Headline::ALL.iter().map(|h| row(*h, sv1, side)).collect();
+            (name.clone(), rows)
         })
-        .collect()
+        .collect();
+    // Only rows with a test take part; their significance is what survives together.
+    let tested: Vec<(String, usize, f64)> = out
+        .iter()
+        .flat_map(|(side, rows)| {
+            rows.iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.p_value.map(|p| (side.clone(), i, p)))
+        })
+        .collect();
+    let p: Vec<f64> = tested.iter().map(|t| t.2).collect();
+    for ((side, i, _), kept) in tested.iter().zip(benjamini_hochberg(&p, FDR)) {
+        let row = &mut out.get_mut(side).expect("a side")[*i];
+        row.significant = row.significant && kept;
+    }
+    out
+}
+
+fn row(h: Headline, sv1: &VerdictInput, sv2: &VerdictInput) -> VerdictRow {
+    let (a, b) = (sv1.summary, sv2.summary);
+    let latency = |pick: fn(&SideSummary) -> &Clustered| {
+        from_delta(h, cluster_delta(&pick(a).clusters(), &pick(b).clusters()))
+    };
+    let proportion = |x_a: u64, n_a: u64, x_b: u64, n_b: u64| {
+        let mut r = empty(h, pct_of(x_a, n_a), pct_of(x_b, n_b));
+        r.units = (n_a as usize, n_b as usize);
+        match two_proportion(x_a, n_a, x_b, n_b) {
+            Some(t) => {
+                r.p_value = Some(t.p_value);
+                r.significant = t.significant;
+                // The normal interval of the difference of the two rates, in points.
+                let se = (t.p_a * (1.0 - t.p_a) / n_a as f64 + t.p_b * (1.0 - t.p_b) / n_b as f64)
+                    .sqrt();
+                r.ci = Some(((t.delta - 1.96 * se) * 100.0, (t.delta + 1.96 * se) * 100.0));
+            }
+            None => r.no_interval = Some("no variation to test (none or all on both sides)".into()),
+        }
+        r
+    };
+    match h {
+        Headline::NewJobMs => latency(|s| &s.samples.new_job_ms),
+        Headline::NewPrevhashJobMs => latency(|s| &s.samples.new_prevhash_job_ms),
+        Headline::BlockPropagationMs => latency(|s| &s.samples.block_propagation_ms),
+        Headline::StaleWorkPct => {
+            let singles = |xs: &[f64]| xs.iter().map(|x| vec![*x]).collect::<Vec<_>>();
+            let d = cluster_delta(
+                &singles(&sv1.stale_s_per_tip),
+                &singles(&sv2.stale_s_per_tip),
+            );
+            // Per tip to the share of all work: the tips (the same network's, so as many on
+            // both sides) over the miner-seconds.
+            let scale = |s: &VerdictInput| {
+                (s.miner_seconds > 0.0)
+                    .then(|| s.stale_s_per_tip.len() as f64 / s.miner_seconds * 100.0)
+            };
+            let mut r = from_delta(h, d);
+            match (scale(sv1), scale(sv2)) {
+                (Some(k1), Some(k2)) if (k1 - k2).abs() < 1e-12 * k1.max(1.0) => {
+                    r.sv1 = r.sv1.map(|v| v * k1);
+                    r.sv2 = r.sv2.map(|v| v * k2);
+                    r.delta = r.delta.map(|v| v * k1);
+                    r.ci = r.ci.map(|(lo, hi)| (lo * k1, hi * k1));
+                }
+                _ => {
+                    r = empty(h, stale_pct(sv1), stale_pct(sv2));
+                    r.no_interval = Some("the sides saw different tips or windows".into());
+                }
+            }
+            r
+        }
+        Headline::StaleSharesPct => proportion(
+            a.shares.stale,
+            a.shares.submitted,
+            b.shares.stale,
+            b.shares.submitted,
+        ),
+        Headline::AcceptancePct => {
+            let judged =
+                |s: &SideSummary| s.shares.accepted + s.shares.pool_stale + s.shares.rejected;
+            proportion(a.shares.accepted, judged(a), b.shares.accepted, judged(b))
+        }
+        Headline::FarmTxBytesPerS => from_delta(
+            h,
+            series_delta(&a.samples.farm_tx_per_s, &b.samples.farm_tx_per_s),
+        ),
+        Headline::FarmRxBytesPerS => from_delta(
+            h,
+            series_delta(&a.samples.farm_rx_per_s, &b.samples.farm_rx_per_s),
+        ),
+        Headline::TemplateValueSats => {
+            let mut r = empty(h, a.template_value_sats.mean, b.template_value_sats.mean);
+            r.no_interval = Some("time-weighted: no interval yet".into());
+            r
+        }
+    }
+}
+
+fn stale_pct(s: &VerdictInput) -> Option<f64> {
+    (s.miner_seconds > 0.0).then(|| s.stale_s_per_tip.iter().sum::<f64>() / s.miner_seconds * 100.0)
+}
+
+fn pct_of(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 * 100.0 / whole as f64)
+}
+
+/// A row with the two values and their difference, nothing tested.
+fn empty(h: Headline, sv1: Option<f64>, sv2: Option<f64>) -> VerdictRow {
+    let delta = sv1.zip(sv2).map(|(a, b)| b - a);
+    VerdictRow {
+        metric: h,
+        sv1,
+        sv2,
+        delta,
+        pct: sv1
+            .zip(delta)
+            .and_then(|(a, d)| (a != 0.0).then(|| d / a.abs() * 100.0)),
+        ci: None,
+        p_value: None,
+        units: (0, 0),
+        significant: false,
+        no_interval: None,
+    }
+}
+
+fn from_delta(h: Headline, d: Option<crate::stats::Delta>) -> VerdictRow {
+    let Some(d) = d else {
+        let mut r = empty(h, None, None);
+        r.no_interval = Some("no samples on a side".into());
+        return r;
+    };
+    let mut r = empty(h, Some(d.mean_a), Some(d.mean_b));
+    r.units = (d.units_a, d.units_b);
+    r.ci = d.ci;
+    r.p_value = d.p_value;
+    r.significant = d.significant;
+    if d.too_few() {
+        r.no_interval = Some(format!(
+            "too few (n = {} and {} {}; {MIN_UNITS} needed)",
+            d.units_a,
+            d.units_b,
+            h.unit()
+        ));
+    }
+    r
 }
 
 #[cfg(test)]
@@ -95,32 +267,74 @@ mod tests {
     use probe::TipCause;
 
     #[test]
-    fn each_side_against_sv1_only_where_both_have_the_metric() {
+    fn each_sv2_side_against_sv1_with_intervals_by_the_metrics_own_unit() {
         let mut farm = farm_side();
         farm.1.miners_role = "miners".into(); // the same miners' events on both sides
         let m = manifest(vec![sv1_side(), farm]);
+        // Six tips, a second apart; sv1's two miners get each tip's work at 60 and 62 ms,
+        // sv2-a's (on its farm node's templates) at 40 and 41 ms... but both sides read
+        // the same miners here, so they tie the same jobs: only the template ties differ.
+        let mut events = Vec::new();
+        for k in 0..6u64 {
+            let t = 1_000 * MS + k * 1_000 * MS;
+            let hash = format!("P{k}");
+            let (a, f) = (format!("A{k}"), format!("F{k}"));
+            events.push(tip(t, &hash, TipCause::Network));
+            events.push(template(t, "node", &a, &hash, 100));
+            events.push(template(t + 20 * MS, "node-farm", &f, &hash, 100));
+            events.push(job(t + (60 + k) * MS, 0, &hash, Some(&a)));
+            events.push(job(t + (61 + k) * MS, 1, &hash, Some(&f)));
+        }
+        let s = compute(&m, &events, &[]);
+        let rows = &s.verdict["sv2-a"];
+        let get = |h| rows.iter().find(|r| r.metric == h).unwrap().clone();
+        // New job: sv1 ties miner 0 to the node's templates at 60..65 ms (mean 62.5);
+        // sv2-a ties miner 1 to the farm node's, 41..46 ms after them (mean 43.5).
+        let new_job = get(Headline::NewJobMs);
+        assert_eq!((new_job.sv1, new_job.sv2), (Some(62.5), Some(43.5)));
+        assert_eq!(new_job.delta, Some(-19.0));
+        assert_eq!(new_job.units, (6, 6));
+        // Every template's delay differs by exactly 19 ms, with the same spread on both
+        // sides; the interval is around -19 and excludes zero.
+        let (lo, hi) = new_job.ci.unwrap();
+        assert!(lo < -19.0 && hi > -19.0 && hi < 0.0, "{new_job:?}");
+        assert!(new_job.significant);
+        // The same miners, the same tips: no difference after a block, not significant.
+        let after_block = get(Headline::NewPrevhashJobMs);
+        assert_eq!(after_block.delta, Some(0.0));
+        assert!(!after_block.significant);
+        // Stale work: each tip's two miners wait 60+k and 61+k ms: 121 + 2k ms, summed
+        // over k = 0..5: 756 ms = 0.756 s of 2 miners x 10 s: 3.78%.
+        let stale = get(Headline::StaleWorkPct);
+        assert!((stale.sv1.unwrap() - 3.78).abs() < 1e-9, "{stale:?}");
+        assert_eq!(stale.delta, Some(0.0));
+        // No shares: nothing to test, said so.
+        assert!(get(Headline::StaleSharesPct).no_interval.is_some());
+        // No blocks: no samples.
+        assert_eq!(get(Headline::BlockPropagationMs).sv1, None);
+    }
+
+    #[test]
+    fn too_few_units_is_said_and_never_significant() {
+        let m = manifest(vec![sv1_side(), farm_side()]);
         let events = [
             tip(1_000 * MS, "P", TipCause::Network),
-            template(1_010 * MS, "node", "A", "P", 100),
-            template(1_030 * MS, "node-farm", "F", "P", 100),
-            job(1_070 * MS, 0, "P", Some("A")),
-            job(1_070 * MS, 1, "P", Some("F")),
-            share(2_000 * MS, 0, 1, "P", None),
-            link_bytes(0, "link", 0, 0),
-            link_bytes(10_000 * MS, "link", 1_000, 2_000),
+            template(1_000 * MS, "node", "A", "P", 100),
+            template(1_000 * MS, "node-farm", "F", "P", 100),
+            job(1_050 * MS, 0, "P", Some("A")),
+            job_to("miners-a", 1_002 * MS, 0, "P", Some("F")),
         ];
         let s = compute(&m, &events, &[]);
-        let d = headline_deltas(&s);
-        assert_eq!(d.len(), 1);
-        let (side, rows) = &d[0];
-        assert_eq!(*side, "sv2-a");
-        let get = |h| rows.iter().find(|(x, _)| *x == h).map(|(_, d)| d.clone());
-        // sv1 ties miner 0's job (60 ms), sv2-a miner 1's (40 ms).
-        assert_eq!(get(Headline::NewJobP50), Some(Delta::of(40.0, 60.0)));
-        assert_eq!(get(Headline::StaleShares), Some(Delta::of(0.0, 0.0)));
-        // sv2-a's link recorded nothing: no bandwidth row, not a zero.
-        assert_eq!(get(Headline::FarmTx), None);
-        // No pool verdicts on either side: no acceptance.
-        assert_eq!(get(Headline::AcceptancePct), None);
+        let row = s.verdict["sv2-a"]
+            .iter()
+            .find(|r| r.metric == Headline::NewJobMs)
+            .unwrap()
+            .clone();
+        assert_eq!(row.delta, Some(-48.0));
+        assert!(!row.significant && row.ci.is_none());
+        assert_eq!(
+            row.no_interval.as_deref(),
+            Some("too few (n = 1 and 1 templates; 5 needed)")
+        );
     }
 }

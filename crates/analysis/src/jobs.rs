@@ -15,6 +15,7 @@
 //!   valid work weighs the template value.
 
 use crate::manifest::{SideRoles, Window};
+use crate::stats::Clustered;
 use crate::timeline::{TemplateMatch, Timeline};
 use crate::Unmatched;
 use probe::{Dist, Event, Record};
@@ -35,8 +36,10 @@ pub struct WorkTime {
 /// What a side's jobs show.
 #[derive(Debug, Default)]
 pub struct JobFacts {
-    pub new_job_ms: Vec<f64>,
-    pub new_prevhash_job_ms: Vec<f64>,
+    /// By template (its marker): one build reaches every miner.
+    pub new_job_ms: Clustered,
+    /// By tip.
+    pub new_prevhash_job_ms: Clustered,
     /// (template value, miner-nanoseconds of valid work on it).
     pub value_weights: Vec<(f64, f64)>,
     pub work: WorkTime,
@@ -78,7 +81,9 @@ pub fn side_jobs<'a>(
             TemplateMatch::Found(t) => {
                 let marker = marker_txid.as_deref().expect("found by its marker");
                 if first_on_template.insert((*miner, marker)) && window.contains(t.t_ns) {
-                    facts.new_job_ms.push(ms(r.t_ns.saturating_sub(t.t_ns)));
+                    facts
+                        .new_job_ms
+                        .push(marker, ms(r.t_ns.saturating_sub(t.t_ns)));
                 }
             }
             TemplateMatch::NoMarker => unmatched.add("job_without_marker", 1),
@@ -97,7 +102,7 @@ pub fn side_jobs<'a>(
             match first_on_tip.get(&(miner, *hash)) {
                 Some(t_job) => facts
                     .new_prevhash_job_ms
-                    .push(ms(t_job.saturating_sub(*t_tip))),
+                    .push(hash, ms(t_job.saturating_sub(*t_tip))),
                 None => unmatched.add("tip_without_job", 1),
             }
         }
@@ -151,6 +156,8 @@ pub fn weighted_dist(samples: &mut [(f64, f64)]) -> Dist {
         p90: quantile(0.9),
         p99: quantile(0.99),
         max: samples.last().map(|s| s.0),
+        mean_ci: None,
+        units: None,
     }
 }
 
@@ -188,8 +195,10 @@ mod tests {
             job(6_050 * MS, 0, "P", Some("B")),
         ];
         let (f, u) = run(&m, &events);
-        assert_eq!(f.new_job_ms, vec![60.0, 80.0, 50.0]);
-        assert_eq!(f.new_prevhash_job_ms, vec![70.0, 90.0]);
+        assert_eq!(f.new_job_ms.values(), vec![60.0, 80.0, 50.0]);
+        // A build reaches every miner: template A is one unit, B another.
+        assert_eq!(f.new_job_ms.clusters(), vec![vec![60.0, 80.0], vec![50.0]]);
+        assert_eq!(f.new_prevhash_job_ms.values(), vec![70.0, 90.0]);
         assert!(u.0.is_empty(), "{u:?}");
     }
 
@@ -204,7 +213,7 @@ mod tests {
             job(2_020 * MS, 1, "P", Some("B")),
         ];
         let (f, _) = run(&m, &events);
-        assert_eq!(f.new_job_ms, vec![20.0]);
+        assert_eq!(f.new_job_ms.values(), vec![20.0]);
     }
 
     #[test]
@@ -222,7 +231,7 @@ mod tests {
             // miner 1 never gets work on Q
         ];
         let (f, u) = run(&m, &events);
-        assert_eq!(f.new_prevhash_job_ms, vec![55.0, 40.0, 100.0]);
+        assert_eq!(f.new_prevhash_job_ms.values(), vec![55.0, 40.0, 100.0]);
         assert_eq!(u.0["tip_without_job"], 1);
     }
 
@@ -273,7 +282,7 @@ mod tests {
         let mut u = Unmatched::default();
         let side = &m.sides["sv2-a"];
         let f = side_jobs(side, "node-farm", &timeline, &sorted, m.window(), &mut u);
-        assert_eq!(f.new_job_ms, vec![20.0]);
+        assert_eq!(f.new_job_ms.values(), vec![20.0]);
         assert_eq!(u.0["job_on_another_nodes_template"], 1);
         assert_eq!(u.0["job_without_node_template"], 1);
     }

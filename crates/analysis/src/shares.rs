@@ -18,6 +18,7 @@
 
 use crate::jobs::ms;
 use crate::manifest::{SideRoles, Window};
+use crate::stats::Clustered;
 use crate::timeline::Timeline;
 use crate::Unmatched;
 use probe::{Event, Record, ShareVerdict};
@@ -77,7 +78,8 @@ pub struct ShareFacts {
     pub shares: ShareCounts,
     pub pool_work: PoolWork,
     pub blocks: BlockCounts,
-    pub block_propagation_ms: Vec<f64>,
+    /// By block: each is its own unit.
+    pub block_propagation_ms: Clustered,
 }
 
 /// The share and block rules over one side's events (`events` in time order).
@@ -110,7 +112,7 @@ pub fn side_shares(
                         Some(t_accept) => {
                             f.blocks.accepted += 1;
                             f.block_propagation_ms
-                                .push(ms(t_accept.saturating_sub(r.t_ns)));
+                                .push(hash, ms(t_accept.saturating_sub(r.t_ns)));
                         }
                         None => unmatched.add("block_not_accepted_by_node", 1),
                     }
@@ -281,7 +283,7 @@ mod tests {
                 accepted: 1
             }
         );
-        assert_eq!(f.block_propagation_ms, vec![80.0]);
+        assert_eq!(f.block_propagation_ms.values(), vec![80.0]);
         assert_eq!(u.0["block_not_accepted_by_node"], 1);
     }
 

@@ -1,4 +1,14 @@
-//! Comparing two samples: difference of means with a bootstrap confidence interval.
+//! The statistics every published difference goes through, in one place.
+//!
+//! - Latencies come in clusters: one broadcast reaches every miner, so the unit is the tip
+//!   or template, not the receipt. [`cluster_delta`] resamples whole clusters.
+//! - Per-second series (CPU, memory, bandwidth) autocorrelate: [`series_delta`] takes the
+//!   means of contiguous batches as its units.
+//! - Proportions (stale shares) get a [`wilson`] interval, and a difference of two a
+//!   [`two_proportion`] test.
+//! - Below [`MIN_UNITS`] independent units on either side there is no interval and no
+//!   significance: "too few".
+//! - Many differences read together are corrected with [`benjamini_hochberg`].
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -6,6 +16,15 @@ use serde::{Deserialize, Serialize};
 
 /// Resamples of the bootstrap; enough for a stable 95% interval.
 const RESAMPLES: usize = 2000;
+
+/// Independent units (clusters, batches) each side needs for an interval.
+pub const MIN_UNITS: usize = 5;
+
+/// The normal quantile of a two-sided 95% interval.
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// Batches a per-second series is cut into (fewer when it is short).
+const SERIES_BATCHES: usize = 10;
 
 /// B against A for one metric.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -16,55 +35,294 @@ pub struct Delta {
     pub delta: f64,
     /// `delta / mean_a * 100` (absent when `mean_a` is zero).
     pub pct: Option<f64>,
-    /// 95% bootstrap interval of `delta`.
-    pub ci_low: f64,
-    pub ci_high: f64,
-    /// The interval excludes zero.
+    /// Independent units behind each side (clusters or batches).
+    pub units_a: usize,
+    pub units_b: usize,
+    /// 95% bootstrap interval of `delta`; `None` with too few units.
+    pub ci: Option<(f64, f64)>,
+    /// Two-sided bootstrap p-value of "no difference"; `None` with too few units.
+    pub p_value: Option<f64>,
+    /// The interval excludes zero (never with too few units).
     pub significant: bool,
+}
+
+impl Delta {
+    /// Too few independent units on a side for an interval.
+    pub fn too_few(&self) -> bool {
+        self.ci.is_none()
+    }
+}
+
+/// Samples with the unit each belongs to (the tip or template whose broadcast it is), in
+/// the order they were taken.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Clustered(Vec<(String, f64)>);
+
+impl Clustered {
+    pub fn push(&mut self, unit: &str, value: f64) {
+        self.0.push((unit.to_string(), value));
+    }
+
+    pub fn values(&self) -> Vec<f64> {
+        self.0.iter().map(|(_, v)| *v).collect()
+    }
+
+    /// The samples grouped by unit, in the order the units first appear.
+    pub fn clusters(&self) -> Vec<Vec<f64>> {
+        let mut order: Vec<&str> = Vec::new();
+        let mut by_unit: std::collections::HashMap<&str, Vec<f64>> = Default::default();
+        for (unit, v) in &self.0 {
+            by_unit
+                .entry(unit)
+                .or_insert_with(|| {
+                    order.push(unit);
+                    Vec::new()
+                })
+                .push(*v);
+        }
+        order
+            .iter()
+            .map(|u| by_unit.remove(u).unwrap_or_default())
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The distribution of the values, with the interval of their mean by unit.
+    pub fn dist(&self) -> probe::Dist {
+        let mean = cluster_mean(&self.clusters());
+        probe::Dist {
+            mean_ci: mean.ci,
+            units: Some(mean.units),
+            ..probe::Dist::of(&self.values())
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// A point estimate with its 95% interval and the independent units behind it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub point: Option<f64>,
+    /// `None` below [`MIN_UNITS`] units.
+    pub ci: Option<(f64, f64)>,
+    pub units: usize,
+}
+
+/// The mean of clustered samples with a cluster bootstrap interval (seeded).
+pub fn cluster_mean(clusters: &[Vec<f64>]) -> Estimate {
+    let clusters: Vec<&Vec<f64>> = clusters.iter().filter(|c| !c.is_empty()).collect();
+    let point = pooled_mean(&clusters);
+    let ci = (clusters.len() >= MIN_UNITS).then(|| {
+        let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
+        let mut means: Vec<f64> = (0..RESAMPLES)
+            .map(|_| resample_mean(&clusters, &mut rng))
+            .collect();
+        means.sort_by(f64::total_cmp);
+        percentile_interval(&means)
+    });
+    Estimate {
+        point,
+        ci,
+        units: clusters.len(),
+    }
+}
+
+/// One bootstrap resample of whole clusters: the mean over all the receipts it holds.
+fn resample_mean(clusters: &[&Vec<f64>], rng: &mut ChaCha8Rng) -> f64 {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for _ in 0..clusters.len() {
+        let c = clusters[rng.gen_range(0..clusters.len())];
+        sum += c.iter().sum::<f64>();
+        n += c.len();
+    }
+    sum / n as f64
+}
+
+/// The 2.5th and 97.5th percentiles of sorted bootstrap statistics.
+fn percentile_interval(sorted: &[f64]) -> (f64, f64) {
+    (
+        sorted[(RESAMPLES as f64 * 0.025) as usize],
+        sorted[(RESAMPLES as f64 * 0.975) as usize - 1],
+    )
 }
 
 pub fn mean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
-/// The 95% interval of the mean of `xs` (normal approximation); `None` below 2 samples.
+/// The 95% interval of the mean of independent `xs` (normal approximation); `None`
+/// below [`MIN_UNITS`] samples.
 pub fn mean_interval(xs: &[f64]) -> Option<(f64, f64)> {
     let m = mean(xs)?;
-    if xs.len() < 2 {
+    if xs.len() < MIN_UNITS {
         return None;
     }
     let var = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64;
-    let half = 1.96 * (var / xs.len() as f64).sqrt();
+    let half = Z95 * (var / xs.len() as f64).sqrt();
     Some((m - half, m + half))
 }
 
-/// Difference of means of `b` against `a`, with a percentile bootstrap interval
-/// (seeded, so a report is reproducible). `None` when either side has no samples.
+/// Difference of means of independent samples `b` against `a`: each sample is its own unit.
 pub fn delta(a: &[f64], b: &[f64]) -> Option<Delta> {
-    let (mean_a, mean_b) = (mean(a)?, mean(b)?);
-    let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
-    let resample = |xs: &[f64], rng: &mut ChaCha8Rng| {
-        (0..xs.len())
-            .map(|_| xs[rng.gen_range(0..xs.len())])
-            .sum::<f64>()
-            / xs.len() as f64
-    };
-    let mut deltas: Vec<f64> = (0..RESAMPLES)
-        .map(|_| resample(b, &mut rng) - resample(a, &mut rng))
-        .collect();
-    deltas.sort_by(f64::total_cmp);
-    let ci_low = deltas[(RESAMPLES as f64 * 0.025) as usize];
-    let ci_high = deltas[(RESAMPLES as f64 * 0.975) as usize - 1];
+    let singles = |xs: &[f64]| xs.iter().map(|x| vec![*x]).collect::<Vec<_>>();
+    cluster_delta(&singles(a), &singles(b))
+}
+
+/// Difference of means of clustered samples (each inner list one cluster: the receipts
+/// of one broadcast), with a cluster bootstrap: whole clusters are resampled, and each
+/// resample's mean is over all the receipts it holds. Seeded, so a report is reproducible.
+/// `None` when either side has no samples.
+pub fn cluster_delta(a: &[Vec<f64>], b: &[Vec<f64>]) -> Option<Delta> {
+    let a: Vec<&Vec<f64>> = a.iter().filter(|c| !c.is_empty()).collect();
+    let b: Vec<&Vec<f64>> = b.iter().filter(|c| !c.is_empty()).collect();
+    let (mean_a, mean_b) = (pooled_mean(&a)?, pooled_mean(&b)?);
     let delta = mean_b - mean_a;
-    Some(Delta {
+    let mut d = Delta {
         mean_a,
         mean_b,
         delta,
         pct: (mean_a != 0.0).then(|| delta / mean_a * 100.0),
-        ci_low,
-        ci_high,
-        significant: ci_low > 0.0 || ci_high < 0.0,
+        units_a: a.len(),
+        units_b: b.len(),
+        ci: None,
+        p_value: None,
+        significant: false,
+    };
+    if a.len() < MIN_UNITS || b.len() < MIN_UNITS {
+        return Some(d);
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
+    let mut deltas: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            let ra = resample_mean(&a, &mut rng);
+            resample_mean(&b, &mut rng) - ra
+        })
+        .collect();
+    deltas.sort_by(f64::total_cmp);
+    let (low, high) = percentile_interval(&deltas);
+    let at_or_below = deltas.iter().filter(|x| **x <= 0.0).count() as f64 / RESAMPLES as f64;
+    let at_or_above = deltas.iter().filter(|x| **x >= 0.0).count() as f64 / RESAMPLES as f64;
+    d.ci = Some((low, high));
+    d.p_value = Some((2.0 * at_or_below.min(at_or_above)).min(1.0));
+    d.significant = low > 0.0 || high < 0.0;
+    Some(d)
+}
+
+/// Difference of means of two per-second series, by batch means: each series is cut into
+/// up to [`SERIES_BATCHES`] contiguous batches, and the batches are the units.
+pub fn series_delta(a: &[f64], b: &[f64]) -> Option<Delta> {
+    cluster_delta(&batches(a), &batches(b))
+}
+
+/// `xs` in contiguous batches of equal length (the remainder joins the last batch).
+fn batches(xs: &[f64]) -> Vec<Vec<f64>> {
+    if xs.is_empty() {
+        return Vec::new();
+    }
+    let count = SERIES_BATCHES.min(xs.len());
+    let len = xs.len() / count;
+    let mut out: Vec<Vec<f64>> = xs.chunks(len).map(<[f64]>::to_vec).collect();
+    while out.len() > count {
+        let tail = out.pop().expect("more than one batch");
+        out.last_mut().expect("a batch").extend(tail);
+    }
+    out
+}
+
+fn pooled_mean(clusters: &[&Vec<f64>]) -> Option<f64> {
+    let n: usize = clusters.iter().map(|c| c.len()).sum();
+    (n > 0).then(|| clusters.iter().flat_map(|c| c.iter()).sum::<f64>() / n as f64)
+}
+
+/// The Wilson score 95% interval of a proportion `successes / n`; `None` of nothing.
+pub fn wilson(successes: u64, n: u64) -> Option<(f64, f64)> {
+    if n == 0 {
+        return None;
+    }
+    let (x, n) = (successes as f64, n as f64);
+    let p = x / n;
+    let z2 = Z95 * Z95;
+    let denominator = 1.0 + z2 / n;
+    let center = (p + z2 / (2.0 * n)) / denominator;
+    let half = Z95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denominator;
+    Some(((center - half).max(0.0), (center + half).min(1.0)))
+}
+
+/// Two proportions compared: B's against A's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProportionDelta {
+    pub p_a: f64,
+    pub p_b: f64,
+    /// `p_b - p_a`.
+    pub delta: f64,
+    /// The pooled two-proportion z statistic and its two-sided p-value.
+    pub z: f64,
+    pub p_value: f64,
+    pub significant: bool,
+}
+
+/// The two-proportion z test of `x_b / n_b` against `x_a / n_a` (pooled variance);
+/// `None` when a side has nothing, or when neither has any success or failure (no
+/// variance to test against).
+pub fn two_proportion(x_a: u64, n_a: u64, x_b: u64, n_b: u64) -> Option<ProportionDelta> {
+    if n_a == 0 || n_b == 0 {
+        return None;
+    }
+    let (p_a, p_b) = (x_a as f64 / n_a as f64, x_b as f64 / n_b as f64);
+    let pooled = (x_a + x_b) as f64 / (n_a + n_b) as f64;
+    let se = (pooled * (1.0 - pooled) * (1.0 / n_a as f64 + 1.0 / n_b as f64)).sqrt();
+    if se == 0.0 {
+        return None;
+    }
+    let z = (p_b - p_a) / se;
+    let p_value = 2.0 * (1.0 - normal_cdf(z.abs()));
+    Some(ProportionDelta {
+        p_a,
+        p_b,
+        delta: p_b - p_a,
+        z,
+        p_value,
+        significant: p_value < 0.05,
     })
+}
+
+/// The standard normal CDF (Abramowitz and Stegun 7.1.26 for erf; error below 1.5e-7).
+fn normal_cdf(x: f64) -> f64 {
+    let t = x.abs() / std::f64::consts::SQRT_2;
+    let k = 1.0 / (1.0 + 0.327_591_1 * t);
+    let poly = k
+        * (0.254_829_592
+            + k * (-0.284_496_736
+                + k * (1.421_413_741 + k * (-1.453_152_027 + k * 1.061_405_429))));
+    let erf = 1.0 - poly * (-t * t).exp();
+    0.5 * (1.0 + erf.copysign(x))
+}
+
+/// Which of `p_values` stay significant when they are read together, controlling the
+/// false discovery rate at `q` (Benjamini-Hochberg): sort ascending, find the largest
+/// rank k with p(k) <= k / m * q, and keep the k smallest.
+pub fn benjamini_hochberg(p_values: &[f64], q: f64) -> Vec<bool> {
+    let m = p_values.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|i, j| p_values[*i].total_cmp(&p_values[*j]));
+    let kept = order
+        .iter()
+        .enumerate()
+        .filter(|(rank, i)| p_values[**i] <= (rank + 1) as f64 / m as f64 * q)
+        .map(|(rank, _)| rank + 1)
+        .max()
+        .unwrap_or(0);
+    let mut out = vec![false; m];
+    for i in &order[..kept] {
+        out[*i] = true;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -72,12 +330,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_interval_of_a_mean_needs_two_samples() {
-        // Mean 3, sample variance ((1+1+1+1)/3 = 4/3), so half-width 1.96 * sqrt(4/3 / 4).
-        let (lo, hi) = mean_interval(&[2.0, 4.0, 2.0, 4.0]).unwrap();
-        let half = 1.96 * (1.0f64 / 3.0).sqrt();
+    fn the_interval_of_a_mean_needs_enough_samples() {
+        // Mean 3, sample variance (4 x 1 + 0) / 4 = 1, so half-width 1.96 * sqrt(1 / 5).
+        let (lo, hi) = mean_interval(&[2.0, 4.0, 2.0, 4.0, 3.0]).unwrap();
+        let half = Z95 * (1.0f64 / 5.0).sqrt();
         assert!((lo - (3.0 - half)).abs() < 1e-12 && (hi - (3.0 + half)).abs() < 1e-12);
-        assert_eq!(mean_interval(&[5.0]), None);
+        assert_eq!(mean_interval(&[5.0, 6.0, 7.0, 8.0]), None);
+    }
+
+    #[test]
+    fn one_sample_is_never_significant() {
+        let d = delta(&[10.0], &[1_000.0]).unwrap();
+        assert_eq!(d.delta, 990.0);
+        assert!(d.too_few() && !d.significant && d.p_value.is_none());
+        // Four clusters against forty: still too few on one side.
+        let four: Vec<Vec<f64>> = (0..4).map(|_| vec![1.0; 10]).collect();
+        let forty: Vec<Vec<f64>> = (0..40).map(|_| vec![9.0; 10]).collect();
+        assert!(cluster_delta(&four, &forty).unwrap().too_few());
     }
 
     #[test]
@@ -86,7 +355,9 @@ mod tests {
         let d = delta(&xs, &xs).unwrap();
         assert_eq!(d.delta, 0.0);
         assert!(!d.significant);
-        assert!(d.ci_low <= 0.0 && d.ci_high >= 0.0);
+        let (lo, hi) = d.ci.unwrap();
+        assert!(lo <= 0.0 && hi >= 0.0);
+        assert!(d.p_value.unwrap() > 0.5, "{d:?}");
     }
 
     #[test]
@@ -98,7 +369,132 @@ mod tests {
         assert!((d.mean_a - 137.95).abs() < 1e-9, "{}", d.mean_a);
         assert!((d.delta - (40.9 - 138.0)).abs() < 1e-9);
         assert!((d.pct.unwrap() - (40.9 - 138.0) / 137.95 * 100.0).abs() < 1e-9);
-        assert!(d.significant && d.ci_high < -90.0 && d.ci_low > -105.0);
+        let (lo, hi) = d.ci.unwrap();
+        assert!(d.significant && hi < -90.0 && lo > -105.0);
+        assert_eq!(d.p_value, Some(0.0));
         assert!(delta(&[], &b).is_none());
+    }
+
+    #[test]
+    fn the_cluster_bootstrap_resamples_broadcasts_not_receipts() {
+        // Ten tips; every miner of a tip got its job at the same moment: 10 receipts per
+        // cluster, clusters at 50 + (tip % 5) ms. A shifted 2 ms later on every tip.
+        let a: Vec<Vec<f64>> = (0..10).map(|t| vec![50.0 + f64::from(t % 5); 10]).collect();
+        let b: Vec<Vec<f64>> = (0..10).map(|t| vec![52.0 + f64::from(t % 5); 10]).collect();
+        let clustered = cluster_delta(&a, &b).unwrap();
+        assert_eq!((clustered.units_a, clustered.units_b), (10, 10));
+        assert!((clustered.delta - 2.0).abs() < 1e-12);
+        // Treated as 100 independent receipts, the interval is about sqrt(10) narrower.
+        let flat = |c: &[Vec<f64>]| c.concat();
+        let naive = delta(&flat(&a), &flat(&b)).unwrap();
+        let width = |d: &Delta| d.ci.map(|(lo, hi)| hi - lo).unwrap();
+        let ratio = width(&clustered) / width(&naive);
+        assert!((2.4..4.0).contains(&ratio), "{ratio}");
+        // The cluster means' spread (sd sqrt(2), 10 per side) puts +-1.24 ms around 2 ms:
+        // significant, with the interval inside (0, 4).
+        let (lo, hi) = clustered.ci.unwrap();
+        assert!(
+            clustered.significant && lo > 0.0 && hi < 4.0,
+            "{clustered:?}"
+        );
+        // A constant shift with no spread at all is exactly the shift.
+        let flat_a: Vec<Vec<f64>> = (0..6).map(|_| vec![10.0, 10.0]).collect();
+        let flat_b: Vec<Vec<f64>> = (0..6).map(|_| vec![12.0]).collect();
+        assert_eq!(
+            cluster_delta(&flat_a, &flat_b).unwrap().ci,
+            Some((2.0, 2.0))
+        );
+    }
+
+    #[test]
+    fn clustered_samples_group_by_unit_in_first_seen_order() {
+        let mut c = Clustered::default();
+        for (unit, v) in [
+            ("tip1", 50.0),
+            ("tip2", 70.0),
+            ("tip1", 52.0),
+            ("tip3", 1.0),
+        ] {
+            c.push(unit, v);
+        }
+        assert_eq!(c.values(), vec![50.0, 70.0, 52.0, 1.0]);
+        assert_eq!(c.clusters(), vec![vec![50.0, 52.0], vec![70.0], vec![1.0]]);
+        // Three units: a mean, no interval.
+        let e = cluster_mean(&c.clusters());
+        assert_eq!((e.point, e.ci, e.units), (Some(43.25), None, 3));
+        // Five identical clusters: the interval is the point.
+        let same: Vec<Vec<f64>> = (0..5).map(|_| vec![4.0, 6.0]).collect();
+        assert_eq!(cluster_mean(&same).ci, Some((5.0, 5.0)));
+    }
+
+    #[test]
+    fn a_series_is_compared_by_batch_means() {
+        assert_eq!(batches(&[1.0, 2.0, 3.0]).len(), 3);
+        // 25 samples in 10 batches of 2, the last taking the remaining 5.
+        let b = batches(&(0..25).map(f64::from).collect::<Vec<_>>());
+        assert_eq!(b.len(), 10);
+        assert_eq!(b[0], vec![0.0, 1.0]);
+        assert_eq!(b[9], vec![18.0, 19.0, 20.0, 21.0, 22.0, 23.0, 24.0]);
+        // Three seconds of a series: three units, too few.
+        assert!(series_delta(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0])
+            .unwrap()
+            .too_few());
+        assert_eq!(series_delta(&b.concat(), &b.concat()).unwrap().units_a, 10);
+    }
+
+    #[test]
+    fn wilson_intervals_worked_by_hand() {
+        // 0 of 10: [0, z^2 / (n + z^2)] = 3.841459 / 13.841459 = 0.277533.
+        let (lo, hi) = wilson(0, 10).unwrap();
+        assert!(lo.abs() < 1e-12 && (hi - 0.277_533).abs() < 1e-6, "{hi}");
+        // 5 of 10: centre 0.5, half 1.959964 * sqrt(0.025 + 0.0096037) / 1.3841459
+        //   = 1.959964 * 0.1860207 / 1.3841459 = 0.263407.
+        let (lo, hi) = wilson(5, 10).unwrap();
+        assert!(
+            (lo - 0.236_593).abs() < 1e-6 && (hi - 0.763_407).abs() < 1e-6,
+            "{lo} {hi}"
+        );
+        assert_eq!(wilson(0, 0), None);
+    }
+
+    #[test]
+    fn two_proportions_worked_by_hand() {
+        // The published results: 53 of 13,642 SV1 shares stale, 0 of 3,525 with A.
+        // Pooled 53 / 17,167 = 0.0030873; se = sqrt(0.0030873 x 0.9969127 x (1/13642 +
+        // 1/3525)) = sqrt(0.0030778 x 0.00035699) = 0.0010482; z = -0.0038851 / 0.0010482
+        // = -3.7064; two-sided p = 0.00021.
+        let d = two_proportion(53, 13_642, 0, 3_525).unwrap();
+        assert!((d.z - (-3.7064)).abs() < 1e-3, "{}", d.z);
+        assert!((d.p_value - 0.000_21).abs() < 1e-5, "{}", d.p_value);
+        assert!(d.significant);
+        // 1 of 80 against 0 of 80: pooled 1/160, se = sqrt(0.00625 x 0.99375 x 2/80)
+        // = 0.012461, z = -0.0125 / 0.012461 = -1.00314, p = 0.3158: not significant.
+        let d = two_proportion(1, 80, 0, 80).unwrap();
+        assert!((d.z - (-1.003_14)).abs() < 1e-4, "{}", d.z);
+        assert!((d.p_value - 0.315_79).abs() < 1e-4, "{}", d.p_value);
+        assert!(!d.significant);
+        // Nothing stale on either side: nothing to test.
+        assert!(two_proportion(0, 80, 0, 80).is_none());
+    }
+
+    #[test]
+    fn benjamini_hochberg_on_fixed_lists() {
+        // Sorted 0.005, 0.01, 0.03, 0.04 against 0.0125, 0.025, 0.0375, 0.05: the 4th
+        // passes, so all four stay.
+        assert_eq!(
+            benjamini_hochberg(&[0.01, 0.04, 0.03, 0.005], 0.05),
+            vec![true; 4]
+        );
+        // 0.01, 0.02, 0.03 pass their ranks, 0.5 does not.
+        assert_eq!(
+            benjamini_hochberg(&[0.5, 0.01, 0.03, 0.02], 0.05),
+            vec![false, true, true, true]
+        );
+        // 0.04 alone would pass at 0.05; among five with nothing smaller, 0.04 > 1/5 x 0.05.
+        assert_eq!(
+            benjamini_hochberg(&[0.04, 0.3, 0.5, 0.7, 0.9], 0.05),
+            vec![false; 5]
+        );
+        assert!(benjamini_hochberg(&[], 0.05).is_empty());
     }
 }

@@ -1,13 +1,16 @@
 //! The `stratum-bench.summary.v1` schema and how it is computed.
 
 use crate::bandwidth::{
-    block_relay_counters, link_counters, side_bandwidth, tx_relay_counters, FarmNodeTraffic,
+    block_relay_counters, farm_rate_series, link_counters, side_bandwidth, tx_relay_counters,
+    FarmNodeTraffic,
 };
+use crate::headline::{verdict, VerdictInput, VerdictRow};
 use crate::input::RunInput;
 use crate::jobs::{side_jobs, weighted_dist, WorkTime};
 use crate::manifest::{Manifest, Sample, Window, MANIFEST_FILE};
 use crate::paths::{path_readings, PathReadings};
 use crate::shares::side_shares;
+use crate::stats::Clustered;
 use crate::timeline::Timeline;
 use crate::Unmatched;
 use anyhow::{Context, Result};
@@ -34,6 +37,10 @@ pub struct Summary {
     /// the difference and the difference in percent of SV1.
     #[serde(default)]
     pub deltas: BTreeMap<String, BTreeMap<String, Delta>>,
+    /// Per SV2 side, the headline metrics against `sv1` with their 95% intervals and
+    /// significance under false discovery rate control (`analysis::headline`).
+    #[serde(default)]
+    pub verdict: BTreeMap<String, Vec<VerdictRow>>,
     /// Events that could not be tied to their counterpart, by kind.
     pub unmatched: BTreeMap<String, u64>,
 }
@@ -106,16 +113,22 @@ pub struct SideSummary {
     pub job_declaration: Option<JobDeclarationSummary>,
     /// The side's own role processes (the shared network node is under `network`).
     pub roles: BTreeMap<String, RoleResources>,
-    /// The per-event values behind the latency distributions (for histograms).
+    /// The per-event values behind the distributions, by the unit each belongs to.
     #[serde(skip)]
     pub samples: LatencySamples,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct LatencySamples {
-    pub new_job_ms: Vec<f64>,
-    pub new_prevhash_job_ms: Vec<f64>,
-    pub block_propagation_ms: Vec<f64>,
+    /// By template.
+    pub new_job_ms: Clustered,
+    /// By tip.
+    pub new_prevhash_job_ms: Clustered,
+    /// By block.
+    pub block_propagation_ms: Clustered,
+    /// The farm's bytes per second, second by second through the window.
+    pub farm_tx_per_s: Vec<f64>,
+    pub farm_rx_per_s: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -174,15 +187,13 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                     .map(|feed| link_counters(events.iter().copied(), feed))
                     .unwrap_or_default(),
             });
-            let bandwidth = side_bandwidth(
-                &link_counters(events.iter().copied(), &side.link_role),
-                farm_node.as_ref(),
-                window,
-            );
+            let link = link_counters(events.iter().copied(), &side.link_role);
+            let bandwidth = side_bandwidth(&link, farm_node.as_ref(), window);
+            let farm_per_s = farm_rate_series(&link, farm_node.as_ref(), window);
             let link_rtt_ms = side.link_rtt_ms.unwrap_or(m.link.rtt_ms);
-            let new_job_ms = Dist::of(&jobs.new_job_ms);
-            let new_prevhash_job_ms = Dist::of(&jobs.new_prevhash_job_ms);
-            let block_propagation_ms = Dist::of(&shares.block_propagation_ms);
+            let new_job_ms = jobs.new_job_ms.dist();
+            let new_prevhash_job_ms = jobs.new_prevhash_job_ms.dist();
+            let block_propagation_ms = shares.block_propagation_ms.dist();
             let value = weighted_dist(&mut jobs.value_weights);
             let summary = SideSummary {
                 config: side.config.clone(),
@@ -222,6 +233,8 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                     new_job_ms: jobs.new_job_ms,
                     new_prevhash_job_ms: jobs.new_prevhash_job_ms,
                     block_propagation_ms: shares.block_propagation_ms,
+                    farm_tx_per_s: farm_per_s.iter().map(|r| r.0).collect(),
+                    farm_rx_per_s: farm_per_s.iter().map(|r| r.1).collect(),
                 },
             };
             (name.clone(), summary)
@@ -257,6 +270,12 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
             node: node_sampled.then(|| resources(samples, &m.node_role, window)),
         },
         deltas: deltas(&sides),
+        verdict: verdict(
+            &sides
+                .iter()
+                .map(|(name, side)| (name.clone(), verdict_input(side, window)))
+                .collect(),
+        ),
         sides,
         unmatched: unmatched.0,
     }
@@ -295,6 +314,22 @@ fn per_role(
             ))
         })
         .collect()
+}
+
+/// What the verdict reads of a side: its summary, each tip's stale miner-seconds (its
+/// miners' delays to work on it), and the miner-seconds there were.
+fn verdict_input(side: &SideSummary, window: Window) -> VerdictInput<'_> {
+    VerdictInput {
+        summary: side,
+        stale_s_per_tip: side
+            .samples
+            .new_prevhash_job_ms
+            .clusters()
+            .iter()
+            .map(|delays| delays.iter().sum::<f64>() / 1e3)
+            .collect(),
+        miner_seconds: f64::from(side.miners) * window.secs(),
+    }
 }
 
 /// Every numeric metric an SV2 side shares with the SV1 side, as SV2 against SV1.

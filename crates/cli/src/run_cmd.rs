@@ -1,6 +1,5 @@
 //! `stratum-bench run` and `stratum-bench role`.
 
-use analysis::headline::headline_deltas;
 use analysis::Summary;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -174,17 +173,27 @@ fn table(s: &Summary) -> String {
             dist(&added.down)
         ));
     }
-    // The seed report's "SV2 delta" lines: the headline metrics, SV2 against SV1.
-    for (side, rows) in headline_deltas(s) {
-        out.push_str(&format!("SV2 delta, {side} against sv1:\n"));
-        for (headline, d) in rows {
+    // The verdict: each SV2 side against sv1, with intervals and significance.
+    for (side, rows) in &s.verdict {
+        out.push_str(&format!(
+            "verdict, {side} against sv1 (95% intervals; significance under false discovery rate control):\n"
+        ));
+        for row in rows {
+            let cell = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
+            let interval = match (row.ci, &row.no_interval) {
+                (Some((lo, hi)), _) => format!("[{lo:+.2}, {hi:+.2}]"),
+                (None, Some(why)) => why.clone(),
+                (None, None) => "-".into(),
+            };
             out.push_str(&format!(
-                "  {:width$}  {:.1} vs {:.1}: {:+.1}{}\n",
-                headline.label(),
-                d.sv2,
-                d.sv1,
-                d.delta,
-                d.pct.map_or(String::new(), |p| format!(" ({p:+.1}%)"))
+                "  {:width$}  {} vs {}: {}{}  {}{}\n",
+                row.metric.label(),
+                cell(row.sv2),
+                cell(row.sv1),
+                row.delta.map_or("-".into(), |d| format!("{d:+.2}")),
+                row.pct.map_or(String::new(), |p| format!(" ({p:+.1}%)")),
+                interval,
+                if row.significant { "  significant" } else { "" },
             ));
         }
     }

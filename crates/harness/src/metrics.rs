@@ -67,7 +67,8 @@ pub fn render(summary: &Summary, roles: &RoleGauges) -> String {
         (
             "stratum_bench_new_job_seconds",
             "From the node producing a template to a miner receiving the first job on it.",
-            (|s: &analysis::summary::SideSummary| &s.samples.new_job_ms) as fn(&_) -> &Vec<f64>,
+            (|s: &analysis::summary::SideSummary| &s.samples.new_job_ms)
+                as fn(&_) -> &analysis::stats::Clustered,
         ),
         (
             "stratum_bench_new_prevhash_job_seconds",
@@ -82,7 +83,7 @@ pub fn render(summary: &Summary, roles: &RoleGauges) -> String {
     ] {
         let mut lines = Vec::new();
         for (side, s) in sides {
-            let values: Vec<f64> = pick(s).iter().map(|ms| ms / 1e3).collect();
+            let values: Vec<f64> = pick(s).values().iter().map(|ms| ms / 1e3).collect();
             for le in BUCKETS_S {
                 let n = values.iter().filter(|v| **v <= *le).count();
                 lines.push(format!(

@@ -108,6 +108,8 @@ impl Histogram {
             p90: scaled(self.quantile(0.90)),
             p99: scaled(self.quantile(0.99)),
             max: scaled((n > 0).then(|| self.max.load(Ordering::Relaxed))),
+            mean_ci: None,
+            units: None,
         }
     }
 }

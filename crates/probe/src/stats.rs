@@ -11,6 +11,13 @@ pub struct Dist {
     pub p90: Option<f64>,
     pub p99: Option<f64>,
     pub max: Option<f64>,
+    /// The 95% interval of the mean, where the analysis computed one by the samples'
+    /// independent units (the tips or templates they belong to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_ci: Option<(f64, f64)>,
+    /// Those independent units.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units: Option<usize>,
 }
 
 impl Dist {
@@ -25,6 +32,8 @@ impl Dist {
             p90: pct(0.90),
             p99: pct(0.99),
             max: sorted.last().copied(),
+            mean_ci: None,
+            units: None,
         }
     }
 }

@@ -33,7 +33,6 @@ fn view(run: &RunData) -> Result<RunView<'_>> {
     Ok(RunView {
         summary,
         manifest,
-        events: &run.events,
         samples: &run.samples,
     })
 }
@@ -49,7 +48,10 @@ impl Comparison {
                     Some(d) => (
                         format!("{:+.1}", d.delta),
                         d.pct.map_or("-".into(), |p| format!("{p:+.1}%")),
-                        format!("{:+.1} to {:+.1}", d.ci_low, d.ci_high),
+                        d.ci.map_or(
+                            format!("too few (n = {} and {})", d.units_a, d.units_b),
+                            |(lo, hi)| format!("{lo:+.1} to {hi:+.1}"),
+                        ),
                         if d.significant { "yes" } else { "no" }.to_string(),
                     ),
                     None => ("-".into(), "-".into(), "-".into(), "too few samples".into()),
@@ -79,7 +81,7 @@ impl Comparison {
                             .to_vec(),
                         rows,
                     },
-                    Block::Para("Significant: the 95% bootstrap interval of the difference of means excludes zero. Every metric here is better lower.".into()),
+                    Block::Para(format!("Significant: the 95% bootstrap interval of the difference of means excludes zero, and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% across this table. Latencies are resampled by the tip or template whose broadcast they belong to, per-second series (CPU, memory, bandwidth) by batch means; below {} such units a side is too few for an interval. Every metric here is better lower.", analysis::headline::FDR * 100.0, analysis::stats::MIN_UNITS)),
                 ],
             }],
         }

@@ -3,9 +3,10 @@
 use crate::document::{Block, Document, Section};
 use crate::readings;
 use crate::run_data::RunData;
-use crate::svg::{cdf, line_chart, number, Series};
+use crate::svg::{cdf, grouped, line_chart, number, Series};
 use analysis::bandwidth::{link_counters, link_rates};
-use analysis::stats;
+use analysis::headline::Headline;
+use analysis::stats::Clustered;
 use analysis::summary::SideSummary;
 use probe::{Dist, Event};
 use std::collections::BTreeMap;
@@ -30,6 +31,9 @@ pub fn build(run: &RunData) -> Document {
                 .map(|p| Block::Note(p.clone()))
                 .collect(),
         });
+    }
+    if let Some(summary) = run.summary.as_ref().filter(|s| !s.verdict.is_empty()) {
+        sections.push(verdict_section(summary));
     }
     sections.push(context(run));
     match &run.summary {
@@ -188,57 +192,123 @@ fn dist_cells(d: &Dist) -> Vec<String> {
     ]
 }
 
-/// 95% interval of a mean (from the analysis; shown only with 2+ samples).
-fn mean_ci(samples: &[f64]) -> String {
-    stats::mean_interval(samples).map_or("-".into(), |(lo, hi)| format!("{lo:.1} to {hi:.1}"))
+/// Each SV2 side against SV1 on the headline metrics, first: the numbers a reader came for.
+fn verdict_section(summary: &analysis::Summary) -> Section {
+    let mut rows = Vec::new();
+    for (side, verdict) in &summary.verdict {
+        for row in verdict {
+            // Times to a tenth of a ms, shares of work and shares to a thousandth of a
+            // point, bytes and sats whole.
+            let places = match row.metric {
+                Headline::StaleWorkPct | Headline::StaleSharesPct | Headline::AcceptancePct => 3,
+                Headline::NewJobMs | Headline::NewPrevhashJobMs | Headline::BlockPropagationMs => 1,
+                _ => 0,
+            };
+            let f = |x: Option<f64>| x.map_or("-".into(), |v| grouped(v, places));
+            let signed =
+                |v: f64| format!("{}{}", if v > 0.0 { "+" } else { "" }, grouped(v, places));
+            rows.push(vec![
+                side.clone(),
+                row.metric.label().to_string(),
+                f(row.sv1),
+                f(row.sv2),
+                row.delta.map_or("-".into(), signed),
+                row.pct.map_or("-".into(), |p| format!("{p:+.1}%")),
+                match (row.ci, &row.no_interval) {
+                    (Some((lo, hi)), _) => format!("{} to {}", signed(lo), signed(hi)),
+                    (None, Some(why)) => why.clone(),
+                    (None, None) => "-".into(),
+                },
+                if row.significant { "yes" } else { "no" }.into(),
+            ]);
+        }
+    }
+    Section {
+        title: "Verdict: each SV2 side against SV1".into(),
+        blocks: vec![
+            Block::Table {
+                head: ["side", "metric", "SV1", "SV2", "difference", "difference %", "95% interval", "significant"]
+                    .map(String::from)
+                    .to_vec(),
+                rows,
+            },
+            Block::Para(format!(
+                "Intervals count what is independent: latencies by the tip or template whose broadcast they belong to (one block reaches every miner at once), stale work by tip, bandwidth by batches of seconds, stale shares and acceptance as proportions (two-proportion test). Below {} units on a side there is no interval and nothing is called significant. Significant: the interval excludes zero and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% across the whole table. Stale work is the share of the miners' time spent on a job whose block the network had already replaced: each tip's delay to each miner's first job on it, summed, over miners x window.",
+                analysis::stats::MIN_UNITS,
+                analysis::headline::FDR * 100.0
+            )),
+        ],
+    }
 }
 
-type Metric = (&'static str, &'static str, fn(&SideSummary) -> &Vec<f64>);
+/// The 95% interval of a distribution's mean (from the analysis), or why there is none.
+fn mean_ci(d: &Dist) -> String {
+    match (d.mean_ci, d.units) {
+        (Some((lo, hi)), _) => format!("{lo:.1} to {hi:.1}"),
+        (None, Some(n)) if d.count > 0 => format!("too few (n = {n})"),
+        _ => "-".into(),
+    }
+}
 
-const LATENCIES: &[Metric] = &[
-    ("New job", "miners got a new template's job", |s| {
-        &s.samples.new_job_ms
-    }),
-    (
-        "New job after a new block",
-        "miners got work on a new block",
-        |s| &s.samples.new_prevhash_job_ms,
-    ),
-    ("Block propagation", "a found block reached the node", |s| {
-        &s.samples.block_propagation_ms
-    }),
+/// A latency: its title, what it measures, its headline, its distribution and samples.
+struct Latency {
+    title: &'static str,
+    what: &'static str,
+    headline: Headline,
+    dist: fn(&SideSummary) -> &Dist,
+    samples: fn(&SideSummary) -> &Clustered,
+}
+
+const LATENCIES: &[Latency] = &[
+    Latency {
+        title: "New job",
+        what: "miners got a new template's job",
+        headline: Headline::NewJobMs,
+        dist: |s| &s.new_job_ms,
+        samples: |s| &s.samples.new_job_ms,
+    },
+    Latency {
+        title: "New job after a new block",
+        what: "miners got work on a new block",
+        headline: Headline::NewPrevhashJobMs,
+        dist: |s| &s.new_prevhash_job_ms,
+        samples: |s| &s.samples.new_prevhash_job_ms,
+    },
+    Latency {
+        title: "Block propagation",
+        what: "a found block reached the node",
+        headline: Headline::BlockPropagationMs,
+        dist: |s| &s.block_propagation_ms,
+        samples: |s| &s.samples.block_propagation_ms,
+    },
 ];
 
 fn readings_section(summary: &analysis::Summary) -> Section {
     let mut blocks = Vec::new();
     for (name, side) in &summary.sides {
         let r = &side.readings;
-        for ((_, what, _), (dist, path)) in LATENCIES.iter().zip([
-            (&side.new_job_ms, &r.new_job),
-            (&side.new_prevhash_job_ms, &r.new_prevhash_job),
-            (&side.block_propagation_ms, &r.block_propagation),
-        ]) {
-            match dist.p50 {
+        for (latency, path) in
+            LATENCIES
+                .iter()
+                .zip([&r.new_job, &r.new_prevhash_job, &r.block_propagation])
+        {
+            let what = latency.what;
+            match (latency.dist)(side).p50 {
                 Some(p50) => blocks.push(Block::Para(readings::over_path(name, what, p50, path))),
                 None => blocks.push(Block::Note(format!("{name}: no samples for \"{what}\" in this run (for blocks: none was found by our miners)."))),
             }
         }
     }
-    if let Some(base) = summary.sides.get(BASELINE) {
-        for (name, side) in summary.sides.iter().filter(|(n, _)| n.as_str() != BASELINE) {
-            for (title, what, pick) in LATENCIES {
-                match stats::delta(pick(base), pick(side)) {
-                    Some(d) => blocks.push(Block::Para(readings::latency_delta(
-                        name,
-                        BASELINE,
-                        &what.replace("miners got", "delivers"),
-                        &d,
-                    ))),
-                    None => blocks.push(Block::Note(format!(
-                        "{name} against {BASELINE}: too few samples to compare {}.",
-                        title.to_lowercase()
-                    ))),
-                }
+    if summary.sides.contains_key(BASELINE) {
+        for (name, rows) in &summary.verdict {
+            for latency in LATENCIES {
+                let Some(row) = rows.iter().find(|r| r.metric == latency.headline) else {
+                    continue;
+                };
+                let what = latency.what.replace("miners got", "delivers");
+                blocks.push(Block::Para(readings::latency_delta(
+                    name, BASELINE, &what, row,
+                )));
             }
         }
         if summary.sides.len() == 1 {
@@ -327,13 +397,14 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
 
 fn latency_section(summary: &analysis::Summary) -> Section {
     let mut blocks = Vec::new();
-    for (title, _, pick) in LATENCIES {
+    for latency in LATENCIES {
+        let title = latency.title;
         let series: Vec<Series> = summary
             .sides
             .iter()
             .map(|(name, s)| Series {
                 name: name.clone(),
-                points: cdf(pick(s)),
+                points: cdf(&(latency.samples)(s).values()),
             })
             .collect();
         blocks.push(Block::Chart {
@@ -348,13 +419,13 @@ fn latency_section(summary: &analysis::Summary) -> Section {
         });
         let mut rows = Vec::new();
         for (name, s) in &summary.sides {
-            let xs = pick(s);
+            let d = (latency.dist)(s);
             let mut r = vec![name.clone()];
-            r.extend(dist_cells(&Dist::of(xs)));
-            r.push(mean_ci(xs));
+            r.extend(dist_cells(d));
+            r.push(mean_ci(d));
             rows.push(r);
         }
-        if summary.sides.values().all(|s| pick(s).is_empty()) {
+        if summary.sides.values().all(|s| (latency.dist)(s).count == 0) {
             blocks.push(Block::Note(format!(
                 "{title}: too few samples in this run to say anything (no events)."
             )));

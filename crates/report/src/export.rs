@@ -63,7 +63,7 @@ pub fn export_csv(run: &RunData, out: &Path) -> Result<Vec<PathBuf>> {
                 ("new_prevhash_job_ms", &s.samples.new_prevhash_job_ms),
                 ("block_propagation_ms", &s.samples.block_propagation_ms),
             ] {
-                for x in xs {
+                for x in xs.values() {
                     text.push_str(&format!("{side},{metric},{x}\n"));
                 }
             }

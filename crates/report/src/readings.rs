@@ -1,24 +1,31 @@
 //! Short generated readings of results: words around numbers the analysis computed (the
 //! published tool's text got its arithmetic wrong; here there is none).
 
+use analysis::headline::VerdictRow;
 use analysis::paths::PathReading;
-use analysis::stats::Delta;
 
 /// "sv2-c delivers new work 36% sooner than sv1: 77.9 ms against 122.0 ms on average
 /// (-44.1 ms, 95% CI -50.0 to -38.0 ms)."
-pub fn latency_delta(side: &str, base: &str, what: &str, d: &Delta) -> String {
-    let pct = d.pct.map_or("an unmeasurable".to_string(), |p| {
+pub fn latency_delta(side: &str, base: &str, what: &str, row: &VerdictRow) -> String {
+    let (Some(sv2), Some(sv1), Some(delta)) = (row.sv2, row.sv1, row.delta) else {
+        return format!("{side} against {base}: no samples on a side to compare ({what}).");
+    };
+    let pct = row.pct.map_or("an unmeasurable".to_string(), |p| {
         format!("{:.0}%", p.abs())
     });
-    let direction = if d.delta <= 0.0 { "sooner" } else { "later" };
-    let caveat = if d.significant {
-        ""
-    } else {
-        "; the difference is within the noise (not significant at 95%)"
+    let direction = if delta <= 0.0 { "sooner" } else { "later" };
+    let interval = match (row.ci, &row.no_interval) {
+        (Some((lo, hi)), _) => format!(", 95% CI {lo:+.1} to {hi:+.1} ms"),
+        (None, Some(why)) => format!("; {why}, so no interval"),
+        (None, None) => String::new(),
+    };
+    let caveat = match (row.significant, row.ci) {
+        (true, _) => "",
+        (false, Some(_)) => "; the difference is within the noise (not significant at 95%, false discovery rate controlled)",
+        (false, None) => "",
     };
     format!(
-        "{side} {what} {pct} {direction} than {base}: {:.1} ms against {:.1} ms on average ({:+.1} ms, 95% CI {:+.1} to {:+.1} ms){caveat}.",
-        d.mean_b, d.mean_a, d.delta, d.ci_low, d.ci_high
+        "{side} {what} {pct} {direction} than {base}: {sv2:.1} ms against {sv1:.1} ms on average ({delta:+.1} ms{interval}){caveat}."
     )
 }
 
@@ -37,16 +44,20 @@ pub fn over_path(side: &str, what: &str, p50_ms: f64, path: &PathReading) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use analysis::headline::Headline;
 
-    fn d(a: f64, b: f64, lo: f64, hi: f64) -> Delta {
-        Delta {
-            mean_a: a,
-            mean_b: b,
-            delta: b - a,
+    fn d(a: f64, b: f64, lo: f64, hi: f64) -> VerdictRow {
+        VerdictRow {
+            metric: Headline::NewJobMs,
+            sv1: Some(a),
+            sv2: Some(b),
+            delta: Some(b - a),
             pct: Some((b - a) / a * 100.0),
-            ci_low: lo,
-            ci_high: hi,
+            ci: Some((lo, hi)),
+            p_value: Some(0.01),
+            units: (20, 20),
             significant: lo > 0.0 || hi < 0.0,
+            no_interval: None,
         }
     }
 
@@ -76,6 +87,19 @@ mod tests {
         assert!(text.contains("4% later"), "{text}");
         assert!(text.contains("+4.0 ms"), "{text}");
         assert!(text.contains("not significant"), "{text}");
+    }
+
+    #[test]
+    fn too_few_says_so_and_claims_nothing() {
+        let mut row = d(100.0, 104.0, 0.0, 0.0);
+        row.ci = None;
+        row.significant = false;
+        row.no_interval = Some("too few (n = 2 and 2 tips; 5 needed)".into());
+        let text = latency_delta("sv2-c", "sv1", "gets work after a block", &row);
+        assert_eq!(
+            text,
+            "sv2-c gets work after a block 4% later than sv1: 104.0 ms against 100.0 ms on average (+4.0 ms; too few (n = 2 and 2 tips; 5 needed), so no interval)."
+        );
     }
 
     #[test]

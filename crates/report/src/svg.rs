@@ -162,6 +162,27 @@ pub fn cdf(samples: &[f64]) -> Vec<(f64, f64)> {
 }
 
 /// A compact human number for axis ticks.
+/// `v` with `places` decimals and its whole part in groups of three: 312,557,572.
+pub fn grouped(v: f64, places: usize) -> String {
+    let text = format!("{:.places$}", v.abs());
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let mut out = String::new();
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if !fraction.is_empty() {
+        out.push('.');
+        out.push_str(fraction);
+    }
+    if v < 0.0 && text.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        out.insert(0, '-');
+    }
+    out
+}
+
 pub fn number(v: f64) -> String {
     let a = v.abs();
     if a >= 1e9 {
@@ -225,5 +246,15 @@ mod tests {
             cdf(&[3.0, 1.0, 2.0]),
             vec![(1.0, 1.0 / 3.0), (2.0, 2.0 / 3.0), (3.0, 1.0)]
         );
+    }
+
+    #[test]
+    fn numbers_are_grouped_by_thousands() {
+        assert_eq!(grouped(312_557_572.4, 0), "312,557,572");
+        assert_eq!(grouped(-16_518.9, 0), "-16,519");
+        assert_eq!(grouped(1_234.56, 1), "1,234.6");
+        assert_eq!(grouped(0.1797, 3), "0.180");
+        assert_eq!(grouped(-0.0001, 3), "0.000");
+        assert_eq!(grouped(999.0, 0), "999");
     }
 }
