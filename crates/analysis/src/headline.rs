@@ -1,4 +1,5 @@
-//! The verdict: every SV2 side against the `sv1` side on the headline metrics, each named
+//! The verdict: every side against the `sv1` side on the headline metrics (SV2 sides, or a
+//! second SV1 side in an A/A check), each named
 //! once (a renamed summary field is a compile error here), each with the difference, its
 //! 95% interval by the unit the metric really has (tips, templates, seconds, shares),
 //! and whether it stays significant when all of them are read together (Benjamini-
@@ -10,6 +11,9 @@ use crate::stats::{
 use crate::summary::SideSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// The side every other side is set against.
+pub const BASELINE: &str = "sv1";
 
 /// The false discovery rate the verdict controls.
 pub const FDR: f64 = 0.05;
@@ -101,14 +105,14 @@ pub struct VerdictInput<'a> {
     pub miner_seconds: f64,
 }
 
-/// Every SV2 side against `sv1`, significance controlled across all rows at [`FDR`].
+/// Every other side against `sv1`, significance controlled across all rows at [`FDR`].
 pub fn verdict(sides: &BTreeMap<String, VerdictInput>) -> BTreeMap<String, Vec<VerdictRow>> {
-    let Some(sv1) = sides.get("sv1") else {
+    let Some(sv1) = sides.get(BASELINE) else {
         return BTreeMap::new();
     };
     let mut out: BTreeMap<String, Vec<VerdictRow>> = sides
         .iter()
-        .filter(|(name, _)| name.starts_with("sv2"))
+        .filter(|(name, _)| name.as_str() != BASELINE)
         .map(|(name, side)| {
             let rows = Headline::ALL.iter().map(|h| row(*h, sv1, side)).collect();
             (name.clone(), rows)

@@ -102,7 +102,7 @@ pub struct BesidePublished {
 
 /// This run's `sv1` side beside every published SV1 number; `None` without an `sv1` side.
 pub fn beside_published(summary: &Summary) -> Option<Vec<BesidePublished>> {
-    let sv1 = summary.sides.get("sv1")?;
+    let sv1 = summary.sides.get(crate::headline::BASELINE)?;
     let rows = SV1
         .iter()
         .map(|p| {

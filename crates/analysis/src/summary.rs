@@ -4,7 +4,7 @@ use crate::bandwidth::{
     block_relay_counters, farm_rate_series, link_counters, side_bandwidth, tx_relay_counters,
     FarmNodeTraffic,
 };
-use crate::headline::{verdict, VerdictInput, VerdictRow};
+use crate::headline::{verdict, VerdictInput, VerdictRow, BASELINE};
 use crate::input::RunInput;
 use crate::jobs::{side_jobs, weighted_dist, WorkTime};
 use crate::manifest::{Manifest, Sample, Window, MANIFEST_FILE};
@@ -332,15 +332,15 @@ fn verdict_input(side: &SideSummary, window: Window) -> VerdictInput<'_> {
     }
 }
 
-/// Every numeric metric an SV2 side shares with the SV1 side, as SV2 against SV1.
+/// Every numeric metric another side shares with the SV1 side, as it against SV1.
 pub fn deltas(sides: &BTreeMap<String, SideSummary>) -> BTreeMap<String, BTreeMap<String, Delta>> {
-    let Some(sv1) = sides.get("sv1") else {
+    let Some(sv1) = sides.get(BASELINE) else {
         return BTreeMap::new();
     };
     let base = numeric_leaves(&serde_json::to_value(sv1).expect("a summary serialises"));
     sides
         .iter()
-        .filter(|(name, _)| name.starts_with("sv2"))
+        .filter(|(name, _)| name.as_str() != BASELINE)
         .map(|(name, side)| {
             let ours = numeric_leaves(&serde_json::to_value(side).expect("a summary serialises"));
             let rows = ours

@@ -185,6 +185,8 @@ fn new_block_jobs_cross_the_link_in_its_one_way_delay() {
     }
 }
 
+/// Also the A/A check: a second SV1 side (`sv1-b`) beside the first differs in nothing
+/// the verdict calls significant.
 #[test]
 fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
     let dir = out_dir("block");
@@ -194,6 +196,8 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
         &[
             "--duration",
             "40s",
+            "--set",
+            r#"sides=["sv1", "sv1-b"]"#,
             "--set",
             "warmup=5s",
             "--set",
@@ -209,12 +213,28 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
     .output()
     .unwrap();
     succeed(out);
-    let sv1 = &summary(&dir)["sides"]["sv1"];
+    let s = summary(&dir);
+    let sv1 = &s["sides"]["sv1"];
     let accepted = sv1["blocks"]["accepted"].as_u64().unwrap();
     assert!(accepted > 0, "no block of ours reached the node: {sv1}");
     let p50 = sv1["block_propagation_ms"]["p50"].as_f64().unwrap();
     assert!(p50 >= 20.0, "a block crossed a 20 ms link in {p50} ms");
     assert!(p50 < 100.0, "{p50} ms");
+
+    let rows = s["verdict"]["sv1-b"]
+        .as_array()
+        .expect("sv1-b set against sv1");
+    let after_block = rows
+        .iter()
+        .find(|r| r["metric"] == "new_prevhash_job_ms")
+        .unwrap();
+    assert!(
+        after_block["ci"].is_array(),
+        "enough tips for an interval: {after_block}"
+    );
+    for row in rows {
+        assert_eq!(row["significant"], false, "A/A differs: {row}");
+    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use crate::metrics::{render, RoleGauges};
 use crate::process::{ready_field, stop_all, RoleProcess};
 use crate::roles::{LinkRoute, RoleSpec};
-use crate::scenario::{Scenario, JOB_DECLARATION_SIDES};
+use crate::scenario::{Config, Scenario};
 use analysis::manifest::{
     LinkParams, Manifest, Sample, SideRoles, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE,
 };
@@ -259,14 +259,9 @@ async fn start_roles(
     };
     // The SV2 sides' template provider: the node's TDP face, or its Mining IPC face (the
     // only one the pool runs its JDS with).
-    let sv2 = s
-        .sides
-        .iter()
-        .any(|side| matches!(side.as_str(), "sv2-c" | "sv2-d"));
-    let ipc_sides = s
-        .sides
-        .iter()
-        .any(|side| JOB_DECLARATION_SIDES.contains(&side.as_str()));
+    let configs: Vec<Config> = s.sides.iter().filter_map(|x| Config::of_side(x)).collect();
+    let sv2 = configs.iter().any(|c| c.pool_templates());
+    let ipc_sides = configs.iter().any(|c| c.declares_jobs());
     let ipc = s.sv2.template_provider == "ipc";
     let tdp = (sv2 && !ipc).then(|| node::tdp::TdpOptions {
         bind: "127.0.0.1:0".parse().expect("an address"),
@@ -323,21 +318,21 @@ async fn start_roles(
     let mut sides = BTreeMap::new();
     for (i, side) in s.sides.iter().enumerate() {
         let farm_port = s.link.farm_port.map_or(0, |p| p + i as u16);
-        let side_roles = match side.as_str() {
-            "sv1" => {
+        let config = Config::of_side(side).context("the scenario names only known sides")?;
+        let side_roles = match config {
+            Config::Sv1 => {
                 let node_rpc = (rpc.as_str(), password.as_str(), zmq.clone());
                 start_sv1_side(opts, dir, side, node_rpc, farm_port, roles).await?
             }
-            "sv2-c" | "sv2-d" => {
+            Config::Sv2C | Config::Sv2D => {
                 let templates = templates
                     .clone()
                     .context("an SV2 side has the node's template provider")?;
                 start_sv2_pool_side(opts, dir, side, templates, farm_port, roles).await?
             }
-            "sv2-a" | "sv2-b" => {
+            Config::Sv2A | Config::Sv2B => {
                 start_sv2_jd_side(opts, dir, side, &network, farm_port, roles).await?
             }
-            other => anyhow::bail!("side {other} is not runnable"),
         };
         sides.insert(side.clone(), side_roles);
     }
@@ -405,7 +400,7 @@ async fn start_sv1_side(
     eprintln!("{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)");
     let miners = spawn_sv1_miners(opts, dir, side, link_addr, roles).await?;
     Ok(SideRoles {
-        config: side.into(),
+        config: config_name(side),
         miners: s.miners.count,
         miner_hashrate: Some(s.miner_hashrate()),
         miners_role: miners.clone(),
@@ -439,7 +434,7 @@ async fn start_sv2_pool_side(
         tap,
         tap_addr,
     } = spawn_pool_site(opts, dir, side, templates, None, roles).await?;
-    if side == "sv2-d" {
+    if Config::of_side(side) == Some(Config::Sv2D) {
         let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
         eprintln!(
             "{side}: SV2 miners connect to {link_addr} (farm side of the link; pool key {})",
@@ -447,7 +442,7 @@ async fn start_sv2_pool_side(
         );
         let miners = spawn_sv2_miners(opts, dir, side, link_addr, keys.public, roles).await?;
         return Ok(SideRoles {
-            config: side.into(),
+            config: config_name(side),
             miners: s.miners.count,
             miner_hashrate: Some(s.miner_hashrate()),
             miners_role: miners.clone(),
@@ -477,7 +472,7 @@ async fn start_sv2_pool_side(
     );
     let miners = spawn_sv1_miners(opts, dir, side, translator_addr, roles).await?;
     Ok(SideRoles {
-        config: side.into(),
+        config: config_name(side),
         miners: s.miners.count,
         miner_hashrate: Some(s.miner_hashrate()),
         miners_role: miners.clone(),
@@ -755,7 +750,7 @@ async fn start_sv2_jd_side(
     let jdc = format!("jdc-{side}");
     let jdc_keys = node::tdp::AuthorityKeys::generate();
     let jdc_params = sri::JdcParams {
-        listen: if farm_port == 0 || side == "sv2-a" {
+        listen: if farm_port == 0 || Config::of_side(side) == Some(Config::Sv2A) {
             free_local_port()?
         } else {
             SocketAddr::from(([127, 0, 0, 1], farm_port))
@@ -793,7 +788,7 @@ async fn start_sv2_jd_side(
         jd_tap.clone(),
         jdc,
     ];
-    let miners = if side == "sv2-b" {
+    let miners = if Config::of_side(side) == Some(Config::Sv2B) {
         eprintln!(
             "{side}: SV2 miners connect to {jdc_addr} (the SRI JDC, farm site; key {})",
             jdc_keys.public
@@ -818,7 +813,7 @@ async fn start_sv2_jd_side(
     };
     side_roles.push(miners.clone());
     Ok(SideRoles {
-        config: side.into(),
+        config: config_name(side),
         miners: s.miners.count,
         miner_hashrate: Some(s.miner_hashrate()),
         miners_role: miners,
@@ -922,6 +917,11 @@ async fn spawn_link_routes(
 }
 
 /// `side`'s own link round trip, when the scenario gives it one.
+/// The name of the configuration `side` runs (what the manifest records of it).
+fn config_name(side: &str) -> String {
+    Config::of_side(side).map_or_else(|| side.to_string(), |c| c.name().to_string())
+}
+
 fn side_rtt(s: &Scenario, side: &str) -> Option<f64> {
     s.link.side_rtt_ms.get(side).copied()
 }

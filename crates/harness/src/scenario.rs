@@ -7,15 +7,70 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
 
-/// Sides this build can run: the SV1 baseline; configuration A (SV1 miners -> SRI
-/// translator -> SRI JDC with the farm's node -> WAN -> SRI pool + JDS); configuration B
-/// (SV2 miners -> JDC -> WAN -> pool + JDS); configuration C (SV1 miners -> SRI translator
-/// -> WAN -> SRI pool, the node as Template Provider); configuration D (SV2 miners -> WAN
-/// -> SRI pool).
-pub const KNOWN_SIDES: &[&str] = &["sv1", "sv2-a", "sv2-b", "sv2-c", "sv2-d"];
+/// The configurations this build can run: the SV1 baseline; configuration A (SV1 miners
+/// -> SRI translator -> SRI JDC with the farm's node -> WAN -> SRI pool + JDS);
+/// configuration B (SV2 miners -> JDC -> WAN -> pool + JDS); configuration C (SV1 miners
+/// -> SRI translator -> WAN -> SRI pool, the node as Template Provider); configuration D
+/// (SV2 miners -> WAN -> SRI pool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Config {
+    Sv1,
+    Sv2A,
+    Sv2B,
+    Sv2C,
+    Sv2D,
+}
 
-/// Sides whose farm declares its own jobs (a JDC with its own node).
-pub const JOB_DECLARATION_SIDES: &[&str] = &["sv2-a", "sv2-b"];
+impl Config {
+    pub const ALL: [Config; 5] = [
+        Config::Sv1,
+        Config::Sv2A,
+        Config::Sv2B,
+        Config::Sv2C,
+        Config::Sv2D,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Config::Sv1 => "sv1",
+            Config::Sv2A => "sv2-a",
+            Config::Sv2B => "sv2-b",
+            Config::Sv2C => "sv2-c",
+            Config::Sv2D => "sv2-d",
+        }
+    }
+
+    /// The configuration a side runs: a side is named by its configuration, or by its
+    /// configuration and a label after a dash (`sv1-b`, `sv2-d-2`): a second side of the
+    /// same configuration, as an A/A check runs.
+    pub fn of_side(side: &str) -> Option<Config> {
+        // Longest name first, so `sv2-a` is not read as a label of something shorter.
+        let mut all = Config::ALL;
+        all.sort_by_key(|c| std::cmp::Reverse(c.name().len()));
+        all.into_iter().find(|c| {
+            side == c.name()
+                || side
+                    .strip_prefix(c.name())
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|label| {
+                        !label.is_empty()
+                            && label
+                                .chars()
+                                .all(|ch| ch.is_ascii_alphanumeric() || ch == '-')
+                    })
+        })
+    }
+
+    /// The farm declares its own jobs (a JDC with its own node).
+    pub fn declares_jobs(self) -> bool {
+        matches!(self, Config::Sv2A | Config::Sv2B)
+    }
+
+    /// The pool builds the jobs from the node's templates (Template Provider or IPC).
+    pub fn pool_templates(self) -> bool {
+        matches!(self, Config::Sv2C | Config::Sv2D)
+    }
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -285,12 +340,20 @@ impl Scenario {
             fail("sides", "name at least one side".into())?;
         }
         for side in &self.sides {
-            if !KNOWN_SIDES.contains(&side.as_str()) {
+            if Config::of_side(side).is_none() {
+                let known: Vec<&str> = Config::ALL.iter().map(|c| c.name()).collect();
                 fail(
                     "sides",
-                    format!("unknown side {side:?} (this build runs {KNOWN_SIDES:?})"),
+                    format!("unknown side {side:?} (this build runs {known:?}, each alone or with a label after a dash, as sv1-b)"),
                 )?;
             }
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = self.sides.iter().find(|s| !seen.insert(s.as_str())) {
+            fail(
+                "sides",
+                format!("{twice:?} is named twice (give the second a label: {twice}-b)"),
+            )?;
         }
         for (field, role) in [
             ("roles.pool.command", &self.roles.pool),
@@ -514,7 +577,19 @@ shares_per_min = 10
         assert!(err("network.blok_interval=1s").contains("blok_interval"));
         assert!(err("network.block_interval=soon").contains("network.block_interval"));
         assert!(err("sides=[\"sv9\"]").contains("sv9"));
+        assert!(err("sides=[\"sv2\"]").contains("unknown side"));
+        assert!(err("sides=[\"sv1\", \"sv1\"]").contains("named twice"));
         assert!(err("link.rtt_ms.x=1").contains("link.rtt_ms"));
         assert!(err("network.block_interval=100ms").contains("lengthen"));
+    }
+
+    #[test]
+    fn a_side_runs_its_configuration_with_or_without_a_label() {
+        assert_eq!(Config::of_side("sv2-a"), Some(Config::Sv2A));
+        assert_eq!(Config::of_side("sv1-b"), Some(Config::Sv1));
+        assert_eq!(Config::of_side("sv2-d-2"), Some(Config::Sv2D));
+        for bad in ["sv2", "sv1-", "sv2-e", "sv1b", "sv1-b c", "SV1"] {
+            assert_eq!(Config::of_side(bad), None, "{bad}");
+        }
     }
 }

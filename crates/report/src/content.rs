@@ -5,14 +5,11 @@ use crate::readings;
 use crate::run_data::RunData;
 use crate::svg::{cdf, grouped, line_chart, number, Series};
 use analysis::bandwidth::{link_counters, link_rates};
-use analysis::headline::Headline;
+use analysis::headline::{Headline, BASELINE};
 use analysis::stats::Clustered;
 use analysis::summary::SideSummary;
 use probe::{Dist, Event};
 use std::collections::BTreeMap;
-
-/// The side every other side is compared against.
-const BASELINE: &str = "sv1";
 
 pub fn build(run: &RunData) -> Document {
     let name = run
