@@ -23,6 +23,7 @@ pub mod summary;
 #[cfg(test)]
 mod testing;
 pub mod timeline;
+pub mod worth;
 
 use std::collections::BTreeMap;
 

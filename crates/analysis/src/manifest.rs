@@ -16,6 +16,9 @@ pub struct Manifest {
     pub node_role: String,
     pub link: LinkParams,
     pub sides: BTreeMap<String, SideRoles>,
+    /// What the verdict's worth in sats a day is computed for.
+    #[serde(default)]
+    pub worth: crate::worth::WorthAssumptions,
 }
 
 impl Manifest {

@@ -4,7 +4,7 @@ use crate::bandwidth::{
     block_relay_counters, farm_rate_series, link_counters, side_bandwidth, tx_relay_counters,
     FarmNodeTraffic,
 };
-use crate::headline::{verdict, VerdictInput, VerdictRow, BASELINE};
+use crate::headline::{verdict, Headline, VerdictInput, VerdictRow, BASELINE};
 use crate::input::RunInput;
 use crate::jobs::{side_jobs, weighted_dist, WorkTime};
 use crate::manifest::{Manifest, Sample, Window, MANIFEST_FILE};
@@ -12,6 +12,7 @@ use crate::paths::{path_readings, PathReadings};
 use crate::shares::side_shares;
 use crate::stats::Clustered;
 use crate::timeline::Timeline;
+use crate::worth::{minutes_saved_per_year, worth, WorthAssumptions, WorthRow};
 use crate::Unmatched;
 use anyhow::{Context, Result};
 use probe::{Dist, Event, Record};
@@ -41,6 +42,16 @@ pub struct Summary {
     /// significance under false discovery rate control (`analysis::headline`).
     #[serde(default)]
     pub verdict: BTreeMap<String, Vec<VerdictRow>>,
+    /// Per side in the verdict, what its differences are worth to a farm, in sats a day
+    /// (`analysis::worth`), and what that is computed for.
+    #[serde(default)]
+    pub worth: BTreeMap<String, Vec<WorthRow>>,
+    #[serde(default)]
+    pub worth_assumptions: WorthAssumptions,
+    /// The seed's reading, for comparison: minutes a year a side saves getting work
+    /// after a block, at the real network's block interval.
+    #[serde(default)]
+    pub minutes_saved_per_year: BTreeMap<String, f64>,
     /// Events that could not be tied to their counterpart, by kind.
     pub unmatched: BTreeMap<String, u64>,
 }
@@ -164,7 +175,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
     let timeline = Timeline::of(m, &events);
     let network_value = Dist::of(&timeline.network_values);
 
-    let sides = m
+    let sides: BTreeMap<String, SideSummary> = m
         .sides
         .iter()
         .map(|(name, side)| {
@@ -247,6 +258,18 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
         }
     }
     let node_sampled = samples.iter().any(|s| s.role == m.node_role);
+    let verdict_rows = verdict(
+        &sides
+            .iter()
+            .map(|(name, side)| (name.clone(), verdict_input(side, window)))
+            .collect(),
+    );
+    // A block is worth what the network's templates were, unless the user said.
+    let block_value = m
+        .worth
+        .block_value_sats
+        .or(network_value.mean)
+        .unwrap_or_default();
     Summary {
         schema: SCHEMA.into(),
         scenario: m.scenario.clone(),
@@ -270,12 +293,25 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
             node: node_sampled.then(|| resources(samples, &m.node_role, window)),
         },
         deltas: deltas(&sides),
-        verdict: verdict(
-            &sides
-                .iter()
-                .map(|(name, side)| (name.clone(), verdict_input(side, window)))
-                .collect(),
-        ),
+        worth: verdict_rows
+            .iter()
+            .map(|(side, rows)| (side.clone(), worth(rows, &m.worth, block_value)))
+            .collect(),
+        minutes_saved_per_year: verdict_rows
+            .iter()
+            .filter_map(|(side, rows)| {
+                let after_block = rows
+                    .iter()
+                    .find(|r| r.metric == Headline::NewPrevhashJobMs)?;
+                let minutes = minutes_saved_per_year(after_block.delta?, m.worth.block_interval_s);
+                Some((side.clone(), minutes))
+            })
+            .collect(),
+        worth_assumptions: WorthAssumptions {
+            block_value_sats: Some(block_value),
+            ..m.worth.clone()
+        },
+        verdict: verdict_rows,
         sides,
         unmatched: unmatched.0,
     }

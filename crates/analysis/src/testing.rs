@@ -27,6 +27,7 @@ pub fn manifest(sides: Vec<(String, SideRoles)>) -> Manifest {
             bandwidth_bps: None,
         },
         sides: sides.into_iter().collect(),
+        worth: Default::default(),
     }
 }
 

@@ -24,6 +24,47 @@ pub struct RunArgs {
     /// Where live Prometheus metrics are served during the run.
     #[arg(long, default_value = "127.0.0.1:9184")]
     metrics_bind: SocketAddr,
+    /// The farm the verdict's worth in sats a day is computed for: 100PH/s, 5.2e17 (H/s).
+    #[arg(long, default_value = "1PH/s", value_parser = parse_hashrate)]
+    hashrate: f64,
+    /// The whole network's hashrate, for the farm's share of its blocks.
+    #[arg(long, default_value = "1ZH/s", value_parser = parse_hashrate)]
+    network_hashrate: f64,
+    /// A block's value in sats (subsidy and fees); default: the run's network templates'.
+    #[arg(long)]
+    block_value_sats: Option<f64>,
+}
+
+/// A hashrate as `100PH/s`, `100 PH`, `5.2e17` or `5.2e17H/s`: hashes per second.
+pub fn parse_hashrate(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let t = t.strip_suffix("/s").unwrap_or(t).trim_end();
+    let t = t.strip_suffix(['H', 'h']).unwrap_or(t);
+    let split = t
+        .find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
+        .unwrap_or(t.len());
+    let (number, prefix) = t.split_at(split);
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a hashrate (100PH/s, 5.2e17)"))?;
+    let scale = match prefix.trim() {
+        "" => 1.0,
+        "k" | "K" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Z" => 1e21,
+        other => return Err(format!("unknown prefix {other:?} in {text:?}: use H/s, kH/s, MH/s, GH/s, TH/s, PH/s, EH/s or ZH/s (100PH/s, 5.2e17)")),
+    };
+    if !(value.is_finite() && value > 0.0) {
+        return Err(format!(
+            "{text:?}: a hashrate must be positive (100PH/s, 5.2e17)"
+        ));
+    }
+    Ok(value * scale)
 }
 
 #[derive(Args)]
@@ -54,10 +95,22 @@ pub async fn run(args: RunArgs) -> Result<()> {
         scenario.warmup.as_secs_f64(),
         args.metrics_bind
     );
+    if let Some(v) = args.block_value_sats {
+        anyhow::ensure!(
+            v.is_finite() && v > 0.0,
+            "--block-value-sats: {v} is not a positive number of sats"
+        );
+    }
     let outcome = harness::run(RunOptions {
         scenario,
         out: args.out,
         metrics_bind: args.metrics_bind,
+        worth: analysis::worth::WorthAssumptions {
+            farm_hashrate: args.hashrate,
+            network_hashrate: args.network_hashrate,
+            block_interval_s: 600.0,
+            block_value_sats: args.block_value_sats,
+        },
         exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,
     })
     .await?;
@@ -196,9 +249,44 @@ fn table(s: &Summary) -> String {
                 if row.significant { "  significant" } else { "" },
             ));
         }
+        let a = &s.worth_assumptions;
+        for w in s.worth.get(side).into_iter().flatten() {
+            out.push_str(&format!(
+                "  worth, {}: {:+.0} sats a day{} (a {:.3e} H/s farm on a {:.3e} H/s network, 600 s blocks of {:.0} sats)\n",
+                w.metric.label(),
+                w.sats_per_day,
+                w.ci.map_or(String::new(), |(lo, hi)| format!(" [{lo:+.0}, {hi:+.0}]")),
+                a.farm_hashrate,
+                a.network_hashrate,
+                a.block_value_sats.unwrap_or_default(),
+            ));
+        }
     }
     if !s.unmatched.is_empty() {
         out.push_str(&format!("unmatched: {:?}\n", s.unmatched));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_hashrate;
+
+    #[test]
+    fn hashrates_in_the_forms_operators_write_them() {
+        assert_eq!(parse_hashrate("100PH/s"), Ok(1e17));
+        assert_eq!(parse_hashrate("100 PH/s"), Ok(1e17));
+        assert_eq!(parse_hashrate("1ZH/s"), Ok(1e21));
+        assert_eq!(parse_hashrate("5.2e17"), Ok(5.2e17));
+        assert_eq!(parse_hashrate("5.2e17H/s"), Ok(5.2e17));
+        assert_eq!(parse_hashrate("250TH"), Ok(2.5e14));
+        assert!(parse_hashrate("100XH/s")
+            .unwrap_err()
+            .contains("unknown prefix"));
+        assert!(parse_hashrate("fast")
+            .unwrap_err()
+            .contains("not a hashrate"));
+        assert!(parse_hashrate("-1PH/s").unwrap_err().contains("positive"));
+        assert!(parse_hashrate("0").unwrap_err().contains("positive"));
+    }
 }

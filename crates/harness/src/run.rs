@@ -25,6 +25,8 @@ pub struct RunOptions {
     /// Run directory; default `runs/<time>-<name>`.
     pub out: Option<PathBuf>,
     pub metrics_bind: SocketAddr,
+    /// What the verdict's differences are worth computed for.
+    pub worth: analysis::worth::WorthAssumptions,
     /// The `stratum-bench` executable that runs each role.
     pub exe: PathBuf,
 }
@@ -87,6 +89,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
             bandwidth_bps: s.link.bandwidth_mbps.map(|m| (m * 1e6) as u64),
         },
         sides,
+        worth: opts.worth.clone(),
     };
     let live = Arc::new(Mutex::new((None::<Summary>, RoleGauges::new())));
     let server = {

@@ -31,6 +31,7 @@ pub fn build(run: &RunData) -> Document {
     }
     if let Some(summary) = run.summary.as_ref().filter(|s| !s.verdict.is_empty()) {
         sections.push(verdict_section(summary));
+        sections.push(worth_section(summary));
     }
     sections.push(context(run));
     match &run.summary {
@@ -236,6 +237,65 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
             )),
         ],
     }
+}
+
+/// What each side's differences are worth to a farm, with what that assumes.
+fn worth_section(summary: &analysis::Summary) -> Section {
+    let a = &summary.worth_assumptions;
+    let mut rows = Vec::new();
+    for (side, worth) in &summary.worth {
+        for w in worth {
+            let signed = |v: f64| format!("{}{}", if v > 0.0 { "+" } else { "" }, grouped(v, 0));
+            rows.push(vec![
+                side.clone(),
+                w.metric.label().to_string(),
+                signed(w.sats_per_day),
+                w.ci.map_or("-".into(), |(lo, hi)| {
+                    format!("{} to {}", signed(lo), signed(hi))
+                }),
+                w.how.clone(),
+            ]);
+        }
+    }
+    let mut blocks = vec![
+        Block::Para(format!(
+            "For a farm of {} on a network of {} with a block every {:.0} s worth {} sats ({:.6} blocks a day for the farm): what each difference against {BASELINE} earns or costs it a day. Positive: the side earns more. Intervals carry over from the verdict; a difference the verdict does not call significant may be worth nothing. Set the farm with `run --hashrate 100PH/s` (and `--network-hashrate`, `--block-value-sats`).",
+            hashrate(a.farm_hashrate),
+            hashrate(a.network_hashrate),
+            a.block_interval_s,
+            grouped(a.block_value_sats.unwrap_or_default(), 0),
+            a.farm_blocks_per_day()
+        )),
+        Block::Table {
+            head: ["side", "from", "sats a day", "95% interval", "how"].map(String::from).to_vec(),
+            rows,
+        },
+    ];
+    let seed: Vec<String> = summary
+        .minutes_saved_per_year
+        .iter()
+        .map(|(side, m)| format!("{side}: {} minutes a year", grouped(*m, 1)))
+        .collect();
+    if !seed.is_empty() {
+        blocks.push(Block::Note(format!(
+            "The published tool read the same differences as time saved: the delay to work after a block, times the blocks of a year ({}). A minute saved has no price and weighs a rare event like a frequent one; sats a day price the stale work and fees that time stands for.",
+            seed.join("; ")
+        )));
+    }
+    Section {
+        title: "What it is worth".into(),
+        blocks,
+    }
+}
+
+/// Hashes per second with the largest SI prefix that keeps a number of at least 1.
+fn hashrate(h: f64) -> String {
+    let prefixes = [(1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    let (scale, prefix) = prefixes
+        .into_iter()
+        .find(|(scale, _)| h >= *scale)
+        .unwrap_or((1.0, ""));
+    format!("{} {prefix}H/s", grouped(h / scale, if (h / scale).fract() == 0.0 { 0 } else { 2 }))
 }
 
 /// The 95% interval of a distribution's mean (from the analysis), or why there is none.

@@ -178,6 +178,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                     .to_vec(),
             },
         )]),
+        worth: Default::default(),
     };
     std::fs::write(
         dir.join("manifest.json"),
