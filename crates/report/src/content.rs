@@ -290,12 +290,23 @@ fn worth_section(summary: &analysis::Summary) -> Section {
 
 /// Hashes per second with the largest SI prefix that keeps a number of at least 1.
 fn hashrate(h: f64) -> String {
-    let prefixes = [(1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    let prefixes = [
+        (1e21, "Z"),
+        (1e18, "E"),
+        (1e15, "P"),
+        (1e12, "T"),
+        (1e9, "G"),
+        (1e6, "M"),
+        (1e3, "k"),
+    ];
     let (scale, prefix) = prefixes
         .into_iter()
         .find(|(scale, _)| h >= *scale)
         .unwrap_or((1.0, ""));
-    format!("{} {prefix}H/s", grouped(h / scale, if (h / scale).fract() == 0.0 { 0 } else { 2 }))
+    format!(
+        "{} {prefix}H/s",
+        grouped(h / scale, if (h / scale).fract() == 0.0 { 0 } else { 2 })
+    )
 }
 
 /// The 95% interval of a distribution's mean (from the analysis), or why there is none.
