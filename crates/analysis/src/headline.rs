@@ -135,6 +135,39 @@ pub fn verdict(sides: &BTreeMap<String, VerdictInput>) -> BTreeMap<String, Vec<V
     out
 }
 
+/// The metrics a run that stops when it knows waits for.
+pub const RESOLVED_BEFORE_STOPPING: [Headline; 5] = [
+    Headline::NewJobMs,
+    Headline::NewPrevhashJobMs,
+    Headline::StaleWorkPct,
+    Headline::FarmTxBytesPerS,
+    Headline::FarmRxBytesPerS,
+];
+
+/// The rows of [`RESOLVED_BEFORE_STOPPING`] not yet known, as `side metric`: known means
+/// significant, or with an interval whose half-width is under `precision_pct` percent of
+/// the SV1 value (the difference, if any, is smaller than that). A row with no interval
+/// yet is not known.
+pub fn unresolved(verdict: &BTreeMap<String, Vec<VerdictRow>>, precision_pct: f64) -> Vec<String> {
+    verdict
+        .iter()
+        .flat_map(|(side, rows)| {
+            rows.iter()
+                .filter(|r| RESOLVED_BEFORE_STOPPING.contains(&r.metric))
+                .filter(|r| {
+                    let precise = match (r.ci, r.sv1) {
+                        (Some((lo, hi)), Some(base)) => {
+                            (hi - lo) / 2.0 <= precision_pct / 100.0 * base.abs()
+                        }
+                        _ => false,
+                    };
+                    !(r.significant || precise)
+                })
+                .map(move |r| format!("{side} {}", r.metric.label()))
+        })
+        .collect()
+}
+
 fn row(h: Headline, sv1: &VerdictInput, sv2: &VerdictInput) -> VerdictRow {
     let (a, b) = (sv1.summary, sv2.summary);
     let latency = |pick: fn(&SideSummary) -> &Clustered| {
@@ -316,6 +349,44 @@ mod tests {
         assert!(get(Headline::StaleSharesPct).no_interval.is_some());
         // No blocks: no samples.
         assert_eq!(get(Headline::BlockPropagationMs).sv1, None);
+    }
+
+    #[test]
+    fn a_row_is_known_when_significant_or_precise_enough() {
+        let row = |metric, significant, ci| VerdictRow {
+            metric,
+            sv1: Some(50.0),
+            sv2: Some(50.5),
+            delta: Some(0.5),
+            pct: Some(1.0),
+            ci,
+            p_value: Some(0.5),
+            units: (10, 10),
+            significant,
+            no_interval: None,
+        };
+        let verdict = BTreeMap::from([(
+            "sv2-c".to_string(),
+            vec![
+                row(Headline::NewJobMs, true, Some((0.1, 0.9))),
+                // Half-width 1.5 ms: 3% of 50 ms.
+                row(Headline::NewPrevhashJobMs, false, Some((-1.0, 2.0))),
+                row(Headline::StaleWorkPct, false, None),
+                // Not waited for.
+                row(Headline::TemplateValueSats, false, None),
+            ],
+        )]);
+        assert_eq!(
+            unresolved(&verdict, 5.0),
+            vec!["sv2-c stale work %".to_string()]
+        );
+        assert_eq!(
+            unresolved(&verdict, 2.0),
+            vec![
+                "sv2-c new job after a block, mean ms".to_string(),
+                "sv2-c stale work %".to_string()
+            ]
+        );
     }
 
     #[test]

@@ -19,6 +19,22 @@ pub struct Manifest {
     /// What the verdict's worth in sats a day is computed for.
     #[serde(default)]
     pub worth: crate::worth::WorthAssumptions,
+    /// What ended the window, when the run could end it early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
+}
+
+/// Why and when a run that stops when it knows ended its window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stopped {
+    /// `every headline difference known`, `the duration cap`, or `interrupted`.
+    pub reason: String,
+    /// Seconds into the measured window.
+    pub after_s: f64,
+    /// The precision asked, in percent of the SV1 value.
+    pub precision_pct: f64,
+    /// What was still not known when it stopped.
+    pub unresolved: Vec<String>,
 }
 
 impl Manifest {

@@ -7,7 +7,7 @@ use crate::bandwidth::{
 use crate::headline::{verdict, Headline, VerdictInput, VerdictRow, BASELINE};
 use crate::input::RunInput;
 use crate::jobs::{side_jobs, weighted_dist, WorkTime};
-use crate::manifest::{Manifest, Sample, Window, MANIFEST_FILE};
+use crate::manifest::{Manifest, Sample, Stopped, Window, MANIFEST_FILE};
 use crate::paths::{path_readings, PathReadings};
 use crate::shares::side_shares;
 use crate::stats::Clustered;
@@ -54,6 +54,9 @@ pub struct Summary {
     pub minutes_saved_per_year: BTreeMap<String, f64>,
     /// Events that could not be tied to their counterpart, by kind.
     pub unmatched: BTreeMap<String, u64>,
+    /// What ended the measured window, when the run could end it early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -314,6 +317,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
         verdict: verdict_rows,
         sides,
         unmatched: unmatched.0,
+        stopped: m.stopped.clone(),
     }
 }
 

@@ -33,6 +33,32 @@ pub struct RunArgs {
     /// A block's value in sats (subsidy and fees); default: the run's network templates'.
     #[arg(long)]
     block_value_sats: Option<f64>,
+    /// Stop as soon as every headline difference (new job, new job after a block, stale
+    /// work, farm bandwidth; every side against sv1) is significant or known to within
+    /// --precision; the scenario's duration is the cap. Checked every 10 s.
+    #[arg(long)]
+    until_significant: bool,
+    /// With --until-significant: a difference is known once its 95% interval's half-width
+    /// is under this share of SV1's value: 10%, 5, 2.5%.
+    #[arg(long, default_value = "10%", value_parser = parse_precision)]
+    precision: f64,
+}
+
+/// A precision as `5%` or `5`: a percentage in (0, 100).
+pub fn parse_precision(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let value: f64 = t
+        .strip_suffix('%')
+        .unwrap_or(t)
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a percentage (5%, 2.5)"))?;
+    if !(value > 0.0 && value < 100.0) {
+        return Err(format!(
+            "{text:?}: a precision is a percentage above 0 and below 100 (5%, 2.5)"
+        ));
+    }
+    Ok(value)
 }
 
 /// A hashrate as `100PH/s`, `100 PH`, `5.2e17` or `5.2e17H/s`: hashes per second.
@@ -111,6 +137,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
             block_interval_s: 600.0,
             block_value_sats: args.block_value_sats,
         },
+        until_known_pct: args.until_significant.then_some(args.precision),
         exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,
     })
     .await?;
@@ -262,6 +289,19 @@ fn table(s: &Summary) -> String {
             ));
         }
     }
+    if let Some(st) = &s.stopped {
+        out.push_str(&format!(
+            "stopped after {:.0} s of the window: {} (known: significant, or within {}% of sv1){}\n",
+            st.after_s,
+            st.reason,
+            st.precision_pct,
+            if st.unresolved.is_empty() {
+                String::new()
+            } else {
+                format!("; still open: {}", st.unresolved.join(", "))
+            }
+        ));
+    }
     if !s.unmatched.is_empty() {
         out.push_str(&format!("unmatched: {:?}\n", s.unmatched));
     }
@@ -270,7 +310,7 @@ fn table(s: &Summary) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_hashrate;
+    use super::{parse_hashrate, parse_precision};
 
     #[test]
     fn hashrates_in_the_forms_operators_write_them() {
@@ -288,5 +328,11 @@ mod tests {
             .contains("not a hashrate"));
         assert!(parse_hashrate("-1PH/s").unwrap_err().contains("positive"));
         assert!(parse_hashrate("0").unwrap_err().contains("positive"));
+        assert_eq!(parse_precision("5%"), Ok(5.0));
+        assert_eq!(parse_precision(" 2.5 "), Ok(2.5));
+        assert!(parse_precision("0%").unwrap_err().contains("above 0"));
+        assert!(parse_precision("high")
+            .unwrap_err()
+            .contains("not a percentage"));
     }
 }

@@ -4,8 +4,9 @@ use crate::metrics::{render, RoleGauges};
 use crate::process::{ready_field, stop_all, RoleProcess};
 use crate::roles::{LinkRoute, RoleSpec};
 use crate::scenario::{Config, Scenario};
+use analysis::headline::unresolved;
 use analysis::manifest::{
-    LinkParams, Manifest, Sample, SideRoles, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE,
+    LinkParams, Manifest, Sample, SideRoles, Stopped, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE,
 };
 use analysis::summary::{compute, summarize, Summary};
 use anyhow::{Context, Result};
@@ -27,6 +28,9 @@ pub struct RunOptions {
     pub metrics_bind: SocketAddr,
     /// What the verdict's differences are worth computed for.
     pub worth: analysis::worth::WorthAssumptions,
+    /// Stop once every headline difference is significant or known to within this many
+    /// percent of SV1's value (the scenario's duration is then the cap).
+    pub until_known_pct: Option<f64>,
     /// The `stratum-bench` executable that runs each role.
     pub exe: PathBuf,
 }
@@ -90,6 +94,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         },
         sides,
         worth: opts.worth.clone(),
+        stopped: None,
     };
     let live = Arc::new(Mutex::new((None::<Summary>, RoleGauges::new())));
     let server = {
@@ -121,6 +126,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut interrupted = false;
     let mut second = 0u64;
+    let mut stopped: Option<Stopped> = None;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -161,6 +167,28 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
             };
             let summary = compute(&so_far, tail.read_new(), &samples);
             progress(&summary, now.saturating_sub(t0), total, interactive);
+            if let Some(pct) = opts.until_known_pct {
+                let open = unresolved(&summary.verdict, pct);
+                let at_cap = now >= manifest.window_end_ns;
+                // Checked every 10 s of the window, so a chance early crossing weighs less.
+                let checkpoint = summary.duration_s >= 10.0 && second.is_multiple_of(10);
+                if (checkpoint && open.is_empty() && !summary.verdict.is_empty()) || at_cap {
+                    stopped = Some(Stopped {
+                        reason: if at_cap {
+                            "the duration cap"
+                        } else {
+                            "every headline difference known"
+                        }
+                        .into(),
+                        after_s: summary.duration_s,
+                        precision_pct: pct,
+                        unresolved: open,
+                    });
+                    manifest.window_end_ns = now.min(manifest.window_end_ns);
+                    *live.lock() = (Some(summary), gauges);
+                    break;
+                }
+            }
             *live.lock() = (Some(summary), gauges);
         } else {
             live.lock().1 = gauges;
@@ -171,6 +199,14 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     }
     if interrupted {
         manifest.window_end_ns = mono_ns().min(manifest.window_end_ns);
+        if let Some(pct) = opts.until_known_pct {
+            stopped = Some(Stopped {
+                reason: "interrupted".into(),
+                after_s: manifest.window().secs(),
+                precision_pct: pct,
+                unresolved: Vec::new(),
+            });
+        }
     } else {
         // What happened just before the window closed is still on its way (a job for a
         // tip found in the last milliseconds crosses the link after it): let it land.
@@ -182,6 +218,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     stop_all(&mut roles).await;
     server.abort();
     harness_events.close()?;
+    manifest.stopped = stopped;
     std::fs::write(
         dir.join(MANIFEST_FILE),
         serde_json::to_string_pretty(&manifest)?,

@@ -179,6 +179,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
             },
         )]),
         worth: Default::default(),
+        stopped: None,
     };
     std::fs::write(
         dir.join("manifest.json"),
