@@ -85,6 +85,8 @@ fn main() -> ExitCode {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal: role logs and piped output stay plain.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -3,7 +3,7 @@
 use crate::document::{Block, Document, Section};
 use crate::readings;
 use crate::run_data::RunData;
-use crate::svg::{cdf, grouped, line_chart, number, Series};
+use crate::svg::{cdf, cdf_chart, grouped, line_chart, number, Series};
 use analysis::bandwidth::{link_counters, link_rates};
 use analysis::headline::{Headline, BASELINE};
 use analysis::stats::Clustered;
@@ -445,7 +445,10 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
                 .collect(),
         });
     }
+    // The measured window only: warm-up and drain are not what the table weighs.
     for s in &mut series {
+        s.points
+            .retain(|(t, _)| (0.0..=summary.duration_s).contains(t));
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     Section {
@@ -477,13 +480,7 @@ fn latency_section(summary: &analysis::Summary) -> Section {
             .collect();
         blocks.push(Block::Chart {
             title: format!("{title}: distribution"),
-            svg: line_chart(
-                &format!("{title} (CDF)"),
-                "ms",
-                "share of events",
-                &series,
-                true,
-            ),
+            svg: cdf_chart(&format!("{title} (CDF)"), "ms", &series),
         });
         let mut rows = Vec::new();
         for (name, s) in &summary.sides {

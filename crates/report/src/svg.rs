@@ -15,19 +15,39 @@ const COLORS: &[&str] = &[
 /// Series with at most this many points get a marker on each.
 const MARKED_POINTS: usize = 24;
 
+/// A CDF of fewer points is drawn as its points, said to be too few for a curve.
+const MIN_CDF_POINTS: usize = 5;
+
 /// One named line.
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
 }
 
-/// A line chart of `series`; `step` draws each series as a staircase (for CDFs).
+/// A line chart of `series`; `step` draws each series as a staircase.
 pub fn line_chart(
     title: &str,
     x_label: &str,
     y_label: &str,
     series: &[Series],
     step: bool,
+) -> String {
+    chart(title, x_label, y_label, series, step, false)
+}
+
+/// Empirical CDFs (from [`cdf`]) as staircases; a series of fewer than
+/// [`MIN_CDF_POINTS`] is drawn as its points and said to be too few.
+pub fn cdf_chart(title: &str, x_label: &str, series: &[Series]) -> String {
+    chart(title, x_label, "share of events", series, true, true)
+}
+
+fn chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    step: bool,
+    cdf: bool,
 ) -> String {
     let all = series.iter().flat_map(|s| s.points.iter());
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
@@ -124,8 +144,12 @@ pub fn line_chart(
             last = Some((x, y));
         }
         // A few measured points (one per miner count, say) are marked, so a single point
-        // still shows.
-        if !step && s.points.len() <= MARKED_POINTS {
+        // still shows; a CDF of a handful is only its points.
+        let sparse = cdf && s.points.len() < MIN_CDF_POINTS;
+        if sparse {
+            path.clear();
+        }
+        if (!step && s.points.len() <= MARKED_POINTS) || sparse {
             for &(x, y) in &s.points {
                 let _ = write!(
                     out,
@@ -142,7 +166,11 @@ pub fn line_chart(
             TOP + 12.0 + 18.0 * i as f64,
             W - RIGHT + 26.0,
             TOP + 16.0 + 18.0 * i as f64,
-            escape(&s.name)
+            escape(&if sparse {
+                format!("{} (n = {}, too few)", s.name, s.points.len())
+            } else {
+                s.name.clone()
+            })
         );
     }
     out.push_str("</svg>");
@@ -213,24 +241,25 @@ mod tests {
 
     #[test]
     fn charts_draw_every_series_or_say_empty() {
-        let svg = line_chart(
+        let svg = cdf_chart(
             "t",
             "x",
-            "y",
             &[
                 Series {
                     name: "a".into(),
-                    points: vec![(0.0, 1.0), (1.0, 2.0)],
+                    points: (0..6).map(|i| (f64::from(i), f64::from(i) / 6.0)).collect(),
                 },
                 Series {
                     name: "b<&>".into(),
                     points: cdf(&[3.0, 1.0, 2.0]),
                 },
             ],
-            true,
         );
         assert_eq!(svg.matches("<path").count(), 2);
-        assert!(svg.contains("b&lt;&amp;&gt;"));
+        assert!(svg.contains("b&lt;&amp;&gt; (n = 3, too few)"));
+        // Three points of a CDF: markers, no curve through them.
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert!(svg.contains(r#"<path d="" "#));
         assert!(line_chart("t", "x", "y", &[], false).contains("no samples"));
         let one = Series {
             name: "one".into(),
