@@ -21,6 +21,7 @@ use anyhow::{bail, Context, Result};
 use bitcoin::hashes::Hash;
 use mining::refresh::{RefreshPolicy, RefreshTimer};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -231,6 +232,9 @@ async fn serve(
     let mut refresh = RefreshTimer::start(opts.refresh_policy(), Instant::now());
     let mut constrained = false;
     let mut last: Option<Arc<Template>> = None;
+    // Every template sent on the current tip, by id: a solution or a transaction request
+    // may name any of them, however many the node has built since for its other clients.
+    let mut sent: HashMap<u64, Arc<Template>> = HashMap::new();
     loop {
         tokio::select! {
             item = inbound.recv() => {
@@ -253,15 +257,23 @@ async fn serve(
                         if !constrained {
                             constrained = true;
                             tips.mark_unchanged();
-                            last = Some(send_new_tip(&shared, &mut writer).await?);
+                            let t = send_new_tip(&shared, &mut writer).await?;
+                            sent = HashMap::from([(t.id, t.clone())]);
+                            last = Some(t);
                             refresh.restart(Instant::now());
                         }
                     }
                     Inbound::RequestTransactionData { template_id } => {
-                        let template = shared.sync().recent_template(template_id);
+                        let template = sent.get(&template_id).cloned();
                         send(&mut writer, transaction_data(template_id, template)).await?;
                     }
-                    Inbound::Solution(s) => submit_solution(&shared, s),
+                    Inbound::Solution(s) => match sent.get(&s.template_id) {
+                        Some(t) => submit_solution(&shared, t, s),
+                        None => tracing::warn!(
+                            template_id = s.template_id,
+                            "SubmitSolution for a template not sent on the current tip (a stale solution); ignored"
+                        ),
+                    },
                 }
             }
             changed = tips.changed(), if constrained => {
@@ -271,7 +283,9 @@ async fn serve(
                 // The tip may already be the one last sent (our own sync announced it).
                 let tip = *tips.borrow_and_update();
                 if last.as_ref().is_none_or(|l| l.prev_hash != tip) {
-                    last = Some(send_new_tip(&shared, &mut writer).await?);
+                    let t = send_new_tip(&shared, &mut writer).await?;
+                    sent = HashMap::from([(t.id, t.clone())]);
+                    last = Some(t);
                     refresh.restart(Instant::now());
                 }
             }
@@ -290,6 +304,7 @@ async fn serve(
                 match update.filter(|t| last.as_ref().is_some_and(|l| policy.worth_sending(l.fees, t.fees))) {
                     Some(t) => {
                         send(&mut writer, new_template(&t, false)).await?;
+                        sent.insert(t.id, t.clone());
                         last = Some(t);
                         refresh.restart(Instant::now());
                     }
@@ -431,14 +446,7 @@ fn transaction_data(template_id: u64, template: Option<Arc<Template>>) -> AnyMes
 }
 
 /// Rebuilds the block from its template and judges it as submitblock does.
-fn submit_solution(shared: &Shared, s: Solution) {
-    let Some(template) = shared.sync().recent_template(s.template_id) else {
-        tracing::warn!(
-            template_id = s.template_id,
-            "SubmitSolution for a template not on the current tip; ignored"
-        );
-        return;
-    };
+fn submit_solution(shared: &Shared, template: &Template, s: Solution) {
     let coinbase: bitcoin::Transaction = match bitcoin::consensus::deserialize(&s.coinbase) {
         Ok(tx) => tx,
         Err(e) => {

@@ -156,6 +156,13 @@ async fn a_pool_gets_templates_and_its_solution_becomes_the_tip() {
         TemplateDistributionOwned::RequestTransactionDataError(_)
     ));
 
+    // Other clients make the node build many more templates on this tip (a JDS polls
+    // every few seconds): the one this client was sent still takes its solution.
+    for _ in 0..40 {
+        node.state().build_template();
+    }
+    assert!(node.state().recent_template(t.template_id).is_none());
+
     // A block mined from NewTemplate alone is accepted and becomes the tip; the client
     // gets the next future template and prev hash at once.
     let height = node.state().chain().height();
