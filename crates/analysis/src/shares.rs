@@ -18,7 +18,7 @@
 
 use crate::jobs::ms;
 use crate::manifest::{SideRoles, Window};
-use crate::stats::Clustered;
+use crate::stats::{wilson, Clustered};
 use crate::timeline::Timeline;
 use crate::Unmatched;
 use probe::{Event, Record, ShareVerdict};
@@ -44,6 +44,9 @@ pub struct ShareCounts {
     /// Stale shares among those submitted.
     #[serde(default)]
     pub stale_pct: Option<f64>,
+    /// Its 95% Wilson interval, in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_pct_ci: Option<(f64, f64)>,
     /// The answers the miners got to their shares in the window: accepted, rejected.
     #[serde(default)]
     pub answered_accepted: u64,
@@ -181,6 +184,8 @@ pub fn side_shares(
         .map(|done| f.pool_work.credited_hashes / done * 100.0);
     f.shares.acceptance_pct = pct(f.shares.accepted, judged);
     f.shares.stale_pct = pct(f.shares.stale, f.shares.submitted);
+    f.shares.stale_pct_ci =
+        wilson(f.shares.stale, f.shares.submitted).map(|(lo, hi)| (lo * 100.0, hi * 100.0));
     f
 }
 
@@ -228,6 +233,13 @@ mod tests {
         );
         assert_eq!(f.shares.acceptance_pct, Some(50.0));
         assert_eq!(f.shares.stale_pct, Some(50.0));
+        // 2 of 4: Wilson centre 0.5 +- 1.959964 x sqrt(0.0625 + 0.0600228) / 1.9603647
+        // = 0.3499: 15.00% to 85.00%.
+        let (lo, hi) = f.shares.stale_pct_ci.unwrap();
+        assert!(
+            (lo - 15.00).abs() < 0.01 && (hi - 85.00).abs() < 0.01,
+            "{lo} {hi}"
+        );
         assert!(u.0.is_empty(), "{u:?}");
     }
 
