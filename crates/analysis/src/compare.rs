@@ -51,13 +51,15 @@ enum Units {
     Clusters(Vec<Vec<f64>>),
     /// A per-second series, compared by batch means.
     Series(Vec<f64>),
+    /// A level the run settles at (memory): one unit per run, whatever its samples.
+    Run(Vec<f64>),
 }
 
 impl Units {
     fn values(&self) -> Vec<f64> {
         match self {
             Units::Clusters(c) => c.concat(),
-            Units::Series(s) => s.clone(),
+            Units::Series(s) | Units::Run(s) => s.clone(),
         }
     }
 }
@@ -73,6 +75,9 @@ pub fn compare(a: &RunView, b: &RunView) -> Vec<MetricComparison> {
             let delta = match (ua, ub) {
                 (Units::Clusters(x), Units::Clusters(y)) => cluster_delta(x, y),
                 (Units::Series(x), Units::Series(y)) => series_delta(x, y),
+                (Units::Run(x), Units::Run(y)) => {
+                    cluster_delta(std::slice::from_ref(x), std::slice::from_ref(y))
+                }
                 _ => None,
             };
             Some(MetricComparison {
@@ -139,7 +144,9 @@ fn comparable_samples(run: &RunView) -> BTreeMap<MetricKey, Units> {
     }
     for (role, (cpu, rss)) in roles {
         put(role, "CPU", "% of a core", Units::Series(cpu));
-        put(role, "RSS", "MB", Units::Series(rss));
+        // Memory is where a run settles, nearly constant within it and different from
+        // run to run: one run is one unit, too few to call a difference significant.
+        put(role, "RSS", "MB", Units::Run(rss));
     }
     out
 }
@@ -223,7 +230,12 @@ mod tests {
         let cpu = get("pool", "CPU");
         assert_eq!(cpu.a.mean, Some(20.0));
         assert!(cpu.delta.as_ref().unwrap().too_few());
-        assert_eq!(get("pool", "RSS").a.mean, Some(3.0));
+        let rss = get("pool", "RSS");
+        assert_eq!(rss.a.mean, Some(3.0));
+        assert_eq!(
+            rss.delta.as_ref().map(|d| (d.units_a, d.too_few())),
+            Some((1, true))
+        );
         // No blocks in either run: the metric is there with no delta.
         assert!(get("sv1", "block propagation").delta.is_none());
         // +48% is a regression beyond 10%, not beyond 60%.
