@@ -2,7 +2,6 @@
 
 use analysis::manifest::{LinkParams, Manifest, Sample, SideRoles};
 use probe::{Event, Record, ShareVerdict, TipCause};
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -159,25 +158,30 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
             jitter_ms: 0.0,
             bandwidth_bps: None,
         },
-        sides: BTreeMap::from([(
-            "sv1".into(),
-            SideRoles {
-                config: "sv1".into(),
-                miners: 4,
-                miner_hashrate: Some(4_294_967_296.0 / 10.0),
-                miners_role: "miners-sv1".into(),
-                pool_role: "pool-sv1".into(),
-                link_role: "link-sv1".into(),
-                link_rtt_ms: None,
-                farm_node_role: None,
-                farm_node_hop_ms: None,
-                feed_link_role: None,
-                job_declaration_role: None,
-                roles: ["node", "pool-sv1", "link-sv1", "miners-sv1"]
-                    .map(String::from)
-                    .to_vec(),
-            },
-        )]),
+        // A second SV1 side on the same roles: an A/A verdict, so the report has one.
+        sides: ["sv1", "sv1-b"]
+            .map(|name| {
+                (
+                    name.to_string(),
+                    SideRoles {
+                        config: "sv1".into(),
+                        miners: 4,
+                        miner_hashrate: Some(4_294_967_296.0 / 10.0),
+                        miners_role: "miners-sv1".into(),
+                        pool_role: "pool-sv1".into(),
+                        link_role: "link-sv1".into(),
+                        link_rtt_ms: None,
+                        farm_node_role: None,
+                        farm_node_hop_ms: None,
+                        feed_link_role: None,
+                        job_declaration_role: None,
+                        roles: ["node", "pool-sv1", "link-sv1", "miners-sv1"]
+                            .map(String::from)
+                            .to_vec(),
+                    },
+                )
+            })
+            .into(),
         worth: Default::default(),
         stopped: None,
     };
@@ -219,6 +223,8 @@ fn the_html_report_has_every_section_with_charts_and_renders_cleanly() {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     for title in [
+        "Verdict: each SV2 side against SV1",
+        "What it is worth",
         "Context",
         "Readings",
         "Shares, blocks and templates",
@@ -252,6 +258,21 @@ fn the_html_report_has_every_section_with_charts_and_renders_cleanly() {
     assert!(
         html.contains("roles and relays added"),
         "readings are there"
+    );
+    // The A/A side's verdict: every headline metric, nothing significant, priced.
+    let verdict = md
+        .split("## Verdict")
+        .nth(1)
+        .and_then(|v| v.split("## ").next())
+        .unwrap();
+    assert!(
+        verdict.contains("| sv1-b | new job after a block, mean ms |"),
+        "{verdict}"
+    );
+    assert!(!verdict.contains("| yes |"), "A/A differs: {verdict}");
+    assert!(
+        md.contains("| sv1-b | stale work % |"),
+        "worth of stale work"
     );
 
     // It opens in headless Chromium without console errors, and the screenshot has charts.
@@ -363,7 +384,7 @@ fn export_writes_a_table_per_event_kind() {
     let lat = std::fs::read_to_string(out.join("latencies.csv")).unwrap();
     assert_eq!(
         lat.lines()
-            .filter(|l| l.contains("new_prevhash_job_ms"))
+            .filter(|l| l.starts_with("sv1,new_prevhash_job_ms"))
             .count(),
         30 * 4,
         "every tip in the window (the first is at its start), every miner"
