@@ -59,6 +59,16 @@ impl Headline {
         }
     }
 
+    /// Decimals a reader needs: times to a tenth of a ms, shares of work and of shares to
+    /// a thousandth of a point, bytes and sats whole.
+    pub fn decimals(self) -> usize {
+        match self {
+            Headline::StaleWorkPct | Headline::StaleSharesPct | Headline::AcceptancePct => 3,
+            Headline::NewJobMs | Headline::NewPrevhashJobMs | Headline::BlockPropagationMs => 1,
+            _ => 0,
+        }
+    }
+
     /// What one independent unit of the metric is.
     pub fn unit(self) -> &'static str {
         match self {

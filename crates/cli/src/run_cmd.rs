@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use harness::{RunOptions, Scenario};
 use probe::Dist;
+use report::svg::{grouped, signed};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -259,9 +260,12 @@ fn table(s: &Summary) -> String {
             "verdict, {side} against sv1 (95% intervals; significance under false discovery rate control):\n"
         ));
         for row in rows {
-            let cell = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2}"));
+            let places = row.metric.decimals();
+            let cell = |x: Option<f64>| x.map_or("-".to_string(), |v| grouped(v, places));
             let interval = match (row.ci, &row.no_interval) {
-                (Some((lo, hi)), _) => format!("[{lo:+.2}, {hi:+.2}]"),
+                (Some((lo, hi)), _) => {
+                    format!("[{}, {}]", signed(lo, places), signed(hi, places))
+                }
                 (None, Some(why)) => why.clone(),
                 (None, None) => "-".into(),
             };
@@ -270,7 +274,7 @@ fn table(s: &Summary) -> String {
                 row.metric.label(),
                 cell(row.sv2),
                 cell(row.sv1),
-                row.delta.map_or("-".into(), |d| format!("{d:+.2}")),
+                row.delta.map_or("-".into(), |d| signed(d, places)),
                 row.pct.map_or(String::new(), |p| format!(" ({p:+.1}%)")),
                 interval,
                 if row.significant { "  significant" } else { "" },
@@ -279,13 +283,13 @@ fn table(s: &Summary) -> String {
         let a = &s.worth_assumptions;
         for w in s.worth.get(side).into_iter().flatten() {
             out.push_str(&format!(
-                "  worth, {}: {:+.0} sats a day{} (a {:.3e} H/s farm on a {:.3e} H/s network, 600 s blocks of {:.0} sats)\n",
+                "  worth, {}: {} sats a day{} (a {:.3e} H/s farm on a {:.3e} H/s network, 600 s blocks of {} sats)\n",
                 w.metric.label(),
-                w.sats_per_day,
-                w.ci.map_or(String::new(), |(lo, hi)| format!(" [{lo:+.0}, {hi:+.0}]")),
+                signed(w.sats_per_day, 0),
+                w.ci.map_or(String::new(), |(lo, hi)| format!(" [{}, {}]", signed(lo, 0), signed(hi, 0))),
                 a.farm_hashrate,
                 a.network_hashrate,
-                a.block_value_sats.unwrap_or_default(),
+                grouped(a.block_value_sats.unwrap_or_default(), 0),
             ));
         }
     }

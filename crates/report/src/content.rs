@@ -3,7 +3,7 @@
 use crate::document::{Block, Document, Section};
 use crate::readings;
 use crate::run_data::RunData;
-use crate::svg::{cdf, cdf_chart, grouped, line_chart, number, Series};
+use crate::svg::{cdf, cdf_chart, grouped, line_chart, number, signed, Series};
 use analysis::bandwidth::{link_counters, link_rates};
 use analysis::headline::{Headline, BASELINE};
 use analysis::stats::Clustered;
@@ -195,16 +195,9 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
     let mut rows = Vec::new();
     for (side, verdict) in &summary.verdict {
         for row in verdict {
-            // Times to a tenth of a ms, shares of work and shares to a thousandth of a
-            // point, bytes and sats whole.
-            let places = match row.metric {
-                Headline::StaleWorkPct | Headline::StaleSharesPct | Headline::AcceptancePct => 3,
-                Headline::NewJobMs | Headline::NewPrevhashJobMs | Headline::BlockPropagationMs => 1,
-                _ => 0,
-            };
+            let places = row.metric.decimals();
             let f = |x: Option<f64>| x.map_or("-".into(), |v| grouped(v, places));
-            let signed =
-                |v: f64| format!("{}{}", if v > 0.0 { "+" } else { "" }, grouped(v, places));
+            let signed = |v: f64| signed(v, places);
             rows.push(vec![
                 side.clone(),
                 row.metric.label().to_string(),
@@ -245,7 +238,7 @@ fn worth_section(summary: &analysis::Summary) -> Section {
     let mut rows = Vec::new();
     for (side, worth) in &summary.worth {
         for w in worth {
-            let signed = |v: f64| format!("{}{}", if v > 0.0 { "+" } else { "" }, grouped(v, 0));
+            let signed = |v: f64| signed(v, 0);
             rows.push(vec![
                 side.clone(),
                 w.metric.label().to_string(),

@@ -211,6 +211,16 @@ pub fn grouped(v: f64, places: usize) -> String {
     out
 }
 
+/// [`grouped`] with a sign on a positive number: +1,234.
+pub fn signed(v: f64, places: usize) -> String {
+    let text = grouped(v, places);
+    if v > 0.0 && text.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        format!("+{text}")
+    } else {
+        text
+    }
+}
+
 pub fn number(v: f64) -> String {
     let a = v.abs();
     if a >= 1e9 {
@@ -285,5 +295,8 @@ mod tests {
         assert_eq!(grouped(0.1797, 3), "0.180");
         assert_eq!(grouped(-0.0001, 3), "0.000");
         assert_eq!(grouped(999.0, 0), "999");
+        assert_eq!(signed(16_518.9, 0), "+16,519");
+        assert_eq!(signed(0.0001, 3), "0.000");
+        assert_eq!(signed(-2.25, 1), "-2.2");
     }
 }
