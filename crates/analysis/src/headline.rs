@@ -355,6 +355,13 @@ mod tests {
         let stale = get(Headline::StaleWorkPct);
         assert!((stale.sv1.unwrap() - 3.78).abs() < 1e-9, "{stale:?}");
         assert_eq!(stale.delta, Some(0.0));
+        // The side's own estimate: each tip k counts (121 + 2k) ms x 6 tips / 20 miner-s
+        // = 3.63 + 0.06k %, their mean 3.78%; the interval resamples tips, inside their range.
+        let own = &s.sides["sv1"].stale_work_pct;
+        assert!((own.point.unwrap() - 3.78).abs() < 1e-9, "{own:?}");
+        let (lo, hi) = own.ci.unwrap();
+        assert!(lo > 3.63 && hi < 3.93 && lo < 3.78 && hi > 3.78, "{own:?}");
+        assert_eq!(own.units, 6);
         // No shares: nothing to test, said so.
         assert!(get(Headline::StaleSharesPct).no_interval.is_some());
         // No blocks: no samples.

@@ -10,7 +10,7 @@ use crate::jobs::{side_jobs, weighted_dist, WorkTime};
 use crate::manifest::{Manifest, Sample, Stopped, Window, MANIFEST_FILE};
 use crate::paths::{path_readings, PathReadings};
 use crate::shares::side_shares;
-use crate::stats::Clustered;
+use crate::stats::{cluster_mean, Clustered, Estimate};
 use crate::timeline::Timeline;
 use crate::worth::{minutes_saved_per_year, worth, WorthAssumptions, WorthRow};
 use crate::Unmatched;
@@ -120,6 +120,11 @@ pub struct SideSummary {
     /// Miner-seconds of valid, stale and unmatched work in the window.
     #[serde(default)]
     pub work_s: WorkTime,
+    /// The share of the miners' time that could only make stale shares: each tip's delay
+    /// to each miner's first job on it, summed, over miners x window, in percent; its
+    /// interval resamples tips.
+    #[serde(default)]
+    pub stale_work_pct: Estimate,
     /// `None` when the side's link recorded nothing.
     pub bandwidth_bytes_per_s: Option<Bandwidth>,
     /// What the farm's job declarations met at the pool's JDS (configurations A, B).
@@ -140,6 +145,8 @@ pub struct LatencySamples {
     pub new_prevhash_job_ms: Clustered,
     /// By block.
     pub block_propagation_ms: Clustered,
+    /// Each tip's share of the stale work, scaled so their mean is `stale_work_pct`.
+    pub stale_work_per_tip: Vec<Vec<f64>>,
     /// The farm's bytes per second, second by second through the window.
     pub farm_tx_per_s: Vec<f64>,
     pub farm_rx_per_s: Vec<f64>,
@@ -205,6 +212,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
             let bandwidth = side_bandwidth(&link, farm_node.as_ref(), window);
             let farm_per_s = farm_rate_series(&link, farm_node.as_ref(), window);
             let link_rtt_ms = side.link_rtt_ms.unwrap_or(m.link.rtt_ms);
+            let stale_per_tip = stale_work_per_tip(&jobs.new_prevhash_job_ms, side.miners, window);
             let new_job_ms = jobs.new_job_ms.dist();
             let new_prevhash_job_ms = jobs.new_prevhash_job_ms.dist();
             let block_propagation_ms = shares.block_propagation_ms.dist();
@@ -232,6 +240,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                     .zip(network_value.mean)
                     .map(|(side, network)| Delta::of(side, network)),
                 work_s: jobs.work,
+                stale_work_pct: cluster_mean(&stale_per_tip),
                 bandwidth_bytes_per_s: bandwidth,
                 job_declaration: side
                     .job_declaration_role
@@ -247,6 +256,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                     new_job_ms: jobs.new_job_ms,
                     new_prevhash_job_ms: jobs.new_prevhash_job_ms,
                     block_propagation_ms: shares.block_propagation_ms,
+                    stale_work_per_tip: stale_per_tip,
                     farm_tx_per_s: farm_per_s.iter().map(|r| r.0).collect(),
                     farm_rx_per_s: farm_per_s.iter().map(|r| r.1).collect(),
                 },
@@ -358,16 +368,32 @@ fn per_role(
 
 /// What the verdict reads of a side: its summary, each tip's stale miner-seconds (its
 /// miners' delays to work on it), and the miner-seconds there were.
+/// Each tip's stale miner-seconds: the sum of its miners' delays to work on it.
+fn stale_s_per_tip(after_block_ms: &Clustered) -> Vec<f64> {
+    after_block_ms
+        .clusters()
+        .iter()
+        .map(|delays| delays.iter().sum::<f64>() / 1e3)
+        .collect()
+}
+
+/// Each tip's share of the stale work, in percent of the miners' time: its stale
+/// miner-seconds x tips / (miners x window), so their mean is the share and resampling
+/// tips gives its interval. One unit per tip.
+fn stale_work_per_tip(after_block_ms: &Clustered, miners: u32, window: Window) -> Vec<Vec<f64>> {
+    let per_tip = stale_s_per_tip(after_block_ms);
+    let miner_s = f64::from(miners) * window.secs();
+    if miner_s <= 0.0 {
+        return Vec::new();
+    }
+    let scale = per_tip.len() as f64 / miner_s * 100.0;
+    per_tip.iter().map(|s| vec![s * scale]).collect()
+}
+
 fn verdict_input(side: &SideSummary, window: Window) -> VerdictInput<'_> {
     VerdictInput {
         summary: side,
-        stale_s_per_tip: side
-            .samples
-            .new_prevhash_job_ms
-            .clusters()
-            .iter()
-            .map(|delays| delays.iter().sum::<f64>() / 1e3)
-            .collect(),
+        stale_s_per_tip: stale_s_per_tip(&side.samples.new_prevhash_job_ms),
         miner_seconds: f64::from(side.miners) * window.secs(),
     }
 }

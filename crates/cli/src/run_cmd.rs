@@ -196,6 +196,7 @@ fn table(s: &Summary) -> String {
         ("block propagation ms".into(), vec![]),
         ("template value (sats, mean, valid work)".into(), vec![]),
         ("work valid / stale / unmatched (miner-s)".into(), vec![]),
+        ("stale work % (95% interval by tip)".into(), vec![]),
         ("farm tx / rx bytes/s".into(), vec![]),
     ];
     for side in s.sides.values() {
@@ -218,6 +219,11 @@ fn table(s: &Summary) -> String {
                 "{:.1} / {:.2} / {:.1}",
                 side.work_s.valid_s, side.work_s.stale_s, side.work_s.unmatched_s
             ),
+            match (side.stale_work_pct.point, side.stale_work_pct.ci) {
+                (Some(p), Some((lo, hi))) => format!("{p:.3} [{lo:.3}, {hi:.3}]"),
+                (Some(p), None) => format!("{p:.3} (too few tips)"),
+                _ => "-".into(),
+            },
             b.as_ref().map_or("not recorded".into(), |b| {
                 format!("{:.0} / {:.0}", b.farm.tx, b.farm.rx)
             }),

@@ -400,6 +400,11 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
             s.pool_work
                 .credited_pct
                 .map_or("-".into(), |p| format!("{p:.1}%")),
+            match (s.stale_work_pct.point, s.stale_work_pct.ci) {
+                (Some(p), Some((lo, hi))) => format!("{p:.3} ({lo:.3} to {hi:.3})"),
+                (Some(p), None) => format!("{p:.3} (too few tips)"),
+                _ => "-".into(),
+            },
             format!("{} / {}", s.blocks.found, s.blocks.accepted),
             value.map_or("-".into(), |v| format!("{v:.0}")),
             s.template_value_vs_network
@@ -448,7 +453,7 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
         title: "Shares, blocks and templates".into(),
         blocks: vec![
             Block::Table {
-                head: ["side", "submitted", "accepted", "stale", "stale (pool)", "rejected", "acceptance", "work credited", "blocks found / accepted", "template value (sats, time-weighted)", "against the network"]
+                head: ["side", "submitted", "accepted", "stale", "stale (pool)", "rejected", "acceptance", "work credited", "stale work % (95% by tip)", "blocks found / accepted", "template value (sats, time-weighted)", "against the network"]
                     .map(String::from)
                     .to_vec(),
                 rows,
