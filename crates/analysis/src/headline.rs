@@ -106,17 +106,8 @@ pub struct VerdictRow {
     pub no_interval: Option<String>,
 }
 
-/// What the verdict needs of a side beyond its summary: the per-unit samples.
-pub struct VerdictInput<'a> {
-    pub summary: &'a SideSummary,
-    /// Each tip's stale miner-seconds (the sum of its miners' delays to work on it).
-    pub stale_s_per_tip: Vec<f64>,
-    /// Miners x window seconds: the work there was.
-    pub miner_seconds: f64,
-}
-
 /// Every other side against `sv1`, significance controlled across all rows at [`FDR`].
-pub fn verdict(sides: &BTreeMap<String, VerdictInput>) -> BTreeMap<String, Vec<VerdictRow>> {
+pub fn verdict(sides: &BTreeMap<String, SideSummary>) -> BTreeMap<String, Vec<VerdictRow>> {
     let Some(sv1) = sides.get(BASELINE) else {
         return BTreeMap::new();
     };
@@ -178,8 +169,7 @@ pub fn unresolved(verdict: &BTreeMap<String, Vec<VerdictRow>>, precision_pct: f6
         .collect()
 }
 
-fn row(h: Headline, sv1: &VerdictInput, sv2: &VerdictInput) -> VerdictRow {
-    let (a, b) = (sv1.summary, sv2.summary);
+fn row(h: Headline, a: &SideSummary, b: &SideSummary) -> VerdictRow {
     let latency = |pick: fn(&SideSummary) -> &Clustered| {
         from_delta(h, cluster_delta(&pick(a).clusters(), &pick(b).clusters()))
     };
@@ -203,33 +193,11 @@ fn row(h: Headline, sv1: &VerdictInput, sv2: &VerdictInput) -> VerdictRow {
         Headline::NewJobMs => latency(|s| &s.samples.new_job_ms),
         Headline::NewPrevhashJobMs => latency(|s| &s.samples.new_prevhash_job_ms),
         Headline::BlockPropagationMs => latency(|s| &s.samples.block_propagation_ms),
-        Headline::StaleWorkPct => {
-            let singles = |xs: &[f64]| xs.iter().map(|x| vec![*x]).collect::<Vec<_>>();
-            let d = cluster_delta(
-                &singles(&sv1.stale_s_per_tip),
-                &singles(&sv2.stale_s_per_tip),
-            );
-            // Per tip to the share of all work: the tips (the same network's, so as many on
-            // both sides) over the miner-seconds.
-            let scale = |s: &VerdictInput| {
-                (s.miner_seconds > 0.0)
-                    .then(|| s.stale_s_per_tip.len() as f64 / s.miner_seconds * 100.0)
-            };
-            let mut r = from_delta(h, d);
-            match (scale(sv1), scale(sv2)) {
-                (Some(k1), Some(k2)) if (k1 - k2).abs() < 1e-12 * k1.max(1.0) => {
-                    r.sv1 = r.sv1.map(|v| v * k1);
-                    r.sv2 = r.sv2.map(|v| v * k2);
-                    r.delta = r.delta.map(|v| v * k1);
-                    r.ci = r.ci.map(|(lo, hi)| (lo * k1, hi * k1));
-                }
-                _ => {
-                    r = empty(h, stale_pct(sv1), stale_pct(sv2));
-                    r.no_interval = Some("the sides saw different tips or windows".into());
-                }
-            }
-            r
-        }
+        // Each tip's share of the stale work, scaled so that their mean is the side's.
+        Headline::StaleWorkPct => from_delta(
+            h,
+            cluster_delta(&a.samples.stale_work_per_tip, &b.samples.stale_work_per_tip),
+        ),
         Headline::StaleSharesPct => proportion(
             a.shares.stale,
             a.shares.submitted,
@@ -255,10 +223,6 @@ fn row(h: Headline, sv1: &VerdictInput, sv2: &VerdictInput) -> VerdictRow {
             r
         }
     }
-}
-
-fn stale_pct(s: &VerdictInput) -> Option<f64> {
-    (s.miner_seconds > 0.0).then(|| s.stale_s_per_tip.iter().sum::<f64>() / s.miner_seconds * 100.0)
 }
 
 fn pct_of(part: u64, whole: u64) -> Option<f64> {

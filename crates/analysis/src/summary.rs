@@ -4,7 +4,7 @@ use crate::bandwidth::{
     block_relay_counters, farm_rate_series, link_counters, side_bandwidth, tx_relay_counters,
     FarmNodeTraffic,
 };
-use crate::headline::{verdict, Headline, VerdictInput, VerdictRow, BASELINE};
+use crate::headline::{verdict, Headline, VerdictRow, BASELINE};
 use crate::input::RunInput;
 use crate::jobs::{side_jobs, weighted_dist, WorkTime};
 use crate::manifest::{Manifest, Sample, Stopped, Window, MANIFEST_FILE};
@@ -271,12 +271,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
         }
     }
     let node_sampled = samples.iter().any(|s| s.role == m.node_role);
-    let verdict_rows = verdict(
-        &sides
-            .iter()
-            .map(|(name, side)| (name.clone(), verdict_input(side, window)))
-            .collect(),
-    );
+    let verdict_rows = verdict(&sides);
     // A block is worth what the network's templates were, unless the user said.
     let block_value = m
         .worth
@@ -366,36 +361,20 @@ fn per_role(
         .collect()
 }
 
-/// What the verdict reads of a side: its summary, each tip's stale miner-seconds (its
-/// miners' delays to work on it), and the miner-seconds there were.
-/// Each tip's stale miner-seconds: the sum of its miners' delays to work on it.
-fn stale_s_per_tip(after_block_ms: &Clustered) -> Vec<f64> {
-    after_block_ms
-        .clusters()
-        .iter()
-        .map(|delays| delays.iter().sum::<f64>() / 1e3)
-        .collect()
-}
-
-/// Each tip's share of the stale work, in percent of the miners' time: its stale
-/// miner-seconds x tips / (miners x window), so their mean is the share and resampling
-/// tips gives its interval. One unit per tip.
+/// Each tip's share of the stale work, in percent of the miners' time: its miners'
+/// delays to work on it (stale miner-seconds) x tips / (miners x window), so their mean is
+/// the share and resampling tips gives its interval. One unit per tip.
 fn stale_work_per_tip(after_block_ms: &Clustered, miners: u32, window: Window) -> Vec<Vec<f64>> {
-    let per_tip = stale_s_per_tip(after_block_ms);
+    let per_tip = after_block_ms.clusters();
     let miner_s = f64::from(miners) * window.secs();
     if miner_s <= 0.0 {
         return Vec::new();
     }
     let scale = per_tip.len() as f64 / miner_s * 100.0;
-    per_tip.iter().map(|s| vec![s * scale]).collect()
-}
-
-fn verdict_input(side: &SideSummary, window: Window) -> VerdictInput<'_> {
-    VerdictInput {
-        summary: side,
-        stale_s_per_tip: stale_s_per_tip(&side.samples.new_prevhash_job_ms),
-        miner_seconds: f64::from(side.miners) * window.secs(),
-    }
+    per_tip
+        .iter()
+        .map(|delays_ms| vec![delays_ms.iter().sum::<f64>() / 1e3 * scale])
+        .collect()
 }
 
 /// Every numeric metric another side shares with the SV1 side, as it against SV1.

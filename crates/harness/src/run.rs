@@ -184,9 +184,8 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
                         precision_pct: pct,
                         unresolved: open,
                     });
+                    // The window ends here; the check below ends the loop.
                     manifest.window_end_ns = now.min(manifest.window_end_ns);
-                    *live.lock() = (Some(summary), gauges);
-                    break;
                 }
             }
             *live.lock() = (Some(summary), gauges);
