@@ -2,7 +2,7 @@
 //!
 //! - Latencies come in clusters: one broadcast reaches every miner, so the unit is the tip
 //!   or template, not the receipt. [`cluster_delta`] resamples whole clusters.
-//! - Per-second series (CPU, memory, bandwidth) autocorrelate: [`series_delta`] takes the
+//! - Per-second series (CPU, bandwidth) autocorrelate: [`series_delta`] takes the
 //!   means of contiguous batches as its units.
 //! - Proportions (stale shares) get a [`wilson`] interval, and a difference of two a
 //!   [`two_proportion`] test.
@@ -86,10 +86,6 @@ impl Clustered {
             .collect()
     }
 
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
     /// The distribution of the values, with the interval of their mean by unit.
     pub fn dist(&self) -> probe::Dist {
         let mean = cluster_mean(&self.clusters());
@@ -98,10 +94,6 @@ impl Clustered {
             units: Some(mean.units),
             ..probe::Dist::of(&self.values())
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }
 
@@ -150,28 +142,6 @@ fn percentile_interval(sorted: &[f64]) -> (f64, f64) {
         sorted[(RESAMPLES as f64 * 0.025) as usize],
         sorted[(RESAMPLES as f64 * 0.975) as usize - 1],
     )
-}
-
-pub fn mean(xs: &[f64]) -> Option<f64> {
-    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
-}
-
-/// The 95% interval of the mean of independent `xs` (normal approximation); `None`
-/// below [`MIN_UNITS`] samples.
-pub fn mean_interval(xs: &[f64]) -> Option<(f64, f64)> {
-    let m = mean(xs)?;
-    if xs.len() < MIN_UNITS {
-        return None;
-    }
-    let var = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64;
-    let half = Z95 * (var / xs.len() as f64).sqrt();
-    Some((m - half, m + half))
-}
-
-/// Difference of means of independent samples `b` against `a`: each sample is its own unit.
-pub fn delta(a: &[f64], b: &[f64]) -> Option<Delta> {
-    let singles = |xs: &[f64]| xs.iter().map(|x| vec![*x]).collect::<Vec<_>>();
-    cluster_delta(&singles(a), &singles(b))
 }
 
 /// Difference of means of clustered samples (each inner list one cluster: the receipts
@@ -329,13 +299,10 @@ pub fn benjamini_hochberg(p_values: &[f64], q: f64) -> Vec<bool> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_interval_of_a_mean_needs_enough_samples() {
-        // Mean 3, sample variance (4 x 1 + 0) / 4 = 1, so half-width 1.96 * sqrt(1 / 5).
-        let (lo, hi) = mean_interval(&[2.0, 4.0, 2.0, 4.0, 3.0]).unwrap();
-        let half = Z95 * (1.0f64 / 5.0).sqrt();
-        assert!((lo - (3.0 - half)).abs() < 1e-12 && (hi - (3.0 + half)).abs() < 1e-12);
-        assert_eq!(mean_interval(&[5.0, 6.0, 7.0, 8.0]), None);
+    /// Difference of means of independent samples `b` against `a`: each sample is its own unit.
+    pub fn delta(a: &[f64], b: &[f64]) -> Option<Delta> {
+        let singles = |xs: &[f64]| xs.iter().map(|x| vec![*x]).collect::<Vec<_>>();
+        cluster_delta(&singles(a), &singles(b))
     }
 
     #[test]
