@@ -68,10 +68,14 @@ impl Shared {
     /// (and announced) before the caller looks.
     pub fn sync(&self) -> MutexGuard<'_, NodeState> {
         let mut state = self.state.lock();
-        let now = mono_ns().saturating_sub(self.start_mono_ns);
-        let tips = state.advance_to(now.saturating_sub(self.tx_delay_ns));
+        let tips = state.advance_to(self.virtual_now_ns());
         self.announce(&tips);
         state
+    }
+
+    /// This node's virtual time: since virtual zero, less a follower's lag behind its peer.
+    fn virtual_now_ns(&self) -> u64 {
+        (mono_ns().saturating_sub(self.start_mono_ns)).saturating_sub(self.tx_delay_ns)
     }
 
     /// A follower takes a block its peer relayed, and announces it.
@@ -329,7 +333,8 @@ async fn drive(shared: Arc<Shared>, sample_every: Duration) {
     loop {
         let next_event = shared.state.lock().next_event_ns().unwrap_or(u64::MAX);
         let wake = next_event.min(next_sample);
-        let now = mono_ns().saturating_sub(shared.start_mono_ns);
+        // In the node's own (lagged) time, or a follower spins through its lag.
+        let now = shared.virtual_now_ns();
         if wake > now {
             tokio::time::sleep(Duration::from_nanos(wake - now)).await;
         }

@@ -19,7 +19,7 @@ use bitcoin::{Block, BlockHash, CompactTarget, ScriptBuf, Target, TxMerkleNode, 
 use probe::{Event, Recorder, TipCause};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 const NS: u64 = 1_000_000_000;
@@ -79,6 +79,9 @@ pub struct NodeState {
     /// Bytes a follower's blocks cost as BIP152 compact blocks, received and sent (a model:
     /// the emulation carries whole blocks, a real peer would not).
     compact_blocks: CompactBlockBytes,
+    /// Blocks a follower found and passed to its peer: when the peer's feed brings one
+    /// back, a real node already has it and receives nothing.
+    sent_blocks: HashSet<BlockHash>,
     recorder: Recorder,
 }
 
@@ -129,6 +132,7 @@ impl NodeState {
             network_blocks: 0,
             relayed_tx_bytes: 0,
             compact_blocks: CompactBlockBytes::default(),
+            sent_blocks: HashSet::new(),
             recorder,
             cfg,
         };
@@ -208,6 +212,7 @@ impl NodeState {
     /// mempool is the whole network's, so it lacks none of a block built here.
     pub fn note_block_sent(&mut self, block: &Block) {
         self.compact_blocks.sent += compact_block_size(block, &[]);
+        self.sent_blocks.insert(block.block_hash());
     }
 
     /// Whether this node has the block (on its chain or beside it).
@@ -236,7 +241,9 @@ impl NodeState {
             .filter(|(_, txid)| self.mempool.get(txid).is_none())
             .map(|(i, _)| i + 1)
             .collect();
-        self.compact_blocks.received += compact_block_size(&block, &lacked);
+        if !self.sent_blocks.remove(&hash) {
+            self.compact_blocks.received += compact_block_size(&block, &lacked);
+        }
         let claimed: u64 = block.txdata[0]
             .output
             .iter()

@@ -450,6 +450,9 @@ fn a_farm_block_and_a_network_block_cross_between_the_nodes() {
     );
     let block = mined_block(&template, farm.header_time());
     assert_eq!(farm.judge_for_peer(&block, "test"), None);
+    farm.note_block_sent(&block);
+    let sent = node::state::compact_block_size(&block, &[]);
+    assert_eq!(farm.compact_block_bytes().sent, sent);
     assert_eq!(
         farm.tip_hash(),
         network.tip_hash(),
@@ -464,6 +467,11 @@ fn a_farm_block_and_a_network_block_cross_between_the_nodes() {
     };
     assert_eq!(taken.hash, network.tip_hash());
     assert_eq!(taken.fees, template.fees, "fees read from the coinbase");
+    assert_eq!(
+        farm.compact_block_bytes().received,
+        0,
+        "its own block coming back is no relay: the farm found it"
+    );
     assert!(
         matches!(farm.accept_peer_block(block), PeerBlock::Known),
         "known already"
@@ -486,6 +494,12 @@ fn a_farm_block_and_a_network_block_cross_between_the_nodes() {
         PeerBlock::Connected(_)
     ));
     assert_eq!(farm.tip_hash(), network.tip_hash());
+    assert!(
+        farm.compact_block_bytes().received
+            >= node::state::compact_block_size(&missed.block, &[])
+                + node::state::compact_block_size(&found.block, &[]),
+        "the network's blocks arrive as compact blocks"
+    );
     for tx in &found.block.txdata[1..] {
         assert!(farm.mempool().get(&tx.compute_txid()).is_none());
     }
