@@ -6,7 +6,8 @@
 //! Hochberg at 5%). Fewer than [`MIN_UNITS`] units on a side: "too few", never significant.
 
 use crate::stats::{
-    benjamini_hochberg, cluster_delta, series_delta, two_proportion, Clustered, MIN_UNITS,
+    benjamini_hochberg, cluster_delta, series_delta, two_proportion, weighted_cluster_delta,
+    Clustered, MIN_UNITS,
 };
 use crate::summary::SideSummary;
 use serde::{Deserialize, Serialize};
@@ -73,12 +74,13 @@ impl Headline {
     pub fn unit(self) -> &'static str {
         match self {
             Headline::NewJobMs => "templates",
-            Headline::NewPrevhashJobMs | Headline::StaleWorkPct => "tips",
+            Headline::NewPrevhashJobMs | Headline::StaleWorkPct | Headline::TemplateValueSats => {
+                "tips"
+            }
             Headline::StaleSharesPct => "shares",
             Headline::AcceptancePct => "verdicts",
             Headline::BlockPropagationMs => "blocks",
             Headline::FarmTxBytesPerS | Headline::FarmRxBytesPerS => "batches of seconds",
-            Headline::TemplateValueSats => "miner-seconds",
         }
     }
 }
@@ -217,11 +219,14 @@ fn row(h: Headline, a: &SideSummary, b: &SideSummary) -> VerdictRow {
             h,
             series_delta(&a.samples.farm_rx_per_s, &b.samples.farm_rx_per_s),
         ),
-        Headline::TemplateValueSats => {
-            let mut r = empty(h, a.template_value_sats.mean, b.template_value_sats.mean);
-            r.no_interval = Some("time-weighted: no interval yet".into());
-            r
-        }
+        // Time-weighted by valid miner-time, resampling tips.
+        Headline::TemplateValueSats => from_delta(
+            h,
+            weighted_cluster_delta(
+                &a.samples.template_value_by_tip,
+                &b.samples.template_value_by_tip,
+            ),
+        ),
     }
 }
 
@@ -275,7 +280,7 @@ mod tests {
     use super::*;
     use crate::summary::compute;
     use crate::testing::*;
-    use probe::TipCause;
+    use probe::{ShareVerdict, TipCause};
 
     #[test]
     fn each_sv2_side_against_sv1_with_intervals_by_the_metrics_own_unit() {
@@ -292,7 +297,7 @@ mod tests {
             let (a, f) = (format!("A{k}"), format!("F{k}"));
             events.push(tip(t, &hash, TipCause::Network));
             events.push(template(t, "node", &a, &hash, 100));
-            events.push(template(t + 20 * MS, "node-farm", &f, &hash, 100));
+            events.push(template(t + 20 * MS, "node-farm", &f, &hash, 200));
             events.push(job(t + (60 + k) * MS, 0, &hash, Some(&a)));
             events.push(job(t + (61 + k) * MS, 1, &hash, Some(&f)));
         }
@@ -326,6 +331,20 @@ mod tests {
         let (lo, hi) = own.ci.unwrap();
         assert!(lo > 3.63 && hi < 3.93 && lo < 3.78 && hi > 3.78, "{own:?}");
         assert_eq!(own.units, 6);
+        // The pool's view adds each share's 50 ms one way across sv1's 100 ms link, for
+        // each of 2 miners at each of 6 tips: 0.6 s more of 20 miner-s, 3 points.
+        let pool_view = s.sides["sv1"].pool_stale_work_pct.point.unwrap();
+        assert!((pool_view - 6.78).abs() < 1e-9, "{pool_view}");
+        // Template value, time-weighted by tip: sv1's miner mines the node's 100-sat
+        // templates, sv2-a's the farm's 200-sat ones; the same every tip, so the interval
+        // is the difference itself.
+        let value = get(Headline::TemplateValueSats);
+        assert_eq!(
+            (value.sv1, value.sv2, value.delta),
+            (Some(100.0), Some(200.0), Some(100.0))
+        );
+        assert_eq!((value.units, value.ci), ((6, 6), Some((100.0, 100.0))));
+        assert!(value.significant);
         // No shares: nothing to test, said so.
         assert!(get(Headline::StaleSharesPct).no_interval.is_some());
         // No blocks: no samples.
@@ -370,19 +389,22 @@ mod tests {
         );
     }
 
-    /// A long synthetic run: 200 tips 10 s apart, each reaching every miner 100 ms late,
-    /// and shares found at random (5 a second a miner). Stale work is 199 x 0.1 s of each
-    /// miner's 2,000 s (the first tip replaces no work): 0.995%; the shares counted stale
-    /// estimate the same, within their Wilson interval.
+    /// A long synthetic run: a 2,000 s window with 200 tips 10 s apart, each reaching
+    /// every miner 100 ms late, and shares found at random (5 a second a miner). Stale work
+    /// is 200 x 0.1 s of each miner's 2,000 s: 1%; the shares counted stale estimate the
+    /// same, within their Wilson interval. The pool, beside the node, judges each share
+    /// 50 ms after it is sent (the link's 100 ms round trip, one way): its view adds those
+    /// 50 ms of shares in flight to every tip, 200 x 0.15 s of 2,000 s: 1.5%, and what it
+    /// counts stale agrees within its interval.
     #[test]
     fn stale_work_and_counted_stale_shares_agree_on_a_long_stream() {
         use rand::{Rng, SeedableRng};
         let mut m = manifest(vec![sv1_side()]);
-        m.window_end_ns = 2_000_000 * MS;
+        (m.window_start_ns, m.window_end_ns) = (5_000 * MS, 2_005_000 * MS);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         let mut events = Vec::new();
         let tip_at = |k: u64| k * 10_000 * MS;
-        for k in 0..200u64 {
+        for k in 0..=200u64 {
             let hash = format!("P{k}");
             events.push(tip(tip_at(k), &hash, TipCause::Network));
             events.push(template(tip_at(k), "node", &format!("A{k}"), &hash, 100));
@@ -397,7 +419,7 @@ mod tests {
             loop {
                 t += -(1.0 - rng.gen::<f64>()).ln() / 5.0;
                 let t_ns = (t * 1e9) as u64;
-                if t_ns >= 2_000_000 * MS {
+                if t_ns >= 2_005_000 * MS {
                     break;
                 }
                 // Until its job on tip k arrives, a miner still works on tip k - 1.
@@ -409,12 +431,18 @@ mod tests {
                 };
                 id += 1;
                 events.push(share(t_ns, miner, id, &format!("P{on}"), None));
+                let arrives = t_ns + 50 * MS;
+                let verdict = if arrives / tip_at(1) == on {
+                    ShareVerdict::Accepted
+                } else {
+                    ShareVerdict::Stale
+                };
+                events.push(judged(arrives, verdict));
             }
         }
         let s = compute(&m, &events, &[]);
         let side = &s.sides["sv1"];
-        // The tip at 0 s has no tip before it; the other 199 each cost 2 x 0.1 s.
-        let expected = 199.0 * 2.0 * 0.1 / (2.0 * 2_000.0) * 100.0;
+        let expected = 200.0 * 2.0 * 0.1 / (2.0 * 2_000.0) * 100.0;
         let work_pct = side.work_s.stale_s / (2.0 * 2_000.0) * 100.0;
         assert!((work_pct - expected).abs() < 1e-9, "{work_pct}");
         let (lo, hi) = side.shares.stale_pct_ci.unwrap();
@@ -424,6 +452,21 @@ mod tests {
             side.shares.stale_pct
         );
         assert!(side.shares.submitted > 19_000, "{}", side.shares.submitted);
+        let pool_expected = 200.0 * 2.0 * 0.15 / (2.0 * 2_000.0) * 100.0;
+        let pool_view = &side.pool_stale_work_pct;
+        assert!(
+            (pool_view.point.unwrap() - pool_expected).abs() < 1e-9,
+            "{pool_view:?}"
+        );
+        assert_eq!(pool_view.units, 200);
+        let own = side.stale_work_pct.point.unwrap();
+        assert!((own - expected).abs() < 1e-9, "{own}");
+        let (lo, hi) = side.shares.pool_stale_pct_ci.unwrap();
+        assert!(
+            lo <= pool_expected && pool_expected <= hi,
+            "the pool's stale {:?} ({lo}..{hi}) against its view {pool_expected}%",
+            side.shares.pool_stale_pct
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //!   valid work weighs the template value.
 
 use crate::manifest::{SideRoles, Window};
-use crate::stats::Clustered;
+use crate::stats::{weighted_cluster_mean, Clustered, WeightedClusters};
 use crate::timeline::{TemplateMatch, Timeline};
 use crate::Unmatched;
 use probe::{Dist, Event, Record};
@@ -40,8 +40,9 @@ pub struct JobFacts {
     pub new_job_ms: Clustered,
     /// By tip.
     pub new_prevhash_job_ms: Clustered,
-    /// (template value, miner-nanoseconds of valid work on it).
-    pub value_weights: Vec<(f64, f64)>,
+    /// (template value, miner-nanoseconds of valid work on it), by the tip it was on: a
+    /// tip's templates follow one mempool, so the tip is the unit of its interval.
+    pub value_by_tip: WeightedClusters,
     pub work: WorkTime,
 }
 
@@ -64,6 +65,7 @@ pub fn side_jobs<'a>(
     let mut by_miner: BTreeMap<u32, Vec<Job<'a>>> = BTreeMap::new();
     let mut first_on_template: HashSet<(u32, &str)> = HashSet::new();
     let mut first_on_tip: HashMap<(u32, &str), u64> = HashMap::new();
+    let mut tip_cluster: HashMap<&str, usize> = HashMap::new();
 
     for r in events.iter().filter(|r| r.role == side.miners_role) {
         let Event::JobReceived {
@@ -120,9 +122,12 @@ pub fn side_jobs<'a>(
                     (Some(tip), _) if tip != job.prev_hash => facts.work.stale_s += secs,
                     (_, TemplateMatch::Found(t)) => {
                         facts.work.valid_s += secs;
-                        facts
-                            .value_weights
-                            .push((t.value_sats as f64, (b - a) as f64));
+                        let next = tip_cluster.len();
+                        let k = *tip_cluster.entry(job.prev_hash).or_insert(next);
+                        if k == facts.value_by_tip.len() {
+                            facts.value_by_tip.push(Vec::new());
+                        }
+                        facts.value_by_tip[k].push((t.value_sats as f64, (b - a) as f64));
                     }
                     _ => facts.work.unmatched_s += secs,
                 }
@@ -132,8 +137,19 @@ pub fn side_jobs<'a>(
     facts
 }
 
-/// A time-weighted distribution: each value counts for as long as it was mined on.
-pub fn weighted_dist(samples: &mut [(f64, f64)]) -> Dist {
+/// A time-weighted distribution: each value counts for as long as it was mined on; the
+/// interval of its mean resamples the clusters.
+pub fn weighted_dist(clusters: &[Vec<(f64, f64)>]) -> Dist {
+    let mean = weighted_cluster_mean(clusters);
+    let mut samples: Vec<(f64, f64)> = clusters.concat();
+    Dist {
+        mean_ci: mean.ci,
+        units: Some(mean.units),
+        ..weighted_values(&mut samples)
+    }
+}
+
+fn weighted_values(samples: &mut [(f64, f64)]) -> Dist {
     samples.sort_by(|a, b| a.0.total_cmp(&b.0));
     let total: f64 = samples.iter().map(|s| s.1).sum();
     if samples.is_empty() || total <= 0.0 {
@@ -260,9 +276,12 @@ mod tests {
         );
         assert!((f.work.stale_s - 0.6).abs() < 1e-9, "{:?}", f.work);
         assert!((f.work.unmatched_s - 4.0).abs() < 1e-9, "{:?}", f.work);
-        let mean = weighted_dist(&mut f.value_weights.clone()).mean.unwrap();
+        let value = weighted_dist(&f.value_by_tip);
         let expected = (100.0 * 5.0 + 400.0 * 7.4) / 12.4;
+        let mean = value.mean.unwrap();
         assert!((mean - expected).abs() < 1e-6, "{mean} vs {expected}");
+        // Two tips (P, then Q): too few for an interval.
+        assert_eq!((value.units, value.mean_ci), (Some(2), None));
     }
 
     #[test]
@@ -289,13 +308,25 @@ mod tests {
 
     #[test]
     fn a_time_weighted_distribution_weighs_each_value_by_its_time() {
-        let mut xs = vec![(300.0, 1.0), (100.0, 3.0)];
-        let d = weighted_dist(&mut xs);
+        let d = weighted_dist(&[vec![(300.0, 1.0)], vec![(100.0, 3.0)]]);
         assert_eq!(
             (d.p50, d.p90, d.max),
             (Some(100.0), Some(300.0), Some(300.0))
         );
         assert_eq!(d.mean, Some(150.0));
-        assert_eq!(weighted_dist(&mut []).mean, None);
+        assert_eq!(weighted_dist(&[]).mean, None);
+        // Six tips, each 100 sats for 1 s then 200 sats for 3 s, and one tip all 300:
+        // (6 x 700 + 4 x 300) / 28 = 5400 / 28; every resample lies within [175, 300].
+        let mut tips = vec![vec![(100.0, 1.0), (200.0, 3.0)]; 6];
+        tips.push(vec![(300.0, 4.0)]);
+        let d = weighted_dist(&tips);
+        assert!((d.mean.unwrap() - 5400.0 / 28.0).abs() < 1e-9);
+        assert_eq!(d.units, Some(7));
+        let (lo, hi) = d.mean_ci.unwrap();
+        let mean = 5400.0 / 28.0;
+        assert!(
+            (175.0..mean).contains(&lo) && hi > mean && hi <= 300.0,
+            "{d:?}"
+        );
     }
 }

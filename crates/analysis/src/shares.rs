@@ -47,6 +47,12 @@ pub struct ShareCounts {
     /// Its 95% Wilson interval, in percent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_pct_ci: Option<(f64, f64)>,
+    /// What the pool called stale among its verdicts, with its 95% Wilson interval, in
+    /// percent: the counted side of `pool_stale_work_pct`.
+    #[serde(default)]
+    pub pool_stale_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_stale_pct_ci: Option<(f64, f64)>,
     /// The answers the miners got to their shares in the window: accepted, rejected.
     #[serde(default)]
     pub answered_accepted: u64,
@@ -184,9 +190,15 @@ pub fn side_shares(
         .map(|done| f.pool_work.credited_hashes / done * 100.0);
     f.shares.acceptance_pct = pct(f.shares.accepted, judged);
     f.shares.stale_pct = pct(f.shares.stale, f.shares.submitted);
-    f.shares.stale_pct_ci =
-        wilson(f.shares.stale, f.shares.submitted).map(|(lo, hi)| (lo * 100.0, hi * 100.0));
+    f.shares.stale_pct_ci = wilson_pct(f.shares.stale, f.shares.submitted);
+    f.shares.pool_stale_pct = pct(f.shares.pool_stale, judged);
+    f.shares.pool_stale_pct_ci = wilson_pct(f.shares.pool_stale, judged);
     f
+}
+
+/// The Wilson interval of `part / whole`, in percent.
+fn wilson_pct(part: u64, whole: u64) -> Option<(f64, f64)> {
+    wilson(part, whole).map(|(lo, hi)| (lo * 100.0, hi * 100.0))
 }
 
 /// `part` in percent of `whole`; `None` of nothing.

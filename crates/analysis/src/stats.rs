@@ -106,14 +106,62 @@ pub struct Estimate {
     pub units: usize,
 }
 
+/// Samples weighted by how long they held, grouped by unit: (value, weight) per sample.
+pub type WeightedClusters = Vec<Vec<(f64, f64)>>;
+
+/// A cluster as a resample needs it: its samples' weighted sum and their total weight (a
+/// plain sample weighs 1). A resample's mean is the sum of its clusters' sums over the sum
+/// of their weights.
+#[derive(Debug, Clone, Copy)]
+struct Totals {
+    sum: f64,
+    weight: f64,
+}
+
+/// Plain clusters' totals; empty clusters are no unit.
+fn totals(clusters: &[Vec<f64>]) -> Vec<Totals> {
+    (clusters.iter().filter(|c| !c.is_empty()))
+        .map(|c| Totals {
+            sum: c.iter().sum(),
+            weight: c.len() as f64,
+        })
+        .collect()
+}
+
+/// Weighted clusters' totals; a cluster of no weight is no unit.
+fn weighted_totals(clusters: &[Vec<(f64, f64)>]) -> Vec<Totals> {
+    clusters
+        .iter()
+        .map(|c| Totals {
+            sum: c.iter().map(|(v, w)| v * w).sum(),
+            weight: c.iter().map(|(_, w)| w).sum(),
+        })
+        .filter(|t| t.weight > 0.0)
+        .collect()
+}
+
 /// The mean of clustered samples with a cluster bootstrap interval (seeded).
 pub fn cluster_mean(clusters: &[Vec<f64>]) -> Estimate {
-    let clusters: Vec<&Vec<f64>> = clusters.iter().filter(|c| !c.is_empty()).collect();
-    let point = pooled_mean(&clusters);
+    estimate(&totals(clusters))
+}
+
+/// The weighted mean of weighted clusters (a time-weighted mean, by tip) with a cluster
+/// bootstrap interval.
+pub fn weighted_cluster_mean(clusters: &[Vec<(f64, f64)>]) -> Estimate {
+    estimate(&weighted_totals(clusters))
+}
+
+/// The mean of a per-second series with the interval of its batch means.
+pub fn series_mean(xs: &[f64]) -> Estimate {
+    cluster_mean(&batches(xs))
+}
+
+fn estimate(clusters: &[Totals]) -> Estimate {
+    let point = pooled_mean(clusters);
     let ci = (clusters.len() >= MIN_UNITS).then(|| {
         let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
         let mut means: Vec<f64> = (0..RESAMPLES)
-            .map(|_| resample_mean(&clusters, &mut rng))
+            .map(|_| resample_mean(clusters, &mut rng))
             .collect();
         means.sort_by(f64::total_cmp);
         percentile_interval(&means)
@@ -125,15 +173,15 @@ pub fn cluster_mean(clusters: &[Vec<f64>]) -> Estimate {
     }
 }
 
-/// One bootstrap resample of whole clusters: the mean over all the receipts it holds.
-fn resample_mean(clusters: &[&Vec<f64>], rng: &mut ChaCha8Rng) -> f64 {
-    let (mut sum, mut n) = (0.0, 0usize);
+/// One bootstrap resample of whole clusters: the mean over all the samples it holds.
+fn resample_mean(clusters: &[Totals], rng: &mut ChaCha8Rng) -> f64 {
+    let (mut sum, mut weight) = (0.0, 0.0);
     for _ in 0..clusters.len() {
         let c = clusters[rng.gen_range(0..clusters.len())];
-        sum += c.iter().sum::<f64>();
-        n += c.len();
+        sum += c.sum;
+        weight += c.weight;
     }
-    sum / n as f64
+    sum / weight
 }
 
 /// The 2.5th and 97.5th percentiles of sorted bootstrap statistics.
@@ -149,9 +197,16 @@ fn percentile_interval(sorted: &[f64]) -> (f64, f64) {
 /// resample's mean is over all the receipts it holds. Seeded, so a report is reproducible.
 /// `None` when either side has no samples.
 pub fn cluster_delta(a: &[Vec<f64>], b: &[Vec<f64>]) -> Option<Delta> {
-    let a: Vec<&Vec<f64>> = a.iter().filter(|c| !c.is_empty()).collect();
-    let b: Vec<&Vec<f64>> = b.iter().filter(|c| !c.is_empty()).collect();
-    let (mean_a, mean_b) = (pooled_mean(&a)?, pooled_mean(&b)?);
+    delta_of(&totals(a), &totals(b))
+}
+
+/// [`cluster_delta`] of weighted clusters: time-weighted means, resampling units.
+pub fn weighted_cluster_delta(a: &[Vec<(f64, f64)>], b: &[Vec<(f64, f64)>]) -> Option<Delta> {
+    delta_of(&weighted_totals(a), &weighted_totals(b))
+}
+
+fn delta_of(a: &[Totals], b: &[Totals]) -> Option<Delta> {
+    let (mean_a, mean_b) = (pooled_mean(a)?, pooled_mean(b)?);
     let delta = mean_b - mean_a;
     let mut d = Delta {
         mean_a,
@@ -170,8 +225,8 @@ pub fn cluster_delta(a: &[Vec<f64>], b: &[Vec<f64>]) -> Option<Delta> {
     let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
     let mut deltas: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
-            let ra = resample_mean(&a, &mut rng);
-            resample_mean(&b, &mut rng) - ra
+            let ra = resample_mean(a, &mut rng);
+            resample_mean(b, &mut rng) - ra
         })
         .collect();
     deltas.sort_by(f64::total_cmp);
@@ -205,9 +260,9 @@ fn batches(xs: &[f64]) -> Vec<Vec<f64>> {
     out
 }
 
-fn pooled_mean(clusters: &[&Vec<f64>]) -> Option<f64> {
-    let n: usize = clusters.iter().map(|c| c.len()).sum();
-    (n > 0).then(|| clusters.iter().flat_map(|c| c.iter()).sum::<f64>() / n as f64)
+fn pooled_mean(clusters: &[Totals]) -> Option<f64> {
+    let weight: f64 = clusters.iter().map(|c| c.weight).sum();
+    (weight > 0.0).then(|| clusters.iter().map(|c| c.sum).sum::<f64>() / weight)
 }
 
 /// The Wilson score 95% interval of a proportion `successes / n`; `None` of nothing.
@@ -407,6 +462,37 @@ mod tests {
             .unwrap()
             .too_few());
         assert_eq!(series_delta(&b.concat(), &b.concat()).unwrap().units_a, 10);
+    }
+
+    #[test]
+    fn a_series_mean_and_a_weighted_mean_by_their_units() {
+        // 1..=20 in 10 batches of two: mean 10.5 over 10 units, inside the batch range.
+        let xs: Vec<f64> = (1..=20).map(f64::from).collect();
+        let e = series_mean(&xs);
+        assert_eq!((e.point, e.units), (Some(10.5), 10));
+        let (lo, hi) = e.ci.unwrap();
+        assert!(lo > 1.5 && lo < 10.5 && hi > 10.5 && hi < 19.5, "{e:?}");
+        // Weights, not counts: 10 for 3 s and 20 for 1 s is 12.5; four units are too few.
+        let w = weighted_cluster_mean(&[vec![(10.0, 3.0)], vec![(20.0, 1.0)], vec![], vec![]]);
+        assert_eq!((w.point, w.ci, w.units), (Some(12.5), None, 2));
+        // Weighted against unweighted: the same clusters at weight 1 give the plain delta.
+        let plain: Vec<Vec<f64>> = (0..6).map(|i| vec![f64::from(i), 1.0]).collect();
+        let ones: Vec<Vec<(f64, f64)>> = plain
+            .iter()
+            .map(|c| c.iter().map(|x| (*x, 1.0)).collect())
+            .collect();
+        let shifted: Vec<Vec<f64>> = plain
+            .iter()
+            .map(|c| c.iter().map(|x| x + 2.0).collect())
+            .collect();
+        let shifted_ones: Vec<Vec<(f64, f64)>> = shifted
+            .iter()
+            .map(|c| c.iter().map(|x| (*x, 1.0)).collect())
+            .collect();
+        assert_eq!(
+            weighted_cluster_delta(&ones, &shifted_ones),
+            cluster_delta(&plain, &shifted)
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::jobs::{side_jobs, weighted_dist, WorkTime};
 use crate::manifest::{Manifest, Sample, Stopped, Window, MANIFEST_FILE};
 use crate::paths::{path_readings, PathReadings};
 use crate::shares::side_shares;
-use crate::stats::{cluster_mean, Clustered, Estimate};
+use crate::stats::{cluster_mean, series_mean, Clustered, Estimate, WeightedClusters};
 use crate::timeline::Timeline;
 use crate::worth::{minutes_saved_per_year, worth, WorthAssumptions, WorthRow};
 use crate::Unmatched;
@@ -125,6 +125,12 @@ pub struct SideSummary {
     /// interval resamples tips.
     #[serde(default)]
     pub stale_work_pct: Estimate,
+    /// The pool's view of it: the work whose shares reached the pool after the pool moved
+    /// to the new tip. The pool sits beside the network's node and moves with it, so each
+    /// miner's stale time grows by the shares' one-way trip across the link (shares in
+    /// flight, fresh when sent). Interval by tip.
+    #[serde(default)]
+    pub pool_stale_work_pct: Estimate,
     /// `None` when the side's link recorded nothing.
     pub bandwidth_bytes_per_s: Option<Bandwidth>,
     /// What the farm's job declarations met at the pool's JDS (configurations A, B).
@@ -145,6 +151,8 @@ pub struct LatencySamples {
     pub new_prevhash_job_ms: Clustered,
     /// By block.
     pub block_propagation_ms: Clustered,
+    /// Template values weighted by valid miner-time, by tip.
+    pub template_value_by_tip: WeightedClusters,
     /// Each tip's share of the stale work, scaled so their mean is `stale_work_pct`.
     pub stale_work_per_tip: Vec<Vec<f64>>,
     /// The farm's bytes per second, second by second through the window.
@@ -183,14 +191,14 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
     let window = m.window();
     let mut unmatched = Unmatched::default();
     let timeline = Timeline::of(m, &events);
-    let network_value = Dist::of(&timeline.network_values);
+    let network_value = series_dist(&timeline.network_values);
 
     let sides: BTreeMap<String, SideSummary> = m
         .sides
         .iter()
         .map(|(name, side)| {
             let template_node = side.farm_node_role.as_deref().unwrap_or(&m.node_role);
-            let mut jobs = side_jobs(
+            let jobs = side_jobs(
                 side,
                 template_node,
                 &timeline,
@@ -212,11 +220,18 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
             let bandwidth = side_bandwidth(&link, farm_node.as_ref(), window);
             let farm_per_s = farm_rate_series(&link, farm_node.as_ref(), window);
             let link_rtt_ms = side.link_rtt_ms.unwrap_or(m.link.rtt_ms);
-            let stale_per_tip = stale_work_per_tip(&jobs.new_prevhash_job_ms, side.miners, window);
+            let stale_per_tip =
+                stale_work_per_tip(&jobs.new_prevhash_job_ms, 0.0, side.miners, window);
+            let pool_stale_per_tip = stale_work_per_tip(
+                &jobs.new_prevhash_job_ms,
+                link_rtt_ms / 2.0,
+                side.miners,
+                window,
+            );
             let new_job_ms = jobs.new_job_ms.dist();
             let new_prevhash_job_ms = jobs.new_prevhash_job_ms.dist();
             let block_propagation_ms = shares.block_propagation_ms.dist();
-            let value = weighted_dist(&mut jobs.value_weights);
+            let value = weighted_dist(&jobs.value_by_tip);
             let summary = SideSummary {
                 config: side.config.clone(),
                 miners: side.miners,
@@ -241,6 +256,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                     .map(|(side, network)| Delta::of(side, network)),
                 work_s: jobs.work,
                 stale_work_pct: cluster_mean(&stale_per_tip),
+                pool_stale_work_pct: cluster_mean(&pool_stale_per_tip),
                 bandwidth_bytes_per_s: bandwidth,
                 job_declaration: side
                     .job_declaration_role
@@ -256,6 +272,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                     new_job_ms: jobs.new_job_ms,
                     new_prevhash_job_ms: jobs.new_prevhash_job_ms,
                     block_propagation_ms: shares.block_propagation_ms,
+                    template_value_by_tip: jobs.value_by_tip,
                     stale_work_per_tip: stale_per_tip,
                     farm_tx_per_s: farm_per_s.iter().map(|r| r.0).collect(),
                     farm_rx_per_s: farm_per_s.iter().map(|r| r.1).collect(),
@@ -335,8 +352,19 @@ fn resources(samples: &[Sample], role: &str, window: Window) -> RoleResources {
     let cpu: Vec<f64> = mine.iter().map(|s| s.cpu_pct).collect();
     let rss: Vec<f64> = mine.iter().map(|s| s.rss_bytes as f64).collect();
     RoleResources {
-        cpu_pct: Dist::of(&cpu),
-        rss_bytes: Dist::of(&rss),
+        cpu_pct: series_dist(&cpu),
+        rss_bytes: series_dist(&rss),
+    }
+}
+
+/// The distribution of a series sampled every second, with the interval of its mean by
+/// batch means (one run's precision: a run against another is a run-level question).
+fn series_dist(xs: &[f64]) -> Dist {
+    let mean = series_mean(xs);
+    Dist {
+        mean_ci: mean.ci,
+        units: Some(mean.units),
+        ..Dist::of(xs)
     }
 }
 
@@ -362,9 +390,15 @@ fn per_role(
 }
 
 /// Each tip's share of the stale work, in percent of the miners' time: its miners'
-/// delays to work on it (stale miner-seconds) x tips / (miners x window), so their mean is
-/// the share and resampling tips gives its interval. One unit per tip.
-fn stale_work_per_tip(after_block_ms: &Clustered, miners: u32, window: Window) -> Vec<Vec<f64>> {
+/// delays to work on it, each plus `in_flight_ms` (stale miner-seconds), x tips / (miners
+/// x window), so their mean is the share and resampling tips gives its interval. One unit
+/// per tip.
+fn stale_work_per_tip(
+    after_block_ms: &Clustered,
+    in_flight_ms: f64,
+    miners: u32,
+    window: Window,
+) -> Vec<Vec<f64>> {
     let per_tip = after_block_ms.clusters();
     let miner_s = f64::from(miners) * window.secs();
     if miner_s <= 0.0 {
@@ -373,7 +407,10 @@ fn stale_work_per_tip(after_block_ms: &Clustered, miners: u32, window: Window) -
     let scale = per_tip.len() as f64 / miner_s * 100.0;
     per_tip
         .iter()
-        .map(|delays_ms| vec![delays_ms.iter().sum::<f64>() / 1e3 * scale])
+        .map(|delays_ms| {
+            let stale_ms: f64 = delays_ms.iter().map(|d| d + in_flight_ms).sum();
+            vec![stale_ms / 1e3 * scale]
+        })
         .collect()
 }
 

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use harness::{RunOptions, Scenario};
 use probe::Dist;
-use report::svg::{grouped, signed};
+use report::svg::{estimate, grouped, percent, signed};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -197,6 +197,7 @@ fn table(s: &Summary) -> String {
         ("template value (sats, mean, valid work)".into(), vec![]),
         ("work valid / stale / unmatched (miner-s)".into(), vec![]),
         ("stale work % (95% interval by tip)".into(), vec![]),
+        ("stale work at the pool %".into(), vec![]),
         ("farm tx / rx bytes/s".into(), vec![]),
     ];
     for side in s.sides.values() {
@@ -205,7 +206,11 @@ fn table(s: &Summary) -> String {
         let cells = [
             c.submitted.to_string(),
             format!("{} / {} / {}", c.accepted, c.stale, c.rejected),
-            c.pool_stale.to_string(),
+            format!(
+                "{}: {}",
+                c.pool_stale,
+                percent(c.pool_stale_pct, c.pool_stale_pct_ci, 3)
+            ),
             f(c.acceptance_pct),
             f(side.pool_work.credited_pct),
             format!("{} / {}", side.blocks.found, side.blocks.accepted),
@@ -219,11 +224,8 @@ fn table(s: &Summary) -> String {
                 "{:.1} / {:.2} / {:.1}",
                 side.work_s.valid_s, side.work_s.stale_s, side.work_s.unmatched_s
             ),
-            match (side.stale_work_pct.point, side.stale_work_pct.ci) {
-                (Some(p), Some((lo, hi))) => format!("{p:.3} [{lo:.3}, {hi:.3}]"),
-                (Some(p), None) => format!("{p:.3} (too few tips)"),
-                _ => "-".into(),
-            },
+            estimate(&side.stale_work_pct, 3),
+            estimate(&side.pool_stale_work_pct, 3),
             b.as_ref().map_or("not recorded".into(), |b| {
                 format!("{:.0} / {:.0}", b.farm.tx, b.farm.rx)
             }),

@@ -3,7 +3,7 @@
 use crate::document::{Block, Document, Section};
 use crate::readings;
 use crate::run_data::RunData;
-use crate::svg::{cdf, cdf_chart, grouped, line_chart, number, signed, Series};
+use crate::svg::{cdf, cdf_chart, estimate, grouped, line_chart, number, percent, signed, Series};
 use analysis::bandwidth::{link_counters, link_rates};
 use analysis::headline::{Headline, BASELINE};
 use analysis::stats::Clustered;
@@ -393,18 +393,19 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
             name.clone(),
             c.submitted.to_string(),
             c.accepted.to_string(),
-            c.stale.to_string(),
-            c.pool_stale.to_string(),
+            format!("{}: {}", c.stale, percent(c.stale_pct, c.stale_pct_ci, 3)),
+            format!(
+                "{}: {}",
+                c.pool_stale,
+                percent(c.pool_stale_pct, c.pool_stale_pct_ci, 3)
+            ),
             c.rejected.to_string(),
             c.acceptance_pct.map_or("-".into(), |p| format!("{p:.2}%")),
             s.pool_work
                 .credited_pct
                 .map_or("-".into(), |p| format!("{p:.1}%")),
-            match (s.stale_work_pct.point, s.stale_work_pct.ci) {
-                (Some(p), Some((lo, hi))) => format!("{p:.3} ({lo:.3} to {hi:.3})"),
-                (Some(p), None) => format!("{p:.3} (too few tips)"),
-                _ => "-".into(),
-            },
+            estimate(&s.stale_work_pct, 3),
+            estimate(&s.pool_stale_work_pct, 3),
             format!("{} / {}", s.blocks.found, s.blocks.accepted),
             value.map_or("-".into(), |v| format!("{v:.0}")),
             s.template_value_vs_network
@@ -453,12 +454,12 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
         title: "Shares, blocks and templates".into(),
         blocks: vec![
             Block::Table {
-                head: ["side", "submitted", "accepted", "stale", "stale (pool)", "rejected", "acceptance", "work credited", "stale work % (95% by tip)", "blocks found / accepted", "template value (sats, time-weighted)", "against the network"]
+                head: ["side", "submitted", "accepted", "stale (95% Wilson)", "stale at the pool (95% Wilson)", "rejected", "acceptance", "work credited", "stale work % (95% by tip)", "stale work at the pool % (95% by tip)", "blocks found / accepted", "template value (sats, time-weighted)", "against the network"]
                     .map(String::from)
                     .to_vec(),
                 rows,
             },
-            Block::Para("Accepted counts where the pool decides; stale means the share's job was outdated when the miner submitted it (the pool's own stale verdict, after the link, is shown apart). Work credited is the difficulty of the shares the pool accepted, summed, in percent of the work the side's miners did at their hashrate over the window: what the pool pays for, about 100% when nothing is lost (a few hundred shares put it within about 10%).".into()),
+            Block::Para("Accepted counts where the pool decides; stale means the share's job was outdated when the miner submitted it (the pool's own stale verdict, after the link, is shown apart, in percent of its verdicts). Stale work is the miners' time on an outdated job (each tip's delay to each miner's first job on it, over miners x window): what counted stale shares estimate, resolved in minutes instead of hours. At the pool it also holds the shares in flight: sent fresh, they cross the link one way after the pool, beside the node, has moved on. Work credited is the difficulty of the shares the pool accepted, summed, in percent of the work the side's miners did at their hashrate over the window: what the pool pays for, about 100% when nothing is lost (a few hundred shares put it within about 10%).".into()),
             Block::Chart { title: "Template value over time".into(), svg: line_chart("Template value over time", "seconds into the measured window", "sats", &series, true) },
         ],
     }

@@ -221,6 +221,30 @@ pub fn signed(v: f64, places: usize) -> String {
     }
 }
 
+/// An estimate as a reader takes it: `1.234 (1.100 to 1.400)`, or with too few units
+/// `1.234 (too few: n = 3)`; `-` without a value.
+pub fn estimate(e: &analysis::stats::Estimate, places: usize) -> String {
+    match (e.point, e.ci) {
+        (Some(p), Some((lo, hi))) => format!(
+            "{} ({} to {})",
+            grouped(p, places),
+            grouped(lo, places),
+            grouped(hi, places)
+        ),
+        (Some(p), None) => format!("{} (too few: n = {})", grouped(p, places), e.units),
+        _ => "-".into(),
+    }
+}
+
+/// A share in percent with its interval: `0.210% (0.070 to 0.600)`; `-` without one.
+pub fn percent(p: Option<f64>, ci: Option<(f64, f64)>, places: usize) -> String {
+    match (p, ci) {
+        (Some(p), Some((lo, hi))) => format!("{p:.places$}% ({lo:.places$} to {hi:.places$})"),
+        (Some(p), None) => format!("{p:.places$}%"),
+        _ => "-".into(),
+    }
+}
+
 pub fn number(v: f64) -> String {
     let a = v.abs();
     if a >= 1e9 {
