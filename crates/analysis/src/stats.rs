@@ -7,7 +7,8 @@
 //! - Proportions (stale shares) get a [`wilson`] interval, and a difference of two a
 //!   [`two_proportion`] test.
 //! - Below [`MIN_UNITS`] independent units on either side there is no interval and no
-//!   significance: "too few".
+//!   significance: "too few". Above it, a bootstrap interval is widened for its few
+//!   units (Student's t, see [`small_sample_widening`]), so that it holds 95% of the time.
 //! - Many differences read together are corrected with [`benjamini_hochberg`].
 
 use rand::{Rng, SeedableRng};
@@ -158,10 +159,11 @@ pub fn series_mean(xs: &[f64]) -> Estimate {
 
 fn estimate(clusters: &[Totals]) -> Estimate {
     let point = pooled_mean(clusters);
-    let ci = (clusters.len() >= MIN_UNITS).then(|| {
+    let ci = point.filter(|_| clusters.len() >= MIN_UNITS).map(|p| {
         let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
+        let widen = small_sample_widening(clusters.len());
         let mut means: Vec<f64> = (0..RESAMPLES)
-            .map(|_| resample_mean(clusters, &mut rng))
+            .map(|_| p + widen * (resample_mean(clusters, &mut rng) - p))
             .collect();
         means.sort_by(f64::total_cmp);
         percentile_interval(&means)
@@ -182,6 +184,36 @@ fn resample_mean(clusters: &[Totals], rng: &mut ChaCha8Rng) -> f64 {
         weight += c.weight;
     }
     sum / weight
+}
+
+/// How much wider a bootstrap interval from `n` units must be to hold 95% of the time.
+/// The bootstrap spreads a mean by its plug-in variance, (n - 1) / n of the unbiased one,
+/// and a normal quantile where a mean of n units follows Student's t with n - 1 degrees of
+/// freedom: at 5 units a percentile interval covers about 85%, not 95%. Each resample's
+/// distance from the estimate is scaled by t(0.975, n - 1) / z(0.975) x sqrt(n / (n - 1)):
+/// 1.58 at 5 units, 1.22 at 10, 1.06 at 30, towards 1.
+fn small_sample_widening(n: usize) -> f64 {
+    if n < 2 {
+        return 1.0;
+    }
+    let n = n as f64;
+    t975(n - 1.0) / Z95 * (n / (n - 1.0)).sqrt()
+}
+
+/// Student's t quantile at 0.975 with `df` degrees of freedom: the table to 30, then the
+/// Cornish-Fisher expansion (within 0.001 there).
+fn t975(df: f64) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    if df <= 30.0 {
+        return TABLE[(df.round() as usize).clamp(1, 30) - 1];
+    }
+    let z = Z95;
+    z + (z.powi(3) + z) / (4.0 * df)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * df * df)
 }
 
 /// The 2.5th and 97.5th percentiles of sorted bootstrap statistics.
@@ -223,10 +255,11 @@ fn delta_of(a: &[Totals], b: &[Totals]) -> Option<Delta> {
         return Some(d);
     }
     let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
+    let widen = small_sample_widening(a.len().min(b.len()));
     let mut deltas: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
             let ra = resample_mean(a, &mut rng);
-            resample_mean(b, &mut rng) - ra
+            delta + widen * (resample_mean(b, &mut rng) - ra - delta)
         })
         .collect();
     deltas.sort_by(f64::total_cmp);
@@ -493,6 +526,39 @@ mod tests {
             weighted_cluster_delta(&ones, &shifted_ones),
             cluster_delta(&plain, &shifted)
         );
+    }
+
+    #[test]
+    fn few_units_widen_the_interval_by_students_t() {
+        // t(0.975, 4) / z x sqrt(5 / 4) and t(0.975, 9) / z x sqrt(10 / 9), by hand.
+        assert!((small_sample_widening(5) - 2.776 / Z95 * 1.25f64.sqrt()).abs() < 1e-12);
+        assert!((small_sample_widening(5) - 1.5836).abs() < 1e-4);
+        assert!((small_sample_widening(10) - 1.2165).abs() < 1e-4);
+        // Past the table, the expansion: t(0.975, 40) = 2.0211.
+        assert!((t975(40.0) - 2.0211).abs() < 1e-3);
+        assert!(small_sample_widening(1_000) < 1.002);
+    }
+
+    /// 600 experiments of 6 units drawn from a normal of mean 10: the interval of the mean
+    /// holds it about 95% of the time (93.8% with this seed; the plain percentile bootstrap
+    /// 86.2%, which fails here).
+    #[test]
+    fn an_interval_from_six_units_holds_the_mean_95_percent_of_the_time() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut normal = || {
+            let (u, v): (f64, f64) = (rng.gen_range(f64::MIN_POSITIVE..1.0), rng.gen());
+            (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+        };
+        let trials = 600;
+        let held = (0..trials)
+            .filter(|_| {
+                let units: Vec<Vec<f64>> = (0..6).map(|_| vec![10.0 + normal()]).collect();
+                let (lo, hi) = cluster_mean(&units).ci.unwrap();
+                lo <= 10.0 && 10.0 <= hi
+            })
+            .count();
+        let coverage = held as f64 / f64::from(trials);
+        assert!((0.92..=0.985).contains(&coverage), "{coverage}");
     }
 
     #[test]
