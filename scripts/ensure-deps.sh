@@ -9,12 +9,14 @@ MIN_RUST="1.88"
 # capnproto/libcapnp-dev are what the SRI pool and JDC build against; prometheus brings
 # promtool, which checks our live metrics in the tests; nodejs/npm run an existing SV1 pool
 # (stratum-pool-sha256) against our node in the tests; chromium prints and checks the HTML
-# report, poppler-utils reads the PDF back.
+# report, poppler-utils reads the PDF back; libzmq3-dev is the libzmq the node publishes
+# its ZMQ notifications with, as bitcoind does.
 declare -A DEBS=(
   [build-essential]="cc"
   [pkg-config]="pkg-config"
   [capnproto]="capnp"
   [libcapnp-dev]="/usr/include/capnp/common.h"
+  [libzmq3-dev]="/usr/include/zmq.h"
   [prometheus]="promtool"
   [nodejs]="node"
   [npm]="npm"

@@ -39,14 +39,21 @@ pub struct Chain {
     base_height: u32,
     /// Blocks that failed validation, so a resubmission gets `duplicate-invalid`.
     invalid: HashSet<BlockHash>,
+    /// The headers below the base block.
+    ancestry: Ancestry,
 }
 
 impl Chain {
-    /// A chain whose first known block is `base` at `base_height`.
-    pub fn new(base: Block, base_height: u32) -> Self {
+    /// A chain whose first full block is `base` (built on `ancestry`'s top), at the
+    /// height above the ancestry.
+    pub fn new(base: Block, ancestry: Ancestry) -> Self {
+        let base_height = ancestry.height;
         let hash = base.block_hash();
         let time = base.header.time;
-        let work = base.header.work();
+        let mut work = base.header.work();
+        if let Some(below) = base_height.checked_sub(1) {
+            work = work + ancestry.chainwork(below);
+        }
         let entry = ChainBlock {
             block: base,
             hash,
@@ -60,7 +67,13 @@ impl Chain {
             active: vec![hash],
             base_height,
             invalid: HashSet::new(),
+            ancestry,
         }
+    }
+
+    /// The headers below the base block.
+    pub fn ancestry(&self) -> &Ancestry {
+        &self.ancestry
     }
 
     pub fn tip(&self) -> &Arc<ChainBlock> {
@@ -154,20 +167,133 @@ impl Chain {
     }
 }
 
-/// The deterministic base block the simulated chain starts from.
-pub fn base_block(bits: CompactTarget, time: u32, seed: u64) -> Block {
+/// The deterministic base block the simulated chain starts from, on `prev`.
+pub fn base_block(bits: CompactTarget, time: u32, seed: u64, prev: BlockHash) -> Block {
     let coinbase = crate::template::network_coinbase(0, &seed.to_le_bytes(), 0, None);
     let merkle_root = TxMerkleNode::from_raw_hash(coinbase.compute_txid().to_raw_hash());
     Block {
         header: Header {
             version: Version::from_consensus(0x2000_0000),
-            prev_blockhash: BlockHash::all_zeros(),
+            prev_blockhash: prev,
             merkle_root,
             time,
             bits,
             nonce: 0,
         },
         txdata: vec![coinbase],
+    }
+}
+
+/// Heights between two kept headers of the ancestry.
+const CHECKPOINT_EVERY: u32 = 1024;
+
+/// The headers below the base block, so that every height of the chain answers as on a
+/// real one: regtest's genesis block at height 0, then one header a height, each on the
+/// one before, at the base block's difficulty, their times spread evenly from the
+/// genesis's to the base's. They carry no transactions (the node answers for their blocks
+/// as a pruned node does). One header in every [`CHECKPOINT_EVERY`] is kept; the others
+/// are rebuilt from the kept one below them.
+pub struct Ancestry {
+    genesis: Header,
+    bits: CompactTarget,
+    base_time: u32,
+    /// The base block's height: the ancestry is the heights below it.
+    height: u32,
+    seed: u64,
+    /// The header at every multiple of `CHECKPOINT_EVERY` below `height`.
+    checkpoints: Vec<Header>,
+    /// The hash of the header just below the base block.
+    top: Option<BlockHash>,
+    /// Hash to height, built the first time a header is looked up by hash.
+    index: std::sync::OnceLock<HashMap<BlockHash, u32>>,
+}
+
+impl Ancestry {
+    /// The ancestry of a base block at `height` with `bits` and `base_time`.
+    pub fn new(bits: CompactTarget, base_time: u32, height: u32, seed: u64) -> Ancestry {
+        let genesis = bitcoin::constants::genesis_block(bitcoin::Network::Regtest).header;
+        let mut a = Ancestry {
+            genesis,
+            bits,
+            base_time,
+            height,
+            seed,
+            checkpoints: Vec::new(),
+            top: None,
+            index: std::sync::OnceLock::new(),
+        };
+        let mut prev = BlockHash::all_zeros();
+        for h in 0..height {
+            let header = a.header_on(h, prev);
+            if h % CHECKPOINT_EVERY == 0 {
+                a.checkpoints.push(header);
+            }
+            prev = header.block_hash();
+        }
+        a.top = (height > 0).then_some(prev);
+        a
+    }
+
+    /// What the base block builds on: the top header's hash (zeros under a base at 0).
+    pub fn top(&self) -> BlockHash {
+        self.top.unwrap_or_else(BlockHash::all_zeros)
+    }
+
+    /// The header at `height`, on `prev` (the genesis's at 0).
+    fn header_on(&self, height: u32, prev: BlockHash) -> Header {
+        if height == 0 {
+            return self.genesis;
+        }
+        let span = u64::from(self.base_time.saturating_sub(self.genesis.time));
+        let time = u64::from(self.genesis.time) + span * u64::from(height) / u64::from(self.height);
+        // Distinct and deterministic per height and seed; no transactions stand behind it.
+        let mut root = [0u8; 32];
+        root[..4].copy_from_slice(&height.to_le_bytes());
+        root[4..12].copy_from_slice(&self.seed.to_le_bytes());
+        Header {
+            version: Version::from_consensus(0x2000_0000),
+            prev_blockhash: prev,
+            merkle_root: TxMerkleNode::from_byte_array(root),
+            time: time as u32,
+            bits: self.bits,
+            nonce: height,
+        }
+    }
+
+    /// The header at `height`, below the base block.
+    pub fn header(&self, height: u32) -> Option<Header> {
+        if height >= self.height {
+            return None;
+        }
+        let mut header = self.checkpoints[(height / CHECKPOINT_EVERY) as usize];
+        for h in height - height % CHECKPOINT_EVERY + 1..=height {
+            header = self.header_on(h, header.block_hash());
+        }
+        Some(header)
+    }
+
+    /// The height of an ancestor by its hash. The first call walks the ancestry once.
+    pub fn height_of(&self, hash: &BlockHash) -> Option<u32> {
+        let index = self.index.get_or_init(|| {
+            let mut index = HashMap::with_capacity(self.height as usize);
+            let mut prev = BlockHash::all_zeros();
+            for h in 0..self.height {
+                prev = self.header_on(h, prev).block_hash();
+                index.insert(prev, h);
+            }
+            index
+        });
+        index.get(hash).copied()
+    }
+
+    /// Chain work up to and including `height`: every header counts the base's difficulty.
+    pub fn chainwork(&self, height: u32) -> bitcoin::pow::Work {
+        let one = Header {
+            bits: self.bits,
+            ..self.genesis
+        }
+        .work();
+        (0..=height).fold(bitcoin::pow::Work::from_be_bytes([0; 32]), |w, _| w + one)
     }
 }
 

@@ -5,7 +5,7 @@
 //! a seed reproduces the same chain and mempool whatever the wall clock does. Blocks
 //! submitted by miners under test are the only input from outside.
 
-use crate::chain::{base_block, Chain, ChainBlock};
+use crate::chain::{base_block, Ancestry, Chain, ChainBlock};
 use crate::config::NodeConfig;
 use crate::mempool::{Mempool, MempoolTx};
 use crate::template::{
@@ -104,9 +104,11 @@ impl NodeState {
             rng.set_stream(n);
             rng
         };
+        let base_time = time_base.saturating_sub(600);
+        let ancestry = Ancestry::new(bits, base_time, cfg.start_height, cfg.seed);
         let chain = Chain::new(
-            base_block(bits, time_base.saturating_sub(600), cfg.seed),
-            cfg.start_height,
+            base_block(bits, base_time, cfg.seed, ancestry.top()),
+            ancestry,
         );
         let mut state = NodeState {
             txgen: TxGenerator::new(stream(1), &cfg.mempool),

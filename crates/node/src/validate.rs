@@ -262,6 +262,20 @@ fn check_contextual(block: &Block, height: u32) -> Result<(), Reject> {
 }
 
 /// The 32 committed bytes of the last BIP141 commitment output, if there is one.
+/// What bitcoind's submitblock does before judging (UpdateUncommittedBlockStructures): a
+/// block whose coinbase commits to its witnesses but carries no witness gets the default
+/// witness reserved value, 32 zero bytes, the one getblocktemplate's
+/// `default_witness_commitment` is computed with. Pools that submit the coinbase without
+/// its witness (ckpool, goPool) rely on it.
+pub fn fill_witness_reserved_value(block: &mut Block) {
+    let Some(coinbase) = block.txdata.first_mut() else {
+        return;
+    };
+    if commitment_output(coinbase).is_some() && coinbase.input[0].witness.is_empty() {
+        coinbase.input[0].witness = bitcoin::Witness::from_slice(&[[0u8; 32]]);
+    }
+}
+
 fn commitment_output(coinbase: &Transaction) -> Option<&[u8]> {
     coinbase.output.iter().rev().find_map(|o| {
         let b = o.script_pubkey.as_bytes();

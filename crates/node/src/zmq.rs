@@ -1,13 +1,13 @@
-//! bitcoind's ZMQ notifications: `hashblock` and `rawblock`.
+//! bitcoind's ZMQ notifications: `hashblock` and `rawblock`, published by libzmq as
+//! bitcoind's are, so subscribers see what they see with bitcoind: PINGs answered (ZMTP
+//! heartbeats), each topic sent only to those subscribed to it.
 //!
 //! Each message has bitcoind's three frames: topic, body, and a 4-byte little-endian
 //! sequence number counted per topic.
 
 use anyhow::{Context, Result};
-use bytes::Bytes;
 use std::collections::HashMap;
 use tokio::sync::mpsc;
-use zeromq::{PubSocket, Socket, SocketSend, ZmqMessage};
 
 /// One notification to publish.
 pub struct Notification {
@@ -15,8 +15,9 @@ pub struct Notification {
     pub body: Vec<u8>,
 }
 
-/// Binds a publisher on `endpoint` (`tcp://127.0.0.1:28332`) and returns the bound
-/// endpoint and the task that publishes what arrives on the returned sender.
+/// Binds a publisher on `endpoint` (`tcp://127.0.0.1:28332`; port 0 picks one) and returns
+/// the bound endpoint and the task that publishes what arrives on the returned sender.
+/// Aborting the task closes the socket.
 pub async fn start_publisher(
     endpoint: &str,
 ) -> Result<(
@@ -24,27 +25,31 @@ pub async fn start_publisher(
     mpsc::UnboundedSender<Notification>,
     tokio::task::JoinHandle<()>,
 )> {
-    let mut socket = PubSocket::new();
-    let bound = socket
-        .bind(endpoint)
-        .await
-        .with_context(|| format!("cannot bind ZMQ publisher on {endpoint} (is the port in use? choose another with --zmq-bind)"))?;
+    let context = zmq::Context::new();
+    let socket = context
+        .socket(zmq::PUB)
+        .context("cannot create a ZMQ publisher")?;
+    // Nothing waits for slow subscribers at close; a publisher never blocks on them.
+    socket.set_linger(0)?;
+    socket.bind(endpoint).with_context(|| {
+        format!("cannot bind ZMQ publisher on {endpoint} (is the port in use? choose another with --zmq-bind)")
+    })?;
+    let bound = socket.get_last_endpoint()?.map_err(|raw| {
+        anyhow::anyhow!("libzmq reported a bound endpoint that is not text: {raw:?}")
+    })?;
     let (tx, mut rx) = mpsc::unbounded_channel::<Notification>();
+    // The socket holds its context: both end when the task does.
     let task = tokio::spawn(async move {
         let mut sequences: HashMap<&'static str, u32> = HashMap::new();
         while let Some(note) = rx.recv().await {
             let seq = sequences.entry(note.topic).or_insert(0);
-            let frames = vec![
-                Bytes::from_static(note.topic.as_bytes()),
-                Bytes::from(note.body),
-                Bytes::copy_from_slice(&seq.to_le_bytes()),
-            ];
+            let frames: [&[u8]; 3] = [note.topic.as_bytes(), &note.body, &seq.to_le_bytes()];
             *seq = seq.wrapping_add(1);
-            let msg = ZmqMessage::try_from(frames).expect("three frames");
-            if let Err(e) = socket.send(msg).await {
+            // A PUB socket queues or drops (at its high-water mark); it never blocks here.
+            if let Err(e) = socket.send_multipart(frames, 0) {
                 tracing::warn!(error = %e, topic = note.topic, "ZMQ publish failed");
             }
         }
     });
-    Ok((bound.to_string(), tx, task))
+    Ok((bound, tx, task))
 }

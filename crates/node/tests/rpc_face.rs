@@ -146,7 +146,8 @@ async fn bad_input_gets_bitcoinds_errors_and_the_node_keeps_serving() {
     assert_eq!(err(rpc.call("getblockhash", json!(["ten"])).await).0, -3);
     assert_eq!(err(rpc.call("getblockhash", json!([])).await).0, -1);
     assert_eq!(err(rpc.call("getblockhash", json!([1, 2])).await).0, -1);
-    assert_eq!(err(rpc.call("getblockhash", json!([5])).await).0, -8);
+    // Above the tip (every height below it answers, from genesis up).
+    assert_eq!(err(rpc.call("getblockhash", json!([880_001])).await).0, -8);
     assert_eq!(
         err(rpc.call("getblocktemplate", json!([{}])).await).0,
         -8,
@@ -385,6 +386,192 @@ async fn light_templates_carry_the_branch_and_submitblocklight_completes_the_blo
     assert!(
         block["nTx"].as_u64().unwrap() > 100,
         "every template transaction is in the block"
+    );
+    node.shutdown().await.unwrap();
+}
+
+/// What real SV1 pools need of a node and bitcoind gives them (ckpool, goPool): a libzmq
+/// subscriber with ZMTP heartbeats (goPool sets a 1 s interval) stays connected through
+/// quiet time, and gets only the topic it subscribed to, as from bitcoind's libzmq.
+#[tokio::test]
+async fn a_libzmq_subscriber_with_heartbeats_stays_connected_and_gets_its_topic_only() {
+    let cfg = NodeConfig {
+        scripted_arrivals: Some(vec![Duration::from_millis(3500)]),
+        ..quiet_network()
+    };
+    let (node, rpc) = start(cfg, true).await;
+    let endpoint = node.zmq_endpoint.clone().unwrap();
+    let seen = tokio::task::spawn_blocking(move || {
+        let context = zmq::Context::new();
+        let sub = context.socket(zmq::SUB).unwrap();
+        sub.set_heartbeat_ivl(200).unwrap();
+        sub.set_heartbeat_timeout(300).unwrap();
+        sub.monitor("inproc://monitor", zmq::SocketEvent::DISCONNECTED as i32)
+            .unwrap();
+        let monitor = context.socket(zmq::PAIR).unwrap();
+        monitor.connect("inproc://monitor").unwrap();
+        sub.connect(&endpoint).unwrap();
+        sub.set_subscribe(b"hashblock").unwrap();
+        // Quiet for 3.5 s (17 heartbeat intervals), then one block; listen 2 s more.
+        let mut topics = Vec::new();
+        let until = std::time::Instant::now() + Duration::from_millis(5500);
+        while std::time::Instant::now() < until {
+            if sub.poll(zmq::POLLIN, 100).unwrap() > 0 {
+                let frames = sub.recv_multipart(0).unwrap();
+                topics.push(String::from_utf8(frames[0].clone()).unwrap());
+            }
+        }
+        let mut disconnects = 0;
+        while monitor.poll(zmq::POLLIN, 0).unwrap() > 0 {
+            monitor.recv_multipart(0).unwrap();
+            disconnects += 1;
+        }
+        (topics, disconnects)
+    })
+    .await
+    .unwrap();
+    let (topics, disconnects) = seen;
+    assert_eq!(disconnects, 0, "the publisher answers heartbeats");
+    assert_eq!(
+        topics,
+        vec!["hashblock".to_string()],
+        "one block, its topic only"
+    );
+    let height: u64 = rpc.call("getblockcount", json!([])).await.unwrap();
+    assert_eq!(height, 880_001);
+    node.shutdown().await.unwrap();
+}
+
+/// ckpool and goPool submit the coinbase without its witness: bitcoind's submitblock fills
+/// in the default witness reserved value (32 zero bytes) and accepts the block; the
+/// commitment is still checked.
+#[tokio::test]
+async fn submitblock_fills_in_the_witness_reserved_value_and_checks_the_commitment() {
+    let (node, rpc) = start(quiet_network(), false).await;
+    let t = gbt(&rpc).await;
+    let mut block = block_from_gbt(&t);
+    assert!(
+        block.txdata.len() > 100,
+        "transactions with witnesses to commit to"
+    );
+    block.txdata[0].input[0].witness = bitcoin::Witness::new();
+
+    // A commitment to other witnesses is refused, reserved value or not.
+    let mut wrong = block.clone();
+    let out = wrong.txdata[0]
+        .output
+        .iter_mut()
+        .find(|o| {
+            o.script_pubkey
+                .as_bytes()
+                .starts_with(&[0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed])
+        })
+        .expect("a witness commitment");
+    let mut script = out.script_pubkey.to_bytes();
+    script[10] ^= 1;
+    out.script_pubkey = ScriptBuf::from_bytes(script);
+    wrong.header.merkle_root = wrong.compute_merkle_root().unwrap();
+    let target = bitcoin::Target::from_compact(wrong.header.bits);
+    while wrong.header.validate_pow(target).is_err() {
+        wrong.header.nonce += 1;
+    }
+    let verdict: Value = rpc
+        .call(
+            "submitblock",
+            json!([bitcoin::consensus::encode::serialize_hex(&wrong)]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(verdict, json!("bad-witness-merkle-match"));
+
+    let verdict: Value = rpc
+        .call(
+            "submitblock",
+            json!([bitcoin::consensus::encode::serialize_hex(&block)]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        verdict,
+        Value::Null,
+        "accepted with the reserved value filled in"
+    );
+    let best: String = rpc.call("getbestblockhash", json!([])).await.unwrap();
+    assert_eq!(best, block.block_hash().to_string());
+    let stored: String = rpc.call("getblock", json!([best, 0])).await.unwrap();
+    let stored: Block = bitcoin::consensus::deserialize(&hex::decode(stored).unwrap()).unwrap();
+    assert_eq!(
+        stored.txdata[0].input[0].witness.to_vec(),
+        vec![vec![0u8; 32]],
+        "the block kept carries the reserved value"
+    );
+    node.shutdown().await.unwrap();
+}
+
+/// The calls real pools make that a node without history must still answer: the
+/// regtest genesis at height 0 (goPool's check), a header chain linked from it to the
+/// tip, blocks below the start as a pruned node answers, and `preciousblock` (ckpool,
+/// after each block it finds).
+#[tokio::test]
+async fn every_height_answers_from_genesis_and_preciousblock_is_served() {
+    let (node, rpc) = start(quiet_network(), false).await;
+    let hash_at = |h: u64| {
+        let rpc = &rpc;
+        async move {
+            rpc.call::<String>("getblockhash", json!([h]))
+                .await
+                .unwrap()
+        }
+    };
+    let genesis = bitcoin::constants::genesis_block(bitcoin::Network::Regtest).block_hash();
+    assert_eq!(hash_at(0).await, genesis.to_string());
+    // Each header names the one below it, across the first full block and deep below.
+    for h in [880_000u64, 879_999, 500_000, 1_024, 1] {
+        let header: Value = rpc
+            .call("getblockheader", json!([hash_at(h).await]))
+            .await
+            .unwrap();
+        assert_eq!(header["height"], json!(h));
+        assert_eq!(
+            header["previousblockhash"],
+            json!(hash_at(h - 1).await),
+            "at {h}"
+        );
+        assert_eq!(header["confirmations"], json!(880_000 - h + 1));
+    }
+    let below: Value = rpc
+        .call("getblockheader", json!([hash_at(879_999).await]))
+        .await
+        .unwrap();
+    assert_eq!(below["nextblockhash"], json!(hash_at(880_000).await));
+    let raw: String = rpc
+        .call("getblockheader", json!([hash_at(1).await, false]))
+        .await
+        .unwrap();
+    let header: bitcoin::block::Header =
+        bitcoin::consensus::deserialize(&hex::decode(raw).unwrap()).unwrap();
+    assert_eq!(header.prev_blockhash, genesis);
+    let info: Value = rpc.call("getblockchaininfo", json!([])).await.unwrap();
+    assert_eq!(info["pruned"], json!(true));
+    let err = rpc
+        .call::<Value>("getblock", json!([hash_at(500_000).await]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, RpcCallError::Rpc { code: -1, message } if message == "Block not available (pruned data)"),
+        "{err:?}"
+    );
+
+    let tip: String = rpc.call("getbestblockhash", json!([])).await.unwrap();
+    let verdict: Value = rpc.call("preciousblock", json!([tip])).await.unwrap();
+    assert_eq!(verdict, Value::Null);
+    let err = rpc
+        .call::<Value>("preciousblock", json!([format!("{:064x}", 7)]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, RpcCallError::Rpc { code: -5, message } if message == "Block not found"),
+        "{err:?}"
     );
     node.shutdown().await.unwrap();
 }

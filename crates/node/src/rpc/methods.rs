@@ -116,6 +116,10 @@ const METHODS: &[(&str, Signature)] = &[
     ("getzmqnotifications", sig!("getzmqnotifications", 0)),
     ("help", sig!("help ( \"command\" )", 0, "command")),
     ("ping", sig!("ping", 0)),
+    (
+        "preciousblock",
+        sig!("preciousblock \"blockhash\"", 1, "blockhash"),
+    ),
     ("stop", sig!("stop", 0)),
     (
         "submitblock",
@@ -162,29 +166,52 @@ pub async fn dispatch(shared: &Arc<Shared>, method: &str, raw: Value) -> Result<
         "getblockhash" => {
             let height = p.u64(0)?.expect("required");
             let state = shared.sync();
-            let block = u32::try_from(height)
-                .ok()
-                .and_then(|h| state.chain().at_height(h))
+            let chain = state.chain();
+            let hash = u32::try_from(height).ok().and_then(|h| {
+                (chain.at_height(h).map(|b| b.hash))
+                    .or_else(|| chain.ancestry().header(h).map(|a| a.block_hash()))
+            });
+            let hash = hash
                 .ok_or_else(|| RpcError::new(RPC_INVALID_PARAMETER, "Block height out of range"))?;
-            json(json!(block.hash.to_string()))
+            json(json!(hash.to_string()))
         }
         "getblockheader" => {
             let hash = parse_hash(p.required_str(0)?)?;
             let verbose = p.bool(1)?.unwrap_or(true);
             let state = shared.sync();
-            let block = find_block(&state, &hash)?;
-            if verbose {
-                json(header_json(&state, block))
-            } else {
-                json(json!(bitcoin::consensus::encode::serialize_hex(
-                    &block.block.header
-                )))
+            let header = match state.chain().get(&hash) {
+                Some(block) if verbose => return json(header_json(&state, block)),
+                Some(block) => block.block.header,
+                None => {
+                    let (height, header) = find_ancestor(&state, &hash)?;
+                    if verbose {
+                        return json(ancestor_json(&state, height, &header));
+                    }
+                    header
+                }
+            };
+            json(json!(bitcoin::consensus::encode::serialize_hex(&header)))
+        }
+        "preciousblock" => {
+            // The emulated network never reorganises: a known block is already as precious
+            // as it can be; an unknown one is bitcoind's error.
+            let hash = parse_hash(p.required_str(0)?)?;
+            let state = shared.sync();
+            if state.chain().get(&hash).is_none() {
+                find_ancestor(&state, &hash)?;
             }
+            json(Value::Null)
         }
         "getblock" => {
             let hash = parse_hash(p.required_str(0)?)?;
             let verbosity = p.verbosity(1, 1)?;
             let state = shared.sync();
+            if state.chain().get(&hash).is_none() && find_ancestor(&state, &hash).is_ok() {
+                return Err(RpcError::new(
+                    super::RPC_MISC_ERROR,
+                    "Block not available (pruned data)",
+                ));
+            }
             let block = find_block(&state, &hash)?;
             if verbosity == 0 {
                 return json(json!(bitcoin::consensus::encode::serialize_hex(
@@ -225,7 +252,8 @@ pub async fn dispatch(shared: &Arc<Shared>, method: &str, raw: Value) -> Result<
                 "initialblockdownload": false,
                 "chainwork": hex::encode(tip.chainwork),
                 "size_on_disk": 0,
-                "pruned": false,
+                // Below the base block the node keeps headers only, as a pruned node does.
+                "pruned": state.chain().base_height() > 0,
                 "warnings": [],
             }))
         }
@@ -424,7 +452,8 @@ async fn wait_for_newer_template(shared: &Arc<Shared>, longpollid: &str) {
 }
 
 fn submit_block(shared: &Arc<Shared>, hex_data: &str) -> Result<Value, RpcError> {
-    let block = decode_block(hex_data)?;
+    let mut block = decode_block(hex_data)?;
+    crate::validate::fill_witness_reserved_value(&mut block);
     judge_block(shared, block, "submitblock")
 }
 
@@ -506,6 +535,58 @@ fn find_block<'a>(
         .ok_or_else(|| RpcError::new(RPC_INVALID_ADDRESS_OR_KEY, "Block not found"))
 }
 
+/// A header below the base block, by hash: its height and header.
+fn find_ancestor(
+    state: &crate::state::NodeState,
+    hash: &BlockHash,
+) -> Result<(u32, bitcoin::block::Header), RpcError> {
+    let ancestry = state.chain().ancestry();
+    ancestry
+        .height_of(hash)
+        .and_then(|h| Some((h, ancestry.header(h)?)))
+        .ok_or_else(|| RpcError::new(RPC_INVALID_ADDRESS_OR_KEY, "Block not found"))
+}
+
+/// `getblockheader` of a header below the base block, as bitcoind shows one.
+fn ancestor_json(
+    state: &crate::state::NodeState,
+    height: u32,
+    h: &bitcoin::block::Header,
+) -> Value {
+    let chain = state.chain();
+    let ancestry = chain.ancestry();
+    let times: Vec<u32> = (height.saturating_sub(10)..=height)
+        .filter_map(|k| ancestry.header(k).map(|a| a.time))
+        .collect();
+    let mut sorted = times.clone();
+    sorted.sort_unstable();
+    let next = (ancestry.header(height + 1).map(|a| a.block_hash()))
+        .or_else(|| chain.at_height(height + 1).map(|b| b.hash));
+    let mut v = json!({
+        "hash": h.block_hash().to_string(),
+        "confirmations": i64::from(chain.height() - height) + 1,
+        "height": height,
+        "version": h.version.to_consensus(),
+        "versionHex": format!("{:08x}", h.version.to_consensus()),
+        "merkleroot": h.merkle_root.to_string(),
+        "time": h.time,
+        "mediantime": sorted[sorted.len() / 2],
+        "nonce": h.nonce,
+        "bits": format!("{:08x}", h.bits.to_consensus()),
+        "target": hex::encode(h.target().to_be_bytes()),
+        "difficulty": h.difficulty_float(),
+        "chainwork": hex::encode(ancestry.chainwork(height).to_be_bytes()),
+        "nTx": 1,
+    });
+    if height > 0 {
+        v["previousblockhash"] = json!(h.prev_blockhash.to_string());
+    }
+    if let Some(next) = next {
+        v["nextblockhash"] = json!(next.to_string());
+    }
+    v
+}
+
 fn header_json(state: &crate::state::NodeState, b: &ChainBlock) -> Value {
     let h = &b.block.header;
     let mut v = json!({
@@ -524,7 +605,7 @@ fn header_json(state: &crate::state::NodeState, b: &ChainBlock) -> Value {
         "chainwork": hex::encode(b.chainwork),
         "nTx": b.block.txdata.len(),
     });
-    if b.height > state.chain().base_height() {
+    if b.height > 0 {
         v["previousblockhash"] = json!(h.prev_blockhash.to_string());
     }
     if let Some(next) = state.chain().at_height(b.height + 1) {
