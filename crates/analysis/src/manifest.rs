@@ -108,6 +108,12 @@ pub struct SideRoles {
     pub job_declaration_role: Option<String>,
     /// Every role process of the side, for CPU and memory.
     pub roles: Vec<String>,
+    /// An SV1 side's pool, by name and version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_software: Option<String>,
+    /// How that pool learns of blocks and refreshes jobs, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_policy: Option<String>,
 }
 
 /// One resource sample of one role process.

@@ -49,6 +49,8 @@ pub fn sv1_side() -> (String, SideRoles) {
             feed_link_role: None,
             job_declaration_role: None,
             roles: vec!["node".into(), "pool".into(), "miners".into()],
+            pool_software: None,
+            pool_policy: None,
         },
     )
 }
@@ -70,6 +72,8 @@ pub fn farm_side() -> (String, SideRoles) {
             feed_link_role: None,
             job_declaration_role: Some("jdtap-a".into()),
             roles: vec!["node".into(), "node-farm".into(), "jdc-a".into()],
+            pool_software: None,
+            pool_policy: None,
         },
     )
 }

@@ -1,6 +1,7 @@
 //! An existing bitcoind-RPC SV1 pool, unmodified, mines on our node with our miners:
 //! stratum-pool-sha256 2.1.3 (a maintained fork of node-stratum-pool, NOMP's pool core),
-//! installed from npm at the version the lockfile pins.
+//! installed from npm at the version the lockfile pins, started by the NOMP adapter's
+//! launcher (`pools/nomp`).
 
 mod common;
 
@@ -9,13 +10,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The pool's package, installed once under the target directory (never in the repo).
+/// The pool's package (stratum-bench's NOMP adapter, `pools/nomp`), installed once under
+/// the target directory (never in the repo).
 fn installed_pool() -> PathBuf {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/external-sv1-pool");
+    let adapter = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pools/nomp");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("external-sv1-pool");
     std::fs::create_dir_all(&dir).unwrap();
     for f in ["package.json", "package-lock.json", "pool.js"] {
-        std::fs::copy(fixture.join(f), dir.join(f)).unwrap();
+        std::fs::copy(adapter.join(f), dir.join(f)).unwrap();
     }
     if !dir.join("node_modules/stratum-pool-sha256").exists() {
         let out = Command::new("npm")
@@ -53,15 +55,24 @@ fn pool_on_node(name: &str, node_args: &[&str], difficulty: &str) -> PoolOnNode 
     let (node, url) = start_node(node_args);
     let rpc_port = url.rsplit(':').next().unwrap().to_string();
     let pool_port = free_port();
+    let config = work.join("pool.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({
+            "listen_port": pool_port, "difficulty": difficulty.parse::<f64>().unwrap(),
+            "rpc_host": "127.0.0.1", "rpc_port": rpc_port.parse::<u16>().unwrap(),
+            "rpc_user": "u", "rpc_password": "p",
+            "payout_address": "bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080",
+            "block_refresh_ms": 500, "job_rebroadcast_s": 55,
+        })
+        .to_string(),
+    )
+    .unwrap();
     let pool = Killed(
         Command::new("node")
             .arg("pool.js")
+            .arg(&config)
             .current_dir(&pool_dir)
-            .env("POOL_PORT", pool_port.to_string())
-            .env("POOL_DIFF", difficulty)
-            .env("NODE_RPC_PORT", &rpc_port)
-            .env("RPC_USER", "u")
-            .env("RPC_PASSWORD", "p")
             .stdout(std::fs::File::create(work.join("pool.log")).unwrap())
             .stderr(Stdio::inherit())
             .spawn()
@@ -233,4 +244,129 @@ fn an_unmodified_sv1_pool_mines_on_the_node() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// `run` with `args` of a scenario, the adapters installed in the build cache.
+fn run_pools(scenario: &Path, out: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(exe())
+        .arg("run")
+        .arg(scenario)
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .args(["--metrics-bind", "127.0.0.1:0"])
+        .env(
+            "STRATUM_BENCH_CACHE",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"),
+        )
+        .output()
+        .unwrap()
+}
+
+/// scenarios/sv1-pools.toml, short: our SV1 pool and NOMP's pool core side by side with
+/// configuration C on one network and identical links, each measured at its tap.
+#[test]
+fn our_sv1_pool_and_nomp_run_side_by_side_with_sv2_c() {
+    let dir = common::out_dir("sv1-pools");
+    let out = run_pools(
+        &common::scenario("sv1-pools"),
+        &dir,
+        &[
+            "--duration",
+            "30s",
+            "--set",
+            "warmup=10s",
+            "--set",
+            "network.block_interval=5s",
+        ],
+    );
+    common::succeed(out);
+    let s = common::summary(&dir);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["sides"]["sv1-nomp"]["pool_software"], "nomp");
+    assert!(manifest["sides"]["sv1"]["pool_software"]
+        .as_str()
+        .unwrap()
+        .contains("built-in"));
+    for side in ["sv1", "sv1-nomp", "sv2-c"] {
+        let summary = &s["sides"][side];
+        assert!(
+            summary["shares"]["accepted"].as_u64().unwrap() > 0,
+            "{side}: {}",
+            summary["shares"]
+        );
+        // Work after a block crosses the link one way (100 ms round trip) at least.
+        let after_block = &summary["new_prevhash_job_ms"];
+        assert!(after_block["count"].as_u64().unwrap() > 0, "{side}");
+        assert!(
+            after_block["p50"].as_f64().unwrap() >= 50.0,
+            "{side}: {after_block}"
+        );
+    }
+    // The pool is a role of the run: its CPU and memory are sampled like ours.
+    let nomp = &s["sides"]["sv1-nomp"]["roles"]["pool-sv1-nomp"];
+    assert!(nomp["cpu_pct"]["count"].as_u64().unwrap() > 0, "{nomp}");
+    assert!(nomp["rss_bytes"]["mean"].as_f64().unwrap() > 1e6, "{nomp}");
+    // NOMP polls its node every 500 ms: its miners get new-block work later than ours.
+    let p50 = |side: &str| {
+        s["sides"][side]["new_prevhash_job_ms"]["p50"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        p50("sv1-nomp") > p50("sv1"),
+        "{} vs {}",
+        p50("sv1-nomp"),
+        p50("sv1")
+    );
+}
+
+/// A scenario with an SV1 side on `[sv1_pools.x]` given by `pool` (TOML lines).
+fn scenario_with_pool(name: &str, pool: &str) -> PathBuf {
+    let base = std::fs::read_to_string(common::scenario("sv1-baseline")).unwrap();
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("scenario.toml");
+    let text = base.replace(r#"sides = ["sv1"]"#, r#"sides = ["sv1", "sv1-x"]"#);
+    std::fs::write(&path, format!("{text}\n[sv1_pools.x]\n{pool}\n")).unwrap();
+    path
+}
+
+#[test]
+fn an_sv1_pool_that_exits_at_once_fails_the_run_before_the_window_naming_it() {
+    let scenario = scenario_with_pool("pool-exits", r#"command = "false""#);
+    let dir = common::out_dir("pool-exits");
+    let out = run_pools(&scenario, &dir, &["--duration", "20s"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("role pool-sv1-x (`false`) exited")
+            && stderr.contains(&dir.join("logs/pool-sv1-x.log").display().to_string()),
+        "{stderr}"
+    );
+    assert!(!dir.join("summary.json").exists(), "no window was measured");
+}
+
+#[test]
+fn a_config_template_with_an_unknown_placeholder_fails_naming_it() {
+    let scenario = scenario_with_pool(
+        "pool-placeholder",
+        "command = \"mypool --config {config}\"\nconfig_template = \"pool.conf\"",
+    );
+    std::fs::write(
+        scenario.parent().unwrap().join("pool.conf"),
+        "port = {listen_port}\nsecret = {nope}\n",
+    )
+    .unwrap();
+    let dir = common::out_dir("pool-placeholder");
+    let out = run_pools(&scenario, &dir, &["--duration", "20s"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("sv1_pools.x.config_template")
+            && stderr.contains("unknown placeholder {nope}"),
+        "{stderr}"
+    );
+    assert!(!dir.exists(), "nothing started");
 }

@@ -91,26 +91,28 @@ impl RoleProcess {
         }
     }
 
-    /// Starts another build of a role: `command` (split on spaces) with `-c CONFIG`
-    /// appended, as SRI's binaries take their config, its output in `logs/<name>.log`.
-    /// Such a program announces nothing, so it is ready when `listen` accepts
-    /// connections (within 30 s); one that exits first is reported with its log.
+    /// Starts a program that is not ours as role `name`: `argv` (a program and its
+    /// arguments), in `cwd` when given, its output in `logs/<name>.log`. Such a program
+    /// announces nothing, so it is ready when `listen` accepts connections (within 30 s);
+    /// one that exits first is reported with its log.
     pub async fn spawn_command(
-        command: &str,
-        config: &Path,
+        argv: &[String],
+        cwd: Option<&Path>,
         dir: &Path,
         name: &str,
         listen: std::net::SocketAddr,
     ) -> Result<RoleProcess> {
-        let mut words = command.split_whitespace();
-        let program = words.next().context("an empty role command")?;
+        let (program, args) = argv.split_first().context("an empty role command")?;
+        let command = argv.join(" ");
         std::fs::create_dir_all(dir.join("logs"))?;
         let log_path = dir.join("logs").join(format!("{name}.log"));
         let log = std::fs::File::create(&log_path)?;
-        let child = Command::new(program)
-            .args(words)
-            .arg("-c")
-            .arg(config)
+        let mut cmd = Command::new(program);
+        if let Some(cwd) = cwd {
+            cmd.current_dir(cwd);
+        }
+        let child = cmd
+            .args(args)
             .stdin(std::process::Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

@@ -378,21 +378,20 @@ async fn start_roles(
     Ok(sides)
 }
 
-/// The SV1 baseline: SV1 miners -> link -> built-in SV1 pool -> node RPC and ZMQ.
-async fn start_sv1_side(
+/// Our own SV1 pool on the node: where it listens.
+async fn builtin_sv1_pool(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
+    pool: &str,
     (rpc, password, zmq): (&str, &str, Option<String>),
-    farm_port: u16,
     roles: &mut Vec<RoleProcess>,
-) -> Result<SideRoles> {
+) -> Result<SocketAddr> {
     let s = &opts.scenario;
-    let pool = format!("pool-{side}");
     let pool_ready = spawn(
         opts,
         dir,
-        &pool,
+        pool,
         &RoleSpec::Sv1Pool {
             config: sv1::pool::PoolConfig {
                 listen: "127.0.0.1:0".parse()?,
@@ -418,7 +417,49 @@ async fn start_sv1_side(
         roles,
     )
     .await?;
-    let pool_addr: SocketAddr = ready_field(&pool_ready, "listen", &pool)?.parse()?;
+    let pool_addr: SocketAddr = ready_field(&pool_ready, "listen", pool)?.parse()?;
+    Ok(pool_addr)
+}
+
+/// The SV1 baseline: SV1 miners -> link -> built-in SV1 pool -> node RPC and ZMQ.
+async fn start_sv1_side(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    (rpc, password, zmq): (&str, &str, Option<String>),
+    farm_port: u16,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SideRoles> {
+    let s = &opts.scenario;
+    let pool = format!("pool-{side}");
+    let (pool_addr, pool_name, pool_policy) = match s.external_pool(side) {
+        Some(external) => {
+            let resolved = crate::external_pool::resolve(external, Path::new(""), side)?;
+            let listen = free_local_port()?;
+            let site = crate::external_pool::Site {
+                rpc: rpc.parse().context("the node's RPC address")?,
+                rpc_user: RPC_USER,
+                rpc_password: password,
+                zmq: zmq.as_deref(),
+                difficulty: s.start_difficulty(),
+                job_refresh_s: s.pool.job_refresh.as_secs_f64(),
+                payout_address: bitcoin::Address::from_script(
+                    &payout_script(),
+                    bitcoin::Network::Regtest,
+                )?
+                .to_string(),
+                run_dir: dir,
+                cache_dir: &crate::external_pool::cache_dir(),
+            };
+            roles.push(resolved.start(&site, side, &pool, listen).await?);
+            (listen, Some(resolved.name), resolved.policy)
+        }
+        None => (
+            builtin_sv1_pool(opts, dir, side, &pool, (rpc, password, zmq), roles).await?,
+            None,
+            None,
+        ),
+    };
     // The same hop every SV2 side crosses: a tap on the pool site, where verdicts are read.
     let tap = format!("tap-{side}");
     let tap_ready = spawn(
@@ -451,6 +492,12 @@ async fn start_sv1_side(
         feed_link_role: None,
         job_declaration_role: None,
         roles: vec![NODE.into(), pool, tap, link, miners],
+        pool_software: Some(pool_name.unwrap_or_else(|| {
+            format!("stratum-bench's built-in SV1 pool {}", env!("CARGO_PKG_VERSION"))
+        })),
+        pool_policy: pool_policy.or_else(|| {
+            Some("ZMQ hashblock, a job on every new tip and after pool.job_refresh, one write per job, vardiff".into())
+        }),
     })
 }
 
@@ -493,6 +540,8 @@ async fn start_sv2_pool_side(
             feed_link_role: None,
             job_declaration_role: None,
             roles: vec![NODE.into(), pool, tap, link, miners],
+            pool_software: None,
+            pool_policy: None,
         });
     }
     let (link, link_addr) = spawn_link(opts, dir, side, 0, tap_addr, roles).await?;
@@ -523,6 +572,8 @@ async fn start_sv2_pool_side(
         feed_link_role: None,
         job_declaration_role: None,
         roles: vec![NODE.into(), pool, tap, link, translator, miners],
+        pool_software: None,
+        pool_policy: None,
     })
 }
 
@@ -864,6 +915,8 @@ async fn start_sv2_jd_side(
         feed_link_role: Some(feed_link.clone()),
         job_declaration_role: Some(jd_tap),
         roles: side_roles,
+        pool_software: None,
+        pool_policy: None,
     })
 }
 
@@ -901,7 +954,11 @@ async fn spawn_sri(
             let path = dir.join("roles").join(format!("{name}.toml"));
             std::fs::write(&path, config)
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            let role = RoleProcess::spawn_command(&other.command, &path, dir, name, listen).await?;
+            // SRI's binaries take their config as `-c CONFIG`.
+            let argv: Vec<String> = (other.command.split_whitespace().map(str::to_string))
+                .chain(["-c".to_string(), path.display().to_string()])
+                .collect();
+            let role = RoleProcess::spawn_command(&argv, None, dir, name, listen).await?;
             roles.push(role);
             Ok(listen)
         }

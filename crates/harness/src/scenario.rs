@@ -100,6 +100,34 @@ pub struct Scenario {
     /// linked into stratum-bench).
     #[serde(default)]
     pub roles: RoleCommands,
+    /// SV1 pools other than the built-in one, by the label of the SV1 side that runs each:
+    /// side `sv1-nomp` runs `[sv1_pools.nomp]`. An SV1 side without one runs ours.
+    #[serde(default)]
+    pub sv1_pools: std::collections::BTreeMap<String, ExternalSv1Pool>,
+}
+
+/// An SV1 pool that is not ours, on an SV1 side: an adapter shipped with stratum-bench
+/// (`kind`), or any pool as a `command` and a `config_template` whose placeholders
+/// (`{rpc_url}`, `{listen_port}`, ...) the harness fills in.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExternalSv1Pool {
+    /// An adapter: `nomp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// A program and its arguments; `{config}` is the filled-in config file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The config file with placeholders, relative to the scenario file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_template: Option<std::path::PathBuf>,
+    /// The pool's name and version in reports (default: the kind, or the program).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// How it learns of blocks and refreshes jobs, in words, for the report (an adapter
+    /// says its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -323,13 +351,30 @@ impl Scenario {
         for o in overrides {
             apply_override(&mut table, o)?;
         }
-        let scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table))
+        let mut scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table))
             .map_err(|e| {
                 let path = e.path().to_string();
                 anyhow::anyhow!("scenario field `{path}`: {}", e.into_inner())
             })?;
         scenario.check()?;
+        // Templates are read relative to the scenario file; keep their paths whole, so
+        // the copy in the run directory still names them.
+        let base = path.parent().unwrap_or(Path::new("."));
+        for (label, pool) in &mut scenario.sv1_pools {
+            crate::external_pool::resolve(pool, base, &format!("sv1_pools.{label}"))?;
+            if let Some(template) = &mut pool.config_template {
+                *template = base.join(&*template);
+            }
+        }
         Ok(scenario)
+    }
+
+    /// The pool an SV1 side runs when it is not ours.
+    pub fn external_pool(&self, side: &str) -> Option<&ExternalSv1Pool> {
+        let label = side.strip_prefix("sv1-")?;
+        (Config::of_side(side) == Some(Config::Sv1))
+            .then(|| self.sv1_pools.get(label))
+            .flatten()
     }
 
     fn check(&self) -> Result<()> {
@@ -411,6 +456,15 @@ impl Scenario {
         }
         if let Err(e) = node::MempoolPreset::parse(&self.network.mempool) {
             fail("network.mempool", e)?;
+        }
+        for label in self.sv1_pools.keys() {
+            let side = format!("sv1-{label}");
+            if !self.sides.contains(&side) {
+                fail(
+                    &format!("sv1_pools.{label}"),
+                    format!("no side runs it: add {side:?} to sides"),
+                )?;
+            }
         }
         for (side, rtt) in &self.link.side_rtt_ms {
             if !self.sides.contains(side) {

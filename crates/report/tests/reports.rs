@@ -178,6 +178,8 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                         roles: ["node", "pool-sv1", "link-sv1", "miners-sv1"]
                             .map(String::from)
                             .to_vec(),
+                        pool_software: None,
+                        pool_policy: None,
                     },
                 )
             })
