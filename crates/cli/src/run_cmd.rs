@@ -143,6 +143,15 @@ pub async fn run(args: RunArgs) -> Result<()> {
     })
     .await?;
     print!("{}", table(&outcome.summary));
+    // Which pool each SV1 side ran, from the run's manifest.
+    let manifest = std::fs::read_to_string(outcome.dir.join(analysis::manifest::MANIFEST_FILE))
+        .ok()
+        .and_then(|text| serde_json::from_str::<analysis::Manifest>(&text).ok());
+    for (side, roles) in manifest.iter().flat_map(|m| m.sides.iter()) {
+        if let Some(pool) = &roles.pool_software {
+            println!("{side}'s pool: {pool}");
+        }
+    }
     match report::write_report(&outcome.dir, false) {
         Ok(files) => println!(
             "run written to {} ({})",

@@ -131,6 +131,13 @@ fn context(run: &RunData) -> Section {
         "roles",
         format!("node, SV1 pool, link relay, tap and miner fleets: stratum-bench {tool}, built in"),
     ));
+    // Each SV1 side's pool, by name and version, and how it learns of blocks.
+    for (side, roles) in run.manifest.iter().flat_map(|m| m.sides.iter()) {
+        if let Some(pool) = &roles.pool_software {
+            let policy = roles.pool_policy.as_deref().unwrap_or("policy not given");
+            rows.push(row(&format!("{side}'s pool"), format!("{pool}: {policy}")));
+        }
+    }
     if s("sides").contains("sv2") {
         let linked = run
             .host
