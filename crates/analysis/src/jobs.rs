@@ -40,6 +40,11 @@ pub struct JobFacts {
     pub new_job_ms: Clustered,
     /// By tip.
     pub new_prevhash_job_ms: Clustered,
+    /// By tip: each miner's time on outdated work after the tip changed, until its first
+    /// job on that tip or a later one, at most until the next tip. Equal to the delay to
+    /// new-block work unless a miner got no job on a tip at all (a pool that polls can skip
+    /// a tip that lasted less than its poll) or got it only after the next tip.
+    pub stale_wait_ms: Clustered,
     /// (template value, miner-nanoseconds of valid work on it), by the tip it was on: a
     /// tip's templates follow one mempool, so the tip is the unit of its interval.
     pub value_by_tip: WeightedClusters,
@@ -107,6 +112,32 @@ pub fn side_jobs<'a>(
                     .push(hash, ms(t_job.saturating_sub(*t_tip))),
                 None => unmatched.add("tip_without_job", 1),
             }
+        }
+    }
+
+    let tip_index: HashMap<&str, usize> = (timeline.tips.iter().enumerate())
+        .map(|(i, (_, hash))| (*hash, i))
+        .collect();
+    for (k, (t_tip, hash)) in timeline.tips.iter().enumerate() {
+        if !window.contains(*t_tip) {
+            continue;
+        }
+        let next_tip = timeline
+            .tips
+            .get(k + 1)
+            .map_or(window.end_ns, |(t, _)| *t)
+            .min(window.end_ns);
+        for miner in 0..side.miners {
+            let jobs = by_miner.get(&miner).map_or(&[][..], Vec::as_slice);
+            let from = jobs.partition_point(|j| j.t_ns < *t_tip);
+            let caught_up = jobs[from..]
+                .iter()
+                .take_while(|j| j.t_ns < next_tip)
+                .find(|j| tip_index.get(j.prev_hash).is_some_and(|&i| i >= k))
+                .map_or(next_tip, |j| j.t_ns);
+            facts
+                .stale_wait_ms
+                .push(hash, ms(caught_up.saturating_sub(*t_tip)));
         }
     }
 
@@ -282,6 +313,47 @@ mod tests {
         assert!((mean - expected).abs() < 1e-6, "{mean} vs {expected}");
         // Two tips (P, then Q): too few for an interval.
         assert_eq!((value.units, value.mean_ci), (Some(2), None));
+    }
+
+    /// A pool that polls can skip a tip that lasts less than its poll: its miners wait
+    /// through that tip on the tip before. Tips O at 0, P at 1 s, Q at 2 s, R at 2.1 s;
+    /// miner 0 gets no job on Q (it goes from P to R at 2.3 s), miner 1 gets each.
+    #[test]
+    fn a_skipped_tip_is_waited_through_and_counted_once() {
+        let m = manifest(vec![sv1_side()]);
+        let mut events = Vec::new();
+        for (t, hash) in [(0, "O"), (1_000, "P"), (2_000, "Q"), (2_100, "R")] {
+            events.push(tip(t * MS, hash, TipCause::Network));
+        }
+        for (t, miner, hash) in [
+            (0, 0, "O"),
+            (0, 1, "O"),
+            (1_050, 0, "P"),
+            (1_060, 1, "P"),
+            (2_050, 1, "Q"),
+            (2_150, 1, "R"),
+            (2_300, 0, "R"),
+        ] {
+            events.push(job(t * MS, miner, hash, None));
+        }
+        let (f, u) = run(&m, &events);
+        // Miner 0 waits 50 ms at P, through Q (100 ms, up to R), 200 ms at R; miner 1
+        // 60, 50 and 50 ms.
+        let waits: Vec<Vec<f64>> = f.stale_wait_ms.clusters();
+        assert_eq!(
+            waits,
+            vec![
+                vec![0.0, 0.0],
+                vec![50.0, 60.0],
+                vec![100.0, 50.0],
+                vec![200.0, 50.0]
+            ]
+        );
+        // The delay to new-block work has no sample for miner 0 at Q, and says so.
+        assert_eq!(f.new_prevhash_job_ms.clusters()[2], vec![50.0]);
+        assert_eq!(u.0["tip_without_job"], 1);
+        // The same 510 ms the work on outdated jobs adds up to.
+        assert!((f.work.stale_s - 0.51).abs() < 1e-9, "{:?}", f.work);
     }
 
     #[test]

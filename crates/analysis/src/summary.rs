@@ -120,9 +120,9 @@ pub struct SideSummary {
     /// Miner-seconds of valid, stale and unmatched work in the window.
     #[serde(default)]
     pub work_s: WorkTime,
-    /// The share of the miners' time that could only make stale shares: each tip's delay
-    /// to each miner's first job on it, summed, over miners x window, in percent; its
-    /// interval resamples tips.
+    /// The share of the miners' time that could only make stale shares: from each tip
+    /// change to each miner's first job on it or a later tip (at most until the next tip),
+    /// summed, over miners x window, in percent; its interval resamples tips.
     #[serde(default)]
     pub stale_work_pct: Estimate,
     /// The pool's view of it: the work whose shares reached the pool after the pool moved
@@ -220,14 +220,9 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
             let bandwidth = side_bandwidth(&link, farm_node.as_ref(), window);
             let farm_per_s = farm_rate_series(&link, farm_node.as_ref(), window);
             let link_rtt_ms = side.link_rtt_ms.unwrap_or(m.link.rtt_ms);
-            let stale_per_tip =
-                stale_work_per_tip(&jobs.new_prevhash_job_ms, 0.0, side.miners, window);
-            let pool_stale_per_tip = stale_work_per_tip(
-                &jobs.new_prevhash_job_ms,
-                link_rtt_ms / 2.0,
-                side.miners,
-                window,
-            );
+            let stale_per_tip = stale_work_per_tip(&jobs.stale_wait_ms, 0.0, side.miners, window);
+            let pool_stale_per_tip =
+                stale_work_per_tip(&jobs.stale_wait_ms, link_rtt_ms / 2.0, side.miners, window);
             let new_job_ms = jobs.new_job_ms.dist();
             let new_prevhash_job_ms = jobs.new_prevhash_job_ms.dist();
             let block_propagation_ms = shares.block_propagation_ms.dist();
@@ -389,17 +384,17 @@ fn per_role(
         .collect()
 }
 
-/// Each tip's share of the stale work, in percent of the miners' time: its miners'
-/// delays to work on it, each plus `in_flight_ms` (stale miner-seconds), x tips / (miners
-/// x window), so their mean is the share and resampling tips gives its interval. One unit
+/// Each tip's share of the stale work, in percent of the miners' time: its miners' waits
+/// for current work, each plus `in_flight_ms` (stale miner-seconds), x tips / (miners x
+/// window), so their mean is the share and resampling tips gives its interval. One unit
 /// per tip.
 fn stale_work_per_tip(
-    after_block_ms: &Clustered,
+    stale_wait_ms: &Clustered,
     in_flight_ms: f64,
     miners: u32,
     window: Window,
 ) -> Vec<Vec<f64>> {
-    let per_tip = after_block_ms.clusters();
+    let per_tip = stale_wait_ms.clusters();
     let miner_s = f64::from(miners) * window.secs();
     if miner_s <= 0.0 {
         return Vec::new();
