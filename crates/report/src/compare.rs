@@ -11,15 +11,28 @@ use serde::{Deserialize, Serialize};
 pub struct Comparison {
     pub run_a: String,
     pub run_b: String,
+    /// Each run's SV1 pools, by side: `A sv1: stratum-bench's built-in SV1 pool 0.1.0`.
+    #[serde(default)]
+    pub pools: Vec<String>,
     pub metrics: Vec<MetricComparison>,
 }
 
 /// B against A, as the analysis compares them; a partial run has nothing to compare.
 pub fn compare(a: &RunData, b: &RunData) -> Result<Comparison> {
+    let (view_a, view_b) = (view(a)?, view(b)?);
+    let pools = [("A", &view_a), ("B", &view_b)]
+        .into_iter()
+        .flat_map(|(run, v)| {
+            v.manifest.sides.iter().filter_map(move |(side, roles)| {
+                Some(format!("{run} {side}: {}", roles.pool_software.as_deref()?))
+            })
+        })
+        .collect();
     Ok(Comparison {
         run_a: a.dir.display().to_string(),
         run_b: b.dir.display().to_string(),
-        metrics: analysis::compare::compare(&view(a)?, &view(b)?),
+        pools,
+        metrics: analysis::compare::compare(&view_a, &view_b),
     })
 }
 
@@ -74,15 +87,20 @@ impl Comparison {
             subtitle: format!("A: {}  B: {}", self.run_a, self.run_b),
             sections: vec![Section {
                 title: "B against A".into(),
-                blocks: vec![
-                    Block::Table {
+                blocks: [
+                    (!self.pools.is_empty())
+                        .then(|| Block::Para(format!("SV1 pools: {}.", self.pools.join("; ")))),
+                    Some(Block::Table {
                         head: ["subject", "metric", "A p50 / p90 / p99", "B p50 / p90 / p99", "mean A -> B", "delta", "delta %", "95% CI of delta", "significant"]
                             .map(String::from)
                             .to_vec(),
                         rows,
-                    },
-                    Block::Para(format!("Significant: the 95% bootstrap interval of the difference of means excludes zero, and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% across this table. Latencies are resampled by the tip or template whose broadcast they belong to, per-second series (CPU, bandwidth) by batch means; memory is a level a run settles at, so one run is one unit (compare runs of several seeds to judge it); below {} such units a side is too few for an interval. Every metric here is better lower.", analysis::headline::FDR * 100.0, analysis::stats::MIN_UNITS)),
-                ],
+                    }),
+                    Some(Block::Para(format!("Significant: the 95% bootstrap interval of the difference of means excludes zero, and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% across this table. Latencies are resampled by the tip or template whose broadcast they belong to, per-second series (CPU, bandwidth) by batch means; memory is a level a run settles at, so one run is one unit (compare runs of several seeds to judge it); below {} such units a side is too few for an interval. Every metric here is better lower.", analysis::headline::FDR * 100.0, analysis::stats::MIN_UNITS))),
+                ]
+                .into_iter()
+                .flatten()
+                .collect(),
             }],
         }
     }
