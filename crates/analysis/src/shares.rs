@@ -53,6 +53,10 @@ pub struct ShareCounts {
     pub pool_stale_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool_stale_pct_ci: Option<(f64, f64)>,
+    /// Shares submitted per miner per minute of the window: what every side is set to
+    /// get alike; a pool that runs its own difficulty shows here how far it moved it.
+    #[serde(default)]
+    pub per_miner_min: Option<f64>,
     /// The answers the miners got to their shares in the window: accepted, rejected.
     #[serde(default)]
     pub answered_accepted: u64,
@@ -191,6 +195,8 @@ pub fn side_shares(
     f.shares.acceptance_pct = pct(f.shares.accepted, judged);
     f.shares.stale_pct = pct(f.shares.stale, f.shares.submitted);
     f.shares.stale_pct_ci = wilson_pct(f.shares.stale, f.shares.submitted);
+    let miner_min = f64::from(side.miners) * window.secs() / 60.0;
+    f.shares.per_miner_min = (miner_min > 0.0).then(|| f.shares.submitted as f64 / miner_min);
     f.shares.pool_stale_pct = pct(f.shares.pool_stale, judged);
     f.shares.pool_stale_pct_ci = wilson_pct(f.shares.pool_stale, judged);
     f
@@ -245,6 +251,8 @@ mod tests {
         );
         assert_eq!(f.shares.acceptance_pct, Some(50.0));
         assert_eq!(f.shares.stale_pct, Some(50.0));
+        // 4 shares from 2 miners in the 10 s window: 4 / (2 x 1/6 min) = 12 a minute.
+        assert!((f.shares.per_miner_min.unwrap() - 12.0).abs() < 1e-9);
         // 2 of 4: Wilson centre 0.5 +- 1.959964 x sqrt(0.0625 + 0.0600228) / 1.9603647
         // = 0.3499: 15.00% to 85.00%.
         let (lo, hi) = f.shares.stale_pct_ci.unwrap();

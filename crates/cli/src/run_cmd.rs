@@ -194,7 +194,7 @@ fn table(s: &Summary) -> String {
         }
     };
     let mut rows: Vec<(String, Vec<String>)> = vec![
-        ("shares submitted".into(), vec![]),
+        ("shares submitted (per miner a minute)".into(), vec![]),
         ("shares accepted / stale / rejected".into(), vec![]),
         ("stale as the pool judged".into(), vec![]),
         ("acceptance %".into(), vec![]),
@@ -213,7 +213,7 @@ fn table(s: &Summary) -> String {
         let c = &side.shares;
         let b = &side.bandwidth_bytes_per_s;
         let cells = [
-            c.submitted.to_string(),
+            format!("{} ({})", c.submitted, f(c.per_miner_min)),
             format!("{} / {} / {}", c.accepted, c.stale, c.rejected),
             format!(
                 "{}: {}",

@@ -296,6 +296,13 @@ fn our_sv1_pool_and_nomp_run_side_by_side_with_sv2_c() {
             "{side}: {}",
             summary["shares"]
         );
+        // The same share rate on every side (20 a miner a minute: NOMP gets the miners'
+        // difficulty as its fixed one); about 40 shares a side, so 50-150% is 3 sd.
+        let rate = summary["shares"]["per_miner_min"].as_f64().unwrap();
+        assert!(
+            (10.0..30.0).contains(&rate),
+            "{side}: {rate} shares a miner a minute"
+        );
         // Work after a block crosses the link one way (100 ms round trip) at least.
         let after_block = &summary["new_prevhash_job_ms"];
         assert!(after_block["count"].as_u64().unwrap() > 0, "{side}");
