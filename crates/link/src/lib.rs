@@ -119,13 +119,7 @@ impl Relay {
         let shared = stats.clone();
         let accept = tokio::spawn(async move {
             loop {
-                let (farm, peer) = match listener.accept().await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "link accept failed");
-                        continue;
-                    }
-                };
+                let (farm, peer) = probe::listen::accept_next("link", || listener.accept()).await;
                 let stats = shared.clone();
                 tokio::spawn(async move {
                     if let Err(e) = relay_connection(farm, upstream, cfg, stats).await {

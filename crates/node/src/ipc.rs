@@ -87,12 +87,9 @@ pub fn start(shared: Arc<Shared>, data_dir: &Path) -> Result<IpcFace> {
                 };
                 let mut stop = shared.subscribe_stop();
                 loop {
-                    let accepted = tokio::select! {
-                        a = listener.accept() => a,
+                    let (stream, _) = tokio::select! {
+                        a = probe::listen::accept_next("Mining IPC", || listener.accept()) => a,
                         _ = stop.wait_for(|s| *s) => break,
-                    };
-                    let Ok((stream, _)) = accepted else {
-                        continue;
                     };
                     let (read, write) = stream.into_split();
                     let network = twoparty::VatNetwork::new(

@@ -116,14 +116,7 @@ pub async fn start(shared: Arc<Shared>, opts: TdpOptions) -> Result<(SocketAddr,
     let addr = listener.local_addr()?;
     let task = tokio::spawn(async move {
         loop {
-            let (stream, peer) = match listener.accept().await {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!(error = %e, "TDP accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
+            let (stream, peer) = probe::listen::accept_next("TDP", || listener.accept()).await;
             let _ = stream.set_nodelay(true);
             let (shared, opts) = (shared.clone(), opts.clone());
             tokio::spawn(async move {

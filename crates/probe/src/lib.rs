@@ -4,6 +4,7 @@
 pub mod clock;
 pub mod event;
 pub mod histogram;
+pub mod listen;
 pub mod recorder;
 pub mod stats;
 

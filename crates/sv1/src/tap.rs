@@ -72,14 +72,8 @@ impl Sv1Tap {
         let task = tokio::spawn(async move {
             let mut next_connection = 0u32;
             loop {
-                let (stream, peer) = match listener.accept().await {
-                    Ok(x) => x,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "SV1 tap accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
+                let (stream, peer) =
+                    probe::listen::accept_next("SV1 tap", || listener.accept()).await;
                 next_connection += 1;
                 let connection = next_connection;
                 let (stats, recorder) = (shared.clone(), recorder.clone());

@@ -60,9 +60,8 @@ impl Tap {
         let task = tokio::spawn(async move {
             let mut next_connection = 0u32;
             loop {
-                let Ok((stream, peer)) = listener.accept().await else {
-                    continue;
-                };
+                let (stream, peer) =
+                    probe::listen::accept_next("SV2 tap", || listener.accept()).await;
                 next_connection += 1;
                 let (cfg, stats, recorder) = (cfg.clone(), shared.clone(), recorder.clone());
                 let connection = next_connection;

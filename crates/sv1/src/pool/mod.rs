@@ -195,15 +195,9 @@ impl PoolHandle {
         let accepting = shared.clone();
         tasks.push(tokio::spawn(async move {
             loop {
-                match listener.accept().await {
-                    Ok((stream, peer)) => {
-                        tokio::spawn(session::serve(stream, peer, accepting.clone()));
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
+                let (stream, peer) =
+                    probe::listen::accept_next("SV1 pool", || listener.accept()).await;
+                tokio::spawn(session::serve(stream, peer, accepting.clone()));
             }
         }));
         tracing::info!(%listen_addr, "SV1 pool ready");
