@@ -15,7 +15,7 @@
 //!   valid work weighs the template value.
 
 use crate::manifest::{SideRoles, Window};
-use crate::stats::{weighted_cluster_mean, Clustered, WeightedClusters};
+use crate::stats::{weighted_cluster_mean, with_interval, Clustered};
 use crate::timeline::{TemplateMatch, Timeline};
 use crate::Unmatched;
 use probe::{Dist, Event, Record};
@@ -47,7 +47,7 @@ pub struct JobFacts {
     pub stale_wait_ms: Clustered,
     /// (template value, miner-nanoseconds of valid work on it), by the tip it was on: a
     /// tip's templates follow one mempool, so the tip is the unit of its interval.
-    pub value_by_tip: WeightedClusters,
+    pub value_by_tip: Clustered<(f64, f64)>,
     pub work: WorkTime,
 }
 
@@ -70,7 +70,6 @@ pub fn side_jobs<'a>(
     let mut by_miner: BTreeMap<u32, Vec<Job<'a>>> = BTreeMap::new();
     let mut first_on_template: HashSet<(u32, &str)> = HashSet::new();
     let mut first_on_tip: HashMap<(u32, &str), u64> = HashMap::new();
-    let mut tip_cluster: HashMap<&str, usize> = HashMap::new();
 
     for r in events.iter().filter(|r| r.role == side.miners_role) {
         let Event::JobReceived {
@@ -153,12 +152,9 @@ pub fn side_jobs<'a>(
                     (Some(tip), _) if tip != job.prev_hash => facts.work.stale_s += secs,
                     (_, TemplateMatch::Found(t)) => {
                         facts.work.valid_s += secs;
-                        let next = tip_cluster.len();
-                        let k = *tip_cluster.entry(job.prev_hash).or_insert(next);
-                        if k == facts.value_by_tip.len() {
-                            facts.value_by_tip.push(Vec::new());
-                        }
-                        facts.value_by_tip[k].push((t.value_sats as f64, (b - a) as f64));
+                        facts
+                            .value_by_tip
+                            .push(job.prev_hash, (t.value_sats as f64, (b - a) as f64));
                     }
                     _ => facts.work.unmatched_s += secs,
                 }
@@ -171,13 +167,11 @@ pub fn side_jobs<'a>(
 /// A time-weighted distribution: each value counts for as long as it was mined on; the
 /// interval of its mean resamples the clusters.
 pub fn weighted_dist(clusters: &[Vec<(f64, f64)>]) -> Dist {
-    let mean = weighted_cluster_mean(clusters);
     let mut samples: Vec<(f64, f64)> = clusters.concat();
-    Dist {
-        mean_ci: mean.ci,
-        units: Some(mean.units),
-        ..weighted_values(&mut samples)
-    }
+    with_interval(
+        weighted_values(&mut samples),
+        &weighted_cluster_mean(clusters),
+    )
 }
 
 fn weighted_values(samples: &mut [(f64, f64)]) -> Dist {
@@ -307,7 +301,7 @@ mod tests {
         );
         assert!((f.work.stale_s - 0.6).abs() < 1e-9, "{:?}", f.work);
         assert!((f.work.unmatched_s - 4.0).abs() < 1e-9, "{:?}", f.work);
-        let value = weighted_dist(&f.value_by_tip);
+        let value = weighted_dist(&f.value_by_tip.clusters());
         let expected = (100.0 * 5.0 + 400.0 * 7.4) / 12.4;
         let mean = value.mean.unwrap();
         assert!((mean - expected).abs() < 1e-6, "{mean} vs {expected}");

@@ -55,23 +55,25 @@ impl Delta {
 }
 
 /// Samples with the unit each belongs to (the tip or template whose broadcast it is), in
-/// the order they were taken.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Clustered(Vec<(String, f64)>);
+/// the order they were taken: plain values, or (value, weight) pairs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clustered<T = f64>(Vec<(String, T)>);
 
-impl Clustered {
-    pub fn push(&mut self, unit: &str, value: f64) {
+impl<T> Default for Clustered<T> {
+    fn default() -> Self {
+        Clustered(Vec::new())
+    }
+}
+
+impl<T: Clone> Clustered<T> {
+    pub fn push(&mut self, unit: &str, value: T) {
         self.0.push((unit.to_string(), value));
     }
 
-    pub fn values(&self) -> Vec<f64> {
-        self.0.iter().map(|(_, v)| *v).collect()
-    }
-
     /// The samples grouped by unit, in the order the units first appear.
-    pub fn clusters(&self) -> Vec<Vec<f64>> {
+    pub fn clusters(&self) -> Vec<Vec<T>> {
         let mut order: Vec<&str> = Vec::new();
-        let mut by_unit: std::collections::HashMap<&str, Vec<f64>> = Default::default();
+        let mut by_unit: std::collections::HashMap<&str, Vec<T>> = Default::default();
         for (unit, v) in &self.0 {
             by_unit
                 .entry(unit)
@@ -79,22 +81,35 @@ impl Clustered {
                     order.push(unit);
                     Vec::new()
                 })
-                .push(*v);
+                .push(v.clone());
         }
         order
             .iter()
             .map(|u| by_unit.remove(u).unwrap_or_default())
             .collect()
     }
+}
+
+impl Clustered {
+    pub fn values(&self) -> Vec<f64> {
+        self.0.iter().map(|(_, v)| *v).collect()
+    }
 
     /// The distribution of the values, with the interval of their mean by unit.
     pub fn dist(&self) -> probe::Dist {
-        let mean = cluster_mean(&self.clusters());
-        probe::Dist {
-            mean_ci: mean.ci,
-            units: Some(mean.units),
-            ..probe::Dist::of(&self.values())
-        }
+        with_interval(
+            probe::Dist::of(&self.values()),
+            &cluster_mean(&self.clusters()),
+        )
+    }
+}
+
+/// `dist` with the interval of its mean and the units behind it from `mean`.
+pub fn with_interval(dist: probe::Dist, mean: &Estimate) -> probe::Dist {
+    probe::Dist {
+        mean_ci: mean.ci,
+        units: Some(mean.units),
+        ..dist
     }
 }
 
@@ -106,9 +121,6 @@ pub struct Estimate {
     pub ci: Option<(f64, f64)>,
     pub units: usize,
 }
-
-/// Samples weighted by how long they held, grouped by unit: (value, weight) per sample.
-pub type WeightedClusters = Vec<Vec<(f64, f64)>>;
 
 /// A cluster as a resample needs it: its samples' weighted sum and their total weight (a
 /// plain sample weighs 1). A resample's mean is the sum of its clusters' sums over the sum

@@ -10,7 +10,7 @@ use crate::jobs::{side_jobs, weighted_dist, WorkTime};
 use crate::manifest::{Manifest, Sample, Stopped, Window, MANIFEST_FILE};
 use crate::paths::{path_readings, PathReadings};
 use crate::shares::side_shares;
-use crate::stats::{cluster_mean, series_mean, Clustered, Estimate, WeightedClusters};
+use crate::stats::{cluster_mean, series_mean, with_interval, Clustered, Estimate};
 use crate::timeline::Timeline;
 use crate::worth::{minutes_saved_per_year, worth, WorthAssumptions, WorthRow};
 use crate::Unmatched;
@@ -152,7 +152,7 @@ pub struct LatencySamples {
     /// By block.
     pub block_propagation_ms: Clustered,
     /// Template values weighted by valid miner-time, by tip.
-    pub template_value_by_tip: WeightedClusters,
+    pub template_value_by_tip: Vec<Vec<(f64, f64)>>,
     /// Each tip's share of the stale work, scaled so their mean is `stale_work_pct`.
     pub stale_work_per_tip: Vec<Vec<f64>>,
     /// The farm's bytes per second, second by second through the window.
@@ -226,7 +226,8 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
             let new_job_ms = jobs.new_job_ms.dist();
             let new_prevhash_job_ms = jobs.new_prevhash_job_ms.dist();
             let block_propagation_ms = shares.block_propagation_ms.dist();
-            let value = weighted_dist(&jobs.value_by_tip);
+            let value_by_tip = jobs.value_by_tip.clusters();
+            let value = weighted_dist(&value_by_tip);
             let summary = SideSummary {
                 config: side.config.clone(),
                 miners: side.miners,
@@ -267,7 +268,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                     new_job_ms: jobs.new_job_ms,
                     new_prevhash_job_ms: jobs.new_prevhash_job_ms,
                     block_propagation_ms: shares.block_propagation_ms,
-                    template_value_by_tip: jobs.value_by_tip,
+                    template_value_by_tip: value_by_tip,
                     stale_work_per_tip: stale_per_tip,
                     farm_tx_per_s: farm_per_s.iter().map(|r| r.0).collect(),
                     farm_rx_per_s: farm_per_s.iter().map(|r| r.1).collect(),
@@ -355,12 +356,7 @@ fn resources(samples: &[Sample], role: &str, window: Window) -> RoleResources {
 /// The distribution of a series sampled every second, with the interval of its mean by
 /// batch means (one run's precision: a run against another is a run-level question).
 fn series_dist(xs: &[f64]) -> Dist {
-    let mean = series_mean(xs);
-    Dist {
-        mean_ci: mean.ci,
-        units: Some(mean.units),
-        ..Dist::of(xs)
-    }
+    with_interval(Dist::of(xs), &series_mean(xs))
 }
 
 /// What the relays and taps themselves added, per role and direction (each writes one

@@ -239,7 +239,7 @@ impl Resolved {
             None => PathBuf::new(),
         };
         let config = site.run_dir.join("roles").join(format!("{name}.conf"));
-        let mut values: BTreeMap<&str, String> = BTreeMap::from([
+        let values: BTreeMap<&str, String> = BTreeMap::from([
             ("rpc_url", format!("http://{}", site.rpc)),
             ("rpc_host", site.rpc.ip().to_string()),
             ("rpc_port", site.rpc.port().to_string()),
@@ -256,8 +256,8 @@ impl Resolved {
             ("side", side.to_string()),
             ("run_dir", site.run_dir.display().to_string()),
             ("config", config.display().to_string()),
+            ("adapter_dir", adapter_dir.display().to_string()),
         ]);
-        values.insert("adapter_dir", adapter_dir.display().to_string());
         std::fs::create_dir_all(config.parent().expect("roles/"))?;
         if let Some(template) = &self.template {
             std::fs::write(&config, fill(template, &values))

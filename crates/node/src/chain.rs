@@ -222,16 +222,25 @@ impl Ancestry {
             top: None,
             index: std::sync::OnceLock::new(),
         };
-        let mut prev = BlockHash::all_zeros();
-        for h in 0..height {
-            let header = a.header_on(h, prev);
+        let mut top = None;
+        let mut checkpoints = Vec::new();
+        for (h, header, hash) in a.walk() {
             if h % CHECKPOINT_EVERY == 0 {
-                a.checkpoints.push(header);
+                checkpoints.push(header);
             }
-            prev = header.block_hash();
+            top = Some(hash);
         }
-        a.top = (height > 0).then_some(prev);
+        (a.checkpoints, a.top) = (checkpoints, top);
         a
+    }
+
+    /// Every header of the ancestry from genesis up, with its height and hash.
+    fn walk(&self) -> impl Iterator<Item = (u32, Header, BlockHash)> + '_ {
+        (0..self.height).scan(BlockHash::all_zeros(), |prev, h| {
+            let header = self.header_on(h, *prev);
+            *prev = header.block_hash();
+            Some((h, header, *prev))
+        })
     }
 
     /// What the base block builds on: the top header's hash (zeros under a base at 0).
@@ -274,15 +283,9 @@ impl Ancestry {
 
     /// The height of an ancestor by its hash. The first call walks the ancestry once.
     pub fn height_of(&self, hash: &BlockHash) -> Option<u32> {
-        let index = self.index.get_or_init(|| {
-            let mut index = HashMap::with_capacity(self.height as usize);
-            let mut prev = BlockHash::all_zeros();
-            for h in 0..self.height {
-                prev = self.header_on(h, prev).block_hash();
-                index.insert(prev, h);
-            }
-            index
-        });
+        let index = self
+            .index
+            .get_or_init(|| self.walk().map(|(h, _, hash)| (hash, h)).collect());
         index.get(hash).copied()
     }
 
