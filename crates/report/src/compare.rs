@@ -96,7 +96,7 @@ impl Comparison {
                             .to_vec(),
                         rows,
                     }),
-                    Some(Block::Para(format!("Significant: the 95% bootstrap interval of the difference of means excludes zero, and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% across this table. Latencies are resampled by the tip or template whose broadcast they belong to, per-second series (CPU, bandwidth) by batch means; memory is a level a run settles at, so one run is one unit (compare runs of several seeds to judge it); below {} such units a side is too few for an interval. Every metric here is better lower.", analysis::headline::FDR * 100.0, analysis::stats::MIN_UNITS))),
+                    Some(Block::Para(format!("Significant: the 95% bootstrap interval of the difference of means excludes zero, and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% across this table. Latencies are resampled by the tip or template whose broadcast they belong to, per-second bandwidth by batch means; a role's CPU and memory are levels a run settles at, set by its seed's workload and different from run to run, so one run is one unit and their difference is shown, never called significant; below {} such units a side is too few for an interval. Every metric here is better lower.", analysis::headline::FDR * 100.0, analysis::stats::MIN_UNITS))),
                 ]
                 .into_iter()
                 .flatten()
