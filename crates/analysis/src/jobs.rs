@@ -94,6 +94,7 @@ pub fn side_jobs<'a>(
             }
             TemplateMatch::NoMarker => unmatched.add("job_without_marker", 1),
             TemplateMatch::Unknown => unmatched.add("job_without_node_template", 1),
+            TemplateMatch::ByteReversed => unmatched.add("job_merkle_branch_byte_reversed", 1),
             TemplateMatch::OtherNode => unmatched.add("job_on_another_nodes_template", 1),
         }
         by_miner.entry(*miner).or_default().push(Job {
@@ -370,6 +371,32 @@ mod tests {
         assert_eq!(f.new_job_ms.values(), vec![20.0]);
         assert_eq!(u.0["job_on_another_nodes_template"], 1);
         assert_eq!(u.0["job_without_node_template"], 1);
+    }
+
+    #[test]
+    fn a_marker_sent_in_display_byte_order_is_named_not_timed() {
+        // The pool sent the marker's branch reversed (goPool's fault): the miners read
+        // "a2a1" where the node built "a1a2". Not tied, not timed, counted by its cause.
+        let m = manifest(vec![sv1_side()]);
+        let events = [
+            template(1_000 * MS, "node", "a1a2", "P", 100),
+            job(1_020 * MS, 0, "P", Some("a2a1")),
+            job(1_030 * MS, 1, "P", Some("a1a2")),
+        ];
+        let sorted: Vec<&Record> = events.iter().collect();
+        let timeline = Timeline::of(&m, &sorted);
+        let mut u = Unmatched::default();
+        let f = side_jobs(
+            &m.sides["sv1"],
+            "node",
+            &timeline,
+            &sorted,
+            m.window(),
+            &mut u,
+        );
+        assert_eq!(f.new_job_ms.values(), vec![30.0]);
+        assert_eq!(u.0["job_merkle_branch_byte_reversed"], 1);
+        assert_eq!(u.0.get("job_without_node_template"), None);
     }
 
     #[test]

@@ -36,6 +36,10 @@ pub enum TemplateMatch<'a> {
     NoMarker,
     /// No node built a template with this marker.
     Unknown,
+    /// The marker read backwards is a template's: the pool sent the merkle branch in
+    /// display byte order, not the internal order a block's merkle tree hashes, so the
+    /// miners' merkle root (and any block found on it) is wrong. goPool does this.
+    ByteReversed,
     /// Another node of the run built it: the job is not tied to its side's node.
     OtherNode,
 }
@@ -102,6 +106,9 @@ impl<'a> Timeline<'a> {
             return TemplateMatch::NoMarker;
         };
         match self.templates.get(marker) {
+            None if self.templates.contains_key(reversed_hex(marker).as_str()) => {
+                TemplateMatch::ByteReversed
+            }
             None => TemplateMatch::Unknown,
             Some(facts) => match facts.iter().find(|f| f.node == node) {
                 Some(f) => TemplateMatch::Found(*f),
@@ -143,6 +150,12 @@ impl<'a> Timeline<'a> {
         }
         spans
     }
+}
+
+/// A hex string's bytes in the opposite order ("a1b2" -> "b2a1").
+fn reversed_hex(hex: &str) -> String {
+    let pairs: Vec<&str> = (0..hex.len() / 2).map(|i| &hex[2 * i..2 * i + 2]).collect();
+    pairs.into_iter().rev().collect()
 }
 
 #[cfg(test)]

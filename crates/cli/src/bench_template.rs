@@ -150,6 +150,7 @@ async fn measure_builtin(args: &TemplateArgs, size: usize) -> Result<TemplateMem
             password: "bench".into(),
         },
         zmq_bind: None,
+        zmq_hashblock_bind: None,
         recorder: Recorder::disabled(),
         value_sample_interval: Duration::from_secs(3600),
         tdp: Some(node::tdp::TdpOptions {

@@ -32,6 +32,12 @@ pub struct NodeArgs {
     /// ZMQ publisher endpoint for `hashblock` and `rawblock`.
     #[arg(long, default_value = "tcp://127.0.0.1:28332")]
     zmq_bind: String,
+    /// Also publish `hashblock` alone on this endpoint, as bitcoind does with
+    /// `-zmqpubhashblock` on an address of its own (for example tcp://127.0.0.1:28334):
+    /// point a pool's hashblock subscription there, and it gets no whole blocks even if it
+    /// subscribes to every topic (ckpool does).
+    #[arg(long, value_name = "ENDPOINT")]
+    zmq_hashblock_bind: Option<String>,
     /// Publish no ZMQ notifications.
     #[arg(long)]
     no_zmq: bool,
@@ -180,6 +186,7 @@ pub async fn run(args: NodeArgs) -> Result<()> {
         rpc_bind: args.rpc_bind,
         auth,
         zmq_bind: (!args.no_zmq).then(|| args.zmq_bind.clone()),
+        zmq_hashblock_bind: args.zmq_hashblock_bind.clone().filter(|_| !args.no_zmq),
         recorder: recorder.clone(),
         value_sample_interval: Duration::from_secs(1),
         tdp: tdp.clone(),
@@ -191,13 +198,16 @@ pub async fn run(args: NodeArgs) -> Result<()> {
         let state = node.state();
         let template_value = state.network_template_value().0;
         println!(
-            "node ready: RPC http://{} ({}), ZMQ {}, chain regtest at height {}, {} txs in mempool, best template {:.8} BTC",
+            "node ready: RPC http://{} ({}), ZMQ {}{}, chain regtest at height {}, {} txs in mempool, best template {:.8} BTC",
             node.rpc_addr,
             match &node.cookie_path {
                 Some(p) => format!("cookie {}", p.display()),
                 None => "user/password".into(),
             },
             node.zmq_endpoint.as_deref().unwrap_or("off"),
+            node.zmq_hashblock_endpoint
+                .as_deref()
+                .map_or(String::new(), |e| format!(" (hashblock alone at {e})")),
             state.chain().height(),
             state.mempool().len(),
             template_value as f64 / 1e8,

@@ -264,12 +264,33 @@ fn run_pools(scenario: &Path, out: &Path, args: &[&str]) -> std::process::Output
 }
 
 /// scenarios/sv1-pools.toml, short: our SV1 pool and NOMP's pool core side by side with
-/// configuration C on one network and identical links, each measured at its tap.
+/// configuration C on one network and identical links, each measured at its tap. A fourth
+/// side runs the same pool as any pool is given: a quoted `command` run in a `workdir`,
+/// its config written at `config_path` there, a cookie file beside the run's roles.
 #[test]
 fn our_sv1_pool_and_nomp_run_side_by_side_with_sv2_c() {
+    let work = std::env::temp_dir().join(format!("sv1-pools-cmd-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    let template = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pools/nomp/config.json"),
+    )
+    .unwrap();
+    std::fs::write(work.join("pool.json.in"), template).unwrap();
+    let pool_dir = installed_pool();
+    let scenario = std::fs::read_to_string(common::scenario("sv1-pools"))
+        .unwrap()
+        .replace(
+            r#"sides = ["sv1", "sv1-nomp", "sv2-c"]"#,
+            r#"sides = ["sv1", "sv1-nomp", "sv2-c", "sv1-cmd"]"#,
+        )
+        + &format!(
+            "\n[sv1_pools.cmd]\ncommand = \"node '{}' \\\"{{config}}\\\"\"\nconfig_template = \"pool.json.in\"\nworkdir = \"{{run_dir}}/cmd-pool\"\nconfig_path = \"conf/pool.json\"\nname = \"stratum-pool-sha256 as a command\"\n",
+            pool_dir.join("pool.js").display()
+        );
+    std::fs::write(work.join("scenario.toml"), scenario).unwrap();
     let dir = common::out_dir("sv1-pools");
     let out = run_pools(
-        &common::scenario("sv1-pools"),
+        &work.join("scenario.toml"),
         &dir,
         &[
             "--duration",
@@ -289,7 +310,31 @@ fn our_sv1_pool_and_nomp_run_side_by_side_with_sv2_c() {
         .as_str()
         .unwrap()
         .contains("built-in"));
-    for side in ["sv1", "sv1-nomp", "sv2-c"] {
+    // The command's pool: its config where it was told, in its workdir; the cookie holds
+    // the credentials its config was given (its shares were accepted, so they work); the
+    // policy read from its config says what it was given.
+    let config: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("cmd-pool/conf/pool.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("roles/pool-sv1-cmd.cookie")).unwrap(),
+        format!(
+            "{}:{}",
+            config["rpc_user"].as_str().unwrap(),
+            config["rpc_password"].as_str().unwrap()
+        )
+    );
+    let policy = manifest["sides"]["sv1-cmd"]["pool_policy"]
+        .as_str()
+        .unwrap();
+    assert!(
+        policy.contains("no ZMQ in its config")
+            && policy.contains("same-tip refresh set to the run's")
+            && policy.contains("difficulty set to the side's"),
+        "{policy}"
+    );
+    for side in ["sv1", "sv1-nomp", "sv2-c", "sv1-cmd"] {
         let summary = &s["sides"][side];
         assert!(
             summary["shares"]["accepted"].as_u64().unwrap() > 0,

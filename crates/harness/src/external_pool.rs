@@ -18,12 +18,16 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("rpc_user", "the RPC user"),
     ("rpc_password", "the RPC password"),
     (
+        "rpc_cookie",
+        "a cookie file holding user:password, as bitcoind writes one",
+    ),
+    (
         "zmq_hashblock",
-        "the node's ZMQ publisher, tcp://127.0.0.1:PORT",
+        "the node's publisher of hashblock alone, tcp://127.0.0.1:PORT",
     ),
     (
         "zmq_rawblock",
-        "the same publisher (bitcoind may split topics; ours does not)",
+        "its publisher of rawblock (and hashblock), on another port",
     ),
     (
         "listen_host",
@@ -46,6 +50,8 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("side", "the side's name"),
     ("run_dir", "the run directory"),
     ("config", "the filled-in config file"),
+    ("workdir", "the directory the pool runs in"),
+    ("program", "the pool's `program` field"),
     ("adapter_dir", "where an adapter's files are installed"),
 ];
 
@@ -147,8 +153,16 @@ fn fill(text: &str, values: &BTreeMap<&str, String>) -> String {
 pub struct Resolved {
     pub name: String,
     command: String,
+    program: Option<String>,
     template: Option<String>,
+    workdir: Option<String>,
+    config_path: Option<PathBuf>,
+    /// More config files: where each goes in the workdir, and its template's text.
+    files: Vec<(PathBuf, String)>,
+    worker_prefix: Option<String>,
     adapter: Option<&'static Adapter>,
+    /// How it learns of blocks, refreshes jobs and sets difficulty: what the scenario or
+    /// adapter says, then what its config is given (read from the template).
     pub policy: Option<String>,
 }
 
@@ -166,41 +180,82 @@ pub fn resolve(pool: &ExternalSv1Pool, base: &Path, field: &str) -> Result<Resol
             Ok(Resolved {
                 name: pool.name.clone().unwrap_or_else(|| kind.clone()),
                 command: adapter.command.into(),
+                program: None,
                 template: Some(adapter.template.into()),
+                workdir: None,
+                config_path: None,
+                files: Vec::new(),
+                worker_prefix: pool.worker_prefix.clone(),
                 adapter: Some(adapter),
                 policy: Some(adapter.policy.into()),
             })
         }
         (None, Some(command)) => {
             check_placeholders(command, &format!("scenario field `{field}.command`"))?;
-            if command.split_whitespace().next().is_none() {
-                bail!("scenario field `{field}.command`: is empty: name a program");
+            match shlex::split(command) {
+                None => bail!("scenario field `{field}.command`: a quote is not closed"),
+                Some(words) if words.is_empty() => {
+                    bail!("scenario field `{field}.command`: is empty: name a program")
+                }
+                Some(_) => {}
+            }
+            if let Some(workdir) = &pool.workdir {
+                check_placeholders(workdir, &format!("scenario field `{field}.workdir`"))?;
+            }
+            match &pool.program {
+                Some(program) => {
+                    check_placeholders(program, &format!("scenario field `{field}.program`"))?
+                }
+                None if placeholders_in(command).contains(&"program") => bail!(
+                    "scenario field `{field}.command`: uses {{program}}: give `{field}.program`"
+                ),
+                None => {}
+            }
+            if let Some(prefix) = &pool.worker_prefix {
+                check_placeholders(prefix, &format!("scenario field `{field}.worker_prefix`"))?;
+            }
+            if let Some(path) = &pool.config_path {
+                inside_workdir(pool, path, &format!("{field}.config_path"))?;
             }
             let template = match &pool.config_template {
-                Some(path) => {
-                    let path = base.join(path);
-                    let text = std::fs::read_to_string(&path).with_context(|| {
-                        format!(
-                            "scenario field `{field}.config_template`: cannot read {}",
-                            path.display()
-                        )
-                    })?;
-                    check_placeholders(
-                        &text,
-                        &format!("scenario field `{field}.config_template` ({})", path.display()),
-                    )?;
-                    Some(text)
-                }
+                Some(path) => Some(read_template(base, path, &format!("{field}.config_template"))?),
                 None => None,
             };
+            let mut files = Vec::new();
+            for (i, file) in pool.files.iter().enumerate() {
+                let field = format!("{field}.files[{i}]");
+                inside_workdir(pool, &file.path, &format!("{field}.path"))?;
+                let text = read_template(base, &file.template, &format!("{field}.template"))?;
+                files.push((file.path.clone(), text));
+            }
+            let all_config: String = template
+                .iter()
+                .chain(files.iter().map(|f| &f.1))
+                .map(String::as_str)
+                .collect();
+            let policy = [
+                pool.policy.clone(),
+                (!all_config.is_empty()).then(|| config_policy(&all_config)),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ");
             Ok(Resolved {
                 name: pool.name.clone().unwrap_or_else(|| {
-                    command.split_whitespace().next().unwrap_or("pool").to_string()
+                    let program = pool.program.as_deref().or(command.split_whitespace().next());
+                    let program = program.unwrap_or("pool");
+                    program.rsplit('/').next().unwrap_or(program).to_string()
                 }),
                 command: command.clone(),
+                program: pool.program.clone(),
                 template,
+                workdir: pool.workdir.clone(),
+                config_path: pool.config_path.clone(),
+                files,
+                worker_prefix: pool.worker_prefix.clone(),
                 adapter: None,
-                policy: pool.policy.clone(),
+                policy: (!policy.is_empty()).then_some(policy),
             })
         }
         _ => bail!(
@@ -210,18 +265,80 @@ pub fn resolve(pool: &ExternalSv1Pool, base: &Path, field: &str) -> Result<Resol
     }
 }
 
+/// A template's text, its placeholders checked; `field` names it in errors.
+fn read_template(base: &Path, path: &Path, field: &str) -> Result<String> {
+    let path = base.join(path);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("scenario field `{field}`: cannot read {}", path.display()))?;
+    check_placeholders(
+        &text,
+        &format!("scenario field `{field}` ({})", path.display()),
+    )?;
+    Ok(text)
+}
+
+/// Fails unless `path` is relative to the pool's workdir and stays inside it.
+fn inside_workdir(pool: &ExternalSv1Pool, path: &Path, field: &str) -> Result<()> {
+    if !path.is_relative()
+        || path
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+    {
+        bail!(
+            "scenario field `{field}`: {} must be relative to `workdir` and stay inside it",
+            path.display()
+        );
+    }
+    if pool.workdir.is_none() {
+        bail!("scenario field `{field}`: give a `workdir` it is relative to");
+    }
+    Ok(())
+}
+
+/// What a pool's config template shows of its policy: whether it is told of blocks over
+/// ZMQ, given the run's same-tip refresh, and given the side's difficulty. A pool not given
+/// one of them follows its own (polling, its own refresh, vardiff), which the report says.
+fn config_policy(template: &str) -> String {
+    let has = |name: &str| placeholders_in(template).contains(&name);
+    let blocks = if has("zmq_hashblock") || has("zmq_rawblock") {
+        "told of blocks over ZMQ"
+    } else {
+        "no ZMQ in its config (it polls, or needs blocknotify)"
+    };
+    let refresh = if has("job_refresh_s") {
+        "same-tip refresh set to the run's"
+    } else {
+        "its own same-tip refresh"
+    };
+    let difficulty = if has("difficulty") {
+        "difficulty set to the side's"
+    } else {
+        "its own difficulty (vardiff or its default)"
+    };
+    format!("its config: {blocks}, {refresh}, {difficulty}")
+}
+
 /// Where the node and the run are, for the placeholders.
 pub struct Site<'a> {
     pub rpc: SocketAddr,
     pub rpc_user: &'a str,
     pub rpc_password: &'a str,
+    /// The node's publisher of `hashblock` and `rawblock`.
     pub zmq: Option<&'a str>,
+    /// Its publisher of `hashblock` alone (bitcoind with one address per topic).
+    pub zmq_hashblock: Option<&'a str>,
     pub difficulty: f64,
     pub job_refresh_s: f64,
     pub payout_address: String,
     pub run_dir: &'a Path,
     /// Where adapters are installed (kept between runs).
     pub cache_dir: &'a Path,
+}
+
+/// A started pool, and what the side's miners authorize as there.
+pub struct Started {
+    pub process: RoleProcess,
+    pub worker_prefix: String,
 }
 
 impl Resolved {
@@ -233,19 +350,32 @@ impl Resolved {
         side: &str,
         name: &str,
         listen: SocketAddr,
-    ) -> Result<RoleProcess> {
+    ) -> Result<Started> {
         let adapter_dir = match self.adapter {
             Some(adapter) => install(adapter, site.cache_dir).await?,
             None => PathBuf::new(),
         };
-        let config = site.run_dir.join("roles").join(format!("{name}.conf"));
-        let values: BTreeMap<&str, String> = BTreeMap::from([
+        let roles_dir = site.run_dir.join("roles");
+        std::fs::create_dir_all(&roles_dir)
+            .with_context(|| format!("cannot create {}", roles_dir.display()))?;
+        // Pools that read credentials from a cookie file (goPool) get one as bitcoind's.
+        let cookie = roles_dir.join(format!("{name}.cookie"));
+        std::fs::write(&cookie, format!("{}:{}", site.rpc_user, site.rpc_password))
+            .with_context(|| format!("cannot write {}", cookie.display()))?;
+        let mut values: BTreeMap<&str, String> = BTreeMap::from([
             ("rpc_url", format!("http://{}", site.rpc)),
             ("rpc_host", site.rpc.ip().to_string()),
             ("rpc_port", site.rpc.port().to_string()),
             ("rpc_user", site.rpc_user.to_string()),
             ("rpc_password", site.rpc_password.to_string()),
-            ("zmq_hashblock", site.zmq.unwrap_or_default().to_string()),
+            ("rpc_cookie", cookie.display().to_string()),
+            (
+                "zmq_hashblock",
+                site.zmq_hashblock
+                    .or(site.zmq)
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
             ("zmq_rawblock", site.zmq.unwrap_or_default().to_string()),
             ("listen_host", listen.ip().to_string()),
             ("listen_port", listen.port().to_string()),
@@ -255,20 +385,60 @@ impl Resolved {
             ("coinbase_tag", format!("/stratum-bench {side}/")),
             ("side", side.to_string()),
             ("run_dir", site.run_dir.display().to_string()),
-            ("config", config.display().to_string()),
             ("adapter_dir", adapter_dir.display().to_string()),
         ]);
-        std::fs::create_dir_all(config.parent().expect("roles/"))?;
-        if let Some(template) = &self.template {
-            std::fs::write(&config, fill(template, &values))
-                .with_context(|| format!("cannot write {}", config.display()))?;
+        let workdir = match (self.adapter, &self.workdir) {
+            (Some(_), _) => Some(adapter_dir.clone()),
+            (None, Some(dir)) => Some(PathBuf::from(fill(dir, &values))),
+            (None, None) => None,
+        };
+        if let Some(dir) = &workdir {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the pool's workdir {}", dir.display()))?;
+            values.insert("workdir", dir.display().to_string());
         }
-        let argv: Vec<String> = fill(&self.command, &values)
-            .split_whitespace()
-            .map(str::to_string)
-            .collect();
-        let cwd = self.adapter.map(|_| adapter_dir.as_path());
-        RoleProcess::spawn_command(&argv, cwd, site.run_dir, name, listen).await
+        if let Some(program) = &self.program {
+            values.insert("program", fill(program, &values));
+        }
+        let config = match (&workdir, &self.config_path) {
+            (Some(dir), Some(path)) => dir.join(path),
+            _ => roles_dir.join(format!("{name}.conf")),
+        };
+        values.insert("config", config.display().to_string());
+        let extra = self
+            .files
+            .iter()
+            .filter_map(|(path, text)| workdir.as_ref().map(|dir| (dir.join(path), text)));
+        for (path, text) in self
+            .template
+            .as_ref()
+            .map(|t| (config.clone(), t))
+            .into_iter()
+            .chain(extra)
+        {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("cannot create {}", parent.display()))?;
+            }
+            std::fs::write(&path, fill(text, &values))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        let argv = shlex::split(&fill(&self.command, &values))
+            .with_context(|| format!("role {name}: a quote in its command is not closed"))?;
+        Ok(Started {
+            process: RoleProcess::spawn_command(
+                &argv,
+                workdir.as_deref(),
+                site.run_dir,
+                name,
+                listen,
+            )
+            .await?,
+            worker_prefix: self
+                .worker_prefix
+                .as_ref()
+                .map_or_else(|| format!("{side}-miner"), |p| fill(p, &values)),
+        })
     }
 }
 
@@ -331,10 +501,77 @@ mod tests {
             fill(text, &values),
             r#"{"port": 3333, "url": "http://h", "literal": {}, "x": "{ not}"}"#
         );
+        // A quoted word stays one word; nothing is expanded.
+        assert_eq!(
+            shlex::split(r#"goPool -rpc-cookie "{rpc_cookie}" -bind '127.0.0.1' $HOME"#),
+            Some(
+                [
+                    "goPool",
+                    "-rpc-cookie",
+                    "{rpc_cookie}",
+                    "-bind",
+                    "127.0.0.1",
+                    "$HOME"
+                ]
+                .map(String::from)
+                .to_vec()
+            )
+        );
         // The shipped adapters use only what the harness fills.
         for a in ADAPTERS {
             check_placeholders(a.template, a.name).unwrap();
             check_placeholders(a.command, a.name).unwrap();
         }
+    }
+
+    #[test]
+    fn a_pools_policy_is_read_from_what_its_config_is_given() {
+        assert_eq!(
+            config_policy("zmq = \"{zmq_hashblock}\"\ndiff = {difficulty}"),
+            "its config: told of blocks over ZMQ, its own same-tip refresh, difficulty set to the side's"
+        );
+        assert_eq!(
+            config_policy("rpc = \"{rpc_url}\"\nrebroadcast = {job_refresh_s}"),
+            "its config: no ZMQ in its config (it polls, or needs blocknotify), same-tip refresh set to the run's, its own difficulty (vardiff or its default)"
+        );
+    }
+
+    #[test]
+    fn a_command_pools_fields_are_checked_naming_them() {
+        let pool =
+            |command: &str, workdir: Option<&str>, config_path: Option<&str>| ExternalSv1Pool {
+                command: Some(command.into()),
+                workdir: workdir.map(String::from),
+                config_path: config_path.map(PathBuf::from),
+                ..Default::default()
+            };
+        let err = |p: ExternalSv1Pool| {
+            resolve(&p, Path::new("."), "sv1_pools.x")
+                .err()
+                .expect("an error")
+                .to_string()
+        };
+        assert_eq!(
+            err(pool("mypool 'unclosed", None, None)),
+            "scenario field `sv1_pools.x.command`: a quote is not closed"
+        );
+        assert!(err(pool("mypool", Some("/w"), Some("../c.toml")))
+            .starts_with("scenario field `sv1_pools.x.config_path`: ../c.toml must be relative"));
+        assert!(err(pool("mypool", None, Some("c.toml")))
+            .starts_with("scenario field `sv1_pools.x.config_path`: give a `workdir`"));
+        assert!(err(pool("mypool", Some("{run_dir}/{nope}"), None))
+            .contains("sv1_pools.x.workdir`: unknown placeholder {nope}"));
+        let ok = resolve(
+            &pool(
+                "mypool -c {config}",
+                Some("{run_dir}/p"),
+                Some("data/c.toml"),
+            ),
+            Path::new("."),
+            "sv1_pools.x",
+        )
+        .unwrap();
+        assert_eq!(ok.name, "mypool");
+        assert_eq!(ok.policy, None, "no template, nothing to read");
     }
 }

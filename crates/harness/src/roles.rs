@@ -116,6 +116,9 @@ pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()>
                     password: rpc_password,
                 },
                 zmq_bind: Some("tcp://127.0.0.1:0".into()),
+                // What a pool's hashblock subscription is given, as a bitcoind set up with
+                // one address per topic.
+                zmq_hashblock_bind: Some("tcp://127.0.0.1:0".into()),
                 recorder: recorder.clone(),
                 value_sample_interval: Duration::from_secs(1),
                 tdp,
@@ -126,6 +129,7 @@ pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()>
             ready(json!({
                 "rpc": node.rpc_addr,
                 "zmq": node.zmq_endpoint,
+                "zmq_hashblock": node.zmq_hashblock_endpoint,
                 "tdp": node.tdp_addr,
                 "start_mono_ns": node.start_mono_ns(),
             }));

@@ -331,6 +331,7 @@ async fn start_roles(
     .await?;
     let rpc = ready_field(&ready, "rpc", NODE)?;
     let zmq = ready.get("zmq").and_then(Value::as_str).map(str::to_string);
+    let zmq_hashblock = ready.get("zmq_hashblock").and_then(Value::as_str);
     let ipc_templates = ipc_data_dir.map(|data_dir| ipc_source(s, data_dir));
     let templates = match tp_public {
         Some(public) => Some(sri::TemplateSource::Tdp {
@@ -361,7 +362,8 @@ async fn start_roles(
         let side_roles = match config {
             Config::Sv1 => {
                 let node_rpc = (rpc.as_str(), password.as_str(), zmq.clone());
-                start_sv1_side(opts, dir, side, node_rpc, farm_port, roles).await?
+                let node = (node_rpc, zmq_hashblock);
+                start_sv1_side(opts, dir, side, node, farm_port, roles).await?
             }
             Config::Sv2C | Config::Sv2D => {
                 let templates = templates
@@ -426,13 +428,13 @@ async fn start_sv1_side(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
-    (rpc, password, zmq): (&str, &str, Option<String>),
+    ((rpc, password, zmq), zmq_hashblock): ((&str, &str, Option<String>), Option<&str>),
     farm_port: u16,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SideRoles> {
     let s = &opts.scenario;
     let pool = format!("pool-{side}");
-    let (pool_addr, pool_name, pool_policy) = match s.external_pool(side) {
+    let (pool_addr, pool_name, pool_policy, worker_prefix) = match s.external_pool(side) {
         Some(external) => {
             let resolved = crate::external_pool::resolve(external, Path::new(""), side)?;
             let listen = free_local_port()?;
@@ -441,6 +443,7 @@ async fn start_sv1_side(
                 rpc_user: RPC_USER,
                 rpc_password: password,
                 zmq: zmq.as_deref(),
+                zmq_hashblock,
                 difficulty: s.start_difficulty(),
                 job_refresh_s: s.pool.job_refresh.as_secs_f64(),
                 payout_address: bitcoin::Address::from_script(
@@ -451,13 +454,16 @@ async fn start_sv1_side(
                 run_dir: dir,
                 cache_dir: &crate::external_pool::cache_dir(),
             };
-            roles.push(resolved.start(&site, side, &pool, listen).await?);
-            (listen, Some(resolved.name), resolved.policy)
+            let started = resolved.start(&site, side, &pool, listen).await?;
+            roles.push(started.process);
+            let prefix = started.worker_prefix;
+            (listen, Some(resolved.name), resolved.policy, prefix)
         }
         None => (
             builtin_sv1_pool(opts, dir, side, &pool, (rpc, password, zmq), roles).await?,
             None,
             None,
+            format!("{side}-miner"),
         ),
     };
     // The same hop every SV2 side crosses: a tap on the pool site, where verdicts are read.
@@ -478,7 +484,7 @@ async fn start_sv1_side(
     let tap_addr: SocketAddr = ready_field(&tap_ready, "listen", &tap)?.parse()?;
     let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
     eprintln!("{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)");
-    let miners = spawn_sv1_miners(opts, dir, side, link_addr, roles).await?;
+    let miners = spawn_sv1_miners(opts, dir, (side, &worker_prefix), link_addr, roles).await?;
     Ok(SideRoles {
         config: config_name(side),
         miners: s.miners.count,
@@ -558,7 +564,14 @@ async fn start_sv2_pool_side(
     eprintln!(
         "{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"
     );
-    let miners = spawn_sv1_miners(opts, dir, side, translator_addr, roles).await?;
+    let miners = spawn_sv1_miners(
+        opts,
+        dir,
+        (side, &format!("{side}-miner")),
+        translator_addr,
+        roles,
+    )
+    .await?;
     Ok(SideRoles {
         config: config_name(side),
         miners: s.miners.count,
@@ -899,7 +912,14 @@ async fn start_sv2_jd_side(
         eprintln!(
             "{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"
         );
-        spawn_sv1_miners(opts, dir, side, translator_addr, roles).await?
+        spawn_sv1_miners(
+            opts,
+            dir,
+            (side, &format!("{side}-miner")),
+            translator_addr,
+            roles,
+        )
+        .await?
     };
     side_roles.push(miners.clone());
     Ok(SideRoles {
@@ -1031,10 +1051,11 @@ fn wan(s: &Scenario, side: &str) -> link::LinkConfig {
     }
 }
 
+/// The SV1 miners of `side`, authorizing as `<worker_prefix>.<index>`.
 async fn spawn_sv1_miners(
     opts: &RunOptions,
     dir: &Path,
-    side: &str,
+    (side, worker_prefix): (&str, &str),
     pool: SocketAddr,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<String> {
@@ -1049,7 +1070,7 @@ async fn spawn_sv1_miners(
                 pool,
                 miners: s.miners.count,
                 hashrate: s.miner_hashrate(),
-                worker_prefix: format!("{side}-miner"),
+                worker_prefix: worker_prefix.to_string(),
                 ramp: s.miners.ramp,
                 hash_threads: s.miners.hash_threads,
                 broadcast: None,

@@ -115,12 +115,34 @@ pub struct ExternalSv1Pool {
     /// An adapter: `nomp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    /// A program and its arguments; `{config}` is the filled-in config file.
+    /// A program and its arguments, split as a shell would (quotes group words; nothing
+    /// is expanded); `{config}` is the filled-in config file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// The pool's program, for `{program}` in `command`: one field to point at a build
+    /// (`--set sv1_pools.<label>.program=/path/to/ckpool`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
     /// The config file with placeholders, relative to the scenario file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_template: Option<std::path::PathBuf>,
+    /// The directory the pool runs in (placeholders filled, created if missing), for a
+    /// pool that reads its files from where it starts (goPool's `data/`). Default: the
+    /// run directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
+    /// Where the filled-in config is written, relative to `workdir` (goPool reads
+    /// `data/config/config.toml`). Default: `roles/<pool role>.conf` in the run directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_path: Option<std::path::PathBuf>,
+    /// More config files the pool reads, each a template filled like `config_template`
+    /// and written at its `path` in `workdir` (goPool's `data/config/tuning.toml`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<PoolFile>,
+    /// What the side's miners authorize as, before `.<index>`; placeholders filled
+    /// (goPool wants a payout address: `"{payout_address}"`). Default: `<side>-miner`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_prefix: Option<String>,
     /// The pool's name and version in reports (default: the kind, or the program).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -128,6 +150,16 @@ pub struct ExternalSv1Pool {
     /// says its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+}
+
+/// A config file of an external pool: a template, and where it goes in the pool's workdir.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolFile {
+    /// Relative to the scenario file.
+    pub template: std::path::PathBuf,
+    /// Relative to the pool's `workdir`.
+    pub path: std::path::PathBuf,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -364,6 +396,15 @@ impl Scenario {
             crate::external_pool::resolve(pool, base, &format!("sv1_pools.{label}"))?;
             if let Some(template) = &mut pool.config_template {
                 *template = base.join(&*template);
+            }
+            for file in &mut pool.files {
+                file.template = base.join(&file.template);
+            }
+            // A relative workdir is the scenario's too; one from a placeholder is the run's.
+            if let Some(workdir) = &mut pool.workdir {
+                if !workdir.starts_with('{') && Path::new(workdir.as_str()).is_relative() {
+                    *workdir = base.join(&*workdir).display().to_string();
+                }
             }
         }
         Ok(scenario)

@@ -30,8 +30,13 @@ pub struct NodeOptions {
     pub config: NodeConfig,
     pub rpc_bind: SocketAddr,
     pub auth: RpcAuth,
-    /// `tcp://127.0.0.1:28332`; `None` publishes nothing.
+    /// `tcp://127.0.0.1:28332`, publishing `hashblock` and `rawblock`; `None` publishes
+    /// nothing.
     pub zmq_bind: Option<String>,
+    /// A publisher of `hashblock` alone, as bitcoind has with `-zmqpubhashblock` on an
+    /// address of its own: a subscriber that subscribes to every topic there (ckpool does,
+    /// by mistake) gets no whole blocks.
+    pub zmq_hashblock_bind: Option<String>,
     pub recorder: Recorder,
     /// How often the network's best template value is sampled.
     pub value_sample_interval: Duration,
@@ -51,7 +56,8 @@ pub struct Shared {
     pub(crate) started: Instant,
     /// The tip hash; longpolls wait on it.
     tip: watch::Sender<BlockHash>,
-    zmq: Option<mpsc::UnboundedSender<Notification>>,
+    /// Each publisher, with the topics it carries.
+    zmq: Vec<(&'static [&'static str], mpsc::UnboundedSender<Notification>)>,
     zmq_endpoint: Option<String>,
     pub(crate) user: String,
     pub(crate) password: String,
@@ -91,18 +97,22 @@ impl Shared {
     pub fn announce(&self, tips: &[Arc<ChainBlock>]) {
         for tip in tips {
             tracing::info!(height = tip.height, hash = %tip.hash, txs = tip.block.txdata.len(), "new tip");
-            if let Some(zmq) = &self.zmq {
-                // bitcoind publishes the hash in display (big-endian) order.
-                let mut hash = tip.hash.to_byte_array();
-                hash.reverse();
-                let _ = zmq.send(Notification {
-                    topic: "hashblock",
-                    body: hash.to_vec(),
-                });
-                let _ = zmq.send(Notification {
-                    topic: "rawblock",
-                    body: bitcoin::consensus::serialize(&tip.block),
-                });
+            for (topics, zmq) in &self.zmq {
+                if topics.contains(&"hashblock") {
+                    // bitcoind publishes the hash in display (big-endian) order.
+                    let mut hash = tip.hash.to_byte_array();
+                    hash.reverse();
+                    let _ = zmq.send(Notification {
+                        topic: "hashblock",
+                        body: hash.to_vec(),
+                    });
+                }
+                if topics.contains(&"rawblock") {
+                    let _ = zmq.send(Notification {
+                        topic: "rawblock",
+                        body: bitcoin::consensus::serialize(&tip.block),
+                    });
+                }
             }
             self.tip.send_replace(tip.hash);
         }
@@ -163,6 +173,8 @@ pub struct NodeHandle {
     /// The IPC face (its socket is removed when the node is dropped).
     pub ipc: Option<crate::ipc::IpcFace>,
     pub zmq_endpoint: Option<String>,
+    /// The `hashblock`-only publisher's endpoint, when one was asked for.
+    pub zmq_hashblock_endpoint: Option<String>,
     pub cookie_path: Option<PathBuf>,
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
@@ -192,14 +204,20 @@ impl NodeHandle {
         let rpc_addr = listener.local_addr()?;
 
         let mut tasks = Vec::new();
-        let (zmq, zmq_endpoint) = match &opts.zmq_bind {
-            Some(endpoint) => {
-                let (bound, tx, task) = start_publisher(endpoint).await?;
-                tasks.push(task);
-                (Some(tx), Some(bound))
-            }
-            None => (None, None),
+        let mut zmq = Vec::new();
+        let mut publish = async |bind: &Option<String>,
+                                 topics: &'static [&'static str]|
+               -> Result<Option<String>> {
+            let Some(endpoint) = bind else {
+                return Ok(None);
+            };
+            let (bound, tx, task) = start_publisher(endpoint).await?;
+            tasks.push(task);
+            zmq.push((topics, tx));
+            Ok(Some(bound))
         };
+        let zmq_endpoint = publish(&opts.zmq_bind, &["hashblock", "rawblock"]).await?;
+        let zmq_hashblock_endpoint = publish(&opts.zmq_hashblock_bind, &["hashblock"]).await?;
 
         let (user, password, cookie_path) = match opts.auth {
             RpcAuth::UserPassword { user, password } => (user, password, None),
@@ -275,12 +293,13 @@ impl NodeHandle {
                 tracing::error!(error = %e, "RPC server failed");
             }
         }));
-        tracing::info!(%rpc_addr, zmq = ?zmq_endpoint, tdp = ?tdp_addr, ipc = ?ipc.as_ref().map(|i| &i.socket), "node ready");
+        tracing::info!(%rpc_addr, zmq = ?zmq_endpoint, zmq_hashblock = ?zmq_hashblock_endpoint, tdp = ?tdp_addr, ipc = ?ipc.as_ref().map(|i| &i.socket), "node ready");
         Ok(NodeHandle {
             rpc_addr,
             tdp_addr,
             ipc,
             zmq_endpoint,
+            zmq_hashblock_endpoint,
             cookie_path,
             shared,
             tasks,

@@ -34,6 +34,7 @@ async fn a_follower_fetches_the_blocks_it_missed_and_follows_the_tip() {
     // Two blocks before the follower exists, one after.
     let network = NodeHandle::start(NodeOptions {
         zmq_bind: Some("tcp://127.0.0.1:0".into()),
+        zmq_hashblock_bind: None,
         ..common::loopback(NodeConfig {
             block_interval: Duration::from_secs(100_000),
             time_base: Some(TIME_BASE),

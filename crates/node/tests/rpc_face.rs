@@ -13,6 +13,7 @@ use zeromq::{Socket, SocketRecv, SubSocket};
 async fn start(cfg: NodeConfig, zmq: bool) -> (NodeHandle, RpcClient) {
     let node = NodeHandle::start(NodeOptions {
         zmq_bind: zmq.then(|| "tcp://127.0.0.1:0".to_string()),
+        zmq_hashblock_bind: None,
         ..common::loopback(cfg)
     })
     .await
@@ -390,53 +391,84 @@ async fn light_templates_carry_the_branch_and_submitblocklight_completes_the_blo
     node.shutdown().await.unwrap();
 }
 
+/// A libzmq subscriber on `endpoint` with ZMTP heartbeats (200 ms interval, 300 ms
+/// timeout), subscribed to `subscription`, for `listen`: the topics it received, and how
+/// often it was disconnected.
+fn subscriber(endpoint: &str, subscription: &[u8], listen: Duration) -> (Vec<String>, usize) {
+    let context = zmq::Context::new();
+    let sub = context.socket(zmq::SUB).unwrap();
+    sub.set_heartbeat_ivl(200).unwrap();
+    sub.set_heartbeat_timeout(300).unwrap();
+    sub.monitor("inproc://monitor", zmq::SocketEvent::DISCONNECTED as i32)
+        .unwrap();
+    let monitor = context.socket(zmq::PAIR).unwrap();
+    monitor.connect("inproc://monitor").unwrap();
+    sub.connect(endpoint).unwrap();
+    sub.set_subscribe(subscription).unwrap();
+    let mut topics = Vec::new();
+    let until = std::time::Instant::now() + listen;
+    while std::time::Instant::now() < until {
+        if sub.poll(zmq::POLLIN, 100).unwrap() > 0 {
+            let frames = sub.recv_multipart(0).unwrap();
+            topics.push(String::from_utf8(frames[0].clone()).unwrap());
+        }
+    }
+    let mut disconnects = 0;
+    while monitor.poll(zmq::POLLIN, 0).unwrap() > 0 {
+        monitor.recv_multipart(0).unwrap();
+        disconnects += 1;
+    }
+    (topics, disconnects)
+}
+
 /// What real SV1 pools need of a node and bitcoind gives them (ckpool, goPool): a libzmq
 /// subscriber with ZMTP heartbeats (goPool sets a 1 s interval) stays connected through
-/// quiet time, and gets only the topic it subscribed to, as from bitcoind's libzmq.
+/// quiet time, and gets only the topic it subscribed to, as from bitcoind's libzmq. On the
+/// hashblock-only publisher (bitcoind with one address per topic), a subscriber to every
+/// topic (ckpool subscribes with a zero-length filter) gets hashblock alone; on the shared
+/// one it gets the whole block as well.
 #[tokio::test]
 async fn a_libzmq_subscriber_with_heartbeats_stays_connected_and_gets_its_topic_only() {
     let cfg = NodeConfig {
         scripted_arrivals: Some(vec![Duration::from_millis(3500)]),
         ..quiet_network()
     };
-    let (node, rpc) = start(cfg, true).await;
-    let endpoint = node.zmq_endpoint.clone().unwrap();
-    let seen = tokio::task::spawn_blocking(move || {
-        let context = zmq::Context::new();
-        let sub = context.socket(zmq::SUB).unwrap();
-        sub.set_heartbeat_ivl(200).unwrap();
-        sub.set_heartbeat_timeout(300).unwrap();
-        sub.monitor("inproc://monitor", zmq::SocketEvent::DISCONNECTED as i32)
-            .unwrap();
-        let monitor = context.socket(zmq::PAIR).unwrap();
-        monitor.connect("inproc://monitor").unwrap();
-        sub.connect(&endpoint).unwrap();
-        sub.set_subscribe(b"hashblock").unwrap();
-        // Quiet for 3.5 s (17 heartbeat intervals), then one block; listen 2 s more.
-        let mut topics = Vec::new();
-        let until = std::time::Instant::now() + Duration::from_millis(5500);
-        while std::time::Instant::now() < until {
-            if sub.poll(zmq::POLLIN, 100).unwrap() > 0 {
-                let frames = sub.recv_multipart(0).unwrap();
-                topics.push(String::from_utf8(frames[0].clone()).unwrap());
-            }
-        }
-        let mut disconnects = 0;
-        while monitor.poll(zmq::POLLIN, 0).unwrap() > 0 {
-            monitor.recv_multipart(0).unwrap();
-            disconnects += 1;
-        }
-        (topics, disconnects)
+    let node = NodeHandle::start(NodeOptions {
+        zmq_bind: Some("tcp://127.0.0.1:0".into()),
+        zmq_hashblock_bind: Some("tcp://127.0.0.1:0".into()),
+        ..common::loopback(cfg)
     })
     .await
-    .unwrap();
-    let (topics, disconnects) = seen;
-    assert_eq!(disconnects, 0, "the publisher answers heartbeats");
+    .expect("node starts");
+    let rpc = RpcClient::new(&format!("http://{}", node.rpc_addr), "u", "p");
+    let shared = node.zmq_endpoint.clone().unwrap();
+    let hashblock_only = node.zmq_hashblock_endpoint.clone().unwrap();
+    // Quiet for 3.5 s (17 heartbeat intervals), then one block; listen 2 s more.
+    let listen = Duration::from_millis(5500);
+    let listeners = [
+        (shared.clone(), &b"hashblock"[..]),
+        (shared, &b""[..]),
+        (hashblock_only, &b""[..]),
+    ]
+    .map(|(endpoint, subscription)| {
+        tokio::task::spawn_blocking(move || subscriber(&endpoint, subscription, listen))
+    });
+    let mut seen = Vec::new();
+    for l in listeners {
+        seen.push(l.await.unwrap());
+    }
+    let topics = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+    assert!(
+        seen.iter().all(|(_, disconnects)| *disconnects == 0),
+        "the publishers answer heartbeats: {seen:?}"
+    );
     assert_eq!(
-        topics,
-        vec!["hashblock".to_string()],
+        seen[0].0,
+        topics(&["hashblock"]),
         "one block, its topic only"
     );
+    assert_eq!(seen[1].0, topics(&["hashblock", "rawblock"]), "every topic");
+    assert_eq!(seen[2].0, topics(&["hashblock"]), "hashblock alone there");
     let height: u64 = rpc.call("getblockcount", json!([])).await.unwrap();
     assert_eq!(height, 880_001);
     node.shutdown().await.unwrap();

@@ -34,6 +34,7 @@ async fn node(difficulty: node::Difficulty, events: Recorder) -> node::NodeHandl
             password: "p".into(),
         },
         zmq_bind: Some("tcp://127.0.0.1:0".into()),
+        zmq_hashblock_bind: None,
         recorder: events,
         value_sample_interval: Duration::from_secs(1),
         tdp: None,

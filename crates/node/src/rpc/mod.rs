@@ -154,8 +154,16 @@ async fn call(shared: &Arc<Shared>, request: &Value) -> Result<Reply, RpcError> 
         }
     };
     let result = methods::dispatch(shared, method, params).await;
-    if let Err(e) = &result {
-        tracing::debug!(method, code = e.code, message = %e.message, "RPC error");
+    match &result {
+        // A pool asking for what bitcoind serves and we do not is a finding: say it.
+        Err(e) if e.code == RPC_METHOD_NOT_FOUND => {
+            tracing::warn!(
+                method,
+                "a client called an RPC method this node does not serve"
+            )
+        }
+        Err(e) => tracing::debug!(method, code = e.code, message = %e.message, "RPC error"),
+        Ok(_) => {}
     }
     result
 }

@@ -48,6 +48,7 @@ pub fn loopback(config: node::NodeConfig) -> node::NodeOptions {
             password: "p".into(),
         },
         zmq_bind: None,
+        zmq_hashblock_bind: None,
         recorder: probe::Recorder::disabled(),
         value_sample_interval: std::time::Duration::from_secs(1),
         tdp: None,
