@@ -334,6 +334,7 @@ fn our_sv1_pool_and_nomp_run_side_by_side_with_sv2_c() {
             && policy.contains("difficulty set to the side's"),
         "{policy}"
     );
+    secrets_stay_in_private_files(&dir, &["roles", "cmd-pool"]);
     for side in ["sv1", "sv1-nomp", "sv2-c", "sv1-cmd"] {
         let summary = &s["sides"][side];
         assert!(
@@ -421,4 +422,50 @@ fn a_config_template_with_an_unknown_placeholder_fails_naming_it() {
         "{stderr}"
     );
     assert!(!dir.exists(), "nothing started");
+}
+
+/// The run's secrets (the RPC password, from the cookie given to a pool, and the SRI
+/// pool's authority secret key) are in files only their owner reads (the roles directory
+/// is 0700, its files 0600) and in no other file of the run: not the report, summary,
+/// manifest, events, logs or scenario, which people share. `private` are the run
+/// directory's folders that hold them (roles, a pool's workdir).
+fn secrets_stay_in_private_files(dir: &Path, private: &[&str]) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let cookie = std::fs::read_to_string(dir.join("roles/pool-sv1-cmd.cookie")).unwrap();
+    let password = cookie.split_once(':').unwrap().1.to_string();
+    let pool: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("roles/pool-sv2-c.json")).unwrap())
+            .unwrap();
+    let key = pool["params"]["authority_secret"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the pool's spec names its key: {pool}"))
+        .to_string();
+    assert!(password.len() >= 10 && key.len() >= 40);
+    assert_eq!(mode(&dir.join("roles")), 0o700);
+    let mut files = vec![dir.to_path_buf()];
+    let mut shareable = 0;
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let relative = path.strip_prefix(dir).unwrap();
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        if private.iter().any(|p| relative.starts_with(p)) {
+            if relative.starts_with("roles") {
+                assert_eq!(mode(&path), 0o600, "{}", relative.display());
+            }
+            continue;
+        }
+        shareable += 1;
+        for (what, secret) in [("the RPC password", &password), ("the authority key", &key)] {
+            assert!(
+                !text.contains(secret.as_str()),
+                "{what} is in {}",
+                relative.display()
+            );
+        }
+    }
+    assert!(shareable > 20, "{shareable} shareable files looked at");
 }

@@ -356,11 +356,11 @@ impl Resolved {
             None => PathBuf::new(),
         };
         let roles_dir = site.run_dir.join("roles");
-        std::fs::create_dir_all(&roles_dir)
+        probe::private::create_dir(&roles_dir)
             .with_context(|| format!("cannot create {}", roles_dir.display()))?;
         // Pools that read credentials from a cookie file (goPool) get one as bitcoind's.
         let cookie = roles_dir.join(format!("{name}.cookie"));
-        std::fs::write(&cookie, format!("{}:{}", site.rpc_user, site.rpc_password))
+        probe::private::write(&cookie, format!("{}:{}", site.rpc_user, site.rpc_password))
             .with_context(|| format!("cannot write {}", cookie.display()))?;
         let mut values: BTreeMap<&str, String> = BTreeMap::from([
             ("rpc_url", format!("http://{}", site.rpc)),
@@ -420,7 +420,8 @@ impl Resolved {
                 std::fs::create_dir_all(parent)
                     .with_context(|| format!("cannot create {}", parent.display()))?;
             }
-            std::fs::write(&path, fill(text, &values))
+            // A pool's config holds the RPC password.
+            probe::private::write(&path, fill(text, &values))
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
         let argv = shlex::split(&fill(&self.command, &values))
@@ -573,5 +574,16 @@ mod tests {
         .unwrap();
         assert_eq!(ok.name, "mypool");
         assert_eq!(ok.policy, None, "no template, nothing to read");
+        assert_eq!(
+            err(pool("{program} -c {config}", None, None)),
+            "scenario field `sv1_pools.x.command`: uses {program}: give `sv1_pools.x.program`"
+        );
+        // Named after its program when the command starts with it.
+        let built = ExternalSv1Pool {
+            program: Some("/src/ckpool/src/ckpool".into()),
+            ..pool("{program} -c {config}", None, None)
+        };
+        let ok = resolve(&built, Path::new("."), "sv1_pools.x").unwrap();
+        assert_eq!(ok.name, "ckpool");
     }
 }

@@ -28,11 +28,13 @@ impl RoleProcess {
         name: &str,
         spec: &RoleSpec,
     ) -> Result<(RoleProcess, Value)> {
-        for sub in ["roles", "logs", EVENTS_DIR] {
+        for sub in ["logs", EVENTS_DIR] {
             std::fs::create_dir_all(dir.join(sub))?;
         }
+        // A role's spec may hold the RPC password or the pool's authority key.
+        probe::private::create_dir(&dir.join("roles"))?;
         let spec_path = dir.join("roles").join(format!("{name}.json"));
-        std::fs::write(&spec_path, serde_json::to_string_pretty(spec)?)?;
+        probe::private::write(&spec_path, serde_json::to_string_pretty(spec)?)?;
         let log_path = dir.join("logs").join(format!("{name}.log"));
         let log = std::fs::File::create(&log_path)?;
         let mut child = Command::new(exe)

@@ -195,17 +195,17 @@ pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()>
         }
         RoleSpec::SriPool { params } => {
             let config = spec_path.with_extension("toml");
-            std::fs::write(&config, sri::pool_config(&params)?)?;
+            probe::private::write(&config, sri::pool_config(&params)?)?;
             run_sri(sri::App::Pool, &config, params.listen).await?;
         }
         RoleSpec::SriTranslator { params } => {
             let config = spec_path.with_extension("toml");
-            std::fs::write(&config, sri::translator_config(&params))?;
+            probe::private::write(&config, sri::translator_config(&params))?;
             run_sri(sri::App::Translator, &config, params.listen).await?;
         }
         RoleSpec::SriJdc { params } => {
             let config = spec_path.with_extension("toml");
-            std::fs::write(&config, sri::jdc_config(&params))?;
+            probe::private::write(&config, sri::jdc_config(&params))?;
             run_sri(sri::App::JobDeclaratorClient, &config, params.listen).await?;
         }
         RoleSpec::Sv2Tap { config } => {

@@ -44,13 +44,22 @@ pub struct RunOutcome {
 const NODE: &str = "node";
 const RPC_USER: &str = "stratum-bench";
 
+/// The RPC user an SV1 side's pool logs in as: the node keeps a getblocktemplate cache per
+/// user, so every pool is served as by a bitcoind of its own.
+fn pool_rpc_user(side: &str) -> String {
+    format!("{RPC_USER}.{side}")
+}
+
 pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     let s = &opts.scenario;
     let dir = opts.out.clone().unwrap_or_else(|| default_dir(&s.name));
-    for sub in [EVENTS_DIR, "logs", "roles"] {
+    for sub in [EVENTS_DIR, "logs"] {
         std::fs::create_dir_all(dir.join(sub))
             .with_context(|| format!("cannot create {}", dir.join(sub).display()))?;
     }
+    // Role specs and configs hold the run's RPC password and authority keys: the owner's.
+    probe::private::create_dir(&dir.join("roles"))
+        .with_context(|| format!("cannot create {}", dir.join("roles").display()))?;
     std::fs::write(
         dir.join("scenario.toml"),
         toml::to_string(s).context("scenario serialises")?,
@@ -398,7 +407,7 @@ async fn builtin_sv1_pool(
             config: sv1::pool::PoolConfig {
                 listen: "127.0.0.1:0".parse()?,
                 rpc_url: format!("http://{rpc}"),
-                rpc_user: RPC_USER.into(),
+                rpc_user: pool_rpc_user(side),
                 rpc_password: password.into(),
                 zmq,
                 payout_script: payout_script(),
@@ -438,9 +447,10 @@ async fn start_sv1_side(
         Some(external) => {
             let resolved = crate::external_pool::resolve(external, Path::new(""), side)?;
             let listen = free_local_port()?;
+            let rpc_user = pool_rpc_user(side);
             let site = crate::external_pool::Site {
                 rpc: rpc.parse().context("the node's RPC address")?,
-                rpc_user: RPC_USER,
+                rpc_user: &rpc_user,
                 rpc_password: password,
                 zmq: zmq.as_deref(),
                 zmq_hashblock,
@@ -972,7 +982,7 @@ async fn spawn_sri(
         }
         Some(other) => {
             let path = dir.join("roles").join(format!("{name}.toml"));
-            std::fs::write(&path, config)
+            probe::private::write(&path, config)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             // SRI's binaries take their config as `-c CONFIG`.
             let argv: Vec<String> = (other.command.split_whitespace().map(str::to_string))

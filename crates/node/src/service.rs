@@ -228,7 +228,7 @@ impl NodeHandle {
                     std::fs::create_dir_all(dir)
                         .with_context(|| format!("cannot create {}", dir.display()))?;
                 }
-                std::fs::write(&path, format!("__cookie__:{password}"))
+                probe::private::write(&path, format!("__cookie__:{password}"))
                     .with_context(|| format!("cannot write cookie file {}", path.display()))?;
                 ("__cookie__".to_string(), password, Some(path))
             }

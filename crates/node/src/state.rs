@@ -65,7 +65,9 @@ pub struct NodeState {
     scripted: VecDeque<u64>,
     /// Virtual nanoseconds since start.
     now_ns: u64,
-    template: Option<Arc<Template>>,
+    /// getblocktemplate's cache, one per RPC client (user name): each pool is served as
+    /// by a bitcoind of its own, so one pool's requests never age another's templates.
+    templates: HashMap<String, Arc<Template>>,
     next_template_id: u64,
     /// Marker transactions of the templates handed out on the current tip.
     markers: HashMap<Txid, Arc<MempoolTx>>,
@@ -127,7 +129,7 @@ impl NodeState {
             next_tx_ns: None,
             next_block_ns: None,
             now_ns: 0,
-            template: None,
+            templates: HashMap::new(),
             next_template_id: 1,
             markers: HashMap::new(),
             recent: VecDeque::new(),
@@ -326,7 +328,7 @@ impl NodeState {
         let entry = self.chain.connect(block, fees);
         self.markers.clear();
         self.recent.clear();
-        self.template = None;
+        self.templates.clear();
         self.recorder.record(Event::TipChanged {
             height: entry.height,
             hash: entry.hash.to_string(),
@@ -338,12 +340,12 @@ impl NodeState {
         entry
     }
 
-    /// The template to hand out now: the cached one until the tip changes, or until the
-    /// mempool changed and the refresh interval has passed.
-    pub fn template(&mut self) -> Arc<Template> {
+    /// The template to hand `client` now: its cached one until the tip changes, or until
+    /// the mempool changed and the refresh interval has passed.
+    pub fn template(&mut self, client: &str) -> Arc<Template> {
         let tip = self.chain.tip().hash;
         let refresh_ns = self.cfg.template_refresh.as_nanos() as u64;
-        if let Some(t) = &self.template {
+        if let Some(t) = self.templates.get(client) {
             let mempool_moved = t.mempool_version != self.mempool.version();
             let young = self.now_ns.saturating_sub(t.built_at_ns) < refresh_ns;
             if t.prev_hash == tip && (!mempool_moved || young) {
@@ -351,7 +353,7 @@ impl NodeState {
             }
         }
         let t = self.build_template();
-        self.template = Some(t.clone());
+        self.templates.insert(client.to_string(), t.clone());
         t
     }
 

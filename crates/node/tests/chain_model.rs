@@ -39,7 +39,7 @@ fn reject_reason(outcome: Submission) -> String {
 fn block_built_from_a_template_is_accepted_and_becomes_the_tip() {
     let mut n = node(config(1));
     n.advance_to(5 * SECOND);
-    let template = n.template();
+    let template = n.template("pool");
     assert!(
         template.txs.len() > 100,
         "the template carries mempool transactions"
@@ -60,7 +60,7 @@ fn block_built_from_a_template_is_accepted_and_becomes_the_tip() {
             "mined txs leave the mempool"
         );
     }
-    let next = n.template();
+    let next = n.template("pool");
     assert_eq!(
         next.prev_hash, hash,
         "the next template builds on the new tip"
@@ -69,10 +69,41 @@ fn block_built_from_a_template_is_accepted_and_becomes_the_tip() {
     assert_eq!(reject_reason(n.submit_block(block, "test")), "duplicate");
 }
 
+/// Each RPC client has its own getblocktemplate cache, as each pool would have its own
+/// bitcoind: a pool asking later is served a template built when it asks, not the one
+/// another pool's request built earlier.
+#[test]
+fn each_client_gets_templates_cached_for_it_alone() {
+    let mut n = node(NodeConfig {
+        template_refresh: Duration::from_secs(30),
+        ..config(3)
+    });
+    n.advance_to(SECOND);
+    let ours = n.template("pool-sv1");
+    n.advance_to(10 * SECOND);
+    let theirs = n.template("pool-sv1-ckpool");
+    assert_ne!(theirs.marker_txid(), ours.marker_txid(), "built when asked");
+    assert_eq!(theirs.built_at_ns - ours.built_at_ns, 9 * SECOND);
+    // Within the refresh interval each is served its own again.
+    n.advance_to(20 * SECOND);
+    assert_eq!(n.template("pool-sv1").marker_txid(), ours.marker_txid());
+    assert_eq!(
+        n.template("pool-sv1-ckpool").marker_txid(),
+        theirs.marker_txid()
+    );
+    // Past it, with the mempool moved, the first asker gets a new one; the other keeps its.
+    n.advance_to(32 * SECOND);
+    assert_ne!(n.template("pool-sv1").marker_txid(), ours.marker_txid());
+    assert_eq!(
+        n.template("pool-sv1-ckpool").marker_txid(),
+        theirs.marker_txid()
+    );
+}
+
 #[test]
 fn wrong_merkle_root_is_rejected_as_bad_txnmrklroot() {
     let mut n = node(config(2));
-    let template = n.template();
+    let template = n.template("pool");
     let mut block = template.block_with(
         pool_coinbase(&template, template.value()),
         n.header_time(),
@@ -92,7 +123,7 @@ fn wrong_merkle_root_is_rejected_as_bad_txnmrklroot() {
 fn insufficient_work_is_rejected_as_high_hash() {
     // At regtest difficulty, a header that misses the target.
     let mut n = node(config(3));
-    let template = n.template();
+    let template = n.template("pool");
     let mut block = template.block_with(
         pool_coinbase(&template, template.value()),
         n.header_time(),
@@ -106,7 +137,7 @@ fn insufficient_work_is_rejected_as_high_hash() {
         difficulty: Difficulty::Fixed(1.0),
         ..config(3)
     });
-    let template = n.template();
+    let template = n.template("pool");
     let block = template.block_with(
         pool_coinbase(&template, template.value()),
         n.header_time(),
@@ -122,7 +153,7 @@ fn insufficient_work_is_rejected_as_high_hash() {
 #[test]
 fn consensus_violations_get_bitcoinds_reasons() {
     let mut n = node(config(4));
-    let template = n.template();
+    let template = n.template("pool");
     let time = n.header_time();
 
     let mut greedy = template.block_with(pool_coinbase(&template, template.value() + 1), time, 0);
@@ -279,7 +310,7 @@ fn assembly_fills_the_block_by_fee_rate_and_counts_fees() {
     let mut cfg = config(8);
     cfg.mempool.initial_txs = 25_000;
     let mut n = node(cfg);
-    let t = n.template();
+    let t = n.template("pool");
     assert!(t.weight <= 4_000_000 - 4_000);
     assert!(
         t.weight > 3_900_000,
@@ -315,7 +346,7 @@ fn events_tie_templates_submissions_and_tips_together() {
     let _ = std::fs::remove_file(&path);
     let recorder = Recorder::to_file(&path, "node").unwrap();
     let mut n = NodeState::new(config(9), recorder.clone(), 0).unwrap();
-    let template = n.template();
+    let template = n.template("pool");
     let block = mined_block(&template, n.header_time());
     let hash = block.block_hash().to_string();
     assert!(matches!(
@@ -370,7 +401,7 @@ fn only_the_latest_templates_are_kept_for_light_submission() {
     for i in 1..=40u64 {
         n.add_generated_tx();
         n.advance_to(i * 6 * SECOND); // past the 5 s refresh, with the mempool changed
-        ids.push(n.template().id);
+        ids.push(n.template("pool").id);
     }
     ids.dedup();
     assert_eq!(ids.len(), 40, "a fresh template each time");
@@ -421,7 +452,7 @@ fn a_follower_sees_its_share_of_the_network_mempool_and_finds_no_blocks() {
         seen as f64 > 0.35 * all as f64 && (seen as f64) < 0.65 * all as f64,
         "half the transactions: {seen} of {all}"
     );
-    let template = farm.template();
+    let template = farm.template("pool");
     for tx in &template.txs[1..] {
         assert!(
             network.mempool().get(&tx.txid).is_some(),
@@ -442,10 +473,10 @@ fn a_farm_block_and_a_network_block_cross_between_the_nodes() {
     farm.advance_to(10 * SECOND);
     assert_eq!(farm.tip_hash(), network.tip_hash(), "the same base block");
 
-    let template = farm.template();
+    let template = farm.template("pool");
     assert_ne!(
         template.marker_txid(),
-        network.template().marker_txid(),
+        network.template("pool").marker_txid(),
         "the two nodes number their templates apart"
     );
     let block = mined_block(&template, farm.header_time());
@@ -513,7 +544,7 @@ fn a_farm_block_and_a_network_block_cross_between_the_nodes() {
 fn a_compact_block_costs_its_short_ids_and_what_the_peer_lacks() {
     let mut network = node(quiet(13));
     network.advance_to(60 * SECOND);
-    let template = network.template();
+    let template = network.template("pool");
     let block = mined_block(&template, network.header_time());
     let txs = &block.txdata;
     assert!(txs.len() > 3);

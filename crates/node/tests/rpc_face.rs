@@ -200,11 +200,26 @@ async fn bad_input_gets_bitcoinds_errors_and_the_node_keeps_serving() {
         )
     );
 
-    let intruder = RpcClient::new(&format!("http://{}", node.rpc_addr), "u", "wrong");
-    assert!(matches!(
-        intruder.call::<Value>("getblockcount", json!([])).await,
-        Err(RpcCallError::Unauthorized)
-    ));
+    let url = format!("http://{}", node.rpc_addr);
+    for (user, password) in [
+        ("u", "wrong"),
+        ("u.pool", "wrong"),
+        ("ux", "p"),
+        ("u.", "p"),
+    ] {
+        let intruder = RpcClient::new(&url, user, password);
+        assert!(
+            matches!(
+                intruder.call::<Value>("getblockcount", json!([])).await,
+                Err(RpcCallError::Unauthorized)
+            ),
+            "{user}:{password}"
+        );
+    }
+    // `<user>.<pool>` with the password is a client of its own (its own template cache).
+    let pool = RpcClient::new(&url, "u.pool-a", "p");
+    let count: u64 = pool.call("getblockcount", json!([])).await.unwrap();
+    assert_eq!(count, 880_000);
     let count: u64 = rpc.call("getblockcount", json!([])).await.unwrap();
     assert_eq!(count, 880_000, "still serving after all of that");
     node.shutdown().await.unwrap();

@@ -5,6 +5,7 @@ pub mod clock;
 pub mod event;
 pub mod histogram;
 pub mod listen;
+pub mod private;
 pub mod recorder;
 pub mod stats;
 

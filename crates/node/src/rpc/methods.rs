@@ -146,15 +146,21 @@ const METHODS: &[(&str, Signature)] = &[
     ),
 ];
 
-pub async fn dispatch(shared: &Arc<Shared>, method: &str, raw: Value) -> Result<Reply, RpcError> {
+/// Runs `method` for `client` (the RPC user name it authenticated as).
+pub async fn dispatch(
+    shared: &Arc<Shared>,
+    client: &str,
+    method: &str,
+    raw: Value,
+) -> Result<Reply, RpcError> {
     let Some((_, sig)) = METHODS.iter().find(|(name, _)| *name == method) else {
         return Err(RpcError::new(RPC_METHOD_NOT_FOUND, "Method not found"));
     };
     let p = Params::parse(sig, raw)?;
     let json = |v: Value| Ok(Reply::Json(v));
     match method {
-        "getblocktemplate" => get_block_template(shared, &p, false).await,
-        "getblocktemplatelight" => get_block_template(shared, &p, true).await,
+        "getblocktemplate" => get_block_template(shared, client, &p, false).await,
+        "getblocktemplatelight" => get_block_template(shared, client, &p, true).await,
         "submitblocklight" => json(submit_block_light(
             shared,
             p.required_str(0)?,
@@ -369,6 +375,7 @@ pub async fn dispatch(shared: &Arc<Shared>, method: &str, raw: Value) -> Result<
 
 async fn get_block_template(
     shared: &Arc<Shared>,
+    client: &str,
     p: &Params,
     light: bool,
 ) -> Result<Reply, RpcError> {
@@ -411,11 +418,11 @@ async fn get_block_template(
         ));
     }
     if let Some(longpollid) = request.get("longpollid").and_then(Value::as_str) {
-        wait_for_newer_template(shared, longpollid).await;
+        wait_for_newer_template(shared, client, longpollid).await;
     }
     let (template, curtime) = {
         let mut state = shared.sync();
-        let t = state.template();
+        let t = state.template(client);
         (t, state.header_time())
     };
     // Rendered outside the lock: the big part was rendered once, as each tx arrived.
@@ -424,12 +431,12 @@ async fn get_block_template(
 
 /// Holds a longpoll until the tip changes, or until the mempool changed and a minute has
 /// passed (as bitcoind does), when `longpollid` is the current template's.
-async fn wait_for_newer_template(shared: &Arc<Shared>, longpollid: &str) {
+async fn wait_for_newer_template(shared: &Arc<Shared>, client: &str, longpollid: &str) {
     let started = Instant::now();
     let mut tip = shared.subscribe_tip();
     let (tip_at_call, version_at_call) = {
         let mut state = shared.sync();
-        if state.template().longpollid() != longpollid {
+        if state.template(client).longpollid() != longpollid {
             return;
         }
         (state.tip_hash(), state.mempool().version())

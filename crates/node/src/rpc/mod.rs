@@ -75,14 +75,14 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if !authorized(&headers, &shared) {
+    let Some(client) = authorized(&headers, &shared) else {
         tracing::warn!("RPC request with wrong or missing credentials");
         return (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Basic realm=\"jsonrpc\"")],
         )
             .into_response();
-    }
+    };
     if method != axum::http::Method::POST {
         return (
             StatusCode::METHOD_NOT_ALLOWED,
@@ -101,7 +101,7 @@ async fn handle(
         Value::Object(_) => {
             let id = request.get("id").cloned().unwrap_or(Value::Null);
             let v2 = request.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
-            let outcome = call(&shared, &request).await;
+            let outcome = call(&shared, &client, &request).await;
             match (outcome, v2) {
                 (Ok(result), false) => json_response(StatusCode::OK, envelope_ok(result, &id)),
                 (Ok(result), true) => json_response(StatusCode::OK, envelope_ok_v2(result, &id)),
@@ -114,7 +114,7 @@ async fn handle(
             let mut parts = Vec::with_capacity(requests.len());
             for r in &requests {
                 let id = r.get("id").cloned().unwrap_or(Value::Null);
-                parts.push(match call(&shared, r).await {
+                parts.push(match call(&shared, &client, r).await {
                     Ok(result) => envelope_ok(result, &id),
                     Err(e) => envelope_err(&e, &id),
                 });
@@ -129,7 +129,7 @@ async fn handle(
 }
 
 /// Validates one request object and runs its method.
-async fn call(shared: &Arc<Shared>, request: &Value) -> Result<Reply, RpcError> {
+async fn call(shared: &Arc<Shared>, client: &str, request: &Value) -> Result<Reply, RpcError> {
     let Some(obj) = request.as_object() else {
         return Err(RpcError::new(RPC_INVALID_REQUEST, "Invalid Request object"));
     };
@@ -153,7 +153,7 @@ async fn call(shared: &Arc<Shared>, request: &Value) -> Result<Reply, RpcError> 
             ))
         }
     };
-    let result = methods::dispatch(shared, method, params).await;
+    let result = methods::dispatch(shared, client, method, params).await;
     match &result {
         // A pool asking for what bitcoind serves and we do not is a finding: say it.
         Err(e) if e.code == RPC_METHOD_NOT_FOUND => {
@@ -168,21 +168,23 @@ async fn call(shared: &Arc<Shared>, request: &Value) -> Result<Reply, RpcError> 
     result
 }
 
-fn authorized(headers: &HeaderMap, shared: &Shared) -> bool {
-    let Some(value) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let Some(encoded) = value.strip_prefix("Basic ") else {
-        return false;
-    };
-    let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim()) else {
-        return false;
-    };
-    let expected = format!("{}:{}", shared.user, shared.password);
-    constant_time_eq(&decoded, expected.as_bytes())
+/// The client a request authenticates as: the node's user, or `<user>.<name>` with the
+/// same password (one name per pool, so each gets its own getblocktemplate cache, as from
+/// a bitcoind of its own). `None` when the credentials are wrong or missing.
+fn authorized(headers: &HeaderMap, shared: &Shared) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let encoded = value.strip_prefix("Basic ")?;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let (user, password) = std::str::from_utf8(&decoded).ok()?.split_once(':')?;
+    let user_ok = user == shared.user
+        || user
+            .strip_prefix(shared.user.as_str())
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|name| !name.is_empty());
+    (user_ok && constant_time_eq(password.as_bytes(), shared.password.as_bytes()))
+        .then(|| user.to_string())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
