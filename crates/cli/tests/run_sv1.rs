@@ -271,6 +271,57 @@ fn a_role_that_dies_is_recorded_and_the_run_finishes() {
     );
 }
 
+/// The harness killed with SIGKILL (nothing of its own can run) at three moments: while
+/// its roles start, in the warm-up, and in the measured window. Each time its roles stop
+/// with it (none is left running), and `report` renders what the run directory holds,
+/// marked partial.
+#[test]
+fn a_harness_killed_at_any_moment_leaves_a_run_report_renders_as_partial() {
+    for (moment, wait_for) in [
+        ("starting", "roles/node.json"),
+        ("warm-up", "events/miners-sv1.jsonl"),
+        ("window", "events/miners-sv1.jsonl"),
+    ] {
+        let dir = out_dir(&format!("sigkill-{moment}"));
+        let mut child = run_baseline(&dir, &["--duration", "30s", "--set", "warmup=3s"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !dir.join(wait_for).exists() {
+            assert!(Instant::now() < deadline, "{moment}: no {wait_for}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if moment == "window" {
+            // Past the 3 s warm-up: the window has measured a little.
+            std::thread::sleep(Duration::from_secs(5));
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while let Some(pid) = find_process(&dir.join("roles")) {
+            assert!(
+                Instant::now() < deadline,
+                "{moment}: role process {pid} outlived the harness"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let out = Command::new(common::exe())
+            .arg("report")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{moment}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(md.contains("Partial run"), "{moment}: {md}");
+    }
+}
+
 fn find_process(spec: &Path) -> Option<i32> {
     let needle = spec.to_str()?;
     std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {

@@ -11,6 +11,28 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+/// A command for a role: it gets SIGTERM when the harness dies, however it dies (a harness
+/// killed with SIGKILL cannot stop its roles itself, and they would run on, holding their
+/// ports, with nobody to measure them).
+fn role_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    let harness = std::process::id();
+    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The harness may have died before the signal was armed.
+            if libc::getppid() as u32 != harness {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
 pub struct RoleProcess {
     pub name: String,
     child: Child,
@@ -37,7 +59,7 @@ impl RoleProcess {
         probe::private::write(&spec_path, serde_json::to_string_pretty(spec)?)?;
         let log_path = dir.join("logs").join(format!("{name}.log"));
         let log = std::fs::File::create(&log_path)?;
-        let mut child = Command::new(exe)
+        let mut child = role_command(exe)
             .arg("role")
             .arg("--spec")
             .arg(&spec_path)
@@ -109,7 +131,7 @@ impl RoleProcess {
         std::fs::create_dir_all(dir.join("logs"))?;
         let log_path = dir.join("logs").join(format!("{name}.log"));
         let log = std::fs::File::create(&log_path)?;
-        let mut cmd = Command::new(program);
+        let mut cmd = role_command(program);
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
