@@ -1,8 +1,11 @@
 //! Run against run: every per-event latency per side, CPU and memory per role, bandwidth
 //! per side, each as B against A with the difference of means and its interval (as a
-//! node release benchmark report compares releases). Latencies are resampled by the
-//! broadcast they belong to, per-second series by batch means, and significance is
-//! controlled across the whole comparison. `report` only words the result.
+//! node release benchmark report compares releases). A side of the comparison is one run
+//! or several (seeds of one setting). Latencies are resampled by the broadcast they belong
+//! to; a per-second series of one run by batch means; a level a run settles at (a role's
+//! CPU and memory, and with several runs every per-second series) by run, so a release's
+//! CPU can be judged from runs of several seeds. Significance is controlled across the
+//! whole comparison. `report` only words the result.
 
 use crate::headline::FDR;
 use crate::manifest::{Manifest, Sample};
@@ -49,25 +52,46 @@ type MetricKey = (String, String, String);
 enum Units {
     /// Receipts grouped by the broadcast they belong to.
     Clusters(Vec<Vec<f64>>),
-    /// A per-second series, compared by batch means.
+    /// One run's per-second series, compared by batch means.
     Series(Vec<f64>),
-    /// A level the run settles at (CPU, memory): one unit per run, whatever its samples.
-    Run(Vec<f64>),
+    /// A level runs settle at: each run's samples one unit, whatever their number.
+    Runs(Vec<Vec<f64>>),
 }
 
 impl Units {
     fn values(&self) -> Vec<f64> {
         match self {
-            Units::Clusters(c) => c.concat(),
-            Units::Series(s) | Units::Run(s) => s.clone(),
+            Units::Clusters(c) | Units::Runs(c) => c.concat(),
+            Units::Series(s) => s.clone(),
+        }
+    }
+
+    /// These units and another run's of the same metric, as one side's.
+    fn merge(self, other: Units) -> Units {
+        match (self, other) {
+            (Units::Clusters(mut a), Units::Clusters(b)) => {
+                a.extend(b);
+                Units::Clusters(a)
+            }
+            // Several runs' series: each run's level is a unit, as its seed set it.
+            (a, b) => {
+                let runs = |u: Units| match u {
+                    Units::Clusters(c) => vec![c.concat()],
+                    Units::Series(s) => vec![s],
+                    Units::Runs(r) => r,
+                };
+                let mut all = runs(a);
+                all.extend(runs(b));
+                Units::Runs(all)
+            }
         }
     }
 }
 
-/// Every metric both runs have, B against A, in (subject, metric) order; significance
-/// controlled across all of them at [`FDR`].
-pub fn compare(a: &RunView, b: &RunView) -> Vec<MetricComparison> {
-    let (sa, sb) = (comparable_samples(a), comparable_samples(b));
+/// Every metric both sides have, B against A, in (subject, metric) order; each side one
+/// run or several; significance controlled across all of them at [`FDR`].
+pub fn compare(a: &[RunView], b: &[RunView]) -> Vec<MetricComparison> {
+    let (sa, sb) = (side_samples(a), side_samples(b));
     let mut rows: Vec<MetricComparison> = sa
         .iter()
         .filter_map(|(key, ua)| {
@@ -75,10 +99,15 @@ pub fn compare(a: &RunView, b: &RunView) -> Vec<MetricComparison> {
             let delta = match (ua, ub) {
                 (Units::Clusters(x), Units::Clusters(y)) => cluster_delta(x, y),
                 (Units::Series(x), Units::Series(y)) => series_delta(x, y),
-                (Units::Run(x), Units::Run(y)) => {
-                    cluster_delta(std::slice::from_ref(x), std::slice::from_ref(y))
+                (Units::Runs(x), Units::Runs(y)) => cluster_delta(x, y),
+                // One run against several: both by run.
+                (x, y) => {
+                    let by_run = |u: &Units| match u {
+                        Units::Runs(r) => r.clone(),
+                        other => vec![other.values()],
+                    };
+                    cluster_delta(&by_run(x), &by_run(y))
                 }
-                _ => None,
             };
             Some(MetricComparison {
                 subject: key.0.clone(),
@@ -104,8 +133,23 @@ pub fn compare(a: &RunView, b: &RunView) -> Vec<MetricComparison> {
     rows
 }
 
+/// The samples of every compared metric of one side's runs, by unit: what only some of its
+/// runs have is left out.
+fn side_samples(runs: &[RunView]) -> BTreeMap<MetricKey, Units> {
+    let mut per_run = runs.iter().map(run_samples);
+    let first = per_run.next().unwrap_or_default();
+    per_run.fold(first, |side, mut run| {
+        side.into_iter()
+            .filter_map(|(key, units)| {
+                let other = run.remove(&key)?;
+                Some((key, units.merge(other)))
+            })
+            .collect()
+    })
+}
+
 /// The samples of every compared metric of a run, inside its measured window, by unit.
-fn comparable_samples(run: &RunView) -> BTreeMap<MetricKey, Units> {
+fn run_samples(run: &RunView) -> BTreeMap<MetricKey, Units> {
     let window = run.manifest.window();
     let mut out = BTreeMap::new();
     let mut put = |subject: &str, metric: &str, unit: &str, xs: Units| {
@@ -149,8 +193,8 @@ fn comparable_samples(run: &RunView) -> BTreeMap<MetricKey, Units> {
     // seeds 1 and 2 had the fleet's CPU at 0.6% and 0.3% with batch intervals excluding
     // zero): one run is one unit, too few to call a difference significant.
     for (role, (cpu, rss)) in roles {
-        put(role, "CPU", "% of a core", Units::Run(cpu));
-        put(role, "RSS", "MB", Units::Run(rss));
+        put(role, "CPU", "% of a core", Units::Runs(vec![cpu]));
+        put(role, "RSS", "MB", Units::Runs(vec![rss]));
     }
     out
 }
@@ -209,7 +253,7 @@ mod tests {
         let (ma, ea, pa) = run(50, 1_000);
         let (mb, eb, pb) = run(80, 2_000);
         let (sa, sb) = (compute(&ma, &ea, &pa), compute(&mb, &eb, &pb));
-        let rows = compare(&view(&sa, &ma, &pa), &view(&sb, &mb, &pb));
+        let rows = compare(&[view(&sa, &ma, &pa)], &[view(&sb, &mb, &pb)]);
         let get = |subject: &str, metric: &str| {
             rows.iter()
                 .find(|r| r.subject == subject && r.metric == metric)
@@ -254,10 +298,66 @@ mod tests {
     fn a_run_against_itself_differs_in_nothing() {
         let (m, e, p) = run(50, 1_000);
         let s = compute(&m, &e, &p);
-        let rows = compare(&view(&s, &m, &p), &view(&s, &m, &p));
+        let rows = compare(&[view(&s, &m, &p)], &[view(&s, &m, &p)]);
         assert!(!rows.is_empty());
         assert!(rows
             .iter()
             .all(|r| r.delta.as_ref().is_none_or(|d| !d.significant)));
+    }
+
+    #[test]
+    fn several_runs_a_side_judge_a_level_by_run() {
+        // Five seeds a side; the pool's CPU in the window is 20% + k (k = 0..4) in A and
+        // 30% + k in B: each run one unit, five a side, +10 points exactly.
+        let side = |base: f64| -> Vec<(Manifest, Vec<Record>, Vec<Sample>)> {
+            (0..5)
+                .map(|k| {
+                    let (m, e, mut p) = run(50, 1_000);
+                    for s in &mut p {
+                        s.cpu_pct = base + f64::from(k);
+                    }
+                    (m, e, p)
+                })
+                .collect()
+        };
+        let (a, b) = (side(20.0), side(30.0));
+        let summaries = |runs: &[(Manifest, Vec<Record>, Vec<Sample>)]| -> Vec<Summary> {
+            runs.iter().map(|(m, e, p)| compute(m, e, p)).collect()
+        };
+        let (sa, sb) = (summaries(&a), summaries(&b));
+        let (va, vb): (Vec<RunView>, Vec<RunView>) = (
+            a.iter()
+                .zip(&sa)
+                .map(|((m, _, p), s)| view(s, m, p))
+                .collect(),
+            b.iter()
+                .zip(&sb)
+                .map(|((m, _, p), s)| view(s, m, p))
+                .collect(),
+        );
+        let rows = compare(&va, &vb);
+        let row = |metric: &str| {
+            rows.iter()
+                .find(|r| r.subject == "pool" && r.metric == metric)
+                .unwrap()
+                .delta
+                .clone()
+                .unwrap()
+        };
+        let cpu = row("CPU");
+        assert_eq!((cpu.units_a, cpu.units_b), (5, 5));
+        assert_eq!((cpu.mean_a, cpu.mean_b, cpu.delta), (22.0, 32.0, 10.0));
+        assert!(cpu.significant, "{cpu:?}");
+        // The same memory in every run: no difference.
+        assert!(!row("RSS").significant);
+        // Tips of five runs a side: 30 clusters each.
+        let after_block = rows
+            .iter()
+            .find(|r| r.metric == "new job after a block")
+            .unwrap();
+        assert_eq!(after_block.delta.as_ref().unwrap().units_a, 30);
+        // Bandwidth by run too: five equal runs a side.
+        let tx = rows.iter().find(|r| r.metric == "farm tx").unwrap();
+        assert_eq!(tx.delta.as_ref().unwrap().units_a, 5);
     }
 }

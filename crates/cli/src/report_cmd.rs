@@ -36,7 +36,10 @@ pub fn report(args: ReportArgs) -> Result<()> {
 
 #[derive(Args)]
 pub struct CompareArgs {
-    /// The baseline run directory (A), then one or more runs to compare against it.
+    /// The baseline (A), then one or more to compare against it. Each is a run directory,
+    /// or a directory of run directories (several seeds of one setting), judged together:
+    /// a role's CPU and memory and every per-second series by run, so a difference in
+    /// them can be significant only with five runs or more a side.
     #[arg(required = true, num_args = 2..)]
     runs: Vec<PathBuf>,
     /// Where compare.md, compare.html and compare.json go.
@@ -49,16 +52,19 @@ pub struct CompareArgs {
 }
 
 pub fn compare(args: CompareArgs) -> Result<std::process::ExitCode> {
-    let base = RunData::load(&args.runs[0])?;
+    let base = RunData::load_runs(&args.runs[0])?;
     let mut comparisons = Vec::new();
     for other in &args.runs[1..] {
-        comparisons.push(report::compare::compare(&base, &RunData::load(other)?)?);
+        comparisons.push(report::compare::compare(
+            &base,
+            &RunData::load_runs(other)?,
+        )?);
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let mut doc = report::document::Document {
         title: "stratum-bench comparison".into(),
-        subtitle: format!("A: {}", base.dir.display()),
+        subtitle: format!("A: {}", args.runs[0].display()),
         sections: Vec::new(),
     };
     for c in &comparisons {

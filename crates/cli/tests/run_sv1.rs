@@ -79,6 +79,14 @@ fn new_block_jobs_cross_the_link_in_its_one_way_delay() {
         metrics = get(&url);
     }
     let metrics = metrics.expect("live metrics during the run");
+    // The page anyone who reaches it reads carries no secret of the run.
+    let node_spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("roles/node.json")).unwrap())
+            .unwrap();
+    let password = node_spec["rpc_password"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the node's spec names its password: {node_spec}"));
+    assert!(password.len() >= 10 && !metrics.contains(password));
     for name in [
         "stratum_bench_new_prevhash_job_seconds_bucket",
         "stratum_bench_role_cpu_percent",

@@ -171,6 +171,16 @@ pub struct Resolved {
 pub fn resolve(pool: &ExternalSv1Pool, base: &Path, field: &str) -> Result<Resolved> {
     match (&pool.kind, &pool.command) {
         (Some(kind), None) => {
+            let given = [
+                ("program", pool.program.is_some()),
+                ("config_template", pool.config_template.is_some()),
+                ("workdir", pool.workdir.is_some()),
+                ("config_path", pool.config_path.is_some()),
+                ("files", !pool.files.is_empty()),
+            ];
+            if let Some((name, _)) = given.iter().find(|(_, set)| *set) {
+                bail!("scenario field `{field}.{name}`: an adapter (`kind`) brings its own; give it with a `command` instead");
+            }
             let adapter = ADAPTERS.iter().find(|a| a.name == kind).with_context(|| {
                 format!(
                     "scenario field `{field}.kind`: unknown pool kind {kind:?} (this build has {:?}; any other pool is a `command` with a `config_template`)",
@@ -585,5 +595,15 @@ mod tests {
         };
         let ok = resolve(&built, Path::new("."), "sv1_pools.x").unwrap();
         assert_eq!(ok.name, "ckpool");
+        // An adapter brings its own command, config and directory.
+        let adapter = ExternalSv1Pool {
+            kind: Some("nomp".into()),
+            workdir: Some("/w".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            err(adapter),
+            "scenario field `sv1_pools.x.workdir`: an adapter (`kind`) brings its own; give it with a `command` instead"
+        );
     }
 }

@@ -17,23 +17,38 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
 }
 
-/// B against A, as the analysis compares them; a partial run has nothing to compare.
-pub fn compare(a: &RunData, b: &RunData) -> Result<Comparison> {
-    let (view_a, view_b) = (view(a)?, view(b)?);
-    let pools = [("A", &view_a), ("B", &view_b)]
+/// B against A, as the analysis compares them, each side one run or several (seeds of one
+/// setting); a partial run has nothing to compare.
+pub fn compare(a: &[RunData], b: &[RunData]) -> Result<Comparison> {
+    let view_a = a.iter().map(view).collect::<Result<Vec<_>>>()?;
+    let view_b = b.iter().map(view).collect::<Result<Vec<_>>>()?;
+    let mut pools: Vec<String> = [("A", &view_a), ("B", &view_b)]
         .into_iter()
-        .flat_map(|(run, v)| {
-            v.manifest.sides.iter().filter_map(move |(side, roles)| {
-                Some(format!("{run} {side}: {}", roles.pool_software.as_deref()?))
+        .flat_map(|(run, views)| {
+            views.iter().flat_map(move |v| {
+                v.manifest.sides.iter().filter_map(move |(side, roles)| {
+                    Some(format!("{run} {side}: {}", roles.pool_software.as_deref()?))
+                })
             })
         })
         .collect();
+    let mut seen = std::collections::HashSet::new();
+    pools.retain(|p| seen.insert(p.clone()));
     Ok(Comparison {
-        run_a: a.dir.display().to_string(),
-        run_b: b.dir.display().to_string(),
+        run_a: names(a),
+        run_b: names(b),
         pools,
         metrics: analysis::compare::compare(&view_a, &view_b),
     })
+}
+
+/// A side's runs, as the comparison names them.
+fn names(runs: &[RunData]) -> String {
+    let dirs: Vec<String> = runs.iter().map(|r| r.dir.display().to_string()).collect();
+    match dirs.len() {
+        1 => dirs.concat(),
+        n => format!("{n} runs ({})", dirs.join(", ")),
+    }
 }
 
 fn view(run: &RunData) -> Result<RunView<'_>> {

@@ -119,7 +119,7 @@ impl Document {
 const STYLE: &str = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1d2330;max-width:980px;margin:0 auto;padding:24px}\
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;border-bottom:1px solid #d8dce4;padding-bottom:4px;margin-top:32px}\
 header p{color:#5a6274;margin:0}nav ol{columns:2;color:#5a6274}\
-table{border-collapse:collapse;margin:10px 0;font-variant-numeric:tabular-nums}th,td{border:1px solid #d8dce4;padding:4px 8px;text-align:left}\
+table{border-collapse:collapse;margin:10px 0;font-variant-numeric:tabular-nums}th,td{border:1px solid #d8dce4;padding:4px 8px;text-align:left}td:first-child{white-space:nowrap}\
 th{background:#f2f4f8}.note{background:#fff7e0;border-left:4px solid #e8b600;padding:6px 10px}\
 figure{margin:12px 0}.chart{width:100%;max-width:720px;height:auto;font-family:inherit}\
 .chart .title{font-size:14px;font-weight:600}.chart .tick,.chart .legend{font-size:11px;fill:#3b4252}\

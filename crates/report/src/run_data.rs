@@ -23,6 +23,29 @@ pub struct RunData {
 }
 
 impl RunData {
+    /// The runs at `path`: the run directory itself, or, for a directory that holds run
+    /// directories (seeds of one setting, as `scripts/aa-check.sh` writes them), each of
+    /// those, in name order.
+    pub fn load_runs(path: &Path) -> Result<Vec<RunData>> {
+        let is_run = |p: &Path| p.join(MANIFEST_FILE).is_file() || p.join("events").is_dir();
+        if !path.is_dir() || is_run(path) {
+            return Ok(vec![RunData::load(path)?]);
+        }
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(path)?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir() && is_run(p))
+            .collect();
+        dirs.sort();
+        if dirs.is_empty() {
+            bail!(
+                "{} is neither a run directory nor a directory of runs (stratum-bench run writes one under runs/)",
+                path.display()
+            );
+        }
+        dirs.iter().map(|d| RunData::load(d)).collect()
+    }
+
     pub fn load(dir: &Path) -> Result<RunData> {
         if !dir.is_dir() {
             bail!(

@@ -330,6 +330,7 @@ fn the_html_report_has_every_section_with_charts_and_renders_cleanly() {
 #[test]
 fn comparing_a_run_with_itself_finds_nothing_and_a_slower_link_is_found() {
     let a = report::run_data::RunData::load(&fake_run("cmp-a", 50)).unwrap();
+    let a = [a];
     let same = report::compare::compare(&a, &a).unwrap();
     assert!(!same.metrics.is_empty());
     assert!(
@@ -340,7 +341,7 @@ fn comparing_a_run_with_itself_finds_nothing_and_a_slower_link_is_found() {
     );
 
     let b = report::run_data::RunData::load(&fake_run("cmp-b", 70)).unwrap();
-    let diff = report::compare::compare(&a, &b).unwrap();
+    let diff = report::compare::compare(&a, &[b]).unwrap();
     let m = diff
         .metrics
         .iter()
@@ -354,6 +355,38 @@ fn comparing_a_run_with_itself_finds_nothing_and_a_slower_link_is_found() {
         d.delta
     );
     assert!(m.regressed(10.0) && !m.regressed(50.0), "{:?}", d.pct);
+}
+
+#[test]
+fn a_directory_of_runs_is_one_side_of_a_comparison() {
+    let group = std::env::temp_dir().join(format!("cmp-group-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&group);
+    std::fs::create_dir_all(&group).unwrap();
+    for k in 0..2 {
+        let run = fake_run(&format!("cmp-group-{k}"), 50);
+        std::fs::rename(&run, group.join(format!("seed-{k}"))).unwrap();
+    }
+    std::fs::write(group.join("notes.txt"), "not a run").unwrap();
+    let runs = report::run_data::RunData::load_runs(&group).unwrap();
+    assert_eq!(runs.len(), 2);
+    let c = report::compare::compare(&runs, &runs).unwrap();
+    assert!(c.run_a.starts_with("2 runs ("), "{}", c.run_a);
+    let cpu = c.metrics.iter().find(|m| m.metric == "CPU").unwrap();
+    assert_eq!(
+        cpu.delta.as_ref().map(|d| d.units_a),
+        Some(2),
+        "a unit a run"
+    );
+
+    std::fs::create_dir_all(group.join("empty")).unwrap();
+    let err = report::run_data::RunData::load_runs(&group.join("empty"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("neither a run directory nor a directory of runs"),
+        "{err}"
+    );
 }
 
 #[test]
