@@ -222,12 +222,27 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
     .unwrap();
     succeed(out);
     let s = summary(&dir);
-    let sv1 = &s["sides"]["sv1"];
-    let accepted = sv1["blocks"]["accepted"].as_u64().unwrap();
-    assert!(accepted > 0, "no block of ours reached the node: {sv1}");
-    let p50 = sv1["block_propagation_ms"]["p50"].as_f64().unwrap();
-    assert!(p50 >= 20.0, "a block crossed a 20 ms link in {p50} ms");
-    assert!(p50 < 100.0, "{p50} ms");
+    // Each side expects 4 blocks in the window, none in 2% of runs (Poisson): the two
+    // together must have one (none in both: 0.03%), and each that has one crossed the link.
+    let mut accepted = 0;
+    for side in ["sv1", "sv1-b"] {
+        let summary = &s["sides"][side];
+        let blocks = summary["blocks"]["accepted"].as_u64().unwrap();
+        accepted += blocks;
+        if blocks > 0 {
+            let p50 = summary["block_propagation_ms"]["p50"].as_f64().unwrap();
+            assert!(
+                p50 >= 20.0,
+                "{side}: a block crossed a 20 ms link in {p50} ms"
+            );
+            assert!(p50 < 100.0, "{side}: {p50} ms");
+        }
+    }
+    assert!(
+        accepted > 0,
+        "no block of ours reached the node: {}",
+        s["sides"]
+    );
 
     let rows = s["verdict"]["sv1-b"]
         .as_array()

@@ -223,6 +223,7 @@ fn all_five_sides_in_one_run_tie_jobs_to_their_own_node_and_declare_jobs() {
     for kind in ["job_on_another_nodes_template", "job_without_node_template"] {
         assert!(s["unmatched"][kind].is_null(), "{kind}: {}", s["unmatched"]);
     }
+    let (mut farm_blocks_accepted, mut submitted_via_ipc) = (0, 0);
     for side in ["sv2-a", "sv2-b"] {
         let side_summary = &s["sides"][side];
         let jd = &side_summary["job_declaration"];
@@ -234,18 +235,21 @@ fn all_five_sides_in_one_run_tie_jobs_to_their_own_node_and_declare_jobs() {
             side_summary["shares"]["accepted"].as_u64().unwrap() > 0,
             "{side}: {side_summary}"
         );
-        assert!(
-            side_summary["blocks"]["accepted"].as_u64().unwrap() > 0,
-            "{side}: no block of ours accepted: {side_summary}"
-        );
-        // The farm's node hears of, and passes on, blocks 20 ms from the network.
-        let p50 = side_summary["block_propagation_ms"]["p50"]
-            .as_f64()
-            .unwrap();
-        assert!(
-            p50 >= 20.0,
-            "{side}: a block reached the network in {p50} ms"
-        );
+        // Blocks found on declared jobs reach the network through the farm's node, 20 ms
+        // away. With five sides sharing the hashrate a side finds about 3 in the window,
+        // none in about 5% of runs (Poisson): the two farm sides together must have one
+        // accepted (none in both: 0.25% of runs), and each side that has one took the hop.
+        let accepted = side_summary["blocks"]["accepted"].as_u64().unwrap();
+        farm_blocks_accepted += accepted;
+        if accepted > 0 {
+            let p50 = side_summary["block_propagation_ms"]["p50"]
+                .as_f64()
+                .unwrap();
+            assert!(
+                p50 >= 20.0,
+                "{side}: a block reached the network in {p50} ms"
+            );
+        }
         // The farm node's blocks count as compact blocks; the emulation's whole-block feed
         // is shown apart, in no site's total.
         let bw = &side_summary["bandwidth_bytes_per_s"];
@@ -281,10 +285,7 @@ fn all_five_sides_in_one_run_tie_jobs_to_their_own_node_and_declare_jobs() {
             .into_iter()
             .filter(|e| e["kind"] == "block_submitted" && e["via"] == "ipc")
             .count();
-        assert!(
-            via_ipc > 0,
-            "{side}: the JDC submitted no block to its node"
-        );
+        submitted_via_ipc += via_ipc;
         for role in [
             farm_node.as_str(),
             &format!("pool-{side}"),
@@ -299,6 +300,15 @@ fn all_five_sides_in_one_run_tie_jobs_to_their_own_node_and_declare_jobs() {
             );
         }
     }
+    assert!(
+        farm_blocks_accepted > 0,
+        "no block of the farms accepted: {}",
+        s["sides"]
+    );
+    assert!(
+        submitted_via_ipc > 0,
+        "no JDC submitted a block to its node"
+    );
     assert!(s["sides"]["sv2-a"]["roles"]["translator-sv2-a"].is_object());
     assert!(
         s["sides"]["sv2-a"]["roles"]["node"].is_null(),
