@@ -66,6 +66,14 @@ impl Units {
         }
     }
 
+    /// The samples by the run they came from.
+    fn by_run(&self) -> Vec<Vec<f64>> {
+        match self {
+            Units::Runs(r) => r.clone(),
+            other => vec![other.values()],
+        }
+    }
+
     /// These units and another run's of the same metric, as one side's.
     fn merge(self, other: Units) -> Units {
         match (self, other) {
@@ -74,16 +82,7 @@ impl Units {
                 Units::Clusters(a)
             }
             // Several runs' series: each run's level is a unit, as its seed set it.
-            (a, b) => {
-                let runs = |u: Units| match u {
-                    Units::Clusters(c) => vec![c.concat()],
-                    Units::Series(s) => vec![s],
-                    Units::Runs(r) => r,
-                };
-                let mut all = runs(a);
-                all.extend(runs(b));
-                Units::Runs(all)
-            }
+            (a, b) => Units::Runs([a.by_run(), b.by_run()].concat()),
         }
     }
 }
@@ -101,13 +100,7 @@ pub fn compare(a: &[RunView], b: &[RunView]) -> Vec<MetricComparison> {
                 (Units::Series(x), Units::Series(y)) => series_delta(x, y),
                 (Units::Runs(x), Units::Runs(y)) => cluster_delta(x, y),
                 // One run against several: both by run.
-                (x, y) => {
-                    let by_run = |u: &Units| match u {
-                        Units::Runs(r) => r.clone(),
-                        other => vec![other.values()],
-                    };
-                    cluster_delta(&by_run(x), &by_run(y))
-                }
+                (x, y) => cluster_delta(&x.by_run(), &y.by_run()),
             };
             Some(MetricComparison {
                 subject: key.0.clone(),

@@ -445,10 +445,10 @@ impl Resolved {
                 listen,
             )
             .await?,
-            worker_prefix: self
-                .worker_prefix
-                .as_ref()
-                .map_or_else(|| format!("{side}-miner"), |p| fill(p, &values)),
+            worker_prefix: self.worker_prefix.as_ref().map_or_else(
+                || crate::run::default_worker_prefix(side),
+                |p| fill(p, &values),
+            ),
         })
     }
 }

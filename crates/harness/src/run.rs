@@ -44,6 +44,11 @@ pub struct RunOutcome {
 const NODE: &str = "node";
 const RPC_USER: &str = "stratum-bench";
 
+/// What a side's SV1 miners authorize as, before `.<index>`, unless its pool wants another.
+pub(crate) fn default_worker_prefix(side: &str) -> String {
+    format!("{side}-miner")
+}
+
 /// The RPC user an SV1 side's pool logs in as: the node keeps a getblocktemplate cache per
 /// user, so every pool is served as by a bitcoind of its own.
 fn pool_rpc_user(side: &str) -> String {
@@ -473,7 +478,7 @@ async fn start_sv1_side(
             builtin_sv1_pool(opts, dir, side, &pool, (rpc, password, zmq), roles).await?,
             None,
             None,
-            format!("{side}-miner"),
+            default_worker_prefix(side),
         ),
     };
     // The same hop every SV2 side crosses: a tap on the pool site, where verdicts are read.
@@ -577,7 +582,7 @@ async fn start_sv2_pool_side(
     let miners = spawn_sv1_miners(
         opts,
         dir,
-        (side, &format!("{side}-miner")),
+        (side, &default_worker_prefix(side)),
         translator_addr,
         roles,
     )
@@ -925,7 +930,7 @@ async fn start_sv2_jd_side(
         spawn_sv1_miners(
             opts,
             dir,
-            (side, &format!("{side}-miner")),
+            (side, &default_worker_prefix(side)),
             translator_addr,
             roles,
         )

@@ -97,11 +97,11 @@ impl Shared {
     pub fn announce(&self, tips: &[Arc<ChainBlock>]) {
         for tip in tips {
             tracing::info!(height = tip.height, hash = %tip.hash, txs = tip.block.txdata.len(), "new tip");
+            // bitcoind publishes the hash in display (big-endian) order.
+            let mut hash = tip.hash.to_byte_array();
+            hash.reverse();
             for (topics, zmq) in &self.zmq {
                 if topics.contains(&"hashblock") {
-                    // bitcoind publishes the hash in display (big-endian) order.
-                    let mut hash = tip.hash.to_byte_array();
-                    hash.reverse();
                     let _ = zmq.send(Notification {
                         topic: "hashblock",
                         body: hash.to_vec(),
