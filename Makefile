@@ -3,7 +3,7 @@ CARGO ?= cargo
 CARGO_FLAGS := --release --locked
 RUN := $(CARGO) run $(CARGO_FLAGS) --quiet --bin stratum-bench --
 
-.PHONY: all deps build run test lint bench clean
+.PHONY: all deps build run test lint bench fuzz clean
 
 all: build
 
@@ -32,6 +32,19 @@ test: deps $(SV1_MINER)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
 	STRATUM_BENCH_SV1_MINER=$(SV1_MINER) $(CARGO) test $(CARGO_FLAGS)
+
+# Fuzzing: every target in fuzz/fuzz_targets for FUZZ_SECONDS each (or FUZZ_TARGETS only),
+# with cargo-fuzz on the nightly toolchain, both installed when missing. `make test` only
+# replays the seeds (crates/cli/tests/fuzz_corpus.rs).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+CARGO_FUZZ := $(TOOLS_DIR)/bin/cargo-fuzz
+
+$(CARGO_FUZZ):
+	$(CARGO) install cargo-fuzz --version 0.13.2 --locked --root $(TOOLS_DIR)
+
+fuzz: deps $(CARGO_FUZZ)
+	scripts/fuzz.sh $(FUZZ_SECONDS) $(CARGO_FUZZ) $(TOOLS_DIR)/../fuzz $(FUZZ_TARGETS)
 
 bench: build
 	$(RUN) bench template --mempool 6000 --iterations 200

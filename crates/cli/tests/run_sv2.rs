@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{out_dir, run_scenario, succeed, summary};
+use common::{events, out_dir, run_scenario, succeed, summary};
 use serde_json::Value;
 
 /// Our miners hold all the hashrate and blocks come every 2 s: each side expects a block
@@ -30,14 +30,6 @@ fn run_with(
 ) -> std::process::Command {
     let all: Vec<&str> = args.iter().chain(more).copied().collect();
     run_scenario(name, dir, &all)
-}
-
-fn events(dir: &std::path::Path, role: &str) -> Vec<Value> {
-    std::fs::read_to_string(dir.join(format!("events/{role}.jsonl")))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 /// Configuration C, as the issue runs it (shorter): acceptance is what the SRI pool

@@ -5,6 +5,7 @@ pub mod bench_fanout;
 pub mod bench_pool;
 pub mod builtin;
 pub mod external_pool;
+pub mod fuzzing;
 pub mod host;
 pub mod limits;
 pub mod metrics;

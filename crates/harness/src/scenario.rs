@@ -377,6 +377,12 @@ impl Scenario {
     pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read scenario {}", path.display()))?;
+        Scenario::parse(&text, path, overrides)
+    }
+
+    /// [`Scenario::load`] of `text`, read from `path` (named in errors; relative paths in
+    /// the scenario are taken from its directory).
+    pub fn parse(text: &str, path: &Path, overrides: &[String]) -> Result<Scenario> {
         let mut table: toml::Table = text
             .parse()
             .with_context(|| format!("{} is not valid TOML", path.display()))?;

@@ -92,16 +92,7 @@ pub fn start(shared: Arc<Shared>, data_dir: &Path) -> Result<IpcFace> {
                         _ = stop.wait_for(|s| *s) => break,
                     };
                     let (read, write) = stream.into_split();
-                    let network = twoparty::VatNetwork::new(
-                        read.compat(),
-                        write.compat_write(),
-                        rpc_twoparty_capnp::Side::Server,
-                        Default::default(),
-                    );
-                    let init: init::Client = capnp_rpc::new_client(InitServer {
-                        shared: shared.clone(),
-                    });
-                    let rpc = RpcSystem::new(Box::new(network), Some(init.client));
+                    let rpc = serve_connection(&shared, read, write);
                     tokio::task::spawn_local(async move {
                         match rpc.await {
                             Ok(()) => tracing::info!("IPC client left"),
@@ -114,6 +105,25 @@ pub fn start(shared: Arc<Shared>, data_dir: &Path) -> Result<IpcFace> {
         })
         .context("cannot start the IPC thread")?;
     Ok(IpcFace { socket })
+}
+
+/// The Mining interface served to one client over any byte stream (a socket, or the
+/// fuzzer's bytes); it ends when the client does.
+pub(crate) fn serve_connection(
+    shared: &Arc<Shared>,
+    read: impl tokio::io::AsyncRead + Unpin + 'static,
+    write: impl tokio::io::AsyncWrite + Unpin + 'static,
+) -> RpcSystem<rpc_twoparty_capnp::Side> {
+    let network = twoparty::VatNetwork::new(
+        read.compat(),
+        write.compat_write(),
+        rpc_twoparty_capnp::Side::Server,
+        Default::default(),
+    );
+    let init: init::Client = capnp_rpc::new_client(InitServer {
+        shared: shared.clone(),
+    });
+    RpcSystem::new(Box::new(network), Some(init.client))
 }
 
 fn failed(e: impl std::fmt::Display) -> capnp::Error {

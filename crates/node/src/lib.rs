@@ -10,6 +10,7 @@
 
 pub mod chain;
 pub mod config;
+pub mod fuzzing;
 pub mod ipc;
 pub mod mempool;
 pub mod peer;

@@ -70,6 +70,24 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// A node on `state` with virtual zero now, no ZMQ publisher and no peer: what
+    /// [`NodeHandle::start`] completes, and what the fuzz targets drive without sockets.
+    pub(crate) fn new(state: NodeState, user: String, password: String) -> Shared {
+        Shared {
+            tip: watch::channel(state.tip_hash()).0,
+            state: Mutex::new(state),
+            start_mono_ns: mono_ns(),
+            started: Instant::now(),
+            zmq: Vec::new(),
+            zmq_endpoint: None,
+            user,
+            password,
+            stop: watch::channel(false).0,
+            to_peer: None,
+            tx_delay_ns: 0,
+        }
+    }
+
     /// The simulation, brought up to the present: every arrival due by now is applied
     /// (and announced) before the caller looks.
     pub fn sync(&self) -> MutexGuard<'_, NodeState> {
@@ -190,7 +208,6 @@ impl NodeHandle {
             .as_secs() as u32;
         let state = NodeState::new(opts.config, opts.recorder, now_unix)
             .map_err(|e| anyhow::anyhow!("invalid network configuration: {e}"))?;
-        let tip = state.tip_hash();
 
         let listener = tokio::net::TcpListener::bind(opts.rpc_bind)
             .await
@@ -246,19 +263,13 @@ impl NodeHandle {
             }
             false => (None, None),
         };
-        let shared = Arc::new(Shared {
-            state: Mutex::new(state),
-            start_mono_ns: opts.peer.as_ref().map_or_else(mono_ns, |p| p.start_mono_ns),
-            started: Instant::now(),
-            tip: watch::channel(tip).0,
-            zmq,
-            zmq_endpoint: zmq_endpoint.clone(),
-            user,
-            password,
-            stop: watch::channel(false).0,
-            to_peer,
-            tx_delay_ns: follower.map_or(0, |f| f.tx_delay.as_nanos() as u64),
-        });
+        let mut shared = Shared::new(state, user, password);
+        shared.start_mono_ns = opts.peer.as_ref().map_or_else(mono_ns, |p| p.start_mono_ns);
+        shared.zmq = zmq;
+        shared.zmq_endpoint = zmq_endpoint.clone();
+        shared.to_peer = to_peer;
+        shared.tx_delay_ns = follower.map_or(0, |f| f.tx_delay.as_nanos() as u64);
+        let shared = Arc::new(shared);
         if let (Some(peer), Some(blocks)) = (&opts.peer, peer_blocks) {
             tasks.extend(crate::peer::start(shared.clone(), peer, blocks));
         }

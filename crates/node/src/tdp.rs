@@ -31,6 +31,7 @@ use stratum_apps::network_helpers::noise_stream::NoiseTcpWriteHalf;
 use stratum_apps::stratum_core::binary_sv2::{
     B016MOwned, B0255Owned, B064KOwned, Seq0255Owned, Seq064KOwned, Str0255Owned, U256Owned,
 };
+use stratum_apps::stratum_core::codec_sv2::SerializedFrame;
 use stratum_apps::stratum_core::common_messages_sv2::{
     Protocol, SetupConnectionErrorOwned, SetupConnectionSuccess,
 };
@@ -133,13 +134,13 @@ pub async fn start(shared: Arc<Shared>, opts: TdpOptions) -> Result<(SocketAddr,
 }
 
 /// What a client sent, decoded off its connection by the reader task.
-enum Inbound {
+pub(crate) enum Inbound {
     Constraints { max_additional_size: u32 },
     RequestTransactionData { template_id: u64 },
     Solution(Solution),
 }
 
-struct Solution {
+pub(crate) struct Solution {
     template_id: u64,
     version: u32,
     time: u32,
@@ -311,10 +312,15 @@ async fn serve(
 async fn read_inbound(
     reader: &mut stratum_apps::network_helpers::noise_stream::NoiseTcpReadHalf,
 ) -> Result<Inbound> {
-    let mut frame = reader
+    let frame = reader
         .read_frame()
         .await
         .map_err(|e| anyhow::anyhow!("connection ended: {e}"))?;
+    decode_inbound(frame)
+}
+
+/// What a client's frame asks, or why it may not be sent on a TDP connection.
+pub(crate) fn decode_inbound(mut frame: SerializedFrame) -> Result<Inbound> {
     let header = frame.header();
     if protocol_message_type(header.ext_type(), header.msg_type())
         != MessageType::TemplateDistribution
@@ -439,7 +445,7 @@ fn transaction_data(template_id: u64, template: Option<Arc<Template>>) -> AnyMes
 }
 
 /// Rebuilds the block from its template and judges it as submitblock does.
-fn submit_solution(shared: &Shared, template: &Template, s: Solution) {
+pub(crate) fn submit_solution(shared: &Shared, template: &Template, s: Solution) {
     let coinbase: bitcoin::Transaction = match bitcoin::consensus::deserialize(&s.coinbase) {
         Ok(tx) => tx,
         Err(e) => {

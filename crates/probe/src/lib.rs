@@ -3,6 +3,7 @@
 
 pub mod clock;
 pub mod event;
+pub mod fuzzing;
 pub mod histogram;
 pub mod listen;
 pub mod private;

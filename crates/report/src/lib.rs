@@ -8,6 +8,7 @@ pub mod compare;
 mod content;
 pub mod document;
 pub mod export;
+pub mod fuzzing;
 pub mod readings;
 pub mod run_data;
 pub mod svg;

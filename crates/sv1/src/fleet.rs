@@ -38,7 +38,7 @@ pub struct FleetConfig {
 }
 
 /// A share a hashing thread found, for its miner's connection to send.
-struct Found {
+pub(crate) struct Found {
     job_id: String,
     prev_hash: BlockHash,
     extranonce2: Vec<u8>,
@@ -48,7 +48,7 @@ struct Found {
 }
 
 /// What one miner is hashing on.
-struct Work {
+pub(crate) struct Work {
     job: Job,
     extranonce1: Vec<u8>,
     extranonce2_size: usize,
@@ -126,7 +126,7 @@ impl mining::hashing::Work for Work {
     }
 }
 
-type Slot = mining::hashing::Slot<Work>;
+pub(crate) type Slot = mining::hashing::Slot<Work>;
 
 pub struct FleetHandle(mining::hashing::Fleet);
 
@@ -177,15 +177,7 @@ async fn run_miner(
             return;
         }
     }
-    let mut miner = MinerState {
-        index,
-        extranonce1: None,
-        extranonce2_size: 8,
-        next_extranonce2: u64::from(index) << 32,
-        share_target: mining::target_from_difficulty(1.0),
-        next_share_id: 100,
-        current_job: None,
-    };
+    let mut miner = MinerState::new(index);
     let broadcast = match cfg.broadcast.map(broadcast_listener).transpose() {
         Ok(b) => b,
         Err(e) => {
@@ -262,7 +254,7 @@ fn broadcast_listener(addr: SocketAddr) -> anyhow::Result<tokio::net::UdpSocket>
     Ok(tokio::net::UdpSocket::from_std(socket.into())?)
 }
 
-struct MinerState {
+pub(crate) struct MinerState {
     index: u32,
     /// The job being mined: a broadcast job arriving again over TCP is not new work.
     current_job: Option<String>,
@@ -274,7 +266,19 @@ struct MinerState {
 }
 
 impl MinerState {
-    fn handle(&mut self, line: &[u8], t: u64, slot: &Slot, recorder: &Recorder) {
+    pub(crate) fn new(index: u32) -> MinerState {
+        MinerState {
+            index,
+            extranonce1: None,
+            extranonce2_size: 8,
+            next_extranonce2: u64::from(index) << 32,
+            share_target: mining::target_from_difficulty(1.0),
+            next_share_id: 100,
+            current_job: None,
+        }
+    }
+
+    pub(crate) fn handle(&mut self, line: &[u8], t: u64, slot: &Slot, recorder: &Recorder) {
         let Ok(msg) = serde_json::from_slice::<Value>(line) else {
             tracing::warn!(miner = self.index, "unparseable line from the pool");
             return;

@@ -3,6 +3,7 @@
 //! the tap in front of any SV1 pool ([`tap`]).
 
 pub mod fleet;
+pub mod fuzzing;
 pub mod job;
 pub mod pool;
 pub mod tap;

@@ -100,7 +100,7 @@ impl Sv1Tap {
 
 /// What the tap keeps of one connection, between its two directions.
 #[derive(Default)]
-struct Connection {
+pub(crate) struct Connection {
     /// Submits waiting for the pool's answer, by request id: (worker, job id).
     pending: HashMap<String, (String, String)>,
     /// The last `mining.set_difficulty`.
@@ -197,7 +197,7 @@ async fn pump(
 }
 
 /// Notes a `mining.submit` going to the pool, to pair it with its answer.
-fn note_request(msg: &Value, conn: &Mutex<Connection>) {
+pub(crate) fn note_request(msg: &Value, conn: &Mutex<Connection>) {
     if msg.get("method").and_then(Value::as_str) != Some("mining.submit") {
         return;
     }
@@ -217,7 +217,7 @@ fn note_request(msg: &Value, conn: &Mutex<Connection>) {
 }
 
 /// Notes what the pool sent a miner: a job, a difficulty, or the answer to a share.
-fn note_answer(
+pub(crate) fn note_answer(
     t: u64,
     msg: &Value,
     connection: u32,

@@ -34,6 +34,7 @@ use stratum_apps::network_helpers::connect_with_noise;
 use stratum_apps::network_helpers::noise_stream::{NoiseTcpReadHalf, NoiseTcpWriteHalf};
 use stratum_apps::stratum_core::binary_sv2::{B032Owned, Str0255Owned, U256Owned};
 use stratum_apps::stratum_core::channels_sv2::merkle_root::merkle_root_from_path;
+use stratum_apps::stratum_core::codec_sv2::SerializedFrame;
 use stratum_apps::stratum_core::common_messages_sv2::{Protocol, SetupConnectionOwned};
 use stratum_apps::stratum_core::mining_sv2::{
     OpenExtendedMiningChannelOwned, OpenStandardMiningChannelOwned, SubmitSharesExtendedOwned,
@@ -96,7 +97,7 @@ mod duration_ms {
 
 pub struct FleetHandle(mining::hashing::Fleet);
 
-type Slot = mining::hashing::Slot<Active>;
+pub(crate) type Slot = mining::hashing::Slot<Active>;
 
 impl FleetHandle {
     pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
@@ -182,7 +183,7 @@ enum JobWork {
 }
 
 /// What the miner hashes on now (in its slot, for the hashing threads).
-struct Active {
+pub(crate) struct Active {
     job_id: u32,
     prev_hash: BlockHash,
     ntime: u32,
@@ -195,7 +196,7 @@ struct Active {
 }
 
 /// A share a hashing thread found, for the miner's connection to send.
-struct Found {
+pub(crate) struct Found {
     job_id: u32,
     prev_hash: BlockHash,
     nonce: u32,
@@ -232,7 +233,7 @@ impl mining::hashing::Work for Active {
     }
 }
 
-struct Miner {
+pub(crate) struct Miner {
     index: u32,
     channel_id: u32,
     /// Shares go as SubmitSharesStandard (whatever kind of job the work came as: a
@@ -267,7 +268,7 @@ async fn run_miner(
     )
     .await?;
     let (read_task, mut frames) = read_frames(reader, index);
-    let mut miner = Miner::new(index, cfg, slot.clone());
+    let mut miner = Miner::new(index, cfg.channel, slot.clone());
     let mut next_share_id = 1u64;
     let result = loop {
         tokio::select! {
@@ -303,7 +304,7 @@ async fn run_group(cfg: &FleetConfig, members: Vec<Member>, recorder: &Recorder)
             AnyMessageOwned::Mining(open_channel(cfg, k as u32, member.index)),
         )
         .await?;
-        miners.push(Miner::new(member.index, cfg, member.slot));
+        miners.push(Miner::new(member.index, cfg.channel, member.slot));
         let (tx, mut shares) = (found_tx.clone(), member.shares);
         forwarders.push(tokio::spawn(async move {
             while let Some(f) = shares.recv().await {
@@ -493,7 +494,7 @@ fn read_frames(
 }
 
 /// A share found, ready to send.
-struct Share {
+pub(crate) struct Share {
     sequence_number: u32,
     job_id: u32,
     prev_hash: BlockHash,
@@ -502,11 +503,11 @@ struct Share {
 }
 
 impl Miner {
-    fn new(index: u32, cfg: &FleetConfig, slot: Arc<Slot>) -> Miner {
+    pub(crate) fn new(index: u32, channel: ChannelKind, slot: Arc<Slot>) -> Miner {
         Miner {
             index,
             channel_id: 0,
-            standard_channel: cfg.channel == ChannelKind::Standard,
+            standard_channel: channel == ChannelKind::Standard,
             extranonce_prefix: Vec::new(),
             extranonce_size: 8,
             next_extranonce: u64::from(index) << 32,
@@ -541,9 +542,15 @@ impl Miner {
         send(writer, AnyMessageOwned::Mining(share.message)).await
     }
 
-    fn handle(&mut self, msg: &MiningOwned, t: u64, recorder: &Recorder) -> Result<()> {
+    pub(crate) fn handle(&mut self, msg: &MiningOwned, t: u64, recorder: &Recorder) -> Result<()> {
         match msg {
             MiningOwned::OpenExtendedMiningChannelSuccess(m) => {
+                // A share carries the extranonce in 32 bytes at most (B0_32): a wider grant
+                // could never be submitted.
+                let width = m.extranonce_prefix.as_ref().len() + usize::from(m.extranonce_size);
+                if width > MAX_EXTRANONCE {
+                    bail!("the pool granted a {width}-byte extranonce; SV2 carries at most {MAX_EXTRANONCE}");
+                }
                 self.channel_id = m.channel_id;
                 self.share_target = target_of(m.target.as_ref());
                 self.extranonce_prefix = m.extranonce_prefix.as_ref().to_vec();
@@ -738,7 +745,7 @@ impl Miner {
     }
 
     /// The message for a share found, with the channel's next sequence number.
-    fn share(&mut self, f: Found) -> Share {
+    pub(crate) fn share(&mut self, f: Found) -> Share {
         let sequence_number = self.next_sequence;
         self.next_sequence = self.next_sequence.wrapping_add(1);
         let message = if f.standard {
@@ -771,6 +778,9 @@ impl Miner {
     }
 }
 
+/// The widest extranonce (prefix and the miner's part) a share can carry.
+const MAX_EXTRANONCE: usize = 32;
+
 /// A little-endian U256 target as the mining protocol carries it.
 fn target_of(bytes: &[u8]) -> Target {
     let le: [u8; 32] = bytes.try_into().unwrap_or([0xff; 32]);
@@ -783,10 +793,15 @@ fn text(s: &str) -> Str0255Owned {
 
 /// The next mining message, or `None` for a frame of another protocol.
 async fn read_mining(reader: &mut NoiseTcpReadHalf) -> Result<Option<MiningOwned>> {
-    let mut frame = reader
+    let frame = reader
         .read_frame()
         .await
         .map_err(|e| anyhow::anyhow!("read: {e}"))?;
+    decode_mining(frame)
+}
+
+/// A frame's mining message, `None` for a frame of another protocol.
+pub(crate) fn decode_mining(mut frame: SerializedFrame) -> Result<Option<MiningOwned>> {
     let header = frame.header();
     if protocol_message_type(header.ext_type(), header.msg_type()) != MessageType::Mining {
         return Ok(None);

@@ -2,4 +2,5 @@
 //! Noise-terminating [`tap`] that records what an SV2 pool decides about every share.
 
 pub mod fleet;
+pub mod fuzzing;
 pub mod tap;

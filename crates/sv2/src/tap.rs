@@ -94,7 +94,7 @@ type SentShare = (u32, Option<f64>);
 
 /// Requests sent on one connection and not yet answered.
 #[derive(Default)]
-struct Pending {
+pub(crate) struct Pending {
     /// Shares: channel -> sequence -> the share.
     shares: Mutex<HashMap<u32, BTreeMap<u32, SentShare>>>,
     /// Channel -> the difficulty of its share target, from the channel's opening and
@@ -193,7 +193,7 @@ fn job_declaration_message(frame: &mut SerializedFrame) -> Option<JobDeclaration
 }
 
 /// Notes a request going upstream: a share, or a declared job.
-fn note_request(frame: &mut SerializedFrame, pending: &Pending) {
+pub(crate) fn note_request(frame: &mut SerializedFrame, pending: &Pending) {
     if let Some(JobDeclaration::DeclareMiningJob(d)) = job_declaration_message(frame) {
         pending
             .declarations
@@ -257,7 +257,7 @@ fn note_declaration_answer(
     );
 }
 
-fn note_answer(
+pub(crate) fn note_answer(
     frame: &mut SerializedFrame,
     connection: u32,
     pending: &Pending,

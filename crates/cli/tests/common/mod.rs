@@ -137,6 +137,15 @@ pub fn summary(dir: &Path) -> serde_json::Value {
     .unwrap()
 }
 
+/// A role's events, as JSON values (lines that do not read are left out).
+pub fn events(dir: &Path, role: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join(format!("events/{role}.jsonl")))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
 /// Requires a successful run, showing its output otherwise.
 pub fn succeed(out: std::process::Output) {
     assert!(

@@ -69,7 +69,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-async fn handle(
+pub(crate) async fn handle(
     State(shared): State<Arc<Shared>>,
     method: axum::http::Method,
     headers: HeaderMap,

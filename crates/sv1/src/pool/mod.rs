@@ -3,7 +3,7 @@
 //! reports a new tip over ZMQ `hashblock` (or longpoll, without ZMQ). Shares are fully
 //! validated, and a block-level share goes to the node with `submitblock`.
 
-mod session;
+pub(crate) mod session;
 pub mod templates;
 mod vardiff;
 
@@ -133,6 +133,32 @@ impl Shared {
     fn tip(&self) -> BlockHash {
         self.jobs.read().tip
     }
+
+    /// The pool's state, `first_job` published; no task or listener is started.
+    pub(crate) fn new(
+        cfg: PoolConfig,
+        rpc: RpcClient,
+        broadcast: Option<std::net::UdpSocket>,
+        recorder: Recorder,
+        first_job: PoolJob,
+    ) -> Arc<Shared> {
+        let shared = Arc::new(Shared {
+            broadcast,
+            jobs: RwLock::new(JobBook {
+                tip: first_job.job.prev_hash,
+                by_id: HashMap::new(),
+                order: VecDeque::new(),
+            }),
+            latest: watch::channel(None).0,
+            rpc,
+            recorder,
+            next_extranonce1: AtomicU32::new(1),
+            next_job: AtomicU64::new(2),
+            cfg,
+        });
+        shared.publish(first_job);
+        shared
+    }
 }
 
 pub struct PoolHandle {
@@ -172,21 +198,7 @@ impl PoolHandle {
             }
             None => None,
         };
-        let shared = Arc::new(Shared {
-            broadcast,
-            jobs: RwLock::new(JobBook {
-                tip: first_job.job.prev_hash,
-                by_id: HashMap::new(),
-                order: VecDeque::new(),
-            }),
-            latest: watch::channel(None).0,
-            rpc,
-            recorder,
-            next_extranonce1: AtomicU32::new(1),
-            next_job: AtomicU64::new(2),
-            cfg,
-        });
-        shared.publish(first_job);
+        let shared = Shared::new(cfg, rpc, broadcast, recorder, first_job);
 
         let mut tasks = Vec::new();
         let (tip_tx, tip_rx) = mpsc::unbounded_channel();

@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 /// Unparseable lines tolerated before the connection is closed.
@@ -22,7 +22,17 @@ const MESSAGES_PER_SEC: f64 = 200.0;
 
 pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
-    let (read, mut write) = stream.into_split();
+    let (read, write) = stream.into_split();
+    serve_connection(read, write, peer, shared).await
+}
+
+/// Serves one miner on any byte stream (a socket, or the fuzzer's bytes).
+pub(crate) async fn serve_connection(
+    read: impl AsyncRead + Unpin,
+    mut write: impl AsyncWrite + Unpin,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+) {
     let mut read = BufReader::new(read);
     let mut session = Session::new(&shared);
     let mut jobs = shared.latest.subscribe();

@@ -1,0 +1,313 @@
+//! A live run under attack. While the SV1 side and SV2 configurations A and C run, every
+//! listener of every role (the node's RPC, ZMQ, TDP and IPC socket, the SV1 pool, the SRI
+//! pool, translators, JDC and JDS, the links, the SV1, SV2 and JD taps, the metrics page)
+//! gets garbage, an oversized line or frame, slow partial writes and hundreds of idle
+//! connections. The run must end whole: no role exits, every side's shares keep being
+//! accepted through the attack, and no role's memory grows by more than
+//! [`MAX_GROWTH_BYTES`].
+
+mod common;
+
+use common::{events, out_dir, run_scenario, Killed};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Idle connections held open on each listener for the whole attack (about 6,000 in all:
+/// a link relays each to its tap and the tap to its pool, so those get more).
+const IDLE_PER_LISTENER: usize = 300;
+/// Connections per listener that each send this much random garbage.
+const GARBAGE_CONNECTIONS: usize = 4;
+const GARBAGE_BYTES: usize = 64 * 1024;
+/// One connection per listener sends a line (or frame, or HTTP body) this long without an
+/// end: past the 32 MiB body limit bitcoind (and our node) hold a request to.
+const OVERSIZED_BYTES: usize = 48 << 20;
+/// Connections per listener that dribble a byte every [`SLOW_EVERY`].
+const SLOW_CONNECTIONS: usize = 4;
+const SLOW_EVERY: Duration = Duration::from_millis(200);
+const ATTACK: Duration = Duration::from_secs(15);
+/// What a role's resident memory may grow by under the attack. Measured here: the node,
+/// with five faces attacked (1,500 connections, a 32 MiB body it must read before it
+/// refuses it), grew by about 80 MiB; the others by 8 to 46 MiB. A role that buffered
+/// what it is sent without bound would hold the 48 MiB line on top of that.
+const MAX_GROWTH_BYTES: u64 = 160 << 20;
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Listener {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl Listener {
+    fn connect(&self) -> Option<Box<dyn Write + Send>> {
+        let timeout = Some(Duration::from_secs(1));
+        match self {
+            Listener::Tcp(addr) => {
+                let s = TcpStream::connect_timeout(addr, Duration::from_secs(1)).ok()?;
+                s.set_write_timeout(timeout).ok()?;
+                Some(Box::new(s))
+            }
+            Listener::Unix(path) => {
+                let s = UnixStream::connect(path).ok()?;
+                s.set_write_timeout(timeout).ok()?;
+                Some(Box::new(s))
+            }
+        }
+    }
+}
+
+/// Bytes no parser expects (xorshift: the test needs no random crate).
+fn garbage(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Every way in at once on `target` until `until`; returns how many connections it made.
+fn attack(target: &Listener, seed: u64, until: Instant) -> usize {
+    let mut made = 0;
+    let mut idle = Vec::new();
+    for _ in 0..IDLE_PER_LISTENER {
+        if let Some(c) = target.connect() {
+            idle.push(c);
+        }
+    }
+    made += idle.len();
+    for i in 0..GARBAGE_CONNECTIONS {
+        if let Some(mut c) = target.connect() {
+            made += 1;
+            let _ = c.write_all(&garbage(seed + i as u64, GARBAGE_BYTES));
+        }
+    }
+    if let Some(mut c) = target.connect() {
+        made += 1;
+        // A JSON line that never ends, and for the SV2 faces a header claiming a 16 MiB
+        // frame: what follows is the frame's "payload".
+        let _ = c.write_all(&[0x00, 0x00, 0x1b, 0xff, 0xff, 0xff]);
+        let _ = c.write_all(b"{\"id\":1,\"method\":\"mining.subscribe\",\"params\":[\"");
+        let chunk = vec![b'x'; 64 * 1024];
+        for _ in 0..OVERSIZED_BYTES / chunk.len() {
+            if c.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+    }
+    let mut slow: Vec<_> = (0..SLOW_CONNECTIONS)
+        .filter_map(|_| target.connect())
+        .collect();
+    made += slow.len();
+    let message = b"{\"id\":1,\"method\":\"mining.subscribe\",\"params\":[]}\n";
+    let mut at = 0;
+    while Instant::now() < until {
+        for c in &mut slow {
+            let _ = c.write_all(&message[at % message.len()..][..1]);
+        }
+        at += 1;
+        std::thread::sleep(SLOW_EVERY);
+    }
+    made
+}
+
+/// The addresses a `role ready` log line names: its `listen=` or every address in its
+/// `ready=` JSON (`tcp://` endpoints included).
+fn listeners_named(line: &str) -> Vec<Listener> {
+    let mut found = Vec::new();
+    if let Some(json) = line.split("ready=").nth(1) {
+        if let Ok(Value::Object(ready)) = serde_json::from_str::<Value>(json.trim()) {
+            // An address, or a list of them (a link's routes).
+            let addresses = ready.values().flat_map(|v| match v {
+                Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                v => v.as_str().into_iter().collect::<Vec<_>>(),
+            });
+            for v in addresses {
+                if let Ok(addr) = v.trim_start_matches("tcp://").parse() {
+                    found.push(Listener::Tcp(addr));
+                }
+            }
+        }
+    }
+    if let Some(rest) = line.split("listen=").nth(1) {
+        let addr = rest.split_whitespace().next().unwrap_or_default();
+        if let Ok(addr) = addr.trim_matches('"').parse() {
+            found.push(Listener::Tcp(addr));
+        }
+    }
+    found
+}
+
+/// Every Mining IPC socket under the run directory.
+fn ipc_sockets(dir: &Path) -> Vec<Listener> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let socket = entry.path().join("regtest/node.sock");
+        if socket.exists() {
+            found.push(Listener::Unix(socket));
+        }
+    }
+    found
+}
+
+#[test]
+fn every_listener_survives_garbage_floods_and_idle_connections_during_a_run() {
+    let dir = out_dir("attack");
+    let mut child = run_scenario(
+        "config-a",
+        &dir,
+        &[
+            "--duration",
+            "45s",
+            "--set",
+            "warmup=5s",
+            "--set",
+            r#"sides=["sv1", "sv2-a", "sv2-c"]"#,
+            "--set",
+            "miners.shares_per_min=30",
+            "--set",
+            "network.block_interval=10s",
+        ],
+    )
+    .env("RUST_LOG", "info")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Both outputs, line by line, on one channel.
+    let (tx, lines) = mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let tx_err = tx.clone();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(format!("out {l}"));
+        }
+    });
+    std::thread::spawn(move || {
+        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx_err.send(format!("err {l}"));
+        }
+    });
+    let mut child = Killed(child);
+
+    // Every role is up when the first progress line is printed.
+    let mut targets = Vec::new();
+    let mut log = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let line = lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("the run never started:\n{}", log.join("\n")));
+        if line.contains("role ready") {
+            targets.extend(listeners_named(&line));
+        }
+        if let Some(url) = line.split("metrics on http://").nth(1) {
+            let addr = url.split('/').next().unwrap();
+            targets.push(Listener::Tcp(addr.parse().unwrap()));
+        }
+        let started = line.starts_with("err [");
+        log.push(line);
+        if started {
+            break;
+        }
+    }
+    targets.extend(ipc_sockets(&dir));
+    targets.sort();
+    targets.dedup();
+    assert!(
+        targets.len() >= 15,
+        "every role's listeners were found: {targets:?}\n{}",
+        log.join("\n")
+    );
+
+    let attack_start = probe::mono_ns();
+    let until = Instant::now() + ATTACK;
+    let attackers: Vec<_> = targets
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let t = t.clone();
+            std::thread::spawn(move || (t.clone(), attack(&t, i as u64 + 7, until)))
+        })
+        .collect();
+    let made: Vec<(Listener, usize)> = attackers.into_iter().map(|a| a.join().unwrap()).collect();
+    let attack_end = probe::mono_ns();
+    for (target, n) in &made {
+        eprintln!("attacked {target:?} with {n} connections");
+    }
+
+    let status = child.0.wait().unwrap();
+    while let Ok(line) = lines.try_recv() {
+        log.push(line);
+    }
+    let tail: Vec<&String> = log.iter().rev().take(40).collect();
+    assert!(status.success(), "the run failed under attack: {tail:?}");
+    for (target, n) in &made {
+        assert!(*n > 0, "{target:?} took no connection at all");
+    }
+
+    let exited: Vec<Value> = events(&dir, "harness")
+        .into_iter()
+        .filter(|e| e["kind"] == "role_exited")
+        .collect();
+    assert!(exited.is_empty(), "roles died under attack: {exited:?}");
+
+    for tap in ["tap-sv1", "tap-sv2-a", "tap-sv2-c"] {
+        let accepted = events(&dir, tap)
+            .iter()
+            .filter(|e| e["kind"] == "share_judged" && e["verdict"] == "accepted")
+            .filter(|e| (attack_start..=attack_end).contains(&e["t_ns"].as_u64().unwrap()))
+            .count();
+        eprintln!("{tap}: {accepted} shares accepted during the attack");
+        assert!(accepted > 0, "{tap}: no share accepted during the attack");
+    }
+
+    // Memory: each role's last sample before the attack against its highest during it and
+    // shortly after.
+    let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    let mut before: BTreeMap<String, u64> = BTreeMap::new();
+    let mut peak: BTreeMap<String, u64> = BTreeMap::new();
+    for s in samples
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        let (Some(role), Some(t), Some(rss)) = (
+            s["role"].as_str(),
+            s["t_ns"].as_u64(),
+            s["rss_bytes"].as_u64(),
+        ) else {
+            continue;
+        };
+        if t < attack_start {
+            before.insert(role.to_string(), rss);
+        } else if t <= attack_end + 3_000_000_000 {
+            let p = peak.entry(role.to_string()).or_default();
+            *p = (*p).max(rss);
+        }
+    }
+    assert!(before.len() >= 10, "samples of every role: {before:?}");
+    for (role, base) in &before {
+        let top = peak.get(role).copied().unwrap_or(*base);
+        let grew = top.saturating_sub(*base);
+        eprintln!(
+            "{role}: {:.1} MiB before, {:.1} MiB at most under attack (+{:.1} MiB)",
+            *base as f64 / 1048576.0,
+            top as f64 / 1048576.0,
+            grew as f64 / 1048576.0
+        );
+        assert!(
+            grew <= MAX_GROWTH_BYTES,
+            "{role} grew by {grew} bytes under attack (bound {MAX_GROWTH_BYTES})"
+        );
+    }
+}
