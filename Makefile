@@ -21,7 +21,8 @@ run: build
 
 # A real SV1 miner the tests point at our pool: para 0.6.0's CPU miner (crates.io), built
 # once into the build cache (never into the repository).
-TOOLS_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)/tools
+BUILD_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
+TOOLS_DIR := $(BUILD_DIR)/tools
 SV1_MINER := $(TOOLS_DIR)/bin/para
 
 $(SV1_MINER):
@@ -44,7 +45,7 @@ $(CARGO_FUZZ):
 	$(CARGO) install cargo-fuzz --version 0.13.2 --locked --root $(TOOLS_DIR)
 
 fuzz: deps $(CARGO_FUZZ)
-	scripts/fuzz.sh $(FUZZ_SECONDS) $(CARGO_FUZZ) $(TOOLS_DIR)/../fuzz $(FUZZ_TARGETS)
+	scripts/fuzz.sh $(FUZZ_SECONDS) $(CARGO_FUZZ) $(BUILD_DIR)/fuzz $(FUZZ_TARGETS)
 
 bench: build
 	$(RUN) bench template --mempool 6000 --iterations 200

@@ -93,10 +93,13 @@ fn attack(target: &Listener, seed: u64, until: Instant) -> usize {
     }
     if let Some(mut c) = target.connect() {
         made += 1;
-        // A JSON line that never ends, and for the SV2 faces a header claiming a 16 MiB
-        // frame: what follows is the frame's "payload".
-        let _ = c.write_all(&[0x00, 0x00, 0x1b, 0xff, 0xff, 0xff]);
-        let _ = c.write_all(b"{\"id\":1,\"method\":\"mining.subscribe\",\"params\":[\"");
+        // One request every face reads its own way: an HTTP POST whose body passes the
+        // RPC limit, an SV1 line that never ends after its headers, and an SV2 frame whose
+        // header ("POST /") claims 3 MiB of payload and whose Noise handshake fails.
+        let _ = write!(
+            c,
+            "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic dTpw\r\nContent-Length: {OVERSIZED_BYTES}\r\n\r\n"
+        );
         let chunk = vec![b'x'; 64 * 1024];
         for _ in 0..OVERSIZED_BYTES / chunk.len() {
             if c.write_all(&chunk).is_err() {
@@ -142,6 +145,44 @@ fn listeners_named(line: &str) -> Vec<Listener> {
         let addr = rest.split_whitespace().next().unwrap_or_default();
         if let Ok(addr) = addr.trim_matches('"').parse() {
             found.push(Listener::Tcp(addr));
+        }
+    }
+    found
+}
+
+/// Every address a role's spec (`roles/*.json`) says it listens on, under any key that
+/// names a listener (`listen`, `jds_listen`, ...): what a role serves besides the one
+/// address it reports ready on.
+fn listeners_in_specs(dir: &Path) -> Vec<Listener> {
+    fn walk(v: &Value, under_listen: bool, found: &mut Vec<Listener>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    walk(v, k.contains("listen"), found);
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|v| walk(v, under_listen, found)),
+            Value::String(s) if under_listen => {
+                if let Ok(addr) = s.parse::<SocketAddr>() {
+                    if addr.port() != 0 {
+                        found.push(Listener::Tcp(addr));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir.join("roles"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let spec: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            walk(&spec, false, &mut found);
         }
     }
     found
@@ -221,6 +262,7 @@ fn every_listener_survives_garbage_floods_and_idle_connections_during_a_run() {
             break;
         }
     }
+    targets.extend(listeners_in_specs(&dir));
     targets.extend(ipc_sockets(&dir));
     targets.sort();
     targets.dedup();

@@ -46,7 +46,7 @@ pub fn rpc_request(body: &[u8]) {
         header::AUTHORIZATION,
         HeaderValue::from_str(&format!("Basic {credentials}")).expect("ASCII"),
     );
-    let body = axum::body::Bytes::copy_from_slice(body);
+    let body = axum::body::Body::from(body.to_vec());
     runtime().block_on(async {
         let answer = crate::rpc::handle(State(node().clone()), Method::POST, headers, body);
         let _ = tokio::time::timeout(ANSWER_WITHIN, answer).await;
@@ -65,6 +65,8 @@ pub fn submitted_block(block: &[u8]) {
 
 /// One frame, already decrypted, from a Template Distribution client; a solution is judged.
 pub fn tdp_frame(frame: &[u8]) {
+    // The frame's buffer is a Vec or a pooled slice, as codec_sv2's features say.
+    #[allow(clippy::useless_conversion)]
     let Ok(frame) = SerializedFrame::from_bytes(frame.to_vec().into()) else {
         return;
     };

@@ -19,6 +19,8 @@ fn frames(mut data: &[u8]) -> impl Iterator<Item = SerializedFrame> + '_ {
         let length = u32::from_le_bytes([header[3], header[4], header[5], 0]) as usize;
         let whole = data.get(..HEADER_SIZE + length)?;
         data = &data[whole.len()..];
+        // The frame's buffer is a Vec or a pooled slice, as codec_sv2's features say.
+        #[allow(clippy::useless_conversion)]
         SerializedFrame::from_bytes(whole.to_vec().into()).ok()
     })
 }

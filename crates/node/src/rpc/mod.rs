@@ -9,8 +9,8 @@ mod methods;
 mod params;
 
 use crate::service::Shared;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::body::Body;
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -63,17 +63,16 @@ pub enum Reply {
 }
 
 pub fn router(shared: Arc<Shared>) -> Router {
-    Router::new()
-        .fallback(handle)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(shared)
+    Router::new().fallback(handle).with_state(shared)
 }
 
+/// One HTTP request. The credentials are checked before the body is read: a client that
+/// has none cannot make the node hold 32 MiB for it.
 pub(crate) async fn handle(
     State(shared): State<Arc<Shared>>,
     method: axum::http::Method,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     let Some(client) = authorized(&headers, &shared) else {
         tracing::warn!("RPC request with wrong or missing credentials");
@@ -90,6 +89,9 @@ pub(crate) async fn handle(
         )
             .into_response();
     }
+    let Ok(body) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
