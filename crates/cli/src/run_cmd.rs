@@ -114,13 +114,12 @@ pub async fn run(args: RunArgs) -> Result<()> {
     }
     let scenario = Scenario::load(&args.scenario, &overrides)?;
     eprintln!(
-        "running {} ({} side(s), {} miners each, {:.0} s measured after {:.0} s warm-up); metrics on http://{}/metrics",
+        "running {} ({} side(s), {} miners each, {:.0} s measured after {:.0} s warm-up)",
         scenario.name,
         scenario.sides.len(),
         scenario.miners.count,
         scenario.duration.as_secs_f64(),
         scenario.warmup.as_secs_f64(),
-        args.metrics_bind
     );
     if let Some(v) = args.block_value_sats {
         anyhow::ensure!(
