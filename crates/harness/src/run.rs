@@ -84,7 +84,10 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
             )
         })?;
     // The address bound, not the one asked for: `--metrics-bind 127.0.0.1:0` takes any port.
-    eprintln!("metrics on http://{}/metrics", metrics_listener.local_addr()?);
+    eprintln!(
+        "metrics on http://{}/metrics",
+        metrics_listener.local_addr()?
+    );
     let harness_events = Recorder::to_file(&dir.join(EVENTS_DIR).join("harness.jsonl"), "harness")?;
 
     let mut roles: Vec<RoleProcess> = Vec::new();

@@ -110,6 +110,10 @@ pub(crate) struct Connection {
     job_difficulty: HashMap<String, f64>,
 }
 
+/// Submits awaiting their answer on one connection (a pool answers within seconds; a
+/// miner sends a few a second at most).
+const MAX_UNANSWERED: usize = 4096;
+
 /// Jobs whose difficulty is kept between clean jobs (a pool that never sends one).
 const MAX_JOBS_KEPT: usize = 1024;
 
@@ -211,9 +215,16 @@ pub(crate) fn note_request(msg: &Value, conn: &Mutex<Connection>) {
             .unwrap_or_default()
             .to_string()
     };
-    conn.lock()
-        .pending
-        .insert(id.to_string(), (param(0), param(1)));
+    let mut conn = conn.lock();
+    if conn.pending.len() >= MAX_UNANSWERED {
+        // A pool that answers no submit would make the tap hold every one of them.
+        tracing::warn!(
+            unanswered = conn.pending.len(),
+            "the pool left this many submits unanswered; the tap stops waiting for them"
+        );
+        conn.pending.clear();
+    }
+    conn.pending.insert(id.to_string(), (param(0), param(1)));
 }
 
 /// Notes what the pool sent a miner: a job, a difficulty, or the answer to a share.

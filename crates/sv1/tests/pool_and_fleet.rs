@@ -415,6 +415,18 @@ async fn garbage_long_lines_and_floods_close_one_connection_only() {
     }
     assert!(closed, "a flood closes the connection");
 
+    let mut named = Client::connect(&pool).await;
+    let long_name = format!(
+        "{{\"id\":1,\"method\":\"mining.authorize\",\"params\":[\"{}\",\"x\"]}}\n",
+        "w".repeat(300)
+    );
+    named.write.write_all(long_name.as_bytes()).await.unwrap();
+    assert_eq!(
+        named.next().await.unwrap()["error"][1],
+        json!("Worker name too long"),
+        "what a connection's authorizations hold is bounded"
+    );
+
     let mut good = Client::connect(&pool).await;
     let notify = good.handshake().await;
     assert!(notify[0].is_string(), "other miners keep mining");

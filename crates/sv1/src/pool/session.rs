@@ -17,6 +17,10 @@ use tokio::net::TcpStream;
 
 /// Unparseable lines tolerated before the connection is closed.
 const MAX_BAD_LINES: u32 = 10;
+/// Workers one connection may authorize (a farm proxy authorizes one per device), and the
+/// longest name: what a connection's authorizations can hold is bounded (about 1 MiB).
+const MAX_WORKERS: usize = 4096;
+const MAX_WORKER_NAME: usize = 256;
 /// Messages per second a connection may sustain (with a burst of twice that).
 const MESSAGES_PER_SEC: f64 = 200.0;
 
@@ -246,6 +250,18 @@ impl Session {
                 )
             }
             "mining.authorize" => match params.get(0).and_then(Value::as_str) {
+                Some(worker) if worker.len() > MAX_WORKER_NAME => {
+                    wire::err(&id, codes::UNAUTHORIZED, "Worker name too long")
+                }
+                Some(worker)
+                    if self.workers.len() >= MAX_WORKERS && !self.workers.contains(worker) =>
+                {
+                    wire::err(
+                        &id,
+                        codes::UNAUTHORIZED,
+                        "Too many workers on one connection",
+                    )
+                }
                 Some(worker) if !worker.is_empty() => {
                     self.workers.insert(worker.to_string());
                     wire::ok(&id, json!(true))
