@@ -477,11 +477,11 @@ impl Scenario {
                 ),
             )?;
         }
-        if !(self.farm_node.propagation_ms >= 0.0 && self.farm_node.propagation_ms.is_finite()) {
+        if !is_delay_ms(self.farm_node.propagation_ms) {
             fail(
                 "farm_node.propagation_ms",
                 format!(
-                    "{} is not a delay of zero or more",
+                    "{} is not a delay of zero to an hour",
                     self.farm_node.propagation_ms
                 ),
             )?;
@@ -491,6 +491,18 @@ impl Scenario {
         }
         if self.duration.is_zero() {
             fail("duration", "must be longer than zero".into())?;
+        }
+        // Times are kept in u64 nanoseconds (585 years); a year bounds every one a run uses.
+        for (field, d) in [
+            ("duration", self.duration),
+            ("warmup", self.warmup),
+            ("network.block_interval", self.network.block_interval),
+            ("network.template_refresh", self.network.template_refresh),
+            ("pool.job_refresh", self.pool.job_refresh),
+        ] {
+            if d > MAX_TIME {
+                fail(field, format!("{d:?} is longer than a year"))?;
+            }
         }
         if !(self.network.hashrate_share > 0.0 && self.network.hashrate_share <= 1.0) {
             fail(
@@ -523,23 +535,29 @@ impl Scenario {
                     ),
                 )?;
             }
-            if !(*rtt >= 0.0 && rtt.is_finite()) {
+            if !is_delay_ms(*rtt) {
                 fail(
                     &format!("link.side_rtt_ms.{side}"),
-                    format!("{rtt} is not a round-trip time in ms"),
+                    format!("{rtt} is not a round-trip time in ms (zero to an hour)"),
                 )?;
             }
         }
-        if !(self.link.rtt_ms >= 0.0 && self.link.rtt_ms.is_finite()) {
+        if !is_delay_ms(self.link.rtt_ms) {
             fail(
                 "link.rtt_ms",
-                format!("{} is not a round-trip time in ms", self.link.rtt_ms),
+                format!(
+                    "{} is not a round-trip time in ms (zero to an hour)",
+                    self.link.rtt_ms
+                ),
             )?;
         }
-        if !(self.link.jitter_ms >= 0.0 && self.link.jitter_ms.is_finite()) {
+        if !is_delay_ms(self.link.jitter_ms) {
             fail(
                 "link.jitter_ms",
-                format!("{} is not a jitter in ms", self.link.jitter_ms),
+                format!(
+                    "{} is not a jitter in ms (zero to an hour)",
+                    self.link.jitter_ms
+                ),
             )?;
         }
         if let Some(b) = self.link.bandwidth_mbps {
@@ -622,6 +640,15 @@ fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<()> {
     }
     cursor.insert(last.to_string(), value);
     Ok(())
+}
+
+/// The longest time a scenario may name.
+const MAX_TIME: Duration = Duration::from_secs(365 * 86_400);
+
+/// A delay in ms a run can apply: zero to an hour (a longer one is a mistake, and past
+/// Duration's range would not convert at all).
+fn is_delay_ms(ms: f64) -> bool {
+    (0.0..=3_600_000.0).contains(&ms)
 }
 
 #[cfg(test)]

@@ -292,8 +292,8 @@ pub mod humantime_serde_compat {
     pub fn parse_duration(text: &str) -> Result<Duration, String> {
         let text = text.trim();
         if let Ok(secs) = text.parse::<f64>() {
-            if secs >= 0.0 && secs.is_finite() {
-                return Ok(Duration::from_secs_f64(secs));
+            if let Ok(d) = Duration::try_from_secs_f64(secs) {
+                return Ok(d);
             }
         }
         parse_units(text)
@@ -322,7 +322,8 @@ pub mod humantime_serde_compat {
                 "h" => value * 3600.0,
                 _ => return None,
             };
-            total += Duration::from_secs_f64(secs);
+            // Beyond Duration's range (about 584 billion years) is not a duration either.
+            total = total.checked_add(Duration::try_from_secs_f64(secs).ok()?)?;
             rest = &rest[unit_len..];
         }
         Some(total)
@@ -342,6 +343,14 @@ mod tests {
         assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5 parsecs").is_err());
+        // Past Duration's range: an error, not a panic (found by the `scenario` fuzz target).
+        for huge in [
+            "1e300",
+            "3333333333333333333333333330s",
+            "18446744073709551615s18446744073709551615s",
+        ] {
+            assert!(parse_duration(huge).is_err(), "{huge}");
+        }
     }
 
     #[test]
