@@ -202,7 +202,12 @@ impl PoolHandle {
 
         let mut tasks = Vec::new();
         let (tip_tx, tip_rx) = mpsc::unbounded_channel();
-        tasks.push(tokio::spawn(watch_tip(shared.clone(), tip_tx)));
+        // Subscribed before the pool is ready, so no block after this goes unannounced.
+        let hashblock = match &shared.cfg.zmq {
+            Some(endpoint) => subscribe_hashblock(endpoint).await,
+            None => None,
+        };
+        tasks.push(tokio::spawn(watch_tip(shared.clone(), hashblock, tip_tx)));
         tasks.push(tokio::spawn(refresh_jobs(shared.clone(), tip_rx)));
         let accepting = shared.clone();
         tasks.push(tokio::spawn(async move {
@@ -223,31 +228,52 @@ impl PoolHandle {
     }
 }
 
-/// Signals each new tip: from ZMQ `hashblock` when configured, else by longpoll.
-async fn watch_tip(shared: Arc<Shared>, tip: mpsc::UnboundedSender<()>) {
-    if let Some(endpoint) = shared.cfg.zmq.clone() {
-        use zeromq::{Socket, SocketRecv};
-        let mut sub = zeromq::SubSocket::new();
-        let subscribed = async {
-            sub.connect(&endpoint).await?;
-            sub.subscribe("hashblock").await
-        };
-        match subscribed.await {
-            Ok(()) => loop {
-                match sub.recv().await {
-                    Ok(_) => {
-                        if tip.send(()).is_err() {
-                            return;
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "ZMQ receive failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+/// A subscription to the node's `hashblock`, or `None` (logged) when the node has none:
+/// the pool then longpolls.
+async fn subscribe_hashblock(endpoint: &str) -> Option<zeromq::SubSocket> {
+    use zeromq::Socket;
+    let mut sub = zeromq::SubSocket::new();
+    let subscribed = async {
+        sub.connect(endpoint).await?;
+        sub.subscribe("hashblock").await
+    };
+    match tokio::time::timeout(Duration::from_secs(5), subscribed).await {
+        Ok(Ok(())) => Some(sub),
+        Ok(Err(e)) => {
+            tracing::warn!(%endpoint, error = %e, "cannot subscribe to ZMQ; longpolling instead");
+            None
+        }
+        Err(_) => {
+            tracing::warn!(%endpoint, "ZMQ did not answer in 5 s; longpolling instead");
+            None
+        }
+    }
+}
+
+/// Signals each new tip: from ZMQ `hashblock` when subscribed, else by longpoll.
+async fn watch_tip(
+    shared: Arc<Shared>,
+    hashblock: Option<zeromq::SubSocket>,
+    tip: mpsc::UnboundedSender<()>,
+) {
+    if let Some(mut sub) = hashblock {
+        use zeromq::SocketRecv;
+        // A block announced between the first template and the subscription was never
+        // told: look once.
+        if tip.send(()).is_err() {
+            return;
+        }
+        loop {
+            match sub.recv().await {
+                Ok(_) => {
+                    if tip.send(()).is_err() {
+                        return;
                     }
                 }
-            },
-            Err(e) => {
-                tracing::warn!(%endpoint, error = %e, "cannot subscribe to ZMQ; longpolling instead")
+                Err(e) => {
+                    tracing::warn!(error = %e, "ZMQ receive failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
             }
         }
     }
