@@ -1,6 +1,7 @@
 //! The Mining IPC face refuses a client of another interface version with a clear error,
 //! and serves the right one; its waitNext follows Bitcoin Core's rule against scripted
-//! arrivals (a new tip at once, the same tip only once fees grew by the threshold).
+//! arrivals (a new tip at once, the same tip only once fees grew by the threshold); a
+//! client whose bytes crash the Cap'n Proto library loses its own connection only.
 
 mod common;
 
@@ -56,6 +57,39 @@ async fn a_client_of_interface_30_is_told_which_version_is_served() {
             // The same connection still serves version 31.
             let mining = init.make_mining_request().send().promise.await;
             assert!(mining.is_ok(), "version 31's makeMining is served");
+        })
+        .await;
+    node.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Bytes the `node_ipc_connection` fuzz target found: a `Return` for a question the node
+/// never asked, on which capnp-rpc 0.25 indexes past its question table and panics (fixed
+/// upstream in 0.27; bitcoin-capnp-types 0.2.1 pins 0.25). The panic ends that
+/// connection's task; the face serves the next client.
+#[tokio::test]
+async fn a_connection_that_crashes_the_capnp_library_ends_alone() {
+    let dir = std::env::temp_dir().join(format!("sb-ipc-crash-{}", std::process::id()));
+    let node = node_with_ipc(&dir).await;
+    let socket = node.ipc.as_ref().unwrap().socket.clone();
+    let crash = include_bytes!("fixtures/ipc_return_to_unknown_question.bin");
+    let mut hostile = tokio::net::UnixStream::connect(&socket).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut hostile, crash)
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(
+        Duration::from_secs(5),
+        tokio::io::AsyncReadExt::read_to_end(&mut hostile, &mut rest),
+    )
+    .await;
+    assert!(closed.is_ok(), "the crashing connection is closed");
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async move {
+            let init = connect(&socket).await;
+            let mining = init.make_mining_request().send().promise.await;
+            assert!(mining.is_ok(), "the next client is served");
         })
         .await;
     node.shutdown().await.unwrap();
