@@ -314,21 +314,33 @@ async fn stale_unknown_and_malformed_shares_get_their_codes() {
         "bad extranonce2 size"
     );
 
-    // The network finds a block: the pool learns it over ZMQ and the old job is stale.
+    // The network finds a block: the pool learns it over ZMQ and the old job is stale. A
+    // ZMQ subscription takes effect when the publisher's I/O thread reads it, which a
+    // loaded machine can delay past the first block: another block follows until the
+    // pool announces one.
     let rpc = bitcoind_rpc_client(&node);
-    let _: Value = rpc
-        .call(
-            "generatetoaddress",
-            json!([1, "bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080"]),
-        )
-        .await
-        .unwrap();
-    loop {
-        let m = c.next().await.unwrap();
-        if m["method"] == json!("mining.notify") && m["params"][8] == json!(true) {
+    let mut announced = false;
+    for _ in 0..5 {
+        let _: Value = rpc
+            .call(
+                "generatetoaddress",
+                json!([1, "bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080"]),
+            )
+            .await
+            .unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while let Ok(m) = tokio::time::timeout_at(deadline, c.next()).await {
+            let m = m.unwrap();
+            if m["method"] == json!("mining.notify") && m["params"][8] == json!(true) {
+                announced = true;
+                break;
+            }
+        }
+        if announced {
             break;
         }
     }
+    assert!(announced, "the pool announced a new tip with a clean job");
     c.send(submit(12, &old_job, "0000000000000001")).await;
     let r = c.reply(12).await;
     assert_eq!(
