@@ -34,14 +34,17 @@ fn write_run(dir: &Path, data: &[u8]) -> std::io::Result<()> {
 pub fn run_directory(data: &[u8]) {
     let dir = scratch();
     write_run(&dir, data).expect("the scratch directory is writable");
-    let _ = crate::write_report(&dir, false);
-    if let Ok(run) = crate::run_data::RunData::load(&dir) {
-        let _ = crate::export::export_csv(&run, &dir.join("csv"));
-        if let Ok(again) = crate::run_data::RunData::load(&dir) {
-            if let Ok(comparison) = crate::compare::compare(&[run], &[again]) {
-                let doc = comparison.document();
-                let _ = (doc.to_markdown(), doc.to_html());
-            }
-        }
+    // Read once, as `report` reads it; the report, the export and the comparison all
+    // work from it.
+    let Ok(run) = crate::run_data::RunData::load(&dir) else {
+        return;
+    };
+    let report = crate::content::build(&run);
+    let _ = (report.to_markdown(), report.to_html());
+    let _ = crate::export::export_csv(&run, &dir.join("csv"));
+    let same = std::slice::from_ref(&run);
+    if let Ok(comparison) = crate::compare::compare(same, same) {
+        let doc = comparison.document();
+        let _ = (doc.to_markdown(), doc.to_html());
     }
 }

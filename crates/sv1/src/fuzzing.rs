@@ -17,15 +17,13 @@ use std::time::Duration;
 use tokio::io::BufReader;
 
 /// Splits `data` into lines as a role's reader does (bounded, newline kept), and gives each
-/// to `each` until it returns false or the reader refuses the rest.
-fn for_each_line(data: &[u8], mut each: impl FnMut(&[u8]) -> bool) {
+/// to `each` until the reader refuses the rest.
+fn for_each_line(data: &[u8], mut each: impl FnMut(&[u8])) {
     runtime().block_on(async {
         let mut reader = BufReader::new(data);
         let mut line = Vec::new();
         while read_raw_line(&mut reader, &mut line).await.is_ok() {
-            if !each(&line) {
-                return;
-            }
+            each(&line);
             line.clear();
         }
     })
@@ -118,7 +116,6 @@ pub fn miner_connection(data: &[u8]) {
         miner.handle(line, probe::mono_ns(), &slot, &recorder);
         let mut found = Vec::new();
         slot.with(|work| work.hash(64, &mut found));
-        true
     });
 }
 
@@ -129,7 +126,7 @@ pub fn tap_connection(data: &[u8]) {
     let recorder = Recorder::disabled();
     for_each_line(data, |line| {
         let Some((direction, line)) = line.split_first() else {
-            return true;
+            return;
         };
         if let Ok(msg) = serde_json::from_slice::<Value>(line) {
             match direction % 2 {
@@ -137,6 +134,5 @@ pub fn tap_connection(data: &[u8]) {
                 _ => tap::note_answer(probe::mono_ns(), &msg, 0, &conn, &recorder),
             }
         }
-        true
     });
 }

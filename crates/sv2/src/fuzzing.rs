@@ -7,22 +7,18 @@ use crate::tap;
 use mining::hashing::Work as _;
 use probe::{mono_ns, Recorder};
 use stratum_apps::stratum_core::codec_sv2::SerializedFrame;
+use stratum_apps::stratum_core::framing_sv2::header::Header;
 
-/// Bytes of an SV2 frame header: extension type (2), message type (1), payload length (3).
-const HEADER_SIZE: usize = 6;
-
-/// The frames `data` holds back to back, each as its header's length says; a last frame
-/// cut short is dropped, as a reader would wait for the rest.
-fn frames(mut data: &[u8]) -> impl Iterator<Item = SerializedFrame> + '_ {
-    std::iter::from_fn(move || {
-        let header = data.get(..HEADER_SIZE)?;
-        let length = u32::from_le_bytes([header[3], header[4], header[5], 0]) as usize;
-        let whole = data.get(..HEADER_SIZE + length)?;
-        data = &data[whole.len()..];
-        // The frame's buffer is a Vec or a pooled slice, as codec_sv2's features say.
-        #[allow(clippy::useless_conversion)]
-        SerializedFrame::from_bytes(whole.to_vec().into()).ok()
-    })
+/// The frame at the start of `data`, as its header's length says, and `data` moved past
+/// it; `None` when `data` holds no whole frame (a reader would wait for the rest).
+fn next_frame(data: &mut &[u8]) -> Option<SerializedFrame> {
+    let header = Header::from_bytes(data).ok()?;
+    let whole = data.get(..Header::SIZE + header.payload_length())?;
+    *data = &data[whole.len()..];
+    // The frame's buffer is a Vec or a pooled slice, as codec_sv2's features say.
+    #[allow(clippy::useless_conversion)]
+    let bytes = whole.to_vec().into();
+    Some(SerializedFrame::from_parts(header, bytes))
 }
 
 /// The SV2 tap seeing a connection's frames. Each frame is preceded by a byte saying its
@@ -32,10 +28,10 @@ pub fn tap_frames(data: &[u8]) {
     let recorder = Recorder::disabled();
     let mut rest = data;
     while let Some((direction, after)) = rest.split_first() {
-        let Some(mut frame) = frames(after).next() else {
+        rest = after;
+        let Some(mut frame) = next_frame(&mut rest) else {
             return;
         };
-        rest = &after[frame.encoded_length()..];
         match direction % 2 {
             0 => tap::note_request(&mut frame, &pending),
             _ => tap::note_answer(&mut frame, 0, &pending, &recorder),
@@ -46,7 +42,7 @@ pub fn tap_frames(data: &[u8]) {
 /// Our SV2 miner reading frames from its pool (or translator, or JDC), hashing on the jobs
 /// they give it and building the shares it finds. The first byte picks the channel kind.
 pub fn miner_frames(data: &[u8]) {
-    let Some((kind, data)) = data.split_first() else {
+    let Some((kind, mut data)) = data.split_first() else {
         return;
     };
     let channel = match kind % 2 {
@@ -56,7 +52,7 @@ pub fn miner_frames(data: &[u8]) {
     let (slot, _shares) = fleet::Slot::new();
     let mut miner = fleet::Miner::new(0, channel, slot.clone());
     let recorder = Recorder::disabled();
-    for frame in frames(data) {
+    while let Some(frame) = next_frame(&mut data) {
         let Ok(Some(message)) = fleet::decode_mining(frame) else {
             continue;
         };
