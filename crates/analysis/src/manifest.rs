@@ -22,6 +22,29 @@ pub struct Manifest {
     /// What ended the window, when the run could end it early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Stopped>,
+    /// The clocks the roles stamped events with, when their events came through the
+    /// collector: each one's offset from the harness's clock, which the events were moved by.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clocks: Vec<ClockOffset>,
+}
+
+/// One monotonic clock (a host's boot) and how it relates to the harness's clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClockOffset {
+    /// The clock's name: the boot id of its host (marked when a test shifted it).
+    pub clock: String,
+    /// The roles that read it.
+    pub roles: Vec<String>,
+    /// The clock's reading minus the harness's, as last estimated.
+    pub offset_ns: i64,
+    /// Half the shortest probe round trip behind the estimate: the true offset lies
+    /// within this of it.
+    pub uncertainty_ns: u64,
+    /// Whether events were moved by the offset; not for the harness's own clock, whose
+    /// offset is zero by construction (its estimate is kept as a check).
+    pub applied: bool,
+    /// Probe exchanges made.
+    pub exchanges: u64,
 }
 
 /// Why and when a run that stops when it knows ended its window.

@@ -29,6 +29,7 @@ pub fn manifest(sides: Vec<(String, SideRoles)>) -> Manifest {
         sides: sides.into_iter().collect(),
         worth: Default::default(),
         stopped: None,
+        clocks: Vec::new(),
     }
 }
 

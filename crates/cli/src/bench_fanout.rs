@@ -89,7 +89,9 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
         rounds: args.rounds,
         node,
         out: args.out.clone(),
-        exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,
+        launcher: harness::process::Launcher::local(
+            &std::env::current_exe().context("cannot find the stratum-bench executable")?,
+        ),
     })
     .await?;
     crate::report_cmd::bench_report(&args.out)

@@ -72,7 +72,9 @@ pub async fn run(args: PoolArgs) -> Result<()> {
         p99_bound_ms: args.p99_bound_ms,
         share_difficulty: args.share_difficulty,
         out: args.out.clone(),
-        exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,
+        launcher: harness::process::Launcher::local(
+            &std::env::current_exe().context("cannot find the stratum-bench executable")?,
+        ),
     })
     .await?;
     crate::report_cmd::bench_report(&args.out)

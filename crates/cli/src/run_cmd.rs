@@ -8,6 +8,7 @@ use probe::Dist;
 use report::svg::{estimate, grouped, percent, signed};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -43,6 +44,13 @@ pub struct RunArgs {
     /// is under this share of SV1's value: 10%, 5, 2.5%.
     #[arg(long, default_value = "10%", value_parser = parse_precision)]
     precision: f64,
+    /// Test only: ROLE=NS runs that role's clock NS nanoseconds apart from the host's, as
+    /// another host's would be (with `placement.events = "collector"`).
+    #[arg(long, hide = true, value_name = "ROLE=NS", allow_hyphen_values = true)]
+    test_clock_shift: Vec<String>,
+    /// Test only: drop every collector connection once, this many seconds into the run.
+    #[arg(long, hide = true)]
+    test_cut_collector_after_s: Option<f64>,
 }
 
 /// A precision as `5%` or `5`: a percentage in (0, 100).
@@ -99,9 +107,19 @@ pub struct RoleArgs {
     /// Role spec (JSON) the harness wrote.
     #[arg(long)]
     spec: PathBuf,
-    /// Events file to append to.
+    /// Events file to append to (roles on the harness's host).
+    #[arg(long, required_unless_present = "collector", conflicts_with = "collector")]
+    events: Option<PathBuf>,
+    /// The harness's events collector (HOST:PORT) to stream events to, keeping them in
+    /// --journal until it holds them.
+    #[arg(long, requires = "journal")]
+    collector: Option<SocketAddr>,
+    /// The local journal of events sent to --collector.
     #[arg(long)]
-    events: PathBuf,
+    journal: Option<PathBuf>,
+    /// Test only: run this role's clock this many nanoseconds apart from the host's.
+    #[arg(long, hide = true, allow_hyphen_values = true)]
+    test_clock_shift_ns: Option<i64>,
     /// Name the role records its events under.
     #[arg(long)]
     name: String,
@@ -138,7 +156,13 @@ pub async fn run(args: RunArgs) -> Result<()> {
             block_value_sats: args.block_value_sats,
         },
         until_known_pct: args.until_significant.then_some(args.precision),
-        exe: std::env::current_exe().context("cannot find the stratum-bench executable")?,
+        launcher: harness::process::Launcher {
+            clock_shifts: test_clock_shifts(&args.test_clock_shift)?,
+            ..harness::process::Launcher::local(
+                &std::env::current_exe().context("cannot find the stratum-bench executable")?,
+            )
+        },
+        cut_collector_after: args.test_cut_collector_after_s.map(Duration::from_secs_f64),
     })
     .await?;
     print!("{}", table(&outcome.summary));
@@ -173,7 +197,33 @@ pub async fn run(args: RunArgs) -> Result<()> {
 }
 
 pub async fn role(args: RoleArgs) -> Result<()> {
-    harness::roles::run_role(&args.spec, &args.events, &args.name).await
+    if let Some(shift) = args.test_clock_shift_ns {
+        probe::clock::shift_for_test(shift);
+    }
+    let recorder = match (&args.events, args.collector, &args.journal) {
+        (Some(events), _, _) => probe::Recorder::to_file(events, &args.name)?,
+        (None, Some(collector), Some(journal)) => {
+            probe::Recorder::to_collector(journal, collector, &args.name)?
+        }
+        _ => anyhow::bail!("give --events FILE, or --collector ADDR with --journal FILE"),
+    };
+    harness::roles::run_role(&args.spec, recorder).await
+}
+
+/// `--test-clock-shift ROLE=NS` pairs.
+fn test_clock_shifts(pairs: &[String]) -> Result<std::collections::BTreeMap<String, i64>> {
+    pairs
+        .iter()
+        .map(|pair| {
+            let (role, ns) = pair
+                .split_once('=')
+                .with_context(|| format!("--test-clock-shift {pair}: expected ROLE=NANOSECONDS"))?;
+            let ns: i64 = ns
+                .parse()
+                .with_context(|| format!("--test-clock-shift {pair}: {ns} is not nanoseconds"))?;
+            Ok((role.to_string(), ns))
+        })
+        .collect()
 }
 
 /// The summary as a terminal table: one column per side.

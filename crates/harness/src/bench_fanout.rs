@@ -9,7 +9,7 @@
 //! loopback socket.
 
 use crate::builtin::{start_builtin, start_sri_pool, start_template_provider, start_translator};
-use crate::process::{stop_all, RoleProcess};
+use crate::process::{stop_all, Launcher, RoleProcess};
 use crate::roles::RoleSpec;
 use analysis::bench::{FanoutMode, FanoutResult, FanoutVia, FANOUT_FILE};
 use anyhow::{Context, Result};
@@ -30,7 +30,7 @@ pub struct FanoutOptions {
     /// The regtest node behind a pool given by address, where each round's block is mined.
     pub node: Option<ForeignNode>,
     pub out: PathBuf,
-    pub exe: PathBuf,
+    pub launcher: Launcher,
 }
 
 /// A bitcoind-compatible node's RPC.
@@ -192,7 +192,7 @@ async fn start_sender(
     Ok(match opts.via {
         FanoutVia::Sv1Pool => {
             // Shares out of reach: the miners only listen.
-            let builtin = start_builtin(&opts.exe, dir, 1e9, broadcast, roles).await?;
+            let builtin = start_builtin(&opts.launcher, dir, 1e9, broadcast, roles).await?;
             Sender {
                 rpc: builtin.rpc,
                 role: Some("pool"),
@@ -202,9 +202,9 @@ async fn start_sender(
             }
         }
         FanoutVia::Translator => {
-            let tp = start_template_provider(&opts.exe, dir, roles).await?;
-            let pool = start_sri_pool(&opts.exe, dir, "pool", &tp, 1.0, roles).await?;
-            let translator = start_translator(&opts.exe, dir, &pool, roles).await?;
+            let tp = start_template_provider(&opts.launcher, dir, roles).await?;
+            let pool = start_sri_pool(&opts.launcher, dir, "pool", &tp, 1.0, roles).await?;
+            let translator = start_translator(&opts.launcher, dir, &pool, roles).await?;
             Sender {
                 rpc: pool.rpc,
                 role: Some("translator"),
@@ -214,8 +214,8 @@ async fn start_sender(
             }
         }
         FanoutVia::Sv2Pool => {
-            let tp = start_template_provider(&opts.exe, dir, roles).await?;
-            let pool = start_sri_pool(&opts.exe, dir, "pool", &tp, 1.0, roles).await?;
+            let tp = start_template_provider(&opts.launcher, dir, roles).await?;
+            let pool = start_sri_pool(&opts.launcher, dir, "pool", &tp, 1.0, roles).await?;
             Sender {
                 rpc: pool.rpc,
                 role: Some("pool"),
@@ -331,7 +331,7 @@ async fn measure(
         let count = fleet_size.min(n - first);
         let name = format!("fleet-{}", fleets.len());
         let spec = fleet_spec(&sender, count, first, broadcast, group_size);
-        let (fleet, _) = RoleProcess::spawn(&opts.exe, dir, &name, &spec).await?;
+        let (fleet, _) = RoleProcess::spawn(&opts.launcher, dir, &name, &spec).await?;
         roles.push(fleet);
         fleets.push((dir.join(format!("events/{name}.jsonl")), first));
         first += count;

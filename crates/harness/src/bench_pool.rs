@@ -4,7 +4,7 @@
 //! keeping up.
 
 use crate::builtin::{start_builtin, start_sri_pool, start_template_provider, TemplateProvider};
-use crate::process::{meter_of, stop_all, RoleProcess};
+use crate::process::{meter_of, stop_all, Launcher, RoleProcess};
 use crate::procs::CpuMeter;
 use crate::roles::RoleSpec;
 use analysis::bench::{PoolBenchReport, StepResult, Verdict, POOL_FILE};
@@ -48,7 +48,7 @@ pub struct PoolBenchOptions {
     /// The difficulty the target pool sets (for `Address`; the built-in pool's is fixed).
     pub share_difficulty: Option<f64>,
     pub out: PathBuf,
-    pub exe: PathBuf,
+    pub launcher: Launcher,
 }
 
 /// The ramp's rule: a step is sustained when (almost) every share was accepted, the pool
@@ -126,7 +126,7 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
         }
         PoolTarget::Builtin => {
             let d = BENCH_HASHES_PER_SHARE / mining::hashes_per_difficulty(1.0);
-            let builtin = start_builtin(&opts.exe, &opts.out, d, None, roles).await?;
+            let builtin = start_builtin(&opts.launcher, &opts.out, d, None, roles).await?;
             (
                 Load::Sv1 {
                     pool: builtin.pool,
@@ -136,7 +136,7 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
             )
         }
         PoolTarget::Sri => (
-            Load::Sri(start_template_provider(&opts.exe, &opts.out, roles).await?),
+            Load::Sri(start_template_provider(&opts.launcher, &opts.out, roles).await?),
             "sri".to_string(),
         ),
     };
@@ -245,7 +245,7 @@ async fn measure_step(
             // `shares_per_minute` from each channel's nominal hashrate, which is the
             // miners' real one.
             let pool = start_sri_pool(
-                &opts.exe,
+                &opts.launcher,
                 &opts.out,
                 &pool_name,
                 tp,
@@ -272,7 +272,7 @@ async fn measure_step(
             (pool_name, true, spec, idle)
         }
     };
-    let (mut fleet, _) = RoleProcess::spawn(&opts.exe, &opts.out, &name, &spec).await?;
+    let (mut fleet, _) = RoleProcess::spawn(&opts.launcher, &opts.out, &name, &spec).await?;
     tokio::time::sleep(STEP_WARMUP).await;
     let mut pool_meter = meter_of(roles, &pool_name).or(foreign);
     if let Some(m) = pool_meter.as_mut() {

@@ -1,7 +1,7 @@
 //! The senders a benchmark starts: our node, with the built-in SV1 pool or the real SRI
 //! pool (and, in front of it, SRI's translator), each as its own process.
 
-use crate::process::{ready_field, RoleProcess};
+use crate::process::{ready_field, Launcher, RoleProcess};
 use crate::roles::RoleSpec;
 use anyhow::{Context, Result};
 use probe::mono_ns;
@@ -20,7 +20,7 @@ pub struct Builtin {
 /// makes blocks, with `generatetoaddress`); with `tdp`, its Template Provider face too.
 /// Returns the node's ready line, its RPC URL and password (the user is `bench`).
 async fn start_node(
-    exe: &Path,
+    launcher: &Launcher,
     out: &Path,
     tdp: Option<node::tdp::TdpOptions>,
     roles: &mut Vec<RoleProcess>,
@@ -41,7 +41,7 @@ async fn start_node(
         ipc_data_dir: None,
         peer: None,
     };
-    let (node, ready) = RoleProcess::spawn(exe, out, "node", &node_spec).await?;
+    let (node, ready) = RoleProcess::spawn(launcher, out, "node", &node_spec).await?;
     roles.push(node);
     let rpc_url = format!("http://{}", ready_field(&ready, "rpc", "node")?);
     Ok((ready, rpc_url, password))
@@ -50,13 +50,13 @@ async fn start_node(
 /// Our node and SV1 pool as processes, the pool's share difficulty fixed at `difficulty`
 /// (vardiff off), blocks out of reach; the pool also broadcasts its jobs to `broadcast`.
 pub async fn start_builtin(
-    exe: &Path,
+    launcher: &Launcher,
     out: &Path,
     difficulty: f64,
     broadcast: Option<std::net::SocketAddr>,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<Builtin> {
-    let (ready, rpc_url, password) = start_node(exe, out, None, roles).await?;
+    let (ready, rpc_url, password) = start_node(launcher, out, None, roles).await?;
     let pool_spec = RoleSpec::Sv1Pool {
         config: sv1::pool::PoolConfig {
             listen: "127.0.0.1:0".parse()?,
@@ -82,7 +82,7 @@ pub async fn start_builtin(
             broadcast,
         },
     };
-    let (pool, ready) = RoleProcess::spawn(exe, out, "pool", &pool_spec).await?;
+    let (pool, ready) = RoleProcess::spawn(launcher, out, "pool", &pool_spec).await?;
     roles.push(pool);
     Ok(Builtin {
         pool: ready_field(&ready, "listen", "pool")?.parse()?,
@@ -108,7 +108,7 @@ pub struct TemplateProvider {
 /// Our node as a process, serving its Template Provider face. It offers nothing new on
 /// its own: new work comes only with the benchmark's blocks.
 pub async fn start_template_provider(
-    exe: &Path,
+    launcher: &Launcher,
     out: &Path,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<TemplateProvider> {
@@ -119,7 +119,7 @@ pub async fn start_template_provider(
         interval: Duration::from_secs(3600),
         fee_threshold_sats: u64::MAX,
     };
-    let (ready, rpc_url, password) = start_node(exe, out, Some(tdp), roles).await?;
+    let (ready, rpc_url, password) = start_node(launcher, out, Some(tdp), roles).await?;
     Ok(TemplateProvider {
         tdp: ready_field(&ready, "tdp", "node")?.parse()?,
         tp_public: tp_keys.public,
@@ -131,7 +131,7 @@ pub async fn start_template_provider(
 /// The SRI pool as the process `name`, on `tp`'s templates, aiming its channels' targets
 /// at `shares_per_minute` per channel, each share answered at once (batches of one).
 pub async fn start_sri_pool(
-    exe: &Path,
+    launcher: &Launcher,
     out: &Path,
     name: &str,
     tp: &TemplateProvider,
@@ -153,7 +153,7 @@ pub async fn start_sri_pool(
         share_batch_size: 1,
         jds_listen: None,
     };
-    let (pool, ready) = RoleProcess::spawn(exe, out, name, &RoleSpec::SriPool { params }).await?;
+    let (pool, ready) = RoleProcess::spawn(launcher, out, name, &RoleSpec::SriPool { params }).await?;
     roles.push(pool);
     Ok(SriPool {
         pool: ready_field(&ready, "listen", name)?.parse()?,
@@ -166,13 +166,13 @@ pub async fn start_sri_pool(
 /// through a tap (which records when each new block's SetNewPrevHash reaches the
 /// translator). Returns where SV1 miners connect.
 pub async fn start_translator(
-    exe: &Path,
+    launcher: &Launcher,
     out: &Path,
     pool: &SriPool,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SocketAddr> {
     let tap_spec = RoleSpec::tap(pool.pool, &pool.keys);
-    let (tap, ready) = RoleProcess::spawn(exe, out, "tap", &tap_spec).await?;
+    let (tap, ready) = RoleProcess::spawn(launcher, out, "tap", &tap_spec).await?;
     roles.push(tap);
     let tap_addr: SocketAddr = ready_field(&ready, "listen", "tap")?.parse()?;
     let params = sri::TranslatorParams {
@@ -186,7 +186,7 @@ pub async fn start_translator(
         aggregate_channels: true,
     };
     let (translator, ready) =
-        RoleProcess::spawn(exe, out, "translator", &RoleSpec::SriTranslator { params })
+        RoleProcess::spawn(launcher, out, "translator", &RoleSpec::SriTranslator { params })
             .await
             .context("cannot start SRI's translator")?;
     roles.push(translator);

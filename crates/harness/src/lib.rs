@@ -4,6 +4,7 @@
 pub mod bench_fanout;
 pub mod bench_pool;
 pub mod builtin;
+pub mod collector;
 pub mod external_pool;
 pub mod fuzzing;
 pub mod host;

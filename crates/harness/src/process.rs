@@ -5,7 +5,9 @@ use crate::roles::{RoleSpec, READY_PREFIX};
 use analysis::manifest::EVENTS_DIR;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -33,6 +35,62 @@ fn role_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
     cmd
 }
 
+/// How roles are started: the executable, and where their events go.
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    /// The `stratum-bench` executable that runs each role.
+    pub exe: PathBuf,
+    pub events: EventsTo,
+    /// Test-only: roles whose clock runs this many nanoseconds apart from the host's, as
+    /// another host's would (see `probe::clock::shift_for_test`).
+    pub clock_shifts: BTreeMap<String, i64>,
+}
+
+/// Where a role's events go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventsTo {
+    /// Each role appends to `events/<name>.jsonl` itself (roles on the harness's host).
+    Files,
+    /// Each role keeps a journal in `journals/` and streams it to the collector there.
+    Collector(SocketAddr),
+}
+
+impl Launcher {
+    /// Roles of `exe` writing their own event files: what benches and one-host runs use.
+    pub fn local(exe: &Path) -> Launcher {
+        Launcher {
+            exe: exe.to_path_buf(),
+            events: EventsTo::Files,
+            clock_shifts: BTreeMap::new(),
+        }
+    }
+
+    /// The arguments that tell role `name` where its events go.
+    fn event_args(&self, dir: &Path, name: &str) -> Result<Vec<std::ffi::OsString>> {
+        let mut args: Vec<std::ffi::OsString> = Vec::new();
+        match self.events {
+            EventsTo::Files => {
+                args.push("--events".into());
+                args.push(dir.join(EVENTS_DIR).join(format!("{name}.jsonl")).into());
+            }
+            EventsTo::Collector(addr) => {
+                std::fs::create_dir_all(dir.join(JOURNALS_DIR))?;
+                args.push("--collector".into());
+                args.push(addr.to_string().into());
+                args.push("--journal".into());
+                args.push(dir.join(JOURNALS_DIR).join(format!("{name}.jsonl")).into());
+            }
+        }
+        if let Some(shift) = self.clock_shifts.get(name) {
+            args.push(format!("--test-clock-shift-ns={shift}").into());
+        }
+        Ok(args)
+    }
+}
+
+/// Where roles that stream to the collector keep their journals (their spill).
+pub const JOURNALS_DIR: &str = "journals";
+
 pub struct RoleProcess {
     pub name: String,
     child: Child,
@@ -45,7 +103,7 @@ impl RoleProcess {
     /// `events/<name>.jsonl`), and waits up to 30 s for its READY line, which is returned.
     /// A role that fails to start is killed (on drop) and its log's last lines reported.
     pub async fn spawn(
-        exe: &Path,
+        launcher: &Launcher,
         dir: &Path,
         name: &str,
         spec: &RoleSpec,
@@ -59,12 +117,12 @@ impl RoleProcess {
         probe::private::write(&spec_path, serde_json::to_string_pretty(spec)?)?;
         let log_path = dir.join("logs").join(format!("{name}.log"));
         let log = std::fs::File::create(&log_path)?;
+        let exe = &launcher.exe;
         let mut child = role_command(exe)
             .arg("role")
             .arg("--spec")
             .arg(&spec_path)
-            .arg("--events")
-            .arg(dir.join(EVENTS_DIR).join(format!("{name}.jsonl")))
+            .args(launcher.event_args(dir, name)?)
             .arg("--name")
             .arg(name)
             .env(
@@ -124,7 +182,7 @@ impl RoleProcess {
         cwd: Option<&Path>,
         dir: &Path,
         name: &str,
-        listen: std::net::SocketAddr,
+        listen: SocketAddr,
     ) -> Result<RoleProcess> {
         let (program, args) = argv.split_first().context("an empty role command")?;
         let command = argv.join(" ");

@@ -90,13 +90,12 @@ pub struct LinkRoute {
     pub config: link::LinkConfig,
 }
 
-/// Runs the role described in `spec`, recording as `name` into `events`.
-pub async fn run_role(spec_path: &Path, events: &Path, name: &str) -> Result<()> {
+/// Runs the role described in `spec`, recording into `recorder`.
+pub async fn run_role(spec_path: &Path, recorder: Recorder) -> Result<()> {
     let text = std::fs::read_to_string(spec_path)
         .with_context(|| format!("cannot read role spec {}", spec_path.display()))?;
     let spec: RoleSpec = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a role spec", spec_path.display()))?;
-    let recorder = Recorder::to_file(events, name)?;
     let fds = crate::limits::raise_fd_limit();
     tracing::debug!(fds, "file descriptor limit");
     match spec {

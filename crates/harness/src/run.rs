@@ -1,9 +1,10 @@
 //! `stratum-bench run`: start the roles, measure, stop, summarise.
 
 use crate::metrics::{render, RoleGauges};
-use crate::process::{ready_field, stop_all, RoleProcess};
+use crate::collector::Collector;
+use crate::process::{ready_field, stop_all, EventsTo, Launcher, RoleProcess};
 use crate::roles::{LinkRoute, RoleSpec};
-use crate::scenario::{Config, Scenario};
+use crate::scenario::{Config, EventsSink, Scenario};
 use analysis::headline::unresolved;
 use analysis::manifest::{
     LinkParams, Manifest, Sample, SideRoles, Stopped, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE,
@@ -31,8 +32,10 @@ pub struct RunOptions {
     /// Stop once every headline difference is significant or known to within this many
     /// percent of SV1's value (the scenario's duration is then the cap).
     pub until_known_pct: Option<f64>,
-    /// The `stratum-bench` executable that runs each role.
-    pub exe: PathBuf,
+    /// How roles start (the scenario's `placement` decides where their events go).
+    pub launcher: Launcher,
+    /// Test only: drop every collector connection once, this long into the run.
+    pub cut_collector_after: Option<Duration>,
 }
 
 pub struct RunOutcome {
@@ -42,6 +45,8 @@ pub struct RunOutcome {
 }
 
 const NODE: &str = "node";
+/// The widest uncertainty of a clock offset a run measures across.
+const CLOCK_BOUND: Duration = Duration::from_millis(2);
 const RPC_USER: &str = "stratum-bench";
 
 /// What a side's SV1 miners authorize as, before `.<index>`, unless its pool wants another.
@@ -55,13 +60,25 @@ fn pool_rpc_user(side: &str) -> String {
     format!("{RPC_USER}.{side}")
 }
 
-pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
-    let s = &opts.scenario;
-    let dir = opts.out.clone().unwrap_or_else(|| default_dir(&s.name));
+pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
+    let dir = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| default_dir(&opts.scenario.name));
     for sub in [EVENTS_DIR, "logs"] {
         std::fs::create_dir_all(dir.join(sub))
             .with_context(|| format!("cannot create {}", dir.join(sub).display()))?;
     }
+    let collector = match opts.scenario.placement.events {
+        EventsSink::File => None,
+        EventsSink::Collector => {
+            let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+            let collector = Collector::start(bind, dir.join(EVENTS_DIR)).await?;
+            opts.launcher.events = EventsTo::Collector(collector.addr);
+            Some(collector)
+        }
+    };
+    let s = &opts.scenario;
     // Role specs and configs hold the run's RPC password and authority keys: the owner's.
     probe::private::create_dir(&dir.join("roles"))
         .with_context(|| format!("cannot create {}", dir.join("roles").display()))?;
@@ -91,7 +108,13 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     let harness_events = Recorder::to_file(&dir.join(EVENTS_DIR).join("harness.jsonl"), "harness")?;
 
     let mut roles: Vec<RoleProcess> = Vec::new();
-    let started = start_roles(&opts, &dir, &mut roles).await;
+    let mut started = start_roles(&opts, &dir, &mut roles).await;
+    if let (Ok(_), Some(collector)) = (&started, &collector) {
+        // Measuring across a clock known no better than this would measure the clock.
+        if let Err(e) = collector.check_clocks(CLOCK_BOUND).await {
+            started = Err(e);
+        }
+    }
     let sides = match started {
         Ok(sides) => sides,
         Err(e) => {
@@ -114,7 +137,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         sides,
         worth: opts.worth.clone(),
         stopped: None,
+        clocks: Vec::new(),
     };
+    let mut cut_pending = opts.cut_collector_after;
     let live = Arc::new(Mutex::new((None::<Summary>, RoleGauges::new())));
     let server = {
         let live = live.clone();
@@ -157,6 +182,13 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         }
         second += 1;
         let now = mono_ns();
+        if let (Some(after), Some(collector)) = (cut_pending, &collector) {
+            if Duration::from_nanos(now.saturating_sub(t0)) >= after {
+                tracing::warn!("test: dropping every collector connection");
+                collector.cut_connections();
+                cut_pending = None;
+            }
+        }
         let mut gauges = RoleGauges::new();
         for role in roles.iter_mut() {
             if let Some((cpu, rss)) = role.meter.sample() {
@@ -233,7 +265,15 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     if interactive {
         eprintln!();
     }
+    if let Some(collector) = &collector {
+        // The last probes, while every role still answers.
+        collector.probe_again().await;
+    }
     stop_all(&mut roles).await;
+    if let Some(collector) = collector {
+        // Every role has handed over its events by now: its close waits for that.
+        manifest.clocks = collector.clocks();
+    }
     server.abort();
     harness_events.close()?;
     manifest.stopped = stopped;
@@ -1139,7 +1179,7 @@ async fn spawn(
     spec: &RoleSpec,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<Value> {
-    let (role, ready) = RoleProcess::spawn(&opts.exe, dir, name, spec).await?;
+    let (role, ready) = RoleProcess::spawn(&opts.launcher, dir, name, spec).await?;
     roles.push(role);
     Ok(ready)
 }

@@ -104,6 +104,29 @@ pub struct Scenario {
     /// side `sv1-nomp` runs `[sv1_pools.nomp]`. An SV1 side without one runs ours.
     #[serde(default)]
     pub sv1_pools: std::collections::BTreeMap<String, ExternalSv1Pool>,
+    #[serde(default)]
+    pub placement: Placement,
+}
+
+/// How roles reach the run directory.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Placement {
+    #[serde(default)]
+    pub events: EventsSink,
+}
+
+/// Where roles' events go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventsSink {
+    /// Each role appends to its file in the run directory: roles on the harness's host.
+    #[default]
+    File,
+    /// Each role streams its events to the harness over TCP, keeping a local journal
+    /// until the harness holds them, and the harness puts every stamp on its own clock:
+    /// what roles on other hosts need (`journals/` holds the roles' copies).
+    Collector,
 }
 
 /// An SV1 pool that is not ours, on an SV1 side: an adapter shipped with stratum-bench

@@ -8,6 +8,7 @@ pub mod histogram;
 pub mod listen;
 pub mod private;
 pub mod recorder;
+pub mod ship;
 pub mod stats;
 
 pub use clock::{mono_ns, wall_ns};

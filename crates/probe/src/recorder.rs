@@ -10,7 +10,10 @@ use anyhow::{Context, Result};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::mpsc::{channel, Sender};
+use crate::clock::clock_id;
+use crate::ship::{ship, ClockAnswerer, Hello};
+use std::net::SocketAddr;
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -20,10 +23,17 @@ pub struct Recorder {
     inner: Option<Arc<Inner>>,
 }
 
+/// The queue into a writer thread, and the thread.
+type Writer = (Sender<Record>, JoinHandle<std::io::Result<()>>);
+
 struct Inner {
     role: String,
     tx: Mutex<Option<Sender<Record>>>,
     writer: Mutex<Option<JoinHandle<std::io::Result<()>>>>,
+    /// With the network sink: the thread that hands the journal to the collector, and
+    /// the one answering its clock probes.
+    shipper: Mutex<Option<JoinHandle<Result<()>>>>,
+    clock: Option<ClockAnswerer>,
 }
 
 impl Recorder {
@@ -34,36 +44,46 @@ impl Recorder {
 
     /// Appends events of `role` to `path` (created, or appended to if it exists).
     pub fn to_file(path: &Path, role: &str) -> Result<Self> {
-        let file = File::options()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("cannot open events file {}", path.display()))?;
-        let (tx, rx) = channel::<Record>();
-        let writer = std::thread::Builder::new()
-            .name(format!("events-{role}"))
-            .spawn(move || -> std::io::Result<()> {
-                let mut out = BufWriter::new(file);
-                // Blocks until a record arrives; ends when every sender is gone.
-                while let Ok(first) = rx.recv() {
-                    write_line(&mut out, &first)?;
-                    while let Ok(more) = rx.try_recv() {
-                        write_line(&mut out, &more)?;
-                    }
-                    out.flush()?;
-                }
-                out.flush()
-            })
-            .context("cannot start the events writer thread")?;
+        let (writer, _) = start_writer(path, role, false)?;
+        Ok(Self::started(role, writer, None, None))
+    }
+
+    /// The network sink: appends events of `role` to the local `journal`, as
+    /// [`Recorder::to_file`] does, and ships them to the harness's collector at
+    /// `collector` (see [`crate::ship`]); `close` returns once the collector holds them all.
+    pub fn to_collector(journal: &Path, collector: SocketAddr, role: &str) -> Result<Self> {
+        let hello = Hello {
+            role: role.to_string(),
+            clock: clock_id(),
+        };
+        let clock = ClockAnswerer::start(collector, hello.clone())?;
+        let (writer, wake) = start_writer(journal, role, true)?;
+        let journal = journal.to_path_buf();
+        let wake = wake.context("the writer wakes the shipper")?;
+        let shipper = std::thread::Builder::new()
+            .name(format!("ship-{role}"))
+            .spawn(move || ship(journal, collector, hello, wake))
+            .context("cannot start the events shipper thread")?;
+        Ok(Self::started(role, writer, Some(shipper), Some(clock)))
+    }
+
+    fn started(
+        role: &str,
+        (tx, writer): Writer,
+        shipper: Option<JoinHandle<Result<()>>>,
+        clock: Option<ClockAnswerer>,
+    ) -> Self {
         let rec = Recorder {
             inner: Some(Arc::new(Inner {
                 role: role.to_string(),
                 tx: Mutex::new(Some(tx)),
                 writer: Mutex::new(Some(writer)),
+                shipper: Mutex::new(shipper),
+                clock,
             })),
         };
         rec.record(Event::ClockAnchor { wall_ns: wall_ns() });
-        Ok(rec)
+        rec
     }
 
     pub fn is_enabled(&self) -> bool {
@@ -103,8 +123,57 @@ impl Recorder {
                 .map_err(|_| anyhow::anyhow!("events writer thread panicked"))?
                 .context("writing events failed")?;
         }
-        Ok(())
+        let shipper = inner.shipper.lock().expect("recorder lock").take();
+        let shipped = match shipper {
+            Some(shipper) => shipper
+                .join()
+                .map_err(|_| anyhow::anyhow!("events shipper thread panicked"))
+                .and_then(|shipped| shipped),
+            None => Ok(()),
+        };
+        if let Some(clock) = &inner.clock {
+            clock.stop();
+        }
+        shipped
     }
+}
+
+/// The writer thread of a recorder: drains the queue into `path`, flushing after each
+/// batch; with `wake`, it ticks the returned receiver after each flush and drops it when
+/// the last event is written.
+fn start_writer(path: &Path, role: &str, wake: bool) -> Result<(Writer, Option<Receiver<()>>)> {
+    let file = File::options()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open events file {}", path.display()))?;
+    let (tx, rx) = channel::<Record>();
+    // One pending tick is enough: the shipper reads to the end of the journal each time.
+    let (woken, waker) = if wake {
+        let (t, r) = sync_channel::<()>(1);
+        (Some(t), Some(r))
+    } else {
+        (None, None)
+    };
+    let writer = std::thread::Builder::new()
+        .name(format!("events-{role}"))
+        .spawn(move || -> std::io::Result<()> {
+            let mut out = BufWriter::new(file);
+            // Blocks until a record arrives; ends when every sender is gone.
+            while let Ok(first) = rx.recv() {
+                write_line(&mut out, &first)?;
+                while let Ok(more) = rx.try_recv() {
+                    write_line(&mut out, &more)?;
+                }
+                out.flush()?;
+                if let Some(woken) = &woken {
+                    let _ = woken.try_send(());
+                }
+            }
+            out.flush()
+        })
+        .context("cannot start the events writer thread")?;
+    Ok(((tx, writer), waker))
 }
 
 fn write_line(out: &mut impl Write, record: &Record) -> std::io::Result<()> {

@@ -186,6 +186,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
             .into(),
         worth: Default::default(),
         stopped: None,
+        clocks: Vec::new(),
     };
     std::fs::write(
         dir.join("manifest.json"),
