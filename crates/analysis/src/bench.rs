@@ -140,6 +140,9 @@ pub struct FanoutResult {
     /// In `sv2-group` mode, the channels sharing each connection.
     #[serde(default)]
     pub group_size: Option<u32>,
+    /// The CPUs the sender and the miners were kept on (`--isolate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<CpuSplit>,
 }
 
 impl FanoutResult {
@@ -162,6 +165,31 @@ pub struct PoolBenchReport {
     pub steps: Vec<StepResult>,
     pub max_sustained_shares_per_s: Option<f64>,
     pub pool_rss_per_miner_bytes: Option<f64>,
+    /// The CPUs each role group was kept on (`--isolate`); none when they shared all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<CpuSplit>,
+}
+
+/// Which CPUs the roles under test and the load generators were kept on, apart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuSplit {
+    pub under_test: Vec<usize>,
+    pub load: Vec<usize>,
+}
+
+impl CpuSplit {
+    /// `available` CPUs in two halves: the first for the roles under test, the rest (at
+    /// least one) for the load generators; `None` with fewer than two.
+    pub fn halves(available: &[usize]) -> Option<CpuSplit> {
+        if available.len() < 2 {
+            return None;
+        }
+        let (under_test, load) = available.split_at(available.len() / 2);
+        Some(CpuSplit {
+            under_test: under_test.to_vec(),
+            load: load.to_vec(),
+        })
+    }
 }
 
 impl PoolBenchReport {
@@ -235,6 +263,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cpus_split_in_halves_with_the_load_on_the_rest() {
+        assert_eq!(CpuSplit::halves(&[0]), None);
+        let two = CpuSplit::halves(&[0, 1]).unwrap();
+        assert_eq!((two.under_test, two.load), (vec![0], vec![1]));
+        let five = CpuSplit::halves(&[0, 2, 3, 5, 7]).unwrap();
+        assert_eq!((five.under_test, five.load), (vec![0, 2], vec![3, 5, 7]));
+    }
+
+    #[test]
     fn fanout_in_multiples_of_the_floor() {
         let r = FanoutResult {
             via: FanoutVia::Sv1Pool,
@@ -253,6 +290,7 @@ mod tests {
             floor_miners: 1000,
             fleets: 1,
             group_size: None,
+            cpus: None,
         };
         // 30 / 7 = 4.2857x the floor; the sender's 10.5 / 7 = 1.5x.
         assert!((r.times_floor().unwrap() - 4.285714).abs() < 1e-6);
@@ -290,6 +328,7 @@ mod tests {
             ],
             max_sustained_shares_per_s: Some(4_000.0),
             pool_rss_per_miner_bytes: None,
+            cpus: None,
         };
         // 8 us of pool CPU per share at 4,000/s: 1e6 / 8 = 125,000 shares per CPU-second.
         assert_eq!(r.shares_per_cpu_second(), Some(125_000.0));

@@ -9,6 +9,7 @@
 
 pub mod bandwidth;
 pub mod bench;
+pub mod clocks;
 pub mod compare;
 pub mod declaration;
 pub mod headline;

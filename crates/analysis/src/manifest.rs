@@ -37,8 +37,9 @@ pub struct ClockOffset {
     pub roles: Vec<String>,
     /// The clock's reading minus the harness's, as last estimated.
     pub offset_ns: i64,
-    /// Half the shortest probe round trip behind the estimate: the true offset lies
-    /// within this of it.
+    /// How far off the offset may be: per burst of probes, half the shortest round trip
+    /// (the true offset lies within it); the widest of the run, as events were moved by
+    /// every burst's estimate in turn.
     pub uncertainty_ns: u64,
     /// Whether events were moved by the offset; not for the harness's own clock, whose
     /// offset is zero by construction (its estimate is kept as a check).

@@ -57,6 +57,13 @@ pub struct Summary {
     /// What ended the measured window, when the run could end it early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Stopped>,
+    /// With roles on clocks other than the harness's: the most any latency between two
+    /// roles may be off through the clocks' estimated offsets (`analysis::clocks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_uncertainty_ms: Option<f64>,
+    /// The latencies that uncertainty blurs by over 10% of their median.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clock_limited: Vec<crate::clocks::ClockLimited>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -291,6 +298,8 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
         .block_value_sats
         .or(network_value.mean)
         .unwrap_or_default();
+    let clock_uncertainty_ms = crate::clocks::cross_clock_uncertainty_ms(&m.clocks);
+    let clock_limited = crate::clocks::clock_limited(&sides, clock_uncertainty_ms);
     Summary {
         schema: SCHEMA.into(),
         scenario: m.scenario.clone(),
@@ -336,6 +345,8 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
         sides,
         unmatched: unmatched.0,
         stopped: m.stopped.clone(),
+        clock_uncertainty_ms,
+        clock_limited,
     }
 }
 

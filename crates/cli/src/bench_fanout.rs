@@ -1,7 +1,7 @@
 //! `stratum-bench bench fanout`.
 
 use analysis::bench::{FanoutMode, FanoutVia};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use harness::bench_fanout::{FanoutOptions, ForeignNode};
 use std::path::PathBuf;
@@ -46,6 +46,12 @@ pub struct FanoutArgs {
     /// events go.
     #[arg(long, default_value = "runs/fanout")]
     out: PathBuf,
+    /// Keep the miner fleets that make the load off the CPUs of the roles under test:
+    /// they run on the second half of this process's CPUs, everything else on the first
+    /// (needs at least 2). Without it every process may use every CPU, so the load's own
+    /// work shows in the numbers.
+    #[arg(long)]
+    isolate: bool,
 }
 
 pub async fn run(args: FanoutArgs) -> Result<()> {
@@ -89,9 +95,7 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
         rounds: args.rounds,
         node,
         out: args.out.clone(),
-        launcher: harness::process::Launcher::local(
-            &std::env::current_exe().context("cannot find the stratum-bench executable")?,
-        ),
+        launcher: harness::process::Launcher::this_executable(args.isolate)?,
     })
     .await?;
     crate::report_cmd::bench_report(&args.out)

@@ -40,6 +40,12 @@ pub struct PoolArgs {
     /// and events go.
     #[arg(long, default_value = "runs/pool-bench")]
     out: PathBuf,
+    /// Keep the miner fleets that make the load off the CPUs of the roles under test:
+    /// they run on the second half of this process's CPUs, everything else on the first
+    /// (needs at least 2). Without it every process may use every CPU, so the load's own
+    /// work shows in the numbers.
+    #[arg(long)]
+    isolate: bool,
 }
 
 pub async fn run(args: PoolArgs) -> Result<()> {
@@ -72,9 +78,7 @@ pub async fn run(args: PoolArgs) -> Result<()> {
         p99_bound_ms: args.p99_bound_ms,
         share_difficulty: args.share_difficulty,
         out: args.out.clone(),
-        launcher: harness::process::Launcher::local(
-            &std::env::current_exe().context("cannot find the stratum-bench executable")?,
-        ),
+        launcher: harness::process::Launcher::this_executable(args.isolate)?,
     })
     .await?;
     crate::report_cmd::bench_report(&args.out)

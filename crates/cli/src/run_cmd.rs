@@ -108,7 +108,11 @@ pub struct RoleArgs {
     #[arg(long)]
     spec: PathBuf,
     /// Events file to append to (roles on the harness's host).
-    #[arg(long, required_unless_present = "collector", conflicts_with = "collector")]
+    #[arg(
+        long,
+        required_unless_present = "collector",
+        conflicts_with = "collector"
+    )]
     events: Option<PathBuf>,
     /// The harness's events collector (HOST:PORT) to stream events to, keeping them in
     /// --journal until it holds them.
@@ -158,11 +162,14 @@ pub async fn run(args: RunArgs) -> Result<()> {
         until_known_pct: args.until_significant.then_some(args.precision),
         launcher: harness::process::Launcher {
             clock_shifts: test_clock_shifts(&args.test_clock_shift)?,
-            ..harness::process::Launcher::local(
-                &std::env::current_exe().context("cannot find the stratum-bench executable")?,
-            )
+            // The scenario's `placement.isolate` decides.
+            ..harness::process::Launcher::this_executable(false)?
         },
-        cut_collector_after: args.test_cut_collector_after_s.map(Duration::from_secs_f64),
+        cut_collector_after: args
+            .test_cut_collector_after_s
+            .map(Duration::try_from_secs_f64)
+            .transpose()
+            .context("--test-cut-collector-after-s: not a number of seconds")?,
     })
     .await?;
     print!("{}", table(&outcome.summary));

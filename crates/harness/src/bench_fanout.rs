@@ -435,6 +435,7 @@ async fn measure(
         floor_miners: 0,
         fleets: fleets.len() as u32,
         group_size,
+        cpus: opts.launcher.cpus.clone(),
     })
 }
 

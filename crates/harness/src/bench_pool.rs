@@ -192,6 +192,7 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
             }
             _ => None,
         },
+        cpus: opts.launcher.cpus.clone(),
     })
 }
 

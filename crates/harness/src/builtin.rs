@@ -153,7 +153,8 @@ pub async fn start_sri_pool(
         share_batch_size: 1,
         jds_listen: None,
     };
-    let (pool, ready) = RoleProcess::spawn(launcher, out, name, &RoleSpec::SriPool { params }).await?;
+    let (pool, ready) =
+        RoleProcess::spawn(launcher, out, name, &RoleSpec::SriPool { params }).await?;
     roles.push(pool);
     Ok(SriPool {
         pool: ready_field(&ready, "listen", name)?.parse()?,
@@ -185,10 +186,14 @@ pub async fn start_translator(
         shares_per_minute: 1.0,
         aggregate_channels: true,
     };
-    let (translator, ready) =
-        RoleProcess::spawn(launcher, out, "translator", &RoleSpec::SriTranslator { params })
-            .await
-            .context("cannot start SRI's translator")?;
+    let (translator, ready) = RoleProcess::spawn(
+        launcher,
+        out,
+        "translator",
+        &RoleSpec::SriTranslator { params },
+    )
+    .await
+    .context("cannot start SRI's translator")?;
     roles.push(translator);
     Ok(ready_field(&ready, "listen", "translator")?.parse()?)
 }

@@ -66,6 +66,9 @@ struct Clock {
     roles: BTreeSet<String>,
     /// Offset (the clock minus the harness's) and its uncertainty, from the latest burst.
     estimate: Option<(i64, u64)>,
+    /// The widest uncertainty of any burst so far: what any event may have been moved
+    /// off by.
+    widest_ns: u64,
     exchanges: u64,
 }
 
@@ -98,7 +101,10 @@ impl Collector {
                         tracing::warn!(%peer, "collector connection closed: {e:#}");
                     }
                 });
-                accepting.events_connections.lock().push(task.abort_handle());
+                accepting
+                    .events_connections
+                    .lock()
+                    .push(task.abort_handle());
             }
         });
         Ok(Collector {
@@ -120,7 +126,11 @@ impl Collector {
     pub async fn check_clocks(&self, bound: Duration) -> Result<()> {
         let deadline = tokio::time::Instant::now() + CLOCK_WAIT;
         // The harness's own clock needs no estimate: its offset is zero by construction.
-        let unknown = || self.clocks().into_iter().filter(|c| c.applied && c.exchanges == 0);
+        let unknown = || {
+            self.clocks()
+                .into_iter()
+                .filter(|c| c.applied && c.exchanges == 0)
+        };
         while unknown().next().is_some() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -156,12 +166,12 @@ impl Collector {
             .iter()
             .map(|(id, clock)| {
                 // No estimate yet shows as zero probes.
-                let (offset_ns, uncertainty_ns) = clock.estimate.unwrap_or_default();
+                let (offset_ns, _) = clock.estimate.unwrap_or_default();
                 ClockOffset {
                     clock: id.clone(),
                     roles: clock.roles.iter().cloned().collect(),
                     offset_ns,
-                    uncertainty_ns,
+                    uncertainty_ns: clock.widest_ns,
                     applied: *id != self.shared.own_clock,
                     exchanges: clock.exchanges,
                 }
@@ -171,7 +181,14 @@ impl Collector {
 
     /// Probes every clock once more (the end of the run), waiting up to 2 s for it.
     pub async fn probe_again(&self) {
-        let exchanges = || -> u64 { self.shared.clocks.lock().values().map(|c| c.exchanges).sum() };
+        let exchanges = || -> u64 {
+            self.shared
+                .clocks
+                .lock()
+                .values()
+                .map(|c| c.exchanges)
+                .sum()
+        };
         let before = exchanges();
         self.shared.probe_now.notify_waiters();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
@@ -340,7 +357,11 @@ async fn send_have(stream: &mut TcpStream, have: u64) -> Result<()> {
 }
 
 /// Probes a role's clock in bursts until the connection ends.
-async fn probe_clock(shared: &Shared, mut stream: BufReader<TcpStream>, hello: Hello) -> Result<()> {
+async fn probe_clock(
+    shared: &Shared,
+    mut stream: BufReader<TcpStream>,
+    hello: Hello,
+) -> Result<()> {
     shared
         .clocks
         .lock()
@@ -361,6 +382,7 @@ async fn probe_clock(shared: &Shared, mut stream: BufReader<TcpStream>, hello: H
             let mut clocks = shared.clocks.lock();
             let clock = clocks.entry(hello.clock.clone()).or_default();
             clock.estimate = Some((offset, delay.div_ceil(2)));
+            clock.widest_ns = clock.widest_ns.max(delay.div_ceil(2));
             clock.exchanges += BURST as u64;
         }
         tokio::select! {

@@ -341,6 +341,8 @@ pub struct Site<'a> {
     pub job_refresh_s: f64,
     pub payout_address: String,
     pub run_dir: &'a Path,
+    /// How roles start (their CPUs).
+    pub launcher: &'a crate::process::Launcher,
     /// Where adapters are installed (kept between runs).
     pub cache_dir: &'a Path,
 }
@@ -438,6 +440,7 @@ impl Resolved {
             .with_context(|| format!("role {name}: a quote in its command is not closed"))?;
         Ok(Started {
             process: RoleProcess::spawn_command(
+                site.launcher,
                 &argv,
                 workdir.as_deref(),
                 site.run_dir,

@@ -2,6 +2,7 @@
 
 use crate::procs::CpuMeter;
 use crate::roles::{RoleSpec, READY_PREFIX};
+pub use analysis::bench::CpuSplit;
 use analysis::manifest::EVENTS_DIR;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
@@ -15,15 +16,23 @@ use tokio::process::{Child, Command};
 
 /// A command for a role: it gets SIGTERM when the harness dies, however it dies (a harness
 /// killed with SIGKILL cannot stop its roles itself, and they would run on, holding their
-/// ports, with nobody to measure them).
-fn role_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+/// ports, with nobody to measure them); with `cpus`, it runs on those CPUs only (and so do
+/// the processes and threads it starts).
+fn role_command(program: impl AsRef<std::ffi::OsStr>, cpus: Option<&[usize]>) -> Command {
     let mut cmd = Command::new(program);
     let harness = std::process::id();
-    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid, _exit).
+    let affinity = cpus.map(cpu_set);
+    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid,
+    // sched_setaffinity, _exit).
     unsafe {
         cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if let Some(set) = &affinity {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             // The harness may have died before the signal was armed.
             if libc::getppid() as u32 != harness {
@@ -44,6 +53,9 @@ pub struct Launcher {
     /// Test-only: roles whose clock runs this many nanoseconds apart from the host's, as
     /// another host's would (see `probe::clock::shift_for_test`).
     pub clock_shifts: BTreeMap<String, i64>,
+    /// Roles under test on some CPUs, load generators (miner fleets) on the others; none:
+    /// every role may use every CPU.
+    pub cpus: Option<CpuSplit>,
 }
 
 /// Where a role's events go.
@@ -62,7 +74,28 @@ impl Launcher {
             exe: exe.to_path_buf(),
             events: EventsTo::Files,
             clock_shifts: BTreeMap::new(),
+            cpus: None,
         }
+    }
+
+    /// Roles run by this very executable (`stratum-bench role ...`), each writing its own
+    /// event files; with `isolate`, the load generators on CPUs of their own.
+    pub fn this_executable(isolate: bool) -> Result<Launcher> {
+        let exe = std::env::current_exe().context("cannot find the stratum-bench executable")?;
+        Ok(Launcher {
+            cpus: isolate.then(isolated_cpus).transpose()?,
+            ..Launcher::local(&exe)
+        })
+    }
+
+    /// The CPUs a role of `spec` runs on: miner fleets load the roles under test.
+    fn cpus_for(&self, spec: Option<&RoleSpec>) -> Option<&[usize]> {
+        let split = self.cpus.as_ref()?;
+        let load = matches!(
+            spec,
+            Some(RoleSpec::Sv1Miners { .. } | RoleSpec::Sv2Miners { .. })
+        );
+        Some(if load { &split.load } else { &split.under_test })
     }
 
     /// The arguments that tell role `name` where its events go.
@@ -91,6 +124,43 @@ impl Launcher {
 /// Where roles that stream to the collector keep their journals (their spill).
 pub const JOURNALS_DIR: &str = "journals";
 
+fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
+    // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET only sets bits within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        set
+    }
+}
+
+/// The CPUs this process may run on (and so the roles it starts).
+pub fn available_cpus() -> Result<Vec<usize>> {
+    // SAFETY: sched_getaffinity fills the zeroed set it is given; CPU_ISSET reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(std::io::Error::last_os_error()).context("cannot read this process's CPUs");
+        }
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect())
+    }
+}
+
+/// Roles under test and load generators on separate CPUs (`--isolate`): the halves of the
+/// CPUs this process may use; an error naming the count when there are fewer than two.
+pub fn isolated_cpus() -> Result<CpuSplit> {
+    let cpus = available_cpus()?;
+    CpuSplit::halves(&cpus).with_context(|| {
+        format!(
+            "--isolate keeps the load generators off the roles' CPUs, which needs at least 2 CPUs; this process may use {} ({cpus:?})",
+            cpus.len()
+        )
+    })
+}
+
 pub struct RoleProcess {
     pub name: String,
     child: Child,
@@ -118,7 +188,7 @@ impl RoleProcess {
         let log_path = dir.join("logs").join(format!("{name}.log"));
         let log = std::fs::File::create(&log_path)?;
         let exe = &launcher.exe;
-        let mut child = role_command(exe)
+        let mut child = role_command(exe, launcher.cpus_for(Some(spec)))
             .arg("role")
             .arg("--spec")
             .arg(&spec_path)
@@ -178,6 +248,7 @@ impl RoleProcess {
     /// announces nothing, so it is ready when `listen` accepts connections (within 30 s);
     /// one that exits first is reported with its log.
     pub async fn spawn_command(
+        launcher: &Launcher,
         argv: &[String],
         cwd: Option<&Path>,
         dir: &Path,
@@ -189,7 +260,7 @@ impl RoleProcess {
         std::fs::create_dir_all(dir.join("logs"))?;
         let log_path = dir.join("logs").join(format!("{name}.log"));
         let log = std::fs::File::create(&log_path)?;
-        let mut cmd = role_command(program);
+        let mut cmd = role_command(program, launcher.cpus_for(None));
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }

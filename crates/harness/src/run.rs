@@ -1,7 +1,7 @@
 //! `stratum-bench run`: start the roles, measure, stop, summarise.
 
-use crate::metrics::{render, RoleGauges};
 use crate::collector::Collector;
+use crate::metrics::{render, RoleGauges};
 use crate::process::{ready_field, stop_all, EventsTo, Launcher, RoleProcess};
 use crate::roles::{LinkRoute, RoleSpec};
 use crate::scenario::{Config, EventsSink, Scenario};
@@ -68,6 +68,9 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     for sub in [EVENTS_DIR, "logs"] {
         std::fs::create_dir_all(dir.join(sub))
             .with_context(|| format!("cannot create {}", dir.join(sub).display()))?;
+    }
+    if opts.scenario.placement.isolate {
+        opts.launcher.cpus = Some(crate::process::isolated_cpus()?);
     }
     let collector = match opts.scenario.placement.events {
         EventsSink::File => None,
@@ -512,6 +515,7 @@ async fn start_sv1_side(
                 )?
                 .to_string(),
                 run_dir: dir,
+                launcher: &opts.launcher,
                 cache_dir: &crate::external_pool::cache_dir(),
             };
             let started = resolved.start(&site, side, &pool, listen).await?;
@@ -1038,7 +1042,8 @@ async fn spawn_sri(
             let argv: Vec<String> = (other.command.split_whitespace().map(str::to_string))
                 .chain(["-c".to_string(), path.display().to_string()])
                 .collect();
-            let role = RoleProcess::spawn_command(&argv, None, dir, name, listen).await?;
+            let role =
+                RoleProcess::spawn_command(&opts.launcher, &argv, None, dir, name, listen).await?;
             roles.push(role);
             Ok(listen)
         }

@@ -108,12 +108,16 @@ pub struct Scenario {
     pub placement: Placement,
 }
 
-/// How roles reach the run directory.
+/// How roles run: where their events go, and on which CPUs.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Placement {
     #[serde(default)]
     pub events: EventsSink,
+    /// Keep the miner fleets on their own CPUs, apart from the roles under test (the
+    /// second half of the harness's CPUs against the first; needs at least 2).
+    #[serde(default)]
+    pub isolate: bool,
 }
 
 /// Where roles' events go.

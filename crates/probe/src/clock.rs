@@ -27,7 +27,7 @@ pub fn shift_for_test(shift_ns: i64) {
 pub fn clock_id() -> String {
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_string())
-                // Unknown, it matches nothing, so the offset is estimated rather than assumed.
+        // Unknown, it matches nothing, so the offset is estimated rather than assumed.
         .unwrap_or_else(|_| format!("unknown-boot-pid-{}", std::process::id()));
     match TEST_SHIFT_NS.load(Ordering::Relaxed) {
         0 => boot,

@@ -4,15 +4,15 @@
 //! measured interval. The queue is unbounded so no event is ever dropped; the writer drains
 //! it and flushes when the recorder is closed or dropped.
 
+use crate::clock::clock_id;
 use crate::clock::{mono_ns, wall_ns};
 use crate::event::{Event, Record};
+use crate::ship::{ship, ClockAnswerer, Hello};
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
-use crate::clock::clock_id;
-use crate::ship::{ship, ClockAnswerer, Hello};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;

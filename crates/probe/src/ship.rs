@@ -105,7 +105,10 @@ fn ship_once(
         file.seek(SeekFrom::Start(pos))?;
         let n = read_up_to(&mut file, &mut buf)?;
         // Whole lines only: a line the writer has half written goes next time.
-        let whole = buf[..n].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let whole = buf[..n]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
         if whole > 0 {
             stream.write_all(&buf[..whole])?;
             pos += whole as u64;
@@ -184,11 +187,7 @@ impl ClockAnswerer {
     }
 }
 
-fn answer(
-    collector: SocketAddr,
-    hello: &Hello,
-    current: &Mutex<Option<TcpStream>>,
-) -> Result<()> {
+fn answer(collector: SocketAddr, hello: &Hello, current: &Mutex<Option<TcpStream>>) -> Result<()> {
     let mut stream = TcpStream::connect_timeout(&collector, Duration::from_secs(2))?;
     stream.set_nodelay(true)?;
     *current.lock().expect("clock lock") = Some(stream.try_clone()?);

@@ -5,8 +5,8 @@
 use crate::document::{Block, Document, Section};
 use crate::svg::{cdf, line_chart, number, Series};
 use analysis::bench::{
-    FanoutResult, FanoutVia, PoolBenchReport, TemplateBenchReport, TemplateMempool, Verdict,
-    FANOUT_FILE, POOL_FILE, TEMPLATE_FILE,
+    CpuSplit, FanoutResult, FanoutVia, PoolBenchReport, TemplateBenchReport, TemplateMempool,
+    Verdict, FANOUT_FILE, POOL_FILE, TEMPLATE_FILE,
 };
 use analysis::published::{self, SeedFigure, FASTPROXY_BROADCAST_US, FASTPROXY_TCP_US_PER_MINER};
 use anyhow::{Context, Result};
@@ -81,6 +81,24 @@ fn seed_table(figures: &[SeedFigure]) -> Block {
     }
 }
 
+/// Where the roles under test and the load ran: apart (`--isolate`), or on every CPU.
+fn cpus_note(cpus: Option<&CpuSplit>) -> String {
+    let list = |cpus: &[usize]| {
+        cpus.iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match cpus {
+        Some(split) => format!(
+            "Isolated: the roles under test ran on CPU(s) {} and the miner fleets loading them on CPU(s) {}.",
+            list(&split.under_test),
+            list(&split.load)
+        ),
+        None => "Not isolated: the roles under test and the miner fleets loading them shared every CPU (--isolate keeps them apart).".into(),
+    }
+}
+
 fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
     let rows = results
         .iter()
@@ -111,6 +129,7 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
             ]
         })
         .collect();
+    let cpus = results.iter().find_map(|r| r.cpus.as_ref());
     // One line per sender and mode, over the miner counts.
     let mut lines: BTreeMap<String, Vec<&FanoutResult>> = BTreeMap::new();
     for r in results {
@@ -159,6 +178,7 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
         Section {
             title: "Job fan-out".into(),
             blocks: vec![
+                Block::Para(cpus_note(cpus)),
                 Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the moment the sender had the new block's work (the SV1 pool's job event; the tap in front of the translator passing it the SetNewPrevHash; for the SRI pool, whose own moment cannot be seen, the node's new tip, so the node-to-pool hop is in every time; for a pool given by address, the bench asking that pool's node for the block, so the node's notice and the pool's reaction to it are in every time: see the first miner) to each miner's receipt of work on that block, so the receiving fleets' scheduling on this machine is included; the floor is the sender's side alone: one write per already-connected loopback socket in a bare loop. Our SV1 pool also records when its last write of a job returned: that fan-out, from its job event to the last write, is the sender's own time, the one comparable with the floor.".into()),
                 Block::Table {
                     head: [
@@ -249,10 +269,11 @@ fn pool_sections(r: &PoolBenchReport) -> Vec<Section> {
             title: format!("Pool capacity: {} with {} miners", r.target, r.miners),
             blocks: vec![
                 Block::Para(format!(
-                    "Share load from a fleet in another process, ramped step by step until the share response p99 passed the bound, errors appeared or the pool stopped keeping up. Max sustained: {} shares/s. Pool memory per connected miner: {}. Validated shares per pool CPU-second at the busiest sustained step: {}.",
+                    "Share load from a fleet in another process, ramped step by step until the share response p99 passed the bound, errors appeared or the pool stopped keeping up. Max sustained: {} shares/s. Pool memory per connected miner: {}. Validated shares per pool CPU-second at the busiest sustained step: {}. {}",
                     r.max_sustained_shares_per_s.map_or("none".into(), |v| format!("{v:.0}")),
                     r.pool_rss_per_miner_bytes.map_or("-".into(), |b| format!("{:.1} KiB", b / 1024.0)),
                     per_core.map_or("-".into(), |v| format!("{v:.0}")),
+                    cpus_note(r.cpus.as_ref()),
                 )),
                 Block::Table {
                     head: [

@@ -45,6 +45,9 @@ pub fn build(run: &RunData) -> Document {
             if run.scenario_value("name").as_deref() == Some("seed-context") {
                 sections.push(published_section(summary));
             }
+            if let Some(uncertainty) = summary.clock_uncertainty_ms {
+                sections.push(clocks_section(run, summary, uncertainty));
+            }
             if !summary.unmatched.is_empty() {
                 sections.push(Section {
                     title: "Unmatched events".into(),
@@ -72,6 +75,40 @@ pub fn build(run: &RunData) -> Document {
             }
         ),
         sections,
+    }
+}
+
+/// Roles on other clocks than the harness's: each clock's offset, and the latencies its
+/// uncertainty blurs.
+fn clocks_section(run: &RunData, summary: &analysis::Summary, uncertainty_ms: f64) -> Section {
+    let clocks = run.manifest.iter().flat_map(|m| &m.clocks);
+    let mut blocks = vec![
+        Block::Para(format!("Roles stamped events on clocks other than the harness's; each stamp was moved by its clock's estimated offset. A latency between two roles may be off by up to {uncertainty_ms:.3} ms through these estimates.")),
+        Block::Table {
+            head: vec!["clock".into(), "roles".into(), "offset ms".into(), "uncertainty ms".into(), "moved".into(), "probes".into()],
+            rows: clocks
+                .map(|c| {
+                    vec![
+                        c.clock.clone(),
+                        c.roles.join(", "),
+                        format!("{:.3}", c.offset_ns as f64 / 1e6),
+                        format!("{:.3}", c.uncertainty_ns as f64 / 1e6),
+                        if c.applied { "yes" } else { "no (the harness's clock)" }.into(),
+                        c.exchanges.to_string(),
+                    ]
+                })
+                .collect(),
+        },
+    ];
+    for limited in &summary.clock_limited {
+        blocks.push(Block::Note(format!(
+            "{} {}: median {:.3} ms, but the clocks' uncertainty is {:.3} ms, over 10% of it: read it with care.",
+            limited.side, limited.metric, limited.p50_ms, limited.uncertainty_ms
+        )));
+    }
+    Section {
+        title: "Clocks across hosts".into(),
+        blocks,
     }
 }
 

@@ -453,6 +453,7 @@ fn fake_bench_dir(name: &str) -> PathBuf {
             floor_miners: miners,
             fleets: 1,
             group_size: None,
+            cpus: None,
         })
         .collect();
     let step = |offered: f64, p99: f64, verdict: Verdict| StepResult {
@@ -479,6 +480,10 @@ fn fake_bench_dir(name: &str) -> PathBuf {
         ],
         max_sustained_shares_per_s: Some(2000.0),
         pool_rss_per_miner_bytes: Some(9000.0),
+        cpus: Some(CpuSplit {
+            under_test: vec![0],
+            load: vec![1],
+        }),
     };
     let case = |name: &str, ms: f64| TemplateCase {
         name: name.into(),
@@ -525,7 +530,7 @@ fn bench_results_get_a_report_with_charts_and_the_seed_figures_beside_ours() {
     );
     // Shares per CPU-second from 10 us per share.
     assert!(
-        md.contains("Validated shares per pool CPU-second at the busiest sustained step: 100000"),
+        md.contains("Validated shares per pool CPU-second at the busiest sustained step: 100000. Isolated: the roles under test ran on CPU(s) 0 and the miner fleets loading them on CPU(s) 1."),
         "{md}"
     );
     // The seeds' figures with their hardware, and the seed mean beside the matching case.
