@@ -3,7 +3,7 @@
 use analysis::bench::{FanoutMode, FanoutVia};
 use anyhow::{bail, Result};
 use clap::Args;
-use harness::bench_fanout::{FanoutOptions, ForeignNode};
+use harness::bench::fanout::{FanoutOptions, ForeignNode};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -87,7 +87,7 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
         args.rounds > 0 && !args.miners.is_empty(),
         "--rounds and --miners must not be empty"
     );
-    harness::bench_fanout::run(FanoutOptions {
+    harness::bench::fanout::run(FanoutOptions {
         miners: args.miners,
         via: args.via,
         mode: args.mode,

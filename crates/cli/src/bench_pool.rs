@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use harness::bench_pool::{PoolBenchOptions, PoolTarget};
+use harness::bench::pool::{PoolBenchOptions, PoolTarget};
 use node::config::humantime_serde_compat::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -68,7 +68,7 @@ pub async fn run(args: PoolArgs) -> Result<()> {
             PoolTarget::Address(addr)
         }
     };
-    harness::bench_pool::run(PoolBenchOptions {
+    harness::bench::pool::run(PoolBenchOptions {
         target,
         miners: args.miners,
         rate: args.rate,

@@ -1,8 +1,7 @@
 //! Everything about a run that is not a role: the scenario, the role processes, their
 //! lifecycle and resources, live metrics, and the run directory.
 
-pub mod bench_fanout;
-pub mod bench_pool;
+pub mod bench;
 pub mod builtin;
 pub mod collector;
 pub mod external_pool;
