@@ -1,0 +1,70 @@
+//! The run directory: where it goes, what is written before the roles start and after
+//! they stop.
+
+use crate::scenario::Scenario;
+use analysis::manifest::{Manifest, EVENTS_DIR, MANIFEST_FILE};
+use analysis::summary::{summarize, Summary};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+pub(super) fn default_dir(name: &str) -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, mo, d) = civil_from_days(days as i64);
+    PathBuf::from("runs").join(format!(
+        "{y:04}{mo:02}{d:02}-{:02}{:02}{:02}-{name}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    ))
+}
+
+/// Gregorian date of a count of days since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Creates the run directory's folders and writes what the run starts from: the scenario
+/// as it runs (overrides applied) and the host.
+pub(super) fn prepare(dir: &Path, scenario: &Scenario) -> Result<()> {
+    for sub in [EVENTS_DIR, "logs"] {
+        std::fs::create_dir_all(dir.join(sub))
+            .with_context(|| format!("cannot create {}", dir.join(sub).display()))?;
+    }
+    // Role specs and configs hold the run's RPC password and authority keys: the owner's.
+    probe::private::create_dir(&dir.join("roles"))
+        .with_context(|| format!("cannot create {}", dir.join("roles").display()))?;
+    std::fs::write(
+        dir.join("scenario.toml"),
+        toml::to_string(scenario).context("scenario serialises")?,
+    )?;
+    std::fs::write(
+        dir.join(crate::host::HOST_FILE),
+        serde_json::to_string_pretty(&crate::host::Host::capture())?,
+    )?;
+    Ok(())
+}
+
+/// Writes `manifest.json`, then the summary of everything the run recorded.
+pub(super) fn write_results(dir: &Path, manifest: &Manifest) -> Result<Summary> {
+    std::fs::write(
+        dir.join(MANIFEST_FILE),
+        serde_json::to_string_pretty(manifest)?,
+    )?;
+    let summary = summarize(dir)?;
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )?;
+    Ok(summary)
+}

@@ -1,0 +1,243 @@
+//! `stratum-bench run`: start the roles, measure, stop, summarise.
+//!
+//! The lifecycle is here; what each configuration starts and how it is wired is in
+//! [`topology`], where roles are launched in [`crate::process::Launcher`], the live metrics
+//! and progress in [`live`], and the run directory's naming in [`directory`].
+
+mod directory;
+mod live;
+pub(crate) mod topology;
+
+use directory::default_dir;
+use live::{progress, Live, Tail};
+use topology::start_roles;
+pub(crate) use topology::{default_worker_prefix, free_local_port, payout_script};
+
+use crate::collector::Collector;
+use crate::metrics::RoleGauges;
+use crate::process::{stop_all, EventsTo, Launcher, RoleProcess};
+use crate::scenario::{EventsSink, Scenario};
+use analysis::headline::unresolved;
+use analysis::manifest::{LinkParams, Manifest, Sample, Stopped, EVENTS_DIR, SAMPLES_FILE};
+use analysis::summary::{compute, Summary};
+use anyhow::Result;
+use probe::{mono_ns, Event, Recorder};
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct RunOptions {
+    pub scenario: Scenario,
+    /// Run directory; default `runs/<time>-<name>`.
+    pub out: Option<PathBuf>,
+    pub metrics_bind: SocketAddr,
+    /// What the verdict's differences are worth computed for.
+    pub worth: analysis::worth::WorthAssumptions,
+    /// Stop once every headline difference is significant or known to within this many
+    /// percent of SV1's value (the scenario's duration is then the cap).
+    pub until_known_pct: Option<f64>,
+    /// How roles start (the scenario's `placement` decides where their events go).
+    pub launcher: Launcher,
+    /// Test only: drop every collector connection once, this long into the run.
+    pub cut_collector_after: Option<Duration>,
+}
+
+pub struct RunOutcome {
+    pub dir: PathBuf,
+    pub summary: Summary,
+    pub interrupted: bool,
+}
+
+pub(crate) const NODE: &str = "node";
+/// The widest uncertainty of a clock offset a run measures across.
+const CLOCK_BOUND: Duration = Duration::from_millis(2);
+
+pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
+    let dir = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| default_dir(&opts.scenario.name));
+    if opts.scenario.placement.isolate {
+        opts.launcher.cpus = Some(crate::process::isolated_cpus()?);
+    }
+    let collector = match opts.scenario.placement.events {
+        EventsSink::File => None,
+        EventsSink::Collector => {
+            let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+            let collector = Collector::start(bind, dir.join(EVENTS_DIR)).await?;
+            opts.launcher.events = EventsTo::Collector(collector.addr);
+            Some(collector)
+        }
+    };
+    let s = &opts.scenario;
+    directory::prepare(&dir, s)?;
+    // Fail before anything starts when the metrics port is taken.
+    let metrics_listener = live::bind_metrics(opts.metrics_bind).await?;
+    let harness_events = Recorder::to_file(&dir.join(EVENTS_DIR).join("harness.jsonl"), "harness")?;
+
+    let mut roles: Vec<RoleProcess> = Vec::new();
+    let mut started = start_roles(&opts, &dir, &mut roles).await;
+    if let (Ok(_), Some(collector)) = (&started, &collector) {
+        // Measuring across a clock known no better than this would measure the clock.
+        if let Err(e) = collector.check_clocks(CLOCK_BOUND).await {
+            started = Err(e);
+        }
+    }
+    let sides = match started {
+        Ok(sides) => sides,
+        Err(e) => {
+            stop_all(&mut roles).await;
+            return Err(e);
+        }
+    };
+
+    let t0 = mono_ns();
+    let mut manifest = Manifest {
+        scenario: s.name.clone(),
+        window_start_ns: t0 + s.warmup.as_nanos() as u64,
+        window_end_ns: t0 + (s.warmup + s.duration).as_nanos() as u64,
+        node_role: NODE.into(),
+        link: LinkParams {
+            rtt_ms: s.link.rtt_ms,
+            jitter_ms: s.link.jitter_ms,
+            bandwidth_bps: s.link.bandwidth_mbps.map(|m| (m * 1e6) as u64),
+        },
+        sides,
+        worth: opts.worth.clone(),
+        stopped: None,
+        clocks: Vec::new(),
+    };
+    let mut cut_pending = opts.cut_collector_after;
+    let live: Live = Arc::default();
+    let server = live::serve_metrics(metrics_listener, live.clone());
+
+    let mut samples_file = std::fs::File::create(dir.join(SAMPLES_FILE))?;
+    let mut tail = Tail::new(dir.join(EVENTS_DIR));
+    let mut samples: Vec<Sample> = Vec::new();
+    let total = s.warmup + s.duration;
+    let interactive = std::io::stderr().is_terminal();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut interrupted = false;
+    let mut second = 0u64;
+    let mut stopped: Option<Stopped> = None;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = tokio::signal::ctrl_c() => {
+                interrupted = true;
+                eprintln!("\ninterrupted: stopping the roles and writing the run");
+                break;
+            }
+        }
+        second += 1;
+        let now = mono_ns();
+        if let (Some(after), Some(collector)) = (cut_pending, &collector) {
+            if Duration::from_nanos(now.saturating_sub(t0)) >= after {
+                tracing::warn!("test: dropping every collector connection");
+                collector.cut_connections();
+                cut_pending = None;
+            }
+        }
+        let mut gauges = RoleGauges::new();
+        for role in roles.iter_mut() {
+            if let Some((cpu, rss)) = role.meter.sample() {
+                let cpu = cpu.unwrap_or(0.0);
+                gauges.insert(role.name.clone(), (cpu, rss));
+                let sample = Sample {
+                    t_ns: now,
+                    role: role.name.clone(),
+                    cpu_pct: cpu,
+                    rss_bytes: rss,
+                };
+                writeln!(samples_file, "{}", serde_json::to_string(&sample)?)?;
+                samples.push(sample);
+            }
+            if let Some(status) = role.newly_exited() {
+                tracing::error!(role = %role.name, %status, "role exited during the run; see logs/{}.log", role.name);
+                harness_events.record(Event::RoleExited {
+                    name: role.name.clone(),
+                    status: status.to_string(),
+                });
+            }
+        }
+        if second.is_multiple_of(2) || now >= manifest.window_end_ns {
+            let so_far = Manifest {
+                window_end_ns: now.min(manifest.window_end_ns),
+                ..manifest.clone()
+            };
+            let summary = compute(&so_far, tail.read_new(), &samples);
+            progress(&summary, now.saturating_sub(t0), total, interactive);
+            if let Some(pct) = opts.until_known_pct {
+                let open = unresolved(&summary.verdict, pct);
+                let at_cap = now >= manifest.window_end_ns;
+                // Checked every 10 s of the window, so a chance early crossing weighs less.
+                let checkpoint = summary.duration_s >= 10.0 && second.is_multiple_of(10);
+                if (checkpoint && open.is_empty() && !summary.verdict.is_empty()) || at_cap {
+                    stopped = Some(Stopped {
+                        reason: if at_cap {
+                            "the duration cap"
+                        } else {
+                            "every headline difference known"
+                        }
+                        .into(),
+                        after_s: summary.duration_s,
+                        precision_pct: pct,
+                        unresolved: open,
+                    });
+                    // The window ends here; the check below ends the loop.
+                    manifest.window_end_ns = now.min(manifest.window_end_ns);
+                }
+            }
+            *live.lock() = (Some(summary), gauges);
+        } else {
+            live.lock().1 = gauges;
+        }
+        if now >= manifest.window_end_ns {
+            break;
+        }
+    }
+    if interrupted {
+        manifest.window_end_ns = mono_ns().min(manifest.window_end_ns);
+        if let Some(pct) = opts.until_known_pct {
+            stopped = Some(Stopped {
+                reason: "interrupted".into(),
+                after_s: manifest.window().secs(),
+                precision_pct: pct,
+                unresolved: Vec::new(),
+            });
+        }
+    } else {
+        // What happened just before the window closed is still on its way (a job for a
+        // tip found in the last milliseconds crosses the link after it): let it land.
+        tokio::time::sleep(drain_time(s.link.longest_rtt())).await;
+    }
+    if interactive {
+        eprintln!();
+    }
+    if let Some(collector) = &collector {
+        // The last probes, while every role still answers.
+        collector.probe_again().await;
+    }
+    stop_all(&mut roles).await;
+    if let Some(collector) = collector {
+        // Every role has handed over its events by now: its close waits for that.
+        manifest.clocks = collector.clocks();
+    }
+    server.abort();
+    harness_events.close()?;
+    manifest.stopped = stopped;
+    let summary = directory::write_results(&dir, &manifest)?;
+    Ok(RunOutcome {
+        dir,
+        summary,
+        interrupted,
+    })
+}
+
+/// How long the roles keep running after the measured window: a second, plus two round
+/// trips of the link.
+fn drain_time(rtt_ms: f64) -> Duration {
+    Duration::from_secs(1) + Duration::from_secs_f64(2.0 * rtt_ms.max(0.0) / 1e3)
+}

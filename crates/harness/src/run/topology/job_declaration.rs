@@ -1,0 +1,198 @@
+//! Configurations A and B: the farm declares its own jobs.
+
+use super::*;
+
+/// Configurations A and B, where the farm declares its own jobs:
+/// A: SV1 miners -> SRI translator -> SRI JDC -> link -> tap -> SRI pool (+ JDS);
+/// B: SV2 miners -> SRI JDC -> link -> tap -> SRI pool (+ JDS).
+/// The JDC builds jobs from the farm's own node, which follows the network's node across
+/// the same link, and declares them to the pool's JDS through a farm-side tap (which sees
+/// each DeclareMiningJob round trip as the JDC waits for it).
+pub(super) async fn start_sv2_jd_side(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    network: &NetworkNode,
+    farm_port: u16,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SideRoles> {
+    let s = &opts.scenario;
+    let jds_listen = free_local_port()?;
+    let templates = network
+        .ipc
+        .clone()
+        .context("a job-declaring side needs the node's IPC face")?;
+    let PoolSite {
+        keys: pool_keys,
+        pool,
+        tap,
+        tap_addr,
+    } = spawn_pool_site(opts, dir, side, templates, Some(jds_listen), roles).await?;
+
+    // Mining and job declaration cross the side's link, where their bytes are counted; the
+    // farm node's blocks (ZMQ) and submissions (RPC) cross the feed link at the nodes'
+    // propagation delay.
+    let propagation = Duration::from_secs_f64(s.farm_node.propagation_ms / 1e3);
+    let p2p = link::LinkConfig {
+        up_delay: propagation,
+        down_delay: propagation,
+        ..wan(s, side)
+    };
+    let route = |upstream, config| LinkRoute {
+        listen: "127.0.0.1:0".parse().expect("an address"),
+        upstream,
+        config,
+    };
+    let (link, farm_side) = spawn_link_routes(
+        opts,
+        dir,
+        &format!("link-{side}"),
+        vec![
+            route(tap_addr, wan(s, side)),
+            route(jds_listen, wan(s, side)),
+        ],
+        roles,
+    )
+    .await?;
+    let [pool_via_link, jds_via_link] = farm_side[..] else {
+        anyhow::bail!("{link} has two routes");
+    };
+    // The emulation's own feed between the nodes (whole blocks, RPC submissions) crosses
+    // a link of its own, so its bytes stay apart from what the farm's node would really
+    // move (modelled by the node: transaction relay and compact blocks).
+    let (feed_link, feed_side) = spawn_link_routes(
+        opts,
+        dir,
+        &format!("feed-{side}"),
+        vec![route(network.zmq, p2p), route(network.rpc, p2p)],
+        roles,
+    )
+    .await?;
+    let [zmq_via_link, rpc_via_link] = feed_side[..] else {
+        anyhow::bail!("{feed_link} has two routes");
+    };
+
+    let farm_node = format!("node-{side}");
+    let farm_ipc = ipc_dir(dir, &farm_node)?;
+    spawn(
+        opts,
+        dir,
+        &farm_node,
+        &RoleSpec::Node {
+            config: node::NodeConfig {
+                follower: Some(node::Follower {
+                    overlap: s.farm_node.mempool_overlap,
+                    tx_delay: propagation,
+                    // Each farm node its own range, by the side's place in the run.
+                    template_ids_from: node::config::FOLLOWER_TEMPLATE_IDS
+                        * (1 + s.sides.iter().position(|x| x == side).unwrap_or(0) as u64),
+                }),
+                ..network.config.clone()
+            },
+            rpc_user: RPC_USER.into(),
+            rpc_password: network.password.clone(),
+            tdp: None,
+            ipc_data_dir: Some(farm_ipc.clone()),
+            peer: Some(node::peer::PeerOptions {
+                rpc_url: format!("http://{rpc_via_link}"),
+                rpc_user: RPC_USER.into(),
+                rpc_password: network.password.clone(),
+                zmq: format!("tcp://{zmq_via_link}"),
+                start_mono_ns: network.start_mono_ns,
+            }),
+        },
+        roles,
+    )
+    .await?;
+
+    let jd_tap = format!("jdtap-{side}");
+    let jd_tap_addr = spawn_tap(opts, dir, &jd_tap, jds_via_link, &pool_keys, roles).await?;
+    let jdc = format!("jdc-{side}");
+    let jdc_keys = node::tdp::AuthorityKeys::generate();
+    let jdc_params = sri::JdcParams {
+        listen: if farm_port == 0 || Config::of_side(side) == Some(Config::Sv2A) {
+            free_local_port()?
+        } else {
+            SocketAddr::from(([127, 0, 0, 1], farm_port))
+        },
+        authority_public: jdc_keys.public,
+        authority_secret: jdc_keys.secret,
+        templates: ipc_source(s, farm_ipc),
+        pool: pool_via_link,
+        jds: jd_tap_addr,
+        pool_public: pool_keys.public,
+        user_identity: format!("stratum-bench-{side}"),
+        solo_payout_script_hex: payout_script().to_hex_string(),
+        signature: format!("stratum-bench {side} farm"),
+        shares_per_minute: s.miners.shares_per_min,
+        share_batch_size: s.sv2.share_batch_size,
+    };
+    let jdc_addr = spawn_sri(
+        opts,
+        dir,
+        &jdc,
+        s.roles.jdc.as_ref(),
+        (jdc_params.listen, sri::jdc_config(&jdc_params)),
+        RoleSpec::SriJdc { params: jdc_params },
+        roles,
+    )
+    .await?;
+
+    let mut side_roles = vec![
+        NODE.to_string(),
+        pool,
+        tap.clone(),
+        link.clone(),
+        feed_link.clone(),
+        farm_node.clone(),
+        jd_tap.clone(),
+        jdc,
+    ];
+    let miners = if Config::of_side(side) == Some(Config::Sv2B) {
+        eprintln!(
+            "{side}: SV2 miners connect to {jdc_addr} (the SRI JDC, farm site; key {})",
+            jdc_keys.public
+        );
+        spawn_sv2_miners(opts, dir, side, jdc_addr, jdc_keys.public, roles).await?
+    } else {
+        let translator = format!("translator-{side}");
+        let translator_addr = spawn_translator(
+            opts,
+            dir,
+            &translator,
+            farm_port,
+            (jdc_addr, jdc_keys.public),
+            roles,
+        )
+        .await?;
+        side_roles.push(translator);
+        eprintln!(
+            "{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"
+        );
+        spawn_sv1_miners(
+            opts,
+            dir,
+            (side, &default_worker_prefix(side)),
+            translator_addr,
+            roles,
+        )
+        .await?
+    };
+    side_roles.push(miners.clone());
+    Ok(SideRoles {
+        config: config_name(side),
+        miners: s.miners.count,
+        miner_hashrate: Some(s.miner_hashrate()),
+        miners_role: miners,
+        pool_role: tap,
+        link_role: link,
+        link_rtt_ms: side_rtt(s, side),
+        farm_node_role: Some(farm_node),
+        farm_node_hop_ms: Some(s.farm_node.propagation_ms),
+        feed_link_role: Some(feed_link.clone()),
+        job_declaration_role: Some(jd_tap),
+        roles: side_roles,
+        pool_software: None,
+        pool_policy: None,
+    })
+}

@@ -1,0 +1,519 @@
+//! What each configuration starts, in order, and how its roles are wired together: the
+//! node, then per side its pool site, link and farm. Each configuration has its file;
+//! the helpers every side uses are here.
+
+mod baseline;
+mod job_declaration;
+mod template_provider;
+
+use crate::run::{RunOptions, NODE};
+
+const RPC_USER: &str = "stratum-bench";
+use baseline::start_sv1_side;
+use job_declaration::start_sv2_jd_side;
+use template_provider::start_sv2_pool_side;
+
+use crate::process::{ready_field, RoleProcess};
+use crate::roles::{LinkRoute, RoleSpec};
+use crate::scenario::{Config, Scenario};
+use analysis::manifest::SideRoles;
+use anyhow::{Context, Result};
+use probe::mono_ns;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use stratum_apps::key_utils::Secp256k1PublicKey;
+/// What a side's SV1 miners authorize as, before `.<index>`, unless its pool wants another.
+pub(crate) fn default_worker_prefix(side: &str) -> String {
+    format!("{side}-miner")
+}
+
+/// The RPC user an SV1 side's pool logs in as: the node keeps a getblocktemplate cache per
+/// user, so every pool is served as by a bitcoind of its own.
+fn pool_rpc_user(side: &str) -> String {
+    format!("{RPC_USER}.{side}")
+}
+
+/// Starts the node, then per side the pool, link and miners; returns the sides' roles.
+pub(crate) async fn start_roles(
+    opts: &RunOptions,
+    dir: &Path,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<BTreeMap<String, SideRoles>> {
+    let s = &opts.scenario;
+    let password = format!("{:x}", mono_ns() ^ u64::from(std::process::id()));
+    let mut mempool = node::MempoolConfig::preset(
+        node::MempoolPreset::parse(&s.network.mempool).map_err(anyhow::Error::msg)?,
+    );
+    mempool.max_txs = mempool.max_txs.max(mempool.initial_txs);
+    let now_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs() as u32;
+    let node_cfg = node::NodeConfig {
+        seed: s.seed,
+        block_interval: s.network.block_interval,
+        hashrate_share: s.network.hashrate_share,
+        scripted_arrivals: None,
+        difficulty: node::Difficulty::MinerHashrate(s.total_hashrate()),
+        start_height: s.network.start_height,
+        // Fixed, so a farm's node builds on the very same base block.
+        time_base: Some(now_unix),
+        mempool,
+        template_refresh: s.network.template_refresh,
+        follower: None,
+    };
+    // The SV2 sides' template provider: the node's TDP face, or its Mining IPC face (the
+    // only one the pool runs its JDS with).
+    let configs: Vec<Config> = s.sides.iter().filter_map(|x| Config::of_side(x)).collect();
+    let sv2 = configs.iter().any(|c| c.pool_templates());
+    let ipc_sides = configs.iter().any(|c| c.declares_jobs());
+    let ipc = s.sv2.template_provider == "ipc";
+    let tdp = (sv2 && !ipc).then(|| node::tdp::TdpOptions {
+        bind: "127.0.0.1:0".parse().expect("an address"),
+        keys: node::tdp::AuthorityKeys::generate(),
+        interval: s.pool.job_refresh,
+        fee_threshold_sats: s.pool.refresh_fee_threshold_sats,
+    });
+    let tp_public = tdp.as_ref().map(|t| t.keys.public);
+    let ipc_data_dir = if (sv2 && ipc) || ipc_sides {
+        Some(ipc_dir(dir, NODE)?)
+    } else {
+        None
+    };
+    let ready = spawn(
+        opts,
+        dir,
+        NODE,
+        &RoleSpec::Node {
+            config: node_cfg.clone(),
+            rpc_user: RPC_USER.into(),
+            rpc_password: password.clone(),
+            tdp,
+            ipc_data_dir: ipc_data_dir.clone(),
+            peer: None,
+        },
+        roles,
+    )
+    .await?;
+    let rpc = ready_field(&ready, "rpc", NODE)?;
+    let zmq = ready.get("zmq").and_then(Value::as_str).map(str::to_string);
+    let zmq_hashblock = ready.get("zmq_hashblock").and_then(Value::as_str);
+    let ipc_templates = ipc_data_dir.map(|data_dir| ipc_source(s, data_dir));
+    let templates = match tp_public {
+        Some(public) => Some(sri::TemplateSource::Tdp {
+            address: ready_field(&ready, "tdp", NODE)?.parse()?,
+            public,
+        }),
+        None => ipc_templates.clone(),
+    };
+    let network = NetworkNode {
+        rpc: rpc.parse()?,
+        password: password.clone(),
+        zmq: zmq
+            .as_deref()
+            .and_then(|z| z.strip_prefix("tcp://"))
+            .context("the node publishes no ZMQ endpoint")?
+            .parse()?,
+        start_mono_ns: ready
+            .get("start_mono_ns")
+            .and_then(Value::as_u64)
+            .context("the node did not say when it started")?,
+        config: node_cfg,
+        ipc: ipc_templates,
+    };
+    let mut sides = BTreeMap::new();
+    for (i, side) in s.sides.iter().enumerate() {
+        let farm_port = s.link.farm_port.map_or(0, |p| p + i as u16);
+        let config = Config::of_side(side).context("the scenario names only known sides")?;
+        let side_roles = match config {
+            Config::Sv1 => {
+                let node_rpc = (rpc.as_str(), password.as_str(), zmq.clone());
+                let node = (node_rpc, zmq_hashblock);
+                start_sv1_side(opts, dir, side, node, farm_port, roles).await?
+            }
+            Config::Sv2C | Config::Sv2D => {
+                let templates = templates
+                    .clone()
+                    .context("an SV2 side has the node's template provider")?;
+                start_sv2_pool_side(opts, dir, side, templates, farm_port, roles).await?
+            }
+            Config::Sv2A | Config::Sv2B => {
+                start_sv2_jd_side(opts, dir, side, &network, farm_port, roles).await?
+            }
+        };
+        sides.insert(side.clone(), side_roles);
+    }
+    Ok(sides)
+}
+
+/// SRI's translator on the farm site (on `farm_port`, 0 for any) for the SV1 miners, with
+/// `upstream` (an SV2 pool, or a JDC) and its key.
+async fn spawn_translator(
+    opts: &RunOptions,
+    dir: &Path,
+    name: &str,
+    farm_port: u16,
+    (upstream, upstream_public): (SocketAddr, Secp256k1PublicKey),
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SocketAddr> {
+    let s = &opts.scenario;
+    let params = sri::TranslatorParams {
+        listen: if farm_port == 0 {
+            free_local_port()?
+        } else {
+            SocketAddr::from(([127, 0, 0, 1], farm_port))
+        },
+        upstream,
+        upstream_public,
+        user_identity: format!("stratum-bench-{name}"),
+        miner_hashrate: s.miner_hashrate(),
+        shares_per_minute: s.miners.shares_per_min,
+        aggregate_channels: s.sv2.aggregate_channels,
+    };
+    spawn_sri(
+        opts,
+        dir,
+        name,
+        s.roles.translator.as_ref(),
+        (params.listen, sri::translator_config(&params)),
+        RoleSpec::SriTranslator { params },
+        roles,
+    )
+    .await
+}
+
+/// Our SV2 miners, connecting to `upstream` (a pool, a JDC, or the link) with its key.
+async fn spawn_sv2_miners(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    upstream: SocketAddr,
+    upstream_public: Secp256k1PublicKey,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<String> {
+    let s = &opts.scenario;
+    let miners = format!("miners-{side}");
+    spawn(
+        opts,
+        dir,
+        &miners,
+        &RoleSpec::Sv2Miners {
+            config: sv2::fleet::FleetConfig {
+                pool: upstream,
+                pool_public: upstream_public,
+                miners: s.miners.count,
+                hashrate: s.miner_hashrate(),
+                user_prefix: format!("{side}-miner"),
+                ramp: s.miners.ramp,
+                channel: s.sv2.channel,
+                channels_per_connection: 1,
+                hash_threads: s.miners.hash_threads,
+            },
+        },
+        roles,
+    )
+    .await?;
+    Ok(miners)
+}
+
+/// The node that is the network, as the farm's nodes and the pools reach it.
+struct NetworkNode {
+    rpc: SocketAddr,
+    password: String,
+    zmq: SocketAddr,
+    start_mono_ns: u64,
+    config: node::NodeConfig,
+    /// Its Mining IPC face, as a pool's template source.
+    ipc: Option<sri::TemplateSource>,
+}
+
+/// Where a node role serves Bitcoin Core's Mining IPC, checked to fit a UNIX socket path.
+fn ipc_dir(run_dir: &Path, node_role: &str) -> Result<PathBuf> {
+    let dir = std::path::absolute(run_dir.join(format!("{node_role}-ipc")))?;
+    let socket = node::ipc::socket_path(&dir);
+    // sun_path holds 108 bytes.
+    anyhow::ensure!(
+        socket.as_os_str().len() < 108,
+        "the IPC socket path {} is too long for a UNIX socket: choose a shorter --out",
+        socket.display()
+    );
+    Ok(dir)
+}
+
+/// A node's IPC face as a template source, on the scenario's refresh policy.
+fn ipc_source(s: &Scenario, data_dir: PathBuf) -> sri::TemplateSource {
+    sri::TemplateSource::Ipc {
+        data_dir,
+        fee_threshold: s.pool.refresh_fee_threshold_sats,
+        min_interval_s: s.pool.job_refresh.as_secs().clamp(1, 255) as u8,
+    }
+}
+
+/// A Noise-terminating tap answering as the pool (`keys`) in front of `upstream`.
+async fn spawn_tap(
+    opts: &RunOptions,
+    dir: &Path,
+    name: &str,
+    upstream: SocketAddr,
+    keys: &node::tdp::AuthorityKeys,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SocketAddr> {
+    let ready = spawn(opts, dir, name, &RoleSpec::tap(upstream, keys), roles).await?;
+    Ok(ready_field(&ready, "listen", name)?.parse()?)
+}
+
+/// Starts an SRI role: the pinned build linked into stratum-bench (`spec`), or the
+/// scenario's other build of it (`command`, given the same generated config).
+#[allow(clippy::too_many_arguments)]
+async fn spawn_sri(
+    opts: &RunOptions,
+    dir: &Path,
+    name: &str,
+    command: Option<&crate::scenario::RoleCommand>,
+    (listen, config): (SocketAddr, String),
+    spec: RoleSpec,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SocketAddr> {
+    match command {
+        None => {
+            let ready = spawn(opts, dir, name, &spec, roles).await?;
+            Ok(ready_field(&ready, "listen", name)?.parse()?)
+        }
+        Some(other) => {
+            let path = dir.join("roles").join(format!("{name}.toml"));
+            probe::private::write(&path, config)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            // SRI's binaries take their config as `-c CONFIG`.
+            let argv: Vec<String> = (other.command.split_whitespace().map(str::to_string))
+                .chain(["-c".to_string(), path.display().to_string()])
+                .collect();
+            let role =
+                RoleProcess::spawn_command(&opts.launcher, &argv, None, dir, name, listen).await?;
+            roles.push(role);
+            Ok(listen)
+        }
+    }
+}
+
+/// The WAN link of a side with one route, from the farm (`farm_port`, 0 for any) to
+/// `upstream`.
+async fn spawn_link(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    farm_port: u16,
+    upstream: SocketAddr,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<(String, SocketAddr)> {
+    let route = LinkRoute {
+        listen: SocketAddr::from(([127, 0, 0, 1], farm_port)),
+        upstream,
+        config: wan(&opts.scenario, side),
+    };
+    let (link, listening) =
+        spawn_link_routes(opts, dir, &format!("link-{side}"), vec![route], roles).await?;
+    Ok((link, listening[0]))
+}
+
+/// The WAN link of a side carrying several services; returns the link's role and the
+/// farm-side address of each route, in order.
+async fn spawn_link_routes(
+    opts: &RunOptions,
+    dir: &Path,
+    link: &str,
+    routes: Vec<LinkRoute>,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<(String, Vec<SocketAddr>)> {
+    let link = link.to_string();
+    let count = routes.len();
+    let ready = spawn(opts, dir, &link, &RoleSpec::Link { routes }, roles).await?;
+    let listening: Vec<SocketAddr> = ready
+        .get("listen")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str()?.parse().ok())
+        .collect();
+    anyhow::ensure!(
+        listening.len() == count,
+        "{link} announced {} of its {count} routes",
+        listening.len()
+    );
+    Ok((link, listening))
+}
+
+/// `side`'s own link round trip, when the scenario gives it one.
+/// The name of the configuration `side` runs (what the manifest records of it).
+fn config_name(side: &str) -> String {
+    Config::of_side(side).map_or_else(|| side.to_string(), |c| c.name().to_string())
+}
+
+fn side_rtt(s: &Scenario, side: &str) -> Option<f64> {
+    s.link.side_rtt_ms.get(side).copied()
+}
+
+/// The WAN link of `side`, each way.
+fn wan(s: &Scenario, side: &str) -> link::LinkConfig {
+    link::LinkConfig {
+        jitter: Duration::from_secs_f64(s.link.jitter_ms / 1e3),
+        bandwidth_bps: s.link.bandwidth_mbps.map(|m| (m * 1e6) as u64),
+        ..link::LinkConfig::from_rtt(Duration::from_secs_f64(s.link.rtt_of(side) / 1e3))
+    }
+}
+
+/// The SV1 miners of `side`, authorizing as `<worker_prefix>.<index>`.
+async fn spawn_sv1_miners(
+    opts: &RunOptions,
+    dir: &Path,
+    (side, worker_prefix): (&str, &str),
+    pool: SocketAddr,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<String> {
+    let s = &opts.scenario;
+    let miners = format!("miners-{side}");
+    spawn(
+        opts,
+        dir,
+        &miners,
+        &RoleSpec::Sv1Miners {
+            config: sv1::fleet::FleetConfig {
+                pool,
+                miners: s.miners.count,
+                hashrate: s.miner_hashrate(),
+                worker_prefix: worker_prefix.to_string(),
+                ramp: s.miners.ramp,
+                hash_threads: s.miners.hash_threads,
+                broadcast: None,
+            },
+        },
+        roles,
+    )
+    .await?;
+    Ok(miners)
+}
+
+/// Where the pools under test pay: anyone-can-spend P2WSH(OP_TRUE), as the simulated
+/// network's own miners do.
+pub(crate) fn payout_script() -> bitcoin::ScriptBuf {
+    bitcoin::ScriptBuf::new_p2wsh(&bitcoin::WScriptHash::from_raw_hash(
+        bitcoin::hashes::Hash::hash(&[0x51]),
+    ))
+}
+
+/// A loopback port free now, for a role that must be told its port up front.
+///
+/// Taken below the ephemeral range when there is room: a port the kernel hands out for
+/// outgoing connections could be given to another connection (a miner's, say) between
+/// this check and the role binding it.
+pub(crate) fn free_local_port() -> Result<SocketAddr> {
+    use rand::Rng;
+    let (ephemeral_low, _) = crate::limits::ephemeral_range();
+    if ephemeral_low > 20_000 {
+        let mut rng = rand::thread_rng();
+        for _ in 0..64 {
+            let port = rng.gen_range(10_000..ephemeral_low);
+            if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+                return Ok(listener.local_addr()?);
+            }
+        }
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("no free local port")?;
+    Ok(listener.local_addr()?)
+}
+
+/// Starts a role and keeps it in `roles` (so it is stopped with the others).
+async fn spawn(
+    opts: &RunOptions,
+    dir: &Path,
+    name: &str,
+    spec: &RoleSpec,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<Value> {
+    let (role, ready) = RoleProcess::spawn(&opts.launcher, dir, name, spec).await?;
+    roles.push(role);
+    Ok(ready)
+}
+
+/// The pool site of an SV2 side: the SRI pool and the tap in front of it.
+struct PoolSite {
+    /// The pool's authority keys, made for the run (the taps answer with them).
+    keys: node::tdp::AuthorityKeys,
+    pool: String,
+    tap: String,
+    tap_addr: SocketAddr,
+}
+
+/// Starts the SRI pool on `templates` (with its JDS at `jds_listen`, if any) and its tap.
+async fn spawn_pool_site(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    templates: sri::TemplateSource,
+    jds_listen: Option<SocketAddr>,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<PoolSite> {
+    let s = &opts.scenario;
+    let keys = node::tdp::AuthorityKeys::generate();
+    let pool = format!("pool-{side}");
+    let params = sri::PoolParams {
+        listen: free_local_port()?,
+        authority_public: keys.public,
+        authority_secret: keys.secret,
+        templates,
+        payout_script_hex: payout_script().to_hex_string(),
+        signature: format!("stratum-bench {side}"),
+        shares_per_minute: s.miners.shares_per_min,
+        share_batch_size: s.sv2.share_batch_size,
+        jds_listen,
+    };
+    let pool_addr = spawn_sri(
+        opts,
+        dir,
+        &pool,
+        s.roles.pool.as_ref(),
+        (params.listen, sri::pool_config(&params)?),
+        RoleSpec::SriPool { params },
+        roles,
+    )
+    .await?;
+    let tap = format!("tap-{side}");
+    let tap_addr = spawn_tap(opts, dir, &tap, pool_addr, &keys, roles).await?;
+    Ok(PoolSite {
+        keys,
+        pool,
+        tap,
+        tap_addr,
+    })
+}
+
+/// A side whose farm reaches the pool site with no node or job declaration of its own:
+/// its miners, the tap in front of the pool (whose verdicts count), its link, and every
+/// role it started (`roles`, after the network's node).
+fn pool_side_roles(
+    s: &Scenario,
+    side: &str,
+    (miners, tap, link): (&str, &str, &str),
+    roles: &[&str],
+) -> SideRoles {
+    SideRoles {
+        config: config_name(side),
+        miners: s.miners.count,
+        miner_hashrate: Some(s.miner_hashrate()),
+        miners_role: miners.into(),
+        pool_role: tap.into(),
+        link_role: link.into(),
+        link_rtt_ms: side_rtt(s, side),
+        farm_node_role: None,
+        farm_node_hop_ms: None,
+        feed_link_role: None,
+        job_declaration_role: None,
+        roles: std::iter::once(NODE)
+            .chain(roles.iter().copied())
+            .map(String::from)
+            .collect(),
+        pool_software: None,
+        pool_policy: None,
+    }
+}
