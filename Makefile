@@ -28,11 +28,12 @@ SV1_MINER := $(TOOLS_DIR)/bin/para
 $(SV1_MINER):
 	$(CARGO) install para --version 0.6.0 --locked --root $(TOOLS_DIR)
 
-# Tests run in the release profile, like the binary, so everything compiles once.
+# Tests run in the release profile, like the binary, so everything compiles once; with a
+# Docker daemon, started for the tests when none runs (the container tests need one).
 test: deps $(SV1_MINER)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
-	STRATUM_BENCH_SV1_MINER=$(SV1_MINER) $(CARGO) test $(CARGO_FLAGS)
+	STRATUM_BENCH_SV1_MINER=$(SV1_MINER) scripts/with-docker.sh $(CARGO) test $(CARGO_FLAGS)
 
 # Fuzzing: every target in fuzz/fuzz_targets for FUZZ_SECONDS each (or FUZZ_TARGETS only),
 # with cargo-fuzz on the nightly toolchain, both installed when missing. `make test` only

@@ -10,7 +10,8 @@ MIN_RUST="1.88"
 # promtool, which checks our live metrics in the tests; nodejs/npm run an existing SV1 pool
 # (stratum-pool-sha256) against our node in the tests; chromium prints and checks the HTML
 # report, poppler-utils reads the PDF back; libzmq3-dev is the libzmq the node publishes
-# its ZMQ notifications with, as bitcoind does.
+# its ZMQ notifications with, as bitcoind does; docker.io runs roles in containers (the
+# image every role runs from, internal networks, the collector) in the tests.
 declare -A DEBS=(
   [build-essential]="cc"
   [pkg-config]="pkg-config"
@@ -22,6 +23,7 @@ declare -A DEBS=(
   [npm]="npm"
   [chromium]="chromium"
   [poppler-utils]="pdftotext"
+  [docker.io]="dockerd"
 )
 
 missing=()

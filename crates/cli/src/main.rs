@@ -56,6 +56,21 @@ enum Command {
     Export(report_cmd::ExportArgs),
     /// Run one role process (what `run` starts for each role; for debugging by hand).
     Role(run_cmd::RoleArgs),
+    /// Collect the events of roles that stream them (`role --collector`), from containers
+    /// or other hosts, into an events directory, with each clock's offset from this host's.
+    ///
+    /// Runs until SIGTERM or Ctrl-C, then writes the clocks' estimates to --clocks. Run it
+    /// on the harness's host: events are put on this host's clock. Example:
+    ///
+    ///   stratum-bench collect --listen 0.0.0.0:7000 --events run/events --clocks run/clocks.json
+    Collect(run_cmd::CollectArgs),
+    /// Build the container image every role runs from (`FROM scratch`: this executable and
+    /// the libraries it loads), with no registry.
+    ///
+    /// Other hosts get it with `docker save TAG | ssh HOST docker load`. Example:
+    ///
+    ///   stratum-bench image --tag stratum-bench:dev
+    Image(run_cmd::ImageArgs),
     /// Micro-benchmarks of single parts.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -99,6 +114,8 @@ fn main() -> ExitCode {
             Command::Node(args) => done(node_cmd::run(*args).await),
             Command::Run(args) => done(run_cmd::run(args).await),
             Command::Role(args) => done(run_cmd::role(args).await),
+            Command::Collect(args) => done(run_cmd::collect(args).await),
+            Command::Image(args) => done(run_cmd::image(args)),
             Command::Report(args) => done(report_cmd::report(args)),
             Command::Compare(args) => report_cmd::compare(args),
             Command::Export(args) => done(report_cmd::export(args)),

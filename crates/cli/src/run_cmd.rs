@@ -114,10 +114,10 @@ pub struct RoleArgs {
         conflicts_with = "collector"
     )]
     events: Option<PathBuf>,
-    /// The harness's events collector (HOST:PORT) to stream events to, keeping them in
-    /// --journal until it holds them.
+    /// The harness's events collector (HOST:PORT, a name or an address) to stream events
+    /// to, keeping them in --journal until it holds them.
     #[arg(long, requires = "journal")]
-    collector: Option<SocketAddr>,
+    collector: Option<String>,
     /// The local journal of events sent to --collector.
     #[arg(long)]
     journal: Option<PathBuf>,
@@ -207,7 +207,7 @@ pub async fn role(args: RoleArgs) -> Result<()> {
     if let Some(shift) = args.test_clock_shift_ns {
         probe::clock::shift_for_test(shift);
     }
-    let recorder = match (&args.events, args.collector, &args.journal) {
+    let recorder = match (&args.events, &args.collector, &args.journal) {
         (Some(events), _, _) => probe::Recorder::to_file(events, &args.name)?,
         (None, Some(collector), Some(journal)) => {
             probe::Recorder::to_collector(journal, collector, &args.name)?
@@ -215,6 +215,38 @@ pub async fn role(args: RoleArgs) -> Result<()> {
         _ => anyhow::bail!("give --events FILE, or --collector ADDR with --journal FILE"),
     };
     harness::roles::run_role(&args.spec, recorder).await
+}
+
+#[derive(Args)]
+pub struct CollectArgs {
+    /// Where roles connect (inside a container: 0.0.0.0:PORT on its own networks).
+    #[arg(long, default_value = "127.0.0.1:7000")]
+    listen: SocketAddr,
+    /// The events directory to write (`<role>.jsonl` per role).
+    #[arg(long)]
+    events: PathBuf,
+    /// Where each clock's offset and uncertainty go at the end (JSON).
+    #[arg(long)]
+    clocks: PathBuf,
+}
+
+pub async fn collect(args: CollectArgs) -> Result<()> {
+    harness::collector::serve_until_stopped(args.listen, args.events, &args.clocks).await
+}
+
+#[derive(Args)]
+pub struct ImageArgs {
+    /// The image's tag (default stratum-bench:<version>).
+    #[arg(long)]
+    tag: Option<String>,
+}
+
+pub fn image(args: ImageArgs) -> Result<()> {
+    let tag = args.tag.unwrap_or_else(harness::container::default_tag);
+    let exe = std::env::current_exe().context("cannot find the stratum-bench executable")?;
+    harness::container::build_image(&exe, &tag)?;
+    println!("built {tag}; on another host: docker save {tag} | ssh HOST docker load");
+    Ok(())
 }
 
 /// `--test-clock-shift ROLE=NS` pairs.

@@ -205,6 +205,26 @@ impl Drop for Collector {
     }
 }
 
+/// `stratum-bench collect`: a collector on its own, for roles in containers or on other
+/// hosts, writing into `events_dir` until SIGTERM or Ctrl-C, then every clock's estimate
+/// as JSON into `clocks_file`. It must run on the harness's host: its clock is the one
+/// events are put on.
+pub async fn serve_until_stopped(
+    listen: SocketAddr,
+    events_dir: PathBuf,
+    clocks_file: &std::path::Path,
+) -> Result<()> {
+    std::fs::create_dir_all(&events_dir)
+        .with_context(|| format!("cannot create {}", events_dir.display()))?;
+    let collector = Collector::start(listen, events_dir).await?;
+    tracing::info!(listen = %collector.addr, "collecting events");
+    crate::roles::terminated().await;
+    collector.probe_again().await;
+    let clocks = serde_json::to_string_pretty(&collector.clocks())? + "\n";
+    std::fs::write(clocks_file, clocks)
+        .with_context(|| format!("cannot write {}", clocks_file.display()))
+}
+
 async fn serve(shared: &Shared, stream: TcpStream, connection: u64) -> Result<()> {
     stream.set_nodelay(true)?;
     let mut stream = BufReader::new(stream);
@@ -372,7 +392,10 @@ async fn probe_clock(
     loop {
         let mut best: Option<(u64, i64)> = None;
         for _ in 0..BURST {
-            let (delay, offset) = probe_once(&mut stream).await?;
+            // A role closes its clock connection when it stops: nothing to report.
+            let Some((delay, offset)) = probe_once(&mut stream).await? else {
+                return Ok(());
+            };
             if best.is_none_or(|(d, _)| delay < d) {
                 best = Some((delay, offset));
             }
@@ -393,24 +416,29 @@ async fn probe_clock(
 }
 
 /// One four-timestamp exchange: the round trip less the role's turnaround, and the
-/// offset (role minus harness) at its middle.
-async fn probe_once(stream: &mut BufReader<TcpStream>) -> Result<(u64, i64)> {
+/// offset (role minus harness) at its middle; `None` once the role has gone.
+async fn probe_once(stream: &mut BufReader<TcpStream>) -> Result<Option<(u64, i64)>> {
     let t1 = mono_ns();
-    stream
+    if stream
         .get_mut()
         .write_all(format!("{t1}\n").as_bytes())
-        .await?;
+        .await
+        .is_err()
+    {
+        return Ok(None);
+    }
     let mut line = String::new();
     let read = tokio::time::timeout(Duration::from_secs(5), async {
         (&mut *stream).take(256).read_line(&mut line).await
     })
     .await
-    .context("no answer to a clock probe within 5 s")??;
+    .context("no answer to a clock probe within 5 s")?;
     let t4 = mono_ns();
-    if read == 0 {
-        bail!("the role closed its clock connection");
+    // Closed or reset: the role has stopped.
+    if !matches!(read, Ok(n) if n > 0) {
+        return Ok(None);
     }
-    exchange(t1, &line, t4)
+    exchange(t1, &line, t4).map(Some)
 }
 
 /// The delay and offset of one exchange from the role's answer `T1 T2 T3`.

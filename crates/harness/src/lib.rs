@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod builtin;
 pub mod collector;
+pub mod container;
 pub mod external_pool;
 pub mod fuzzing;
 pub mod host;

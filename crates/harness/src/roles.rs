@@ -259,7 +259,7 @@ fn ready(addresses: serde_json::Value) {
 }
 
 /// Resolves on SIGTERM (the harness stopping the run) or SIGINT (Ctrl-C).
-async fn terminated() {
+pub async fn terminated() {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     tokio::select! {

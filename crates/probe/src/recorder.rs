@@ -11,7 +11,6 @@ use crate::ship::{ship, ClockAnswerer, Hello};
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -50,16 +49,18 @@ impl Recorder {
 
     /// The network sink: appends events of `role` to the local `journal`, as
     /// [`Recorder::to_file`] does, and ships them to the harness's collector at
-    /// `collector` (see [`crate::ship`]); `close` returns once the collector holds them all.
-    pub fn to_collector(journal: &Path, collector: SocketAddr, role: &str) -> Result<Self> {
+    /// `collector` (`HOST:PORT`, see [`crate::ship`]); `close` returns once the collector
+    /// holds them all.
+    pub fn to_collector(journal: &Path, collector: &str, role: &str) -> Result<Self> {
         let hello = Hello {
             role: role.to_string(),
             clock: clock_id(),
         };
-        let clock = ClockAnswerer::start(collector, hello.clone())?;
+        let clock = ClockAnswerer::start(collector.to_string(), hello.clone())?;
         let (writer, wake) = start_writer(journal, role, true)?;
         let journal = journal.to_path_buf();
         let wake = wake.context("the writer wakes the shipper")?;
+        let collector = collector.to_string();
         let shipper = std::thread::Builder::new()
             .name(format!("ship-{role}"))
             .spawn(move || ship(journal, collector, hello, wake))

@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -50,18 +50,43 @@ const FINISH_WITHIN: Duration = Duration::from_secs(30);
 /// The most bytes sent in one write (whole lines only).
 const CHUNK: usize = 64 * 1024;
 
+/// Connects to the collector at `collector` (`HOST:PORT`, looked up on each attempt: a
+/// collector in a container may move).
+fn connect(collector: &str) -> Result<TcpStream> {
+    let addrs: Vec<_> = collector
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve the collector address {collector}"))?
+        .collect();
+    let mut last = None;
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+            Ok(stream) => {
+                stream.set_nodelay(true)?;
+                return Ok(stream);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(match last {
+        Some(e) => {
+            anyhow::Error::new(e).context(format!("cannot reach the collector at {collector}"))
+        }
+        None => anyhow::anyhow!("the collector address {collector} resolves to nothing"),
+    })
+}
+
 /// Sends `journal` to the collector at `collector` until `wake` is closed (the journal is
 /// then complete) and the collector holds all of it. `wake` ticks when the journal grew.
 pub(crate) fn ship(
     journal: PathBuf,
-    collector: SocketAddr,
+    collector: String,
     hello: Hello,
     wake: Receiver<()>,
 ) -> Result<()> {
     let mut finishing: Option<Instant> = None;
     let mut backoff = Duration::from_millis(100);
     loop {
-        match ship_once(&journal, collector, &hello, &wake, &mut finishing) {
+        match ship_once(&journal, &collector, &hello, &wake, &mut finishing) {
             Ok(()) => return Ok(()),
             Err(e) => {
                 tracing::warn!(role = %hello.role, "events connection to the collector: {e:#}; resuming");
@@ -85,14 +110,12 @@ pub(crate) fn ship(
 /// hand over and check the last bytes arrived.
 fn ship_once(
     journal: &Path,
-    collector: SocketAddr,
+    collector: &str,
     hello: &Hello,
     wake: &Receiver<()>,
     finishing: &mut Option<Instant>,
 ) -> Result<()> {
-    let mut stream = TcpStream::connect_timeout(&collector, Duration::from_secs(2))
-        .with_context(|| format!("cannot reach the collector at {collector}"))?;
-    stream.set_nodelay(true)?;
+    let mut stream = connect(collector)?;
     writeln!(stream, "{EVENTS_HELLO}{}", serde_json::to_string(hello)?)?;
     let mut answers = BufReader::new(stream.try_clone()?);
     // The collector answers once it knows this role's clock.
@@ -159,7 +182,7 @@ pub(crate) struct ClockAnswerer {
 }
 
 impl ClockAnswerer {
-    pub(crate) fn start(collector: SocketAddr, hello: Hello) -> Result<Self> {
+    pub(crate) fn start(collector: String, hello: Hello) -> Result<Self> {
         let stopped = Arc::new(AtomicBool::new(false));
         let current = Arc::new(Mutex::new(None::<TcpStream>));
         let (stop, conn) = (stopped.clone(), current.clone());
@@ -167,7 +190,7 @@ impl ClockAnswerer {
             .name(format!("clock-{}", hello.role))
             .spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    if let Err(e) = answer(collector, &hello, &conn) {
+                    if let Err(e) = answer(&collector, &hello, &conn) {
                         if !stop.load(Ordering::Relaxed) {
                             tracing::debug!(role = %hello.role, "clock connection: {e:#}");
                             std::thread::sleep(Duration::from_millis(500));
@@ -187,9 +210,8 @@ impl ClockAnswerer {
     }
 }
 
-fn answer(collector: SocketAddr, hello: &Hello, current: &Mutex<Option<TcpStream>>) -> Result<()> {
-    let mut stream = TcpStream::connect_timeout(&collector, Duration::from_secs(2))?;
-    stream.set_nodelay(true)?;
+fn answer(collector: &str, hello: &Hello, current: &Mutex<Option<TcpStream>>) -> Result<()> {
+    let mut stream = connect(collector)?;
     *current.lock().expect("clock lock") = Some(stream.try_clone()?);
     writeln!(stream, "{CLOCK_HELLO}{}", serde_json::to_string(hello)?)?;
     let mut probes = BufReader::new(stream.try_clone()?);

@@ -1,0 +1,163 @@
+//! Roles in containers: the image built with no registry runs a role on an internal
+//! Docker network, and its events reach a collector container there, every one, on the
+//! host's clock. Needs a Docker daemon: `make test` starts one when none runs.
+
+mod common;
+
+use probe::recorder::read_events;
+use std::path::Path;
+use std::process::Command;
+
+/// `docker ARGS`, required to succeed; its stdout.
+fn docker(args: &[&str]) -> String {
+    let out = Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker runs (install docker.io; `make test` starts the daemon when none runs)");
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Removes what a test made in Docker, however it ends.
+struct Cleanup {
+    containers: Vec<String>,
+    network: String,
+    image: String,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for c in &self.containers {
+            let _ = Command::new("docker").args(["rm", "-f", c]).output();
+        }
+        let _ = Command::new("docker")
+            .args(["network", "rm", &self.network])
+            .output();
+        let _ = Command::new("docker")
+            .args(["rmi", "-f", &self.image])
+            .output();
+    }
+}
+
+/// A network node's role spec, as the harness writes it.
+fn node_spec(path: &Path) {
+    let spec = harness::roles::RoleSpec::Node {
+        config: node::NodeConfig {
+            block_interval: std::time::Duration::from_secs(1),
+            ..node::NodeConfig::default()
+        },
+        rpc_user: "u".into(),
+        rpc_password: "p".into(),
+        tdp: None,
+        ipc_data_dir: None,
+        peer: None,
+    };
+    std::fs::write(path, serde_json::to_string(&spec).unwrap()).unwrap();
+}
+
+#[test]
+fn a_role_in_a_container_streams_every_event_to_a_collector_on_an_internal_network() {
+    let id = std::process::id();
+    let cleanup = Cleanup {
+        containers: vec![
+            format!("sb-test-collector-{id}"),
+            format!("sb-test-node-{id}"),
+        ],
+        network: format!("sb-test-{id}"),
+        image: format!("stratum-bench:test-{id}"),
+    };
+    let (collector, node) = (&cleanup.containers[0], &cleanup.containers[1]);
+    let built = Command::new(common::exe())
+        .args(["image", "--tag", &cleanup.image])
+        .output()
+        .unwrap();
+    common::succeed(built);
+    // Internal: nothing on it routes off the host.
+    docker(&["network", "create", "--internal", &cleanup.network]);
+    assert_eq!(
+        docker(&[
+            "network",
+            "inspect",
+            "--format",
+            "{{.Internal}}",
+            &cleanup.network
+        ]),
+        "true"
+    );
+
+    let dir = common::out_dir("containers");
+    std::fs::create_dir_all(dir.join("journals")).unwrap();
+    node_spec(&dir.join("node.json"));
+    let mount = format!("{}:/run/bench", dir.display());
+    let net = cleanup.network.as_str();
+    docker(&[
+        "run",
+        "-d",
+        "--name",
+        collector,
+        "--network",
+        net,
+        "-v",
+        &mount,
+        &cleanup.image,
+        "collect",
+        "--listen",
+        "0.0.0.0:7000",
+        "--events",
+        "/run/bench/events",
+        "--clocks",
+        "/run/bench/clocks.json",
+    ]);
+    // The role finds the collector by its container name, as swarm services do.
+    let at = format!("{collector}:7000");
+    docker(&[
+        "run",
+        "-d",
+        "--name",
+        node,
+        "--network",
+        net,
+        "-v",
+        &mount,
+        &cleanup.image,
+        "role",
+        "--spec",
+        "/run/bench/node.json",
+        "--collector",
+        &at,
+        "--journal",
+        "/run/bench/journals/node.jsonl",
+        "--name",
+        "node",
+    ]);
+    // A few blocks and template values, then the role stops (SIGTERM) and hands over.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    docker(&["stop", node]);
+    docker(&["stop", collector]);
+    let logs = Command::new("docker")
+        .args(["logs", node])
+        .output()
+        .unwrap();
+    let ready = String::from_utf8_lossy(&logs.stdout);
+    assert!(
+        ready.contains("READY"),
+        "the node served: {ready}{}",
+        String::from_utf8_lossy(&logs.stderr)
+    );
+
+    let journal = read_events(&dir.join("journals/node.jsonl")).unwrap();
+    let copy = read_events(&dir.join("events/node.jsonl")).unwrap();
+    assert!(journal.len() >= 4, "the node recorded events: {journal:?}");
+    // The collector runs on this host's clock, as the node does: nothing is moved.
+    assert_eq!(copy, journal, "every event, once, in order");
+    let clocks: Vec<analysis::manifest::ClockOffset> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("clocks.json")).unwrap()).unwrap();
+    assert_eq!(clocks.len(), 1, "{clocks:?}");
+    assert_eq!(clocks[0].roles, ["node"]);
+    assert!(!clocks[0].applied && clocks[0].exchanges >= 8, "{clocks:?}");
+    drop(cleanup);
+}
