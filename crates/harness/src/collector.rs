@@ -332,6 +332,8 @@ async fn receive_events(
         } else {
             offset_of(shared, &hello.clock).unwrap_or(0)
         };
+        // Nothing of a chunk holding a line that is not a record is written: the role is
+        // told where its copy ends, and the line stays in its journal.
         let moved = move_stamps(&whole, offset)
             .with_context(|| format!("role {role} sent a line that is not an event record"))?;
         let mut copies = shared.copies.lock();
@@ -346,16 +348,18 @@ async fn receive_events(
     }
 }
 
-/// Whole JSON lines with every record's stamp moved back by `offset_ns`.
+/// Whole JSON lines, each checked to be an event record, with every stamp moved back by
+/// `offset_ns` (kept byte for byte when there is nothing to move).
 fn move_stamps(lines: &[u8], offset_ns: i64) -> Result<Vec<u8>> {
-    if offset_ns == 0 {
-        return Ok(lines.to_vec());
-    }
     let mut out = Vec::with_capacity(lines.len());
     for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         let mut record: Record = serde_json::from_slice(line)?;
-        record.t_ns = record.t_ns.saturating_add_signed(-offset_ns);
-        serde_json::to_writer(&mut out, &record)?;
+        if offset_ns == 0 {
+            out.extend_from_slice(line);
+        } else {
+            record.t_ns = record.t_ns.saturating_add_signed(-offset_ns);
+            serde_json::to_writer(&mut out, &record)?;
+        }
         out.push(b'\n');
     }
     Ok(out)
@@ -481,6 +485,63 @@ mod tests {
         assert!(exchange(5, "6 10 11", 20).is_err());
         assert!(exchange(5, "5 11 10", 20).is_err());
         assert!(exchange(5, "garbage", 20).is_err());
+    }
+
+    /// What the collector answers `lines` with on one connection (until it closes it).
+    async fn answer_to(addr: SocketAddr, lines: &[u8]) -> String {
+        let mut conn = TcpStream::connect(addr).await.unwrap();
+        // The collector may close before it has read everything.
+        let _ = conn.write_all(lines).await;
+        let _ = conn.shutdown().await;
+        let mut answer = String::new();
+        let _ = tokio::time::timeout(Duration::from_secs(5), conn.read_to_string(&mut answer))
+            .await
+            .expect("the collector closes a connection it will not serve");
+        answer
+    }
+
+    #[tokio::test]
+    async fn bad_input_closes_one_connection_and_the_collector_serves_on() {
+        let dir = std::env::temp_dir().join(format!("collector-bad-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let collector = Collector::start("127.0.0.1:0".parse().unwrap(), dir.clone())
+            .await
+            .unwrap();
+        let own = probe::clock::clock_id();
+        let hello =
+            |role: &str| format!("{EVENTS_HELLO}{{\"role\":\"{role}\",\"clock\":\"{own}\"}}\n");
+        // Neither kind of connection, a hello that is not one, a role name that would
+        // leave the events directory, a line longer than any record: each refused.
+        assert_eq!(
+            answer_to(collector.addr, b"GET / HTTP/1.1\r\n\r\n").await,
+            ""
+        );
+        assert_eq!(answer_to(collector.addr, b"EVENTS {not json\n").await, "");
+        assert_eq!(
+            answer_to(collector.addr, hello("../escape").as_bytes()).await,
+            ""
+        );
+        let endless = [hello("long").into_bytes(), vec![b'x'; MAX_LINE + 2]].concat();
+        assert_eq!(answer_to(collector.addr, &endless).await, "{\"have\":0}\n");
+        // A line that is not a record is not written, and the role's copy holds nothing.
+        let garbage = [
+            hello("garbled").into_bytes(),
+            b"{\"t_ns\": \"soon\"}\n".to_vec(),
+        ]
+        .concat();
+        assert_eq!(answer_to(collector.addr, &garbage).await, "{\"have\":0}\n");
+        // The next role is served as ever.
+        let record = br#"{"t_ns":7,"role":"pool","kind":"clock_anchor","wall_ns":1}"#;
+        let good = [hello("pool").into_bytes(), record.to_vec(), b"\n".to_vec()].concat();
+        let have = format!("{{\"have\":0}}\n{{\"have\":{}}}\n", record.len() + 1);
+        assert_eq!(answer_to(collector.addr, &good).await, have);
+        assert_eq!(
+            std::fs::read(dir.join("pool.jsonl")).unwrap(),
+            [&record[..], b"\n"].concat()
+        );
+        assert!(!dir.join("../escape.jsonl").exists());
+        assert_eq!(std::fs::read(dir.join("garbled.jsonl")).unwrap(), b"");
     }
 
     #[test]
