@@ -121,6 +121,10 @@ pub struct RoleArgs {
     /// The local journal of events sent to --collector.
     #[arg(long)]
     journal: Option<PathBuf>,
+    /// The address the role binds what it serves of its own accord (the node's RPC and
+    /// ZMQ): loopback, but in a container its own address.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind_ip: std::net::IpAddr,
     /// Test only: run this role's clock this many nanoseconds apart from the host's.
     #[arg(long, hide = true, allow_hyphen_values = true)]
     test_clock_shift_ns: Option<i64>,
@@ -214,7 +218,7 @@ pub async fn role(args: RoleArgs) -> Result<()> {
         }
         _ => anyhow::bail!("give --events FILE, or --collector ADDR with --journal FILE"),
     };
-    harness::roles::run_role(&args.spec, recorder).await
+    harness::roles::run_role(&args.spec, recorder, args.bind_ip).await
 }
 
 #[derive(Args)]

@@ -161,3 +161,109 @@ fn a_role_in_a_container_streams_every_event_to_a_collector_on_an_internal_netwo
     assert!(!clocks[0].applied && clocks[0].exchanges >= 8, "{clocks:?}");
     drop(cleanup);
 }
+
+#[test]
+fn every_role_of_the_default_scenario_runs_in_its_own_container_on_its_site() {
+    let out = common::out_dir("docker-engine");
+    common::succeed(
+        common::run_scenario(
+            "sv1-vs-sv2",
+            &out,
+            &[
+                "--duration",
+                "20s",
+                "--set",
+                "warmup=10s",
+                "--set",
+                "network.block_interval=4s",
+                "--set",
+                "placement.engine=docker",
+            ],
+        )
+        .output()
+        .unwrap(),
+    );
+    let placement: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.join("placement.json")).unwrap())
+            .unwrap();
+    let manifest: analysis::Manifest =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let mut roles: Vec<&str> = manifest
+        .sides
+        .values()
+        .flat_map(|side| side.roles.iter().map(String::as_str))
+        .collect();
+    roles.sort_unstable();
+    roles.dedup();
+    let placed: Vec<&str> = placement
+        .iter()
+        .map(|p| p["role"].as_str().unwrap())
+        .collect();
+    for role in &roles {
+        assert!(placed.contains(role), "{role} has a container: {placed:?}");
+        assert!(
+            !common::events(&out, role).is_empty(),
+            "{role}'s events reached the run"
+        );
+    }
+    // Pool roles on the pool's network, farm roles on the farm's, only links on both
+    // (each also on the control network, which carries events and clock probes).
+    for p in &placement {
+        let on = |site: &str| {
+            p["networks"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .any(|n| n.ends_with(&format!("-{site}")))
+        };
+        let expected = match p["site"].as_str().unwrap() {
+            "pool" => (true, false),
+            "farm" => (false, true),
+            "link" => (true, true),
+            other => panic!("site {other}"),
+        };
+        assert_eq!((on("pool"), on("farm")), expected, "{p}");
+        assert!(on("control"), "{p}");
+    }
+    // Every byte between the sites crossed the link: a new block's job reaches the
+    // miners no sooner than the link's one-way delay (A's farm node hears of the block
+    // farm_node.propagation_ms after the network's node, and builds the job itself).
+    let csv = out.join("csv");
+    let exported = Command::new(common::exe())
+        .arg("export")
+        .arg(&out)
+        .arg("--csv")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    common::succeed(exported);
+    let latencies = std::fs::read_to_string(csv.join("latencies.csv")).unwrap();
+    for (side, floor_ms) in [
+        ("sv1", 50.0),
+        ("sv2-a", 20.0),
+        ("sv2-c", 50.0),
+        ("sv2-d", 50.0),
+    ] {
+        let times: Vec<f64> = latencies
+            .lines()
+            .filter_map(|l| {
+                let [s, metric, ms] = l.split(',').collect::<Vec<_>>()[..] else {
+                    return None;
+                };
+                (s == side && metric == "new_prevhash_job_ms").then(|| ms.parse().unwrap())
+            })
+            .collect();
+        assert!(times.len() >= 3, "{side}: {times:?}");
+        let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
+        assert!(
+            fastest >= floor_ms,
+            "{side}: a new-block job in {fastest} ms"
+        );
+    }
+    // Nothing is left behind: the containers are gone.
+    let left = docker(&["ps", "-a", "--format", "{{.Names}}"]);
+    for p in &placement {
+        let name = p["container"].as_str().unwrap();
+        assert!(!left.lines().any(|l| l == name), "{name} was left running");
+    }
+}

@@ -151,3 +151,275 @@ mod tests {
         );
     }
 }
+
+/// Where a role stands: the pool's site, the farm's, or both (a side's links).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Site {
+    Pool,
+    Farm,
+    Link,
+}
+
+impl Site {
+    /// A role's site, from the name the run gives it: the network's node, pools and the
+    /// taps in front of them at the pool; links and the nodes' feed between the sites;
+    /// everything else (miners, translators, JDCs, the farm's node, the JD tap) at the farm.
+    pub fn of(role: &str) -> Site {
+        let kind = role.split('-').next().unwrap_or(role);
+        match kind {
+            "node" if role == "node" => Site::Pool,
+            "pool" | "tap" => Site::Pool,
+            "link" | "feed" => Site::Link,
+            _ => Site::Farm,
+        }
+    }
+}
+
+/// One internal network of a run, and the next address it hands out.
+struct Network {
+    name: String,
+    /// The first three octets of its /24.
+    prefix: [u8; 3],
+    next: std::sync::atomic::AtomicU8,
+}
+
+impl Network {
+    fn address(&self) -> Result<std::net::Ipv4Addr> {
+        let host = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        anyhow::ensure!(host < 250, "network {} is out of addresses", self.name);
+        let [a, b, c] = self.prefix;
+        Ok(std::net::Ipv4Addr::new(a, b, c, host))
+    }
+}
+
+/// Where one role's container stands, as `placement.json` records it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Placed {
+    pub role: String,
+    pub container: String,
+    pub site: Site,
+    /// Network name -> the role's address on it.
+    pub networks: std::collections::BTreeMap<String, std::net::Ipv4Addr>,
+}
+
+/// A run's roles as containers on this host's Docker engine: the image, the pool, farm
+/// and control networks (all internal), and the collector on the control network.
+pub struct Containers {
+    prefix: String,
+    image: String,
+    run_dir: PathBuf,
+    pool: Network,
+    farm: Network,
+    control: Network,
+    collector_ip: std::net::Ipv4Addr,
+    placed: parking_lot::Mutex<Vec<Placed>>,
+    finished: bool,
+}
+
+/// Where the collector listens on the control network.
+const COLLECTOR_PORT: u16 = 7000;
+
+impl Containers {
+    /// Builds the image, creates the networks and starts the collector, whose copy of the
+    /// events goes to `run_dir/events` (`run_dir` absolute: every container mounts it at
+    /// the same path, for role specs, journals and the nodes' IPC sockets).
+    pub fn start(exe: &Path, run_dir: &Path) -> Result<Containers> {
+        check_engine()?;
+        let id = std::process::id();
+        let prefix = format!("stratum-bench-{id}");
+        let image = format!("{}-run-{id}", default_tag());
+        build_image(exe, &image)?;
+        // Three /24s of 172.28.0.0/16 (a private range, on internal bridges of this host),
+        // apart for concurrent runs.
+        let base = (id % 80) as u8 * 3;
+        let network = |site: &str, k: u8| Network {
+            name: format!("{prefix}-{site}"),
+            prefix: [172, 28, base + k],
+            next: std::sync::atomic::AtomicU8::new(10),
+        };
+        let containers = Containers {
+            image,
+            run_dir: run_dir.to_path_buf(),
+            pool: network("pool", 0),
+            farm: network("farm", 1),
+            control: network("control", 2),
+            collector_ip: std::net::Ipv4Addr::new(172, 28, base + 2, 2),
+            placed: parking_lot::Mutex::new(Vec::new()),
+            finished: false,
+            prefix,
+        };
+        for net in [&containers.pool, &containers.farm, &containers.control] {
+            let [a, b, c] = net.prefix;
+            docker(&[
+                "network",
+                "create",
+                "--internal",
+                "--subnet",
+                &format!("{a}.{b}.{c}.0/24"),
+                &net.name,
+            ])
+            .with_context(|| format!("cannot create the internal network {}", net.name))?;
+        }
+        let mount = containers.mount();
+        let events = run_dir.join(analysis::manifest::EVENTS_DIR);
+        let collector = containers.collector_name();
+        docker(&[
+            "run",
+            "-d",
+            "--name",
+            &collector,
+            "--network",
+            &containers.control.name,
+            "--ip",
+            &containers.collector_ip.to_string(),
+            "-v",
+            &mount,
+            &containers.image,
+            "collect",
+            "--listen",
+            &format!("0.0.0.0:{COLLECTOR_PORT}"),
+            "--events",
+            &events.to_string_lossy(),
+            "--clocks",
+            &run_dir.join(CLOCKS_FILE).to_string_lossy(),
+        ])
+        .context("cannot start the collector container")?;
+        Ok(containers)
+    }
+
+    /// Where roles send their events.
+    pub fn collector_addr(&self) -> std::net::SocketAddr {
+        (self.collector_ip, COLLECTOR_PORT).into()
+    }
+
+    fn collector_name(&self) -> String {
+        format!("{}-collector", self.prefix)
+    }
+
+    fn mount(&self) -> String {
+        format!("{0}:{0}", self.run_dir.display())
+    }
+
+    /// Creates role `name`'s container, on its site's network (a link on both) and the
+    /// control network, running `args` (after `stratum-bench`); returns its address on its
+    /// own site (the farm side for a link), where it listens.
+    pub fn create(
+        &self,
+        name: &str,
+        args: &[std::ffi::OsString],
+        cpus: Option<&[usize]>,
+    ) -> Result<(String, std::net::Ipv4Addr)> {
+        let site = Site::of(name);
+        let (home, other) = match site {
+            Site::Pool => (&self.pool, None),
+            Site::Farm => (&self.farm, None),
+            Site::Link => (&self.farm, Some(&self.pool)),
+        };
+        let container = format!("{}-{name}", self.prefix);
+        let ip = home.address()?;
+        let rust_log = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+        let mut create: Vec<String> = [
+            "create",
+            "--name",
+            &container,
+            "--network",
+            &home.name,
+            "--ip",
+            &ip.to_string(),
+            "-v",
+            &self.mount(),
+            "-e",
+            &format!("RUST_LOG={rust_log}"),
+        ]
+        .map(String::from)
+        .to_vec();
+        if let Some(cpus) = cpus {
+            let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
+            create.extend(["--cpuset-cpus".into(), list.join(",")]);
+        }
+        create.push(self.image.clone());
+        create.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
+        create.extend(["--bind-ip".into(), ip.to_string()]);
+        let create: Vec<&str> = create.iter().map(String::as_str).collect();
+        docker(&create).with_context(|| format!("cannot create the container of role {name}"))?;
+        let mut networks = std::collections::BTreeMap::from([(home.name.clone(), ip)]);
+        for net in other.into_iter().chain([&self.control]) {
+            let at = net.address()?;
+            docker(&[
+                "network",
+                "connect",
+                "--ip",
+                &at.to_string(),
+                &net.name,
+                &container,
+            ])?;
+            networks.insert(net.name.clone(), at);
+        }
+        self.placed.lock().push(Placed {
+            role: name.into(),
+            container: container.clone(),
+            site,
+            networks,
+        });
+        Ok((container, ip))
+    }
+
+    /// The host's process id of a running container's role (for its CPU and memory).
+    pub fn pid_of(container: &str) -> Result<u32> {
+        docker(&["inspect", "--format", "{{.State.Pid}}", container])?
+            .parse()
+            .with_context(|| format!("container {container} has no process"))
+    }
+
+    /// Where every role stood.
+    pub fn placement(&self) -> Vec<Placed> {
+        self.placed.lock().clone()
+    }
+
+    /// Stops the collector (it writes every clock's estimate), reads the clocks, and
+    /// removes the containers, the networks and the image.
+    pub fn finish(mut self) -> Result<Vec<analysis::manifest::ClockOffset>> {
+        let stopped = docker(&["stop", &self.collector_name()]);
+        let clocks_file = self.run_dir.join(CLOCKS_FILE);
+        let clocks = stopped.and_then(|_| {
+            let text = std::fs::read_to_string(&clocks_file)
+                .with_context(|| format!("the collector wrote no {}", clocks_file.display()))?;
+            serde_json::from_str(&text).context("the collector's clocks do not read")
+        });
+        self.remove();
+        self.finished = true;
+        clocks
+    }
+
+    fn remove(&self) {
+        let mut names: Vec<String> = self
+            .placed
+            .lock()
+            .iter()
+            .map(|p| p.container.clone())
+            .collect();
+        names.push(self.collector_name());
+        let mut rm = vec!["rm", "-f"];
+        rm.extend(names.iter().map(String::as_str));
+        if let Err(e) = docker(&rm) {
+            tracing::warn!("removing the run's containers: {e:#}");
+        }
+        for net in [&self.pool, &self.farm, &self.control] {
+            let _ = docker(&["network", "rm", &net.name]);
+        }
+        let _ = docker(&["rmi", &self.image]);
+    }
+}
+
+impl Drop for Containers {
+    /// A run that failed still leaves nothing behind.
+    fn drop(&mut self) {
+        if !self.finished {
+            self.remove();
+        }
+    }
+}
+
+/// What the collector writes at the end, in the run directory.
+pub const CLOCKS_FILE: &str = "clocks.json";

@@ -1,5 +1,6 @@
 //! A role running as its own OS process: started, waited for, watched and stopped.
 
+use crate::container::Containers;
 use crate::procs::CpuMeter;
 use crate::roles::{RoleSpec, READY_PREFIX};
 pub use analysis::bench::CpuSplit;
@@ -45,7 +46,7 @@ fn role_command(program: impl AsRef<std::ffi::OsStr>, cpus: Option<&[usize]>) ->
 }
 
 /// How roles are started: the executable, and where their events go.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Launcher {
     /// The `stratum-bench` executable that runs each role.
     pub exe: PathBuf,
@@ -56,6 +57,9 @@ pub struct Launcher {
     /// Roles under test on some CPUs, load generators (miner fleets) on the others; none:
     /// every role may use every CPU.
     pub cpus: Option<CpuSplit>,
+    /// With the Docker engine: each role in a container of its own (events then go to
+    /// the collector container).
+    pub containers: Option<std::sync::Arc<Containers>>,
 }
 
 /// Where a role's events go.
@@ -75,6 +79,7 @@ impl Launcher {
             events: EventsTo::Files,
             clock_shifts: BTreeMap::new(),
             cpus: None,
+            containers: None,
         }
     }
 
@@ -184,17 +189,31 @@ impl RoleProcess {
         // A role's spec may hold the RPC password or the pool's authority key.
         probe::private::create_dir(&dir.join("roles"))?;
         let spec_path = dir.join("roles").join(format!("{name}.json"));
-        probe::private::write(&spec_path, serde_json::to_string_pretty(spec)?)?;
+        let mut spec_text = serde_json::to_string_pretty(spec)?;
         let log_path = dir.join("logs").join(format!("{name}.log"));
         let log = std::fs::File::create(&log_path)?;
-        let exe = &launcher.exe;
-        let mut child = role_command(exe, launcher.cpus_for(Some(spec)))
-            .arg("role")
-            .arg("--spec")
-            .arg(&spec_path)
-            .args(launcher.event_args(dir, name)?)
-            .arg("--name")
-            .arg(name)
+        let mut role_args: Vec<std::ffi::OsString> =
+            vec!["role".into(), "--spec".into(), spec_path.clone().into()];
+        role_args.extend(launcher.event_args(dir, name)?);
+        role_args.extend(["--name".into(), name.into()]);
+        let cpus = launcher.cpus_for(Some(spec));
+        let (mut command, container) = match &launcher.containers {
+            None => (role_command(&launcher.exe, cpus), None),
+            Some(containers) => {
+                let (container, ip) = containers.create(name, &role_args, cpus)?;
+                // Inside its container a role listens on its own address, and what it is
+                // told of others' is theirs: no loopback is shared.
+                spec_text = spec_text.replace("127.0.0.1", &ip.to_string());
+                let mut start = role_command("docker", None);
+                start.args(["start", "--attach", &container]);
+                (start, Some((container, ip)))
+            }
+        };
+        probe::private::write(&spec_path, spec_text)?;
+        if container.is_none() {
+            command.args(&role_args);
+        }
+        let mut child = command
             .env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
@@ -204,10 +223,10 @@ impl RoleProcess {
             .stderr(log)
             .kill_on_drop(true)
             .spawn()
-            .with_context(|| format!("cannot start {} (role {name})", exe.display()))?;
+            .with_context(|| format!("cannot start {} (role {name})", launcher.exe.display()))?;
         let pid = child.id().context("the role has a pid")?;
         let stdout = child.stdout.take().context("the role's stdout is piped")?;
-        let role = RoleProcess {
+        let mut role = RoleProcess {
             name: name.to_string(),
             child,
             meter: CpuMeter::new(pid),
@@ -224,6 +243,11 @@ impl RoleProcess {
         };
         match tokio::time::timeout(Duration::from_secs(30), wait).await {
             Ok(Ok(Some(ready))) => {
+                if let Some((container, ip)) = &container {
+                    // The container's process, not the `docker start` that attached to it.
+                    role.meter = CpuMeter::new(Containers::pid_of(container)?);
+                    tracing::info!(role = name, container, %ip, "role in its container");
+                }
                 tracing::info!(role = name, %ready, "role ready");
                 Ok((role, ready))
             }
@@ -255,6 +279,11 @@ impl RoleProcess {
         name: &str,
         listen: SocketAddr,
     ) -> Result<RoleProcess> {
+        anyhow::ensure!(
+            launcher.containers.is_none(),
+            "role {name} (`{}`) is not stratum-bench: it runs as a process only",
+            argv.join(" ")
+        );
         let (program, args) = argv.split_first().context("an empty role command")?;
         let command = argv.join(" ");
         std::fs::create_dir_all(dir.join("logs"))?;

@@ -9,7 +9,7 @@ use probe::{Event, Recorder};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::io::Write;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,8 +90,9 @@ pub struct LinkRoute {
     pub config: link::LinkConfig,
 }
 
-/// Runs the role described in `spec`, recording into `recorder`.
-pub async fn run_role(spec_path: &Path, recorder: Recorder) -> Result<()> {
+/// Runs the role described in `spec`, recording into `recorder`; what the role binds of
+/// its own accord (the node's RPC and ZMQ) binds `bind_ip` (127.0.0.1 but in a container).
+pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> Result<()> {
     let text = std::fs::read_to_string(spec_path)
         .with_context(|| format!("cannot read role spec {}", spec_path.display()))?;
     let spec: RoleSpec = serde_json::from_str(&text)
@@ -109,15 +110,15 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder) -> Result<()> {
         } => {
             let node = node::NodeHandle::start(node::NodeOptions {
                 config,
-                rpc_bind: "127.0.0.1:0".parse()?,
+                rpc_bind: SocketAddr::new(bind_ip, 0),
                 auth: node::RpcAuth::UserPassword {
                     user: rpc_user,
                     password: rpc_password,
                 },
-                zmq_bind: Some("tcp://127.0.0.1:0".into()),
+                zmq_bind: Some(format!("tcp://{bind_ip}:0")),
                 // What a pool's hashblock subscription is given, as a bitcoind set up with
                 // one address per topic.
-                zmq_hashblock_bind: Some("tcp://127.0.0.1:0".into()),
+                zmq_hashblock_bind: Some(format!("tcp://{bind_ip}:0")),
                 recorder: recorder.clone(),
                 value_sample_interval: Duration::from_secs(1),
                 tdp,

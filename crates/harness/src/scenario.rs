@@ -112,12 +112,28 @@ pub struct Scenario {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Placement {
+    /// Where each role runs.
+    #[serde(default)]
+    pub engine: Engine,
     #[serde(default)]
     pub events: EventsSink,
     /// Keep the miner fleets on their own CPUs, apart from the roles under test (the
     /// second half of the harness's CPUs against the first; needs at least 2).
     #[serde(default)]
     pub isolate: bool,
+}
+
+/// Where roles run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Engine {
+    /// Each role an OS process on this host.
+    #[default]
+    Process,
+    /// Each role a container of the stratum-bench image on this host's Docker engine: the
+    /// pool site and the farm site on internal networks of their own, joined only by each
+    /// side's link; events through the collector.
+    Docker,
 }
 
 /// Where roles' events go.
@@ -455,6 +471,25 @@ impl Scenario {
         let fail = |field: &str, problem: String| -> Result<()> {
             bail!("scenario field `{field}`: {problem}")
         };
+        if self.placement.engine == Engine::Docker {
+            // What runs in a container is the stratum-bench image: nothing else is in it.
+            if let Some(label) = self.sv1_pools.keys().next() {
+                fail(
+                    &format!("sv1_pools.{label}"),
+                    "another SV1 pool runs as a process only; use placement.engine = \"process\""
+                        .into(),
+                )?;
+            }
+            for (field, role) in [
+                ("roles.pool.command", &self.roles.pool),
+                ("roles.translator.command", &self.roles.translator),
+                ("roles.jdc.command", &self.roles.jdc),
+            ] {
+                if role.is_some() {
+                    fail(field, "another build of an SRI role runs as a process only; use placement.engine = \"process\"".into())?;
+                }
+            }
+        }
         if self.sides.is_empty() {
             fail("sides", "name at least one side".into())?;
         }

@@ -14,13 +14,14 @@ use topology::start_roles;
 pub(crate) use topology::{default_worker_prefix, free_local_port, payout_script};
 
 use crate::collector::Collector;
+use crate::container::Containers;
 use crate::metrics::RoleGauges;
 use crate::process::{stop_all, EventsTo, Launcher, RoleProcess};
-use crate::scenario::{EventsSink, Scenario};
+use crate::scenario::{Engine, EventsSink, Scenario};
 use analysis::headline::unresolved;
 use analysis::manifest::{LinkParams, Manifest, Sample, Stopped, EVENTS_DIR, SAMPLES_FILE};
 use analysis::summary::{compute, Summary};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use probe::{mono_ns, Event, Recorder};
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
@@ -51,6 +52,8 @@ pub struct RunOutcome {
 }
 
 pub(crate) const NODE: &str = "node";
+/// With containers: where each role stood (`container::Placed`).
+pub const PLACEMENT_FILE: &str = "placement.json";
 /// The widest uncertainty of a clock offset a run measures across.
 const CLOCK_BOUND: Duration = Duration::from_millis(2);
 
@@ -59,22 +62,34 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         .out
         .clone()
         .unwrap_or_else(|| default_dir(&opts.scenario.name));
+    // Absolute, so containers can mount it at the same path as the host.
+    let dir = std::path::absolute(&dir)
+        .with_context(|| format!("cannot make {} absolute", dir.display()))?;
+    directory::prepare(&dir, &opts.scenario)?;
     if opts.scenario.placement.isolate {
         opts.launcher.cpus = Some(crate::process::isolated_cpus()?);
     }
-    let collector = match opts.scenario.placement.events {
-        EventsSink::File => None,
-        EventsSink::Collector => {
-            let bind = SocketAddr::from(([127, 0, 0, 1], 0));
-            let collector = Collector::start(bind, dir.join(EVENTS_DIR)).await?;
-            opts.launcher.events = EventsTo::Collector(collector.addr);
-            Some(collector)
-        }
-    };
-    let s = &opts.scenario;
-    directory::prepare(&dir, s)?;
     // Fail before anything starts when the metrics port is taken.
     let metrics_listener = live::bind_metrics(opts.metrics_bind).await?;
+    let mut collector = None;
+    match (
+        opts.scenario.placement.engine,
+        opts.scenario.placement.events,
+    ) {
+        (Engine::Docker, _) => {
+            let containers = Containers::start(&opts.launcher.exe, &dir)?;
+            opts.launcher.events = EventsTo::Collector(containers.collector_addr());
+            opts.launcher.containers = Some(Arc::new(containers));
+        }
+        (Engine::Process, EventsSink::Collector) => {
+            let bind = SocketAddr::from(([127, 0, 0, 1], 0));
+            let started = Collector::start(bind, dir.join(EVENTS_DIR)).await?;
+            opts.launcher.events = EventsTo::Collector(started.addr);
+            collector = Some(started);
+        }
+        (Engine::Process, EventsSink::File) => {}
+    }
+    let s = &opts.scenario;
     let harness_events = Recorder::to_file(&dir.join(EVENTS_DIR).join("harness.jsonl"), "harness")?;
 
     let mut roles: Vec<RoleProcess> = Vec::new();
@@ -224,6 +239,14 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     if let Some(collector) = collector {
         // Every role has handed over its events by now: its close waits for that.
         manifest.clocks = collector.clocks();
+    }
+    if let Some(containers) = opts.launcher.containers.take() {
+        std::fs::write(
+            dir.join(PLACEMENT_FILE),
+            serde_json::to_string_pretty(&containers.placement())?,
+        )?;
+        let containers = Arc::into_inner(containers).context("no role holds the containers")?;
+        manifest.clocks = containers.finish()?;
     }
     server.abort();
     harness_events.close()?;
