@@ -228,6 +228,13 @@ fn every_role_of_the_default_scenario_runs_in_its_own_container_on_its_site() {
     // Every byte between the sites crossed the link: a new block's job reaches the
     // miners no sooner than the link's one-way delay (A's farm node hears of the block
     // farm_node.propagation_ms after the network's node, and builds the job itself).
+    // Each side's shares crossed to its pool and were accepted there (A's through its
+    // JDC, whose job declaration crosses the link to the JDS in the pool's container).
+    let summary = common::summary(&out);
+    for side in ["sv1", "sv2-a", "sv2-c", "sv2-d"] {
+        let shares = &summary["sides"][side]["shares"];
+        assert!(shares["accepted"].as_u64().unwrap() > 0, "{side}: {shares}");
+    }
     let csv = out.join("csv");
     let exported = Command::new(common::exe())
         .arg("export")

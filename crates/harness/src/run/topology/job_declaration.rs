@@ -17,7 +17,7 @@ pub(super) async fn start_sv2_jd_side(
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SideRoles> {
     let s = &opts.scenario;
-    let jds_listen = free_local_port()?;
+    let jds_port = free_local_port()?.port();
     let templates = network
         .ipc
         .clone()
@@ -27,7 +27,9 @@ pub(super) async fn start_sv2_jd_side(
         pool,
         tap,
         tap_addr,
-    } = spawn_pool_site(opts, dir, side, templates, Some(jds_listen), roles).await?;
+        jds,
+    } = spawn_pool_site(opts, dir, side, templates, Some(jds_port), roles).await?;
+    let jds_listen = jds.context("the pool runs its JDS")?;
 
     // Mining and job declaration cross the side's link, where their bytes are counted; the
     // farm node's blocks (ZMQ) and submissions (RPC) cross the feed link at the nodes'

@@ -443,15 +443,18 @@ struct PoolSite {
     pool: String,
     tap: String,
     tap_addr: SocketAddr,
+    /// Where its JDS answers, when it runs one.
+    jds: Option<SocketAddr>,
 }
 
-/// Starts the SRI pool on `templates` (with its JDS at `jds_listen`, if any) and its tap.
+/// Starts the SRI pool on `templates` (with its JDS on port `jds_port`, if any) and its
+/// tap.
 async fn spawn_pool_site(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
     templates: sri::TemplateSource,
-    jds_listen: Option<SocketAddr>,
+    jds_port: Option<u16>,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<PoolSite> {
     let s = &opts.scenario;
@@ -466,7 +469,7 @@ async fn spawn_pool_site(
         signature: format!("stratum-bench {side}"),
         shares_per_minute: s.miners.shares_per_min,
         share_batch_size: s.sv2.share_batch_size,
-        jds_listen,
+        jds_listen: jds_port.map(|port| SocketAddr::from(([127, 0, 0, 1], port))),
     };
     let pool_addr = spawn_sri(
         opts,
@@ -485,6 +488,9 @@ async fn spawn_pool_site(
         pool,
         tap,
         tap_addr,
+        // The JDS runs in the pool's process, on the pool's address (its own in a
+        // container, not loopback).
+        jds: jds_port.map(|port| SocketAddr::new(pool_addr.ip(), port)),
     })
 }
 

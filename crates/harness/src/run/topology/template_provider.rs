@@ -20,6 +20,7 @@ pub(super) async fn start_sv2_pool_side(
         pool,
         tap,
         tap_addr,
+        ..
     } = spawn_pool_site(opts, dir, side, templates, None, roles).await?;
     if Config::of_side(side) == Some(Config::Sv2D) {
         let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
