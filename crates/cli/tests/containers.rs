@@ -274,3 +274,57 @@ fn every_role_of_the_default_scenario_runs_in_its_own_container_on_its_site() {
         assert!(!left.lines().any(|l| l == name), "{name} was left running");
     }
 }
+
+#[test]
+fn a_container_that_dies_is_recorded_and_the_run_finishes() {
+    let out = common::out_dir("docker-death");
+    let run = common::run_baseline(
+        &out,
+        &[
+            "--duration",
+            "12s",
+            "--set",
+            "warmup=2s",
+            "--set",
+            "placement.engine=docker",
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    // The run's containers are named after the harness's process.
+    let pool = format!("stratum-bench-{}-pool-sv1", run.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    // The miners start last.
+    while !out.join("events/miners-sv1.jsonl").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the miners never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    docker(&["kill", &pool]);
+    common::succeed(run.wait_with_output().unwrap());
+    let summary = common::summary(&out);
+    assert_eq!(
+        summary["unmatched"]["role_exited:pool-sv1"], 1,
+        "{}",
+        summary["unmatched"]
+    );
+}
+
+#[test]
+fn without_a_docker_daemon_the_run_says_so_before_any_role_starts() {
+    let out = common::out_dir("no-docker");
+    let run = common::run_baseline(&out, &["--set", "placement.engine=docker"])
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    assert!(!run.status.success());
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(said.contains("no Docker daemon answers"), "{said}");
+    let logs = std::fs::read_dir(out.join("logs")).map_or(0, |d| d.count());
+    assert_eq!(logs, 0, "no role started");
+}
