@@ -230,9 +230,7 @@ impl Containers {
         let prefix = format!("stratum-bench-{id}");
         let image = format!("{}-run-{id}", default_tag());
         build_image(exe, &image)?;
-        // Three /24s of 172.28.0.0/16 (a private range, on internal bridges of this host),
-        // apart for concurrent runs.
-        let base = (id % 80) as u8 * 3;
+        let base = free_subnets(&prefix, id)?;
         let network = |site: &str, k: u8| Network {
             name: format!("{prefix}-{site}"),
             prefix: [172, 28, base + k],
@@ -249,18 +247,6 @@ impl Containers {
             finished: false,
             prefix,
         };
-        for net in [&containers.pool, &containers.farm, &containers.control] {
-            let [a, b, c] = net.prefix;
-            docker(&[
-                "network",
-                "create",
-                "--internal",
-                "--subnet",
-                &format!("{a}.{b}.{c}.0/24"),
-                &net.name,
-            ])
-            .with_context(|| format!("cannot create the internal network {}", net.name))?;
-        }
         let mount = containers.mount();
         let events = run_dir.join(analysis::manifest::EVENTS_DIR);
         let collector = containers.collector_name();
@@ -419,6 +405,45 @@ impl Drop for Containers {
             self.remove();
         }
     }
+}
+
+/// Creates the run's three internal networks `<prefix>-{pool,farm,control}` on three
+/// consecutive /24s of 172.28.0.0/16 (a private range, on bridges of this host only), the
+/// first free ones from a place set by `id` (so concurrent runs seldom try the same);
+/// returns the third octet of the first.
+fn free_subnets(prefix: &str, id: u32) -> Result<u8> {
+    let mut last = None;
+    for attempt in 0..80u32 {
+        let base = ((id + attempt) % 80) as u8 * 3;
+        let mut made = Vec::new();
+        for (k, site) in ["pool", "farm", "control"].into_iter().enumerate() {
+            let name = format!("{prefix}-{site}");
+            let subnet = format!("172.28.{}.0/24", base + k as u8);
+            match docker(&[
+                "network",
+                "create",
+                "--internal",
+                "--subnet",
+                &subnet,
+                &name,
+            ]) {
+                Ok(_) => made.push(name),
+                Err(e) => {
+                    last = Some(e);
+                    break;
+                }
+            }
+        }
+        if made.len() == 3 {
+            return Ok(base);
+        }
+        for name in made {
+            let _ = docker(&["network", "rm", &name]);
+        }
+    }
+    Err(last
+        .unwrap_or_else(|| anyhow::anyhow!("no attempt made"))
+        .context("cannot create the run's internal networks on any free /24s of 172.28.0.0/16"))
 }
 
 /// What the collector writes at the end, in the run directory.

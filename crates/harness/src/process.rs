@@ -174,9 +174,10 @@ pub struct RoleProcess {
 }
 
 impl RoleProcess {
-    /// Starts `exe role` for `spec`, its files in `dir` (`roles/`, `logs/`,
-    /// `events/<name>.jsonl`), and waits up to 30 s for its READY line, which is returned.
-    /// A role that fails to start is killed (on drop) and its log's last lines reported.
+    /// Starts `exe role` for `spec` (as a process, or in its container when the launcher
+    /// has containers), its files in `dir` (`roles/`, `logs/`, `events/<name>.jsonl` or
+    /// `journals/`), and waits up to 30 s for its READY line, which is returned. A role
+    /// that fails to start is killed (on drop) and its log's last lines reported.
     pub async fn spawn(
         launcher: &Launcher,
         dir: &Path,
@@ -198,7 +199,11 @@ impl RoleProcess {
         role_args.extend(["--name".into(), name.into()]);
         let cpus = launcher.cpus_for(Some(spec));
         let (mut command, container) = match &launcher.containers {
-            None => (role_command(&launcher.exe, cpus), None),
+            None => {
+                let mut process = role_command(&launcher.exe, cpus);
+                process.args(&role_args);
+                (process, None)
+            }
             Some(containers) => {
                 let (container, ip) = containers.create(name, &role_args, cpus)?;
                 // Inside its container a role listens on its own address, and what it is
@@ -210,9 +215,6 @@ impl RoleProcess {
             }
         };
         probe::private::write(&spec_path, spec_text)?;
-        if container.is_none() {
-            command.args(&role_args);
-        }
         let mut child = command
             .env(
                 "RUST_LOG",
