@@ -125,6 +125,10 @@ pub struct RoleArgs {
     /// ZMQ): loopback, but in a container its own address.
     #[arg(long, default_value = "127.0.0.1")]
     bind_ip: std::net::IpAddr,
+    /// A swarm service: find this role's address on the network `a.b.c.d/len`, and use it
+    /// where the spec says 127.0.0.1 and for --bind-ip.
+    #[arg(long, conflicts_with = "bind_ip")]
+    own_address_in: Option<String>,
     /// Test only: run this role's clock this many nanoseconds apart from the host's.
     #[arg(long, hide = true, allow_hyphen_values = true)]
     test_clock_shift_ns: Option<i64>,
@@ -218,7 +222,18 @@ pub async fn role(args: RoleArgs) -> Result<()> {
         }
         _ => anyhow::bail!("give --events FILE, or --collector ADDR with --journal FILE"),
     };
-    harness::roles::run_role(&args.spec, recorder, args.bind_ip).await
+    let (spec, bind_ip) = match &args.own_address_in {
+        None => (args.spec.clone(), args.bind_ip),
+        Some(cidr) => {
+            let own = harness::container::own_address_in(cidr)?;
+            let text = std::fs::read_to_string(&args.spec)
+                .with_context(|| format!("cannot read role spec {}", args.spec.display()))?;
+            let spec = std::env::temp_dir().join(format!("{}.json", args.name));
+            probe::private::write(&spec, text.replace("127.0.0.1", &own.to_string()))?;
+            (spec, own.into())
+        }
+    };
+    harness::roles::run_role(&spec, recorder, bind_ip).await
 }
 
 #[derive(Args)]

@@ -1,6 +1,7 @@
 //! Roles in containers: the image built with no registry runs a role on an internal
 //! Docker network, and its events reach a collector container there, every one, on the
-//! host's clock. Needs a Docker daemon: `make test` starts one when none runs.
+//! host's clock; whole runs with every role in a container, or a swarm service. Needs a
+//! Docker daemon managing a swarm: `make test` makes both when there are none.
 
 mod common;
 
@@ -162,26 +163,25 @@ fn a_role_in_a_container_streams_every_event_to_a_collector_on_an_internal_netwo
     drop(cleanup);
 }
 
-#[test]
-fn every_role_of_the_default_scenario_runs_in_its_own_container_on_its_site() {
-    let out = common::out_dir("docker-engine");
+/// Runs `scenarios/sv1-vs-sv2.toml` (short) with `placement` settings, and checks that
+/// every role ran apart on its site, and that the sides' work crossed their links.
+fn the_default_scenario_apart(name: &str, placement: &[&str]) {
+    let out = common::out_dir(name);
+    let mut args = vec![
+        "--duration",
+        "20s",
+        "--set",
+        "warmup=10s",
+        "--set",
+        "network.block_interval=4s",
+    ];
+    for setting in placement {
+        args.extend(["--set", setting]);
+    }
     common::succeed(
-        common::run_scenario(
-            "sv1-vs-sv2",
-            &out,
-            &[
-                "--duration",
-                "20s",
-                "--set",
-                "warmup=10s",
-                "--set",
-                "network.block_interval=4s",
-                "--set",
-                "placement.engine=docker",
-            ],
-        )
-        .output()
-        .unwrap(),
+        common::run_scenario("sv1-vs-sv2", &out, &args)
+            .output()
+            .unwrap(),
     );
     let placement: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(out.join("placement.json")).unwrap())
@@ -267,12 +267,39 @@ fn every_role_of_the_default_scenario_runs_in_its_own_container_on_its_site() {
             "{side}: a new-block job in {fastest} ms"
         );
     }
-    // Nothing is left behind: the containers are gone.
+    // Nothing is left behind: the containers and services are gone.
     let left = docker(&["ps", "-a", "--format", "{{.Names}}"]);
+    let services = docker(&["service", "ls", "--format", "{{.Name}}"]);
     for p in &placement {
         let name = p["container"].as_str().unwrap();
-        assert!(!left.lines().any(|l| l == name), "{name} was left running");
+        assert!(
+            !left.lines().any(|l| l.starts_with(name)),
+            "{name} was left running"
+        );
+        assert!(
+            !services.lines().any(|l| l == name),
+            "{name} was left in the swarm"
+        );
     }
+}
+
+#[test]
+fn every_role_of_the_default_scenario_runs_in_its_own_container_on_its_site() {
+    the_default_scenario_apart("docker-engine", &["placement.engine=docker"]);
+}
+
+#[test]
+fn every_role_of_the_default_scenario_runs_as_a_swarm_service_on_its_sites_nodes() {
+    // `make test` labels the swarm's one node stratum-bench=test; on real hosts each site
+    // has its own (the default constraints are node.labels.site==pool and ==farm).
+    the_default_scenario_apart(
+        "swarm-engine",
+        &[
+            "placement.engine=swarm",
+            "placement.pool_nodes=node.labels.stratum-bench==test",
+            "placement.farm_nodes=node.labels.stratum-bench==test",
+        ],
+    );
 }
 
 #[test]

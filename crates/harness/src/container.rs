@@ -138,6 +138,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_process_finds_its_own_address_by_network() {
+        assert_eq!(
+            own_address_in("127.0.0.0/8").unwrap(),
+            std::net::Ipv4Addr::LOCALHOST
+        );
+        assert!(
+            own_address_in("192.0.2.0/24").is_err(),
+            "TEST-NET-1 is on no interface"
+        );
+        assert!(own_address_in("127.0.0.1").is_err());
+    }
+
+    #[test]
     fn the_libraries_are_read_from_ldd() {
         let ldd = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibstdc++.so.6 => /lib/x86_64-linux-gnu/libstdc++.so.6 (0x00007f68)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f69)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f70)\n";
         assert_eq!(
@@ -199,8 +212,15 @@ pub struct Placed {
     pub role: String,
     pub container: String,
     pub site: Site,
-    /// Network name -> the role's address on it.
-    pub networks: std::collections::BTreeMap<String, std::net::Ipv4Addr>,
+    /// Network name -> the role's address on it (a service finds its own: none here).
+    pub networks: std::collections::BTreeMap<String, Option<std::net::Ipv4Addr>>,
+}
+
+/// With the swarm engine: the placement constraints of each site's services.
+#[derive(Debug, Clone)]
+pub struct SwarmSites {
+    pub pool_nodes: String,
+    pub farm_nodes: String,
 }
 
 /// A run's roles as containers on this host's Docker engine: the image, the pool, farm
@@ -214,6 +234,13 @@ pub struct Containers {
     control: Network,
     collector_ip: std::net::Ipv4Addr,
     placed: parking_lot::Mutex<Vec<Placed>>,
+    /// Swarm services instead of containers of this engine.
+    swarm: Option<SwarmSites>,
+    /// The services seen with no task running at the last look, and when that was.
+    ended: parking_lot::Mutex<(
+        Option<std::time::Instant>,
+        std::collections::HashSet<String>,
+    )>,
     finished: bool,
 }
 
@@ -224,13 +251,22 @@ impl Containers {
     /// Builds the image, creates the networks and starts the collector, whose copy of the
     /// events goes to `run_dir/events` (`run_dir` absolute: every container mounts it at
     /// the same path, for role specs, journals and the nodes' IPC sockets).
-    pub fn start(exe: &Path, run_dir: &Path) -> Result<Containers> {
+    /// With `swarm`, roles are services placed by its constraints and the networks are
+    /// overlays (the run directory's mount is then only the collector's, on this host).
+    pub fn start(exe: &Path, run_dir: &Path, swarm: Option<SwarmSites>) -> Result<Containers> {
         check_engine()?;
+        if let Some(sites) = &swarm {
+            check_swarm(sites)?;
+        }
         let id = std::process::id();
         let prefix = format!("stratum-bench-{id}");
         let image = format!("{}-run-{id}", default_tag());
         build_image(exe, &image)?;
-        let base = free_subnets(&prefix, id)?;
+        let driver: &[&str] = match swarm {
+            Some(_) => &["--driver", "overlay", "--attachable"],
+            None => &[],
+        };
+        let base = free_subnets(&prefix, id, driver)?;
         let network = |site: &str, k: u8| Network {
             name: format!("{prefix}-{site}"),
             prefix: [172, 28, base + k],
@@ -244,6 +280,8 @@ impl Containers {
             control: network("control", 2),
             collector_ip: std::net::Ipv4Addr::new(172, 28, base + 2, 2),
             placed: parking_lot::Mutex::new(Vec::new()),
+            swarm,
+            ended: parking_lot::Mutex::new((None, Default::default())),
             finished: false,
             prefix,
         };
@@ -329,7 +367,7 @@ impl Containers {
         create.extend(["--bind-ip".into(), ip.to_string()]);
         let create: Vec<&str> = create.iter().map(String::as_str).collect();
         docker(&create).with_context(|| format!("cannot create the container of role {name}"))?;
-        let mut networks = std::collections::BTreeMap::from([(home.name.clone(), ip)]);
+        let mut networks = std::collections::BTreeMap::from([(home.name.clone(), Some(ip))]);
         for net in other.into_iter().chain([&self.control]) {
             let at = net.address()?;
             docker(&[
@@ -340,7 +378,7 @@ impl Containers {
                 &net.name,
                 &container,
             ])?;
-            networks.insert(net.name.clone(), at);
+            networks.insert(net.name.clone(), Some(at));
         }
         self.placed.lock().push(Placed {
             role: name.into(),
@@ -349,6 +387,143 @@ impl Containers {
             networks,
         });
         Ok((container, ip))
+    }
+
+    /// The volume every service of the run mounts at the run directory's path: on each
+    /// host, what the roles there share (the nodes' Mining IPC sockets, journals).
+    fn volume(&self) -> String {
+        format!("{}-run", self.prefix)
+    }
+
+    /// Whether roles are swarm services.
+    pub fn is_swarm(&self) -> bool {
+        self.swarm.is_some()
+    }
+
+    /// Creates role `name` as a swarm service on its site's nodes and networks (a link
+    /// on both), its spec (`spec`, written with loopback addresses) as a config; the role
+    /// finds its own address on its site's network and puts it where the spec says
+    /// 127.0.0.1. Returns the service's name.
+    pub fn create_service(
+        &self,
+        name: &str,
+        spec: &Path,
+        args: &[std::ffi::OsString],
+    ) -> Result<String> {
+        let sites = self.swarm.as_ref().context("a swarm run")?;
+        let site = Site::of(name);
+        let (home, other, constraint) = match site {
+            Site::Pool => (&self.pool, None, &sites.pool_nodes),
+            Site::Farm => (&self.farm, None, &sites.farm_nodes),
+            Site::Link => (&self.farm, Some(&self.pool), &sites.pool_nodes),
+        };
+        let service = format!("{}-{name}", self.prefix);
+        let config = format!("{service}-spec");
+        docker(&["config", "create", &config, &spec.to_string_lossy()])
+            .with_context(|| format!("cannot hand role {name} its spec"))?;
+        let rust_log = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+        let [a, b, c] = home.prefix;
+        let mut create: Vec<String> = [
+            "service",
+            "create",
+            "--detach",
+            "--quiet",
+            "--name",
+            &service,
+            "--constraint",
+            constraint,
+            "--restart-condition",
+            "none",
+            "--network",
+            &home.name,
+            "--config",
+            &format!("source={config},target={SERVICE_SPEC}"),
+            "--mount",
+            &format!(
+                "type=volume,source={},target={}",
+                self.volume(),
+                self.run_dir.display()
+            ),
+            "--env",
+            &format!("RUST_LOG={rust_log}"),
+        ]
+        .map(String::from)
+        .to_vec();
+        for net in other.into_iter().chain([&self.control]) {
+            create.extend(["--network".into(), net.name.clone()]);
+        }
+        create.push(self.image.clone());
+        // The spec arrives as a config; everything else as the process launcher says.
+        let mut args = args.to_vec();
+        if let Some(i) = args.iter().position(|a| a == "--spec") {
+            args[i + 1] = SERVICE_SPEC.into();
+        }
+        create.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
+        create.extend(["--own-address-in".into(), format!("{a}.{b}.{c}.0/24")]);
+        let create: Vec<&str> = create.iter().map(String::as_str).collect();
+        docker(&create).with_context(|| format!("cannot create the service of role {name}"))?;
+        let networks = [Some(home), other, Some(&self.control)]
+            .into_iter()
+            .flatten()
+            .map(|net| (net.name.clone(), None))
+            .collect();
+        self.placed.lock().push(Placed {
+            role: name.into(),
+            container: service.clone(),
+            site,
+            networks,
+        });
+        Ok(service)
+    }
+
+    /// Whether service `name` has ended (the swarm lists it with no task running); the
+    /// swarm is asked at most once a second for all of them. A service the last listing
+    /// did not show has not ended: it was made since.
+    pub fn service_ended(&self, name: &str) -> bool {
+        let mut ended = self.ended.lock();
+        let stale = ended
+            .0
+            .is_none_or(|at| at.elapsed() >= std::time::Duration::from_secs(1));
+        if stale {
+            let prefix = format!("name={}-", self.prefix);
+            let listing = [
+                "service",
+                "ls",
+                "--filter",
+                &prefix,
+                "--format",
+                "{{.Name}} {{.Replicas}}",
+            ];
+            match docker(&listing) {
+                Ok(list) => {
+                    ended.1 = list
+                        .lines()
+                        .filter_map(|l| l.split_once(' '))
+                        .filter(|(_, replicas)| replicas.starts_with("0/"))
+                        .map(|(service, _)| service.to_string())
+                        .collect();
+                    ended.0 = Some(std::time::Instant::now());
+                }
+                // Not knowing is not an exit.
+                Err(e) => tracing::warn!("asking the swarm for its services: {e:#}"),
+            }
+        }
+        ended.1.contains(name)
+    }
+
+    /// Stops service `name`: its task gets SIGTERM (its role hands over its events), and
+    /// this returns once the task has ended (the scale waits for it).
+    pub fn stop_service(&self, name: &str) {
+        if let Err(e) = docker(&["service", "scale", "--detach=false", &format!("{name}=0")]) {
+            tracing::warn!(service = name, "stopping: {e:#}");
+        }
+    }
+
+    /// The process id, on this host, of the task of service `name`, when it runs here.
+    pub fn local_pid_of_service(name: &str) -> Option<u32> {
+        let label = format!("label=com.docker.swarm.service.name={name}");
+        let id = docker(&["ps", "--quiet", "--filter", &label]).ok()?;
+        Self::pid_of(id.lines().next()?).ok()
     }
 
     /// The host's process id of a running container's role (for its CPU and memory).
@@ -385,6 +560,42 @@ impl Containers {
             .iter()
             .map(|p| p.container.clone())
             .collect();
+        if self.swarm.is_some() {
+            let mut rm = vec!["service", "rm"];
+            rm.extend(names.iter().map(String::as_str));
+            let configs: Vec<String> = names.iter().map(|n| format!("{n}-spec")).collect();
+            let mut config_rm = vec!["config", "rm"];
+            config_rm.extend(configs.iter().map(String::as_str));
+            if names.is_empty() {
+                rm.clear();
+                config_rm.clear();
+            }
+            for args in [rm, config_rm] {
+                if !args.is_empty() {
+                    if let Err(e) = docker(&args) {
+                        tracing::warn!("removing the run's services: {e:#}");
+                    }
+                }
+            }
+            // Their tasks leave the networks and the volume as they stop.
+            let ours = format!("name={}-", self.prefix);
+            let tasks = [
+                "ps",
+                "--all",
+                "--quiet",
+                "--filter",
+                "label=com.docker.swarm.service.name",
+                "--filter",
+                &ours,
+            ];
+            for _ in 0..100 {
+                if docker(&tasks).map_or(true, |left| left.is_empty()) {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            names.clear();
+        }
         names.push(self.collector_name());
         let mut rm = vec!["rm", "-f"];
         rm.extend(names.iter().map(String::as_str));
@@ -393,6 +604,9 @@ impl Containers {
         }
         for net in [&self.pool, &self.farm, &self.control] {
             let _ = docker(&["network", "rm", &net.name]);
+        }
+        if self.swarm.is_some() {
+            let _ = docker(&["volume", "rm", &self.volume()]);
         }
         let _ = docker(&["rmi", &self.image]);
     }
@@ -411,7 +625,7 @@ impl Drop for Containers {
 /// consecutive /24s of 172.28.0.0/16 (a private range, on bridges of this host only), the
 /// first free ones from a place set by `id` (so concurrent runs seldom try the same);
 /// returns the third octet of the first.
-fn free_subnets(prefix: &str, id: u32) -> Result<u8> {
+fn free_subnets(prefix: &str, id: u32, driver: &[&str]) -> Result<u8> {
     let mut last = None;
     for attempt in 0..80u32 {
         let base = ((id + attempt) % 80) as u8 * 3;
@@ -419,14 +633,10 @@ fn free_subnets(prefix: &str, id: u32) -> Result<u8> {
         for (k, site) in ["pool", "farm", "control"].into_iter().enumerate() {
             let name = format!("{prefix}-{site}");
             let subnet = format!("172.28.{}.0/24", base + k as u8);
-            match docker(&[
-                "network",
-                "create",
-                "--internal",
-                "--subnet",
-                &subnet,
-                &name,
-            ]) {
+            let mut create = vec!["network", "create", "--internal", "--subnet", &subnet];
+            create.extend(driver);
+            create.push(&name);
+            match docker(&create) {
                 Ok(_) => made.push(name),
                 Err(e) => {
                     last = Some(e);
@@ -446,5 +656,83 @@ fn free_subnets(prefix: &str, id: u32) -> Result<u8> {
         .context("cannot create the run's internal networks on any free /24s of 172.28.0.0/16"))
 }
 
+/// Where a service finds its spec (a swarm config).
+const SERVICE_SPEC: &str = "/run/bench/spec.json";
+
+/// Fails unless this engine manages an active swarm and, for the default constraints, a
+/// node carries each site's label; says how to fix it.
+fn check_swarm(sites: &SwarmSites) -> Result<()> {
+    let state = docker(&[
+        "info",
+        "--format",
+        "{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}}",
+    ])?;
+    if state != "active true" {
+        bail!(
+            "placement.engine = \"swarm\" needs this Docker engine to manage a swarm (it is {state:?}): docker swarm init --advertise-addr ADDRESS here, docker swarm join on the other hosts"
+        );
+    }
+    for constraint in [&sites.pool_nodes, &sites.farm_nodes] {
+        if let Some(label) = constraint.strip_prefix("node.labels.") {
+            let (key, value) = label.split_once("==").unwrap_or((label, ""));
+            let nodes = docker(&[
+                "node",
+                "ls",
+                "--quiet",
+                "--filter",
+                &format!("node.label={key}={value}"),
+            ])?;
+            if nodes.is_empty() {
+                bail!(
+                    "no swarm node is labelled {key}={value} (placement constraint {constraint:?}): docker node update --label-add {key}={value} NODE"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What the collector writes at the end, in the run directory.
 pub const CLOCKS_FILE: &str = "clocks.json";
+
+/// This process's IPv4 address inside `cidr` (`a.b.c.d/len`): a service on an overlay
+/// network learns its own address this way, the swarm giving none up front.
+pub fn own_address_in(cidr: &str) -> Result<std::net::Ipv4Addr> {
+    let (net, len) = cidr
+        .split_once('/')
+        .with_context(|| format!("{cidr:?} is not a.b.c.d/len"))?;
+    let net: std::net::Ipv4Addr = net
+        .parse()
+        .with_context(|| format!("{cidr:?}: not an address"))?;
+    let len: u32 = len
+        .parse()
+        .with_context(|| format!("{cidr:?}: not a prefix length"))?;
+    anyhow::ensure!(len <= 32, "{cidr:?}: a prefix is at most 32 bits");
+    let mask = u32::MAX.checked_shl(32 - len).unwrap_or(0);
+    let inside = |ip: std::net::Ipv4Addr| u32::from(ip) & mask == u32::from(net) & mask;
+    let mut found = None;
+    // SAFETY: getifaddrs fills a list this function walks and frees; each ifa_addr is
+    // read as a sockaddr_in only when its family says AF_INET.
+    unsafe {
+        let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+        if libc::getifaddrs(&mut list) != 0 {
+            return Err(std::io::Error::last_os_error())
+                .context("cannot list this host's addresses");
+        }
+        let mut entry = list;
+        while !entry.is_null() {
+            let addr = (*entry).ifa_addr;
+            if !addr.is_null() && i32::from((*addr).sa_family) == libc::AF_INET {
+                let v4 = &*(addr as *const libc::sockaddr_in);
+                let ip = std::net::Ipv4Addr::from(u32::from_be(v4.sin_addr.s_addr));
+                if inside(ip) {
+                    found = Some(ip);
+                    break;
+                }
+            }
+            entry = (*entry).ifa_next;
+        }
+        libc::freeifaddrs(list);
+    }
+    found.with_context(|| format!("this container has no address in {cidr}"))
+}

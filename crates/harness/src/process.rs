@@ -10,7 +10,6 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -168,9 +167,12 @@ pub fn isolated_cpus() -> Result<CpuSplit> {
 
 pub struct RoleProcess {
     pub name: String,
+    /// The role's process, or what attached to its container or follows its service.
     child: Child,
     pub meter: CpuMeter,
     exited: bool,
+    /// A swarm service's name: it ends when the swarm says, not when `child` does.
+    service: Option<(String, std::sync::Arc<Containers>)>,
 }
 
 impl RoleProcess {
@@ -198,11 +200,21 @@ impl RoleProcess {
         role_args.extend(launcher.event_args(dir, name)?);
         role_args.extend(["--name".into(), name.into()]);
         let cpus = launcher.cpus_for(Some(spec));
+        let mut service = None;
         let (mut command, container) = match &launcher.containers {
             None => {
                 let mut process = role_command(&launcher.exe, cpus);
                 process.args(&role_args);
                 (process, None)
+            }
+            Some(containers) if containers.is_swarm() => {
+                probe::private::write(&spec_path, &spec_text)?;
+                let name_of = containers.create_service(name, &spec_path, &role_args)?;
+                // Its output from the start, wherever it runs.
+                let mut follow = role_command("docker", None);
+                follow.args(["service", "logs", "--follow", "--raw", &name_of]);
+                service = Some((name_of, containers.clone()));
+                (follow, None)
             }
             Some(containers) => {
                 let (container, ip) = containers.create(name, &role_args, cpus)?;
@@ -233,6 +245,7 @@ impl RoleProcess {
             child,
             meter: CpuMeter::new(pid),
             exited: false,
+            service,
         };
         let mut lines = BufReader::new(stdout).lines();
         let wait = async {
@@ -249,6 +262,18 @@ impl RoleProcess {
                     // The container's process, not the `docker start` that attached to it.
                     role.meter = CpuMeter::new(Containers::pid_of(container)?);
                     tracing::info!(role = name, container, %ip, "role in its container");
+                }
+                if let Some((service, _)) = &role.service {
+                    // Its process when its task runs on this host; elsewhere it is not
+                    // ours to see (pid 0 reads as gone).
+                    let pid = Containers::local_pid_of_service(service);
+                    role.meter = CpuMeter::new(pid.unwrap_or(0));
+                    tracing::info!(
+                        role = name,
+                        service,
+                        local = pid.is_some(),
+                        "role as a swarm service"
+                    );
                 }
                 tracing::info!(role = name, %ready, "role ready");
                 Ok((role, ready))
@@ -311,6 +336,7 @@ impl RoleProcess {
             child,
             meter: CpuMeter::new(pid),
             exited: false,
+            service: None,
         };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
@@ -338,17 +364,30 @@ impl RoleProcess {
     }
 
     /// The exit status, the first time the process is seen to have ended.
-    pub fn newly_exited(&mut self) -> Option<ExitStatus> {
+    /// How it ended (an exit status, or a swarm task's end), the first time it is seen to.
+    pub fn newly_exited(&mut self) -> Option<String> {
         if self.exited {
             return None;
         }
-        let status = self.child.try_wait().ok().flatten()?;
+        let status = match &self.service {
+            Some((service, containers)) => containers
+                .service_ended(service)
+                .then(|| "its swarm task ended".to_string())?,
+            None => self.child.try_wait().ok().flatten()?.to_string(),
+        };
         self.exited = true;
         Some(status)
     }
 
-    /// SIGTERM, then SIGKILL after 10 s.
+    /// SIGTERM, then SIGKILL after 10 s (a swarm service: its task stopped the same way
+    /// by the swarm, then the log follower).
     pub async fn stop(&mut self) {
+        if let Some((service, containers)) = &self.service {
+            let (service, containers) = (service.clone(), containers.clone());
+            let _ = tokio::task::spawn_blocking(move || containers.stop_service(&service)).await;
+            let _ = self.child.kill().await;
+            return;
+        }
         if let Some(pid) = self.child.id() {
             // SAFETY: signalling a child we started; it may have exited already.
             unsafe {

@@ -109,18 +109,44 @@ pub struct Scenario {
 }
 
 /// How roles run: where their events go, and on which CPUs.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Placement {
     /// Where each role runs.
     #[serde(default)]
     pub engine: Engine,
+    /// With the swarm engine: the swarm placement constraint of the pool site's roles
+    /// (and the links), and of the farm site's.
+    #[serde(default = "default_pool_nodes")]
+    pub pool_nodes: String,
+    #[serde(default = "default_farm_nodes")]
+    pub farm_nodes: String,
     #[serde(default)]
     pub events: EventsSink,
     /// Keep the miner fleets on their own CPUs, apart from the roles under test (the
     /// second half of the harness's CPUs against the first; needs at least 2).
     #[serde(default)]
     pub isolate: bool,
+}
+
+fn default_pool_nodes() -> String {
+    "node.labels.site==pool".into()
+}
+
+fn default_farm_nodes() -> String {
+    "node.labels.site==farm".into()
+}
+
+impl Default for Placement {
+    fn default() -> Self {
+        Placement {
+            engine: Engine::default(),
+            pool_nodes: default_pool_nodes(),
+            farm_nodes: default_farm_nodes(),
+            events: EventsSink::default(),
+            isolate: false,
+        }
+    }
 }
 
 /// Where roles run.
@@ -134,6 +160,9 @@ pub enum Engine {
     /// pool site and the farm site on internal networks of their own, joined only by each
     /// side's link; events through the collector.
     Docker,
+    /// The same, each role a Docker Swarm service on the nodes `placement.pool_nodes` or
+    /// `placement.farm_nodes` select, the networks overlays across the swarm's hosts.
+    Swarm,
 }
 
 /// Where roles' events go.
@@ -471,7 +500,13 @@ impl Scenario {
         let fail = |field: &str, problem: String| -> Result<()> {
             bail!("scenario field `{field}`: {problem}")
         };
-        if self.placement.engine == Engine::Docker {
+        if self.placement.engine == Engine::Swarm && self.placement.isolate {
+            fail(
+                "placement.isolate",
+                "CPU sets are per host; with the swarm engine, put the farm on nodes of its own (placement.farm_nodes)".into(),
+            )?;
+        }
+        if self.placement.engine != Engine::Process {
             // What runs in a container is the stratum-bench image: nothing else is in it.
             if let Some(label) = self.sv1_pools.keys().next() {
                 fail(

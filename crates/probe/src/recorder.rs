@@ -52,6 +52,10 @@ impl Recorder {
     /// `collector` (`HOST:PORT`, see [`crate::ship`]); `close` returns once the collector
     /// holds them all.
     pub fn to_collector(journal: &Path, collector: &str, role: &str) -> Result<Self> {
+        if let Some(dir) = journal.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
         let hello = Hello {
             role: role.to_string(),
             clock: clock_id(),

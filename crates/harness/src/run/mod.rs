@@ -14,7 +14,7 @@ use topology::start_roles;
 pub(crate) use topology::{default_worker_prefix, free_local_port, payout_script};
 
 use crate::collector::Collector;
-use crate::container::Containers;
+use crate::container::{Containers, SwarmSites};
 use crate::metrics::RoleGauges;
 use crate::process::{stop_all, EventsTo, Launcher, RoleProcess};
 use crate::scenario::{Engine, EventsSink, Scenario};
@@ -76,8 +76,12 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         opts.scenario.placement.engine,
         opts.scenario.placement.events,
     ) {
-        (Engine::Docker, _) => {
-            let containers = Containers::start(&opts.launcher.exe, &dir)?;
+        (engine @ (Engine::Docker | Engine::Swarm), _) => {
+            let swarm = (engine == Engine::Swarm).then(|| SwarmSites {
+                pool_nodes: opts.scenario.placement.pool_nodes.clone(),
+                farm_nodes: opts.scenario.placement.farm_nodes.clone(),
+            });
+            let containers = Containers::start(&opts.launcher.exe, &dir, swarm)?;
             opts.launcher.events = EventsTo::Collector(containers.collector_addr());
             opts.launcher.containers = Some(Arc::new(containers));
         }
@@ -240,6 +244,8 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         // Every role has handed over its events by now: its close waits for that.
         manifest.clocks = collector.clocks();
     }
+    // A swarm role holds the containers to ask after its service.
+    drop(roles);
     if let Some(containers) = opts.launcher.containers.take() {
         std::fs::write(
             dir.join(PLACEMENT_FILE),
