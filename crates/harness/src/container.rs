@@ -260,7 +260,12 @@ impl Containers {
         }
         let id = std::process::id();
         let prefix = format!("stratum-bench-{id}");
-        let image = format!("{}-run-{id}", default_tag());
+        // A swarm's other hosts load the version's tag (`docker save | docker load`); a
+        // run on one host has a tag of its own, removed at its end.
+        let image = match swarm {
+            Some(_) => default_tag(),
+            None => format!("{}-run-{id}", default_tag()),
+        };
         build_image(exe, &image)?;
         let driver: &[&str] = match swarm {
             Some(_) => &["--driver", "overlay", "--attachable"],
@@ -607,8 +612,9 @@ impl Containers {
         }
         if self.swarm.is_some() {
             let _ = docker(&["volume", "rm", &self.volume()]);
+        } else {
+            let _ = docker(&["rmi", &self.image]);
         }
-        let _ = docker(&["rmi", &self.image]);
     }
 }
 
