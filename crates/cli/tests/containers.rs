@@ -231,6 +231,20 @@ fn the_default_scenario_apart(name: &str, placement: &[&str]) {
     // Each side's shares crossed to its pool and were accepted there (A's through its
     // JDC, whose job declaration crosses the link to the JDS in the pool's container).
     let summary = common::summary(&out);
+    // The summary is the one a run of processes writes: its fields, and each side's
+    // (those that only data fills aside) are there.
+    let skeleton = serde_json::to_value(analysis::summary::compute(&manifest, &[], &[])).unwrap();
+    let keys = |v: &serde_json::Value| -> std::collections::BTreeSet<String> {
+        v.as_object().unwrap().keys().cloned().collect()
+    };
+    assert_eq!(keys(&summary), keys(&skeleton));
+    for side in manifest.sides.keys() {
+        let missing: Vec<_> = keys(&skeleton["sides"][side])
+            .difference(&keys(&summary["sides"][side]))
+            .cloned()
+            .collect();
+        assert!(missing.is_empty(), "{side} lacks {missing:?}");
+    }
     for side in ["sv1", "sv2-a", "sv2-c", "sv2-d"] {
         let shares = &summary["sides"][side]["shares"];
         assert!(shares["accepted"].as_u64().unwrap() > 0, "{side}: {shares}");

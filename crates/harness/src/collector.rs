@@ -124,38 +124,8 @@ impl Collector {
     /// Fails when a role's clock has no estimate within [`CLOCK_WAIT`], or one less
     /// certain than `bound`, naming the roles and the figures.
     pub async fn check_clocks(&self, bound: Duration) -> Result<()> {
-        let deadline = tokio::time::Instant::now() + CLOCK_WAIT;
-        // The harness's own clock needs no estimate: its offset is zero by construction.
-        let unknown = || {
-            self.clocks()
-                .into_iter()
-                .filter(|c| c.applied && c.exchanges == 0)
-        };
-        while unknown().next().is_some() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        for offset in self.clocks().into_iter().filter(|c| c.applied) {
-            let roles = offset.roles.join(", ");
-            if offset.exchanges == 0 {
-                bail!(
-                    "the clock of role(s) {roles} ({}) has no estimate after {} s: its clock connection to the collector at {} never answered",
-                    offset.clock,
-                    CLOCK_WAIT.as_secs(),
-                    self.addr
-                );
-            }
-            if offset.uncertainty_ns > bound.as_nanos() as u64 {
-                bail!(
-                    "the clock of role(s) {roles} ({}) is not known well enough to measure across it: offset {:.3} ms ± {:.3} ms after {} probes (bound ± {:.3} ms)",
-                    offset.clock,
-                    offset.offset_ns as f64 / 1e6,
-                    offset.uncertainty_ns as f64 / 1e6,
-                    offset.exchanges,
-                    bound.as_secs_f64() * 1e3
-                );
-            }
-        }
-        Ok(())
+        let from = format!("the collector at {}", self.addr);
+        check_offsets(|| self.clocks(), &[], bound, &from).await
     }
 
     /// Every clock seen, with its latest estimate.
@@ -205,10 +175,63 @@ impl Drop for Collector {
     }
 }
 
+/// Waits up to [`CLOCK_WAIT`] until `clocks` (read again each time) covers every role of
+/// `expected` and has an estimate for every clock other than the harness's, then fails
+/// when one has none or one less certain than `bound`, naming the roles and the figures.
+pub async fn check_offsets(
+    clocks: impl Fn() -> Vec<ClockOffset>,
+    expected: &[String],
+    bound: Duration,
+    from: &str,
+) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + CLOCK_WAIT;
+    let known = |clocks: &[ClockOffset]| {
+        // The harness's own clock needs no estimate: its offset is zero by construction.
+        clocks.iter().all(|c| !c.applied || c.exchanges > 0)
+            && expected
+                .iter()
+                .all(|role| clocks.iter().any(|c| c.roles.contains(role)))
+    };
+    while !known(&clocks()) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let clocks = clocks();
+    if let Some(role) = expected
+        .iter()
+        .find(|role| !clocks.iter().any(|c| c.roles.contains(role)))
+    {
+        bail!(
+            "role {role}'s clock never reached {from} within {} s",
+            CLOCK_WAIT.as_secs()
+        );
+    }
+    for offset in clocks.into_iter().filter(|c| c.applied) {
+        let roles = offset.roles.join(", ");
+        if offset.exchanges == 0 {
+            bail!(
+                "the clock of role(s) {roles} ({}) has no estimate after {} s: its clock connection to {from} never answered",
+                offset.clock,
+                CLOCK_WAIT.as_secs()
+            );
+        }
+        if offset.uncertainty_ns > bound.as_nanos() as u64 {
+            bail!(
+                "the clock of role(s) {roles} ({}) is not known well enough to measure across it: offset {:.3} ms ± {:.3} ms after {} probes (bound ± {:.3} ms)",
+                offset.clock,
+                offset.offset_ns as f64 / 1e6,
+                offset.uncertainty_ns as f64 / 1e6,
+                offset.exchanges,
+                bound.as_secs_f64() * 1e3
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `stratum-bench collect`: a collector on its own, for roles in containers or on other
-/// hosts, writing into `events_dir` until SIGTERM or Ctrl-C, then every clock's estimate
-/// as JSON into `clocks_file`. It must run on the harness's host: its clock is the one
-/// events are put on.
+/// hosts, writing into `events_dir` until SIGTERM or Ctrl-C, and every clock's estimate
+/// as JSON into `clocks_file` after every round of probes and at the end. It must run on
+/// the harness's host: its clock is the one events are put on.
 pub async fn serve_until_stopped(
     listen: SocketAddr,
     events_dir: PathBuf,
@@ -218,11 +241,27 @@ pub async fn serve_until_stopped(
         .with_context(|| format!("cannot create {}", events_dir.display()))?;
     let collector = Collector::start(listen, events_dir).await?;
     tracing::info!(listen = %collector.addr, "collecting events");
-    crate::roles::terminated().await;
-    collector.probe_again().await;
-    let clocks = serde_json::to_string_pretty(&collector.clocks())? + "\n";
-    std::fs::write(clocks_file, clocks)
+    let write = |collector: &Collector| -> Result<()> {
+        // Whole or not at all: the harness reads it while the run goes.
+        let partial = clocks_file.with_extension("json.partial");
+        std::fs::write(
+            &partial,
+            serde_json::to_string_pretty(&collector.clocks())? + "\n",
+        )
+        .and_then(|()| std::fs::rename(&partial, clocks_file))
         .with_context(|| format!("cannot write {}", clocks_file.display()))
+    };
+    let mut every = tokio::time::interval(PROBE_EVERY);
+    let stop = crate::roles::terminated();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = every.tick() => write(&collector)?,
+            _ = &mut stop => break,
+        }
+    }
+    collector.probe_again().await;
+    write(&collector)
 }
 
 async fn serve(shared: &Shared, stream: TcpStream, connection: u64) -> Result<()> {

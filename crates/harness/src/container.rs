@@ -538,6 +538,20 @@ impl Containers {
             .with_context(|| format!("container {container} has no process"))
     }
 
+    /// Fails when a role's clock is not known within `bound` (the collector container
+    /// writes its estimates every round of probes), with the figures.
+    pub async fn check_clocks(&self, bound: std::time::Duration) -> Result<()> {
+        let expected: Vec<String> = self.placed.lock().iter().map(|p| p.role.clone()).collect();
+        let file = self.run_dir.join(CLOCKS_FILE);
+        let read = || -> Vec<analysis::manifest::ClockOffset> {
+            std::fs::read_to_string(&file)
+                .ok()
+                .and_then(|text| serde_json::from_str(&text).ok())
+                .unwrap_or_default()
+        };
+        crate::collector::check_offsets(read, &expected, bound, "the collector container").await
+    }
+
     /// Where every role stood.
     pub fn placement(&self) -> Vec<Placed> {
         self.placed.lock().clone()

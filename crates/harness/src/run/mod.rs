@@ -98,9 +98,14 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
 
     let mut roles: Vec<RoleProcess> = Vec::new();
     let mut started = start_roles(&opts, &dir, &mut roles).await;
+    // Measuring across a clock known no better than this would measure the clock.
     if let (Ok(_), Some(collector)) = (&started, &collector) {
-        // Measuring across a clock known no better than this would measure the clock.
         if let Err(e) = collector.check_clocks(CLOCK_BOUND).await {
+            started = Err(e);
+        }
+    }
+    if let (Ok(_), Some(containers)) = (&started, &opts.launcher.containers) {
+        if let Err(e) = containers.check_clocks(CLOCK_BOUND).await {
             started = Err(e);
         }
     }
