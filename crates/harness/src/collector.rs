@@ -49,7 +49,7 @@ struct Shared {
     copies: Mutex<HashMap<String, Copy>>,
     clocks: Mutex<BTreeMap<String, Clock>>,
     probe_now: Notify,
-    events_connections: Mutex<Vec<AbortHandle>>,
+    connections: Mutex<Vec<AbortHandle>>,
 }
 
 /// The collector's copy of one role's events.
@@ -64,8 +64,8 @@ struct Copy {
 #[derive(Default)]
 struct Clock {
     roles: BTreeSet<String>,
-    /// Offset (the clock minus the harness's) and its uncertainty, from the latest burst.
-    estimate: Option<(i64, u64)>,
+    /// Offset (the clock minus the harness's), from the latest burst.
+    offset_ns: Option<i64>,
     /// The widest uncertainty of any burst so far: what any event may have been moved
     /// off by.
     widest_ns: u64,
@@ -85,14 +85,20 @@ impl Collector {
             copies: Mutex::new(HashMap::new()),
             clocks: Mutex::new(BTreeMap::new()),
             probe_now: Notify::new(),
-            events_connections: Mutex::new(Vec::new()),
+            connections: Mutex::new(Vec::new()),
         });
         let accepting = shared.clone();
         let accept = tokio::spawn(async move {
             let mut next_connection = 0u64;
             loop {
-                let Ok((stream, peer)) = listener.accept().await else {
-                    continue;
+                let (stream, peer) = match listener.accept().await {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of descriptors, say: wait rather than spin.
+                        tracing::warn!("collector accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
                 };
                 next_connection += 1;
                 let (shared, id) = (accepting.clone(), next_connection);
@@ -101,10 +107,10 @@ impl Collector {
                         tracing::warn!(%peer, "collector connection closed: {e:#}");
                     }
                 });
-                accepting
-                    .events_connections
-                    .lock()
-                    .push(task.abort_handle());
+                let mut connections = accepting.connections.lock();
+                // Those that ended need no cutting.
+                connections.retain(|c| !c.is_finished());
+                connections.push(task.abort_handle());
             }
         });
         Ok(Collector {
@@ -116,7 +122,7 @@ impl Collector {
 
     /// Drops every connection, as a network fault would; roles reconnect and resume.
     pub fn cut_connections(&self) {
-        for connection in self.shared.events_connections.lock().drain(..) {
+        for connection in self.shared.connections.lock().drain(..) {
             connection.abort();
         }
     }
@@ -135,12 +141,11 @@ impl Collector {
             .lock()
             .iter()
             .map(|(id, clock)| {
-                // No estimate yet shows as zero probes.
-                let (offset_ns, _) = clock.estimate.unwrap_or_default();
                 ClockOffset {
                     clock: id.clone(),
                     roles: clock.roles.iter().cloned().collect(),
-                    offset_ns,
+                    // No estimate yet shows as zero probes.
+                    offset_ns: clock.offset_ns.unwrap_or_default(),
                     uncertainty_ns: clock.widest_ns,
                     applied: *id != self.shared.own_clock,
                     exchanges: clock.exchanges,
@@ -185,21 +190,21 @@ pub async fn check_offsets(
     from: &str,
 ) -> Result<()> {
     let deadline = tokio::time::Instant::now() + CLOCK_WAIT;
+    let unseen = |clocks: &[ClockOffset]| {
+        expected
+            .iter()
+            .find(|role| !clocks.iter().any(|c| c.roles.contains(role)))
+            .cloned()
+    };
+    // The harness's own clock needs no estimate: its offset is zero by construction.
     let known = |clocks: &[ClockOffset]| {
-        // The harness's own clock needs no estimate: its offset is zero by construction.
-        clocks.iter().all(|c| !c.applied || c.exchanges > 0)
-            && expected
-                .iter()
-                .all(|role| clocks.iter().any(|c| c.roles.contains(role)))
+        unseen(clocks).is_none() && clocks.iter().all(|c| !c.applied || c.exchanges > 0)
     };
     while !known(&clocks()) && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let clocks = clocks();
-    if let Some(role) = expected
-        .iter()
-        .find(|role| !clocks.iter().any(|c| c.roles.contains(role)))
-    {
+    if let Some(role) = unseen(&clocks) {
         bail!(
             "role {role}'s clock never reached {from} within {} s",
             CLOCK_WAIT.as_secs()
@@ -305,14 +310,8 @@ async fn receive_events(
     hello: Hello,
     connection: u64,
 ) -> Result<()> {
+    register(shared, &hello);
     let role = hello.role;
-    shared
-        .clocks
-        .lock()
-        .entry(hello.clock.clone())
-        .or_default()
-        .roles
-        .insert(role.clone());
     let own_clock = hello.clock == shared.own_clock;
     let deadline = tokio::time::Instant::now() + CLOCK_WAIT;
     while !own_clock && offset_of(shared, &hello.clock).is_none() {
@@ -405,12 +404,7 @@ fn move_stamps(lines: &[u8], offset_ns: i64) -> Result<Vec<u8>> {
 }
 
 fn offset_of(shared: &Shared, clock: &str) -> Option<i64> {
-    shared
-        .clocks
-        .lock()
-        .get(clock)
-        .and_then(|c| c.estimate)
-        .map(|(offset, _)| offset)
+    shared.clocks.lock().get(clock).and_then(|c| c.offset_ns)
 }
 
 async fn send_have(stream: &mut TcpStream, have: u64) -> Result<()> {
@@ -419,12 +413,8 @@ async fn send_have(stream: &mut TcpStream, have: u64) -> Result<()> {
     Ok(())
 }
 
-/// Probes a role's clock in bursts until the connection ends.
-async fn probe_clock(
-    shared: &Shared,
-    mut stream: BufReader<TcpStream>,
-    hello: Hello,
-) -> Result<()> {
+/// Notes which clock the role of `hello` reads (either of its connections may come first).
+fn register(shared: &Shared, hello: &Hello) {
     shared
         .clocks
         .lock()
@@ -432,22 +422,31 @@ async fn probe_clock(
         .or_default()
         .roles
         .insert(hello.role.clone());
+}
+
+/// Probes a role's clock in bursts until the connection ends.
+async fn probe_clock(
+    shared: &Shared,
+    mut stream: BufReader<TcpStream>,
+    hello: Hello,
+) -> Result<()> {
+    register(shared, &hello);
     loop {
-        let mut best: Option<(u64, i64)> = None;
+        // The exchange with the shortest round trip: (delay, offset).
+        let mut best = (u64::MAX, 0i64);
         for _ in 0..BURST {
             // A role closes its clock connection when it stops: nothing to report.
-            let Some((delay, offset)) = probe_once(&mut stream).await? else {
+            let Some(exchange) = probe_once(&mut stream).await? else {
                 return Ok(());
             };
-            if best.is_none_or(|(d, _)| delay < d) {
-                best = Some((delay, offset));
-            }
+            best = best.min(exchange);
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        if let Some((delay, offset)) = best {
+        let (delay, offset) = best;
+        {
             let mut clocks = shared.clocks.lock();
             let clock = clocks.entry(hello.clock.clone()).or_default();
-            clock.estimate = Some((offset, delay.div_ceil(2)));
+            clock.offset_ns = Some(offset);
             clock.widest_ns = clock.widest_ns.max(delay.div_ceil(2));
             clock.exchanges += BURST as u64;
         }

@@ -338,14 +338,10 @@ impl Containers {
         cpus: Option<&[usize]>,
     ) -> Result<(String, std::net::Ipv4Addr)> {
         let site = Site::of(name);
-        let (home, other) = match site {
-            Site::Pool => (&self.pool, None),
-            Site::Farm => (&self.farm, None),
-            Site::Link => (&self.farm, Some(&self.pool)),
-        };
+        let (home, other) = self.networks_of(site);
         let container = format!("{}-{name}", self.prefix);
         let ip = home.address()?;
-        let rust_log = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+        let rust_log = role_log_filter();
         let mut create: Vec<String> = [
             "create",
             "--name",
@@ -415,16 +411,17 @@ impl Containers {
     ) -> Result<String> {
         let sites = self.swarm.as_ref().context("a swarm run")?;
         let site = Site::of(name);
-        let (home, other, constraint) = match site {
-            Site::Pool => (&self.pool, None, &sites.pool_nodes),
-            Site::Farm => (&self.farm, None, &sites.farm_nodes),
-            Site::Link => (&self.farm, Some(&self.pool), &sites.pool_nodes),
+        let (home, other) = self.networks_of(site);
+        // A link stands with the pool's site.
+        let constraint = match site {
+            Site::Farm => &sites.farm_nodes,
+            Site::Pool | Site::Link => &sites.pool_nodes,
         };
         let service = format!("{}-{name}", self.prefix);
         let config = format!("{service}-spec");
         docker(&["config", "create", &config, &spec.to_string_lossy()])
             .with_context(|| format!("cannot hand role {name} its spec"))?;
-        let rust_log = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+        let rust_log = role_log_filter();
         let [a, b, c] = home.prefix;
         let mut create: Vec<String> = [
             "service",
@@ -571,37 +568,29 @@ impl Containers {
     }
 
     fn remove(&self) {
-        let mut names: Vec<String> = self
+        let placed: Vec<String> = self
             .placed
             .lock()
             .iter()
             .map(|p| p.container.clone())
             .collect();
+        let mut containers = vec![self.collector_name()];
         if self.swarm.is_some() {
-            let mut rm = vec!["service", "rm"];
-            rm.extend(names.iter().map(String::as_str));
-            let configs: Vec<String> = names.iter().map(|n| format!("{n}-spec")).collect();
-            let mut config_rm = vec!["config", "rm"];
-            config_rm.extend(configs.iter().map(String::as_str));
-            if names.is_empty() {
-                rm.clear();
-                config_rm.clear();
-            }
-            for args in [rm, config_rm] {
-                if !args.is_empty() {
-                    if let Err(e) = docker(&args) {
-                        tracing::warn!("removing the run's services: {e:#}");
-                    }
+            let configs: Vec<String> = placed.iter().map(|n| format!("{n}-spec")).collect();
+            for (verb, names) in [(["service", "rm"], &placed), (["config", "rm"], &configs)] {
+                if let Err(e) = docker_on(&verb, names) {
+                    tracing::warn!("removing the run's services: {e:#}");
                 }
             }
             // Their tasks leave the networks and the volume as they stop.
             let ours = format!("name={}-", self.prefix);
+            let swarm_tasks = "label=com.docker.swarm.service.name";
             let tasks = [
                 "ps",
                 "--all",
                 "--quiet",
                 "--filter",
-                "label=com.docker.swarm.service.name",
+                swarm_tasks,
                 "--filter",
                 &ours,
             ];
@@ -611,12 +600,10 @@ impl Containers {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(200));
             }
-            names.clear();
+        } else {
+            containers.extend(placed);
         }
-        names.push(self.collector_name());
-        let mut rm = vec!["rm", "-f"];
-        rm.extend(names.iter().map(String::as_str));
-        if let Err(e) = docker(&rm) {
+        if let Err(e) = docker_on(&["rm", "-f"], &containers) {
             tracing::warn!("removing the run's containers: {e:#}");
         }
         for net in [&self.pool, &self.farm, &self.control] {
@@ -628,6 +615,31 @@ impl Containers {
             let _ = docker(&["rmi", &self.image]);
         }
     }
+
+    /// A role's own network (the farm's for a link, where it listens) and, for a link,
+    /// the other site's.
+    fn networks_of(&self, site: Site) -> (&Network, Option<&Network>) {
+        match site {
+            Site::Pool => (&self.pool, None),
+            Site::Farm => (&self.farm, None),
+            Site::Link => (&self.farm, Some(&self.pool)),
+        }
+    }
+}
+
+/// `docker VERB NAME...`, nothing when there are no names.
+fn docker_on(verb: &[&str], names: &[String]) -> Result<()> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let mut args = verb.to_vec();
+    args.extend(names.iter().map(String::as_str));
+    docker(&args).map(|_| ())
+}
+
+/// The log filter a role runs with: the harness's own `RUST_LOG`, or `info`.
+pub(crate) fn role_log_filter() -> String {
+    std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into())
 }
 
 impl Drop for Containers {

@@ -192,7 +192,7 @@ impl RoleProcess {
         // A role's spec may hold the RPC password or the pool's authority key.
         probe::private::create_dir(&dir.join("roles"))?;
         let spec_path = dir.join("roles").join(format!("{name}.json"));
-        let mut spec_text = serde_json::to_string_pretty(spec)?;
+        let spec_text = serde_json::to_string_pretty(spec)?;
         let log_path = dir.join("logs").join(format!("{name}.log"));
         let log = std::fs::File::create(&log_path)?;
         let mut role_args: Vec<std::ffi::OsString> =
@@ -203,11 +203,13 @@ impl RoleProcess {
         let mut service = None;
         let (mut command, container) = match &launcher.containers {
             None => {
+                probe::private::write(&spec_path, &spec_text)?;
                 let mut process = role_command(&launcher.exe, cpus);
                 process.args(&role_args);
                 (process, None)
             }
             Some(containers) if containers.is_swarm() => {
+                // The service rewrites it itself, once it knows its address.
                 probe::private::write(&spec_path, &spec_text)?;
                 let name_of = containers.create_service(name, &spec_path, &role_args)?;
                 // Its output from the start, wherever it runs.
@@ -220,18 +222,15 @@ impl RoleProcess {
                 let (container, ip) = containers.create(name, &role_args, cpus)?;
                 // Inside its container a role listens on its own address, and what it is
                 // told of others' is theirs: no loopback is shared.
-                spec_text = spec_text.replace("127.0.0.1", &ip.to_string());
+                let own = spec_text.replace("127.0.0.1", &ip.to_string());
+                probe::private::write(&spec_path, own)?;
                 let mut start = role_command("docker", None);
                 start.args(["start", "--attach", &container]);
                 (start, Some((container, ip)))
             }
         };
-        probe::private::write(&spec_path, spec_text)?;
         let mut child = command
-            .env(
-                "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
-            )
+            .env("RUST_LOG", crate::container::role_log_filter())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(log)
