@@ -391,8 +391,18 @@ async fn measure(
     let sender_cpu_after = sender_cpu();
     let elapsed = cpu_clock.elapsed().as_secs_f64();
 
-    let starts = sender.origin.starts(dir, t_start, &asked);
-    let rounds = account(&starts, &receipts(), n);
+    // A sender that learns of blocks by polling (NOMP, every 500 ms) may still be sending
+    // the last one on a loaded machine: wait for every miner, up to a bound, before
+    // counting the ones that never got it.
+    let straggle = Instant::now() + Duration::from_secs(10 + u64::from(n) / 200);
+    let rounds = loop {
+        let starts = sender.origin.starts(dir, t_start, &asked);
+        let rounds = account(&starts, &receipts(), n);
+        if rounds.iter().all(|r| r.missing == 0) || Instant::now() >= straggle {
+            break rounds;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
     let last: Vec<f64> = rounds
         .iter()
         .filter_map(|r| r.delivered.iter().copied().reduce(f64::max))
