@@ -25,6 +25,10 @@ pub use crate::declaration::JobDeclarationSummary;
 pub use crate::shares::{BlockCounts, PoolWork, ShareCounts};
 
 pub const SCHEMA: &str = "stratum-bench.summary.v1";
+/// The role name of the harness's own events and CPU and memory samples.
+pub const HARNESS_ROLE: &str = "harness";
+/// The `unmatched` kind of a role that exited during the run, before its name.
+pub const ROLE_EXITED: &str = "role_exited:";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
@@ -52,6 +56,10 @@ pub struct Summary {
     /// after a block, at the real network's block interval.
     #[serde(default)]
     pub minutes_saved_per_year: BTreeMap<String, f64>,
+    /// The harness's own process (it reads every event the roles write): what a run's
+    /// measuring costs, and whether that stays flat over a long run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<RoleResources>,
     /// Events that could not be tied to their counterpart, by kind.
     pub unmatched: BTreeMap<String, u64>,
     /// What ended the measured window, when the run could end it early.
@@ -287,10 +295,15 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
 
     for r in &events {
         if let Event::RoleExited { name, .. } = &r.event {
-            unmatched.add(&format!("role_exited:{name}"), 1);
+            unmatched.add(&format!("{ROLE_EXITED}{name}"), 1);
         }
     }
-    let node_sampled = samples.iter().any(|s| s.role == m.node_role);
+    let sampled = |role: &str| {
+        samples
+            .iter()
+            .any(|s| s.role == role)
+            .then(|| resources(samples, role, window))
+    };
     let verdict_rows = verdict(&sides);
     // A block is worth what the network's templates were, unless the user said.
     let block_value = m
@@ -320,7 +333,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
         network: NetworkSummary {
             template_value_sats: network_value,
             blocks: timeline.network_blocks,
-            node: node_sampled.then(|| resources(samples, &m.node_role, window)),
+            node: sampled(&m.node_role),
         },
         deltas: deltas(&sides),
         worth: verdict_rows
@@ -343,6 +356,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
         },
         verdict: verdict_rows,
         sides,
+        harness: sampled(HARNESS_ROLE),
         unmatched: unmatched.0,
         stopped: m.stopped.clone(),
         clock_uncertainty_ms,
@@ -525,6 +539,12 @@ mod tests {
                 cpu_pct: 50.0,
                 rss_bytes: 9_000,
             },
+            Sample {
+                t_ns: 3_000 * MS,
+                role: HARNESS_ROLE.into(),
+                cpu_pct: 4.0,
+                rss_bytes: 4_000,
+            },
         ];
         let mut events = run();
         events.push(rec(
@@ -572,6 +592,7 @@ mod tests {
             vec!["miners", "pool"]
         );
         assert_eq!(s.network.node.as_ref().unwrap().cpu_pct.mean, Some(50.0));
+        assert_eq!(s.harness.as_ref().unwrap().rss_bytes.max, Some(4_000.0));
         assert_eq!(side.roles["pool"].rss_bytes.mean, Some(1_000.0));
         assert_eq!(side.roles["miners"].cpu_pct.count, 0);
         // No link records: no bandwidth, not zero.

@@ -2,20 +2,14 @@
 
 mod common;
 
-use common::{free_port, out_dir, run_baseline, succeed, summary};
+use common::{free_port, http_get, out_dir, run_baseline, succeed, summary};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn get(url: &str) -> Option<String> {
-    use std::io::{Read, Write};
     let addr = url.trim_start_matches("http://").split('/').next()?;
-    let mut s = std::net::TcpStream::connect(addr).ok()?;
-    write!(s, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let body = text.split_once("\r\n\r\n")?.1.to_string();
-    body.contains("stratum_bench_shares_total").then_some(body)
+    http_get(addr, "/metrics").filter(|body| body.contains("stratum_bench_shares_total"))
 }
 
 /// The SV1 tap in front of the built-in pool reads every verdict the pool gave, and the

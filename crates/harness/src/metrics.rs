@@ -1,5 +1,6 @@
 //! Live Prometheus metrics of a run, rendered from the same summary the run ends with.
 
+use analysis::summary::ROLE_EXITED;
 use analysis::Summary;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -162,6 +163,35 @@ pub fn render(summary: &Summary, roles: &RoleGauges) -> String {
         roles
             .iter()
             .map(|(r, (_, rss))| format!("stratum_bench_role_rss_bytes{{role=\"{r}\"}} {rss}"))
+            .collect(),
+    );
+    family(
+        "stratum_bench_link_rtt_seconds",
+        "gauge",
+        "The round trip of each side's emulated WAN link, as configured.",
+        sides
+            .iter()
+            .map(|(side, s)| {
+                format!(
+                    "stratum_bench_link_rtt_seconds{{side=\"{side}\"}} {}",
+                    s.link_rtt_ms / 1e3
+                )
+            })
+            .collect(),
+    );
+    family(
+        "stratum_bench_role_exits_total",
+        "counter",
+        "Roles that exited during the run (any exit before the run stops them is a failure).",
+        summary
+            .unmatched
+            .iter()
+            .filter_map(|(k, n)| {
+                let role = k.strip_prefix(ROLE_EXITED)?;
+                Some(format!(
+                    "stratum_bench_role_exits_total{{role=\"{role}\"}} {n}"
+                ))
+            })
             .collect(),
     );
     family(

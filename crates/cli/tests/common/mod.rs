@@ -122,6 +122,23 @@ pub fn bench_fails(args: &[&str]) -> String {
     String::from_utf8_lossy(&run.stderr).into_owned()
 }
 
+/// The body of `GET http://<addr><path>` (HTTP/1.0, so the server closes when done), if
+/// the server answers 200.
+pub fn http_get(addr: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.lines()
+        .next()?
+        .contains(" 200 ")
+        .then(|| body.to_string())
+}
+
 /// A fresh run directory for one test.
 pub fn out_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("run-{name}-{}", std::process::id()));

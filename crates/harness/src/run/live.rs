@@ -6,7 +6,7 @@ use analysis::summary::Summary;
 use anyhow::{Context, Result};
 use parking_lot::Mutex;
 use probe::Record;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -84,8 +84,89 @@ pub(super) fn progress(s: &Summary, elapsed_ns: u64, total: Duration, interactiv
     }
 }
 
-/// The latest summary and role gauges, as `/metrics` serves them.
-pub(super) type Live = Arc<Mutex<(Option<Summary>, RoleGauges)>>;
+/// What a run shows while it goes: the latest summary (`None` until the first), the roles'
+/// latest CPU and memory, and where the run is.
+#[derive(Default)]
+pub(super) struct LiveState {
+    summary: Option<Summary>,
+    /// The charts' points since the window began, so a page opened late shows the run.
+    history: Vec<Point>,
+    pub gauges: RoleGauges,
+    pub elapsed_s: f64,
+    pub total_s: f64,
+}
+
+/// Points the live charts keep at most: when full, every other one goes, so the whole run
+/// stays in view at half the resolution and memory stays bounded however long it runs.
+const MAX_POINTS: usize = 1_000;
+
+/// What the live charts plot of one summary, per side.
+#[derive(Clone, serde::Serialize)]
+struct Point {
+    t_s: f64,
+    sides: BTreeMap<String, SidePoint>,
+}
+
+#[derive(Clone, serde::Serialize)]
+struct SidePoint {
+    submitted: u64,
+    stale_pct: Option<f64>,
+    new_prevhash_job_p50_ms: Option<f64>,
+    farm_bytes_per_s: Option<f64>,
+}
+
+impl LiveState {
+    /// The newest summary; charted once its window has begun.
+    pub fn publish(&mut self, summary: Summary) {
+        if summary.duration_s > 0.0 {
+            if self.history.len() >= MAX_POINTS {
+                let mut keep = false;
+                self.history.retain(|_| {
+                    keep = !keep;
+                    keep
+                });
+            }
+            self.history.push(Point {
+                t_s: summary.duration_s,
+                sides: (summary.sides.iter())
+                    .map(|(name, s)| {
+                        let point = SidePoint {
+                            submitted: s.shares.submitted,
+                            stale_pct: s.shares.stale_pct,
+                            new_prevhash_job_p50_ms: s.new_prevhash_job_ms.p50,
+                            farm_bytes_per_s: (s.bandwidth_bytes_per_s.as_ref())
+                                .map(|b| b.farm.tx + b.farm.rx),
+                        };
+                        (name.clone(), point)
+                    })
+                    .collect(),
+            });
+        }
+        self.summary = Some(summary);
+    }
+}
+
+pub(super) type Live = Arc<Mutex<LiveState>>;
+
+/// The live page's data: the live summary as analysis computed it, nothing recomputed.
+#[derive(serde::Serialize)]
+struct LiveJson<'a> {
+    elapsed_s: f64,
+    total_s: f64,
+    summary: Option<&'a Summary>,
+    history: &'a [Point],
+    roles: BTreeMap<&'a str, RoleNow>,
+}
+
+#[derive(serde::Serialize)]
+struct RoleNow {
+    cpu_pct: f64,
+    rss_bytes: u64,
+}
+
+/// The live dashboard: one self-contained page (no script or style from elsewhere) that
+/// polls `/live.json`.
+const PAGE: &str = include_str!("live.html");
 
 /// Binds the metrics address up front, so a port in use fails the run before anything starts.
 pub(super) async fn bind_metrics(bind: SocketAddr) -> Result<tokio::net::TcpListener> {
@@ -96,29 +177,67 @@ pub(super) async fn bind_metrics(bind: SocketAddr) -> Result<tokio::net::TcpList
         )
     })?;
     // The address bound, not the one asked for: `--metrics-bind 127.0.0.1:0` takes any port.
-    eprintln!("metrics on http://{}/metrics", listener.local_addr()?);
+    let addr = listener.local_addr()?;
+    eprintln!("metrics on http://{addr}/metrics, live dashboard on http://{addr}/");
     Ok(listener)
 }
 
-/// Serves `/metrics` from `live` until aborted.
+/// Serves `/metrics`, the live page `/` and its data `/live.json` from `live` until aborted.
 pub(super) fn serve_metrics(
     listener: tokio::net::TcpListener,
     live: Live,
 ) -> tokio::task::JoinHandle<()> {
-    let app = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let live = live.clone();
-            async move {
-                let (summary, gauges) = &*live.lock();
-                let body = summary
-                    .as_ref()
-                    .map(|s| render(s, gauges))
-                    .unwrap_or_default();
-                ([("content-type", "text/plain; version=0.0.4")], body)
-            }
-        }),
-    );
+    use axum::routing::get;
+    let metrics = live.clone();
+    let app = axum::Router::new()
+        .route(
+            "/metrics",
+            get(move || {
+                let live = metrics.clone();
+                async move {
+                    let state = live.lock();
+                    let body = state
+                        .summary
+                        .as_ref()
+                        .map(|s| render(s, &state.gauges))
+                        .unwrap_or_default();
+                    ([("content-type", "text/plain; version=0.0.4")], body)
+                }
+            }),
+        )
+        .route(
+            "/live.json",
+            get(move || {
+                let live = live.clone();
+                async move {
+                    let state = live.lock();
+                    let json = LiveJson {
+                        elapsed_s: state.elapsed_s,
+                        total_s: state.total_s,
+                        summary: state.summary.as_ref(),
+                        history: &state.history,
+                        roles: (state.gauges.iter())
+                            .map(|(name, (cpu_pct, rss_bytes))| {
+                                let (cpu_pct, rss_bytes) = (*cpu_pct, *rss_bytes);
+                                (name.as_str(), RoleNow { cpu_pct, rss_bytes })
+                            })
+                            .collect(),
+                    };
+                    let body = serde_json::to_string(&json).unwrap_or_default();
+                    (
+                        [
+                            ("content-type", "application/json"),
+                            ("cache-control", "no-store"),
+                        ],
+                        body,
+                    )
+                }
+            }),
+        )
+        .route(
+            "/",
+            get(|| async { ([("content-type", "text/html; charset=utf-8")], PAGE) }),
+        );
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     })

@@ -17,10 +17,11 @@ use crate::collector::Collector;
 use crate::container::{Containers, SwarmSites};
 use crate::metrics::RoleGauges;
 use crate::process::{stop_all, EventsTo, Launcher, RoleProcess};
+use crate::procs::CpuMeter;
 use crate::scenario::{Engine, EventsSink, Scenario};
 use analysis::headline::unresolved;
 use analysis::manifest::{LinkParams, Manifest, Sample, Stopped, EVENTS_DIR, SAMPLES_FILE};
-use analysis::summary::{compute, Summary};
+use analysis::summary::{compute, Summary, HARNESS_ROLE};
 use anyhow::{Context, Result};
 use probe::{mono_ns, Event, Recorder};
 use std::io::{IsTerminal, Write};
@@ -94,7 +95,12 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         (Engine::Process, EventsSink::File) => {}
     }
     let s = &opts.scenario;
-    let harness_events = Recorder::to_file(&dir.join(EVENTS_DIR).join("harness.jsonl"), "harness")?;
+    let harness_events = Recorder::to_file(
+        &dir.join(EVENTS_DIR).join(format!("{HARNESS_ROLE}.jsonl")),
+        HARNESS_ROLE,
+    )?;
+    // The harness is measured like a role: a long run shows whether its cost stays flat.
+    let mut own_meter = CpuMeter::new(std::process::id());
 
     let mut roles: Vec<RoleProcess> = Vec::new();
     let mut started = start_roles(&opts, &dir, &mut roles).await;
@@ -165,19 +171,25 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
             }
         }
         let mut gauges = RoleGauges::new();
-        for role in roles.iter_mut() {
-            if let Some((cpu, rss)) = role.meter.sample() {
+        let meters = roles
+            .iter_mut()
+            .map(|r| (r.name.as_str(), &mut r.meter))
+            .chain([(HARNESS_ROLE, &mut own_meter)]);
+        for (name, meter) in meters {
+            if let Some((cpu, rss)) = meter.sample() {
                 let cpu = cpu.unwrap_or(0.0);
-                gauges.insert(role.name.clone(), (cpu, rss));
+                gauges.insert(name.to_string(), (cpu, rss));
                 let sample = Sample {
                     t_ns: now,
-                    role: role.name.clone(),
+                    role: name.to_string(),
                     cpu_pct: cpu,
                     rss_bytes: rss,
                 };
                 writeln!(samples_file, "{}", serde_json::to_string(&sample)?)?;
                 samples.push(sample);
             }
+        }
+        for role in roles.iter_mut() {
             if let Some(status) = role.newly_exited() {
                 tracing::error!(role = %role.name, %status, "role exited during the run; see logs/{}.log", role.name);
                 harness_events.record(Event::RoleExited {
@@ -214,9 +226,13 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
                     manifest.window_end_ns = now.min(manifest.window_end_ns);
                 }
             }
-            *live.lock() = (Some(summary), gauges);
-        } else {
-            live.lock().1 = gauges;
+            live.lock().publish(summary);
+        }
+        {
+            let mut state = live.lock();
+            state.gauges = gauges;
+            state.elapsed_s = now.saturating_sub(t0) as f64 / 1e9;
+            state.total_s = total.as_secs_f64();
         }
         if now >= manifest.window_end_ns {
             break;
