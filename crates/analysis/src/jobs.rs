@@ -49,6 +49,8 @@ pub struct JobFacts {
     /// tip's templates follow one mempool, so the tip is the unit of its interval.
     pub value_by_tip: Clustered<(f64, f64)>,
     pub work: WorkTime,
+    /// The same, per miner.
+    pub work_by_miner: BTreeMap<u32, WorkTime>,
 }
 
 struct Job<'a> {
@@ -141,7 +143,8 @@ pub fn side_jobs<'a>(
         }
     }
 
-    for jobs in by_miner.values() {
+    for (miner, jobs) in &by_miner {
+        let mine = facts.work_by_miner.entry(*miner).or_default();
         for (i, job) in jobs.iter().enumerate() {
             let until = jobs.get(i + 1).map_or(window.end_ns, |next| next.t_ns);
             let Some((from, to)) = window.clip(job.t_ns, until) else {
@@ -150,14 +153,21 @@ pub fn side_jobs<'a>(
             for (a, b, tip) in timeline.tip_spans(from, to) {
                 let secs = (b - a) as f64 / 1e9;
                 match (tip, job.template) {
-                    (Some(tip), _) if tip != job.prev_hash => facts.work.stale_s += secs,
+                    (Some(tip), _) if tip != job.prev_hash => {
+                        facts.work.stale_s += secs;
+                        mine.stale_s += secs;
+                    }
                     (_, TemplateMatch::Found(t)) => {
                         facts.work.valid_s += secs;
+                        mine.valid_s += secs;
                         facts
                             .value_by_tip
                             .push(job.prev_hash, (t.value_sats as f64, (b - a) as f64));
                     }
-                    _ => facts.work.unmatched_s += secs,
+                    _ => {
+                        facts.work.unmatched_s += secs;
+                        mine.unmatched_s += secs;
+                    }
                 }
             }
         }

@@ -12,6 +12,7 @@ pub mod bench;
 pub mod clocks;
 pub mod compare;
 pub mod declaration;
+pub mod farm;
 pub mod headline;
 pub mod input;
 pub mod jobs;

@@ -1,5 +1,6 @@
 //! What the harness tells the analysis about a run: which role is which.
 
+pub use mining::farm::PerMiner;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -26,6 +27,10 @@ pub struct Manifest {
     /// collector: each one's offset from the harness's clock, which the events were moved by.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clocks: Vec<ClockOffset>,
+    /// How the miners differ, alike on every side (miner `i` of each side is the same
+    /// machine); empty when they do not.
+    #[serde(default, skip_serializing_if = "PerMiner::is_empty")]
+    pub per_miner: PerMiner,
 }
 
 /// One monotonic clock (a host's boot) and how it relates to the harness's clock.

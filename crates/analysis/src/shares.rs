@@ -23,7 +23,7 @@ use crate::timeline::Timeline;
 use crate::Unmatched;
 use probe::{Event, Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShareCounts {
@@ -93,6 +93,15 @@ pub struct ShareFacts {
     pub blocks: BlockCounts,
     /// By block: each is its own unit.
     pub block_propagation_ms: Clustered,
+    /// Shares submitted in the window and those stale, per miner.
+    pub by_miner: BTreeMap<u32, MinerShares>,
+}
+
+/// One miner's shares in the window.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MinerShares {
+    pub submitted: u64,
+    pub stale: u64,
 }
 
 /// The share and block rules over one side's events (`events` in time order).
@@ -116,8 +125,11 @@ pub fn side_shares(
             } if window.contains(r.t_ns) => {
                 in_window.insert((*miner, *share_id));
                 f.shares.submitted += 1;
+                let mine = f.by_miner.entry(*miner).or_default();
+                mine.submitted += 1;
                 if timeline.outdated(prev_hash, r.t_ns) {
                     f.shares.stale += 1;
+                    mine.stale += 1;
                 }
                 if let Some(hash) = block_hash {
                     f.blocks.found += 1;

@@ -146,6 +146,9 @@ pub struct SideSummary {
     /// flight, fresh when sent). Interval by tip.
     #[serde(default)]
     pub pool_stale_work_pct: Estimate,
+    /// With miners of unequal hashrate: shares and stale work by hashrate tenth.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_hashrate: Vec<crate::farm::HashrateGroup>,
     /// `None` when the side's link recorded nothing.
     pub bandwidth_bytes_per_s: Option<Bandwidth>,
     /// What the farm's job declarations met at the pool's JDS (configurations A, B).
@@ -268,6 +271,13 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                 work_s: jobs.work,
                 stale_work_pct: cluster_mean(&stale_per_tip),
                 pool_stale_work_pct: cluster_mean(&pool_stale_per_tip),
+                by_hashrate: crate::farm::by_hashrate(
+                    &m.per_miner.hashrate_factor,
+                    side.miner_hashrate,
+                    &shares.by_miner,
+                    &jobs.work_by_miner,
+                    window.secs(),
+                ),
                 bandwidth_bytes_per_s: bandwidth,
                 job_declaration: side
                     .job_declaration_role

@@ -30,6 +30,7 @@ pub fn manifest(sides: Vec<(String, SideRoles)>) -> Manifest {
         worth: Default::default(),
         stopped: None,
         clocks: Vec::new(),
+        per_miner: Default::default(),
     }
 }
 

@@ -194,7 +194,8 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
     let dir = out_dir("block");
     // Our miners hold all the hashrate: about 16 blocks in 40 s, all theirs (the A/A
     // verdict below needs 5 tips for an interval: fewer in 0.04% of runs; with 5 s blocks,
-    // 8 expected, it was fewer in 10% and failed so on a clean clone).
+    // 8 expected, it was fewer in 10% and failed so on a clean clone). The farm mixes
+    // machines of unequal hashrate behind a 15 ms LAN, the same machines on both sides.
     let out = run_baseline(
         &dir,
         &[
@@ -212,12 +213,35 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
             "miners.shares_per_min=30",
             "--set",
             "link.rtt_ms=40",
+            "--set",
+            r#"miners.hashrate={distribution="lognormal", sigma=0.7}"#,
+            "--set",
+            r#"miners.lan_delay_ms={distribution="fixed", value=15}"#,
         ],
     )
     .output()
     .unwrap();
     succeed(out);
     let s = summary(&dir);
+    for side in ["sv1", "sv1-b"] {
+        let summary = &s["sides"][side];
+        // A new block crosses the link one way (20 ms), then the farm's LAN (15 ms).
+        let after_block = summary["new_prevhash_job_ms"]["p50"].as_f64().unwrap();
+        assert!(
+            (35.0..60.0).contains(&after_block),
+            "{side}: new-block work in {after_block} ms across 20 + 15 ms"
+        );
+        let tenths = summary["by_hashrate"].as_array().expect("miners by hashrate");
+        assert_eq!(tenths.len(), 4, "four miners, four groups: {tenths:?}");
+        let factors: Vec<f64> = tenths
+            .iter()
+            .map(|g| g["hashrate_factor"].as_f64().unwrap())
+            .collect();
+        assert!(
+            factors.windows(2).all(|w| w[0] <= w[1]) && factors[3] > 1.5 * factors[0],
+            "{side}: unequal machines, smallest first: {factors:?}"
+        );
+    }
     // Each side expects 8 blocks in the window (Poisson): the two together must have one,
     // and each that has one crossed the link.
     let mut accepted = 0;
@@ -228,8 +252,8 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
         if blocks > 0 {
             let p50 = summary["block_propagation_ms"]["p50"].as_f64().unwrap();
             assert!(
-                p50 >= 20.0,
-                "{side}: a block crossed a 20 ms link in {p50} ms"
+                p50 >= 35.0,
+                "{side}: a block crossed a 15 ms LAN and a 20 ms link in {p50} ms"
             );
             assert!(p50 < 100.0, "{side}: {p50} ms");
         }

@@ -375,6 +375,138 @@ pub struct Miners {
     /// Connections spread over this long at start.
     #[serde(with = "dur", default = "default_ramp")]
     pub ramp: Duration,
+    /// How the miners' hashrates spread around the nominal one (which stays their mean):
+    /// real farms mix machine generations. Every side gets the same draws.
+    #[serde(default)]
+    pub hashrate: HashrateSpread,
+    /// Each miner's one-way delay across the farm's LAN to its first hop (the farm's proxy
+    /// or the WAN link), both ways. Every side gets the same draws.
+    #[serde(default)]
+    pub lan_delay_ms: DelaySpread,
+}
+
+/// How miners' hashrates spread, as multiples of the nominal hashrate with mean 1.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "distribution", rename_all = "snake_case", deny_unknown_fields)]
+pub enum HashrateSpread {
+    /// Every miner at the nominal hashrate.
+    #[default]
+    Fixed,
+    /// Lognormal: the multiples' logarithms have standard deviation `sigma` (0.5: most
+    /// machines within 0.4x to 2x).
+    Lognormal { sigma: f64 },
+    /// A few large machines and many small ones: the miner of rank k hashes in proportion
+    /// to 1 / k^`exponent`; ranks are dealt to the miners at random.
+    Zipf { exponent: f64 },
+}
+
+/// How a per-miner delay (milliseconds) spreads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "distribution", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DelaySpread {
+    Fixed {
+        value: f64,
+    },
+    Uniform {
+        min: f64,
+        max: f64,
+    },
+    /// Lognormal around `median` ms, its logarithm's standard deviation `sigma`.
+    Lognormal {
+        median: f64,
+        sigma: f64,
+    },
+}
+
+impl Default for DelaySpread {
+    fn default() -> Self {
+        DelaySpread::Fixed { value: 0.0 }
+    }
+}
+
+/// The longest farm-LAN delay a draw may give: a LAN, not a WAN.
+const MAX_LAN_DELAY_MS: f64 = 1_000.0;
+
+impl HashrateSpread {
+    /// What is wrong with the parameters, if anything.
+    fn problem(&self) -> Option<String> {
+        match *self {
+            HashrateSpread::Fixed => None,
+            HashrateSpread::Lognormal { sigma } => (!(0.0..=3.0).contains(&sigma))
+                .then(|| format!("lognormal sigma {sigma} is not in [0, 3]")),
+            HashrateSpread::Zipf { exponent } => (!(0.0..=3.0).contains(&exponent))
+                .then(|| format!("zipf exponent {exponent} is not in [0, 3]")),
+        }
+    }
+
+    /// `miners` multiples of the nominal hashrate, mean 1; empty for `Fixed`.
+    fn draw(&self, miners: u32, rng: &mut impl rand::Rng) -> Vec<f64> {
+        use rand::seq::SliceRandom;
+        use rand_distr::Distribution;
+        let raw: Vec<f64> = match *self {
+            HashrateSpread::Fixed => return Vec::new(),
+            HashrateSpread::Lognormal { sigma } => {
+                let d = rand_distr::LogNormal::new(0.0, sigma).expect("sigma checked");
+                (0..miners).map(|_| d.sample(rng)).collect()
+            }
+            HashrateSpread::Zipf { exponent } => {
+                let mut ranks: Vec<f64> =
+                    (1..=miners).map(|k| f64::from(k).powf(-exponent)).collect();
+                ranks.shuffle(rng);
+                ranks
+            }
+        };
+        let mean = raw.iter().sum::<f64>() / raw.len().max(1) as f64;
+        raw.iter().map(|x| x / mean).collect()
+    }
+}
+
+impl DelaySpread {
+    fn problem(&self) -> Option<String> {
+        let ms = |x: f64| (0.0..=MAX_LAN_DELAY_MS).contains(&x);
+        match *self {
+            DelaySpread::Fixed { value } if !ms(value) => {
+                Some(format!("{value} is not a delay in ms (0 to {MAX_LAN_DELAY_MS})"))
+            }
+            DelaySpread::Uniform { min, max } if !(ms(min) && ms(max) && min <= max) => Some(
+                format!("uniform {min} to {max} is not a range of delays in ms (0 to {MAX_LAN_DELAY_MS})"),
+            ),
+            DelaySpread::Lognormal { median, sigma }
+                if !(ms(median) && median > 0.0 && (0.0..=3.0).contains(&sigma)) =>
+            {
+                Some(format!(
+                    "lognormal median {median} ms, sigma {sigma}: needs a median in (0, {MAX_LAN_DELAY_MS}] and sigma in [0, 3]"
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// `miners` delays in microseconds (capped at the longest LAN delay); empty when
+    /// every one is zero.
+    fn draw(&self, miners: u32, rng: &mut impl rand::Rng) -> Vec<u64> {
+        use rand_distr::Distribution;
+        let ms: Vec<f64> = match *self {
+            DelaySpread::Fixed { value: 0.0 } => return Vec::new(),
+            DelaySpread::Fixed { value } => vec![value; miners as usize],
+            DelaySpread::Uniform { min, max } => (0..miners)
+                .map(|_| {
+                    if max > min {
+                        rng.gen_range(min..=max)
+                    } else {
+                        min
+                    }
+                })
+                .collect(),
+            DelaySpread::Lognormal { median, sigma } => {
+                let d = rand_distr::LogNormal::new(median.ln(), sigma).expect("checked");
+                (0..miners).map(|_| d.sample(rng)).collect()
+            }
+        };
+        ms.iter()
+            .map(|d| (d.min(MAX_LAN_DELAY_MS) * 1e3).round() as u64)
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -677,6 +809,12 @@ impl Scenario {
                 format!("{} is below 16", self.miners.hashes_per_share),
             )?;
         }
+        if let Some(problem) = self.miners.hashrate.problem() {
+            fail("miners.hashrate", problem)?;
+        }
+        if let Some(problem) = self.miners.lan_delay_ms.problem() {
+            fail("miners.lan_delay_ms", problem)?;
+        }
         crate::limits::check_miners(self.miners.count)?;
         let per_block = self.hashes_per_block();
         if per_block < 4.0 * self.miners.hashes_per_share {
@@ -694,6 +832,19 @@ impl Scenario {
     /// Each miner's real hashrate.
     pub fn miner_hashrate(&self) -> f64 {
         self.miners.shares_per_min / 60.0 * self.miners.hashes_per_share
+    }
+
+    /// How each miner differs from the nominal one: drawn once from the scenario's seed,
+    /// the same for every side (miner `i` of each side has the same hashrate and LAN).
+    pub fn per_miner(&self) -> mining::farm::PerMiner {
+        use rand::SeedableRng;
+        // Streams of their own, so adding one spread never changes the other's draws.
+        let mut hashrates = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed ^ 0x4a54_7261_7465);
+        let mut lan = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed ^ 0x4c41_4e64_6c79);
+        mining::farm::PerMiner {
+            hashrate_factor: self.miners.hashrate.draw(self.miners.count, &mut hashrates),
+            lan_delay_us: self.miners.lan_delay_ms.draw(self.miners.count, &mut lan),
+        }
     }
 
     /// Hashrate of every miner under test, all sides together.
@@ -752,12 +903,12 @@ fn is_delay_ms(ms: f64) -> bool {
 mod tests {
     use super::*;
 
+    /// A scenario file of its own for each call: tests run in parallel, and one rewriting
+    /// a file another is reading would hand it half a scenario.
     fn write(text: &str) -> std::path::PathBuf {
-        let p = std::env::temp_dir().join(format!(
-            "scenario-{}-{}.toml",
-            std::process::id(),
-            text.len()
-        ));
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("scenario-{}-{n}.toml", std::process::id(),));
         std::fs::write(&p, text).unwrap();
         p
     }
@@ -806,6 +957,95 @@ shares_per_min = 10
         assert!(err("sides=[\"sv1\", \"sv1\"]").contains("named twice"));
         assert!(err("link.rtt_ms.x=1").contains("link.rtt_ms"));
         assert!(err("network.block_interval=100ms").contains("lengthen"));
+    }
+
+    #[test]
+    fn a_farm_of_unequal_miners_is_drawn_once_from_the_seed() {
+        let p = write(BASE);
+        let load = |o: &[&str]| {
+            let o: Vec<String> = o.iter().map(|s| s.to_string()).collect();
+            Scenario::load(&p, &o)
+        };
+        let fixed = load(&["miners.count=1000"]).unwrap();
+        assert!(fixed.per_miner().is_empty(), "alike unless asked");
+        for spread in [
+            r#"miners.hashrate={distribution="lognormal", sigma=0.8}"#,
+            r#"miners.hashrate={distribution="zipf", exponent=1.0}"#,
+        ] {
+            let s = load(&["miners.count=1000", spread]).unwrap();
+            let f = s.per_miner().hashrate_factor;
+            assert_eq!(f.len(), 1000);
+            let mean = f.iter().sum::<f64>() / 1000.0;
+            assert!(
+                (mean - 1.0).abs() < 1e-9,
+                "{spread}: the nominal rate is the mean"
+            );
+            let (lo, hi) = f
+                .iter()
+                .fold((f64::MAX, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
+            assert!(hi / lo > 5.0, "{spread}: unequal machines ({lo}..{hi})");
+            assert_eq!(s.per_miner(), s.per_miner(), "the same draws every time");
+            let other_seed = load(&["miners.count=1000", spread, "seed=2"]).unwrap();
+            assert_ne!(other_seed.per_miner(), s.per_miner());
+        }
+        // Zipf ranks are dealt at random: the biggest machine is not simply miner 0.
+        let zipf = load(&[
+            "miners.count=1000",
+            r#"miners.hashrate={distribution="zipf", exponent=1.0}"#,
+        ])
+        .unwrap()
+        .per_miner()
+        .hashrate_factor;
+        assert!(zipf[0] < zipf.iter().cloned().fold(0.0, f64::max));
+
+        let lan = load(&[
+            "miners.count=1000",
+            r#"miners.lan_delay_ms={distribution="uniform", min=0.5, max=2.5}"#,
+        ])
+        .unwrap()
+        .per_miner();
+        assert!(
+            lan.hashrate_factor.is_empty(),
+            "one spread leaves the other alone"
+        );
+        assert!(lan.lan_delay_us.iter().all(|d| (500..=2500).contains(d)));
+        let mean = lan.lan_delay_us.iter().sum::<u64>() as f64 / 1000.0;
+        assert!((1400.0..=1600.0).contains(&mean), "{mean} us");
+        let fixed = load(&[r#"miners.lan_delay_ms={distribution="fixed", value=3}"#])
+            .unwrap()
+            .per_miner();
+        assert!(fixed.lan_delay_us.iter().all(|d| *d == 3000));
+        let lognormal = load(&[
+            "miners.count=1001",
+            r#"miners.lan_delay_ms={distribution="lognormal", median=1.0, sigma=0.5}"#,
+        ])
+        .unwrap()
+        .per_miner();
+        let mut sorted = lognormal.lan_delay_us.clone();
+        sorted.sort();
+        assert!(
+            (850..=1150).contains(&sorted[500]),
+            "median {} us",
+            sorted[500]
+        );
+
+        let err = |o: &str| format!("{:#}", load(&[o]).unwrap_err());
+        assert!(
+            err(r#"miners.hashrate={distribution="lognormal", sigma=-1}"#)
+                .contains("miners.hashrate")
+        );
+        assert!(err(r#"miners.hashrate={distribution="pareto"}"#).contains("pareto"));
+        assert!(
+            err(r#"miners.hashrate={distribution="zipf", exponent=1, sigma=2}"#).contains("sigma")
+        );
+        assert!(
+            err(r#"miners.lan_delay_ms={distribution="uniform", min=3, max=1}"#)
+                .contains("miners.lan_delay_ms")
+        );
+        assert!(
+            err(r#"miners.lan_delay_ms={distribution="fixed", value=5000}"#)
+                .contains("miners.lan_delay_ms")
+        );
     }
 
     #[test]

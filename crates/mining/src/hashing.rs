@@ -55,14 +55,14 @@ pub struct Fleet {
 
 impl Fleet {
     /// Starts `miners` tasks from `run(index, slot, shares, stop)`, miner `i` after
-    /// `i / miners` of `ramp` (as a farm's machines boot at different times), each hashing
-    /// at `rate` on `threads` shared threads. A task sees `stop` turn true when the fleet
+    /// `i / miners` of `ramp` (as a farm's machines boot at different times), miner `i`
+    /// hashing at `rates[i]` per second on `threads` shared threads. A task sees `stop` turn true when the fleet
     /// stops; its slot is emptied when it ends.
     pub fn start<W, F, Fut>(
         miners: u32,
         ramp: Duration,
         threads: usize,
-        rate: f64,
+        rates: Vec<f64>,
         mut run: F,
     ) -> anyhow::Result<Fleet>
     where
@@ -76,8 +76,13 @@ impl Fleet {
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
         anyhow::ensure!(
-            rate > 0.0 && rate.is_finite(),
-            "miner hashrate must be positive"
+            rates.len() == miners as usize,
+            "{} hashrates for {miners} miners",
+            rates.len()
+        );
+        anyhow::ensure!(
+            rates.iter().all(|r| *r > 0.0 && r.is_finite()),
+            "every miner's hashrate must be positive"
         );
         let (stop, _) = tokio::sync::watch::channel(false);
         let mut slots = Vec::with_capacity(miners as usize);
@@ -99,7 +104,7 @@ impl Fleet {
         Ok(Fleet {
             stop,
             tasks,
-            hashers: Hashers::start(slots, threads, rate),
+            hashers: Hashers::start(slots, threads, rates),
         })
     }
 
@@ -120,9 +125,9 @@ pub struct Hashers {
 }
 
 impl Hashers {
-    /// `threads` threads share `slots`, each miner hashing at `rate` per second.
-    pub fn start<W: Work>(slots: Vec<Arc<Slot<W>>>, threads: usize, rate: f64) -> Hashers {
-        let slots = Arc::new(slots);
+    /// `threads` threads share `slots`, miner `i` hashing at `rates[i]` per second.
+    pub fn start<W: Work>(slots: Vec<Arc<Slot<W>>>, threads: usize, rates: Vec<f64>) -> Hashers {
+        let slots: Arc<Vec<(Arc<Slot<W>>, f64)>> = Arc::new(slots.into_iter().zip(rates).collect());
         let running = Arc::new(AtomicBool::new(true));
         let stride = threads.max(1);
         let threads = (0..stride)
@@ -130,7 +135,7 @@ impl Hashers {
                 let (slots, running) = (slots.clone(), running.clone());
                 std::thread::Builder::new()
                     .name(format!("hash-{first}"))
-                    .spawn(move || hash_loop(&slots, first, stride, rate, &running))
+                    .spawn(move || hash_loop(&slots, first, stride, &running))
                     .expect("a hashing thread starts")
             })
             .collect();
@@ -147,10 +152,9 @@ impl Hashers {
 
 /// Every tick, gives each miner of this thread its hashrate's worth of nonces.
 fn hash_loop<W: Work>(
-    slots: &[Arc<Slot<W>>],
+    slots: &[(Arc<Slot<W>>, f64)],
     first: usize,
     stride: usize,
-    rate: f64,
     running: &AtomicBool,
 ) {
     const TICK: Duration = Duration::from_millis(10);
@@ -161,7 +165,7 @@ fn hash_loop<W: Work>(
         let now = Instant::now();
         let dt = now.duration_since(last).as_secs_f64();
         last = now;
-        for slot in slots.iter().skip(first).step_by(stride) {
+        for (slot, rate) in slots.iter().skip(first).step_by(stride) {
             let mut guard = slot.work.lock();
             let (work, carry) = &mut *guard;
             let Some(work) = work.as_mut() else { continue };
@@ -202,12 +206,15 @@ mod tests {
         let (b, mut b_shares) = Slot::new();
         a.set(Some(Counting(0)));
         b.set(Some(Counting(1_000_000)));
-        let hashers = Hashers::start(vec![a.clone(), b.clone()], 2, 10_000.0);
+        let hashers = Hashers::start(vec![a.clone(), b.clone()], 2, vec![10_000.0, 30_000.0]);
         std::thread::sleep(Duration::from_millis(500));
         hashers.stop();
         let done = a.with(|w| w.0).unwrap();
-        // 10,000 H/s for half a second, give or take the scheduler.
+        let done_b = b.with(|w| w.0).unwrap() - 1_000_000;
+        // 10,000 H/s for half a second, give or take the scheduler; b three times that.
         assert!((3_000..=7_000).contains(&done), "{done}");
+        let ratio = done_b as f64 / done as f64;
+        assert!((2.5..=3.5).contains(&ratio), "b hashed {ratio} times a");
         let mut got = Vec::new();
         while let Ok(s) = a_shares.try_recv() {
             got.push(s);

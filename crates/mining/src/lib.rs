@@ -1,6 +1,7 @@
 //! Bitcoin mining arithmetic shared by the node, the pools and the miners, so that every
 //! role computes merkle roots, targets and difficulties the same way.
 
+pub mod farm;
 pub mod hashing;
 pub mod refresh;
 

@@ -132,6 +132,16 @@ fn context(run: &RunData) -> Section {
             s("miners.hashes_per_share"),
         ),
         row(
+            "miners' hashrates around it / farm-LAN delay (ms)",
+            format!(
+                "{} / {}",
+                run.scenario_value("miners.hashrate")
+                    .unwrap_or_else(|| "all alike".into()),
+                run.scenario_value("miners.lan_delay_ms")
+                    .unwrap_or_else(|| "none".into())
+            ),
+        ),
+        row(
             "network block interval / our hashrate share",
             format!(
                 "{} / {}",
@@ -489,13 +499,31 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
                 .collect(),
         });
     }
+    let tenths: Vec<Vec<String>> = (summary.sides.iter())
+        .flat_map(|(name, s)| {
+            s.by_hashrate.iter().map(move |g| {
+                vec![
+                    name.clone(),
+                    g.group.to_string(),
+                    g.miners.to_string(),
+                    g.hashrate_hs.map_or_else(
+                        || format!("{:.2}x", g.hashrate_factor),
+                        |h| format!("{} ({:.2}x)", hashrate(h), g.hashrate_factor),
+                    ),
+                    g.shares_submitted.to_string(),
+                    g.stale_pct.map_or("-".into(), |p| format!("{p:.2}%")),
+                    g.stale_work_pct.map_or("-".into(), |p| format!("{p:.3}%")),
+                ]
+            })
+        })
+        .collect();
     // The measured window only: warm-up and drain are not what the table weighs.
     for s in &mut series {
         s.points
             .retain(|(t, _)| (0.0..=summary.duration_s).contains(t));
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
-    Section {
+    let mut section = Section {
         title: "Shares, blocks and templates".into(),
         blocks: vec![
             Block::Table {
@@ -507,7 +535,25 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
             Block::Para("Accepted counts where the pool decides; stale means the share's job was outdated when the miner submitted it (the pool's own stale verdict, after the link, is shown apart, in percent of its verdicts). Stale work is the miners' time on an outdated job (from each tip change to each miner's first job on that tip or a later one, at most until the next tip, over miners x window): what counted stale shares estimate, resolved in minutes instead of hours. At the pool it also holds the shares in flight: sent fresh, they cross the link one way after the pool, beside the node, has moved on. Every side's miners are set to the same shares a minute (a fixed difficulty where a pool takes one); per miner a minute shows what each side got, so a pool that moves its own difficulty shows here. Work credited is the difficulty of the shares the pool accepted, summed, in percent of the work the side's miners did at their hashrate over the window: what the pool pays for, about 100% when nothing is lost (a few hundred shares put it within about 10%).".into()),
             Block::Chart { title: "Template value over time".into(), svg: line_chart("Template value over time", "seconds into the measured window", "sats", &series, true) },
         ],
+    };
+    if !tenths.is_empty() {
+        section.blocks.push(Block::Table {
+            head: [
+                "side",
+                "hashrate tenth (1: smallest)",
+                "miners",
+                "mean hashrate",
+                "shares submitted",
+                "stale",
+                "stale work % (time on outdated jobs)",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: tenths,
+        });
+        section.blocks.push(Block::Para("The farm's machines differ (the scenario's miners.hashrate): ranked by hashrate and cut into tenths, every side with the same machines. Each tenth's stale shares and its time on outdated work show whether large and small machines lose alike.".into()));
     }
+    section
 }
 
 fn latency_section(summary: &analysis::Summary) -> Section {

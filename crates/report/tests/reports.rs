@@ -187,6 +187,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
         worth: Default::default(),
         stopped: None,
         clocks: Vec::new(),
+        per_miner: Default::default(),
     };
     std::fs::write(
         dir.join("manifest.json"),

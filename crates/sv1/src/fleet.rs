@@ -35,6 +35,9 @@ pub struct FleetConfig {
     /// is the fallback, and a job already taken is not taken twice.
     #[serde(default)]
     pub broadcast: Option<SocketAddr>,
+    /// How the miners differ: hashrate (a multiple of `hashrate`) and farm-LAN delay.
+    #[serde(default)]
+    pub per_miner: mining::farm::PerMiner,
 }
 
 /// A share a hashing thread found, for its miner's connection to send.
@@ -132,8 +135,9 @@ pub struct FleetHandle(mining::hashing::Fleet);
 
 impl FleetHandle {
     pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
-        let (miners, ramp, threads, rate) = (cfg.miners, cfg.ramp, cfg.hash_threads, cfg.hashrate);
-        mining::hashing::Fleet::start(miners, ramp, threads, rate, |index, slot, shares, stop| {
+        let (miners, ramp, threads) = (cfg.miners, cfg.ramp, cfg.hash_threads);
+        let rates = cfg.per_miner.hashrates(cfg.hashrate, miners);
+        mining::hashing::Fleet::start(miners, ramp, threads, rates, |index, slot, shares, stop| {
             run_miner(index, cfg.clone(), slot, shares, recorder.clone(), stop)
         })
         .map(FleetHandle)
@@ -166,18 +170,7 @@ async fn run_miner(
     };
     let _ = stream.set_nodelay(true);
     let (read, mut write) = stream.into_split();
-    let mut read = BufReader::new(read);
     let worker = format!("{}.{index}", cfg.worker_prefix);
-    let hello = [
-        request(json!(1), "mining.subscribe", json!(["stratum-bench/0.1"])),
-        request(json!(2), "mining.authorize", json!([worker, "x"])),
-    ];
-    for msg in &hello {
-        if write_json(&mut write, msg).await.is_err() {
-            return;
-        }
-    }
-    let mut miner = MinerState::new(index);
     let broadcast = match cfg.broadcast.map(broadcast_listener).transpose() {
         Ok(b) => b,
         Err(e) => {
@@ -189,29 +182,33 @@ async fn run_miner(
             return;
         }
     };
-    let mut datagram = vec![0u8; 65536];
-    let mut line = Vec::new();
+    // Both ways across the farm's LAN: what the pool sends reaches the miner, and what the
+    // miner sends leaves for the pool, this much later.
+    let lan = cfg.per_miner.lan_delay(index);
+    let (incoming_tx, incoming) = mpsc::unbounded_channel();
+    let listeners = [
+        Some(tokio::spawn(read_lines(read, incoming_tx.clone()))),
+        broadcast.map(|socket| tokio::spawn(read_datagrams(socket, incoming_tx))),
+    ];
+    let mut incoming = mining::farm::lan_hop(incoming, lan, mono_ns);
+    let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
+    let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
+    for hello in [
+        request(json!(1), "mining.subscribe", json!(["stratum-bench/0.1"])),
+        request(json!(2), "mining.authorize", json!([worker, "x"])),
+    ] {
+        let _ = outgoing_tx.send((mono_ns(), hello));
+    }
+    let mut miner = MinerState::new(index);
     loop {
-        let broadcast_job = async {
-            match &broadcast {
-                Some(socket) => socket.recv(&mut datagram).await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
-            Ok(n) = broadcast_job => {
-                let t = mono_ns();
-                miner.handle(&datagram[..n], t, &slot, &recorder);
-            }
-            got = read_line(&mut read, &mut line) => {
-                let t = mono_ns();
-                if let Err(e) = got {
+            Some((t, message)) = incoming.recv() => match message {
+                FromPool::Message(bytes) => miner.handle(&bytes, t, &slot, &recorder),
+                FromPool::Closed(e) => {
                     tracing::info!(miner = index, error = %e, "pool connection ended");
                     break;
                 }
-                miner.handle(&line, t, &slot, &recorder);
-                line.clear();
-            }
+            },
             Some(share) = shares.recv() => {
                 let id = miner.next_share_id;
                 miner.next_share_id += 1;
@@ -229,11 +226,57 @@ async fn run_miner(
                     prev_hash: share.prev_hash.to_string(),
                     block_hash: share.block_hash.map(|h| h.to_string()),
                 });
+                let _ = outgoing_tx.send((mono_ns(), msg));
+            }
+            Some((_, msg)) = outgoing.recv() => {
                 if write_json(&mut write, &msg).await.is_err() {
                     break;
                 }
             }
             _ = stop.changed() => break,
+        }
+    }
+    listeners.into_iter().flatten().for_each(|l| l.abort());
+}
+
+/// What reaches a miner from its pool, with the moment it did.
+enum FromPool {
+    /// A line over TCP, or a job datagram broadcast on the farm's LAN.
+    Message(Vec<u8>),
+    Closed(crate::wire::ReadError),
+}
+
+/// The pool's lines, each stamped as it is read (a line read cannot be cancelled halfway,
+/// so it has its own task).
+async fn read_lines(
+    read: tokio::net::tcp::OwnedReadHalf,
+    to: mpsc::UnboundedSender<(u64, FromPool)>,
+) {
+    let mut read = BufReader::new(read);
+    let mut line = Vec::new();
+    loop {
+        let got = read_line(&mut read, &mut line).await;
+        let t = mono_ns();
+        let message = match got {
+            Ok(()) => FromPool::Message(std::mem::take(&mut line)),
+            Err(e) => FromPool::Closed(e),
+        };
+        let closed = matches!(message, FromPool::Closed(_));
+        if to.send((t, message)).is_err() || closed {
+            return;
+        }
+    }
+}
+
+/// The job datagrams broadcast on the farm's LAN, each stamped as it is received.
+async fn read_datagrams(socket: tokio::net::UdpSocket, to: mpsc::UnboundedSender<(u64, FromPool)>) {
+    let mut datagram = vec![0u8; 65536];
+    while let Ok(n) = socket.recv(&mut datagram).await {
+        if to
+            .send((mono_ns(), FromPool::Message(datagram[..n].to_vec())))
+            .is_err()
+        {
+            return;
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The built-in pool and the miner fleet against the simulated node.
 
+use mining::farm::PerMiner;
 use probe::recorder::read_events;
 use probe::{Event, Recorder, ShareVerdict, TipCause};
 use serde_json::{json, Value};
@@ -46,6 +47,15 @@ async fn node(difficulty: node::Difficulty, events: Recorder) -> node::NodeHandl
 }
 
 async fn pool(node: &node::NodeHandle, start_difficulty: f64, events: Recorder) -> PoolHandle {
+    refreshing_pool(node, start_difficulty, Duration::from_secs(30), events).await
+}
+
+async fn refreshing_pool(
+    node: &node::NodeHandle,
+    start_difficulty: f64,
+    job_refresh: Duration,
+    events: Recorder,
+) -> PoolHandle {
     PoolHandle::start(
         PoolConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
@@ -55,7 +65,7 @@ async fn pool(node: &node::NodeHandle, start_difficulty: f64, events: Recorder) 
             zmq: node.zmq_endpoint.clone(),
             payout_script: bitcoin::ScriptBuf::new_op_return([1u8; 4]),
             coinbase_tag: "/test pool/".into(),
-            job_refresh: Duration::from_secs(30),
+            job_refresh,
             refresh_fee_threshold_sats: 0,
             vardiff: VardiffConfig {
                 shares_per_min: 600.0,
@@ -74,6 +84,16 @@ async fn pool(node: &node::NodeHandle, start_difficulty: f64, events: Recorder) 
 }
 
 fn fleet(pool: &PoolHandle, miners: u32, hashrate: f64, events: Recorder) -> FleetHandle {
+    farm(pool, miners, hashrate, PerMiner::default(), events)
+}
+
+fn farm(
+    pool: &PoolHandle,
+    miners: u32,
+    hashrate: f64,
+    per_miner: PerMiner,
+    events: Recorder,
+) -> FleetHandle {
     FleetHandle::start(
         FleetConfig {
             pool: pool.listen_addr,
@@ -83,10 +103,95 @@ fn fleet(pool: &PoolHandle, miners: u32, hashrate: f64, events: Recorder) -> Fle
             ramp: Duration::ZERO,
             hash_threads: 1,
             broadcast: None,
+            per_miner,
         },
         events,
     )
     .unwrap()
+}
+
+/// The physics of a farm's LAN: a 40 ms delay is measured on new work (40 ms later than
+/// the neighbour's) and on answers (the share out and the answer back: at least 80 ms).
+#[tokio::test]
+async fn a_farm_lan_delay_is_measured_both_ways() {
+    let d = dir("farm");
+    let (node_ev, pool_ev, fleet_ev) = (
+        Recorder::to_file(&d.join("node.jsonl"), "node").unwrap(),
+        Recorder::to_file(&d.join("pool.jsonl"), "pool").unwrap(),
+        Recorder::to_file(&d.join("miners.jsonl"), "miners").unwrap(),
+    );
+    let node = node(node::Difficulty::Fixed(1.0), node_ev.clone()).await;
+    // Fresh jobs on a timer: each reaches both miners, the far one 40 ms later.
+    let pool = refreshing_pool(&node, 1e-7, Duration::from_millis(500), pool_ev.clone()).await;
+    let per_miner = PerMiner {
+        hashrate_factor: vec![0.5, 1.5],
+        lan_delay_us: vec![0, 40_000],
+    };
+    let miners = farm(&pool, 2, 4000.0, per_miner, fleet_ev.clone());
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    miners.stop().await;
+    pool.stop();
+    node.shutdown().await.unwrap();
+    for r in [&node_ev, &pool_ev, &fleet_ev] {
+        r.close().unwrap();
+    }
+    let records = read_events(&d.join("miners.jsonl")).unwrap();
+    let (mut submitted, mut answer_ms) = ([0u32; 2], [Vec::new(), Vec::new()]);
+    let mut job_at: [std::collections::HashMap<String, u64>; 2] = Default::default();
+    let mut sent_at = std::collections::HashMap::new();
+    for r in &records {
+        match &r.event {
+            Event::JobReceived { miner, job_id, .. } => {
+                // A miner's first job came at its connection, not with a broadcast.
+                let jobs = &mut job_at[*miner as usize];
+                let first = jobs.is_empty();
+                jobs.insert(if first { String::new() } else { job_id.clone() }, r.t_ns);
+            }
+            Event::ShareSubmitted {
+                miner, share_id, ..
+            } => {
+                submitted[*miner as usize] += 1;
+                sent_at.insert((*miner, *share_id), r.t_ns);
+            }
+            Event::ShareAnswered {
+                miner, share_id, ..
+            } => {
+                if let Some(t) = sent_at.get(&(*miner, *share_id)) {
+                    answer_ms[*miner as usize].push((r.t_ns - t) as f64 / 1e6);
+                }
+            }
+            _ => {}
+        }
+    }
+    // The pool's vardiff moves each miner's difficulty towards its share rate, so share
+    // counts do not show the hashrates (the hashing threads' own test does): both mine.
+    assert!(submitted.iter().all(|n| *n > 0), "{submitted:?} shares");
+    // Jobs both got from one broadcast.
+    let mut later_ms: Vec<f64> = job_at[1]
+        .iter()
+        .filter(|(job, _)| !job.is_empty())
+        .filter_map(|(job, far)| Some((*far as f64 - *job_at[0].get(job)? as f64) / 1e6))
+        .collect();
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    assert!(!later_ms.is_empty(), "no broadcast reached both miners");
+    // The pool writes a job to both within a millisecond or so; slack for a loaded machine.
+    let later = median(&mut later_ms);
+    assert!(
+        (38.0..=60.0).contains(&later),
+        "the far miner gets each job {later} ms after the near one"
+    );
+    let (near_ms, far_ms) = (median(&mut answer_ms[0]), median(&mut answer_ms[1]));
+    assert!(
+        answer_ms[1].iter().all(|ms| *ms >= 80.0),
+        "across the LAN and back"
+    );
+    assert!(
+        far_ms < 80.0 + 40.0 && near_ms < 40.0,
+        "{near_ms} / {far_ms} ms"
+    );
 }
 
 #[tokio::test]

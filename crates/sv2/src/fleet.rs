@@ -55,6 +55,10 @@ pub struct FleetConfig {
     pub miners: u32,
     /// Hashes per second of each miner.
     pub hashrate: f64,
+    /// How the miners differ: hashrate (a multiple of `hashrate`) and farm-LAN delay. A
+    /// connection carrying a group of channels crosses the LAN at its first miner's delay.
+    #[serde(default)]
+    pub per_miner: mining::farm::PerMiner,
     /// Channels are opened as `<prefix>.<index>`.
     pub user_prefix: String,
     /// Connections are spread over this long.
@@ -101,7 +105,8 @@ pub(crate) type Slot = mining::hashing::Slot<Active>;
 
 impl FleetHandle {
     pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
-        let (miners, ramp, threads, rate) = (cfg.miners, cfg.ramp, cfg.hash_threads, cfg.hashrate);
+        let (miners, ramp, threads) = (cfg.miners, cfg.ramp, cfg.hash_threads);
+        let rates = cfg.per_miner.hashrates(cfg.hashrate, miners);
         let group = cfg.channels_per_connection.max(1);
         anyhow::ensure!(
             group == 1 || cfg.channel == ChannelKind::Standard,
@@ -114,7 +119,7 @@ impl FleetHandle {
             miners,
             ramp,
             threads,
-            rate,
+            rates,
             |index, slot, shares, mut stop| {
                 let (cfg, recorder, registry) = (cfg.clone(), recorder.clone(), registry.clone());
                 async move {
@@ -267,7 +272,11 @@ async fn run_miner(
         AnyMessageOwned::Mining(open_channel(cfg, 1, index)),
     )
     .await?;
-    let (read_task, mut frames) = read_frames(reader, index);
+    let lan = cfg.per_miner.lan_delay(index);
+    let (read_task, frames) = read_frames(reader, index);
+    let mut frames = mining::farm::lan_hop(frames, lan, mono_ns);
+    let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
+    let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
     let mut miner = Miner::new(index, cfg.channel, slot.clone());
     let mut next_share_id = 1u64;
     let result = loop {
@@ -279,7 +288,11 @@ async fn run_miner(
                 }
             }
             Some(found) = shares.recv() => {
-                if let Err(e) = miner.submit(found, &mut next_share_id, &mut writer, recorder).await {
+                let message = miner.submission(found, &mut next_share_id, recorder);
+                let _ = outgoing_tx.send((mono_ns(), message));
+            }
+            Some((_, message)) = outgoing.recv() => {
+                if let Err(e) = send(&mut writer, message).await {
                     break Err(e);
                 }
             }
@@ -314,7 +327,11 @@ async fn run_group(cfg: &FleetConfig, members: Vec<Member>, recorder: &Recorder)
             }
         }));
     }
-    let (read_task, mut frames) = read_frames(reader, first);
+    let lan = cfg.per_miner.lan_delay(first);
+    let (read_task, frames) = read_frames(reader, first);
+    let mut frames = mining::farm::lan_hop(frames, lan, mono_ns);
+    let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
+    let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
     let mut group_channel = None;
     let mut next_share_id = 1u64;
     let result = loop {
@@ -345,7 +362,11 @@ async fn run_group(cfg: &FleetConfig, members: Vec<Member>, recorder: &Recorder)
                 }
             }
             Some((k, f)) = found.recv() => {
-                if let Err(e) = miners[k].submit(f, &mut next_share_id, &mut writer, recorder).await {
+                let message = miners[k].submission(f, &mut next_share_id, recorder);
+                let _ = outgoing_tx.send((mono_ns(), message));
+            }
+            Some((_, message)) = outgoing.recv() => {
+                if let Err(e) = send(&mut writer, message).await {
                     break Err(e);
                 }
             }
@@ -521,13 +542,13 @@ impl Miner {
     }
 
     /// Sends a share found on this miner's channel, recording it.
-    async fn submit(
+    /// The share's message, recorded as submitted now (it is sent once across the LAN).
+    fn submission(
         &mut self,
         found: Found,
         next_share_id: &mut u64,
-        writer: &mut NoiseTcpWriteHalf,
         recorder: &Recorder,
-    ) -> Result<()> {
+    ) -> AnyMessageOwned {
         let share = self.share(found);
         let id = *next_share_id;
         *next_share_id += 1;
@@ -539,7 +560,7 @@ impl Miner {
             prev_hash: share.prev_hash.to_string(),
             block_hash: share.block_hash.map(|h| h.to_string()),
         });
-        send(writer, AnyMessageOwned::Mining(share.message)).await
+        AnyMessageOwned::Mining(share.message)
     }
 
     pub(crate) fn handle(&mut self, msg: &MiningOwned, t: u64, recorder: &Recorder) -> Result<()> {

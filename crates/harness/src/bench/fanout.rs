@@ -289,6 +289,7 @@ fn fleet_spec(
                 ramp,
                 hash_threads: 1,
                 broadcast,
+                per_miner: Default::default(),
             },
         },
         Some(key) => RoleSpec::Sv2Miners {
@@ -305,6 +306,7 @@ fn fleet_spec(
                 channel: sv2::fleet::ChannelKind::Standard,
                 channels_per_connection: group_size.unwrap_or(1),
                 hash_threads: 1,
+                per_miner: Default::default(),
             },
         },
     }

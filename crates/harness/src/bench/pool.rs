@@ -236,6 +236,7 @@ async fn measure_step(
                     ramp: Duration::ZERO,
                     hash_threads: 1,
                     broadcast: None,
+                    per_miner: Default::default(),
                 },
             },
             None,
@@ -268,6 +269,7 @@ async fn measure_step(
                     channel: sv2::fleet::ChannelKind::Extended,
                     channels_per_connection: 1,
                     hash_threads: 1,
+                    per_miner: Default::default(),
                 },
             };
             (pool_name, true, spec, idle)

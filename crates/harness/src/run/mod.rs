@@ -138,6 +138,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         worth: opts.worth.clone(),
         stopped: None,
         clocks: Vec::new(),
+        per_miner: s.per_miner(),
     };
     let mut cut_pending = opts.cut_collector_after;
     let live: Live = Arc::default();

@@ -1,0 +1,126 @@
+//! How a farm's machines differ from one another: each miner's hashrate and the farm-LAN
+//! delay between it and the first hop (the farm's proxy, or the WAN link). The harness
+//! draws both from the scenario's distributions, once, and gives every side the same
+//! draws, so the sides differ only in what they are compared on.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerMiner {
+    /// Each miner's hashrate as a multiple of the fleet's nominal one (their mean is 1);
+    /// empty when every miner hashes alike.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hashrate_factor: Vec<f64>,
+    /// Each miner's one-way farm-LAN delay in microseconds; empty when there is none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lan_delay_us: Vec<u64>,
+}
+
+impl PerMiner {
+    /// Whether every miner is alike (nominal hashrate, no LAN delay).
+    pub fn is_empty(&self) -> bool {
+        self.hashrate_factor.is_empty() && self.lan_delay_us.is_empty()
+    }
+
+    /// Miner `index`'s hashrate, of a fleet whose nominal hashrate is `nominal`.
+    pub fn hashrate(&self, nominal: f64, index: u32) -> f64 {
+        nominal
+            * self
+                .hashrate_factor
+                .get(index as usize)
+                .copied()
+                .unwrap_or(1.0)
+    }
+
+    /// Every miner's hashrate, of `miners` at `nominal`.
+    pub fn hashrates(&self, nominal: f64, miners: u32) -> Vec<f64> {
+        (0..miners).map(|i| self.hashrate(nominal, i)).collect()
+    }
+
+    /// Miner `index`'s one-way farm-LAN delay.
+    pub fn lan_delay(&self, index: u32) -> Duration {
+        Duration::from_micros(self.lan_delay_us.get(index as usize).copied().unwrap_or(0))
+    }
+}
+
+/// One way across a farm's LAN: each item of `rx`, stamped with the moment it was sent
+/// (`now()`'s clock, in nanoseconds), comes out `delay` later, in order, stamped with the
+/// moment it arrives. With no delay `rx` is handed back as it is: no task, no extra hop.
+pub fn lan_hop<T: Send + 'static>(
+    mut rx: mpsc::UnboundedReceiver<(u64, T)>,
+    delay: Duration,
+    now: fn() -> u64,
+) -> mpsc::UnboundedReceiver<(u64, T)> {
+    if delay.is_zero() {
+        return rx;
+    }
+    let (tx, out) = mpsc::unbounded_channel();
+    let delay_ns = delay.as_nanos() as u64;
+    tokio::spawn(async move {
+        // One delay for every item: leaving in arrival order keeps them in order.
+        while let Some((sent, item)) = rx.recv().await {
+            let due = sent.saturating_add(delay_ns);
+            let wait = due.saturating_sub(now());
+            if wait > 0 {
+                tokio::time::sleep(Duration::from_nanos(wait)).await;
+            }
+            if tx.send((due, item)).is_err() {
+                return;
+            }
+        }
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> u64 {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_nanos() as u64
+    }
+
+    #[tokio::test]
+    async fn the_lan_delays_each_item_by_its_delay_in_order() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut out = lan_hop(rx, Duration::from_millis(30), now);
+        let t0 = now();
+        // A burst: both leave 30 ms after they were sent, not one after the other.
+        tx.send((t0, "a")).unwrap();
+        tx.send((t0, "b")).unwrap();
+        let (ta, a) = out.recv().await.unwrap();
+        let (tb, b) = out.recv().await.unwrap();
+        let got = now();
+        assert_eq!((a, b), ("a", "b"));
+        assert_eq!((ta, tb), (t0 + 30_000_000, t0 + 30_000_000));
+        assert!(got >= t0 + 30_000_000, "held for the delay");
+        // Slack for a loaded machine: a burst is not delayed twice.
+        assert!(got < t0 + 55_000_000, "{} ms", (got - t0) / 1_000_000);
+    }
+
+    #[tokio::test]
+    async fn no_delay_is_no_hop() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut out = lan_hop(rx, Duration::ZERO, now);
+        tx.send((7, 1)).unwrap();
+        assert_eq!(out.recv().await, Some((7, 1)), "the stamp is untouched");
+    }
+
+    #[test]
+    fn per_miner_values_default_to_alike() {
+        let spread = PerMiner {
+            hashrate_factor: vec![0.5, 1.5],
+            lan_delay_us: vec![250],
+        };
+        assert_eq!(spread.hashrates(100.0, 3), vec![50.0, 150.0, 100.0]);
+        assert_eq!(spread.lan_delay(0), Duration::from_micros(250));
+        assert_eq!(spread.lan_delay(1), Duration::ZERO);
+        assert_eq!(PerMiner::default().hashrate(10.0, 4), 10.0);
+    }
+}
