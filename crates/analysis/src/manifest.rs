@@ -31,6 +31,18 @@ pub struct Manifest {
     /// machine); empty when they do not.
     #[serde(default, skip_serializing_if = "PerMiner::is_empty")]
     pub per_miner: PerMiner,
+    /// Set in an interim snapshot's manifest (`run --report-every`): the run went on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interim: Option<Interim>,
+}
+
+/// Where a run was when an interim snapshot of it was taken.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interim {
+    /// Seconds of the measured window behind the snapshot.
+    pub measured_s: f64,
+    /// The window the run was set to measure.
+    pub planned_s: f64,
 }
 
 /// One monotonic clock (a host's boot) and how it relates to the harness's clock.

@@ -31,6 +31,7 @@ pub fn manifest(sides: Vec<(String, SideRoles)>) -> Manifest {
         stopped: None,
         clocks: Vec::new(),
         per_miner: Default::default(),
+        interim: None,
     }
 }
 

@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// is under this share of SV1's value: 10%, 5, 2.5%.
     #[arg(long, default_value = "10%", value_parser = parse_precision)]
     precision: f64,
+    /// Every so long through the measured window (10m, 30s), a snapshot of the run so far
+    /// with its report: interim/<seconds measured>s/report.html in the run directory.
+    #[arg(long, value_parser = node::config::humantime_serde_compat::parse_duration)]
+    report_every: Option<Duration>,
     /// Test only: ROLE=NS runs that role's clock NS nanoseconds apart from the host's, as
     /// another host's would be (with `placement.events = "collector"`).
     #[arg(long, hide = true, value_name = "ROLE=NS", allow_hyphen_values = true)]
@@ -173,6 +177,9 @@ pub async fn run(args: RunArgs) -> Result<()> {
             // The scenario's `placement.isolate` decides.
             ..harness::process::Launcher::this_executable(false)?
         },
+        interim_reports: args
+            .report_every
+            .map(|every| (every, write_interim_report as harness::run::InterimReport)),
         cut_collector_after: args
             .test_cut_collector_after_s
             .map(Duration::try_from_secs_f64)
@@ -463,4 +470,10 @@ mod tests {
             .unwrap_err()
             .contains("not a percentage"));
     }
+}
+
+/// An interim snapshot's report: Markdown and HTML (no PDF: Chromium mid-run costs the
+/// roles CPU).
+fn write_interim_report(dir: &std::path::Path) -> Result<()> {
+    report::write_report(dir, false).map(|_| ())
 }

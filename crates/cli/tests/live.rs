@@ -144,9 +144,9 @@ fn load_page(url: &str, profile: &Path, shot: &Path) -> (String, Vec<u8>, Vec<St
     )
 }
 
-/// One short run of SV1 against SV2 watched three ways while it goes: Chromium on its
-/// page, Prometheus scraping it (with the shipped rules loaded) and every Grafana panel's
-/// query answered from that scrape.
+/// One short run of SV1 against SV2 watched four ways while it goes: Chromium on its
+/// page, Prometheus scraping it (with the shipped rules loaded), every Grafana panel's
+/// query answered from that scrape, and interim reports.
 #[test]
 fn a_live_run_is_watched_in_chromium_and_through_prometheus() {
     let dir = out_dir("live");
@@ -172,6 +172,8 @@ fn a_live_run_is_watched_in_chromium_and_through_prometheus() {
                 "miners.shares_per_min=120",
                 "--metrics-bind",
                 &metrics,
+                "--report-every",
+                "15s",
             ],
         )
         .stdout(Stdio::null())
@@ -268,6 +270,21 @@ fn a_live_run_is_watched_in_chromium_and_through_prometheus() {
         "the run failed: {}",
         std::fs::read_to_string(&run_log).unwrap_or_default()
     );
+    // Interim reports at 15 s and 30 s of the 45 s window, each of the run so far.
+    for (at, measured) in [("15s", 15.0), ("30s", 30.0)] {
+        let snapshot = dir.join("interim").join(at);
+        let report = std::fs::read_to_string(snapshot.join("report.html"))
+            .unwrap_or_else(|_| panic!("an interim report at {at}"));
+        assert!(report.contains("an interim report"), "it says what it is");
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(snapshot.join("summary.json")).unwrap())
+                .unwrap();
+        let duration = summary["duration_s"].as_f64().unwrap();
+        assert!(
+            (measured..measured + 2.0).contains(&duration),
+            "{at}: a window of {duration} s"
+        );
+    }
     let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
     assert!(
         samples.contains("\"role\":\"harness\""),

@@ -231,7 +231,9 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
             (35.0..60.0).contains(&after_block),
             "{side}: new-block work in {after_block} ms across 20 + 15 ms"
         );
-        let tenths = summary["by_hashrate"].as_array().expect("miners by hashrate");
+        let tenths = summary["by_hashrate"]
+            .as_array()
+            .expect("miners by hashrate");
         assert_eq!(tenths.len(), 4, "four miners, four groups: {tenths:?}");
         let factors: Vec<f64> = tenths
             .iter()

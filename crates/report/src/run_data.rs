@@ -71,6 +71,12 @@ impl RunData {
         }
         let manifest: Option<Manifest> =
             read(MANIFEST_FILE).and_then(|t| serde_json::from_str(&t).ok());
+        if let Some(at) = manifest.as_ref().and_then(|m| m.interim.as_ref()) {
+            problems.push(format!(
+                "an interim report: {:.0} s of the {:.0} s window measured when it was taken, and the run went on",
+                at.measured_s, at.planned_s
+            ));
+        }
         if manifest.is_none() {
             problems.push("no readable manifest.json: the run was stopped before it ended, so only raw counts are shown".into());
         }

@@ -188,6 +188,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
         stopped: None,
         clocks: Vec::new(),
         per_miner: Default::default(),
+        interim: None,
     };
     std::fs::write(
         dir.join("manifest.json"),

@@ -2,7 +2,7 @@
 //! they stop.
 
 use crate::scenario::Scenario;
-use analysis::manifest::{Manifest, EVENTS_DIR, MANIFEST_FILE};
+use analysis::manifest::{Manifest, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE};
 use analysis::summary::{summarize, Summary};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -53,6 +53,38 @@ pub(super) fn prepare(dir: &Path, scenario: &Scenario) -> Result<()> {
         serde_json::to_string_pretty(&crate::host::Host::capture())?,
     )?;
     Ok(())
+}
+
+/// Where interim snapshots go, one folder each (`interim/600s/`).
+pub const INTERIM_DIR: &str = "interim";
+
+/// A snapshot of the run so far as a run directory of its own under `interim/<label>/`:
+/// its manifest (the window ending now) and summary, the run's files linked, then its
+/// report by `write_report`. Returns the snapshot's folder.
+pub(super) fn write_interim(
+    dir: &Path,
+    label: &str,
+    manifest: &Manifest,
+    write_report: super::InterimReport,
+) -> Result<PathBuf> {
+    let at = dir.join(INTERIM_DIR).join(label);
+    std::fs::create_dir_all(&at).with_context(|| format!("cannot create {}", at.display()))?;
+    // The events and samples as they grow: the snapshot's window bounds what it reads.
+    for shared in [
+        EVENTS_DIR,
+        SAMPLES_FILE,
+        "scenario.toml",
+        crate::host::HOST_FILE,
+    ] {
+        let link = at.join(shared);
+        if !link.exists() {
+            std::os::unix::fs::symlink(Path::new("../..").join(shared), &link)
+                .with_context(|| format!("cannot link {}", link.display()))?;
+        }
+    }
+    write_results(&at, manifest)?;
+    write_report(&at)?;
+    Ok(at)
 }
 
 /// Writes `manifest.json`, then the summary of everything the run recorded.

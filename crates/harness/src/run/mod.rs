@@ -20,7 +20,9 @@ use crate::process::{stop_all, EventsTo, Launcher, RoleProcess};
 use crate::procs::CpuMeter;
 use crate::scenario::{Engine, EventsSink, Scenario};
 use analysis::headline::unresolved;
-use analysis::manifest::{LinkParams, Manifest, Sample, Stopped, EVENTS_DIR, SAMPLES_FILE};
+use analysis::manifest::{
+    Interim, LinkParams, Manifest, Sample, Stopped, EVENTS_DIR, SAMPLES_FILE,
+};
 use analysis::summary::{compute, Summary, HARNESS_ROLE};
 use anyhow::{Context, Result};
 use probe::{mono_ns, Event, Recorder};
@@ -44,7 +46,13 @@ pub struct RunOptions {
     pub launcher: Launcher,
     /// Test only: drop every collector connection once, this long into the run.
     pub cut_collector_after: Option<Duration>,
+    /// Every so long through the measured window, a snapshot of the run so far under
+    /// `interim/`, handed to the function (which writes its report).
+    pub interim_reports: Option<(Duration, InterimReport)>,
 }
+
+/// Writes the report of a run directory (an interim snapshot's).
+pub type InterimReport = fn(&std::path::Path) -> Result<()>;
 
 pub struct RunOutcome {
     pub dir: PathBuf,
@@ -139,6 +147,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         stopped: None,
         clocks: Vec::new(),
         per_miner: s.per_miner(),
+        interim: None,
     };
     let mut cut_pending = opts.cut_collector_after;
     let live: Live = Arc::default();
@@ -153,6 +162,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     let mut interrupted = false;
     let mut second = 0u64;
     let mut stopped: Option<Stopped> = None;
+    let mut interim_written = 0u32;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -234,6 +244,31 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
             state.gauges = gauges;
             state.elapsed_s = now.saturating_sub(t0) as f64 / 1e9;
             state.total_s = total.as_secs_f64();
+        }
+        if let Some((every, write_report)) = opts.interim_reports {
+            let measured = Duration::from_nanos(now.saturating_sub(manifest.window_start_ns));
+            let due = now > manifest.window_start_ns
+                && now < manifest.window_end_ns
+                && measured >= every * (interim_written + 1);
+            if due {
+                interim_written += 1;
+                let snapshot = Manifest {
+                    window_end_ns: now,
+                    interim: Some(Interim {
+                        measured_s: measured.as_secs_f64(),
+                        planned_s: s.duration.as_secs_f64(),
+                    }),
+                    ..manifest.clone()
+                };
+                let (dir, label) = (dir.clone(), format!("{}s", measured.as_secs()));
+                // Off the run's loop: a report of a long run reads every event so far.
+                tokio::task::spawn_blocking(move || {
+                    match directory::write_interim(&dir, &label, &snapshot, write_report) {
+                        Ok(at) => eprintln!("\ninterim report: {}", at.display()),
+                        Err(e) => tracing::warn!(error = format!("{e:#}"), "no interim report"),
+                    }
+                });
+            }
         }
         if now >= manifest.window_end_ns {
             break;
