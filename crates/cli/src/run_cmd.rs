@@ -443,6 +443,12 @@ fn table(s: &Summary) -> String {
     out
 }
 
+/// An interim snapshot's report: Markdown and HTML (no PDF: Chromium mid-run costs the
+/// roles CPU).
+fn write_interim_report(dir: &std::path::Path) -> Result<()> {
+    report::write_report(dir, false).map(|_| ())
+}
+
 #[cfg(test)]
 mod tests {
     use super::{parse_hashrate, parse_precision};
@@ -470,10 +476,4 @@ mod tests {
             .unwrap_err()
             .contains("not a percentage"));
     }
-}
-
-/// An interim snapshot's report: Markdown and HTML (no PDF: Chromium mid-run costs the
-/// roles CPU).
-fn write_interim_report(dir: &std::path::Path) -> Result<()> {
-    report::write_report(dir, false).map(|_| ())
 }
