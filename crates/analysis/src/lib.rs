@@ -21,6 +21,7 @@ pub mod paths;
 pub mod published;
 pub mod shares;
 pub mod stats;
+pub mod stream;
 pub mod summary;
 #[cfg(test)]
 mod testing;

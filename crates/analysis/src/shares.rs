@@ -86,7 +86,7 @@ pub struct BlockCounts {
     pub accepted: u64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct ShareFacts {
     pub shares: ShareCounts,
     pub pool_work: PoolWork,
@@ -124,13 +124,7 @@ pub fn side_shares(
                 ..
             } if window.contains(r.t_ns) => {
                 in_window.insert((*miner, *share_id));
-                f.shares.submitted += 1;
-                let mine = f.by_miner.entry(*miner).or_default();
-                mine.submitted += 1;
-                if timeline.outdated(prev_hash, r.t_ns) {
-                    f.shares.stale += 1;
-                    mine.stale += 1;
-                }
+                f.submitted(*miner, timeline.outdated(prev_hash, r.t_ns));
                 if let Some(hash) = block_hash {
                     f.blocks.found += 1;
                     match timeline.accepted_blocks.get(hash.as_str()) {
@@ -148,13 +142,7 @@ pub fn side_shares(
                 share_id,
                 accepted,
                 ..
-            } if in_window.contains(&(*miner, *share_id)) => {
-                if *accepted {
-                    f.shares.answered_accepted += 1;
-                } else {
-                    f.shares.answered_rejected += 1;
-                }
-            }
+            } if in_window.contains(&(*miner, *share_id)) => f.answered(*accepted),
             _ => {}
         }
     }
@@ -171,47 +159,87 @@ pub fn side_shares(
         } = r.event
         {
             judged += 1;
-            match verdict {
-                ShareVerdict::Accepted => {
-                    f.shares.accepted += 1;
-                    match difficulty {
-                        Some(d) => f.pool_work.credited_hashes += d * HASHES_PER_DIFFICULTY,
-                        None => f.pool_work.accepted_without_difficulty += 1,
-                    }
-                }
-                ShareVerdict::Stale => f.shares.pool_stale += 1,
-                _ => f.shares.rejected += 1,
-            }
+            f.judged(verdict, difficulty);
         }
     }
-    if side.job_declaration_role.is_none() {
-        let missing = f
-            .shares
-            .submitted
-            .saturating_sub(judged)
-            .saturating_sub(f.shares.stale);
-        unmatched.add("share_without_verdict", missing);
-    }
-    unmatched.add(
-        "accepted_share_without_difficulty",
-        f.pool_work.accepted_without_difficulty,
-    );
-    f.pool_work.done_hashes = side
-        .miner_hashrate
-        .map(|h| h * f64::from(side.miners) * window.secs());
-    f.pool_work.credited_pct = f
-        .pool_work
-        .done_hashes
-        .filter(|done| *done > 0.0)
-        .map(|done| f.pool_work.credited_hashes / done * 100.0);
-    f.shares.acceptance_pct = pct(f.shares.accepted, judged);
-    f.shares.stale_pct = pct(f.shares.stale, f.shares.submitted);
-    f.shares.stale_pct_ci = wilson_pct(f.shares.stale, f.shares.submitted);
-    let miner_min = f64::from(side.miners) * window.secs() / 60.0;
-    f.shares.per_miner_min = (miner_min > 0.0).then(|| f.shares.submitted as f64 / miner_min);
-    f.shares.pool_stale_pct = pct(f.shares.pool_stale, judged);
-    f.shares.pool_stale_pct_ci = wilson_pct(f.shares.pool_stale, judged);
+    f.finish(side, judged, window, unmatched);
     f
+}
+
+impl ShareFacts {
+    /// A share a miner submitted in the window; `stale` by the tip timeline.
+    pub(crate) fn submitted(&mut self, miner: u32, stale: bool) {
+        self.shares.submitted += 1;
+        let mine = self.by_miner.entry(miner).or_default();
+        mine.submitted += 1;
+        if stale {
+            self.shares.stale += 1;
+            mine.stale += 1;
+        }
+    }
+
+    /// The answer a miner got to a share it submitted in the window.
+    pub(crate) fn answered(&mut self, accepted: bool) {
+        if accepted {
+            self.shares.answered_accepted += 1;
+        } else {
+            self.shares.answered_rejected += 1;
+        }
+    }
+
+    /// A verdict of the pool in the window.
+    pub(crate) fn judged(&mut self, verdict: ShareVerdict, difficulty: Option<f64>) {
+        match verdict {
+            ShareVerdict::Accepted => {
+                self.shares.accepted += 1;
+                match difficulty {
+                    Some(d) => self.pool_work.credited_hashes += d * HASHES_PER_DIFFICULTY,
+                    None => self.pool_work.accepted_without_difficulty += 1,
+                }
+            }
+            ShareVerdict::Stale => self.shares.pool_stale += 1,
+            _ => self.shares.rejected += 1,
+        }
+    }
+
+    /// What follows from the counts once every event is in: the shares missing a verdict,
+    /// the work done, the rates and their intervals.
+    pub(crate) fn finish(
+        &mut self,
+        side: &SideRoles,
+        judged: u64,
+        window: Window,
+        unmatched: &mut Unmatched,
+    ) {
+        let f = self;
+        if side.job_declaration_role.is_none() {
+            let missing = f
+                .shares
+                .submitted
+                .saturating_sub(judged)
+                .saturating_sub(f.shares.stale);
+            unmatched.add("share_without_verdict", missing);
+        }
+        unmatched.add(
+            "accepted_share_without_difficulty",
+            f.pool_work.accepted_without_difficulty,
+        );
+        f.pool_work.done_hashes = side
+            .miner_hashrate
+            .map(|h| h * f64::from(side.miners) * window.secs());
+        f.pool_work.credited_pct = f
+            .pool_work
+            .done_hashes
+            .filter(|done| *done > 0.0)
+            .map(|done| f.pool_work.credited_hashes / done * 100.0);
+        f.shares.acceptance_pct = pct(f.shares.accepted, judged);
+        f.shares.stale_pct = pct(f.shares.stale, f.shares.submitted);
+        f.shares.stale_pct_ci = wilson_pct(f.shares.stale, f.shares.submitted);
+        let miner_min = f64::from(side.miners) * window.secs() / 60.0;
+        f.shares.per_miner_min = (miner_min > 0.0).then(|| f.shares.submitted as f64 / miner_min);
+        f.shares.pool_stale_pct = pct(f.shares.pool_stale, judged);
+        f.shares.pool_stale_pct_ci = wilson_pct(f.shares.pool_stale, judged);
+    }
 }
 
 /// The Wilson interval of `part / whole`, in percent.
@@ -230,12 +258,31 @@ mod tests {
     use crate::testing::*;
     use probe::TipCause;
 
+    /// The batch rules' facts, after checking that the streaming rules, fed the same
+    /// events in the order given, come to the same.
     fn run(m: &crate::Manifest, side: &str, events: &[Record]) -> (ShareFacts, Unmatched) {
         let mut sorted: Vec<&Record> = events.iter().collect();
         sorted.sort_by_key(|r| r.t_ns);
         let timeline = Timeline::of(m, &sorted);
         let mut u = Unmatched::default();
         let f = side_shares(&m.sides[side], &timeline, &sorted, m.window(), &mut u);
+        let (streamed, streamed_unmatched) = stream(m, side, events);
+        assert_eq!(streamed, f, "streaming and batch differ");
+        assert_eq!(streamed_unmatched, u, "streaming and batch differ");
+        (f, u)
+    }
+
+    fn stream(m: &crate::Manifest, side: &str, events: &[Record]) -> (ShareFacts, Unmatched) {
+        let mut reorder = crate::stream::Reorder::new(0);
+        for r in events {
+            assert!(reorder.push(r.clone()).is_none());
+        }
+        let mut s = crate::stream::ShareStream::new(&m.sides[side], &m.node_role, m.window());
+        for r in reorder.drain() {
+            s.consume(&r);
+        }
+        let mut u = Unmatched::default();
+        let f = s.finish(m.window(), &mut u);
         (f, u)
     }
 

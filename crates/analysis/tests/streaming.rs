@@ -1,0 +1,115 @@
+//! A recorded run (SV1 and configurations A, C and D, 2 miners a side, 15 s with a block
+//! every 3 s: `tests/fixtures/recorded-run`) replayed through the streaming path as a live
+//! harness reads it, against the batch computation of its summary.
+
+use analysis::input::RunInput;
+use analysis::manifest::Manifest;
+use analysis::stream::{Reorder, ShareStream};
+use analysis::Unmatched;
+use probe::Record;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn fixture() -> (Manifest, RunInput) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recorded-run");
+    let manifest: Manifest =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let input = RunInput::read(&dir);
+    assert!(input.unreadable.is_empty(), "{:?}", input.unreadable);
+    (manifest, input)
+}
+
+/// The records as a harness tailing the role files every second gets them: each file's
+/// lines in the order written, a second's worth at a time, file after file.
+fn as_read_live(records: &[Record]) -> Vec<Vec<Record>> {
+    let mut by_role: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
+    for r in records {
+        by_role.entry(&r.role).or_default().push(r);
+    }
+    let first = records.iter().map(|r| r.t_ns).min().unwrap();
+    let last = records.iter().map(|r| r.t_ns).max().unwrap();
+    let mut ticks = Vec::new();
+    let mut tick = first;
+    while tick <= last + 1_000_000_000 {
+        ticks.push(
+            by_role
+                .values()
+                .flat_map(|file| {
+                    file.iter()
+                        .filter(move |r| r.t_ns <= tick && r.t_ns + 1_000_000_000 > tick)
+                })
+                .map(|r| (*r).clone())
+                .collect(),
+        );
+        tick += 1_000_000_000;
+    }
+    ticks
+}
+
+#[test]
+fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_share_facts() {
+    let (m, input) = fixture();
+    let batch = analysis::summary::compute(&m, &input.events, &input.samples);
+    assert!(
+        batch.sides.values().all(|s| s.shares.submitted > 10),
+        "the fixture has shares on every side"
+    );
+
+    let mut reorder = Reorder::new(2_000_000_000);
+    let mut streams: BTreeMap<&str, ShareStream> = (m.sides.iter())
+        .map(|(name, side)| {
+            (
+                name.as_str(),
+                ShareStream::new(side, &m.node_role, m.window()),
+            )
+        })
+        .collect();
+    let batches = as_read_live(&input.events);
+    let delivered: usize = batches.iter().map(Vec::len).sum();
+    assert_eq!(delivered, input.events.len(), "every record is read once");
+    let mut now = input.events.iter().map(|r| r.t_ns).min().unwrap();
+    for batch in batches {
+        for r in batch {
+            assert!(reorder.push(r).is_none(), "nothing late within the horizon");
+        }
+        now += 1_000_000_000;
+        for r in reorder.release(now) {
+            streams.values_mut().for_each(|s| s.consume(&r));
+        }
+        // Memory is what the horizon holds, not the run.
+        assert!(
+            reorder.held() < input.events.len() / 3,
+            "{} held",
+            reorder.held()
+        );
+    }
+    for r in reorder.drain() {
+        streams.values_mut().for_each(|s| s.consume(&r));
+    }
+    assert_eq!(reorder.late(), 0);
+
+    let mut unmatched = Unmatched::default();
+    for (name, stream) in streams {
+        let facts = stream.finish(m.window(), &mut unmatched);
+        let side = &batch.sides[name];
+        assert_eq!(facts.shares, side.shares, "{name}: share counts");
+        assert_eq!(facts.pool_work, side.pool_work, "{name}: pool work");
+        assert_eq!(facts.blocks, side.blocks, "{name}: blocks");
+        assert_eq!(
+            facts.block_propagation_ms.dist(),
+            side.block_propagation_ms,
+            "{name}: block propagation"
+        );
+    }
+    for kind in [
+        "share_without_verdict",
+        "block_not_accepted_by_node",
+        "accepted_share_without_difficulty",
+    ] {
+        assert_eq!(
+            unmatched.0.get(kind),
+            batch.unmatched.get(kind),
+            "unmatched {kind}"
+        );
+    }
+}
