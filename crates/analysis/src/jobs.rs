@@ -34,7 +34,7 @@ pub struct WorkTime {
 }
 
 /// What a side's jobs show.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct JobFacts {
     /// By template (its marker): one build reaches every miner.
     pub new_job_ms: Clustered,
@@ -53,10 +53,80 @@ pub struct JobFacts {
     pub work_by_miner: BTreeMap<u32, WorkTime>,
 }
 
+/// Nanoseconds of valid, stale and unmatched work: summed as integers, so the sum is the
+/// same in any order (the batch rules go miner by miner, the streaming ones in time).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Ns {
+    valid: u64,
+    stale: u64,
+    unmatched: u64,
+}
+
+impl Ns {
+    fn secs(&self) -> WorkTime {
+        WorkTime {
+            valid_s: self.valid as f64 / 1e9,
+            stale_s: self.stale as f64 / 1e9,
+            unmatched_s: self.unmatched as f64 / 1e9,
+        }
+    }
+}
+
+/// The work of a side, whole and per miner.
+#[derive(Debug, Default)]
+pub(crate) struct WorkNs {
+    total: Ns,
+    by_miner: BTreeMap<u32, Ns>,
+}
+
+/// A stretch of one miner's time on one job under one network tip.
+pub(crate) struct Piece<'a> {
+    pub miner: u32,
+    pub from: u64,
+    pub to: u64,
+    pub prev_hash: &'a str,
+    pub template: TemplateMatch,
+}
+
+impl WorkNs {
+    /// `piece` under network tip `tip`, clipped to the window already: work on a prev hash
+    /// the network moved past is stale; on a template tied to the job, valid (its value
+    /// weighed by the time, by the job's tip); else unmatched.
+    pub(crate) fn add(
+        &mut self,
+        piece: &Piece,
+        tip: Option<&str>,
+        value_by_tip: &mut Clustered<(f64, f64)>,
+    ) {
+        let ns = piece.to - piece.from;
+        let mine = self.by_miner.entry(piece.miner).or_default();
+        match (tip, piece.template) {
+            (Some(tip), _) if tip != piece.prev_hash => {
+                self.total.stale += ns;
+                mine.stale += ns;
+            }
+            (_, TemplateMatch::Found(t)) => {
+                self.total.valid += ns;
+                mine.valid += ns;
+                value_by_tip.push(piece.prev_hash, (t.value_sats as f64, ns as f64));
+            }
+            _ => {
+                self.total.unmatched += ns;
+                mine.unmatched += ns;
+            }
+        }
+    }
+
+    pub(crate) fn finish(&self, facts: &mut JobFacts) {
+        facts.work = self.total.secs();
+        facts.work_by_miner = self.by_miner.iter().map(|(m, w)| (*m, w.secs())).collect();
+    }
+}
+
 struct Job<'a> {
     t_ns: u64,
     prev_hash: &'a str,
-    template: TemplateMatch<'a>,
+    template: TemplateMatch,
 }
 
 /// The job rules over one side's miners' events (`events` in time order).
@@ -84,7 +154,9 @@ pub fn side_jobs<'a>(
             continue;
         };
         first_on_tip.entry((*miner, prev_hash)).or_insert(r.t_ns);
-        let template = timeline.template(marker_txid.as_deref(), template_node);
+        let template = timeline
+            .templates
+            .find(marker_txid.as_deref(), template_node);
         match template {
             TemplateMatch::Found(t) => {
                 let marker = marker_txid.as_deref().expect("found by its marker");
@@ -143,35 +215,32 @@ pub fn side_jobs<'a>(
         }
     }
 
+    let mut work = WorkNs::default();
+    let mut pieces = Vec::new();
     for (miner, jobs) in &by_miner {
-        let mine = facts.work_by_miner.entry(*miner).or_default();
         for (i, job) in jobs.iter().enumerate() {
             let until = jobs.get(i + 1).map_or(window.end_ns, |next| next.t_ns);
             let Some((from, to)) = window.clip(job.t_ns, until) else {
                 continue;
             };
             for (a, b, tip) in timeline.tip_spans(from, to) {
-                let secs = (b - a) as f64 / 1e9;
-                match (tip, job.template) {
-                    (Some(tip), _) if tip != job.prev_hash => {
-                        facts.work.stale_s += secs;
-                        mine.stale_s += secs;
-                    }
-                    (_, TemplateMatch::Found(t)) => {
-                        facts.work.valid_s += secs;
-                        mine.valid_s += secs;
-                        facts
-                            .value_by_tip
-                            .push(job.prev_hash, (t.value_sats as f64, (b - a) as f64));
-                    }
-                    _ => {
-                        facts.work.unmatched_s += secs;
-                        mine.unmatched_s += secs;
-                    }
-                }
+                let piece = Piece {
+                    miner: *miner,
+                    from: a,
+                    to: b,
+                    prev_hash: job.prev_hash,
+                    template: job.template,
+                };
+                pieces.push((piece, tip));
             }
         }
     }
+    // Time order, as the streaming rules meet them.
+    pieces.sort_by_key(|(p, _)| (p.to, p.miner));
+    for (piece, tip) in pieces {
+        work.add(&piece, tip, &mut facts.value_by_tip);
+    }
+    work.finish(&mut facts);
     facts
 }
 
@@ -231,6 +300,19 @@ mod tests {
         let mut unmatched = Unmatched::default();
         let side = &m.sides["sv1"];
         let facts = side_jobs(side, "node", &timeline, &sorted, m.window(), &mut unmatched);
+        // The streaming rules, fed the same events in the order given, come to the same.
+        let mut reorder = crate::stream::Reorder::new(0);
+        for r in events {
+            assert!(reorder.push(r.clone()).is_none());
+        }
+        let mut stream = crate::stream::JobStream::new(m, "sv1");
+        for r in reorder.drain() {
+            stream.consume(&r);
+        }
+        let mut streamed_unmatched = Unmatched::default();
+        let streamed = stream.finish(&mut streamed_unmatched);
+        assert_eq!(streamed, facts, "streaming and batch differ");
+        assert_eq!(streamed_unmatched, unmatched, "streaming and batch differ");
         (facts, unmatched)
     }
 

@@ -4,16 +4,19 @@
 //! it can: `ShareFacts`'s counting) and is tested to give what the batch computation
 //! gives on the same events: the golden streams of the module's tests and a recorded run.
 //!
-//! So far: the share and block rules ([`ShareStream`]). The jobs, bandwidth and job
-//! declaration rules follow; then the harness reads a run through these instead of
-//! holding every event.
+//! So far: the share and block rules ([`ShareStream`]) and the job rules ([`JobStream`]).
+//! The bandwidth and job declaration rules follow; then the harness reads a run through
+//! these instead of holding every event.
 
+use crate::jobs::{JobFacts, Piece, WorkNs};
 use crate::manifest::{SideRoles, Window};
 use crate::shares::ShareFacts;
+use crate::stats::Clustered;
+use crate::timeline::{template_nodes, TemplateMatch, Templates};
 use crate::Unmatched;
 use probe::{Event, Record};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 /// Puts records from several files into one time order: each is held until the clock
 /// reading passed to [`Reorder::release`] is `horizon_ns` past it, by when every role has
@@ -251,6 +254,240 @@ impl ShareStream {
             }
         }
         facts.finish(&self.side, self.judged, window, unmatched);
+        facts
+    }
+}
+
+/// One tip change in the window, as its miners catch up with it.
+struct TipWait {
+    t_ns: u64,
+    hash: String,
+    /// Each miner's first job on this tip's hash.
+    first_job: Vec<Option<u64>>,
+    /// Each miner's wait for a job on this tip, once known (at its first such job, or at
+    /// the next tip).
+    stale_wait: Vec<Option<u64>>,
+}
+
+/// What a miner works on now, since when.
+struct Current {
+    since: u64,
+    prev_hash: String,
+    template: TemplateMatch,
+}
+
+/// The job rules of one side (`jobs`), as events arrive in time order. It holds the
+/// templates built (by marker), the tips of the window with each miner's first job on
+/// them, and each miner's current job.
+pub struct JobStream {
+    side: SideRoles,
+    node_role: String,
+    template_nodes: Vec<String>,
+    /// The node the side's jobs are tied to.
+    template_node: String,
+    window: Window,
+    templates: Templates,
+    first_on_template: HashSet<(u32, String)>,
+    new_job_ms: Clustered,
+    tip: Option<String>,
+    tips: Vec<TipWait>,
+    /// Tips of the window by hash (a hash is a tip once, but for a reorg back to it).
+    tips_by_hash: HashMap<String, Vec<usize>>,
+    current: Vec<Option<Current>>,
+    /// Stretches cut off by the window's end, added miner by miner at the finish (the
+    /// order the batch rules add stretches that end together in).
+    at_end: Vec<(u32, u64, String, TemplateMatch, Option<String>)>,
+    work: WorkNs,
+    value_by_tip: Clustered<(f64, f64)>,
+    unmatched: Unmatched,
+}
+
+impl JobStream {
+    pub fn new(m: &crate::Manifest, side: &str) -> JobStream {
+        let roles = &m.sides[side];
+        JobStream {
+            side: roles.clone(),
+            node_role: m.node_role.clone(),
+            template_nodes: template_nodes(m).into_iter().map(String::from).collect(),
+            template_node: roles.farm_node_role.clone().unwrap_or(m.node_role.clone()),
+            window: m.window(),
+            templates: Templates::default(),
+            first_on_template: HashSet::new(),
+            new_job_ms: Clustered::default(),
+            tip: None,
+            tips: Vec::new(),
+            tips_by_hash: HashMap::new(),
+            current: (0..roles.miners).map(|_| None).collect(),
+            at_end: Vec::new(),
+            work: WorkNs::default(),
+            value_by_tip: Clustered::default(),
+            unmatched: Unmatched::default(),
+        }
+    }
+
+    /// One record, in time order.
+    pub fn consume(&mut self, r: &Record) {
+        if self.template_nodes.contains(&r.role) {
+            self.templates.take(r);
+        }
+        if r.role == self.node_role {
+            if let Event::TipChanged { hash, .. } = &r.event {
+                self.tip_changed(r.t_ns, hash);
+            }
+        }
+        if r.role == self.side.miners_role {
+            if let Event::JobReceived {
+                miner,
+                prev_hash,
+                marker_txid,
+                ..
+            } = &r.event
+            {
+                self.job(r.t_ns, *miner, prev_hash, marker_txid.as_deref());
+            }
+        }
+    }
+
+    fn tip_changed(&mut self, t: u64, hash: &str) {
+        // Every miner's stretch under the old tip ends here.
+        for miner in 0..self.current.len() {
+            self.close(miner as u32, t);
+        }
+        self.settle_last_tip(t);
+        self.tip = Some(hash.to_string());
+        if self.window.contains(t) {
+            let miners = self.side.miners as usize;
+            self.tips_by_hash
+                .entry(hash.to_string())
+                .or_default()
+                .push(self.tips.len());
+            self.tips.push(TipWait {
+                t_ns: t,
+                hash: hash.to_string(),
+                first_job: vec![None; miners],
+                stale_wait: vec![None; miners],
+            });
+        }
+    }
+
+    /// The last tip's miners still waiting waited until `next` (or the window's end).
+    fn settle_last_tip(&mut self, next: u64) {
+        let end = next.min(self.window.end_ns);
+        if let Some(last) = self.tips.last_mut() {
+            for wait in last.stale_wait.iter_mut().filter(|w| w.is_none()) {
+                *wait = Some(end.saturating_sub(last.t_ns));
+            }
+        }
+    }
+
+    fn job(&mut self, t: u64, miner: u32, prev_hash: &str, marker: Option<&str>) {
+        let template = self.templates.find(marker, &self.template_node);
+        match template {
+            TemplateMatch::Found(fact) => {
+                let marker = marker.expect("found by its marker");
+                if self.window.contains(fact.t_ns)
+                    && self.first_on_template.insert((miner, marker.to_string()))
+                {
+                    self.new_job_ms
+                        .push(marker, crate::jobs::ms(t.saturating_sub(fact.t_ns)));
+                }
+            }
+            TemplateMatch::NoMarker => self.unmatched.add("job_without_marker", 1),
+            TemplateMatch::Unknown => self.unmatched.add("job_without_node_template", 1),
+            TemplateMatch::ByteReversed => self.unmatched.add("job_merkle_branch_byte_reversed", 1),
+            TemplateMatch::OtherNode => self.unmatched.add("job_on_another_nodes_template", 1),
+        }
+        let index = miner as usize;
+        for k in self.tips_by_hash.get(prev_hash).into_iter().flatten() {
+            if let Some(first) = self.tips[*k].first_job.get_mut(index) {
+                first.get_or_insert(t);
+            }
+        }
+        // Caught up with the newest tip: a job on it.
+        if let Some(last) = self.tips.last_mut().filter(|l| l.hash == prev_hash) {
+            if let Some(wait) = last.stale_wait.get_mut(index).filter(|w| w.is_none()) {
+                *wait = Some(t.saturating_sub(last.t_ns));
+            }
+        }
+        self.close(miner, t);
+        if let Some(current) = self.current.get_mut(index) {
+            *current = Some(Current {
+                since: t,
+                prev_hash: prev_hash.to_string(),
+                template,
+            });
+        }
+    }
+
+    /// Ends `miner`'s stretch of work at `t`; the next starts there.
+    fn close(&mut self, miner: u32, t: u64) {
+        let Some(Some(current)) = self.current.get_mut(miner as usize) else {
+            return;
+        };
+        if let Some((from, to)) = self.window.clip(current.since, t) {
+            if to == self.window.end_ns {
+                let (hash, template) = (current.prev_hash.clone(), current.template);
+                self.at_end
+                    .push((miner, from, hash, template, self.tip.clone()));
+            } else {
+                let piece = Piece {
+                    miner,
+                    from,
+                    to,
+                    prev_hash: &current.prev_hash,
+                    template: current.template,
+                };
+                self.work
+                    .add(&piece, self.tip.as_deref(), &mut self.value_by_tip);
+            }
+        }
+        current.since = t;
+    }
+
+    /// The side's job facts once every event is in, the window as it ended; what could not
+    /// be tied goes to `unmatched`.
+    pub fn finish(mut self, unmatched: &mut Unmatched) -> JobFacts {
+        let end = self.window.end_ns;
+        for miner in 0..self.current.len() {
+            self.close(miner as u32, end);
+        }
+        self.at_end.sort_by_key(|(miner, ..)| *miner);
+        for (miner, from, prev_hash, template, tip) in &self.at_end {
+            let piece = Piece {
+                miner: *miner,
+                from: *from,
+                to: end,
+                prev_hash,
+                template: *template,
+            };
+            self.work
+                .add(&piece, tip.as_deref(), &mut self.value_by_tip);
+        }
+        self.settle_last_tip(end);
+        let mut facts = JobFacts {
+            new_job_ms: self.new_job_ms,
+            value_by_tip: self.value_by_tip,
+            ..JobFacts::default()
+        };
+        for tip in &self.tips {
+            for first in &tip.first_job {
+                match first {
+                    Some(t) => facts
+                        .new_prevhash_job_ms
+                        .push(&tip.hash, crate::jobs::ms(t.saturating_sub(tip.t_ns))),
+                    None => self.unmatched.add("tip_without_job", 1),
+                }
+            }
+        }
+        for tip in &self.tips {
+            for wait in tip.stale_wait.iter().flatten() {
+                facts.stale_wait_ms.push(&tip.hash, crate::jobs::ms(*wait));
+            }
+        }
+        self.work.finish(&mut facts);
+        for (kind, n) in self.unmatched.0 {
+            unmatched.add(&kind, n);
+        }
         facts
     }
 }

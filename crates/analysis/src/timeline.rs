@@ -7,17 +7,69 @@ use std::collections::HashMap;
 
 /// A template a node built, as a job refers to it (by its marker txid).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TemplateFact<'a> {
-    pub node: &'a str,
+pub struct TemplateFact {
     pub t_ns: u64,
     pub value_sats: u64,
 }
 
+/// The templates the nodes built, by marker txid: one per node that built it (more than
+/// one only when two nodes of a run share an id range: a harness bug the analysis exposes).
+#[derive(Debug, Default)]
+pub struct Templates(HashMap<String, Vec<(String, TemplateFact)>>);
+
+impl Templates {
+    /// The template a node's record says it built, if it says so.
+    pub fn take(&mut self, r: &Record) {
+        if let Event::TemplateBuilt {
+            marker_txid,
+            value_sats,
+            ..
+        } = &r.event
+        {
+            let fact = TemplateFact {
+                t_ns: r.t_ns,
+                value_sats: *value_sats,
+            };
+            self.add(&r.role, marker_txid, fact);
+        }
+    }
+
+    /// A template `node` built; a node builds a marker once, so a repeat is ignored.
+    fn add(&mut self, node: &str, marker: &str, fact: TemplateFact) {
+        let facts = self.0.entry(marker.to_string()).or_default();
+        if !facts.iter().any(|(n, _)| n == node) {
+            facts.push((node.to_string(), fact));
+        }
+    }
+
+    /// The template behind a job's marker, among those `node` built.
+    pub fn find(&self, marker: Option<&str>, node: &str) -> TemplateMatch {
+        let Some(marker) = marker else {
+            return TemplateMatch::NoMarker;
+        };
+        match self.0.get(marker) {
+            None if self.0.contains_key(reversed_hex(marker).as_str()) => {
+                TemplateMatch::ByteReversed
+            }
+            None => TemplateMatch::Unknown,
+            Some(facts) => match facts.iter().find(|(n, _)| n == node) {
+                Some((_, f)) => TemplateMatch::Found(*f),
+                None => TemplateMatch::OtherNode,
+            },
+        }
+    }
+}
+
+/// The roles whose templates jobs are tied to: the network's node and the farms' own.
+pub fn template_nodes(m: &Manifest) -> Vec<&str> {
+    std::iter::once(m.node_role.as_str())
+        .chain(m.sides.values().filter_map(|s| s.farm_node_role.as_deref()))
+        .collect()
+}
+
 #[derive(Debug, Default)]
 pub struct Timeline<'a> {
-    /// Marker txid -> the templates carrying it, one per node that built it (more than one
-    /// only when two nodes of a run share an id range: a harness bug the analysis exposes).
-    templates: HashMap<&'a str, Vec<TemplateFact<'a>>>,
+    pub templates: Templates,
     /// The network node's tip changes: (time, new tip hash), in time order.
     pub tips: Vec<(u64, &'a str)>,
     /// Blocks the network node accepted: hash -> time.
@@ -30,8 +82,8 @@ pub struct Timeline<'a> {
 
 /// How a job's marker ties it to a template of the node its side mines on.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum TemplateMatch<'a> {
-    Found(TemplateFact<'a>),
+pub enum TemplateMatch {
+    Found(TemplateFact),
     /// The job carries no marker (an SV2 standard channel's job shows no merkle path).
     NoMarker,
     /// No node built a template with this marker.
@@ -48,32 +100,14 @@ impl<'a> Timeline<'a> {
     /// `events` in time order.
     pub fn of(m: &'a Manifest, events: &[&'a Record]) -> Timeline<'a> {
         let window = m.window();
-        let template_nodes: Vec<&str> = std::iter::once(m.node_role.as_str())
-            .chain(m.sides.values().filter_map(|s| s.farm_node_role.as_deref()))
-            .collect();
+        let template_nodes = template_nodes(m);
         let mut t = Timeline::default();
         for r in events {
             let role = r.role.as_str();
             if !template_nodes.contains(&role) {
                 continue;
             }
-            if let Event::TemplateBuilt {
-                marker_txid,
-                value_sats,
-                ..
-            } = &r.event
-            {
-                let facts = t.templates.entry(marker_txid).or_default();
-                let fact = TemplateFact {
-                    node: role,
-                    t_ns: r.t_ns,
-                    value_sats: *value_sats,
-                };
-                // A node builds a marker once; keep the first if it were ever repeated.
-                if !facts.iter().any(|f| f.node == role) {
-                    facts.push(fact);
-                }
-            }
+            t.templates.take(r);
             if role != m.node_role {
                 continue;
             }
@@ -98,23 +132,6 @@ impl<'a> Timeline<'a> {
             }
         }
         t
-    }
-
-    /// The template behind a job's marker, among those `node` built.
-    pub fn template(&self, marker: Option<&str>, node: &str) -> TemplateMatch<'a> {
-        let Some(marker) = marker else {
-            return TemplateMatch::NoMarker;
-        };
-        match self.templates.get(marker) {
-            None if self.templates.contains_key(reversed_hex(marker).as_str()) => {
-                TemplateMatch::ByteReversed
-            }
-            None => TemplateMatch::Unknown,
-            Some(facts) => match facts.iter().find(|f| f.node == node) {
-                Some(f) => TemplateMatch::Found(*f),
-                None => TemplateMatch::OtherNode,
-            },
-        }
     }
 
     /// The network's tip at `t`; `None` before the first tip change the node recorded.

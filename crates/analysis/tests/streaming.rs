@@ -3,8 +3,10 @@
 //! harness reads it, against the batch computation of its summary.
 
 use analysis::input::RunInput;
+use analysis::jobs::side_jobs;
 use analysis::manifest::Manifest;
-use analysis::stream::{Reorder, ShareStream};
+use analysis::stream::{JobStream, Reorder, ShareStream};
+use analysis::timeline::Timeline;
 use analysis::Unmatched;
 use probe::Record;
 use std::collections::BTreeMap;
@@ -47,7 +49,7 @@ fn as_read_live(records: &[Record]) -> Vec<Vec<Record>> {
 }
 
 #[test]
-fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_share_facts() {
+fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_facts() {
     let (m, input) = fixture();
     let batch = analysis::summary::compute(&m, &input.events, &input.samples);
     assert!(
@@ -64,6 +66,9 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_share_facts() {
             )
         })
         .collect();
+    let mut job_streams: BTreeMap<&str, JobStream> = (m.sides.keys())
+        .map(|name| (name.as_str(), JobStream::new(&m, name)))
+        .collect();
     let batches = as_read_live(&input.events);
     let delivered: usize = batches.iter().map(Vec::len).sum();
     assert_eq!(delivered, input.events.len(), "every record is read once");
@@ -75,6 +80,7 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_share_facts() {
         now += 1_000_000_000;
         for r in reorder.release(now) {
             streams.values_mut().for_each(|s| s.consume(&r));
+            job_streams.values_mut().for_each(|s| s.consume(&r));
         }
         // Memory is what the horizon holds, not the run.
         assert!(
@@ -85,6 +91,7 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_share_facts() {
     }
     for r in reorder.drain() {
         streams.values_mut().for_each(|s| s.consume(&r));
+        job_streams.values_mut().for_each(|s| s.consume(&r));
     }
     assert_eq!(reorder.late(), 0);
 
@@ -99,6 +106,43 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_share_facts() {
             facts.block_propagation_ms.dist(),
             side.block_propagation_ms,
             "{name}: block propagation"
+        );
+    }
+    // The job rules: every fact equal to the batch rules' on the sorted events.
+    let mut sorted: Vec<&Record> = input.events.iter().collect();
+    sorted.sort_by_key(|r| r.t_ns);
+    let timeline = Timeline::of(&m, &sorted);
+    let mut batch_unmatched = Unmatched::default();
+    for (name, stream) in job_streams {
+        let side = &m.sides[name];
+        let node = side.farm_node_role.as_deref().unwrap_or(&m.node_role);
+        let batch_jobs = side_jobs(
+            side,
+            node,
+            &timeline,
+            &sorted,
+            m.window(),
+            &mut batch_unmatched,
+        );
+        assert!(
+            batch_jobs.new_prevhash_job_ms.values().len() >= 4,
+            "{name}: tips with jobs"
+        );
+        assert_eq!(
+            stream.finish(&mut unmatched),
+            batch_jobs,
+            "{name}: job facts"
+        );
+    }
+    for kind in [
+        "tip_without_job",
+        "job_without_marker",
+        "job_without_node_template",
+    ] {
+        assert_eq!(
+            unmatched.0.get(kind),
+            batch_unmatched.0.get(kind),
+            "unmatched {kind}"
         );
     }
     for kind in [
