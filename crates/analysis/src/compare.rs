@@ -195,7 +195,6 @@ fn run_samples(run: &RunView) -> BTreeMap<MetricKey, Units> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::compute;
     use crate::testing::*;
     use probe::{Record, TipCause};
 
@@ -245,7 +244,7 @@ mod tests {
     fn every_metric_b_against_a_by_its_units_inside_the_window() {
         let (ma, ea, pa) = run(50, 1_000);
         let (mb, eb, pb) = run(80, 2_000);
-        let (sa, sb) = (compute(&ma, &ea, &pa), compute(&mb, &eb, &pb));
+        let (sa, sb) = (computed(&ma, &ea, &pa), computed(&mb, &eb, &pb));
         let rows = compare(&[view(&sa, &ma, &pa)], &[view(&sb, &mb, &pb)]);
         let get = |subject: &str, metric: &str| {
             rows.iter()
@@ -290,7 +289,7 @@ mod tests {
     #[test]
     fn a_run_against_itself_differs_in_nothing() {
         let (m, e, p) = run(50, 1_000);
-        let s = compute(&m, &e, &p);
+        let s = computed(&m, &e, &p);
         let rows = compare(&[view(&s, &m, &p)], &[view(&s, &m, &p)]);
         assert!(!rows.is_empty());
         assert!(rows
@@ -315,7 +314,7 @@ mod tests {
         };
         let (a, b) = (side(20.0), side(30.0));
         let summaries = |runs: &[(Manifest, Vec<Record>, Vec<Sample>)]| -> Vec<Summary> {
-            runs.iter().map(|(m, e, p)| compute(m, e, p)).collect()
+            runs.iter().map(|(m, e, p)| computed(m, e, p)).collect()
         };
         let (sa, sb) = (summaries(&a), summaries(&b));
         let (va, vb): (Vec<RunView>, Vec<RunView>) = (

@@ -278,7 +278,6 @@ fn from_delta(h: Headline, d: Option<crate::stats::Delta>) -> VerdictRow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::compute;
     use crate::testing::*;
     use probe::{ShareVerdict, TipCause};
 
@@ -301,7 +300,7 @@ mod tests {
             events.push(job(t + (60 + k) * MS, 0, &hash, Some(&a)));
             events.push(job(t + (61 + k) * MS, 1, &hash, Some(&f)));
         }
-        let s = compute(&m, &events, &[]);
+        let s = computed(&m, &events, &[]);
         let rows = &s.verdict["sv2-a"];
         let get = |h| rows.iter().find(|r| r.metric == h).unwrap().clone();
         // New job: sv1 ties miner 0 to the node's templates at 60..65 ms (mean 62.5);
@@ -440,7 +439,7 @@ mod tests {
                 events.push(judged(arrives, verdict));
             }
         }
-        let s = compute(&m, &events, &[]);
+        let s = computed(&m, &events, &[]);
         let side = &s.sides["sv1"];
         let expected = 200.0 * 2.0 * 0.1 / (2.0 * 2_000.0) * 100.0;
         let work_pct = side.work_s.stale_s / (2.0 * 2_000.0) * 100.0;
@@ -479,7 +478,7 @@ mod tests {
             job(1_050 * MS, 0, "P", Some("A")),
             job_to("miners-a", 1_002 * MS, 0, "P", Some("F")),
         ];
-        let s = compute(&m, &events, &[]);
+        let s = computed(&m, &events, &[]);
         let row = s.verdict["sv2-a"]
             .iter()
             .find(|r| r.metric == Headline::NewJobMs)

@@ -73,7 +73,7 @@ impl Ns {
 }
 
 /// The work of a side, whole and per miner.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct WorkNs {
     total: Ns,
     by_miner: BTreeMap<u32, Ns>,

@@ -211,7 +211,6 @@ pub const TEMPLATE: &[SeedFigure] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::compute;
     use crate::testing::*;
     use probe::TipCause;
 
@@ -225,7 +224,7 @@ mod tests {
             job(1_052 * MS, 0, "P", Some("A")),
             job(1_052 * MS, 1, "P", Some("A")),
         ];
-        let s = compute(&m, &events, &[]);
+        let s = computed(&m, &events, &[]);
         let rows = beside_published(&s).unwrap();
         let row = |metric| rows.iter().find(|r| r.published.metric == metric).unwrap();
         let after_block = row(PublishedMetric::NewPrevhashJobMean);
@@ -240,7 +239,7 @@ mod tests {
         let stale = row(PublishedMetric::StalePct).published.config_a.unwrap();
         assert!((stale - 0.388506).abs() < 1e-6, "{stale}");
 
-        let no_sv1 = compute(&manifest(vec![farm_side()]), &events, &[]);
+        let no_sv1 = computed(&manifest(vec![farm_side()]), &events, &[]);
         assert!(beside_published(&no_sv1).is_none());
     }
 }

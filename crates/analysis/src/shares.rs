@@ -86,7 +86,7 @@ pub struct BlockCounts {
     pub accepted: u64,
 }
 
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ShareFacts {
     pub shares: ShareCounts,
     pub pool_work: PoolWork,

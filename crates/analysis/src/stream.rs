@@ -9,20 +9,22 @@
 //! these instead of holding every event.
 
 use crate::jobs::{JobFacts, Piece, WorkNs};
-use crate::manifest::{SideRoles, Window};
+use crate::manifest::{Manifest, Sample, SideRoles, Window};
 use crate::shares::ShareFacts;
 use crate::stats::Clustered;
+use crate::summary::{assemble, kept_beyond_jobs_and_shares, Summary};
 use crate::timeline::{template_nodes, TemplateMatch, Templates};
 use crate::Unmatched;
 use probe::{Event, Record};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
 /// Puts records from several files into one time order: each is held until the clock
 /// reading passed to [`Reorder::release`] is `horizon_ns` past it, by when every role has
 /// written what it saw before (roles write as events happen; the horizon covers their
 /// buffering). A record that comes after later ones were released is counted as late and
 /// passed on at once: the rules tolerate it, but it is not in time order.
+#[derive(Clone)]
 pub struct Reorder {
     held: BinaryHeap<Reverse<Held>>,
     horizon_ns: u64,
@@ -31,6 +33,7 @@ pub struct Reorder {
     late: u64,
 }
 
+#[derive(Clone)]
 struct Held {
     key: (u64, u8, u64),
     record: Record,
@@ -125,6 +128,7 @@ const ANSWER_HORIZON_NS: u64 = 120_000_000_000;
 /// The share and block rules of one side (`shares`), as events arrive in time order. It
 /// holds the network's current tip, the blocks the node accepted (few), the blocks found
 /// and not yet accepted, and the in-window shares still awaiting an answer.
+#[derive(Clone)]
 pub struct ShareStream {
     side: SideRoles,
     node_role: String,
@@ -155,6 +159,11 @@ impl ShareStream {
             awaiting_answer: HashMap::new(),
             answer_queue: Default::default(),
         }
+    }
+
+    /// The window ends at `t_ns` (before its planned end): nothing later is counted.
+    pub fn end_window(&mut self, t_ns: u64) {
+        self.window.end_ns = self.window.end_ns.min(t_ns);
     }
 
     /// One record, in time order.
@@ -259,6 +268,7 @@ impl ShareStream {
 }
 
 /// One tip change in the window, as its miners catch up with it.
+#[derive(Clone)]
 struct TipWait {
     t_ns: u64,
     hash: String,
@@ -270,6 +280,7 @@ struct TipWait {
 }
 
 /// What a miner works on now, since when.
+#[derive(Clone)]
 struct Current {
     since: u64,
     prev_hash: String,
@@ -279,6 +290,7 @@ struct Current {
 /// The job rules of one side (`jobs`), as events arrive in time order. It holds the
 /// templates built (by marker), the tips of the window with each miner's first job on
 /// them, and each miner's current job.
+#[derive(Clone)]
 pub struct JobStream {
     side: SideRoles,
     node_role: String,
@@ -323,6 +335,11 @@ impl JobStream {
             value_by_tip: Clustered::default(),
             unmatched: Unmatched::default(),
         }
+    }
+
+    /// The window ends at `t_ns` (before its planned end): nothing later is counted.
+    pub fn end_window(&mut self, t_ns: u64) {
+        self.window.end_ns = self.window.end_ns.min(t_ns);
     }
 
     /// One record, in time order.
@@ -489,5 +506,107 @@ impl JobStream {
             unmatched.add(&kind, n);
         }
         facts
+    }
+}
+
+/// A whole run's analysis as its events arrive: the job and share rules per side as
+/// streams, the events the rest of the summary reads (their number grows with time, not
+/// with miners or shares) kept, in time order.
+#[derive(Clone)]
+pub struct RunStream {
+    manifest: Manifest,
+    reorder: Reorder,
+    jobs: BTreeMap<String, JobStream>,
+    shares: BTreeMap<String, ShareStream>,
+    kept: Vec<Record>,
+    consumed: u64,
+}
+
+impl RunStream {
+    /// For the run of `m` (its window as planned), holding events `horizon_ns` to put
+    /// them in time order.
+    pub fn new(m: &Manifest, horizon_ns: u64) -> RunStream {
+        RunStream {
+            manifest: m.clone(),
+            reorder: Reorder::new(horizon_ns),
+            jobs: (m.sides.keys())
+                .map(|name| (name.clone(), JobStream::new(m, name)))
+                .collect(),
+            shares: (m.sides.iter())
+                .map(|(name, side)| {
+                    let stream = ShareStream::new(side, &m.node_role, m.window());
+                    (name.clone(), stream)
+                })
+                .collect(),
+            kept: Vec::new(),
+            consumed: 0,
+        }
+    }
+
+    /// A record as it is read.
+    pub fn push(&mut self, record: Record) {
+        if let Some(late) = self.reorder.push(record) {
+            self.consume(late);
+        }
+    }
+
+    /// Consumes what is the horizon older than `now_ns`.
+    pub fn advance(&mut self, now_ns: u64) {
+        for r in self.reorder.release(now_ns) {
+            self.consume(r);
+        }
+    }
+
+    fn consume(&mut self, r: Record) {
+        self.consumed += 1;
+        for jobs in self.jobs.values_mut() {
+            jobs.consume(&r);
+        }
+        for shares in self.shares.values_mut() {
+            shares.consume(&r);
+        }
+        if kept_beyond_jobs_and_shares(&r.event) {
+            self.kept.push(r);
+        }
+    }
+
+    /// Records consumed so far, and those that came late (out of time order).
+    pub fn counts(&self) -> (u64, u64) {
+        (self.consumed, self.reorder.late())
+    }
+
+    /// The window ends at `t_ns`, before its planned end (an interrupted run, or one that
+    /// knows its answer).
+    pub fn end_window(&mut self, t_ns: u64) {
+        self.manifest.window_end_ns = self.manifest.window_end_ns.min(t_ns);
+        self.jobs.values_mut().for_each(|j| j.end_window(t_ns));
+        self.shares.values_mut().for_each(|s| s.end_window(t_ns));
+    }
+
+    /// The summary of everything pushed so far, for `m` (the run's manifest with its
+    /// window ending now), without ending the stream: a live summary.
+    pub fn summary_at(&self, m: &Manifest, samples: &[Sample]) -> Summary {
+        self.clone().finish(m, samples)
+    }
+
+    /// The summary once every event is in, for `m`: the run's manifest as it ended (its
+    /// window, clocks and what stopped it).
+    pub fn finish(mut self, m: &Manifest, samples: &[Sample]) -> Summary {
+        self.end_window(m.window_end_ns);
+        self.manifest = m.clone();
+        for r in self.reorder.drain() {
+            self.consume(r);
+        }
+        let mut unmatched = Unmatched::default();
+        let mut facts = BTreeMap::new();
+        for (name, jobs) in std::mem::take(&mut self.jobs) {
+            let jobs = jobs.finish(&mut unmatched);
+            let shares = self.shares.remove(&name).expect("a stream per side");
+            let shares = shares.finish(self.manifest.window(), &mut unmatched);
+            facts.insert(name, (jobs, shares));
+        }
+        unmatched.add("event_out_of_order", self.reorder.late());
+        let kept: Vec<&Record> = self.kept.iter().collect();
+        assemble(&self.manifest, &kept, samples, facts, unmatched)
     }
 }

@@ -6,10 +6,10 @@ use crate::bandwidth::{
 };
 use crate::headline::{verdict, Headline, VerdictRow, BASELINE};
 use crate::input::RunInput;
-use crate::jobs::{side_jobs, weighted_dist, WorkTime};
+use crate::jobs::{side_jobs, weighted_dist, JobFacts, WorkTime};
 use crate::manifest::{Manifest, Sample, Stopped, Window, MANIFEST_FILE};
 use crate::paths::{path_readings, PathReadings};
-use crate::shares::side_shares;
+use crate::shares::{side_shares, ShareFacts};
 use crate::stats::{cluster_mean, series_mean, with_interval, Clustered, Estimate};
 use crate::timeline::Timeline;
 use crate::worth::{minutes_saved_per_year, worth, WorthAssumptions, WorthRow};
@@ -209,9 +209,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
     let window = m.window();
     let mut unmatched = Unmatched::default();
     let timeline = Timeline::of(m, &events);
-    let network_value = series_dist(&timeline.network_values);
-
-    let sides: BTreeMap<String, SideSummary> = m
+    let facts = m
         .sides
         .iter()
         .map(|(name, side)| {
@@ -225,6 +223,42 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
                 &mut unmatched,
             );
             let shares = side_shares(side, &timeline, &events, window, &mut unmatched);
+            (name.clone(), (jobs, shares))
+        })
+        .collect();
+    assemble(m, &events, samples, facts, unmatched)
+}
+
+/// Whether the summary reads `event` beyond the job and share rules: what a streaming run
+/// keeps of its events (their number grows with time, not with miners or shares).
+pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
+    !matches!(
+        event,
+        Event::JobReceived { .. }
+            | Event::ShareSubmitted { .. }
+            | Event::ShareAnswered { .. }
+            | Event::ShareJudged { .. }
+    )
+}
+
+/// The summary from each side's job and share facts and the other events (`events` in
+/// time order; those of the job and share rules may be left out).
+pub fn assemble(
+    m: &Manifest,
+    events: &[&Record],
+    samples: &[Sample],
+    mut facts: BTreeMap<String, (JobFacts, ShareFacts)>,
+    mut unmatched: Unmatched,
+) -> Summary {
+    let window = m.window();
+    let timeline = Timeline::of(m, events);
+    let network_value = series_dist(&timeline.network_values);
+
+    let sides: BTreeMap<String, SideSummary> = m
+        .sides
+        .iter()
+        .map(|(name, side)| {
+            let (jobs, shares) = facts.remove(name).unwrap_or_default();
             let farm_node = side.farm_node_role.as_deref().map(|farm| FarmNodeTraffic {
                 tx_relay: tx_relay_counters(events.iter().copied(), farm),
                 block_relay: block_relay_counters(events.iter().copied(), farm),
@@ -303,7 +337,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
         })
         .collect();
 
-    for r in &events {
+    for r in events {
         if let Event::RoleExited { name, .. } = &r.event {
             unmatched.add(&format!("{ROLE_EXITED}{name}"), 1);
         }
@@ -566,7 +600,7 @@ mod tests {
                 mempool_txs: 1,
             },
         ));
-        let s = compute(&m, &events, &samples);
+        let s = computed(&m, &events, &samples);
         let side = &s.sides["sv1"];
         assert_eq!(side.new_job_ms.count, 3);
         assert_eq!(side.new_job_ms.max, Some(80.0));
@@ -613,9 +647,9 @@ mod tests {
     fn the_order_events_arrive_in_changes_nothing() {
         let m = manifest(vec![sv1_side()]);
         let mut events = run();
-        let forward = compute(&m, &events, &[]);
+        let forward = computed(&m, &events, &[]);
         events.reverse();
-        let backward = compute(&m, &events, &[]);
+        let backward = computed(&m, &events, &[]);
         assert_eq!(
             serde_json::to_value(&forward).unwrap(),
             serde_json::to_value(&backward).unwrap()
@@ -627,7 +661,7 @@ mod tests {
         let mut m = manifest(vec![sv1_side()]);
         m.window_start_ns = 5_000 * MS;
         m.window_end_ns = 4_000 * MS; // the window has not begun
-        let s = compute(&m, &run(), &[]);
+        let s = computed(&m, &run(), &[]);
         assert_eq!(s.duration_s, 0.0);
         assert_eq!(s.sides["sv1"].shares.submitted, 0);
         assert_eq!(s.sides["sv1"].work_s, WorkTime::default());
@@ -636,7 +670,7 @@ mod tests {
     #[test]
     fn deltas_compare_every_shared_number_with_sv1() {
         let m = manifest(vec![sv1_side(), farm_side()]);
-        let s = compute(&m, &run(), &[]);
+        let s = computed(&m, &run(), &[]);
         let a = &s.deltas["sv2-a"];
         assert_eq!(a["link_rtt_ms"], Delta::of(40.0, 100.0));
         assert_eq!(a["link_rtt_ms"].pct, Some(-60.0));

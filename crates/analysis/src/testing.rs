@@ -1,7 +1,8 @@
 //! Builders for the golden tests: synthetic runs whose expected summaries are worked out
 //! by hand in each test.
 
-use crate::manifest::{LinkParams, Manifest, SideRoles};
+use crate::manifest::{LinkParams, Manifest, Sample, SideRoles};
+use crate::summary::{compute, Summary};
 use probe::{Event, Record, ShareVerdict, TipCause};
 
 pub const MS: u64 = 1_000_000;
@@ -216,4 +217,21 @@ pub fn link_bytes(t_ns: u64, role: &str, up: u64, down: u64) -> Record {
             down_bytes: down,
         },
     )
+}
+
+/// The batch summary, after checking that the streaming path, fed the same events in the
+/// order given, gives the same summary: every golden summary holds for both.
+pub fn computed(m: &Manifest, events: &[Record], samples: &[Sample]) -> Summary {
+    let batch = compute(m, events, samples);
+    let mut stream = crate::stream::RunStream::new(m, 0);
+    for r in events {
+        stream.push(r.clone());
+    }
+    let streamed = stream.finish(m, samples);
+    assert_eq!(
+        serde_json::to_value(&streamed).unwrap(),
+        serde_json::to_value(&batch).unwrap(),
+        "streaming and batch differ"
+    );
+    batch
 }

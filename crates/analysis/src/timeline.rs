@@ -14,7 +14,7 @@ pub struct TemplateFact {
 
 /// The templates the nodes built, by marker txid: one per node that built it (more than
 /// one only when two nodes of a run share an id range: a harness bug the analysis exposes).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Templates(HashMap<String, Vec<(String, TemplateFact)>>);
 
 impl Templates {

@@ -5,7 +5,7 @@
 use analysis::input::RunInput;
 use analysis::jobs::side_jobs;
 use analysis::manifest::Manifest;
-use analysis::stream::{JobStream, Reorder, ShareStream};
+use analysis::stream::{JobStream, Reorder, RunStream, ShareStream};
 use analysis::timeline::Timeline;
 use analysis::Unmatched;
 use probe::Record;
@@ -156,4 +156,40 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_facts() {
             "unmatched {kind}"
         );
     }
+}
+
+/// The whole summary: the recorded run streamed as read live (a 2 s horizon), with live
+/// summaries along the way, ends equal to the batch summary of its files.
+#[test]
+fn a_recorded_run_streamed_gives_the_batch_summary() {
+    let (m, input) = fixture();
+    let batch = analysis::summary::compute(&m, &input.events, &input.samples);
+    let mut stream = RunStream::new(&m, 2_000_000_000);
+    let mut now = input.events.iter().map(|r| r.t_ns).min().unwrap();
+    for second in as_read_live(&input.events) {
+        for r in second {
+            stream.push(r);
+        }
+        now += 1_000_000_000;
+        stream.advance(now);
+        // A live summary does not disturb the stream.
+        let so_far = Manifest {
+            window_end_ns: now.min(m.window_end_ns),
+            ..m.clone()
+        };
+        let live = stream.summary_at(&so_far, &input.samples);
+        assert!(live.duration_s <= batch.duration_s);
+    }
+    let (consumed, late) = stream.counts();
+    assert_eq!(late, 0);
+    assert!(consumed > 0);
+    let streamed = stream.finish(&m, &input.samples);
+    assert_eq!(
+        serde_json::to_value(&streamed).unwrap(),
+        serde_json::to_value(&batch).unwrap()
+    );
+    assert!(
+        !batch.verdict.is_empty(),
+        "the fixture has a verdict to compare"
+    );
 }
