@@ -316,7 +316,7 @@ pub fn assemble(
                 job_declaration: side
                     .job_declaration_role
                     .as_deref()
-                    .map(|role| crate::declaration::job_declaration(&events, role, window)),
+                    .map(|role| crate::declaration::job_declaration(events, role, window)),
                 roles: side
                     .roles
                     .iter()
@@ -365,11 +365,11 @@ pub fn assemble(
             rtt_ms: m.link.rtt_ms,
             jitter_ms: m.link.jitter_ms,
             bandwidth_bps: m.link.bandwidth_bps,
-            relay_lateness_ms: per_role(&events, |e| match e {
+            relay_lateness_ms: per_role(events, |e| match e {
                 Event::LinkLateness { up_ms, down_ms } => Some((up_ms, down_ms)),
                 _ => None,
             }),
-            tap_latency_ms: per_role(&events, |e| match e {
+            tap_latency_ms: per_role(events, |e| match e {
                 Event::TapLatency { up_ms, down_ms } => Some((up_ms, down_ms)),
                 _ => None,
             }),
