@@ -97,6 +97,40 @@ fn dashboard_queries() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Where two JSON trees differ, by dotted path (numbers within rounding are equal).
+fn differences(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> Vec<String> {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter()
+                .flat_map(|k| {
+                    let (u, v) = (
+                        x.get(k).unwrap_or(&Value::Null),
+                        y.get(k).unwrap_or(&Value::Null),
+                    );
+                    differences(u, v, &format!("{path}.{k}"))
+                })
+                .collect()
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .flat_map(|(i, (u, v))| differences(u, v, &format!("{path}[{i}]")))
+            .collect(),
+        // JSON read back may be a unit in the last place off (serde_json's float parsing).
+        (Value::Number(x), Value::Number(y))
+            if (x.as_f64().unwrap() - y.as_f64().unwrap()).abs()
+                <= 1e-12 * x.as_f64().unwrap().abs().max(1e-300) =>
+        {
+            Vec::new()
+        }
+        _ if a == b => Vec::new(),
+        _ => vec![format!("{path}: {a} against {b}")],
+    }
+}
+
 /// The share counts the live page shows, per side (`data-submitted` of each side's card).
 fn page_counts(dom: &str) -> Vec<u64> {
     dom.split("data-submitted=\"")
@@ -285,6 +319,16 @@ fn a_live_run_is_watched_in_chromium_and_through_prometheus() {
             "{at}: a window of {duration} s"
         );
     }
+    // The run analysed its events as they came; read back from its files at once, they
+    // give the same summary.
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let batch = analysis::summary::summarize(&dir).unwrap();
+    let differ = differences(&written, &serde_json::to_value(&batch).unwrap(), "");
+    assert!(
+        differ.is_empty(),
+        "streamed and batch summaries differ: {differ:#?}"
+    );
     let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
     assert!(
         samples.contains("\"role\":\"harness\""),

@@ -3,7 +3,7 @@
 
 use crate::scenario::Scenario;
 use analysis::manifest::{Manifest, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE};
-use analysis::summary::{summarize, Summary};
+use analysis::summary::Summary;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 pub(super) fn default_dir(name: &str) -> PathBuf {
@@ -64,7 +64,7 @@ pub const INTERIM_DIR: &str = "interim";
 pub(super) fn write_interim(
     dir: &Path,
     label: &str,
-    manifest: &Manifest,
+    (manifest, summary): (&Manifest, &Summary),
     write_report: super::InterimReport,
 ) -> Result<PathBuf> {
     let at = dir.join(INTERIM_DIR).join(label);
@@ -82,21 +82,20 @@ pub(super) fn write_interim(
                 .with_context(|| format!("cannot link {}", link.display()))?;
         }
     }
-    write_results(&at, manifest)?;
+    write_results(&at, manifest, summary)?;
     write_report(&at)?;
     Ok(at)
 }
 
-/// Writes `manifest.json`, then the summary of everything the run recorded.
-pub(super) fn write_results(dir: &Path, manifest: &Manifest) -> Result<Summary> {
+/// Writes `manifest.json` and `summary.json`.
+pub(super) fn write_results(dir: &Path, manifest: &Manifest, summary: &Summary) -> Result<()> {
     std::fs::write(
         dir.join(MANIFEST_FILE),
         serde_json::to_string_pretty(manifest)?,
     )?;
-    let summary = summarize(dir)?;
     std::fs::write(
         dir.join("summary.json"),
-        serde_json::to_string_pretty(&summary)? + "\n",
+        serde_json::to_string_pretty(summary)? + "\n",
     )?;
-    Ok(summary)
+    Ok(())
 }

@@ -2,6 +2,8 @@
 //! Prometheus endpoint.
 
 use crate::metrics::{render, RoleGauges};
+use analysis::manifest::EVENTS_DIR;
+use analysis::stream::RunStream;
 use analysis::summary::Summary;
 use anyhow::{Context, Result};
 use parking_lot::Mutex;
@@ -12,50 +14,67 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Reads what the roles appended to their event files since the last call.
+/// Reads what the roles appended to their event files since the last call, line by line
+/// into the run's streaming analysis: nothing is held here but where each file was left.
 pub(super) struct Tail {
     dir: PathBuf,
-    offsets: HashMap<PathBuf, u64>,
-    records: Vec<Record>,
+    /// Per file: the byte read up to and the lines read.
+    read: HashMap<PathBuf, (u64, u64)>,
+    /// Lines that are not event records, as `events/pool.jsonl:17`.
+    unreadable: Vec<String>,
 }
 
 impl Tail {
     pub(super) fn new(dir: PathBuf) -> Self {
         Tail {
             dir,
-            offsets: HashMap::new(),
-            records: Vec::new(),
+            read: HashMap::new(),
+            unreadable: Vec::new(),
         }
     }
 
-    /// Every record so far, after reading what was appended since the last call.
-    pub(super) fn read_new(&mut self) -> &[Record] {
+    /// Pushes every whole line appended since the last call into `stream`.
+    pub(super) fn read_into(&mut self, stream: &mut RunStream) {
         use std::io::{Read, Seek, SeekFrom};
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return &self.records;
+            return;
         };
-        for path in entries.flatten().map(|e| e.path()) {
-            let offset = self.offsets.entry(path.clone()).or_insert(0);
+        let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        files.sort();
+        for path in files {
+            let (offset, lines) = self.read.entry(path.clone()).or_insert((0, 0));
             let Ok(mut f) = std::fs::File::open(&path) else {
                 continue;
             };
             if f.seek(SeekFrom::Start(*offset)).is_err() {
                 continue;
             }
-            let mut text = String::new();
-            if f.read_to_string(&mut text).is_err() {
+            let mut bytes = Vec::new();
+            if f.read_to_end(&mut bytes).is_err() {
                 continue;
             }
             // Only whole lines; a line still being written is read next time.
-            let complete = text.rfind('\n').map_or(0, |i| i + 1);
-            for line in text[..complete].lines() {
-                if let Ok(r) = serde_json::from_str::<Record>(line) {
-                    self.records.push(r);
+            let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            for line in bytes[..complete].split(|b| *b == b'\n') {
+                *lines += 1;
+                if line.trim_ascii().is_empty() {
+                    continue;
+                }
+                match serde_json::from_slice::<Record>(line) {
+                    Ok(r) => stream.push(r),
+                    Err(_) => self.unreadable.push(format!(
+                        "{EVENTS_DIR}/{}:{lines}",
+                        path.file_name().unwrap_or_default().to_string_lossy()
+                    )),
                 }
             }
             *offset += complete as u64;
         }
-        &self.records
+    }
+
+    /// The lines read so far that were not event records.
+    pub(super) fn unreadable(&self) -> &[String] {
+        &self.unreadable
     }
 }
 

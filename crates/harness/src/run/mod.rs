@@ -23,7 +23,8 @@ use analysis::headline::unresolved;
 use analysis::manifest::{
     Interim, LinkParams, Manifest, Sample, Stopped, EVENTS_DIR, SAMPLES_FILE,
 };
-use analysis::summary::{compute, Summary, HARNESS_ROLE};
+use analysis::stream::RunStream;
+use analysis::summary::{Summary, HARNESS_ROLE};
 use anyhow::{Context, Result};
 use probe::{mono_ns, Event, Recorder};
 use std::io::{IsTerminal, Write};
@@ -63,6 +64,9 @@ pub struct RunOutcome {
 pub(crate) const NODE: &str = "node";
 /// With containers: where each role stood (`container::Placed`).
 pub const PLACEMENT_FILE: &str = "placement.json";
+/// How long events are held to put the roles' files in one time order: roles write as
+/// events happen (a collector's copy lags by its round trips).
+const REORDER_HORIZON: Duration = Duration::from_secs(3);
 /// The widest uncertainty of a clock offset a run measures across.
 const CLOCK_BOUND: Duration = Duration::from_millis(2);
 
@@ -155,6 +159,9 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
 
     let mut samples_file = std::fs::File::create(dir.join(SAMPLES_FILE))?;
     let mut tail = Tail::new(dir.join(EVENTS_DIR));
+    // Every event is read once, in time order, into the streaming analysis: the harness
+    // holds what identity matching needs, not the run.
+    let mut stream = RunStream::new(&manifest, REORDER_HORIZON.as_nanos() as u64);
     let mut samples: Vec<Sample> = Vec::new();
     let total = s.warmup + s.duration;
     let interactive = std::io::stderr().is_terminal();
@@ -214,7 +221,9 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
                 window_end_ns: now.min(manifest.window_end_ns),
                 ..manifest.clone()
             };
-            let summary = compute(&so_far, tail.read_new(), &samples);
+            tail.read_into(&mut stream);
+            stream.advance(now);
+            let summary = stream.summary_at(&so_far, &samples);
             progress(&summary, now.saturating_sub(t0), total, interactive);
             if let Some(pct) = opts.until_known_pct {
                 let open = unresolved(&summary.verdict, pct);
@@ -235,6 +244,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
                     });
                     // The window ends here; the check below ends the loop.
                     manifest.window_end_ns = now.min(manifest.window_end_ns);
+                    stream.end_window(manifest.window_end_ns);
                 }
             }
             live.lock().publish(summary);
@@ -260,10 +270,13 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
                     }),
                     ..manifest.clone()
                 };
+                tail.read_into(&mut stream);
+                let summary = stream.summary_at(&snapshot, &samples);
                 let (dir, label) = (dir.clone(), format!("{}s", measured.as_secs()));
                 // Off the run's loop: a report of a long run reads every event so far.
                 tokio::task::spawn_blocking(move || {
-                    match directory::write_interim(&dir, &label, &snapshot, write_report) {
+                    let results = (&snapshot, &summary);
+                    match directory::write_interim(&dir, &label, results, write_report) {
                         Ok(at) => eprintln!("\ninterim report: {}", at.display()),
                         Err(e) => tracing::warn!(error = format!("{e:#}"), "no interim report"),
                     }
@@ -276,6 +289,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     }
     if interrupted {
         manifest.window_end_ns = mono_ns().min(manifest.window_end_ns);
+        stream.end_window(manifest.window_end_ns);
         if let Some(pct) = opts.until_known_pct {
             stopped = Some(Stopped {
                 reason: "interrupted".into(),
@@ -314,7 +328,17 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     server.abort();
     harness_events.close()?;
     manifest.stopped = stopped;
-    let summary = directory::write_results(&dir, &manifest)?;
+    // Every role has stopped and handed over its events: the rest of the files.
+    tail.read_into(&mut stream);
+    let (events, late) = stream.counts();
+    tracing::info!(events, late, "events analysed");
+    let mut summary = stream.finish(&manifest, &samples);
+    for place in tail.unreadable() {
+        summary
+            .unmatched
+            .insert(format!("unreadable_line:{place}"), 1);
+    }
+    directory::write_results(&dir, &manifest, &summary)?;
     Ok(RunOutcome {
         dir,
         summary,
