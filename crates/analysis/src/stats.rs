@@ -55,44 +55,53 @@ impl Delta {
 }
 
 /// Samples with the unit each belongs to (the tip or template whose broadcast it is), in
-/// the order they were taken: plain values, or (value, weight) pairs.
+/// the order they were taken: plain values, or (value, weight) pairs. A unit's name is
+/// kept once: a long run has millions of samples and a few hundred units.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Clustered<T = f64>(Vec<(String, T)>);
+pub struct Clustered<T = f64> {
+    /// The units in the order they first appear.
+    units: Vec<String>,
+    index: std::collections::HashMap<String, u32>,
+    samples: Vec<(u32, T)>,
+}
 
 impl<T> Default for Clustered<T> {
     fn default() -> Self {
-        Clustered(Vec::new())
+        Clustered {
+            units: Vec::new(),
+            index: Default::default(),
+            samples: Vec::new(),
+        }
     }
 }
 
 impl<T: Clone> Clustered<T> {
     pub fn push(&mut self, unit: &str, value: T) {
-        self.0.push((unit.to_string(), value));
+        let i = match self.index.get(unit) {
+            Some(i) => *i,
+            None => {
+                let i = self.units.len() as u32;
+                self.units.push(unit.to_string());
+                self.index.insert(unit.to_string(), i);
+                i
+            }
+        };
+        self.samples.push((i, value));
     }
 
     /// The samples grouped by unit, in the order the units first appear.
     pub fn clusters(&self) -> Vec<Vec<T>> {
-        let mut order: Vec<&str> = Vec::new();
-        let mut by_unit: std::collections::HashMap<&str, Vec<T>> = Default::default();
-        for (unit, v) in &self.0 {
-            by_unit
-                .entry(unit)
-                .or_insert_with(|| {
-                    order.push(unit);
-                    Vec::new()
-                })
-                .push(v.clone());
+        let mut by_unit: Vec<Vec<T>> = vec![Vec::new(); self.units.len()];
+        for (i, v) in &self.samples {
+            by_unit[*i as usize].push(v.clone());
         }
-        order
-            .iter()
-            .map(|u| by_unit.remove(u).unwrap_or_default())
-            .collect()
+        by_unit
     }
 }
 
 impl Clustered {
     pub fn values(&self) -> Vec<f64> {
-        self.0.iter().map(|(_, v)| *v).collect()
+        self.samples.iter().map(|(_, v)| *v).collect()
     }
 
     /// The distribution of the values, with the interval of their mean by unit.

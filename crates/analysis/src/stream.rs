@@ -17,7 +17,7 @@ use crate::timeline::{template_nodes, TemplateMatch, Templates};
 use crate::Unmatched;
 use probe::{Event, Record};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 /// Puts records from several files into one time order: each is held until the clock
 /// reading passed to [`Reorder::release`] is `horizon_ns` past it, by when every role has
@@ -299,7 +299,8 @@ pub struct JobStream {
     template_node: String,
     window: Window,
     templates: Templates,
-    first_on_template: HashSet<(u32, String)>,
+    /// Per template marker, the miners that got a job on it (a bit each).
+    first_on_template: HashMap<String, Vec<u64>>,
     new_job_ms: Clustered,
     tip: Option<String>,
     tips: Vec<TipWait>,
@@ -324,7 +325,7 @@ impl JobStream {
             template_node: roles.farm_node_role.clone().unwrap_or(m.node_role.clone()),
             window: m.window(),
             templates: Templates::default(),
-            first_on_template: HashSet::new(),
+            first_on_template: HashMap::new(),
             new_job_ms: Clustered::default(),
             tip: None,
             tips: Vec::new(),
@@ -402,9 +403,7 @@ impl JobStream {
         match template {
             TemplateMatch::Found(fact) => {
                 let marker = marker.expect("found by its marker");
-                if self.window.contains(fact.t_ns)
-                    && self.first_on_template.insert((miner, marker.to_string()))
-                {
+                if self.window.contains(fact.t_ns) && self.first_job_on(marker, miner) {
                     self.new_job_ms
                         .push(marker, crate::jobs::ms(t.saturating_sub(fact.t_ns)));
                 }
@@ -434,6 +433,24 @@ impl JobStream {
                 template,
             });
         }
+    }
+
+    /// Whether this is `miner`'s first job on the template `marker` (marking it so).
+    fn first_job_on(&mut self, marker: &str, miner: u32) -> bool {
+        if !self.first_on_template.contains_key(marker) {
+            let words = (self.side.miners as usize).div_ceil(64).max(1);
+            self.first_on_template
+                .insert(marker.to_string(), vec![0; words]);
+        }
+        let bits = self.first_on_template.get_mut(marker).expect("inserted");
+        let (word, bit) = (miner as usize / 64, 1u64 << (miner % 64));
+        if word >= bits.len() {
+            // A miner beyond the side's count (a harness bug the counts will show).
+            bits.resize(word + 1, 0);
+        }
+        let first = bits[word] & bit == 0;
+        bits[word] |= bit;
+        first
     }
 
     /// Ends `miner`'s stretch of work at `t`; the next starts there.
