@@ -67,6 +67,8 @@ pub const PLACEMENT_FILE: &str = "placement.json";
 /// How long events are held to put the roles' files in one time order: roles write as
 /// events happen (a collector's copy lags by its round trips).
 const REORDER_HORIZON: Duration = Duration::from_secs(3);
+/// A live summary is followed by this many times the time it took before the next.
+const LIVE_SUMMARY_SHARE: u32 = 20;
 /// The widest uncertainty of a clock offset a run measures across.
 const CLOCK_BOUND: Duration = Duration::from_millis(2);
 
@@ -170,6 +172,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     let mut second = 0u64;
     let mut stopped: Option<Stopped> = None;
     let mut interim_written = 0u32;
+    let mut next_summary_ns = 0u64;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -216,20 +219,30 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
                 });
             }
         }
-        if second.is_multiple_of(2) || now >= manifest.window_end_ns {
+        // Events are read every second; a live summary every 2 s, or less often once one
+        // takes long (a long run's samples are many): the harness spends at most about a
+        // twentieth of a core on them. A stop check and the window's end always get one.
+        tail.read_into(&mut stream);
+        stream.advance(now);
+        let checkpoint = opts.until_known_pct.is_some() && second.is_multiple_of(10);
+        if (second.is_multiple_of(2) && now >= next_summary_ns)
+            || checkpoint
+            || now >= manifest.window_end_ns
+        {
             let so_far = Manifest {
                 window_end_ns: now.min(manifest.window_end_ns),
                 ..manifest.clone()
             };
-            tail.read_into(&mut stream);
-            stream.advance(now);
+            let started = std::time::Instant::now();
             let summary = stream.summary_at(&so_far, &samples);
+            let took = started.elapsed().max(Duration::from_millis(100));
+            next_summary_ns = now + (took * LIVE_SUMMARY_SHARE).as_nanos() as u64;
             progress(&summary, now.saturating_sub(t0), total, interactive);
             if let Some(pct) = opts.until_known_pct {
                 let open = unresolved(&summary.verdict, pct);
                 let at_cap = now >= manifest.window_end_ns;
                 // Checked every 10 s of the window, so a chance early crossing weighs less.
-                let checkpoint = summary.duration_s >= 10.0 && second.is_multiple_of(10);
+                let checkpoint = summary.duration_s >= 10.0 && checkpoint;
                 if (checkpoint && open.is_empty() && !summary.verdict.is_empty()) || at_cap {
                     stopped = Some(Stopped {
                         reason: if at_cap {
@@ -270,7 +283,6 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
                     }),
                     ..manifest.clone()
                 };
-                tail.read_into(&mut stream);
                 let summary = stream.summary_at(&snapshot, &samples);
                 let (dir, label) = (dir.clone(), format!("{}s", measured.as_secs()));
                 // Off the run's loop: a report of a long run reads every event so far.
