@@ -237,7 +237,10 @@ fn the_default_scenario_apart(name: &str, placement: &[&str]) {
     let keys = |v: &serde_json::Value| -> std::collections::BTreeSet<String> {
         v.as_object().unwrap().keys().cloned().collect()
     };
-    let missing: Vec<_> = keys(&skeleton).difference(&keys(&summary)).cloned().collect();
+    let missing: Vec<_> = keys(&skeleton)
+        .difference(&keys(&summary))
+        .cloned()
+        .collect();
     assert!(missing.is_empty(), "the summary lacks {missing:?}");
     for side in manifest.sides.keys() {
         let missing: Vec<_> = keys(&skeleton["sides"][side])
