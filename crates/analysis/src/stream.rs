@@ -13,11 +13,11 @@ use crate::manifest::{Manifest, Sample, SideRoles, Window};
 use crate::shares::ShareFacts;
 use crate::stats::Clustered;
 use crate::summary::{assemble, kept_beyond_jobs_and_shares, Summary};
-use crate::timeline::{template_nodes, TemplateMatch, Templates};
+use crate::timeline::{template_nodes, TemplateMatch, Templates, Timeline};
 use crate::Unmatched;
 use probe::{Event, Record};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
 /// Puts records from several files into one time order: each is held until the clock
 /// reading passed to [`Reorder::release`] is `horizon_ns` past it, by when every role has
@@ -139,7 +139,7 @@ pub struct ShareStream {
     accepted_blocks: HashMap<String, u64>,
     /// Blocks found in the window, in share order: (share time, hash).
     found: Vec<(u64, String)>,
-    awaiting_answer: HashMap<(u32, u64), u64>,
+    awaiting_answer: HashSet<(u32, u64)>,
     /// Answer entries expire in time order.
     answer_queue: std::collections::VecDeque<(u64, (u32, u64))>,
 }
@@ -156,7 +156,7 @@ impl ShareStream {
             tip: None,
             accepted_blocks: HashMap::new(),
             found: Vec::new(),
-            awaiting_answer: HashMap::new(),
+            awaiting_answer: HashSet::new(),
             answer_queue: Default::default(),
         }
     }
@@ -194,7 +194,7 @@ impl ShareStream {
                 } if in_window => {
                     let stale = self.tip.as_ref().is_some_and(|tip| tip != prev_hash);
                     self.facts.submitted(*miner, stale);
-                    self.awaiting_answer.insert((*miner, *share_id), r.t_ns);
+                    self.awaiting_answer.insert((*miner, *share_id));
                     self.answer_queue.push_back((r.t_ns, (*miner, *share_id)));
                     if let Some(hash) = block_hash {
                         self.facts.blocks.found += 1;
@@ -206,7 +206,7 @@ impl ShareStream {
                     share_id,
                     accepted,
                     ..
-                } if self.awaiting_answer.contains_key(&(*miner, *share_id)) => {
+                } if self.awaiting_answer.contains(&(*miner, *share_id)) => {
                     self.facts.answered(*accepted)
                 }
                 _ => {}
@@ -624,6 +624,7 @@ impl RunStream {
         }
         unmatched.add("event_out_of_order", self.reorder.late());
         let kept: Vec<&Record> = self.kept.iter().collect();
-        assemble(&self.manifest, &kept, samples, facts, unmatched)
+        let timeline = Timeline::of(&self.manifest, &kept);
+        assemble(&self.manifest, &timeline, &kept, samples, facts, unmatched)
     }
 }

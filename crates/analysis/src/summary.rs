@@ -226,7 +226,7 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
             (name.clone(), (jobs, shares))
         })
         .collect();
-    assemble(m, &events, samples, facts, unmatched)
+    assemble(m, &timeline, &events, samples, facts, unmatched)
 }
 
 /// Whether the summary reads `event` beyond the job and share rules: what a streaming run
@@ -241,17 +241,17 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
     )
 }
 
-/// The summary from each side's job and share facts and the other events (`events` in
-/// time order; those of the job and share rules may be left out).
+/// The summary from each side's job and share facts, the nodes' `timeline` and the other
+/// events (`events` in time order; those of the job and share rules may be left out).
 pub fn assemble(
     m: &Manifest,
+    timeline: &Timeline,
     events: &[&Record],
     samples: &[Sample],
     mut facts: BTreeMap<String, (JobFacts, ShareFacts)>,
     mut unmatched: Unmatched,
 ) -> Summary {
     let window = m.window();
-    let timeline = Timeline::of(m, events);
     let network_value = series_dist(&timeline.network_values);
 
     let sides: BTreeMap<String, SideSummary> = m
