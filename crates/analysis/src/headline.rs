@@ -6,8 +6,8 @@
 //! Hochberg at 5%). Fewer than [`MIN_UNITS`] units on a side: "too few", never significant.
 
 use crate::stats::{
-    benjamini_hochberg, cluster_delta, series_delta, two_proportion, weighted_cluster_delta,
-    Clustered, MIN_UNITS,
+    benjamini_hochberg, cluster_delta, clustered_delta, series_delta, two_proportion,
+    weighted_delta, Clustered, MIN_UNITS,
 };
 use crate::summary::SideSummary;
 use serde::{Deserialize, Serialize};
@@ -172,9 +172,8 @@ pub fn unresolved(verdict: &BTreeMap<String, Vec<VerdictRow>>, precision_pct: f6
 }
 
 fn row(h: Headline, a: &SideSummary, b: &SideSummary) -> VerdictRow {
-    let latency = |pick: fn(&SideSummary) -> &Clustered| {
-        from_delta(h, cluster_delta(&pick(a).clusters(), &pick(b).clusters()))
-    };
+    let latency =
+        |pick: fn(&SideSummary) -> &Clustered| from_delta(h, clustered_delta(pick(a), pick(b)));
     let proportion = |x_a: u64, n_a: u64, x_b: u64, n_b: u64| {
         let mut r = empty(h, pct_of(x_a, n_a), pct_of(x_b, n_b));
         r.units = (n_a as usize, n_b as usize);
@@ -222,10 +221,7 @@ fn row(h: Headline, a: &SideSummary, b: &SideSummary) -> VerdictRow {
         // Time-weighted by valid miner-time, resampling tips.
         Headline::TemplateValueSats => from_delta(
             h,
-            weighted_cluster_delta(
-                &a.samples.template_value_by_tip,
-                &b.samples.template_value_by_tip,
-            ),
+            weighted_delta(&a.samples.template_value, &b.samples.template_value),
         ),
     }
 }

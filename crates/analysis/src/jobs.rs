@@ -15,10 +15,10 @@
 //!   valid work weighs the template value.
 
 use crate::manifest::{SideRoles, Window};
-use crate::stats::{weighted_cluster_mean, with_interval, Clustered};
+use crate::stats::{Clustered, Weighted};
 use crate::timeline::{TemplateMatch, Timeline};
 use crate::Unmatched;
-use probe::{Dist, Event, Record};
+use probe::{Event, Record};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -47,7 +47,7 @@ pub struct JobFacts {
     pub stale_wait_ms: Clustered,
     /// (template value, miner-nanoseconds of valid work on it), by the tip it was on: a
     /// tip's templates follow one mempool, so the tip is the unit of its interval.
-    pub value_by_tip: Clustered<(f64, f64)>,
+    pub value_by_tip: Weighted,
     pub work: WorkTime,
     /// The same, per miner.
     pub work_by_miner: BTreeMap<u32, WorkTime>,
@@ -92,12 +92,7 @@ impl WorkNs {
     /// `piece` under network tip `tip`, clipped to the window already: work on a prev hash
     /// the network moved past is stale; on a template tied to the job, valid (its value
     /// weighed by the time, by the job's tip); else unmatched.
-    pub(crate) fn add(
-        &mut self,
-        piece: &Piece,
-        tip: Option<&str>,
-        value_by_tip: &mut Clustered<(f64, f64)>,
-    ) {
+    pub(crate) fn add(&mut self, piece: &Piece, tip: Option<&str>, value_by_tip: &mut Weighted) {
         let ns = piece.to - piece.from;
         let mine = self.by_miner.entry(piece.miner).or_default();
         match (tip, piece.template) {
@@ -108,7 +103,7 @@ impl WorkNs {
             (_, TemplateMatch::Found(t)) => {
                 self.total.valid += ns;
                 mine.valid += ns;
-                value_by_tip.push(piece.prev_hash, (t.value_sats as f64, ns as f64));
+                value_by_tip.push(piece.prev_hash, t.value_sats as f64, ns as f64);
             }
             _ => {
                 self.total.unmatched += ns;
@@ -244,44 +239,6 @@ pub fn side_jobs<'a>(
     facts
 }
 
-/// A time-weighted distribution: each value counts for as long as it was mined on; the
-/// interval of its mean resamples the clusters.
-pub fn weighted_dist(clusters: &[Vec<(f64, f64)>]) -> Dist {
-    let mut samples: Vec<(f64, f64)> = clusters.concat();
-    with_interval(
-        weighted_values(&mut samples),
-        &weighted_cluster_mean(clusters),
-    )
-}
-
-fn weighted_values(samples: &mut [(f64, f64)]) -> Dist {
-    samples.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let total: f64 = samples.iter().map(|s| s.1).sum();
-    if samples.is_empty() || total <= 0.0 {
-        return Dist::of(&[]);
-    }
-    let quantile = |q: f64| {
-        let mut seen = 0.0;
-        for (v, w) in samples.iter() {
-            seen += w;
-            if seen >= q * total {
-                return Some(*v);
-            }
-        }
-        samples.last().map(|s| s.0)
-    };
-    Dist {
-        count: samples.len(),
-        mean: Some(samples.iter().map(|(v, w)| v * w).sum::<f64>() / total),
-        p50: quantile(0.5),
-        p90: quantile(0.9),
-        p99: quantile(0.99),
-        max: samples.last().map(|s| s.0),
-        mean_ci: None,
-        units: None,
-    }
-}
-
 pub(crate) fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
@@ -394,7 +351,7 @@ mod tests {
         );
         assert!((f.work.stale_s - 0.6).abs() < 1e-9, "{:?}", f.work);
         assert!((f.work.unmatched_s - 4.0).abs() < 1e-9, "{:?}", f.work);
-        let value = weighted_dist(&f.value_by_tip.clusters());
+        let value = f.value_by_tip.dist();
         let expected = (100.0 * 5.0 + 400.0 * 7.4) / 12.4;
         let mean = value.mean.unwrap();
         assert!((mean - expected).abs() < 1e-6, "{mean} vs {expected}");
@@ -493,19 +450,28 @@ mod tests {
 
     #[test]
     fn a_time_weighted_distribution_weighs_each_value_by_its_time() {
-        let d = weighted_dist(&[vec![(300.0, 1.0)], vec![(100.0, 3.0)]]);
+        let weighted = |tips: &[Vec<(f64, f64)>]| {
+            let mut w = Weighted::default();
+            for (tip, pieces) in tips.iter().enumerate() {
+                for (value, weight) in pieces {
+                    w.push(&tip.to_string(), *value, *weight);
+                }
+            }
+            w.dist()
+        };
+        let d = weighted(&[vec![(300.0, 1.0)], vec![(100.0, 3.0)]]);
         assert_eq!(
             (d.p50, d.p90, d.max),
             (Some(100.0), Some(300.0), Some(300.0))
         );
         assert_eq!(d.mean, Some(150.0));
-        assert_eq!(weighted_dist(&[]).mean, None);
+        assert_eq!(weighted(&[]).mean, None);
         // Six tips, each 100 sats for 1 s then 200 sats for 3 s, and one tip all 300:
         // (6 x 700 + 4 x 300) / 28 = 5400 / 28; its interval, widened for 7 units, about
         // it and within the values.
         let mut tips = vec![vec![(100.0, 1.0), (200.0, 3.0)]; 6];
         tips.push(vec![(300.0, 4.0)]);
-        let d = weighted_dist(&tips);
+        let d = weighted(&tips);
         assert!((d.mean.unwrap() - 5400.0 / 28.0).abs() < 1e-9);
         assert_eq!(d.units, Some(7));
         let (lo, hi) = d.mean_ci.unwrap();

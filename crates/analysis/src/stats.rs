@@ -55,61 +55,374 @@ impl Delta {
 }
 
 /// Samples with the unit each belongs to (the tip or template whose broadcast it is), in
-/// the order they were taken: plain values, or (value, weight) pairs. A unit's name is
-/// kept once: a long run has millions of samples and a few hundred units.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Clustered<T = f64> {
+/// the order they were taken. What the statistics need is kept per unit (its totals, for
+/// the interval of the mean); the values themselves are kept in memory, or, in a long run,
+/// appended to a file ([`Clustered::spilled_to`]) and read back once at its end, with a
+/// histogram of 0.1% relative error in memory for the live summaries meanwhile. A unit's
+/// name is kept once: a long run has millions of samples and a few hundred units.
+#[derive(Debug)]
+pub struct Clustered {
     /// The units in the order they first appear.
     units: Vec<String>,
     index: std::collections::HashMap<String, u32>,
-    samples: Vec<(u32, T)>,
+    totals: Vec<Totals>,
+    values: Values,
 }
 
-impl<T> Default for Clustered<T> {
+/// Where a [`Clustered`]'s values are.
+#[derive(Debug)]
+enum Values {
+    /// Each with its unit's index, in the order taken.
+    Memory(Vec<(u32, f64)>),
+    /// Appended to a file as they come; the sketch serves meanwhile.
+    Spilled { spill: Spill, sketch: Sketch },
+    /// Not here: a copy of spilled samples for a live summary, which reads the sketch.
+    Sketched(Sketch),
+}
+
+#[derive(Debug)]
+struct Spill {
+    path: std::path::PathBuf,
+    out: Option<std::io::BufWriter<std::fs::File>>,
+    written: u64,
+    /// Values a write failed for: reported at the end, never dropped silently.
+    lost: u64,
+}
+
+/// The values as a histogram (in thousandths, 0.1% relative error), with the exact max.
+#[derive(Debug, Clone)]
+struct Sketch {
+    histogram: hdrhistogram::Histogram<u64>,
+    max: f64,
+}
+
+/// Bytes a spilled value takes: its unit's index and the value.
+const SPILLED_BYTES: usize = 12;
+
+impl Sketch {
+    fn new() -> Sketch {
+        Sketch {
+            histogram: hdrhistogram::Histogram::new(3).expect("3 significant digits is valid"),
+            max: f64::NEG_INFINITY,
+        }
+    }
+
+    fn record(&mut self, v: f64) {
+        if v.is_finite() {
+            // It grows to hold any value: recording cannot fail.
+            let _ = self.histogram.record((v.max(0.0) * 1e3).round() as u64);
+            self.max = self.max.max(v);
+        }
+    }
+
+    fn quantile(&self, q: f64) -> Option<f64> {
+        (!self.histogram.is_empty())
+            .then(|| (self.histogram.value_at_quantile(q) as f64 / 1e3).min(self.max))
+    }
+
+    /// Values at or below `bound`, to the histogram's precision.
+    fn at_or_below(&self, bound: f64) -> u64 {
+        if bound < 0.0 || self.histogram.is_empty() {
+            return 0;
+        }
+        let top = (bound * 1e3).round() as u64;
+        self.histogram
+            .count_between(0, top.min(self.histogram.max()))
+    }
+}
+
+impl Default for Clustered {
     fn default() -> Self {
         Clustered {
             units: Vec::new(),
             index: Default::default(),
-            samples: Vec::new(),
+            totals: Vec::new(),
+            values: Values::Memory(Vec::new()),
         }
     }
 }
 
-impl<T: Clone> Clustered<T> {
-    pub fn push(&mut self, unit: &str, value: T) {
+/// A copy of spilled samples holds their units, totals and sketch, not their values: it
+/// makes a live summary while the original goes on spilling.
+impl Clone for Clustered {
+    fn clone(&self) -> Self {
+        Clustered {
+            units: self.units.clone(),
+            index: self.index.clone(),
+            totals: self.totals.clone(),
+            values: match &self.values {
+                Values::Memory(values) => Values::Memory(values.clone()),
+                Values::Spilled { sketch, .. } | Values::Sketched(sketch) => {
+                    Values::Sketched(sketch.clone())
+                }
+            },
+        }
+    }
+}
+
+impl PartialEq for Clustered {
+    fn eq(&self, other: &Self) -> bool {
+        let values = match (&self.values, &other.values) {
+            (Values::Memory(a), Values::Memory(b)) => a == b,
+            _ => false,
+        };
+        values && self.units == other.units && self.totals == other.totals
+    }
+}
+
+impl Clustered {
+    /// Samples whose values go to a file at `path` (created now) as they come.
+    pub fn spilled_to(path: &std::path::Path) -> std::io::Result<Clustered> {
+        let file = std::fs::File::create(path)?;
+        Ok(Clustered {
+            values: Values::Spilled {
+                spill: Spill {
+                    path: path.to_path_buf(),
+                    out: Some(std::io::BufWriter::new(file)),
+                    written: 0,
+                    lost: 0,
+                },
+                sketch: Sketch::new(),
+            },
+            ..Clustered::default()
+        })
+    }
+
+    pub fn push(&mut self, unit: &str, value: f64) {
         let i = match self.index.get(unit) {
             Some(i) => *i,
             None => {
                 let i = self.units.len() as u32;
                 self.units.push(unit.to_string());
                 self.index.insert(unit.to_string(), i);
+                self.totals.push(Totals::default());
                 i
             }
         };
-        self.samples.push((i, value));
+        let totals = &mut self.totals[i as usize];
+        totals.sum += value;
+        totals.weight += 1.0;
+        match &mut self.values {
+            Values::Memory(values) => values.push((i, value)),
+            Values::Spilled { spill, sketch } => {
+                sketch.record(value);
+                spill.write(i, value);
+            }
+            Values::Sketched(sketch) => sketch.record(value),
+        }
     }
 
-    /// The samples grouped by unit, in the order the units first appear.
-    pub fn clusters(&self) -> Vec<Vec<T>> {
-        let mut by_unit: Vec<Vec<T>> = vec![Vec::new(); self.units.len()];
-        for (i, v) in &self.samples {
-            by_unit[*i as usize].push(v.clone());
+    /// Spilled values read back into memory (the run has ended), and how many a write had
+    /// failed for. Samples already in memory, or a live copy's sketch, stay as they are.
+    pub fn load(mut self) -> (Clustered, u64) {
+        let Values::Spilled { mut spill, sketch } = self.values else {
+            return (self, 0);
+        };
+        match spill.read() {
+            Ok((values, lost)) => {
+                self.values = Values::Memory(values);
+                (self, lost)
+            }
+            Err(e) => {
+                tracing::warn!(path = %spill.path.display(), "spilled samples unreadable: {e:#}");
+                let lost = spill.written + spill.lost;
+                self.values = Values::Sketched(sketch);
+                (self, lost)
+            }
+        }
+    }
+
+    /// The samples grouped by unit, in the order the units first appear: the values in
+    /// memory (a live copy of spilled samples has none).
+    pub fn clusters(&self) -> Vec<Vec<f64>> {
+        let mut by_unit: Vec<Vec<f64>> = vec![Vec::new(); self.units.len()];
+        if let Values::Memory(values) = &self.values {
+            for (i, v) in values {
+                by_unit[*i as usize].push(*v);
+            }
         }
         by_unit
     }
-}
 
-impl Clustered {
+    /// The values in memory, in the order taken (a live copy of spilled samples has none).
     pub fn values(&self) -> Vec<f64> {
-        self.samples.iter().map(|(_, v)| *v).collect()
+        match &self.values {
+            Values::Memory(values) => values.iter().map(|(_, v)| *v).collect(),
+            _ => Vec::new(),
+        }
     }
 
-    /// The distribution of the values, with the interval of their mean by unit.
+    /// How many samples there are.
+    pub fn count(&self) -> u64 {
+        self.totals.iter().map(|t| t.weight as u64).sum()
+    }
+
+    /// Their sum.
+    pub fn sum(&self) -> f64 {
+        self.totals.iter().map(|t| t.sum).sum()
+    }
+
+    /// Samples at or below each of `bounds`: exact from values in memory, else to the
+    /// sketch's precision.
+    pub fn at_or_below(&self, bounds: &[f64]) -> Vec<u64> {
+        match &self.values {
+            Values::Memory(values) => (bounds.iter())
+                .map(|b| values.iter().filter(|(_, v)| v <= b).count() as u64)
+                .collect(),
+            Values::Spilled { sketch, .. } | Values::Sketched(sketch) => {
+                bounds.iter().map(|b| sketch.at_or_below(*b)).collect()
+            }
+        }
+    }
+
+    /// The units' totals.
+    pub(crate) fn totals(&self) -> &[Totals] {
+        &self.totals
+    }
+
+    /// The mean with its interval by unit.
+    pub fn mean(&self) -> Estimate {
+        estimate(self.totals())
+    }
+
+    /// The distribution of the values, with the interval of their mean by unit: exact from
+    /// values in memory; from a live copy's sketch, its quantiles within 0.1%.
     pub fn dist(&self) -> probe::Dist {
-        with_interval(
-            probe::Dist::of(&self.values()),
-            &cluster_mean(&self.clusters()),
-        )
+        let dist = match &self.values {
+            Values::Memory(values) => {
+                probe::Dist::of(&values.iter().map(|(_, v)| *v).collect::<Vec<_>>())
+            }
+            Values::Spilled { sketch, .. } | Values::Sketched(sketch) => {
+                let count = self.count();
+                probe::Dist {
+                    count: count as usize,
+                    mean: (count > 0).then(|| self.sum() / count as f64),
+                    p50: sketch.quantile(0.50),
+                    p90: sketch.quantile(0.90),
+                    p99: sketch.quantile(0.99),
+                    max: (count > 0).then_some(sketch.max),
+                    mean_ci: None,
+                    units: None,
+                }
+            }
+        };
+        with_interval(dist, &self.mean())
+    }
+}
+
+impl Spill {
+    fn write(&mut self, unit: u32, value: f64) {
+        use std::io::Write;
+        let mut bytes = [0u8; SPILLED_BYTES];
+        bytes[..4].copy_from_slice(&unit.to_le_bytes());
+        bytes[4..].copy_from_slice(&value.to_le_bytes());
+        let written = self.out.as_mut().map(|out| out.write_all(&bytes));
+        match written {
+            Some(Ok(())) => self.written += 1,
+            Some(Err(e)) => {
+                tracing::warn!(path = %self.path.display(), "cannot spill samples: {e:#}");
+                self.out = None;
+                self.lost += 1;
+            }
+            None => self.lost += 1,
+        }
+    }
+
+    /// The values written, and how many were lost (the file is removed).
+    fn read(&mut self) -> std::io::Result<(Vec<(u32, f64)>, u64)> {
+        use std::io::Write;
+        if let Some(mut out) = self.out.take() {
+            out.flush()?;
+        }
+        let bytes = std::fs::read(&self.path)?;
+        let values: Vec<(u32, f64)> = bytes
+            .chunks_exact(SPILLED_BYTES)
+            .map(|b| {
+                let unit = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+                let value = f64::from_le_bytes(b[4..].try_into().expect("8 bytes"));
+                (unit, value)
+            })
+            .collect();
+        let _ = std::fs::remove_file(&self.path);
+        let lost = self.lost + self.written.saturating_sub(values.len() as u64);
+        Ok((values, lost))
+    }
+}
+
+/// Time-weighted values (the template value mined on, weighed by how long) with the unit
+/// each belongs to (the tip). Kept per distinct value, whose number grows with the
+/// templates, not with the miners: exact, and small however long the run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Weighted {
+    units: Vec<String>,
+    index: std::collections::HashMap<String, u32>,
+    totals: Vec<Totals>,
+    /// Total weight per value, in value order (by bits: values are finite, at least 0).
+    by_value: std::collections::BTreeMap<u64, f64>,
+    count: usize,
+}
+
+impl Weighted {
+    pub fn push(&mut self, unit: &str, value: f64, weight: f64) {
+        let i = match self.index.get(unit) {
+            Some(i) => *i as usize,
+            None => {
+                self.units.push(unit.to_string());
+                self.index
+                    .insert(unit.to_string(), self.totals.len() as u32);
+                self.totals.push(Totals::default());
+                self.totals.len() - 1
+            }
+        };
+        self.totals[i].sum += value * weight;
+        self.totals[i].weight += weight;
+        *self.by_value.entry(value.max(0.0).to_bits()).or_default() += weight;
+        self.count += 1;
+    }
+
+    /// The units' totals: a unit of no weight is no unit.
+    pub(crate) fn totals(&self) -> Vec<Totals> {
+        self.totals
+            .iter()
+            .copied()
+            .filter(|t| t.weight > 0.0)
+            .collect()
+    }
+
+    /// The weighted mean with its interval by unit.
+    pub fn mean(&self) -> Estimate {
+        estimate(&self.totals())
+    }
+
+    /// The weighted distribution: each value counts for its weight; the mean's interval
+    /// resamples the units.
+    pub fn dist(&self) -> probe::Dist {
+        let total: f64 = self.by_value.values().sum();
+        let mean = self.mean();
+        if self.count == 0 || total <= 0.0 {
+            return probe::Dist::of(&[]);
+        }
+        let quantile = |q: f64| {
+            let mut seen = 0.0;
+            for (v, w) in &self.by_value {
+                seen += w;
+                if seen >= q * total {
+                    return Some(f64::from_bits(*v));
+                }
+            }
+            self.by_value.keys().last().map(|v| f64::from_bits(*v))
+        };
+        let dist = probe::Dist {
+            count: self.count,
+            mean: mean.point,
+            p50: quantile(0.5),
+            p90: quantile(0.9),
+            p99: quantile(0.99),
+            max: self.by_value.keys().last().map(|v| f64::from_bits(*v)),
+            mean_ci: None,
+            units: None,
+        };
+        with_interval(dist, &mean)
     }
 }
 
@@ -134,10 +447,10 @@ pub struct Estimate {
 /// A cluster as a resample needs it: its samples' weighted sum and their total weight (a
 /// plain sample weighs 1). A resample's mean is the sum of its clusters' sums over the sum
 /// of their weights.
-#[derive(Debug, Clone, Copy)]
-struct Totals {
-    sum: f64,
-    weight: f64,
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Totals {
+    pub(crate) sum: f64,
+    pub(crate) weight: f64,
 }
 
 /// Plain clusters' totals; empty clusters are no unit.
@@ -150,27 +463,9 @@ fn totals(clusters: &[Vec<f64>]) -> Vec<Totals> {
         .collect()
 }
 
-/// Weighted clusters' totals; a cluster of no weight is no unit.
-fn weighted_totals(clusters: &[Vec<(f64, f64)>]) -> Vec<Totals> {
-    clusters
-        .iter()
-        .map(|c| Totals {
-            sum: c.iter().map(|(v, w)| v * w).sum(),
-            weight: c.iter().map(|(_, w)| w).sum(),
-        })
-        .filter(|t| t.weight > 0.0)
-        .collect()
-}
-
 /// The mean of clustered samples with a cluster bootstrap interval (seeded).
 pub fn cluster_mean(clusters: &[Vec<f64>]) -> Estimate {
     estimate(&totals(clusters))
-}
-
-/// The weighted mean of weighted clusters (a time-weighted mean, by tip) with a cluster
-/// bootstrap interval.
-pub fn weighted_cluster_mean(clusters: &[Vec<(f64, f64)>]) -> Estimate {
-    estimate(&weighted_totals(clusters))
 }
 
 /// The mean of a per-second series with the interval of its batch means.
@@ -253,9 +548,14 @@ pub fn cluster_delta(a: &[Vec<f64>], b: &[Vec<f64>]) -> Option<Delta> {
     delta_of(&totals(a), &totals(b))
 }
 
-/// [`cluster_delta`] of weighted clusters: time-weighted means, resampling units.
-pub fn weighted_cluster_delta(a: &[Vec<(f64, f64)>], b: &[Vec<(f64, f64)>]) -> Option<Delta> {
-    delta_of(&weighted_totals(a), &weighted_totals(b))
+/// [`cluster_delta`] of the samples' units.
+pub fn clustered_delta(a: &Clustered, b: &Clustered) -> Option<Delta> {
+    delta_of(a.totals(), b.totals())
+}
+
+/// [`cluster_delta`] of time-weighted means, resampling units.
+pub fn weighted_delta(a: &Weighted, b: &Weighted) -> Option<Delta> {
+    delta_of(&a.totals(), &b.totals())
 }
 
 fn delta_of(a: &[Totals], b: &[Totals]) -> Option<Delta> {
@@ -504,6 +804,50 @@ mod tests {
     }
 
     #[test]
+    fn spilled_samples_come_back_whole_and_a_live_copy_reads_the_sketch() {
+        let dir = crate::testing::scratch_dir("stats");
+        let path = dir.join("new_job_ms.values");
+        let mut spilled = Clustered::spilled_to(&path).unwrap();
+        let mut memory = Clustered::default();
+        // 10,000 receipts of 20 templates: 0.5 ms to 5,000 ms.
+        for i in 1..=10_000u32 {
+            let (unit, v) = (format!("template{}", i % 20), f64::from(i) / 2.0);
+            spilled.push(&unit, v);
+            memory.push(&unit, v);
+        }
+        // A live copy: the units' totals exactly, the quantiles within the sketch's 0.1%.
+        let live = spilled.clone();
+        assert!(live.values().is_empty(), "a live copy holds no values");
+        let (exact, sketched) = (memory.dist(), live.dist());
+        assert_eq!(
+            (sketched.count, sketched.max, sketched.units),
+            (10_000, Some(5_000.0), Some(20))
+        );
+        assert!((sketched.mean.unwrap() - 2_500.25).abs() < 1e-9);
+        assert_eq!(
+            sketched.mean_ci, exact.mean_ci,
+            "the interval is by unit totals"
+        );
+        for (got, want) in [
+            (sketched.p50, exact.p50),
+            (sketched.p90, exact.p90),
+            (sketched.p99, exact.p99),
+        ] {
+            let (got, want) = (got.unwrap(), want.unwrap());
+            assert!((got - want).abs() <= want * 1e-3, "{got} vs {want}");
+        }
+        assert_eq!(live.at_or_below(&[0.4, 250.0, 1e9]), vec![0, 500, 10_000]);
+        // At the end the values come back from disk, exactly, and the file goes.
+        let (loaded, lost) = spilled.load();
+        assert_eq!((loaded, lost), (memory.clone(), 0));
+        assert!(!path.exists());
+        assert_eq!(memory.at_or_below(&[250.0]), vec![500]);
+        // A live copy loads as what it is.
+        assert_eq!(live.clone().load().0.dist(), live.dist());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_series_is_compared_by_batch_means() {
         assert_eq!(batches(&[1.0, 2.0, 3.0]).len(), 3);
         // 25 samples in 10 batches of 2, the last taking the remaining 5.
@@ -527,24 +871,28 @@ mod tests {
         let (lo, hi) = e.ci.unwrap();
         assert!(lo > 1.5 && lo < 10.5 && hi > 10.5 && hi < 19.5, "{e:?}");
         // Weights, not counts: 10 for 3 s and 20 for 1 s is 12.5; four units are too few.
-        let w = weighted_cluster_mean(&[vec![(10.0, 3.0)], vec![(20.0, 1.0)], vec![], vec![]]);
-        assert_eq!((w.point, w.ci, w.units), (Some(12.5), None, 2));
+        // Units of no weight are no units.
+        let mut w = Weighted::default();
+        for (unit, value, weight) in [("a", 10.0, 3.0), ("b", 20.0, 1.0), ("c", 5.0, 0.0)] {
+            w.push(unit, value, weight);
+        }
+        let e = w.mean();
+        assert_eq!((e.point, e.ci, e.units), (Some(12.5), None, 2));
         // Weighted against unweighted: the same clusters at weight 1 give the plain delta.
         let plain: Vec<Vec<f64>> = (0..6).map(|i| vec![f64::from(i), 1.0]).collect();
-        let ones: Vec<Vec<(f64, f64)>> = plain
-            .iter()
-            .map(|c| c.iter().map(|x| (*x, 1.0)).collect())
-            .collect();
         let shifted: Vec<Vec<f64>> = plain
             .iter()
             .map(|c| c.iter().map(|x| x + 2.0).collect())
             .collect();
-        let shifted_ones: Vec<Vec<(f64, f64)>> = shifted
-            .iter()
-            .map(|c| c.iter().map(|x| (*x, 1.0)).collect())
-            .collect();
+        let weighted = |clusters: &[Vec<f64>]| {
+            let mut w = Weighted::default();
+            for (unit, c) in clusters.iter().enumerate() {
+                c.iter().for_each(|x| w.push(&unit.to_string(), *x, 1.0));
+            }
+            w
+        };
         assert_eq!(
-            weighted_cluster_delta(&ones, &shifted_ones),
+            weighted_delta(&weighted(&plain), &weighted(&shifted)),
             cluster_delta(&plain, &shifted)
         );
     }

@@ -4,20 +4,23 @@
 //! it can: `ShareFacts`'s counting) and is tested to give what the batch computation
 //! gives on the same events: the golden streams of the module's tests and a recorded run.
 //!
-//! So far: the share and block rules ([`ShareStream`]) and the job rules ([`JobStream`]).
-//! The bandwidth and job declaration rules follow; then the harness reads a run through
-//! these instead of holding every event.
+//! The share and block rules ([`ShareStream`]) and the job rules ([`JobStream`]) stream;
+//! the rest of the summary reads events whose number grows with time, not with miners
+//! (links' byte counts, templates, tips), which [`RunStream`] keeps. Per-miner latency
+//! samples go to disk as they come ([`RunStream::spill_to`]); what stays in memory is per
+//! unit (tip, template), per miner, or bounded by a horizon.
 
 use crate::jobs::{JobFacts, Piece, WorkNs};
 use crate::manifest::{Manifest, Sample, SideRoles, Window};
 use crate::shares::ShareFacts;
-use crate::stats::Clustered;
+use crate::stats::{Clustered, Weighted};
 use crate::summary::{assemble, kept_beyond_jobs_and_shares, Summary};
 use crate::timeline::{template_nodes, TemplateMatch, Templates, Timeline};
 use crate::Unmatched;
 use probe::{Event, Record};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+use std::path::Path;
 
 /// Puts records from several files into one time order: each is held until the clock
 /// reading passed to [`Reorder::release`] is `horizon_ns` past it, by when every role has
@@ -267,6 +270,12 @@ impl ShareStream {
     }
 }
 
+/// How long after the next tip a tip's first jobs are still matched to it (the batch rules
+/// match any time): then its samples are taken and its per-miner state freed. A pool
+/// sends the new tip's jobs in milliseconds to seconds; a miner still without one after
+/// this long counts under `tip_without_job`, as it would at the run's end.
+const TIP_HORIZON_NS: u64 = 120_000_000_000;
+
 /// One tip change in the window, as its miners catch up with it.
 #[derive(Clone)]
 struct TipWait {
@@ -302,16 +311,22 @@ pub struct JobStream {
     /// Per template marker, the miners that got a job on it (a bit each).
     first_on_template: HashMap<String, Vec<u64>>,
     new_job_ms: Clustered,
+    new_prevhash_job_ms: Clustered,
+    stale_wait_ms: Clustered,
     tip: Option<String>,
-    tips: Vec<TipWait>,
-    /// Tips of the window by hash (a hash is a tip once, but for a reorg back to it).
+    /// The window's tips not yet taken into the samples, oldest first.
+    tips: VecDeque<TipWait>,
+    /// Tips taken into the samples: the first in `tips` is the window's tip of this number.
+    tips_taken: usize,
+    /// The window's tips by hash, by number (a hash is a tip once, but for a reorg back
+    /// to it).
     tips_by_hash: HashMap<String, Vec<usize>>,
     current: Vec<Option<Current>>,
     /// Stretches cut off by the window's end, added miner by miner at the finish (the
     /// order the batch rules add stretches that end together in).
     at_end: Vec<(u32, u64, String, TemplateMatch, Option<String>)>,
     work: WorkNs,
-    value_by_tip: Clustered<(f64, f64)>,
+    value_by_tip: Weighted,
     unmatched: Unmatched,
 }
 
@@ -327,15 +342,28 @@ impl JobStream {
             templates: Templates::default(),
             first_on_template: HashMap::new(),
             new_job_ms: Clustered::default(),
+            new_prevhash_job_ms: Clustered::default(),
+            stale_wait_ms: Clustered::default(),
             tip: None,
-            tips: Vec::new(),
+            tips: VecDeque::new(),
+            tips_taken: 0,
             tips_by_hash: HashMap::new(),
             current: (0..roles.miners).map(|_| None).collect(),
             at_end: Vec::new(),
             work: WorkNs::default(),
-            value_by_tip: Clustered::default(),
+            value_by_tip: Weighted::default(),
             unmatched: Unmatched::default(),
         }
+    }
+
+    /// The per-miner latency samples go to files in `dir` as they come (named by the side
+    /// and the metric) and are read back at the finish: a long run's memory stays flat.
+    pub fn spill_to(&mut self, dir: &Path, side: &str) -> std::io::Result<()> {
+        let file = |metric: &str| dir.join(format!("{side}.{metric}.values"));
+        self.new_job_ms = Clustered::spilled_to(&file("new_job_ms"))?;
+        self.new_prevhash_job_ms = Clustered::spilled_to(&file("new_prevhash_job_ms"))?;
+        self.stale_wait_ms = Clustered::spilled_to(&file("stale_wait_ms"))?;
+        Ok(())
     }
 
     /// The window ends at `t_ns` (before its planned end): nothing later is counted.
@@ -345,6 +373,7 @@ impl JobStream {
 
     /// One record, in time order.
     pub fn consume(&mut self, r: &Record) {
+        self.take_tips_before(r.t_ns.saturating_sub(TIP_HORIZON_NS));
         if self.template_nodes.contains(&r.role) {
             self.templates.take(r);
         }
@@ -375,11 +404,9 @@ impl JobStream {
         self.tip = Some(hash.to_string());
         if self.window.contains(t) {
             let miners = self.side.miners as usize;
-            self.tips_by_hash
-                .entry(hash.to_string())
-                .or_default()
-                .push(self.tips.len());
-            self.tips.push(TipWait {
+            let number = self.tips_taken + self.tips.len();
+            (self.tips_by_hash.entry(hash.to_string()).or_default()).push(number);
+            self.tips.push_back(TipWait {
                 t_ns: t,
                 hash: hash.to_string(),
                 first_job: vec![None; miners],
@@ -391,7 +418,7 @@ impl JobStream {
     /// The last tip's miners still waiting waited until `next` (or the window's end).
     fn settle_last_tip(&mut self, next: u64) {
         let end = next.min(self.window.end_ns);
-        if let Some(last) = self.tips.last_mut() {
+        if let Some(last) = self.tips.back_mut() {
             for wait in last.stale_wait.iter_mut().filter(|w| w.is_none()) {
                 *wait = Some(end.saturating_sub(last.t_ns));
             }
@@ -414,13 +441,14 @@ impl JobStream {
             TemplateMatch::OtherNode => self.unmatched.add("job_on_another_nodes_template", 1),
         }
         let index = miner as usize;
-        for k in self.tips_by_hash.get(prev_hash).into_iter().flatten() {
-            if let Some(first) = self.tips[*k].first_job.get_mut(index) {
+        for number in self.tips_by_hash.get(prev_hash).into_iter().flatten() {
+            let tip = self.tips.get_mut(number - self.tips_taken);
+            if let Some(first) = tip.and_then(|tip| tip.first_job.get_mut(index)) {
                 first.get_or_insert(t);
             }
         }
         // Caught up with the newest tip: a job on it.
-        if let Some(last) = self.tips.last_mut().filter(|l| l.hash == prev_hash) {
+        if let Some(last) = self.tips.back_mut().filter(|l| l.hash == prev_hash) {
             if let Some(wait) = last.stale_wait.get_mut(index).filter(|w| w.is_none()) {
                 *wait = Some(t.saturating_sub(last.t_ns));
             }
@@ -432,6 +460,36 @@ impl JobStream {
                 prev_hash: prev_hash.to_string(),
                 template,
             });
+        }
+    }
+
+    /// Takes the tips followed by another before `t` into the samples (all of them at
+    /// `u64::MAX`: the finish), oldest first, as the batch rules take them.
+    fn take_tips_before(&mut self, t: u64) {
+        while self.tips.front().is_some() {
+            let next = self.tips.get(1).map(|next| next.t_ns);
+            if t != u64::MAX && next.is_none_or(|next| next >= t) {
+                break;
+            }
+            let tip = self.tips.pop_front().expect("a front");
+            for first in &tip.first_job {
+                match first {
+                    Some(at) => self
+                        .new_prevhash_job_ms
+                        .push(&tip.hash, crate::jobs::ms(at.saturating_sub(tip.t_ns))),
+                    None => self.unmatched.add("tip_without_job", 1),
+                }
+            }
+            for wait in tip.stale_wait.iter().flatten() {
+                self.stale_wait_ms.push(&tip.hash, crate::jobs::ms(*wait));
+            }
+            if let Some(numbers) = self.tips_by_hash.get_mut(&tip.hash) {
+                numbers.retain(|n| *n != self.tips_taken);
+                if numbers.is_empty() {
+                    self.tips_by_hash.remove(&tip.hash);
+                }
+            }
+            self.tips_taken += 1;
         }
     }
 
@@ -498,26 +556,21 @@ impl JobStream {
                 .add(&piece, tip.as_deref(), &mut self.value_by_tip);
         }
         self.settle_last_tip(end);
+        self.take_tips_before(u64::MAX);
+        let mut lost = 0;
+        let mut load = |samples: Clustered| {
+            let (samples, not_kept) = samples.load();
+            lost += not_kept;
+            samples
+        };
         let mut facts = JobFacts {
-            new_job_ms: self.new_job_ms,
+            new_job_ms: load(self.new_job_ms),
+            new_prevhash_job_ms: load(self.new_prevhash_job_ms),
+            stale_wait_ms: load(self.stale_wait_ms),
             value_by_tip: self.value_by_tip,
             ..JobFacts::default()
         };
-        for tip in &self.tips {
-            for first in &tip.first_job {
-                match first {
-                    Some(t) => facts
-                        .new_prevhash_job_ms
-                        .push(&tip.hash, crate::jobs::ms(t.saturating_sub(tip.t_ns))),
-                    None => self.unmatched.add("tip_without_job", 1),
-                }
-            }
-        }
-        for tip in &self.tips {
-            for wait in tip.stale_wait.iter().flatten() {
-                facts.stale_wait_ms.push(&tip.hash, crate::jobs::ms(*wait));
-            }
-        }
+        self.unmatched.add("sample_lost_on_disk", lost);
         self.work.finish(&mut facts);
         for (kind, n) in self.unmatched.0 {
             unmatched.add(&kind, n);
@@ -558,6 +611,16 @@ impl RunStream {
             kept: Vec::new(),
             consumed: 0,
         }
+    }
+
+    /// The per-miner latency samples go to files in `dir` as they come, read back (and
+    /// removed) at the finish: live summaries read them from histograms meanwhile.
+    pub fn spill_to(&mut self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        for (side, jobs) in &mut self.jobs {
+            jobs.spill_to(dir, side)?;
+        }
+        Ok(())
     }
 
     /// A record as it is read.
@@ -626,5 +689,73 @@ impl RunStream {
         let kept: Vec<&Record> = self.kept.iter().collect();
         let timeline = Timeline::of(&self.manifest, &kept);
         assemble(&self.manifest, &timeline, &kept, samples, facts, unmatched)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::side_jobs;
+    use crate::testing::*;
+    use probe::TipCause;
+
+    /// An hour of tips a minute apart, each miner on each within 50 ms: the stream holds
+    /// the last two minutes' tips, not the hour's, and finishes with the batch facts. A
+    /// first job later than the horizon after the next tip is no sample but
+    /// `tip_without_job`, where the batch rules take it.
+    #[test]
+    fn tips_past_the_horizon_are_taken_and_freed() {
+        let mut m = manifest(vec![sv1_side()]);
+        m.window_end_ns = 3_600_000 * MS;
+        let mut events = Vec::new();
+        for k in 0..60u64 {
+            let (t, hash) = (k * 60_000 * MS, format!("tip{k}"));
+            events.push(tip(t, &hash, TipCause::Network));
+            events.push(job(t + 50 * MS, 0, &hash, None));
+            if k != 10 {
+                events.push(job(t + 40 * MS, 1, &hash, None));
+            }
+        }
+        // Miner 1's job on tip 10 comes 150 s after tip 11.
+        events.push(job(11 * 60_000 * MS + 150_000 * MS, 1, "tip10", None));
+        events.sort_by_key(|r| r.t_ns);
+
+        let mut stream = JobStream::new(&m, "sv1");
+        let mut most_held = 0;
+        for r in &events {
+            stream.consume(r);
+            most_held = most_held.max(stream.tips.len());
+        }
+        assert_eq!(
+            most_held, 4,
+            "tips within 2 minutes of the next, and the last"
+        );
+        let mut unmatched = Unmatched::default();
+        let streamed = stream.finish(&mut unmatched);
+        assert_eq!(streamed.new_prevhash_job_ms.count(), 119);
+        assert_eq!(unmatched.0["tip_without_job"], 1);
+
+        let sorted: Vec<&Record> = events.iter().collect();
+        let timeline = Timeline::of(&m, &sorted);
+        let mut batch_unmatched = Unmatched::default();
+        let side = &m.sides["sv1"];
+        let batch = side_jobs(
+            side,
+            "node",
+            &timeline,
+            &sorted,
+            m.window(),
+            &mut batch_unmatched,
+        );
+        assert_eq!(batch.new_prevhash_job_ms.count(), 120);
+        assert_eq!(
+            batch.new_prevhash_job_ms.values()[21],
+            11.0 * 60_000.0 + 150_000.0 - 10.0 * 60_000.0
+        );
+        // Every other sample and every stale wait as the batch rules have them.
+        let mut without_late = batch.new_prevhash_job_ms.values();
+        without_late.remove(21);
+        assert_eq!(streamed.new_prevhash_job_ms.values(), without_late);
+        assert_eq!(streamed.stale_wait_ms, batch.stale_wait_ms);
     }
 }

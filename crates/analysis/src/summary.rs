@@ -6,7 +6,7 @@ use crate::bandwidth::{
 };
 use crate::headline::{verdict, Headline, VerdictRow, BASELINE};
 use crate::input::RunInput;
-use crate::jobs::{side_jobs, weighted_dist, JobFacts, WorkTime};
+use crate::jobs::{side_jobs, JobFacts, WorkTime};
 use crate::manifest::{Manifest, Sample, Stopped, Window, MANIFEST_FILE};
 use crate::paths::{path_readings, PathReadings};
 use crate::shares::{side_shares, ShareFacts};
@@ -170,7 +170,7 @@ pub struct LatencySamples {
     /// By block.
     pub block_propagation_ms: Clustered,
     /// Template values weighted by valid miner-time, by tip.
-    pub template_value_by_tip: Vec<Vec<(f64, f64)>>,
+    pub template_value: crate::stats::Weighted,
     /// Each tip's share of the stale work, scaled so their mean is `stale_work_pct`.
     pub stale_work_per_tip: Vec<Vec<f64>>,
     /// The farm's bytes per second, second by second through the window.
@@ -278,8 +278,7 @@ pub fn assemble(
             let new_job_ms = jobs.new_job_ms.dist();
             let new_prevhash_job_ms = jobs.new_prevhash_job_ms.dist();
             let block_propagation_ms = shares.block_propagation_ms.dist();
-            let value_by_tip = jobs.value_by_tip.clusters();
-            let value = weighted_dist(&value_by_tip);
+            let value = jobs.value_by_tip.dist();
             let summary = SideSummary {
                 config: side.config.clone(),
                 miners: side.miners,
@@ -327,7 +326,7 @@ pub fn assemble(
                     new_job_ms: jobs.new_job_ms,
                     new_prevhash_job_ms: jobs.new_prevhash_job_ms,
                     block_propagation_ms: shares.block_propagation_ms,
-                    template_value_by_tip: value_by_tip,
+                    template_value: jobs.value_by_tip,
                     stale_work_per_tip: stale_per_tip,
                     farm_tx_per_s: farm_per_s.iter().map(|r| r.0).collect(),
                     farm_rx_per_s: farm_per_s.iter().map(|r| r.1).collect(),
@@ -459,7 +458,7 @@ fn stale_work_per_tip(
     miners: u32,
     window: Window,
 ) -> Vec<Vec<f64>> {
-    let per_tip = stale_wait_ms.clusters();
+    let per_tip = stale_wait_ms.totals();
     let miner_s = f64::from(miners) * window.secs();
     if miner_s <= 0.0 {
         return Vec::new();
@@ -467,8 +466,8 @@ fn stale_work_per_tip(
     let scale = per_tip.len() as f64 / miner_s * 100.0;
     per_tip
         .iter()
-        .map(|delays_ms| {
-            let stale_ms: f64 = delays_ms.iter().map(|d| d + in_flight_ms).sum();
+        .map(|tip| {
+            let stale_ms = tip.sum + tip.weight * in_flight_ms;
             vec![stale_ms / 1e3 * scale]
         })
         .collect()

@@ -224,14 +224,29 @@ pub fn link_bytes(t_ns: u64, role: &str, up: u64, down: u64) -> Record {
 pub fn computed(m: &Manifest, events: &[Record], samples: &[Sample]) -> Summary {
     let batch = compute(m, events, samples);
     let mut stream = crate::stream::RunStream::new(m, 0);
+    let spill = scratch_dir("spill");
+    stream.spill_to(&spill).expect("a scratch directory");
     for r in events {
         stream.push(r.clone());
     }
     let streamed = stream.finish(m, samples);
+    let left: Vec<_> = std::fs::read_dir(&spill).unwrap().collect();
+    assert!(left.is_empty(), "spilled samples removed once read back");
+    std::fs::remove_dir(&spill).unwrap();
     assert_eq!(
         serde_json::to_value(&streamed).unwrap(),
         serde_json::to_value(&batch).unwrap(),
         "streaming and batch differ"
     );
     batch
+}
+
+/// A new empty directory under the system's temporary one, unique in this process.
+pub fn scratch_dir(name: &str) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("analysis-{name}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
 }

@@ -66,8 +66,15 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_facts() {
             )
         })
         .collect();
+    // The per-miner samples go to disk as a live run's do.
+    let spill = std::env::temp_dir().join(format!("streaming-spill-{}", std::process::id()));
+    std::fs::create_dir_all(&spill).unwrap();
     let mut job_streams: BTreeMap<&str, JobStream> = (m.sides.keys())
-        .map(|name| (name.as_str(), JobStream::new(&m, name)))
+        .map(|name| {
+            let mut stream = JobStream::new(&m, name);
+            stream.spill_to(&spill, name).unwrap();
+            (name.as_str(), stream)
+        })
         .collect();
     let batches = as_read_live(&input.events);
     let delivered: usize = batches.iter().map(Vec::len).sum();
@@ -145,6 +152,12 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_facts() {
             "unmatched {kind}"
         );
     }
+    assert_eq!(
+        std::fs::read_dir(&spill).unwrap().count(),
+        0,
+        "read back and removed"
+    );
+    std::fs::remove_dir(&spill).unwrap();
     for kind in [
         "share_without_verdict",
         "block_not_accepted_by_node",
@@ -165,6 +178,8 @@ fn a_recorded_run_streamed_gives_the_batch_summary() {
     let (m, input) = fixture();
     let batch = analysis::summary::compute(&m, &input.events, &input.samples);
     let mut stream = RunStream::new(&m, 2_000_000_000);
+    let spill = std::env::temp_dir().join(format!("streaming-run-spill-{}", std::process::id()));
+    stream.spill_to(&spill).unwrap();
     let mut now = input.events.iter().map(|r| r.t_ns).min().unwrap();
     for second in as_read_live(&input.events) {
         for r in second {
@@ -188,6 +203,19 @@ fn a_recorded_run_streamed_gives_the_batch_summary() {
         serde_json::to_value(&streamed).unwrap(),
         serde_json::to_value(&batch).unwrap()
     );
+    for (name, side) in &streamed.sides {
+        assert_eq!(
+            side.samples.new_job_ms.values(),
+            batch.sides[name].samples.new_job_ms.values(),
+            "{name}: the values themselves, read back from disk"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&spill).unwrap().count(),
+        0,
+        "read back and removed"
+    );
+    std::fs::remove_dir(&spill).unwrap();
     assert!(
         !batch.verdict.is_empty(),
         "the fixture has a verdict to compare"

@@ -83,25 +83,25 @@ pub fn render(summary: &Summary, roles: &RoleGauges) -> String {
         ),
     ] {
         let mut lines = Vec::new();
+        let bounds_ms: Vec<f64> = BUCKETS_S.iter().map(|le| le * 1e3).collect();
         for (side, s) in sides {
-            let values: Vec<f64> = pick(s).values().iter().map(|ms| ms / 1e3).collect();
-            for le in BUCKETS_S {
-                let n = values.iter().filter(|v| **v <= *le).count();
+            let samples = pick(s);
+            for (le, n) in BUCKETS_S.iter().zip(samples.at_or_below(&bounds_ms)) {
                 lines.push(format!(
                     "{metric}_bucket{{side=\"{side}\",le=\"{le}\"}} {n}"
                 ));
             }
             lines.push(format!(
                 "{metric}_bucket{{side=\"{side}\",le=\"+Inf\"}} {}",
-                values.len()
+                samples.count()
             ));
             lines.push(format!(
                 "{metric}_sum{{side=\"{side}\"}} {}",
-                values.iter().sum::<f64>()
+                samples.sum() / 1e3
             ));
             lines.push(format!(
                 "{metric}_count{{side=\"{side}\"}} {}",
-                values.len()
+                samples.count()
             ));
         }
         family(metric, "histogram", help, lines);

@@ -164,6 +164,11 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     // Every event is read once, in time order, into the streaming analysis: the harness
     // holds what identity matching needs, not the run.
     let mut stream = RunStream::new(&manifest, REORDER_HORIZON.as_nanos() as u64);
+    // The per-miner latency samples go to disk as they come, read back at the end.
+    let spill = dir.join(SPILL_DIR);
+    stream
+        .spill_to(&spill)
+        .with_context(|| format!("cannot write samples to {}", spill.display()))?;
     let mut samples: Vec<Sample> = Vec::new();
     let total = s.warmup + s.duration;
     let interactive = std::io::stderr().is_terminal();
@@ -345,6 +350,8 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     let (events, late) = stream.counts();
     tracing::info!(events, late, "events analysed");
     let mut summary = stream.finish(&manifest, &samples);
+    // Read back and removed, file by file.
+    let _ = std::fs::remove_dir(&spill);
     for place in tail.unreadable() {
         summary
             .unmatched
@@ -357,6 +364,9 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         interrupted,
     })
 }
+
+/// Where a run's per-miner latency samples wait for its end, in the run directory.
+const SPILL_DIR: &str = "analysis";
 
 /// How long the roles keep running after the measured window: a second, plus two round
 /// trips of the link.
