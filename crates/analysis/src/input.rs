@@ -18,33 +18,139 @@ pub struct RunInput {
 
 impl RunInput {
     pub fn read(run_dir: &Path) -> RunInput {
-        let mut input = RunInput::default();
-        match std::fs::read_dir(run_dir.join(EVENTS_DIR)) {
-            Ok(entries) => {
-                let mut files: Vec<_> = entries
-                    .flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-                    .collect();
-                files.sort();
-                for path in files {
-                    let name = format!(
-                        "{EVENTS_DIR}/{}",
-                        path.file_name().unwrap_or_default().to_string_lossy()
-                    );
-                    read_lines(&path, &name, &mut input.events, &mut input.unreadable);
-                }
-            }
-            Err(_) => input.no_events_dir = true,
+        let mut events = Vec::new();
+        let read = each_event(run_dir, |r| events.push(r));
+        let (samples, bad_samples) = read_samples(run_dir);
+        RunInput {
+            events,
+            samples,
+            unreadable: [read.unreadable, bad_samples].concat(),
+            no_events_dir: read.no_events_dir,
         }
-        read_lines(
-            &run_dir.join(SAMPLES_FILE),
-            SAMPLES_FILE,
-            &mut input.samples,
-            &mut input.unreadable,
-        );
-        input
     }
+}
+
+/// What reading a run's events one by one ([`each_event`]) met besides them.
+#[derive(Debug, Default)]
+pub struct EventsRead {
+    /// Lines that could not be read, as `events/pool.jsonl:17`.
+    pub unreadable: Vec<String>,
+    /// The run has no `events/` directory at all.
+    pub no_events_dir: bool,
+}
+
+/// Each event of a run directory's files, without holding them: every file is read line
+/// by line and the files are merged by time. A role writes its events as they happen, so
+/// each file is in time order but for its writer's buffering (a consumer that needs
+/// strict order puts them through `stream::Reorder`).
+pub fn each_event(run_dir: &Path, mut each: impl FnMut(Record)) -> EventsRead {
+    use std::collections::BinaryHeap;
+    let mut read = EventsRead::default();
+    let Ok(entries) = std::fs::read_dir(run_dir.join(EVENTS_DIR)) else {
+        read.no_events_dir = true;
+        return read;
+    };
+    let mut paths: Vec<_> = (entries.flatten().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    paths.sort();
+    let mut files: Vec<EventFile> = (paths.iter())
+        .filter_map(|path| EventFile::open(path))
+        .collect();
+    // The files' next records, earliest first (ties in file order).
+    let mut heads = BinaryHeap::new();
+    for (i, file) in files.iter_mut().enumerate() {
+        if let Some(r) = file.next(&mut read.unreadable) {
+            heads.push(std::cmp::Reverse((r.t_ns, i, Head(r))));
+        }
+    }
+    while let Some(std::cmp::Reverse((_, i, Head(r)))) = heads.pop() {
+        if let Some(next) = files[i].next(&mut read.unreadable) {
+            heads.push(std::cmp::Reverse((next.t_ns, i, Head(next))));
+        }
+        each(r);
+    }
+    read
+}
+
+/// One event file as it is read.
+struct EventFile {
+    name: String,
+    lines: std::io::Lines<std::io::BufReader<std::fs::File>>,
+    line: usize,
+}
+
+impl EventFile {
+    fn open(path: &Path) -> Option<EventFile> {
+        use std::io::BufRead;
+        let file = std::fs::File::open(path).ok()?;
+        Some(EventFile {
+            name: format!(
+                "{EVENTS_DIR}/{}",
+                path.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            lines: std::io::BufReader::new(file).lines(),
+            line: 0,
+        })
+    }
+
+    /// The next readable record; unreadable lines go to `bad` as `name:line`.
+    fn next(&mut self, bad: &mut Vec<String>) -> Option<Record> {
+        loop {
+            self.line += 1;
+            let line = match self.lines.next()? {
+                Ok(line) => line,
+                // Not UTF-8 (a torn write): that line is lost, the rest is read.
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    bad.push(format!("{}:{}", self.name, self.line));
+                    continue;
+                }
+                Err(_) => {
+                    bad.push(format!("{}:{}", self.name, self.line));
+                    return None;
+                }
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str(&line) {
+                Ok(r) => return Some(r),
+                Err(_) => bad.push(format!("{}:{}", self.name, self.line)),
+            }
+        }
+    }
+}
+
+/// A record in the merge's heap: ordered by the key beside it, not by itself.
+struct Head(Record);
+
+impl PartialEq for Head {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for Head {}
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Head {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+/// The sample file's readable lines, and the unreadable ones as `samples.jsonl:line`.
+pub fn read_samples(run_dir: &Path) -> (Vec<Sample>, Vec<String>) {
+    let (mut samples, mut bad) = (Vec::new(), Vec::new());
+    read_lines(
+        &run_dir.join(SAMPLES_FILE),
+        SAMPLES_FILE,
+        &mut samples,
+        &mut bad,
+    );
+    (samples, bad)
 }
 
 /// Every readable JSON line of `path` into `out`; the others as `name:line` into `bad`.
@@ -103,7 +209,28 @@ mod tests {
             ]
         );
         assert!(!input.no_events_dir);
+        // Read one by one, merged by time with another file: the same lines lost.
+        let other = r#"{"t_ns":6,"role":"pool","kind":"clock_anchor","wall_ns":2}"#;
+        std::fs::write(
+            dir.join(EVENTS_DIR).join("pool.jsonl"),
+            format!(
+                "{other}
+"
+            ),
+        )
+        .unwrap();
+        let mut seen = Vec::new();
+        let read = each_event(&dir, |r| seen.push((r.t_ns, r.role)));
+        assert_eq!(
+            seen,
+            vec![(5, "node".into()), (5, "node".into()), (6, "pool".into())]
+        );
+        assert_eq!(
+            read.unreadable,
+            vec!["events/node.jsonl:2", "events/node.jsonl:5"]
+        );
         std::fs::remove_dir_all(&dir).unwrap();
+        assert!(each_event(&dir, |_| {}).no_events_dir);
         assert!(RunInput::read(&dir).no_events_dir);
     }
 }

@@ -692,6 +692,45 @@ impl RunStream {
     }
 }
 
+/// How far out of time order a run's files may be when read back (a role's writer
+/// buffers); an event later than this counts under `unmatched.event_out_of_order`.
+const FILE_HORIZON_NS: u64 = 10_000_000_000;
+
+/// A run directory's summary for its manifest `m`, its events read from disk one by one
+/// through the streams: memory as in a live run, however long the run. The per-miner
+/// samples wait in a folder of `run_dir` (or of the system's temporary one, where the run
+/// is read-only) and are removed. `each` sees every event as it is read. Unreadable lines
+/// are counted under `unmatched`, as [`crate::summary::summarize`] counts them.
+pub fn summarize_dir(
+    run_dir: &Path,
+    m: &Manifest,
+    mut each: impl FnMut(&Record),
+) -> std::io::Result<Summary> {
+    let mut stream = RunStream::new(m, FILE_HORIZON_NS);
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!(".analysis-{}-{n}", std::process::id());
+    let scratch = [run_dir.join(&name), std::env::temp_dir().join(&name)]
+        .into_iter()
+        .find(|dir| stream.spill_to(dir).is_ok())
+        .ok_or_else(|| std::io::Error::other("no folder to hold a run's samples in"))?;
+    let read = crate::input::each_event(run_dir, |r| {
+        each(&r);
+        let t = r.t_ns;
+        stream.push(r);
+        stream.advance(t);
+    });
+    let (samples, bad_samples) = crate::input::read_samples(run_dir);
+    let mut summary = stream.finish(m, &samples);
+    let _ = std::fs::remove_dir(&scratch);
+    for place in read.unreadable.into_iter().chain(bad_samples) {
+        summary
+            .unmatched
+            .insert(format!("unreadable_line:{place}"), 1);
+    }
+    Ok(summary)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

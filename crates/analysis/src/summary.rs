@@ -230,15 +230,39 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
 }
 
 /// Whether the summary reads `event` beyond the job and share rules: what a streaming run
-/// keeps of its events (their number grows with time, not with miners or shares).
+/// keeps of its events. Those kept grow in number with time, not with miners or shares
+/// (a connection's end, once per miner, is the exception); per-connection relays of jobs,
+/// tips and difficulties are not read, and would be millions in a long run. Every kind is
+/// named, so a new one must be decided on.
 pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
-    !matches!(
-        event,
-        Event::JobReceived { .. }
-            | Event::ShareSubmitted { .. }
-            | Event::ShareAnswered { .. }
-            | Event::ShareJudged { .. }
-    )
+    match event {
+        Event::TipChanged { .. }
+        | Event::TemplateBuilt { .. }
+        | Event::BlockSubmitted { .. }
+        | Event::NetworkTemplateValue { .. }
+        | Event::PoolTemplate { .. }
+        | Event::JobDeclared { .. }
+        | Event::DeclarationsUnanswered { .. }
+        | Event::TapConnectionEnded { .. }
+        | Event::MissingTransactionsRequested { .. }
+        | Event::TxRelayModelled { .. }
+        | Event::BlockRelayModelled { .. }
+        | Event::LinkBytes { .. }
+        | Event::LinkLateness { .. }
+        | Event::TapLatency { .. }
+        | Event::RoleExited { .. } => true,
+        Event::ClockAnchor { .. }
+        | Event::JobBroadcast { .. }
+        | Event::JobWritten { .. }
+        | Event::JobReceived { .. }
+        | Event::ShareSubmitted { .. }
+        | Event::ShareAnswered { .. }
+        | Event::ShareJudged { .. }
+        | Event::Sv1JobRelayed { .. }
+        | Event::Sv1DifficultySet { .. }
+        | Event::TapMalformedLines { .. }
+        | Event::NewPrevHashRelayed { .. } => false,
+    }
 }
 
 /// The summary from each side's job and share facts, the nodes' `timeline` and the other

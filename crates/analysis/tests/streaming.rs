@@ -221,3 +221,25 @@ fn a_recorded_run_streamed_gives_the_batch_summary() {
         "the fixture has a verdict to compare"
     );
 }
+
+/// The fixture's files read one by one through the streams, as a report reads a long run:
+/// the batch summary, and every event seen once.
+#[test]
+fn a_run_directory_summarized_from_disk_gives_the_batch_summary() {
+    let (m, input) = fixture();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recorded-run");
+    let batch = analysis::summary::summarize(&dir).unwrap();
+    let mut seen = 0;
+    let streamed = analysis::stream::summarize_dir(&dir, &m, |_| seen += 1).unwrap();
+    assert_eq!(seen, input.events.len());
+    assert_eq!(
+        serde_json::to_value(&streamed).unwrap(),
+        serde_json::to_value(&batch).unwrap()
+    );
+    let left = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".analysis-"))
+        .count();
+    assert_eq!(left, 0, "the samples' folder removed");
+}

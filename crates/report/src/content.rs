@@ -780,14 +780,7 @@ fn published_section(summary: &analysis::Summary) -> Section {
 
 /// Without a manifest: what each role recorded, so a killed run still tells something.
 fn raw_counts(run: &RunData) -> Section {
-    let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
-    for r in &run.events {
-        let kind = serde_json::to_value(&r.event)
-            .ok()
-            .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
-            .unwrap_or_default();
-        *counts.entry((r.role.clone(), kind)).or_default() += 1;
-    }
+    let counts = run.event_counts.clone();
     Section {
         title: "Recorded events".into(),
         blocks: vec![Block::Table {

@@ -1,20 +1,23 @@
 //! Per-event tables as CSV, one file per event kind, for notebooks.
 
 use crate::run_data::RunData;
+use analysis::input::each_event;
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Writes `<kind>.csv` for every event kind, plus `samples.csv` and, when the run is
-/// whole, `latencies.csv` (side, metric, ms: the values behind the summary).
+/// whole, `latencies.csv` (side, metric, ms: the values behind the summary). The events
+/// are read from the run's files twice, one by one (once for each kind's columns, once
+/// for the rows): a long run's do not fit in memory.
 pub fn export_csv(run: &RunData, out: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let origin = run.manifest.as_ref().map_or(0, |m| m.window_start_ns);
-    let mut by_kind: BTreeMap<String, Vec<serde_json::Map<String, Value>>> = BTreeMap::new();
-    for r in &run.events {
+    let row = |r: probe::Record| -> Option<(String, serde_json::Map<String, Value>)> {
         let Ok(Value::Object(mut fields)) = serde_json::to_value(&r.event) else {
-            continue;
+            return None;
         };
         let kind = fields
             .remove("kind")
@@ -24,25 +27,53 @@ pub fn export_csv(run: &RunData, out: &Path) -> Result<Vec<PathBuf>> {
             "t_ms".into(),
             Value::from((r.t_ns as f64 - origin as f64) / 1e6),
         );
-        fields.insert("role".into(), Value::from(r.role.clone()));
-        by_kind.entry(kind).or_default().push(fields);
-    }
-    let mut written = Vec::new();
-    for (kind, rows) in &by_kind {
-        let mut columns: BTreeSet<&str> = rows
-            .iter()
-            .flat_map(|r| r.keys().map(String::as_str))
-            .collect();
+        fields.insert("role".into(), Value::from(r.role));
+        Some((kind, fields))
+    };
+    let mut headers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    each_event(&run.dir, |r| {
+        if let Some((kind, fields)) = row(r) {
+            headers
+                .entry(kind)
+                .or_default()
+                .extend(fields.into_iter().map(|(k, _)| k));
+        }
+    });
+    let mut tables: BTreeMap<String, (Vec<String>, PathBuf, std::io::BufWriter<std::fs::File>)> =
+        BTreeMap::new();
+    for (kind, mut columns) in headers {
         columns.remove("t_ms");
         columns.remove("role");
-        let header: Vec<&str> = ["t_ms", "role"].into_iter().chain(columns).collect();
-        let mut text = header.join(",") + "\n";
-        for r in rows {
-            let cells: Vec<String> = header.iter().map(|c| cell(r.get(*c))).collect();
-            text.push_str(&cells.join(","));
-            text.push('\n');
+        let header: Vec<String> = ["t_ms".to_string(), "role".to_string()]
+            .into_iter()
+            .chain(columns)
+            .collect();
+        let path = out.join(format!("{kind}.csv"));
+        let file = std::fs::File::create(&path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        let mut file = std::io::BufWriter::new(file);
+        writeln!(file, "{}", header.join(","))?;
+        tables.insert(kind, (header, path, file));
+    }
+    let mut failed = None;
+    each_event(&run.dir, |r| {
+        let Some((kind, fields)) = row(r) else { return };
+        let Some((header, path, file)) = tables.get_mut(&kind) else {
+            return;
+        };
+        let cells: Vec<String> = header.iter().map(|c| cell(fields.get(c))).collect();
+        if let Err(e) = writeln!(file, "{}", cells.join(",")) {
+            failed.get_or_insert_with(|| format!("cannot write {}: {e}", path.display()));
         }
-        written.push(write(out, &format!("{kind}.csv"), &text)?);
+    });
+    if let Some(failed) = failed {
+        anyhow::bail!(failed);
+    }
+    let mut written = Vec::new();
+    for (_, (_, path, mut file)) in tables {
+        file.flush()
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path);
     }
     let mut samples = "t_ms,role,cpu_pct,rss_bytes\n".to_string();
     for s in &run.samples {

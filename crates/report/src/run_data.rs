@@ -1,11 +1,13 @@
 //! Everything a report needs from a run directory, whole or partial.
 
-use analysis::input::RunInput;
-use analysis::manifest::{Manifest, Sample, MANIFEST_FILE};
+use analysis::input::{each_event, read_samples};
+use analysis::manifest::{Manifest, Sample, EVENTS_DIR, MANIFEST_FILE};
+use analysis::summary::kept_beyond_jobs_and_shares;
 use analysis::summary::SCHEMA;
 use analysis::Summary;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use probe::Record;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub struct RunData {
@@ -16,7 +18,11 @@ pub struct RunData {
     pub manifest: Option<Manifest>,
     pub scenario: Option<toml::Table>,
     pub host: Option<serde_json::Value>,
+    /// The events whose number grows with time, not with miners or shares (templates,
+    /// tips, link byte counts): what the report draws beyond the summary.
     pub events: Vec<Record>,
+    /// Without a manifest: every event counted by role and kind.
+    pub event_counts: BTreeMap<(String, String), u64>,
     pub samples: Vec<Sample>,
     /// What is missing or unreadable: a non-empty list marks the report partial.
     pub problems: Vec<String>,
@@ -80,28 +86,49 @@ impl RunData {
         if manifest.is_none() {
             problems.push("no readable manifest.json: the run was stopped before it ended, so only raw counts are shown".into());
         }
-        let input = RunInput::read(dir);
-        if input.no_events_dir {
+        // The events are read one by one: the summary streams them (a long run's do not
+        // fit in memory), and the report keeps those whose number grows with time only.
+        let mut events = Vec::new();
+        let mut event_counts = BTreeMap::new();
+        let mut unreadable = Vec::new();
+        let summary = match &manifest {
+            Some(m) => {
+                let summary = analysis::stream::summarize_dir(dir, m, |r| {
+                    if kept_beyond_jobs_and_shares(&r.event) {
+                        events.push(r.clone());
+                    }
+                })
+                .with_context(|| format!("cannot summarize {}", dir.display()))?;
+                unreadable.extend(
+                    (summary.unmatched.keys())
+                        .filter_map(|k| k.strip_prefix("unreadable_line:").map(str::to_string)),
+                );
+                Some(summary)
+            }
+            None => {
+                let read = each_event(dir, |r| {
+                    let key = (r.role.clone(), kind_of(&r.event));
+                    *event_counts.entry(key).or_default() += 1;
+                });
+                unreadable.extend(read.unreadable);
+                None
+            }
+        };
+        let (samples, bad_samples) = read_samples(dir);
+        if manifest.is_none() {
+            unreadable.extend(bad_samples);
+        }
+        if !dir.join(EVENTS_DIR).is_dir() {
             problems.push("no events/ directory".into());
         }
-        if !input.unreadable.is_empty() {
+        if !unreadable.is_empty() {
             problems.push(format!(
                 "{} event or sample lines could not be read (cut short, or another version): {}{}",
-                input.unreadable.len(),
-                input.unreadable[..input.unreadable.len().min(10)].join(", "),
-                if input.unreadable.len() > 10 {
-                    ", ..."
-                } else {
-                    ""
-                }
+                unreadable.len(),
+                unreadable[..unreadable.len().min(10)].join(", "),
+                if unreadable.len() > 10 { ", ..." } else { "" }
             ));
         }
-        let RunInput {
-            events, samples, ..
-        } = input;
-        let summary = manifest
-            .as_ref()
-            .map(|m| analysis::summary::compute(m, &events, &samples));
         Ok(RunData {
             dir: dir.to_path_buf(),
             summary,
@@ -109,6 +136,7 @@ impl RunData {
             scenario: read("scenario.toml").and_then(|t| t.parse().ok()),
             host: read("host.json").and_then(|t| serde_json::from_str(&t).ok()),
             events,
+            event_counts,
             samples,
             problems,
         })
@@ -125,4 +153,12 @@ impl RunData {
             other => other.to_string(),
         })
     }
+}
+
+/// An event's kind as its JSON names it (`share_submitted`).
+pub fn kind_of(event: &probe::Event) -> String {
+    serde_json::to_value(event)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
+        .unwrap_or_default()
 }
