@@ -44,6 +44,7 @@ pub struct EventsRead {
 /// each file is in time order but for its writer's buffering (a consumer that needs
 /// strict order puts them through `stream::Reorder`).
 pub fn each_event(run_dir: &Path, mut each: impl FnMut(Record)) -> EventsRead {
+    use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let mut read = EventsRead::default();
     let Ok(entries) = std::fs::read_dir(run_dir.join(EVENTS_DIR)) else {
@@ -57,18 +58,23 @@ pub fn each_event(run_dir: &Path, mut each: impl FnMut(Record)) -> EventsRead {
     let mut files: Vec<EventFile> = (paths.iter())
         .filter_map(|path| EventFile::open(path))
         .collect();
-    // The files' next records, earliest first (ties in file order).
-    let mut heads = BinaryHeap::new();
-    for (i, file) in files.iter_mut().enumerate() {
-        if let Some(r) = file.next(&mut read.unreadable) {
-            heads.push(std::cmp::Reverse((r.t_ns, i, Head(r))));
+    // Each file's next record, and the files in the order of those, earliest first (ties
+    // in file order).
+    let mut next: Vec<Option<Record>> = (files.iter_mut())
+        .map(|file| file.next(&mut read.unreadable))
+        .collect();
+    let mut order: BinaryHeap<Reverse<(u64, usize)>> = (next.iter().enumerate())
+        .filter_map(|(i, r)| r.as_ref().map(|r| Reverse((r.t_ns, i))))
+        .collect();
+    while let Some(Reverse((_, i))) = order.pop() {
+        let record = next[i]
+            .take()
+            .expect("a file in the order has a next record");
+        next[i] = files[i].next(&mut read.unreadable);
+        if let Some(r) = &next[i] {
+            order.push(Reverse((r.t_ns, i)));
         }
-    }
-    while let Some(std::cmp::Reverse((_, i, Head(r)))) = heads.pop() {
-        if let Some(next) = files[i].next(&mut read.unreadable) {
-            heads.push(std::cmp::Reverse((next.t_ns, i, Head(next))));
-        }
-        each(r);
+        each(record);
     }
     read
 }
@@ -118,26 +124,6 @@ impl EventFile {
                 Err(_) => bad.push(format!("{}:{}", self.name, self.line)),
             }
         }
-    }
-}
-
-/// A record in the merge's heap: ordered by the key beside it, not by itself.
-struct Head(Record);
-
-impl PartialEq for Head {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-impl Eq for Head {}
-impl PartialOrd for Head {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Head {
-    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
-        std::cmp::Ordering::Equal
     }
 }
 

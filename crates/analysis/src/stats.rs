@@ -160,6 +160,8 @@ impl Clone for Clustered {
     }
 }
 
+/// Equal samples: the same values of the same units. Samples whose values are not in
+/// memory (spilled, or a live copy's) cannot be compared, and equal nothing.
 impl PartialEq for Clustered {
     fn eq(&self, other: &Self) -> bool {
         let values = match (&self.values, &other.values) {
@@ -442,6 +444,18 @@ pub struct Estimate {
     /// `None` below [`MIN_UNITS`] units.
     pub ci: Option<(f64, f64)>,
     pub units: usize,
+}
+
+impl Estimate {
+    /// The estimate of a quantity that cannot leave `low..=high` (a percentage of time):
+    /// its interval cut to that range. A resample of few units, widened for their few,
+    /// can reach past it (98% stale work with an interval to 156%).
+    pub fn within(mut self, low: f64, high: f64) -> Estimate {
+        self.ci = self
+            .ci
+            .map(|(lo, hi)| (lo.clamp(low, high), hi.clamp(low, high)));
+        self
+    }
 }
 
 /// A cluster as a resample needs it: its samples' weighted sum and their total weight (a
@@ -895,6 +909,19 @@ mod tests {
             weighted_delta(&weighted(&plain), &weighted(&shifted)),
             cluster_delta(&plain, &shifted)
         );
+    }
+
+    #[test]
+    fn a_percentage_keeps_its_interval_within_0_and_100() {
+        // Five tips, one holding all the stale work (each scaled so their mean is the
+        // side's): 100%, with a widened interval from below 0 to past 100.
+        let tips = [vec![0.0], vec![0.0], vec![0.0], vec![0.0], vec![500.0]];
+        let e = cluster_mean(&tips);
+        let (lo, hi) = e.ci.unwrap();
+        assert!(lo < 0.0 && hi > 100.0, "{e:?}");
+        let bounded = e.clone().within(0.0, 100.0);
+        assert_eq!((bounded.point, bounded.units), (e.point, 5));
+        assert_eq!(bounded.ci, Some((0.0, 100.0)));
     }
 
     #[test]

@@ -123,6 +123,49 @@ impl Reorder {
     }
 }
 
+/// What a side's streams learn from an event as they consume it, for live metrics that
+/// count each event once as it comes ([`RunStream::observe`]). Only what the summary
+/// counts is observed (in the window, by the same rules); a summary's intervals and
+/// its latencies' matching beyond a horizon come at its finish.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Observed {
+    /// A share submitted: `stale` when its job's prev hash was no longer the tip.
+    Submitted {
+        stale: bool,
+    },
+    /// The pool's verdict on a share.
+    Judged(probe::ShareVerdict),
+    BlockFound,
+    /// A block found by the side that the node accepted, `ms` after its share.
+    BlockAccepted {
+        ms: f64,
+    },
+    /// A miner's first job on a template, `ms` after the node built it.
+    NewJob {
+        ms: f64,
+    },
+    /// A miner's first job on a new tip, `ms` after the tip changed.
+    NewPrevhashJob {
+        ms: f64,
+    },
+}
+
+/// Observations waiting to be taken: none are kept unless asked for.
+#[derive(Clone, Default)]
+struct Observations(Option<Vec<Observed>>);
+
+impl Observations {
+    fn push(&mut self, o: Observed) {
+        if let Some(list) = &mut self.0 {
+            list.push(o);
+        }
+    }
+
+    fn take(&mut self) -> Vec<Observed> {
+        self.0.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+}
+
 /// How long after a share its answer is still matched to it (the batch rules match any
 /// time; an answer later than this counts nowhere here). The farm's proxies answer in
 /// milliseconds, a pool across the link in a round trip.
@@ -145,6 +188,7 @@ pub struct ShareStream {
     awaiting_answer: HashSet<(u32, u64)>,
     /// Answer entries expire in time order.
     answer_queue: std::collections::VecDeque<(u64, (u32, u64))>,
+    observed: Observations,
 }
 
 impl ShareStream {
@@ -161,6 +205,7 @@ impl ShareStream {
             found: Vec::new(),
             awaiting_answer: HashSet::new(),
             answer_queue: Default::default(),
+            observed: Observations::default(),
         }
     }
 
@@ -179,8 +224,12 @@ impl ShareStream {
                     hash,
                     reject_reason: None,
                     ..
-                } => {
-                    self.accepted_blocks.entry(hash.clone()).or_insert(r.t_ns);
+                } if !self.accepted_blocks.contains_key(hash) => {
+                    self.accepted_blocks.insert(hash.clone(), r.t_ns);
+                    for (t_share, _) in self.found.iter().filter(|(_, h)| h == hash) {
+                        let ms = crate::jobs::ms(r.t_ns.saturating_sub(*t_share));
+                        self.observed.push(Observed::BlockAccepted { ms });
+                    }
                 }
                 _ => {}
             }
@@ -197,11 +246,13 @@ impl ShareStream {
                 } if in_window => {
                     let stale = self.tip.as_ref().is_some_and(|tip| tip != prev_hash);
                     self.facts.submitted(*miner, stale);
+                    self.observed.push(Observed::Submitted { stale });
                     self.awaiting_answer.insert((*miner, *share_id));
                     self.answer_queue.push_back((r.t_ns, (*miner, *share_id)));
                     if let Some(hash) = block_hash {
                         self.facts.blocks.found += 1;
                         self.found.push((r.t_ns, hash.clone()));
+                        self.observed.push(Observed::BlockFound);
                     }
                 }
                 Event::ShareAnswered {
@@ -224,6 +275,7 @@ impl ShareStream {
             {
                 self.judged += 1;
                 self.facts.judged(verdict, difficulty);
+                self.observed.push(Observed::Judged(verdict));
             }
         }
     }
@@ -328,6 +380,7 @@ pub struct JobStream {
     work: WorkNs,
     value_by_tip: Weighted,
     unmatched: Unmatched,
+    observed: Observations,
 }
 
 impl JobStream {
@@ -353,6 +406,7 @@ impl JobStream {
             work: WorkNs::default(),
             value_by_tip: Weighted::default(),
             unmatched: Unmatched::default(),
+            observed: Observations::default(),
         }
     }
 
@@ -431,8 +485,9 @@ impl JobStream {
             TemplateMatch::Found(fact) => {
                 let marker = marker.expect("found by its marker");
                 if self.window.contains(fact.t_ns) && self.first_job_on(marker, miner) {
-                    self.new_job_ms
-                        .push(marker, crate::jobs::ms(t.saturating_sub(fact.t_ns)));
+                    let ms = crate::jobs::ms(t.saturating_sub(fact.t_ns));
+                    self.new_job_ms.push(marker, ms);
+                    self.observed.push(Observed::NewJob { ms });
                 }
             }
             TemplateMatch::NoMarker => self.unmatched.add("job_without_marker", 1),
@@ -442,9 +497,13 @@ impl JobStream {
         }
         let index = miner as usize;
         for number in self.tips_by_hash.get(prev_hash).into_iter().flatten() {
-            let tip = self.tips.get_mut(number - self.tips_taken);
-            if let Some(first) = tip.and_then(|tip| tip.first_job.get_mut(index)) {
-                first.get_or_insert(t);
+            let Some(tip) = self.tips.get_mut(number - self.tips_taken) else {
+                continue;
+            };
+            if let Some(first @ None) = tip.first_job.get_mut(index) {
+                *first = Some(t);
+                let ms = crate::jobs::ms(t.saturating_sub(tip.t_ns));
+                self.observed.push(Observed::NewPrevhashJob { ms });
             }
         }
         // Caught up with the newest tip: a job on it.
@@ -590,6 +649,9 @@ pub struct RunStream {
     shares: BTreeMap<String, ShareStream>,
     kept: Vec<Record>,
     consumed: u64,
+    /// The network's tip changes in the window, and those already taken as observed.
+    network_blocks: u64,
+    network_blocks_taken: u64,
 }
 
 impl RunStream {
@@ -610,6 +672,8 @@ impl RunStream {
                 .collect(),
             kept: Vec::new(),
             consumed: 0,
+            network_blocks: 0,
+            network_blocks_taken: 0,
         }
     }
 
@@ -621,6 +685,38 @@ impl RunStream {
             jobs.spill_to(dir, side)?;
         }
         Ok(())
+    }
+
+    /// From now on, what each event teaches is kept for [`RunStream::take_observed`]
+    /// (whoever asks must take it, or it grows).
+    pub fn observe(&mut self) {
+        for jobs in self.jobs.values_mut() {
+            jobs.observed.0.get_or_insert_with(Vec::new);
+        }
+        for shares in self.shares.values_mut() {
+            shares.observed.0.get_or_insert_with(Vec::new);
+        }
+    }
+
+    /// What the events consumed since the last call taught, by side; and the network's
+    /// tip changes in the window among them.
+    pub fn take_observed(&mut self) -> (Vec<(String, Observed)>, u64) {
+        let mut out = Vec::new();
+        for (side, jobs) in &mut self.jobs {
+            out.extend(jobs.observed.take().into_iter().map(|o| (side.clone(), o)));
+        }
+        for (side, shares) in &mut self.shares {
+            out.extend(
+                shares
+                    .observed
+                    .take()
+                    .into_iter()
+                    .map(|o| (side.clone(), o)),
+            );
+        }
+        let blocks = self.network_blocks - self.network_blocks_taken;
+        self.network_blocks_taken = self.network_blocks;
+        (out, blocks)
     }
 
     /// A record as it is read.
@@ -639,6 +735,13 @@ impl RunStream {
 
     fn consume(&mut self, r: Record) {
         self.consumed += 1;
+        let in_window = self.manifest.window().contains(r.t_ns);
+        if r.role == self.manifest.node_role
+            && in_window
+            && matches!(r.event, Event::TipChanged { .. })
+        {
+            self.network_blocks += 1;
+        }
         for jobs in self.jobs.values_mut() {
             jobs.consume(&r);
         }

@@ -326,8 +326,8 @@ pub fn assemble(
                     .zip(network_value.mean)
                     .map(|(side, network)| Delta::of(side, network)),
                 work_s: jobs.work,
-                stale_work_pct: cluster_mean(&stale_per_tip),
-                pool_stale_work_pct: cluster_mean(&pool_stale_per_tip),
+                stale_work_pct: cluster_mean(&stale_per_tip).within(0.0, 100.0),
+                pool_stale_work_pct: cluster_mean(&pool_stale_per_tip).within(0.0, 100.0),
                 by_hashrate: crate::farm::by_hashrate(
                     &m.per_miner.hashrate_factor,
                     side.miner_hashrate,

@@ -1,9 +1,21 @@
-//! Live Prometheus metrics of a run, rendered from the same summary the run ends with.
+//! Live Prometheus metrics of a run, kept by `prometheus-client`: the share, block and
+//! latency metrics are updated as the streaming analysis consumes each event (one count,
+//! one histogram observation per event), the levels (template value, bandwidth, the
+//! roles' CPU and memory) are set from the live summary and the roles' samples. Metric
+//! names are listed in the README.
 
+use analysis::stream::Observed;
 use analysis::summary::ROLE_EXITED;
 use analysis::Summary;
+use probe::ShareVerdict;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::sync::atomic::AtomicU64;
 
 /// Upper bounds (seconds, Prometheus' base unit) of the latency histogram buckets.
 const BUCKETS_S: &[f64] = &[
@@ -13,196 +25,330 @@ const BUCKETS_S: &[f64] = &[
 /// Latest CPU percent and resident bytes of each role.
 pub type RoleGauges = BTreeMap<String, (f64, u64)>;
 
-/// The Prometheus text exposition of `summary` (metric names are listed in the README).
-pub fn render(summary: &Summary, roles: &RoleGauges) -> String {
-    let mut out = String::new();
-    let mut family = |name: &str, kind: &str, help: &str, lines: Vec<String>| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for l in lines {
-            let _ = writeln!(out, "{l}");
-        }
-    };
-    let sides = &summary.sides;
-    family(
-        "stratum_bench_shares_total",
-        "counter",
-        "Shares in the measured window by side and outcome: accepted where the pool decides, stale when the job was outdated at submission, pool_stale as the pool judged it.",
-        sides
-            .iter()
-            .flat_map(|(side, s)| {
-                let c = &s.shares;
-                [
-                    ("submitted", c.submitted),
-                    ("accepted", c.accepted),
-                    ("stale", c.stale),
-                    ("rejected", c.rejected),
-                    ("pool_stale", c.pool_stale),
-                ]
-                    .map(|(o, n)| format!("stratum_bench_shares_total{{side=\"{side}\",outcome=\"{o}\"}} {n}"))
-            })
-            .collect(),
-    );
-    family(
-        "stratum_bench_blocks_total",
-        "counter",
-        "Blocks found by a side's miners, and those the node accepted.",
-        sides
-            .iter()
-            .flat_map(|(side, s)| {
-                [("found", s.blocks.found), ("accepted", s.blocks.accepted)].map(|(o, n)| {
-                    format!("stratum_bench_blocks_total{{side=\"{side}\",outcome=\"{o}\"}} {n}")
-                })
-            })
-            .collect(),
-    );
-    family(
-        "stratum_bench_network_blocks_total",
-        "counter",
-        "Tip changes of the simulated network in the measured window.",
-        vec![format!(
-            "stratum_bench_network_blocks_total {}",
-            summary.network.blocks
-        )],
-    );
-    for (metric, help, pick) in [
-        (
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Side {
+    side: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SideOutcome {
+    side: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SideSiteDirection {
+    side: String,
+    site: String,
+    direction: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Role {
+    role: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Kind {
+    kind: String,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+type Latencies = Family<Side, Histogram, fn() -> Histogram>;
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(BUCKETS_S.iter().copied())
+}
+
+/// The run's metrics, registered once and updated as the run goes.
+pub struct LiveMetrics {
+    registry: Registry,
+    shares: Family<SideOutcome, Counter>,
+    blocks: Family<SideOutcome, Counter>,
+    network_blocks: Counter,
+    new_job: Latencies,
+    new_prevhash_job: Latencies,
+    block_propagation: Latencies,
+    template_value: Family<Side, FloatGauge>,
+    network_template_value: FloatGauge,
+    bandwidth: Family<SideSiteDirection, FloatGauge>,
+    role_cpu: Family<Role, FloatGauge>,
+    role_rss: Family<Role, Gauge>,
+    link_rtt: Family<Side, FloatGauge>,
+    role_exits: Family<Role, Counter>,
+    unmatched: Family<Kind, Counter>,
+    /// What the counters set from summaries stand at, to add only what is new.
+    unmatched_seen: BTreeMap<String, u64>,
+    /// Counter families, whose names the exposition must end in `_total`.
+    counters: Vec<&'static str>,
+}
+
+impl Default for LiveMetrics {
+    fn default() -> Self {
+        let mut m = LiveMetrics {
+            registry: Registry::default(),
+            shares: Family::default(),
+            blocks: Family::default(),
+            network_blocks: Counter::default(),
+            new_job: Family::new_with_constructor(latency_histogram),
+            new_prevhash_job: Family::new_with_constructor(latency_histogram),
+            block_propagation: Family::new_with_constructor(latency_histogram),
+            template_value: Family::default(),
+            network_template_value: FloatGauge::default(),
+            bandwidth: Family::default(),
+            role_cpu: Family::default(),
+            role_rss: Family::default(),
+            link_rtt: Family::default(),
+            role_exits: Family::default(),
+            unmatched: Family::default(),
+            unmatched_seen: BTreeMap::new(),
+            counters: Vec::new(),
+        };
+        let r = &mut m.registry;
+        // Counters are registered without `_total`: the library adds it to their samples.
+        r.register(
+            "stratum_bench_shares",
+            "Shares in the measured window by side and outcome: submitted; stale when the job was outdated at submission; accepted, pool_stale and rejected as the pool judged them.",
+            m.shares.clone(),
+        );
+        r.register(
+            "stratum_bench_blocks",
+            "Blocks found by a side's miners, and those the node accepted.",
+            m.blocks.clone(),
+        );
+        r.register(
+            "stratum_bench_network_blocks",
+            "Tip changes of the simulated network in the measured window.",
+            m.network_blocks.clone(),
+        );
+        r.register(
+            "stratum_bench_role_exits",
+            "Roles that exited during the run (any exit before the run stops them is a failure).",
+            m.role_exits.clone(),
+        );
+        r.register(
+            "stratum_bench_unmatched",
+            "Events that could not be tied to their counterpart, by kind.",
+            m.unmatched.clone(),
+        );
+        m.counters = vec![
+            "stratum_bench_shares",
+            "stratum_bench_blocks",
+            "stratum_bench_network_blocks",
+            "stratum_bench_role_exits",
+            "stratum_bench_unmatched",
+        ];
+        r.register(
             "stratum_bench_new_job_seconds",
             "From the node producing a template to a miner receiving the first job on it.",
-            (|s: &analysis::summary::SideSummary| &s.samples.new_job_ms)
-                as fn(&_) -> &analysis::stats::Clustered,
-        ),
-        (
+            m.new_job.clone(),
+        );
+        r.register(
             "stratum_bench_new_prevhash_job_seconds",
             "From a tip change at the node to a miner receiving a job on the new prev hash.",
-            |s| &s.samples.new_prevhash_job_ms,
-        ),
-        (
+            m.new_prevhash_job.clone(),
+        );
+        r.register(
             "stratum_bench_block_propagation_seconds",
             "From a miner submitting a block-level share to the node accepting the block.",
-            |s| &s.samples.block_propagation_ms,
-        ),
-    ] {
-        let mut lines = Vec::new();
-        let bounds_ms: Vec<f64> = BUCKETS_S.iter().map(|le| le * 1e3).collect();
-        for (side, s) in sides {
-            let samples = pick(s);
-            for (le, n) in BUCKETS_S.iter().zip(samples.at_or_below(&bounds_ms)) {
-                lines.push(format!(
-                    "{metric}_bucket{{side=\"{side}\",le=\"{le}\"}} {n}"
-                ));
-            }
-            lines.push(format!(
-                "{metric}_bucket{{side=\"{side}\",le=\"+Inf\"}} {}",
-                samples.count()
-            ));
-            lines.push(format!(
-                "{metric}_sum{{side=\"{side}\"}} {}",
-                samples.sum() / 1e3
-            ));
-            lines.push(format!(
-                "{metric}_count{{side=\"{side}\"}} {}",
-                samples.count()
-            ));
-        }
-        family(metric, "histogram", help, lines);
+            m.block_propagation.clone(),
+        );
+        r.register(
+            "stratum_bench_template_value_sats",
+            "Time-weighted mean value (subsidy + fees) of the templates a side's miners mined on.",
+            m.template_value.clone(),
+        );
+        r.register(
+            "stratum_bench_network_template_value_sats",
+            "Mean value of the best template the network could build.",
+            m.network_template_value.clone(),
+        );
+        r.register(
+            "stratum_bench_bandwidth_bytes_per_second",
+            "Application bytes per second across the WAN link, by side, site and direction.",
+            m.bandwidth.clone(),
+        );
+        r.register(
+            "stratum_bench_role_cpu_percent",
+            "CPU use of each role process, in percent of one core (last second).",
+            m.role_cpu.clone(),
+        );
+        r.register(
+            "stratum_bench_role_rss_bytes",
+            "Resident memory of each role process.",
+            m.role_rss.clone(),
+        );
+        r.register(
+            "stratum_bench_link_rtt_seconds",
+            "The round trip of each side's emulated WAN link, as configured.",
+            m.link_rtt.clone(),
+        );
+        m
     }
-    family(
-        "stratum_bench_template_value_sats",
-        "gauge",
-        "Time-weighted mean value (subsidy + fees) of the templates a side's miners mined on.",
-        sides
-            .iter()
-            .filter_map(|(side, s)| {
-                s.template_value_sats
-                    .mean
-                    .map(|v| format!("stratum_bench_template_value_sats{{side=\"{side}\"}} {v}"))
-            })
-            .collect(),
-    );
-    family(
-        "stratum_bench_network_template_value_sats",
-        "gauge",
-        "Mean value of the best template the network could build.",
-        summary
-            .network
-            .template_value_sats
-            .mean
-            .map(|v| format!("stratum_bench_network_template_value_sats {v}"))
-            .into_iter()
-            .collect(),
-    );
-    family(
-        "stratum_bench_bandwidth_bytes_per_second",
-        "gauge",
-        "Application bytes per second across the WAN link, by side, site and direction.",
-        sides
-            .iter()
-            .filter_map(|(side, s)| Some((side, s.bandwidth_bytes_per_s.as_ref()?)))
-            .flat_map(|(side, b)| {
-                [("farm", "tx", b.farm.tx), ("farm", "rx", b.farm.rx), ("pool", "tx", b.pool.tx), ("pool", "rx", b.pool.rx)].map(
-                    |(site, dir, v)| {
-                        format!("stratum_bench_bandwidth_bytes_per_second{{side=\"{side}\",site=\"{site}\",direction=\"{dir}\"}} {v}")
+}
+
+impl LiveMetrics {
+    /// What the streams learned from the events consumed since the last call.
+    pub fn observe(&self, observed: &[(String, Observed)], network_blocks: u64) {
+        self.network_blocks.inc_by(network_blocks);
+        for (side, o) in observed {
+            let count = |family: &Family<SideOutcome, Counter>, outcome: &str| {
+                let labels = SideOutcome {
+                    side: side.clone(),
+                    outcome: outcome.into(),
+                };
+                family.get_or_create(&labels).inc();
+            };
+            let latency = |family: &Latencies, ms: f64| {
+                let labels = Side { side: side.clone() };
+                family.get_or_create(&labels).observe(ms / 1e3);
+            };
+            match *o {
+                Observed::Submitted { stale } => {
+                    count(&self.shares, "submitted");
+                    if stale {
+                        count(&self.shares, "stale");
+                    }
+                }
+                Observed::Judged(verdict) => count(
+                    &self.shares,
+                    match verdict {
+                        ShareVerdict::Accepted => "accepted",
+                        ShareVerdict::Stale => "pool_stale",
+                        _ => "rejected",
                     },
-                )
-            })
-            .collect(),
-    );
-    family(
-        "stratum_bench_role_cpu_percent",
-        "gauge",
-        "CPU use of each role process, in percent of one core (last second).",
-        roles
-            .iter()
-            .map(|(r, (cpu, _))| format!("stratum_bench_role_cpu_percent{{role=\"{r}\"}} {cpu}"))
-            .collect(),
-    );
-    family(
-        "stratum_bench_role_rss_bytes",
-        "gauge",
-        "Resident memory of each role process.",
-        roles
-            .iter()
-            .map(|(r, (_, rss))| format!("stratum_bench_role_rss_bytes{{role=\"{r}\"}} {rss}"))
-            .collect(),
-    );
-    family(
-        "stratum_bench_link_rtt_seconds",
-        "gauge",
-        "The round trip of each side's emulated WAN link, as configured.",
-        sides
-            .iter()
-            .map(|(side, s)| {
-                format!(
-                    "stratum_bench_link_rtt_seconds{{side=\"{side}\"}} {}",
-                    s.link_rtt_ms / 1e3
-                )
-            })
-            .collect(),
-    );
-    family(
-        "stratum_bench_role_exits_total",
-        "counter",
-        "Roles that exited during the run (any exit before the run stops them is a failure).",
-        summary
-            .unmatched
-            .iter()
-            .filter_map(|(k, n)| {
-                let role = k.strip_prefix(ROLE_EXITED)?;
-                Some(format!(
-                    "stratum_bench_role_exits_total{{role=\"{role}\"}} {n}"
-                ))
-            })
-            .collect(),
-    );
-    family(
-        "stratum_bench_unmatched_total",
-        "counter",
-        "Events that could not be tied to their counterpart, by kind.",
-        summary
-            .unmatched
-            .iter()
-            .map(|(k, n)| format!("stratum_bench_unmatched_total{{kind=\"{k}\"}} {n}"))
-            .collect(),
-    );
-    out
+                ),
+                Observed::BlockFound => count(&self.blocks, "found"),
+                Observed::BlockAccepted { ms } => {
+                    count(&self.blocks, "accepted");
+                    latency(&self.block_propagation, ms);
+                }
+                Observed::NewJob { ms } => latency(&self.new_job, ms),
+                Observed::NewPrevhashJob { ms } => latency(&self.new_prevhash_job, ms),
+            }
+        }
+    }
+
+    /// The levels a live summary gives (means, rates), and the counts only a summary
+    /// knows (what could not be matched, the roles that exited).
+    pub fn summarized(&mut self, summary: &Summary) {
+        for (name, s) in &summary.sides {
+            let side = Side { side: name.clone() };
+            if let Some(v) = s.template_value_sats.mean {
+                self.template_value.get_or_create(&side).set(v);
+            }
+            self.link_rtt.get_or_create(&side).set(s.link_rtt_ms / 1e3);
+            if let Some(b) = &s.bandwidth_bytes_per_s {
+                for (site, direction, v) in [
+                    ("farm", "tx", b.farm.tx),
+                    ("farm", "rx", b.farm.rx),
+                    ("pool", "tx", b.pool.tx),
+                    ("pool", "rx", b.pool.rx),
+                ] {
+                    let labels = SideSiteDirection {
+                        side: name.clone(),
+                        site: site.into(),
+                        direction: direction.into(),
+                    };
+                    self.bandwidth.get_or_create(&labels).set(v);
+                }
+            }
+        }
+        if let Some(v) = summary.network.template_value_sats.mean {
+            self.network_template_value.set(v);
+        }
+        for (kind, n) in &summary.unmatched {
+            let seen = self.unmatched_seen.entry(kind.clone()).or_default();
+            let new = n.saturating_sub(*seen);
+            *seen = (*seen).max(*n);
+            if let Some(role) = kind.strip_prefix(ROLE_EXITED) {
+                self.role_exits
+                    .get_or_create(&Role { role: role.into() })
+                    .inc_by(new);
+            }
+            self.unmatched
+                .get_or_create(&Kind { kind: kind.clone() })
+                .inc_by(new);
+        }
+    }
+
+    /// Each role's CPU and memory of the last second.
+    pub fn roles(&self, roles: &RoleGauges) {
+        for (role, (cpu, rss)) in roles {
+            let labels = Role { role: role.clone() };
+            self.role_cpu.get_or_create(&labels).set(*cpu);
+            self.role_rss
+                .get_or_create(&labels)
+                .set(i64::try_from(*rss).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// The Prometheus text exposition (format 0.0.4). The library writes OpenMetrics, whose
+    /// counter families are named without `_total` (their samples with it) and which ends
+    /// in `# EOF`; Prometheus' text format and `promtool check metrics` want the family
+    /// named as its samples, so counters' HELP and TYPE lines get `_total` here and the
+    /// end marker goes (client_rust issue 51).
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
+            return String::new();
+        }
+        let mut out = String::with_capacity(text.len());
+        for line in text.lines() {
+            if line == "# EOF" {
+                continue;
+            }
+            let renamed = ["# HELP ", "# TYPE "].iter().find_map(|tag| {
+                let rest = line.strip_prefix(tag)?;
+                let (name, tail) = rest.split_once(' ')?;
+                self.counters
+                    .contains(&name)
+                    .then(|| format!("{tag}{name}_total {tail}"))
+            });
+            out.push_str(renamed.as_deref().unwrap_or(line));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_event_counts_once_and_the_exposition_is_prometheus_text() {
+        let m = LiveMetrics::default();
+        let sv1 = |o| ("sv1".to_string(), o);
+        m.observe(
+            &[
+                sv1(Observed::Submitted { stale: false }),
+                sv1(Observed::Submitted { stale: true }),
+                sv1(Observed::Judged(ShareVerdict::Accepted)),
+                sv1(Observed::Judged(ShareVerdict::Stale)),
+                sv1(Observed::Judged(ShareVerdict::Duplicate)),
+                sv1(Observed::NewPrevhashJob { ms: 40.0 }),
+                sv1(Observed::NewPrevhashJob { ms: 400.0 }),
+            ],
+            2,
+        );
+        m.observe(&[sv1(Observed::Submitted { stale: false })], 1);
+        let text = m.render();
+        for line in [
+            "# TYPE stratum_bench_shares_total counter",
+            "stratum_bench_shares_total{side=\"sv1\",outcome=\"submitted\"} 3",
+            "stratum_bench_shares_total{side=\"sv1\",outcome=\"stale\"} 1",
+            "stratum_bench_shares_total{side=\"sv1\",outcome=\"accepted\"} 1",
+            "stratum_bench_shares_total{side=\"sv1\",outcome=\"pool_stale\"} 1",
+            "stratum_bench_shares_total{side=\"sv1\",outcome=\"rejected\"} 1",
+            "stratum_bench_network_blocks_total 3",
+            "# TYPE stratum_bench_new_prevhash_job_seconds histogram",
+            "stratum_bench_new_prevhash_job_seconds_count{side=\"sv1\"} 2",
+            "stratum_bench_new_prevhash_job_seconds_bucket{le=\"0.05\",side=\"sv1\"} 1",
+            "stratum_bench_new_prevhash_job_seconds_bucket{le=\"0.5\",side=\"sv1\"} 2",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+        }
+        assert!(!text.contains("# EOF"));
+    }
 }

@@ -1,7 +1,7 @@
 //! What a run shows while it goes: the events read so far, the progress line and the
 //! Prometheus endpoint.
 
-use crate::metrics::{render, RoleGauges};
+use crate::metrics::{LiveMetrics, RoleGauges};
 use analysis::manifest::EVENTS_DIR;
 use analysis::stream::RunStream;
 use analysis::summary::Summary;
@@ -111,6 +111,8 @@ pub(super) struct LiveState {
     /// The charts' points since the window began, so a page opened late shows the run.
     history: Vec<Point>,
     pub gauges: RoleGauges,
+    /// What `/metrics` serves.
+    pub metrics: LiveMetrics,
     pub elapsed_s: f64,
     pub total_s: f64,
 }
@@ -137,6 +139,7 @@ struct SidePoint {
 impl LiveState {
     /// The newest summary; charted once its window has begun.
     pub fn publish(&mut self, summary: Summary) {
+        self.metrics.summarized(&summary);
         if summary.duration_s > 0.0 {
             if self.history.len() >= MAX_POINTS {
                 let mut keep = false;
@@ -214,12 +217,7 @@ pub(super) fn serve_metrics(
             get(move || {
                 let live = metrics.clone();
                 async move {
-                    let state = live.lock();
-                    let body = state
-                        .summary
-                        .as_ref()
-                        .map(|s| render(s, &state.gauges))
-                        .unwrap_or_default();
+                    let body = live.lock().metrics.render();
                     ([("content-type", "text/plain; version=0.0.4")], body)
                 }
             }),

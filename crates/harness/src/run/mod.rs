@@ -169,6 +169,8 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     stream
         .spill_to(&spill)
         .with_context(|| format!("cannot write samples to {}", spill.display()))?;
+    // The live metrics count each event as the stream consumes it.
+    stream.observe();
     let mut samples: Vec<Sample> = Vec::new();
     let total = s.warmup + s.duration;
     let interactive = std::io::stderr().is_terminal();
@@ -229,6 +231,8 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         // twentieth of a core on them. A stop check and the window's end always get one.
         tail.read_into(&mut stream);
         stream.advance(now);
+        let (observed, network_blocks) = stream.take_observed();
+        live.lock().metrics.observe(&observed, network_blocks);
         let checkpoint = opts.until_known_pct.is_some() && second.is_multiple_of(10);
         if (second.is_multiple_of(2) && now >= next_summary_ns)
             || checkpoint
@@ -269,6 +273,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         }
         {
             let mut state = live.lock();
+            state.metrics.roles(&gauges);
             state.gauges = gauges;
             state.elapsed_s = now.saturating_sub(t0) as f64 / 1e9;
             state.total_s = total.as_secs_f64();
