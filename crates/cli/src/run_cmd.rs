@@ -444,9 +444,27 @@ fn table(s: &Summary) -> String {
 }
 
 /// An interim snapshot's report: Markdown and HTML (no PDF: Chromium mid-run costs the
-/// roles CPU).
+/// roles CPU), by `stratum-bench report` in a process of its own. Reading the run's files
+/// takes memory for a moment, which a long-lived harness would keep (its allocator holds
+/// freed memory), and the harness's own samples should be what measuring costs.
 fn write_interim_report(dir: &std::path::Path) -> Result<()> {
-    report::write_report(dir, false).map(|_| ())
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let out = std::process::Command::new(&exe)
+        .arg("report")
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .with_context(|| format!("cannot start {} report", exe.display()))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "{} report {} ended with {}: {}",
+            exe.display(),
+            dir.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -234,6 +234,30 @@ impl LiveMetrics {
     pub fn summarized(&mut self, summary: &Summary) {
         for (name, s) in &summary.sides {
             let side = Side { side: name.clone() };
+            // Every side's series from the first summary on, at zero until counted: a
+            // query or a rule sees 0, not nothing.
+            for (family, outcomes) in [
+                (
+                    &self.shares,
+                    &["submitted", "stale", "accepted", "pool_stale", "rejected"][..],
+                ),
+                (&self.blocks, &["found", "accepted"][..]),
+            ] {
+                for outcome in outcomes {
+                    let labels = SideOutcome {
+                        side: name.clone(),
+                        outcome: (*outcome).into(),
+                    };
+                    family.get_or_create(&labels).inc_by(0);
+                }
+            }
+            for latencies in [
+                &self.new_job,
+                &self.new_prevhash_job,
+                &self.block_propagation,
+            ] {
+                drop(latencies.get_or_create(&side));
+            }
             if let Some(v) = s.template_value_sats.mean {
                 self.template_value.get_or_create(&side).set(v);
             }
@@ -333,6 +357,37 @@ mod tests {
             2,
         );
         m.observe(&[sv1(Observed::Submitted { stale: false })], 1);
+        // A side's series are there from its first summary, at zero until counted; the
+        // counts only a summary knows grow by what is new.
+        let manifest: analysis::Manifest = serde_json::from_value(serde_json::json!({
+            "scenario": "s", "window_start_ns": 0, "window_end_ns": 1_000_000_000u64,
+            "node_role": "node",
+            "link": {"rtt_ms": 100.0, "jitter_ms": 0.0, "bandwidth_bps": null},
+            "sides": {"sv2": {"config": "c", "miners": 1, "miners_role": "miners",
+                "pool_role": "pool", "link_role": "link", "roles": ["pool"]}}
+        }))
+        .unwrap();
+        let exited = probe::Record {
+            t_ns: 1,
+            role: "harness".into(),
+            event: probe::Event::RoleExited {
+                name: "pool".into(),
+                status: "exit status: 1".into(),
+            },
+        };
+        let summary = analysis::summary::compute(&manifest, &[exited], &[]);
+        let mut fresh = LiveMetrics::default();
+        fresh.summarized(&summary);
+        fresh.summarized(&summary);
+        let text = fresh.render();
+        for line in [
+            "stratum_bench_shares_total{side=\"sv2\",outcome=\"pool_stale\"} 0",
+            "stratum_bench_blocks_total{side=\"sv2\",outcome=\"accepted\"} 0",
+            "stratum_bench_block_propagation_seconds_count{side=\"sv2\"} 0",
+            "stratum_bench_role_exits_total{role=\"pool\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+        }
         let text = m.render();
         for line in [
             "# TYPE stratum_bench_shares_total counter",
