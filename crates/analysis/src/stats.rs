@@ -62,11 +62,37 @@ impl Delta {
 /// name is kept once: a long run has millions of samples and a few hundred units.
 #[derive(Debug)]
 pub struct Clustered {
-    /// The units in the order they first appear.
-    units: Vec<String>,
+    units: Units,
+    values: Values,
+}
+
+/// The units samples belong to, in the order they first appear, each named once, with
+/// the totals of its samples.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Units {
+    names: Vec<String>,
     index: std::collections::HashMap<String, u32>,
     totals: Vec<Totals>,
-    values: Values,
+}
+
+impl Units {
+    /// A sample of `unit` adding `sum` and `weight` to its totals; the unit's index.
+    fn add(&mut self, unit: &str, sum: f64, weight: f64) -> u32 {
+        let i = match self.index.get(unit) {
+            Some(i) => *i,
+            None => {
+                let i = self.names.len() as u32;
+                self.names.push(unit.to_string());
+                self.index.insert(unit.to_string(), i);
+                self.totals.push(Totals::default());
+                i
+            }
+        };
+        let totals = &mut self.totals[i as usize];
+        totals.sum += sum;
+        totals.weight += weight;
+        i
+    }
 }
 
 /// Where a [`Clustered`]'s values are.
@@ -119,24 +145,12 @@ impl Sketch {
         (!self.histogram.is_empty())
             .then(|| (self.histogram.value_at_quantile(q) as f64 / 1e3).min(self.max))
     }
-
-    /// Values at or below `bound`, to the histogram's precision.
-    fn at_or_below(&self, bound: f64) -> u64 {
-        if bound < 0.0 || self.histogram.is_empty() {
-            return 0;
-        }
-        let top = (bound * 1e3).round() as u64;
-        self.histogram
-            .count_between(0, top.min(self.histogram.max()))
-    }
 }
 
 impl Default for Clustered {
     fn default() -> Self {
         Clustered {
-            units: Vec::new(),
-            index: Default::default(),
-            totals: Vec::new(),
+            units: Units::default(),
             values: Values::Memory(Vec::new()),
         }
     }
@@ -148,8 +162,6 @@ impl Clone for Clustered {
     fn clone(&self) -> Self {
         Clustered {
             units: self.units.clone(),
-            index: self.index.clone(),
-            totals: self.totals.clone(),
             values: match &self.values {
                 Values::Memory(values) => Values::Memory(values.clone()),
                 Values::Spilled { sketch, .. } | Values::Sketched(sketch) => {
@@ -168,7 +180,7 @@ impl PartialEq for Clustered {
             (Values::Memory(a), Values::Memory(b)) => a == b,
             _ => false,
         };
-        values && self.units == other.units && self.totals == other.totals
+        values && self.units == other.units
     }
 }
 
@@ -191,19 +203,7 @@ impl Clustered {
     }
 
     pub fn push(&mut self, unit: &str, value: f64) {
-        let i = match self.index.get(unit) {
-            Some(i) => *i,
-            None => {
-                let i = self.units.len() as u32;
-                self.units.push(unit.to_string());
-                self.index.insert(unit.to_string(), i);
-                self.totals.push(Totals::default());
-                i
-            }
-        };
-        let totals = &mut self.totals[i as usize];
-        totals.sum += value;
-        totals.weight += 1.0;
+        let i = self.units.add(unit, value, 1.0);
         match &mut self.values {
             Values::Memory(values) => values.push((i, value)),
             Values::Spilled { spill, sketch } => {
@@ -237,7 +237,7 @@ impl Clustered {
     /// The samples grouped by unit, in the order the units first appear: the values in
     /// memory (a live copy of spilled samples has none).
     pub fn clusters(&self) -> Vec<Vec<f64>> {
-        let mut by_unit: Vec<Vec<f64>> = vec![Vec::new(); self.units.len()];
+        let mut by_unit: Vec<Vec<f64>> = vec![Vec::new(); self.units.names.len()];
         if let Values::Memory(values) = &self.values {
             for (i, v) in values {
                 by_unit[*i as usize].push(*v);
@@ -256,30 +256,17 @@ impl Clustered {
 
     /// How many samples there are.
     pub fn count(&self) -> u64 {
-        self.totals.iter().map(|t| t.weight as u64).sum()
+        self.units.totals.iter().map(|t| t.weight as u64).sum()
     }
 
     /// Their sum.
-    pub fn sum(&self) -> f64 {
-        self.totals.iter().map(|t| t.sum).sum()
-    }
-
-    /// Samples at or below each of `bounds`: exact from values in memory, else to the
-    /// sketch's precision.
-    pub fn at_or_below(&self, bounds: &[f64]) -> Vec<u64> {
-        match &self.values {
-            Values::Memory(values) => (bounds.iter())
-                .map(|b| values.iter().filter(|(_, v)| v <= b).count() as u64)
-                .collect(),
-            Values::Spilled { sketch, .. } | Values::Sketched(sketch) => {
-                bounds.iter().map(|b| sketch.at_or_below(*b)).collect()
-            }
-        }
+    fn sum(&self) -> f64 {
+        self.units.totals.iter().map(|t| t.sum).sum()
     }
 
     /// The units' totals.
     pub(crate) fn totals(&self) -> &[Totals] {
-        &self.totals
+        &self.units.totals
     }
 
     /// The mean with its interval by unit.
@@ -356,9 +343,7 @@ impl Spill {
 /// templates, not with the miners: exact, and small however long the run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Weighted {
-    units: Vec<String>,
-    index: std::collections::HashMap<String, u32>,
-    totals: Vec<Totals>,
+    units: Units,
     /// Total weight per value, in value order (by bits: values are finite, at least 0).
     by_value: std::collections::BTreeMap<u64, f64>,
     count: usize,
@@ -366,27 +351,14 @@ pub struct Weighted {
 
 impl Weighted {
     pub fn push(&mut self, unit: &str, value: f64, weight: f64) {
-        let i = match self.index.get(unit) {
-            Some(i) => *i as usize,
-            None => {
-                self.units.push(unit.to_string());
-                self.index
-                    .insert(unit.to_string(), self.totals.len() as u32);
-                self.totals.push(Totals::default());
-                self.totals.len() - 1
-            }
-        };
-        self.totals[i].sum += value * weight;
-        self.totals[i].weight += weight;
+        self.units.add(unit, value * weight, weight);
         *self.by_value.entry(value.max(0.0).to_bits()).or_default() += weight;
         self.count += 1;
     }
 
     /// The units' totals: a unit of no weight is no unit.
     pub(crate) fn totals(&self) -> Vec<Totals> {
-        self.totals
-            .iter()
-            .copied()
+        (self.units.totals.iter().copied())
             .filter(|t| t.weight > 0.0)
             .collect()
     }
@@ -850,12 +822,10 @@ mod tests {
             let (got, want) = (got.unwrap(), want.unwrap());
             assert!((got - want).abs() <= want * 1e-3, "{got} vs {want}");
         }
-        assert_eq!(live.at_or_below(&[0.4, 250.0, 1e9]), vec![0, 500, 10_000]);
         // At the end the values come back from disk, exactly, and the file goes.
         let (loaded, lost) = spilled.load();
         assert_eq!((loaded, lost), (memory.clone(), 0));
         assert!(!path.exists());
-        assert_eq!(memory.at_or_below(&[250.0]), vec![500]);
         // A live copy loads as what it is.
         assert_eq!(live.clone().load().0.dist(), live.dist());
         std::fs::remove_dir_all(&dir).unwrap();

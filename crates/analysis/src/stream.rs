@@ -803,12 +803,13 @@ const FILE_HORIZON_NS: u64 = 10_000_000_000;
 /// through the streams: memory as in a live run, however long the run. The per-miner
 /// samples wait in a folder of `run_dir` (or of the system's temporary one, where the run
 /// is read-only) and are removed. `each` sees every event as it is read. Unreadable lines
-/// are counted under `unmatched`, as [`crate::summary::summarize`] counts them.
+/// are counted under `unmatched`, as [`crate::summary::summarize`] counts them. The run's
+/// CPU and memory samples come back with the summary, read once.
 pub fn summarize_dir(
     run_dir: &Path,
     m: &Manifest,
     mut each: impl FnMut(&Record),
-) -> std::io::Result<Summary> {
+) -> std::io::Result<(Summary, Vec<Sample>)> {
     let mut stream = RunStream::new(m, FILE_HORIZON_NS);
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -831,7 +832,7 @@ pub fn summarize_dir(
             .unmatched
             .insert(format!("unreadable_line:{place}"), 1);
     }
-    Ok(summary)
+    Ok((summary, samples))
 }
 
 #[cfg(test)]

@@ -230,8 +230,9 @@ fn a_run_directory_summarized_from_disk_gives_the_batch_summary() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recorded-run");
     let batch = analysis::summary::summarize(&dir).unwrap();
     let mut seen = 0;
-    let streamed = analysis::stream::summarize_dir(&dir, &m, |_| seen += 1).unwrap();
+    let (streamed, samples) = analysis::stream::summarize_dir(&dir, &m, |_| seen += 1).unwrap();
     assert_eq!(seen, input.events.len());
+    assert_eq!(samples.len(), input.samples.len());
     assert_eq!(
         serde_json::to_value(&streamed).unwrap(),
         serde_json::to_value(&batch).unwrap()

@@ -104,40 +104,33 @@ impl Default for LiveMetrics {
             unmatched_seen: BTreeMap::new(),
             counters: Vec::new(),
         };
-        let r = &mut m.registry;
         // Counters are registered without `_total`: the library adds it to their samples.
-        r.register(
+        m.register_counter(
             "stratum_bench_shares",
             "Shares in the measured window by side and outcome: submitted; stale when the job was outdated at submission; accepted, pool_stale and rejected as the pool judged them.",
             m.shares.clone(),
         );
-        r.register(
+        m.register_counter(
             "stratum_bench_blocks",
             "Blocks found by a side's miners, and those the node accepted.",
             m.blocks.clone(),
         );
-        r.register(
+        m.register_counter(
             "stratum_bench_network_blocks",
             "Tip changes of the simulated network in the measured window.",
             m.network_blocks.clone(),
         );
-        r.register(
+        m.register_counter(
             "stratum_bench_role_exits",
             "Roles that exited during the run (any exit before the run stops them is a failure).",
             m.role_exits.clone(),
         );
-        r.register(
+        m.register_counter(
             "stratum_bench_unmatched",
             "Events that could not be tied to their counterpart, by kind.",
             m.unmatched.clone(),
         );
-        m.counters = vec![
-            "stratum_bench_shares",
-            "stratum_bench_blocks",
-            "stratum_bench_network_blocks",
-            "stratum_bench_role_exits",
-            "stratum_bench_unmatched",
-        ];
+        let r = &mut m.registry;
         r.register(
             "stratum_bench_new_job_seconds",
             "From the node producing a template to a miner receiving the first job on it.",
@@ -188,6 +181,18 @@ impl Default for LiveMetrics {
 }
 
 impl LiveMetrics {
+    /// Registers a counter family, named as the library wants it (without `_total`), and
+    /// notes it for [`LiveMetrics::render`].
+    fn register_counter(
+        &mut self,
+        name: &'static str,
+        help: &str,
+        metric: impl prometheus_client::registry::Metric,
+    ) {
+        self.registry.register(name, help, metric);
+        self.counters.push(name);
+    }
+
     /// What the streams learned from the events consumed since the last call.
     pub fn observe(&self, observed: &[(String, Observed)], network_blocks: u64) {
         self.network_blocks.inc_by(network_blocks);

@@ -91,9 +91,9 @@ impl RunData {
         let mut events = Vec::new();
         let mut event_counts = BTreeMap::new();
         let mut unreadable = Vec::new();
-        let summary = match &manifest {
+        let (summary, samples) = match &manifest {
             Some(m) => {
-                let summary = analysis::stream::summarize_dir(dir, m, |r| {
+                let (summary, samples) = analysis::stream::summarize_dir(dir, m, |r| {
                     if kept_beyond_jobs_and_shares(&r.event) {
                         events.push(r.clone());
                     }
@@ -103,21 +103,18 @@ impl RunData {
                     (summary.unmatched.keys())
                         .filter_map(|k| k.strip_prefix("unreadable_line:").map(str::to_string)),
                 );
-                Some(summary)
+                (Some(summary), samples)
             }
             None => {
                 let read = each_event(dir, |r| {
                     let key = (r.role.clone(), kind_of(&r.event));
                     *event_counts.entry(key).or_default() += 1;
                 });
-                unreadable.extend(read.unreadable);
-                None
+                let (samples, bad_samples) = read_samples(dir);
+                unreadable.extend(read.unreadable.into_iter().chain(bad_samples));
+                (None, samples)
             }
         };
-        let (samples, bad_samples) = read_samples(dir);
-        if manifest.is_none() {
-            unreadable.extend(bad_samples);
-        }
         if !dir.join(EVENTS_DIR).is_dir() {
             problems.push("no events/ directory".into());
         }
@@ -156,7 +153,7 @@ impl RunData {
 }
 
 /// An event's kind as its JSON names it (`share_submitted`).
-pub fn kind_of(event: &probe::Event) -> String {
+fn kind_of(event: &probe::Event) -> String {
     serde_json::to_value(event)
         .ok()
         .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
