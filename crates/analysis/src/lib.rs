@@ -23,6 +23,7 @@ pub mod shares;
 pub mod stats;
 pub mod stream;
 pub mod summary;
+pub mod tap;
 #[cfg(test)]
 mod testing;
 pub mod timeline;

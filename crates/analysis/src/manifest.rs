@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const SAMPLES_FILE: &str = "samples.jsonl";
 pub const EVENTS_DIR: &str = "events";
+pub const SUMMARY_FILE: &str = "summary.json";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {

@@ -261,6 +261,9 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
         | Event::Sv1JobRelayed { .. }
         | Event::Sv1DifficultySet { .. }
         | Event::TapMalformedLines { .. }
+        | Event::TapUpstreamUnreachable { .. }
+        | Event::TapBytes { .. }
+        | Event::NodeBlockAnnounced { .. }
         | Event::NewPrevHashRelayed { .. } => false,
     }
 }

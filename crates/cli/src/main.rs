@@ -7,6 +7,7 @@ mod bench_template;
 mod node_cmd;
 mod report_cmd;
 mod run_cmd;
+mod tap_cmd;
 mod targets;
 
 use clap::{Parser, Subcommand};
@@ -71,6 +72,9 @@ enum Command {
     ///
     ///   stratum-bench image --tag stratum-bench:dev
     Image(run_cmd::ImageArgs),
+    /// Measure a real deployment: a relay in front of a real pool, recording what crosses it.
+    #[command(subcommand)]
+    Tap(tap_cmd::TapCommand),
     /// Micro-benchmarks of single parts.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -119,6 +123,7 @@ fn main() -> ExitCode {
             Command::Report(args) => done(report_cmd::report(args)),
             Command::Compare(args) => report_cmd::compare(args),
             Command::Export(args) => done(report_cmd::export(args)),
+            Command::Tap(command) => done(tap_cmd::run(command).await),
             Command::Bench(BenchCommand::Template(args)) => done(bench_template::run(args).await),
             Command::Bench(BenchCommand::Link(args)) => done(bench_link::run(args).await),
             Command::Bench(BenchCommand::Pool(args)) => done(bench_pool::run(args).await),

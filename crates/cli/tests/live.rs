@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{free_port, http_get, out_dir, run_scenario, Killed};
+use common::{free_port, http_get, load_page, out_dir, run_scenario, Killed};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -137,45 +137,6 @@ fn page_counts(dom: &str) -> Vec<u64> {
         .skip(1)
         .filter_map(|rest| rest.split('"').next()?.parse().ok())
         .collect()
-}
-
-/// Loads the live page in headless Chromium, lets its script poll for up to 3 virtual
-/// seconds, and returns the rendered DOM, a screenshot and any console message.
-fn load_page(url: &str, profile: &Path, shot: &Path) -> (String, Vec<u8>, Vec<String>) {
-    let chromium = |args: &[&str]| {
-        Command::new("chromium")
-            .args(report::chromium_flags(profile))
-            .args([
-                "--enable-logging=stderr",
-                "--v=0",
-                "--virtual-time-budget=3000",
-            ])
-            .args(args)
-            .arg(url)
-            .output()
-            .expect("chromium (make test installs the Debian package)")
-    };
-    let shown = chromium(&[
-        &format!("--screenshot={}", shot.display()),
-        "--window-size=1200,1400",
-    ]);
-    let dom = chromium(&["--dump-dom"]);
-    let console = [&shown.stderr, &dom.stderr]
-        .iter()
-        .flat_map(|err| {
-            String::from_utf8_lossy(err)
-                .lines()
-                .filter(|l| l.contains("CONSOLE") || l.contains("Failed to load resource"))
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let png = std::fs::read(shot).expect("a screenshot");
-    (
-        String::from_utf8_lossy(&dom.stdout).into_owned(),
-        png,
-        console,
-    )
 }
 
 /// One short run of SV1 against SV2 watched four ways while it goes: Chromium on its

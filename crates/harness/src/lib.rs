@@ -15,6 +15,7 @@ pub mod procs;
 pub mod roles;
 pub mod run;
 pub mod scenario;
+pub mod tap;
 
 pub use run::{run, RunOptions, RunOutcome};
 pub use scenario::Scenario;

@@ -71,6 +71,21 @@ pub fn check_miners(miners: u32) -> Result<()> {
     Ok(())
 }
 
+/// The client connections a tap can hold here (two descriptors each: the client's and
+/// the upstream's), after raising the limit; fails, naming the limit, when `wanted`
+/// connections do not fit.
+pub fn tap_capacity(wanted: Option<u64>) -> Result<u64> {
+    let have = raise_fd_limit();
+    let capacity = have.saturating_sub(SLACK) / 2;
+    if let Some(wanted) = wanted.filter(|w| *w > capacity) {
+        bail!(
+            "--max-connections {wanted}: a tap needs two file descriptors per connection and this machine allows {have} per process \
+             (at most {capacity} connections; raise `ulimit -Hn`, or fs.nr_open as root)"
+        );
+    }
+    Ok(capacity)
+}
+
 /// How a fan-out to `miners` fits this machine, `per_connection` miners sharing each
 /// connection (1 but for SV2 group channels): the sender holds one descriptor per
 /// connection, so they must fit one process; the connections are spread over fleet

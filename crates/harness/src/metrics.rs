@@ -62,7 +62,7 @@ fn latency_histogram() -> Histogram {
 
 /// The run's metrics, registered once and updated as the run goes.
 pub struct LiveMetrics {
-    registry: Registry,
+    exposition: Exposition,
     shares: Family<SideOutcome, Counter>,
     blocks: Family<SideOutcome, Counter>,
     network_blocks: Counter,
@@ -79,6 +79,12 @@ pub struct LiveMetrics {
     unmatched: Family<Kind, Counter>,
     /// What the counters set from summaries stand at, to add only what is new.
     unmatched_seen: BTreeMap<String, u64>,
+}
+
+/// A registry and the Prometheus text it renders.
+#[derive(Default)]
+pub struct Exposition {
+    pub registry: Registry,
     /// Counter families, whose names the exposition must end in `_total`.
     counters: Vec<&'static str>,
 }
@@ -86,7 +92,7 @@ pub struct LiveMetrics {
 impl Default for LiveMetrics {
     fn default() -> Self {
         let mut m = LiveMetrics {
-            registry: Registry::default(),
+            exposition: Exposition::default(),
             shares: Family::default(),
             blocks: Family::default(),
             network_blocks: Counter::default(),
@@ -102,35 +108,35 @@ impl Default for LiveMetrics {
             role_exits: Family::default(),
             unmatched: Family::default(),
             unmatched_seen: BTreeMap::new(),
-            counters: Vec::new(),
         };
         // Counters are registered without `_total`: the library adds it to their samples.
-        m.register_counter(
+        let e = &mut m.exposition;
+        e.register_counter(
             "stratum_bench_shares",
             "Shares in the measured window by side and outcome: submitted; stale when the job was outdated at submission; accepted, pool_stale and rejected as the pool judged them.",
             m.shares.clone(),
         );
-        m.register_counter(
+        e.register_counter(
             "stratum_bench_blocks",
             "Blocks found by a side's miners, and those the node accepted.",
             m.blocks.clone(),
         );
-        m.register_counter(
+        e.register_counter(
             "stratum_bench_network_blocks",
             "Tip changes of the simulated network in the measured window.",
             m.network_blocks.clone(),
         );
-        m.register_counter(
+        e.register_counter(
             "stratum_bench_role_exits",
             "Roles that exited during the run (any exit before the run stops them is a failure).",
             m.role_exits.clone(),
         );
-        m.register_counter(
+        e.register_counter(
             "stratum_bench_unmatched",
             "Events that could not be tied to their counterpart, by kind.",
             m.unmatched.clone(),
         );
-        let r = &mut m.registry;
+        let r = &mut e.registry;
         r.register(
             "stratum_bench_new_job_seconds",
             "From the node producing a template to a miner receiving the first job on it.",
@@ -180,10 +186,10 @@ impl Default for LiveMetrics {
     }
 }
 
-impl LiveMetrics {
+impl Exposition {
     /// Registers a counter family, named as the library wants it (without `_total`), and
-    /// notes it for [`LiveMetrics::render`].
-    fn register_counter(
+    /// notes it for [`Exposition::render`].
+    pub fn register_counter(
         &mut self,
         name: &'static str,
         help: &str,
@@ -193,6 +199,36 @@ impl LiveMetrics {
         self.counters.push(name);
     }
 
+    /// The Prometheus text exposition (format 0.0.4). The library writes OpenMetrics, whose
+    /// counter families are named without `_total` (their samples with it) and which ends
+    /// in `# EOF`; Prometheus' text format and `promtool check metrics` want the family
+    /// named as its samples, so counters' HELP and TYPE lines get `_total` here and the
+    /// end marker goes (client_rust issue 51).
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
+            return String::new();
+        }
+        let mut out = String::with_capacity(text.len());
+        for line in text.lines() {
+            if line == "# EOF" {
+                continue;
+            }
+            let renamed = ["# HELP ", "# TYPE "].iter().find_map(|tag| {
+                let rest = line.strip_prefix(tag)?;
+                let (name, tail) = rest.split_once(' ')?;
+                self.counters
+                    .contains(&name)
+                    .then(|| format!("{tag}{name}_total {tail}"))
+            });
+            out.push_str(renamed.as_deref().unwrap_or(line));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl LiveMetrics {
     /// What the streams learned from the events consumed since the last call.
     pub fn observe(&self, observed: &[(String, Observed)], network_blocks: u64) {
         self.network_blocks.inc_by(network_blocks);
@@ -312,32 +348,9 @@ impl LiveMetrics {
         }
     }
 
-    /// The Prometheus text exposition (format 0.0.4). The library writes OpenMetrics, whose
-    /// counter families are named without `_total` (their samples with it) and which ends
-    /// in `# EOF`; Prometheus' text format and `promtool check metrics` want the family
-    /// named as its samples, so counters' HELP and TYPE lines get `_total` here and the
-    /// end marker goes (client_rust issue 51).
+    /// The Prometheus text exposition (format 0.0.4).
     pub fn render(&self) -> String {
-        let mut text = String::new();
-        if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
-            return String::new();
-        }
-        let mut out = String::with_capacity(text.len());
-        for line in text.lines() {
-            if line == "# EOF" {
-                continue;
-            }
-            let renamed = ["# HELP ", "# TYPE "].iter().find_map(|tag| {
-                let rest = line.strip_prefix(tag)?;
-                let (name, tail) = rest.split_once(' ')?;
-                self.counters
-                    .contains(&name)
-                    .then(|| format!("{tag}{name}_total {tail}"))
-            });
-            out.push_str(renamed.as_deref().unwrap_or(line));
-            out.push('\n');
-        }
-        out
+        self.exposition.render()
     }
 }
 

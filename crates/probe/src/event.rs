@@ -162,6 +162,14 @@ pub enum Event {
     NewPrevHashRelayed { connection: u32, prev_hash: String },
     /// A connection through a tap ended (either side closed it, or a message broke it).
     TapConnectionEnded { connection: u32, reason: String },
+    /// A tap could not reach its upstream for a client's connection, which it closed.
+    TapUpstreamUnreachable { connection: u32, reason: String },
+    /// Bytes a standalone tap relayed so far, towards the pool and from it (sampled every
+    /// second and at its end).
+    TapBytes { up_bytes: u64, down_bytes: u64 },
+    /// The operator's node announced a new block on ZMQ `hashblock`, stamped as it was
+    /// received (its own delay from the node's tip change is not in it).
+    NodeBlockAnnounced { hash: String },
     /// A Job Declarator Server asked for transactions of a declared job it did not know.
     MissingTransactionsRequested {
         connection: u32,
@@ -204,4 +212,28 @@ pub enum ShareVerdict {
     UnknownJob,
     /// Malformed, unauthorized, bad extranonce or time, ...
     Invalid,
+}
+
+impl ShareVerdict {
+    /// Every verdict, in the order reports list them.
+    pub const ALL: [ShareVerdict; 6] = [
+        ShareVerdict::Accepted,
+        ShareVerdict::Stale,
+        ShareVerdict::Duplicate,
+        ShareVerdict::LowDifficulty,
+        ShareVerdict::UnknownJob,
+        ShareVerdict::Invalid,
+    ];
+
+    /// Its name, as events spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ShareVerdict::Accepted => "accepted",
+            ShareVerdict::Stale => "stale",
+            ShareVerdict::Duplicate => "duplicate",
+            ShareVerdict::LowDifficulty => "low_difficulty",
+            ShareVerdict::UnknownJob => "unknown_job",
+            ShareVerdict::Invalid => "invalid",
+        }
+    }
 }

@@ -232,7 +232,23 @@ fn context(run: &RunData) -> Section {
     }
 }
 
-fn dist_cells(d: &Dist) -> Vec<String> {
+/// The head of a table of [`dist_cells`] rows with [`mean_ci`], each named in `first`.
+pub(crate) fn dist_head(first: &str) -> Vec<String> {
+    [
+        first,
+        "count",
+        "mean",
+        "p50",
+        "p90",
+        "p99",
+        "max",
+        "mean, 95% CI",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+pub(crate) fn dist_cells(d: &Dist) -> Vec<String> {
     let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.1}"));
     vec![
         d.count.to_string(),
@@ -357,7 +373,7 @@ fn hashrate(h: f64) -> String {
 }
 
 /// The 95% interval of a distribution's mean (from the analysis), or why there is none.
-fn mean_ci(d: &Dist) -> String {
+pub(crate) fn mean_ci(d: &Dist) -> String {
     match (d.mean_ci, d.units) {
         (Some((lo, hi)), _) => format!("{lo:.1} to {hi:.1}"),
         (None, Some(n)) if d.count > 0 => format!("too few (n = {n})"),
@@ -586,18 +602,7 @@ fn latency_section(summary: &analysis::Summary) -> Section {
             )));
         }
         blocks.push(Block::Table {
-            head: [
-                "side",
-                "count",
-                "mean",
-                "p50",
-                "p90",
-                "p99",
-                "max",
-                "mean, 95% CI",
-            ]
-            .map(String::from)
-            .to_vec(),
+            head: dist_head("side"),
             rows,
         });
     }

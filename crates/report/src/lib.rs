@@ -12,6 +12,7 @@ pub mod fuzzing;
 pub mod readings;
 pub mod run_data;
 pub mod svg;
+pub mod tap;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -19,10 +20,11 @@ use std::path::{Path, PathBuf};
 /// Writes `report.md` and `report.html` (and `report.pdf` with `pdf`) into `run_dir`: the
 /// report of a run, or of benchmark results when that is what the directory holds.
 pub fn write_report(run_dir: &Path, pdf: bool) -> Result<Vec<PathBuf>> {
-    let doc = if bench::is_bench_dir(run_dir)
-        && !run_dir.join(analysis::manifest::MANIFEST_FILE).exists()
-    {
+    let is_run = run_dir.join(analysis::manifest::MANIFEST_FILE).exists();
+    let doc = if bench::is_bench_dir(run_dir) && !is_run {
         bench::document(run_dir)?
+    } else if tap::is_tap_dir(run_dir) && !is_run {
+        tap::document(run_dir)?
     } else {
         content::build(&run_data::RunData::load(run_dir)?)
     };

@@ -62,7 +62,7 @@ impl RunData {
         let mut problems = Vec::new();
         let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
 
-        if let Some(text) = read("summary.json") {
+        if let Some(text) = read(analysis::manifest::SUMMARY_FILE) {
             let schema = serde_json::from_str::<serde_json::Value>(&text)
                 .ok()
                 .and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(str::to_string));

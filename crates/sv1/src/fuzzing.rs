@@ -124,6 +124,7 @@ pub fn miner_connection(data: &[u8]) {
 pub fn tap_connection(data: &[u8]) {
     let conn = parking_lot::Mutex::new(tap::Connection::default());
     let recorder = Recorder::disabled();
+    let stats = tap::Sv1TapStats::default();
     for_each_line(data, |line| {
         let Some((direction, line)) = line.split_first() else {
             return;
@@ -131,7 +132,7 @@ pub fn tap_connection(data: &[u8]) {
         if let Ok(msg) = serde_json::from_slice::<Value>(line) {
             match direction % 2 {
                 0 => tap::note_request(&msg, &conn),
-                _ => tap::note_answer(probe::mono_ns(), &msg, 0, &conn, &recorder),
+                _ => tap::note_answer(probe::mono_ns(), &msg, 0, &conn, &recorder, &stats),
             }
         }
     });

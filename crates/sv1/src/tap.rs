@@ -15,6 +15,10 @@ use crate::wire::{read_raw_line, MAX_LINE};
 use anyhow::{Context, Result};
 use parking_lot::Mutex;
 use probe::{mono_ns, Event, Histogram, Recorder, ShareVerdict, TapStats};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -33,16 +37,42 @@ pub struct Sv1TapConfig {
     pub upstream: SocketAddr,
 }
 
-/// What the tap measured of itself.
+/// What the tap measured of itself, and counts as it goes.
 #[derive(Default)]
 pub struct Sv1TapStats {
     pub latency: TapStats,
     /// Lines that were not JSON, towards the pool and from it.
     pub malformed_up: AtomicU64,
     pub malformed_down: AtomicU64,
+    /// Bytes relayed towards the pool and from it.
+    pub bytes_up: Counter,
+    pub bytes_down: Counter,
+    /// Client connections accepted, those open now, and those closed because the pool
+    /// could not be reached.
+    pub connections: Counter,
+    pub connections_open: Gauge,
+    pub upstream_unreachable: Counter,
+    /// `mining.notify` lines relayed to miners.
+    pub jobs_relayed: Counter,
+    /// Shares by the pool's answer.
+    pub shares: Family<VerdictLabel, Counter>,
+}
+
+/// A share's verdict as a metric label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerdictLabel {
+    pub verdict: String,
 }
 
 impl Sv1TapStats {
+    /// The bytes relayed so far, as an event.
+    pub fn bytes_event(&self) -> Event {
+        Event::TapBytes {
+            up_bytes: self.bytes_up.get(),
+            down_bytes: self.bytes_down.get(),
+        }
+    }
+
     /// The events the tap writes at its end.
     pub fn final_events(&self) -> [Event; 2] {
         [
@@ -78,11 +108,10 @@ impl Sv1Tap {
                 let connection = next_connection;
                 let (stats, recorder) = (shared.clone(), recorder.clone());
                 tokio::spawn(async move {
-                    let ended = relay(stream, cfg.upstream, connection, stats, recorder).await;
-                    let reason = ended
-                        .err()
-                        .map_or("closed".to_string(), |e| format!("{e:#}"));
-                    tracing::info!(%peer, connection, %reason, "SV1 tapped connection ended");
+                    stats.connections.inc();
+                    stats.connections_open.inc();
+                    serve(stream, peer, cfg.upstream, connection, &stats, &recorder).await;
+                    stats.connections_open.dec();
                 });
             }
         });
@@ -133,18 +162,48 @@ impl Connection {
     }
 }
 
+/// One client's connection: to the pool and relayed until either side ends it; how it
+/// ended is logged and recorded.
+async fn serve(
+    downstream: TcpStream,
+    peer: SocketAddr,
+    upstream: SocketAddr,
+    connection: u32,
+    stats: &Arc<Sv1TapStats>,
+    recorder: &Recorder,
+) {
+    let _ = downstream.set_nodelay(true);
+    let pool = match TcpStream::connect(upstream).await {
+        Ok(pool) => pool,
+        Err(e) => {
+            let reason = format!("cannot reach the pool at {upstream}: {e}");
+            tracing::warn!(%peer, connection, %reason, "SV1 tapped connection closed");
+            stats.upstream_unreachable.inc();
+            recorder.record(Event::TapUpstreamUnreachable { connection, reason });
+            return;
+        }
+    };
+    let _ = pool.set_nodelay(true);
+    let ended = relay(
+        downstream,
+        pool,
+        connection,
+        stats.clone(),
+        recorder.clone(),
+    )
+    .await;
+    let reason = ended.map_or_else(|e| format!("{e:#}"), |()| "closed".to_string());
+    tracing::info!(%peer, connection, %reason, "SV1 tapped connection ended");
+    recorder.record(Event::TapConnectionEnded { connection, reason });
+}
+
 async fn relay(
     downstream: TcpStream,
-    upstream: SocketAddr,
+    pool: TcpStream,
     connection: u32,
     stats: Arc<Sv1TapStats>,
     recorder: Recorder,
 ) -> Result<()> {
-    let _ = downstream.set_nodelay(true);
-    let pool = TcpStream::connect(upstream)
-        .await
-        .with_context(|| format!("cannot reach the pool at {upstream}"))?;
-    let _ = pool.set_nodelay(true);
     let (down_read, down_write) = downstream.into_split();
     let (up_read, up_write) = pool.into_split();
     let conn: Arc<Mutex<Connection>> = Arc::default();
@@ -152,49 +211,84 @@ async fn relay(
         down_read,
         up_write,
         |_, msg| note_request(msg, &conn),
-        &stats.latency.up_ns,
-        &stats.malformed_up,
+        Direction {
+            added_ns: &stats.latency.up_ns,
+            bytes: &stats.bytes_up,
+            malformed: &stats.malformed_up,
+        },
     );
     let from_pool = pump(
         up_read,
         down_write,
-        |t, msg| note_answer(t, msg, connection, &conn, &recorder),
-        &stats.latency.down_ns,
-        &stats.malformed_down,
+        |t, msg| note_answer(t, msg, connection, &conn, &recorder, &stats),
+        Direction {
+            added_ns: &stats.latency.down_ns,
+            bytes: &stats.bytes_down,
+            malformed: &stats.malformed_down,
+        },
     );
     // Both directions run on this one task, so a submit is noted (right after its write,
-    // with no await between) before its answer can be read. Either direction ending (a
-    // close, an over-long line) ends the connection: both sockets drop together.
+    // with no await between) before its answer can be read. The pool ending its side ends
+    // the connection. The miner ending its side closes ours to the pool, whose answers to
+    // the last submits are still read for up to [`DRAIN`]: the pool credited them.
+    tokio::pin!(to_pool, from_pool);
     tokio::select! {
-        ended = to_pool => ended.context("from the miner"),
-        ended = from_pool => ended.context("from the pool"),
+        ended = &mut to_pool => {
+            let _ = tokio::time::timeout(DRAIN, &mut from_pool).await;
+            ended.context("from the miner")
+        }
+        ended = &mut from_pool => ended.context("from the pool"),
     }
 }
 
+/// How long the pool's last answers are read after a miner closed its connection.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What one direction of the relay counts.
+struct Direction<'a> {
+    added_ns: &'a Histogram,
+    bytes: &'a Counter,
+    malformed: &'a AtomicU64,
+}
+
 /// Forwards lines from `from` to `to` unchanged, then shows each JSON one to `look`, with
-/// the moment it was read whole.
+/// the moment it was read whole. Once `to` is gone, lines are still read and shown (what
+/// the pool answered a miner that left is still its verdict); the end of `from` ends it.
 async fn pump(
     from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
     mut look: impl FnMut(u64, &Value),
-    added_ns: &Histogram,
-    malformed: &AtomicU64,
+    counts: Direction<'_>,
 ) -> Result<()> {
     let mut from = BufReader::new(from);
     let mut line = Vec::with_capacity(1024);
+    let mut write_failed = None;
     loop {
         line.clear();
-        read_raw_line(&mut from, &mut line)
+        let read = read_raw_line(&mut from, &mut line)
             .await
-            .with_context(|| format!("read (lines are bounded to {MAX_LINE} bytes)"))?;
+            .with_context(|| format!("read (lines are bounded to {MAX_LINE} bytes)"));
+        if let Err(e) = read {
+            return Err(match write_failed {
+                Some(w) => anyhow::Error::new(w).context("write"),
+                None => e,
+            });
+        }
         let t_in = mono_ns();
         // Passed on first: reading the line for the record is outside what the tap adds.
-        to.write_all(&line).await.context("write")?;
-        added_ns.record(mono_ns().saturating_sub(t_in));
+        if write_failed.is_none() {
+            match to.write_all(&line).await {
+                Ok(()) => {
+                    counts.added_ns.record(mono_ns().saturating_sub(t_in));
+                    counts.bytes.inc_by(line.len() as u64);
+                }
+                Err(e) => write_failed = Some(e),
+            }
+        }
         match serde_json::from_slice::<Value>(&line) {
             Ok(msg) => look(t_in, &msg),
             Err(_) => {
-                malformed.fetch_add(1, Ordering::Relaxed);
+                counts.malformed.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -234,12 +328,14 @@ pub(crate) fn note_answer(
     connection: u32,
     conn: &Mutex<Connection>,
     recorder: &Recorder,
+    stats: &Sv1TapStats,
 ) {
     let params = msg.get("params").unwrap_or(&Value::Null);
     match msg.get("method").and_then(Value::as_str) {
         Some("mining.notify") => match Job::from_notify_params(params) {
             Ok(job) => {
                 conn.lock().job_sent(&job.job_id, job.clean);
+                stats.jobs_relayed.inc();
                 recorder.record_at(
                     t,
                     Event::Sv1JobRelayed {
@@ -277,6 +373,10 @@ pub(crate) fn note_answer(
                 (worker, job_id, difficulty)
             };
             let (verdict, reason) = answer_verdict(msg);
+            let label = VerdictLabel {
+                verdict: verdict.name().to_string(),
+            };
+            stats.shares.get_or_create(&label).inc();
             recorder.record_at(
                 t,
                 Event::ShareJudged {

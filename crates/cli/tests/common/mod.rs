@@ -29,6 +29,18 @@ impl Drop for Killed {
 
 /// `stratum-bench node` on ephemeral ports (user `u`, password `p`) and its RPC URL.
 pub fn start_node(args: &[&str]) -> (Killed, String) {
+    let (node, ready) = start_node_announced(args);
+    let url = ready
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("the announcement names the RPC address")
+        .to_string();
+    (node, url)
+}
+
+/// `stratum-bench node` as [`start_node`] starts it, and its `node ready` line (RPC URL,
+/// ZMQ endpoint, ...).
+pub fn start_node_announced(args: &[&str]) -> (Killed, String) {
     let mut child = Command::new(exe())
         .args([
             "node",
@@ -50,12 +62,43 @@ pub fn start_node(args: &[&str]) -> (Killed, String) {
         .map_while(Result::ok)
         .find(|l| l.starts_with("node ready"))
         .expect("the node announces itself");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("the announcement names the RPC address")
-        .to_string();
-    (Killed(child), url)
+    (Killed(child), line)
+}
+
+/// `stratum-bench role` of `spec` (a role spec's JSON), recording into `events`, once it
+/// announces itself ready: the process and the addresses it announced.
+pub fn start_role(
+    name: &str,
+    spec: &serde_json::Value,
+    events: &Path,
+) -> (Killed, serde_json::Value) {
+    let spec_file = events.with_extension("spec.json");
+    std::fs::write(&spec_file, spec.to_string()).unwrap();
+    let mut child = Command::new(exe())
+        .arg("role")
+        .arg("--spec")
+        .arg(&spec_file)
+        .arg("--events")
+        .arg(events)
+        .args(["--name", name])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(events.with_extension("log")).unwrap())
+        .spawn()
+        .expect("the binary starts");
+    let line = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("READY "))
+        .unwrap_or_else(|| panic!("role {name} never got ready"));
+    let addresses = serde_json::from_str(&line["READY ".len()..]).unwrap();
+    (Killed(child), addresses)
+}
+
+/// Sends SIGTERM to `child` and waits for it to end by itself.
+pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    // SAFETY: signalling a child process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap()
 }
 
 /// A scenario file of the repository, by name (`sv1-baseline`, `config-c`, ...).
@@ -171,4 +214,43 @@ pub fn succeed(out: std::process::Output) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Loads a page (the live dashboard, a report) in headless Chromium, lets its script poll for up to 3 virtual
+/// seconds, and returns the rendered DOM, a screenshot and any console message.
+pub fn load_page(url: &str, profile: &Path, shot: &Path) -> (String, Vec<u8>, Vec<String>) {
+    let chromium = |args: &[&str]| {
+        Command::new("chromium")
+            .args(report::chromium_flags(profile))
+            .args([
+                "--enable-logging=stderr",
+                "--v=0",
+                "--virtual-time-budget=3000",
+            ])
+            .args(args)
+            .arg(url)
+            .output()
+            .expect("chromium (make test installs the Debian package)")
+    };
+    let shown = chromium(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1200,1400",
+    ]);
+    let dom = chromium(&["--dump-dom"]);
+    let console = [&shown.stderr, &dom.stderr]
+        .iter()
+        .flat_map(|err| {
+            String::from_utf8_lossy(err)
+                .lines()
+                .filter(|l| l.contains("CONSOLE") || l.contains("Failed to load resource"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let png = std::fs::read(shot).expect("a screenshot");
+    (
+        String::from_utf8_lossy(&dom.stdout).into_owned(),
+        png,
+        console,
+    )
 }

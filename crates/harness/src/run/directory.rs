@@ -94,7 +94,7 @@ pub(super) fn write_results(dir: &Path, manifest: &Manifest, summary: &Summary) 
         serde_json::to_string_pretty(manifest)?,
     )?;
     std::fs::write(
-        dir.join("summary.json"),
+        dir.join(analysis::manifest::SUMMARY_FILE),
         serde_json::to_string_pretty(summary)? + "\n",
     )?;
     Ok(())

@@ -191,7 +191,7 @@ struct RoleNow {
 const PAGE: &str = include_str!("live.html");
 
 /// Binds the metrics address up front, so a port in use fails the run before anything starts.
-pub(super) async fn bind_metrics(bind: SocketAddr) -> Result<tokio::net::TcpListener> {
+pub(crate) async fn bind_metrics(bind: SocketAddr) -> Result<tokio::net::TcpListener> {
     let listener = tokio::net::TcpListener::bind(bind).await.with_context(|| {
         format!(
             "cannot serve metrics on {bind} (port {} in use? choose another with --metrics-bind)",

@@ -5,7 +5,7 @@
 //! and progress in [`live`], and the run directory's naming in [`directory`].
 
 mod directory;
-mod live;
+pub(crate) mod live;
 pub(crate) mod topology;
 
 use directory::default_dir;

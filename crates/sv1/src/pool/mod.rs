@@ -231,23 +231,10 @@ impl PoolHandle {
 /// A subscription to the node's `hashblock`, or `None` (logged) when the node has none:
 /// the pool then longpolls.
 async fn subscribe_hashblock(endpoint: &str) -> Option<zeromq::SubSocket> {
-    use zeromq::Socket;
-    let mut sub = zeromq::SubSocket::new();
-    let subscribed = async {
-        sub.connect(endpoint).await?;
-        sub.subscribe("hashblock").await
-    };
-    match tokio::time::timeout(Duration::from_secs(5), subscribed).await {
-        Ok(Ok(())) => Some(sub),
-        Ok(Err(e)) => {
-            tracing::warn!(%endpoint, error = %e, "cannot subscribe to ZMQ; longpolling instead");
-            None
-        }
-        Err(_) => {
-            tracing::warn!(%endpoint, "ZMQ did not answer in 5 s; longpolling instead");
-            None
-        }
-    }
+    crate::hashblock::subscribe(endpoint)
+        .await
+        .inspect_err(|e| tracing::warn!(error = %format!("{e:#}"), "longpolling instead"))
+        .ok()
 }
 
 /// Signals each new tip: from ZMQ `hashblock` when subscribed, else by longpoll.

@@ -1,0 +1,202 @@
+//! A tap in front of a real deployment (`stratum-bench tap`): the run's SV1 tap, on its
+//! own, between any miners (or a farm's proxy) and any pool, writing the usual events
+//! into a directory of its own, serving its counters to Prometheus, and with the
+//! operator's node's ZMQ, recording each new block as it is announced.
+
+use crate::metrics::Exposition;
+use analysis::tap::{TapSetup, TapSummary, TAP_FILE};
+use anyhow::{Context, Result};
+use probe::{Event, Recorder};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What to tap, and where its results go.
+pub struct TapOptions {
+    pub listen: SocketAddr,
+    /// `HOST:PORT` of the pool (or proxy) tapped.
+    pub upstream: String,
+    pub out: PathBuf,
+    pub metrics_bind: Option<SocketAddr>,
+    /// The operator's node's ZMQ endpoint publishing `hashblock`.
+    pub node_zmq: Option<String>,
+    /// Ends by itself after this long (else on Ctrl-C or SIGTERM).
+    pub duration: Option<Duration>,
+    /// Connections the tap must be able to hold (checked against the descriptor limit).
+    pub max_connections: Option<u64>,
+}
+
+/// Runs an SV1 tap until `duration` or a signal, then writes `summary.json` and returns it.
+pub async fn run_sv1(opts: TapOptions) -> Result<TapSummary> {
+    let capacity = crate::limits::tap_capacity(opts.max_connections)?;
+    let upstream = resolve(&opts.upstream).await?;
+    let events = opts.out.join(analysis::manifest::EVENTS_DIR);
+    std::fs::create_dir_all(&events)
+        .with_context(|| format!("cannot create {}", events.display()))?;
+    let setup = TapSetup {
+        protocol: "sv1".into(),
+        listen: opts.listen.to_string(),
+        upstream: opts.upstream.clone(),
+        node_zmq: opts.node_zmq.clone(),
+        decoded: true,
+    };
+    write_json(&opts.out.join(TAP_FILE), &setup)?;
+    // The node is checked before anything listens: a wrong endpoint fails the start.
+    let hashblock = match &opts.node_zmq {
+        Some(endpoint) => Some(sv1::hashblock::subscribe(endpoint).await?),
+        None => None,
+    };
+    let metrics = match opts.metrics_bind {
+        Some(bind) => Some(crate::run::live::bind_metrics(bind).await?),
+        None => None,
+    };
+    let recorder = Recorder::to_file(&events.join("tap.jsonl"), "tap")?;
+    let tap = sv1::tap::Sv1Tap::start(
+        sv1::tap::Sv1TapConfig {
+            listen: opts.listen,
+            upstream,
+        },
+        recorder.clone(),
+    )
+    .await?;
+    eprintln!(
+        "SV1 tap on {} in front of {} (up to {capacity} connections); events in {}",
+        tap.listen_addr,
+        opts.upstream,
+        opts.out.display()
+    );
+    let mut tasks = Vec::new();
+    if let Some(mut sub) = hashblock {
+        let recorder = recorder.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                match sv1::hashblock::next_block(&mut sub).await {
+                    Ok(hash) => recorder.record(Event::NodeBlockAnnounced {
+                        hash: hash.to_string(),
+                    }),
+                    Err(e) => {
+                        tracing::warn!(error = %format!("{e:#}"), "the node's ZMQ");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        }));
+    }
+    if let Some(listener) = metrics {
+        let exposition = Arc::new(sv1_exposition(&tap.stats));
+        tasks.push(serve_exposition(listener, exposition));
+    }
+    let (stats, sampling) = (tap.stats.clone(), recorder.clone());
+    tasks.push(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            sampling.record(stats.bytes_event());
+        }
+    }));
+    match opts.duration {
+        Some(d) => {
+            tokio::select! {
+                _ = tokio::time::sleep(d) => {}
+                _ = crate::roles::terminated() => {}
+            }
+        }
+        None => crate::roles::terminated().await,
+    }
+    tap.stop();
+    for task in tasks {
+        task.abort();
+    }
+    recorder.record(tap.stats.bytes_event());
+    for event in tap.stats.final_events() {
+        recorder.record(event);
+    }
+    recorder.close()?;
+    let summary = analysis::tap::summarize_dir(&opts.out);
+    write_json(&opts.out.join(analysis::manifest::SUMMARY_FILE), &summary)?;
+    Ok(summary)
+}
+
+/// The tap's counters as Prometheus metrics.
+fn sv1_exposition(stats: &sv1::tap::Sv1TapStats) -> Exposition {
+    let mut e = Exposition::default();
+    let counters = [
+        (
+            "stratum_bench_tap_bytes_up",
+            "Bytes the tap relayed towards the pool.",
+            stats.bytes_up.clone(),
+        ),
+        (
+            "stratum_bench_tap_bytes_down",
+            "Bytes the tap relayed from the pool to its clients.",
+            stats.bytes_down.clone(),
+        ),
+        (
+            "stratum_bench_tap_connections",
+            "Client connections the tap accepted.",
+            stats.connections.clone(),
+        ),
+        (
+            "stratum_bench_tap_upstream_unreachable",
+            "Client connections the tap closed because the pool could not be reached.",
+            stats.upstream_unreachable.clone(),
+        ),
+        (
+            "stratum_bench_tap_jobs_relayed",
+            "Jobs (mining.notify) relayed to clients.",
+            stats.jobs_relayed.clone(),
+        ),
+    ];
+    for (name, help, counter) in counters {
+        e.register_counter(name, help, counter);
+    }
+    e.register_counter(
+        "stratum_bench_tap_shares",
+        "Shares by the pool's verdict (accepted, stale, duplicate, low_difficulty, unknown_job, invalid).",
+        stats.shares.clone(),
+    );
+    e.registry.register(
+        "stratum_bench_tap_connections_open",
+        "Client connections open through the tap now.",
+        stats.connections_open.clone(),
+    );
+    e
+}
+
+/// Serves `/metrics` from `exposition` until aborted.
+fn serve_exposition(
+    listener: tokio::net::TcpListener,
+    exposition: Arc<Exposition>,
+) -> tokio::task::JoinHandle<()> {
+    use axum::routing::get;
+    let app = axum::Router::new().route(
+        "/metrics",
+        get(move || {
+            let exposition = exposition.clone();
+            async move {
+                (
+                    [("content-type", "text/plain; version=0.0.4")],
+                    exposition.render(),
+                )
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    })
+}
+
+/// `HOST:PORT` to the first address it names.
+async fn resolve(host_port: &str) -> Result<SocketAddr> {
+    tokio::net::lookup_host(host_port)
+        .await
+        .with_context(|| format!("--upstream {host_port}: not a HOST:PORT this host can resolve"))?
+        .next()
+        .with_context(|| format!("--upstream {host_port}: resolves to no address"))
+}
+
+fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> Result<()> {
+    std::fs::write(path, serde_json::to_string_pretty(value)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))
+}
