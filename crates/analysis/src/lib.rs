@@ -16,6 +16,7 @@ pub mod farm;
 pub mod headline;
 pub mod input;
 pub mod jobs;
+pub mod latency;
 pub mod manifest;
 pub mod paths;
 pub mod published;

@@ -4,6 +4,7 @@ mod bench_fanout;
 mod bench_link;
 mod bench_pool;
 mod bench_template;
+mod latency_cmd;
 mod node_cmd;
 mod report_cmd;
 mod run_cmd;
@@ -75,6 +76,15 @@ enum Command {
     /// Measure a real deployment: a relay in front of a real pool, recording what crosses it.
     #[command(subcommand)]
     Tap(tap_cmd::TapCommand),
+    /// The round trip to pools as a miner sees it, as percentiles per pool.
+    ///
+    /// Each probe opens a fresh connection: TCP connect, then `mining.subscribe` (SV1) or
+    /// the Noise handshake and SetupConnection (SV2). A probe that is refused, times out
+    /// or gets garbage is counted as such and never enters a time. `run --rtt-from FILE`
+    /// makes a run's link these round trips. Example:
+    ///
+    ///   stratum-bench latency stratum+tcp://pool.example:3333 --interval 60s --duration 1h
+    Latency(latency_cmd::LatencyArgs),
     /// Micro-benchmarks of single parts.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -124,6 +134,7 @@ fn main() -> ExitCode {
             Command::Compare(args) => report_cmd::compare(args),
             Command::Export(args) => done(report_cmd::export(args)),
             Command::Tap(command) => done(tap_cmd::run(command).await),
+            Command::Latency(args) => done(latency_cmd::run(args).await),
             Command::Bench(BenchCommand::Template(args)) => done(bench_template::run(args).await),
             Command::Bench(BenchCommand::Link(args)) => done(bench_link::run(args).await),
             Command::Bench(BenchCommand::Pool(args)) => done(bench_pool::run(args).await),

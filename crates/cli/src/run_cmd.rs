@@ -23,6 +23,11 @@ pub struct RunArgs {
     /// Override any scenario field: --set network.block_interval=10s --set link.rtt_ms=100
     #[arg(long = "set", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
+    /// Emulate the round trips `stratum-bench latency` measured (its JSON file): SV1 sides
+    /// get the first SV1 pool's median TCP connect time as link.rtt_ms, SV2 sides the first
+    /// SV2 pool's (every side the one protocol's, when the file has one). --set still wins.
+    #[arg(long, value_name = "FILE")]
+    rtt_from: Option<PathBuf>,
     /// Where live Prometheus metrics are served during the run.
     #[arg(long, default_value = "127.0.0.1:9184")]
     metrics_bind: SocketAddr,
@@ -142,7 +147,20 @@ pub struct RoleArgs {
 }
 
 pub async fn run(args: RunArgs) -> Result<()> {
-    let mut overrides = args.overrides;
+    let mut overrides = Vec::new();
+    if let Some(file) = &args.rtt_from {
+        // The sides come from the scenario as given; the round trips go first, so a --set
+        // of the link still decides.
+        let sides = Scenario::load(&args.scenario, &args.overrides)?.sides;
+        let report = harness::latency::read(file)?;
+        overrides = harness::latency::rtt_overrides(&report, &sides)?;
+        eprintln!(
+            "link round trips from {}: {}",
+            file.display(),
+            overrides.join(", ")
+        );
+    }
+    overrides.extend(args.overrides);
     if let Some(d) = args.duration {
         overrides.push(format!("duration={d}"));
     }

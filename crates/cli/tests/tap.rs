@@ -5,8 +5,7 @@
 mod common;
 
 use common::{
-    exe, free_port, http_get, load_page, out_dir, start_node_announced, start_role, terminate,
-    Killed,
+    exe, free_port, http_get, load_page, out_dir, start_role, start_sv1_pool, terminate, Killed,
 };
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
@@ -46,46 +45,7 @@ fn an_sv1_tap_counts_what_the_pool_counts_on_500_connections() {
     );
     let out = out_dir("tap-sv1");
     std::fs::create_dir_all(&out).unwrap();
-    // Blocks from the network every 5 s or so; the miners' own are rare (difficulty 0.01 is
-    // 43 M hashes, a minute of the fleet's).
-    let (_node, ready) = start_node_announced(&["--block-interval", "5s", "--difficulty", "0.01"]);
-    let word_after = |key: &str| {
-        let at = ready.find(key).unwrap() + key.len();
-        ready[at..].split([' ', ',']).next().unwrap().to_string()
-    };
-    let (rpc, zmq) = (word_after("RPC "), word_after("ZMQ "));
-
-    // The pool: a share every 2 s or so per miner at 1,000 hashes a second.
-    let pool_port = free_port();
-    let start_difficulty = 2_000.0 / 4_294_967_296.0;
-    let pool_spec = harness::roles::RoleSpec::Sv1Pool {
-        config: sv1::pool::PoolConfig {
-            listen: SocketAddr::from(([127, 0, 0, 1], pool_port)),
-            rpc_url: rpc,
-            rpc_user: "u".into(),
-            rpc_password: "p".into(),
-            zmq: Some(zmq.clone()),
-            payout_script: bitcoin::ScriptBuf::new_op_return([0x51]),
-            coinbase_tag: "/tap test/".into(),
-            job_refresh: Duration::from_secs(5),
-            refresh_fee_threshold_sats: 0,
-            vardiff: sv1::pool::VardiffConfig {
-                shares_per_min: 30.0,
-                start: start_difficulty,
-                min: start_difficulty / 1000.0,
-                max: start_difficulty * 1e6,
-                retarget: Duration::from_secs(30),
-            },
-            version_rolling_mask: 0x1fff_e000,
-            broadcast: None,
-        },
-    };
-    let (mut pool, _) = start_role(
-        "pool",
-        &serde_json::to_value(&pool_spec).unwrap(),
-        &out.join("pool.jsonl"),
-    );
-
+    let (_node, mut pool, pool_port, zmq) = start_sv1_pool(&out);
     let (tap_port, metrics_port) = (free_port(), free_port());
     let tapped = out.join("tapped");
     let mut tap_run = Killed(

@@ -8,6 +8,7 @@ pub mod container;
 pub mod external_pool;
 pub mod fuzzing;
 pub mod host;
+pub mod latency;
 pub mod limits;
 pub mod metrics;
 pub mod process;

@@ -421,40 +421,51 @@ async fn connect(
         .await
         .map_err(|e| anyhow::anyhow!("Noise handshake with the pool failed: {e}"))?;
     let (mut reader, mut writer) = noise.into_split();
+    let device_id = format!("{}.{index}", cfg.user_prefix);
+    set_up_mining(&mut reader, &mut writer, cfg.pool, &device_id, flags).await?;
+    Ok((reader, writer))
+}
+
+/// SetupConnection for the mining protocol (`flags` as it carries them) on a Noise
+/// connection to `endpoint`, and the pool's answer: an error unless it is Success.
+pub async fn set_up_mining(
+    reader: &mut NoiseTcpReadHalf,
+    writer: &mut NoiseTcpWriteHalf,
+    endpoint: std::net::SocketAddr,
+    device_id: &str,
+    flags: u32,
+) -> Result<()> {
     let setup = SetupConnectionOwned {
         protocol: Protocol::MiningProtocol,
         min_version: 2,
         max_version: 2,
         flags,
-        endpoint_host: text(&cfg.pool.ip().to_string()),
-        endpoint_port: cfg.pool.port(),
+        endpoint_host: text(&endpoint.ip().to_string()),
+        endpoint_port: endpoint.port(),
         vendor: text("stratum-bench"),
         hardware_version: text("cpu"),
         firmware: text(env!("CARGO_PKG_VERSION")),
-        device_id: text(&format!("{}.{index}", cfg.user_prefix)),
+        device_id: text(device_id),
     };
     send(
-        &mut writer,
+        writer,
         AnyMessageOwned::Common(CommonMessagesOwned::SetupConnection(setup)),
     )
     .await?;
-    {
-        // Scoped: a read half dropped while one of its frames lives spins forever.
-        let mut frame = reader
-            .read_frame()
-            .await
-            .map_err(|e| anyhow::anyhow!("no SetupConnection answer: {e}"))?;
-        let header = frame.header();
-        match CommonMessages::try_from((header.msg_type(), frame.payload())) {
-            Ok(CommonMessages::SetupConnectionSuccess(_)) => {}
-            Ok(CommonMessages::SetupConnectionError(e)) => bail!(
-                "the pool refused SetupConnection: {}",
-                String::from_utf8_lossy(e.error_code.as_ref())
-            ),
-            other => bail!("unexpected answer to SetupConnection: {other:?}"),
-        }
+    // Scoped: a read half dropped while one of its frames lives spins forever.
+    let mut frame = reader
+        .read_frame()
+        .await
+        .map_err(|e| anyhow::anyhow!("no SetupConnection answer: {e}"))?;
+    let header = frame.header();
+    match CommonMessages::try_from((header.msg_type(), frame.payload())) {
+        Ok(CommonMessages::SetupConnectionSuccess(_)) => Ok(()),
+        Ok(CommonMessages::SetupConnectionError(e)) => bail!(
+            "the pool refused SetupConnection: {}",
+            String::from_utf8_lossy(e.error_code.as_ref())
+        ),
+        other => bail!("unexpected answer to SetupConnection: {other:?}"),
     }
-    Ok((reader, writer))
 }
 
 /// The request opening miner `index`'s channel.

@@ -94,6 +94,95 @@ pub fn start_role(
     (Killed(child), addresses)
 }
 
+/// `stratum-bench node` and our SV1 pool on it (role `pool`, events in `dir/pool.jsonl`):
+/// the node, the pool, the pool's port and the node's ZMQ endpoint. Network blocks come
+/// every 5 s or so; the miners' own are rare (difficulty 0.01 is 43 M hashes); a share
+/// is 2,000 hashes to start with.
+pub fn start_sv1_pool(dir: &Path) -> (Killed, Killed, u16, String) {
+    std::fs::create_dir_all(dir).unwrap();
+    let (node, ready) = start_node_announced(&["--block-interval", "5s", "--difficulty", "0.01"]);
+    let word_after = |key: &str| {
+        let at = ready.find(key).unwrap() + key.len();
+        ready[at..].split([' ', ',']).next().unwrap().to_string()
+    };
+    let (rpc, zmq) = (word_after("RPC "), word_after("ZMQ "));
+    let port = free_port();
+    let start = 2_000.0 / 4_294_967_296.0;
+    let spec = harness::roles::RoleSpec::Sv1Pool {
+        config: sv1::pool::PoolConfig {
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            rpc_url: rpc,
+            rpc_user: "u".into(),
+            rpc_password: "p".into(),
+            zmq: Some(zmq.clone()),
+            payout_script: bitcoin::ScriptBuf::new_op_return([0x51]),
+            coinbase_tag: "/stratum-bench test/".into(),
+            job_refresh: std::time::Duration::from_secs(5),
+            refresh_fee_threshold_sats: 0,
+            vardiff: sv1::pool::VardiffConfig {
+                shares_per_min: 30.0,
+                start,
+                min: start / 1000.0,
+                max: start * 1e6,
+                retarget: std::time::Duration::from_secs(30),
+            },
+            version_rolling_mask: 0x1fff_e000,
+            broadcast: None,
+        },
+    };
+    let (pool, _) = start_role(
+        "pool",
+        &serde_json::to_value(&spec).unwrap(),
+        &dir.join("pool.jsonl"),
+    );
+    (node, pool, port, zmq)
+}
+
+/// `stratum-bench node` as a Template Provider and SRI's pool on it (role `sri-pool`):
+/// the node, the pool, the pool's port and its authority public key (base58).
+pub fn start_sri_pool(dir: &Path) -> (Killed, Killed, u16, String) {
+    std::fs::create_dir_all(dir).unwrap();
+    let tp_secret = bitcoin::base58::encode_check(&[7u8; 32]);
+    let tp = node::tdp::AuthorityKeys::from_secret(&tp_secret).unwrap();
+    let tdp = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let (node, _) = start_node_announced(&[
+        "--block-interval",
+        "5s",
+        "--tdp-bind",
+        &tdp.to_string(),
+        "--tdp-secret-key",
+        &tp_secret,
+    ]);
+    let keys =
+        node::tdp::AuthorityKeys::from_secret(&bitcoin::base58::encode_check(&[9u8; 32])).unwrap();
+    let port = free_port();
+    let spec = harness::roles::RoleSpec::SriPool {
+        params: sri::PoolParams {
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            authority_public: keys.public,
+            authority_secret: keys.secret,
+            templates: sri::TemplateSource::Tdp {
+                address: tdp,
+                public: tp.public,
+            },
+            payout_script_hex: bitcoin::ScriptBuf::new_p2wsh(&bitcoin::WScriptHash::from_raw_hash(
+                bitcoin::hashes::Hash::hash(&[0x51]),
+            ))
+            .to_hex_string(),
+            signature: "stratum-bench test".into(),
+            shares_per_minute: 10.0,
+            share_batch_size: 1,
+            jds_listen: None,
+        },
+    };
+    let (pool, _) = start_role(
+        "sri-pool",
+        &serde_json::to_value(&spec).unwrap(),
+        &dir.join("sri-pool.jsonl"),
+    );
+    (node, pool, port, keys.public.to_string())
+}
+
 /// Sends SIGTERM to `child` and waits for it to end by itself.
 pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
     // SAFETY: signalling a child process this test started.

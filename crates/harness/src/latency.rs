@@ -1,0 +1,333 @@
+//! Probing pools as a miner reaches them (`stratum-bench latency`): a TCP connect, then
+//! SV1's `mining.subscribe` or SV2's Noise handshake and `SetupConnection`, each probe on
+//! a fresh connection, every pool probed at once each interval.
+
+use analysis::latency::{Failure, LatencyReport, Probe, ProbeOutcome};
+use anyhow::{bail, Context, Result};
+use std::time::{Duration, Instant};
+use stratum_apps::key_utils::Secp256k1PublicKey;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// A pool to probe, from its URL.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// `stratum+tcp://HOST:PORT`.
+    Sv1 { host_port: String },
+    /// `stratum2+tcp://HOST:PORT[/AUTHORITY_PUBKEY]`: with the pool's authority key
+    /// (base58, as SV2 URLs carry it) the handshake checks it; without, any key is taken.
+    Sv2 {
+        host_port: String,
+        authority: Option<Secp256k1PublicKey>,
+    },
+}
+
+impl Target {
+    pub fn parse(url: &str) -> Result<Target> {
+        if let Some(rest) = url.strip_prefix("stratum+tcp://") {
+            Ok(Target::Sv1 {
+                host_port: host_port(url, rest.trim_end_matches('/'))?,
+            })
+        } else if let Some(rest) = url.strip_prefix("stratum2+tcp://") {
+            let (address, key) = rest.split_once('/').unwrap_or((rest, ""));
+            let authority = match key {
+                "" => None,
+                key => Some(key.parse().map_err(|e| {
+                    anyhow::anyhow!("{url}: {key:?} is not a base58 authority public key ({e:?})")
+                })?),
+            };
+            Ok(Target::Sv2 {
+                host_port: host_port(url, address)?,
+                authority,
+            })
+        } else {
+            bail!("{url}: a pool URL is stratum+tcp://HOST:PORT (SV1) or stratum2+tcp://HOST:PORT[/KEY] (SV2)")
+        }
+    }
+}
+
+fn host_port(url: &str, address: &str) -> Result<String> {
+    match address.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+            Ok(address.to_string())
+        }
+        _ => bail!("{url}: {address:?} is not HOST:PORT"),
+    }
+}
+
+/// Probes every URL each `interval` for `duration` (at least once), each probe given
+/// `timeout`; the report of every probe.
+pub async fn probe_all(
+    urls: &[String],
+    interval: Duration,
+    duration: Duration,
+    timeout: Duration,
+) -> Result<LatencyReport> {
+    let targets: Vec<Target> = urls
+        .iter()
+        .map(|u| Target::parse(u))
+        .collect::<Result<_>>()?;
+    let start = Instant::now();
+    let mut probes = Vec::new();
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let t_s = start.elapsed().as_secs_f64();
+        if !probes.is_empty() && start.elapsed() >= duration {
+            break;
+        }
+        let round = targets.iter().map(|t| probe_once(t, timeout));
+        for (url, outcome) in urls.iter().zip(futures_join(round).await) {
+            if let ProbeOutcome::Failed { failure, reason } = &outcome {
+                tracing::info!(%url, failure = failure.name(), %reason, "probe failed");
+            }
+            probes.push(Probe {
+                url: url.clone(),
+                t_s,
+                outcome,
+            });
+        }
+    }
+    Ok(LatencyReport::of(urls, interval.as_secs_f64(), probes))
+}
+
+/// Runs the probes of one round side by side.
+async fn futures_join<F: std::future::Future<Output = ProbeOutcome> + Send + 'static>(
+    probes: impl Iterator<Item = F>,
+) -> Vec<ProbeOutcome> {
+    let handles: Vec<_> = probes.map(tokio::spawn).collect();
+    let mut outcomes = Vec::with_capacity(handles.len());
+    for h in handles {
+        outcomes.push(h.await.unwrap_or_else(|e| ProbeOutcome::Failed {
+            failure: Failure::Garbage,
+            reason: format!("the probe failed: {e}"),
+        }));
+    }
+    outcomes
+}
+
+/// A failed step: why, in the probe's words.
+type Step<T> = std::result::Result<T, (Failure, String)>;
+
+async fn within<T>(
+    timeout: Duration,
+    what: &str,
+    step: impl std::future::Future<Output = Step<T>>,
+) -> Step<T> {
+    tokio::time::timeout(timeout, step)
+        .await
+        .unwrap_or_else(|_| Err((Failure::Timeout, format!("no {what} within {timeout:?}"))))
+}
+
+fn probe_once(
+    target: &Target,
+    timeout: Duration,
+) -> impl std::future::Future<Output = ProbeOutcome> + Send + 'static {
+    let target = target.clone();
+    async move {
+        // One deadline for the whole probe: a pool that trickles its answer still fails.
+        let outcome = within(timeout, "answer", measure(target)).await;
+        match outcome {
+            Ok(outcome) => outcome,
+            Err((failure, reason)) => ProbeOutcome::Failed { failure, reason },
+        }
+    }
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
+}
+
+async fn measure(target: Target) -> Step<ProbeOutcome> {
+    let host_port = match &target {
+        Target::Sv1 { host_port } | Target::Sv2 { host_port, .. } => host_port.clone(),
+    };
+    // The name is resolved before the clock starts: DNS is not the pool's round trip.
+    let address = tokio::net::lookup_host(&host_port)
+        .await
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| (Failure::Refused, format!("{host_port} does not resolve")))?;
+    let t0 = Instant::now();
+    let stream = TcpStream::connect(address)
+        .await
+        .map_err(|e| (Failure::Refused, format!("connect: {e}")))?;
+    let connect_ms = ms(t0);
+    let _ = stream.set_nodelay(true);
+    match target {
+        Target::Sv1 { .. } => {
+            let t1 = Instant::now();
+            subscribe(stream).await?;
+            Ok(ProbeOutcome::Answered {
+                connect_ms,
+                handshake_ms: None,
+                request_ms: ms(t1),
+            })
+        }
+        Target::Sv2 { authority, .. } => {
+            let t1 = Instant::now();
+            let noise = stratum_apps::network_helpers::connect_with_noise(stream, authority)
+                .await
+                .map_err(|e| (Failure::Garbage, format!("Noise handshake: {e:?}")))?;
+            let handshake_ms = ms(t1);
+            let (mut reader, mut writer) = noise.into_split();
+            let t2 = Instant::now();
+            sv2::fleet::set_up_mining(&mut reader, &mut writer, address, "latency-probe", 0)
+                .await
+                .map_err(|e| (Failure::Garbage, format!("{e:#}")))?;
+            Ok(ProbeOutcome::Answered {
+                connect_ms,
+                handshake_ms: Some(handshake_ms),
+                request_ms: ms(t2),
+            })
+        }
+    }
+}
+
+/// `mining.subscribe`, and the pool's answer to it (its id, a result, no error).
+async fn subscribe(stream: TcpStream) -> Step<()> {
+    let (read, mut write) = stream.into_split();
+    let request =
+        "{\"id\":1,\"method\":\"mining.subscribe\",\"params\":[\"stratum-bench-latency\"]}\n";
+    write
+        .write_all(request.as_bytes())
+        .await
+        .map_err(|e| (Failure::Refused, format!("write: {e}")))?;
+    let mut read = BufReader::new(read);
+    let mut line = Vec::new();
+    // Lines before the answer (a notification a pool sends at once) are skipped.
+    loop {
+        line.clear();
+        sv1::wire::read_raw_line(&mut read, &mut line)
+            .await
+            .map_err(|e| match e {
+                sv1::wire::ReadError::Closed => {
+                    (Failure::Refused, "closed before answering".into())
+                }
+                e => (Failure::Garbage, format!("read: {e}")),
+            })?;
+        let msg: serde_json::Value = serde_json::from_slice(&line).map_err(|_| {
+            (
+                Failure::Garbage,
+                format!(
+                    "not JSON: {:?}",
+                    String::from_utf8_lossy(&line[..line.len().min(80)])
+                ),
+            )
+        })?;
+        if msg.get("id") != Some(&serde_json::json!(1)) {
+            continue;
+        }
+        return match (msg.get("result"), msg.get("error")) {
+            (Some(r), e) if !r.is_null() && e.is_none_or(serde_json::Value::is_null) => Ok(()),
+            _ => Err((Failure::Garbage, format!("subscribe refused: {msg}"))),
+        };
+    }
+}
+
+/// Writes the report to `path`.
+pub fn write(report: &LatencyReport, path: &std::path::Path) -> Result<()> {
+    std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The `--set` overrides that make a run's link the round trips in `report`
+/// (`run --rtt-from`): SV1 sides get the first answered SV1 pool's, SV2 sides the first
+/// answered SV2 pool's ([`LatencyReport::link_rtt_ms`]); a file of one protocol only
+/// sets every side's.
+pub fn rtt_overrides(report: &LatencyReport, sides: &[String]) -> Result<Vec<String>> {
+    let measured = report.link_rtt_ms();
+    let first = |sv2: bool| {
+        (measured.iter())
+            .find(|(url, _)| matches!(Target::parse(url), Ok(Target::Sv2 { .. })) == sv2)
+            .map(|(_, rtt)| *rtt)
+    };
+    let (sv1, sv2) = (first(false), first(true));
+    let Some(any) = sv1.or(sv2) else {
+        bail!("no pool in the latency file answered a probe: there is no round trip to use");
+    };
+    // `{:?}` writes a float as one (`1.0`), which the scenario's TOML reads as a number.
+    let mut overrides = vec![format!("link.rtt_ms={:?}", sv1.unwrap_or(any))];
+    for side in sides {
+        let is_sv2 = crate::scenario::Config::of_side(side)
+            .is_some_and(|c| c != crate::scenario::Config::Sv1);
+        if let (true, Some(rtt)) = (is_sv2, sv2) {
+            overrides.push(format!("link.side_rtt_ms.{side}={rtt:?}"));
+        }
+    }
+    Ok(overrides)
+}
+
+/// Reads a file `stratum-bench latency` wrote.
+pub fn read(path: &std::path::Path) -> Result<LatencyReport> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a file `stratum-bench latency` wrote",
+            path.display()
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(url: &str, connect_ms: f64) -> Probe {
+        Probe {
+            url: url.into(),
+            t_s: 0.0,
+            outcome: ProbeOutcome::Answered {
+                connect_ms,
+                handshake_ms: None,
+                request_ms: 1.0,
+            },
+        }
+    }
+
+    #[test]
+    fn sides_get_the_round_trip_of_a_pool_of_their_protocol() {
+        let (sv1, sv2) = ("stratum+tcp://a:3333", "stratum2+tcp://b:3336");
+        let urls = [sv1.to_string(), sv2.to_string()];
+        let report = LatencyReport::of(&urls, 60.0, vec![answered(sv1, 40.0), answered(sv2, 90.0)]);
+        let sides = ["sv1", "sv2-c", "sv2-d-2"].map(String::from);
+        assert_eq!(
+            rtt_overrides(&report, &sides).unwrap(),
+            [
+                "link.rtt_ms=40.0",
+                "link.side_rtt_ms.sv2-c=90.0",
+                "link.side_rtt_ms.sv2-d-2=90.0"
+            ]
+        );
+        // One protocol only: every side gets it.
+        let only_sv2 = LatencyReport::of(&urls[1..], 60.0, vec![answered(sv2, 90.0)]);
+        assert_eq!(
+            rtt_overrides(&only_sv2, &sides).unwrap()[0],
+            "link.rtt_ms=90.0"
+        );
+        let none = LatencyReport::of(&urls, 60.0, Vec::new());
+        assert!(rtt_overrides(&none, &sides).is_err());
+    }
+
+    #[test]
+    fn pool_urls_name_their_protocol_and_bad_ones_say_why() {
+        assert!(matches!(
+            Target::parse("stratum+tcp://pool.example:3333"),
+            Ok(Target::Sv1 { .. })
+        ));
+        assert!(matches!(
+            Target::parse("stratum2+tcp://127.0.0.1:3336"),
+            Ok(Target::Sv2 {
+                authority: None,
+                ..
+            })
+        ));
+        let bad = Target::parse("http://pool:1").unwrap_err().to_string();
+        assert!(bad.contains("stratum+tcp://"), "{bad}");
+        let no_port = Target::parse("stratum+tcp://pool").unwrap_err().to_string();
+        assert!(no_port.contains("HOST:PORT"), "{no_port}");
+        assert!(Target::parse("stratum2+tcp://pool:1/notakey").is_err());
+    }
+}
