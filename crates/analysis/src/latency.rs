@@ -88,15 +88,33 @@ impl LatencyReport {
         }
     }
 
-    /// The round trip a run's link should emulate for each pool: its TCP connect time's
-    /// median (a SYN and its SYN-ACK: the network's round trip, without the pool's own
-    /// processing, which the pool under test adds itself). Pools with no answered probe
-    /// are left out.
-    pub fn link_rtt_ms(&self) -> Vec<(&str, f64)> {
-        (self.targets.iter())
-            .filter_map(|t| Some((t.url.as_str(), t.connect_ms.p50?)))
-            .collect()
+    /// The round trips a run's link should emulate: for SV1 and for SV2, the median TCP
+    /// connect time (a SYN and its SYN-ACK: the network's round trip, without the pool's
+    /// own processing, which the pool under test adds itself) of the first pool of that
+    /// protocol that answered a probe.
+    pub fn link_rtt_ms(&self) -> LinkRtt {
+        let first = |sv2: bool| {
+            (self.targets.iter())
+                .filter(|t| t.url.starts_with(SV2_SCHEME) == sv2)
+                .find_map(|t| t.connect_ms.p50)
+        };
+        LinkRtt {
+            sv1: first(false),
+            sv2: first(true),
+        }
     }
+}
+
+/// The scheme of an SV2 pool's URL (`stratum2+tcp://HOST:PORT[/KEY]`).
+pub const SV2_SCHEME: &str = "stratum2+tcp://";
+/// The scheme of an SV1 pool's URL (`stratum+tcp://HOST:PORT`).
+pub const SV1_SCHEME: &str = "stratum+tcp://";
+
+/// A link round trip per protocol, in ms; `None` where no pool of it answered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkRtt {
+    pub sv1: Option<f64>,
+    pub sv2: Option<f64>,
 }
 
 fn summarize<'a>(url: &str, probes: impl Iterator<Item = &'a Probe>) -> TargetSummary {
@@ -159,6 +177,28 @@ mod tests {
     }
 
     #[test]
+    fn each_protocol_takes_the_first_of_its_pools_that_answered() {
+        let (sv1, sv2, sv2_down) = (
+            "stratum+tcp://a:3333",
+            "stratum2+tcp://b:3336",
+            "stratum2+tcp://c:3336",
+        );
+        let urls = [sv2_down, sv1, sv2].map(String::from);
+        let probes = vec![
+            failed(sv2_down, Failure::Refused),
+            answered(sv1, 40.0, 1.0),
+            answered(sv2, 90.0, 1.0),
+        ];
+        assert_eq!(
+            LatencyReport::of(&urls, 60.0, probes).link_rtt_ms(),
+            LinkRtt {
+                sv1: Some(40.0),
+                sv2: Some(90.0)
+            }
+        );
+    }
+
+    #[test]
     fn failures_are_counted_apart_and_never_averaged_in() {
         let urls = ["a".to_string(), "b".to_string()];
         let report = LatencyReport::of(
@@ -185,7 +225,13 @@ mod tests {
         assert_eq!((b.probes, b.answered), (2, 0));
         assert_eq!(b.failures.get("refused"), Some(&2));
         assert_eq!(b.connect_ms.mean, None);
-        // Only the pool that answered gives a link round trip.
-        assert_eq!(report.link_rtt_ms(), vec![("a", 20.0)]);
+        // Only the pool that answered gives a link round trip; neither is SV2.
+        assert_eq!(
+            report.link_rtt_ms(),
+            LinkRtt {
+                sv1: Some(20.0),
+                sv2: None
+            }
+        );
     }
 }

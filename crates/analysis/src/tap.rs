@@ -25,9 +25,6 @@ pub struct TapSetup {
     pub upstream: String,
     /// The operator's node's ZMQ endpoint, when new blocks were watched.
     pub node_zmq: Option<String>,
-    /// Whether the tap read the messages (SV1 always; SV2 with the authority key), or
-    /// saw only encrypted bytes.
-    pub decoded: bool,
 }
 
 /// Shares of one worker by the pool's verdict.

@@ -153,7 +153,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         // of the link still decides.
         let sides = Scenario::load(&args.scenario, &args.overrides)?.sides;
         let report = harness::latency::read(file)?;
-        overrides = harness::latency::rtt_overrides(&report, &sides)?;
+        overrides = harness::latency::rtt_overrides(report.link_rtt_ms(), &sides)?;
         eprintln!(
             "link round trips from {}: {}",
             file.display(),

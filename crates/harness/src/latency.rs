@@ -2,7 +2,9 @@
 //! SV1's `mining.subscribe` or SV2's Noise handshake and `SetupConnection`, each probe on
 //! a fresh connection, every pool probed at once each interval.
 
-use analysis::latency::{Failure, LatencyReport, Probe, ProbeOutcome};
+use analysis::latency::{
+    Failure, LatencyReport, LinkRtt, Probe, ProbeOutcome, SV1_SCHEME, SV2_SCHEME,
+};
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
 use stratum_apps::key_utils::Secp256k1PublicKey;
@@ -24,11 +26,11 @@ pub enum Target {
 
 impl Target {
     pub fn parse(url: &str) -> Result<Target> {
-        if let Some(rest) = url.strip_prefix("stratum+tcp://") {
+        if let Some(rest) = url.strip_prefix(SV1_SCHEME) {
             Ok(Target::Sv1 {
                 host_port: host_port(url, rest.trim_end_matches('/'))?,
             })
-        } else if let Some(rest) = url.strip_prefix("stratum2+tcp://") {
+        } else if let Some(rest) = url.strip_prefix(SV2_SCHEME) {
             let (address, key) = rest.split_once('/').unwrap_or((rest, ""));
             let authority = match key {
                 "" => None,
@@ -77,8 +79,15 @@ pub async fn probe_all(
         if !probes.is_empty() && start.elapsed() >= duration {
             break;
         }
-        let round = targets.iter().map(|t| probe_once(t, timeout));
-        for (url, outcome) in urls.iter().zip(futures_join(round).await) {
+        // The pools of a round are probed side by side.
+        let round: Vec<_> = (targets.iter())
+            .map(|t| tokio::spawn(probe_once(t.clone(), timeout)))
+            .collect();
+        for (url, probe) in urls.iter().zip(round) {
+            let outcome = probe.await.unwrap_or_else(|e| ProbeOutcome::Failed {
+                failure: Failure::Garbage,
+                reason: format!("the probe failed: {e}"),
+            });
             if let ProbeOutcome::Failed { failure, reason } = &outcome {
                 tracing::info!(%url, failure = failure.name(), %reason, "probe failed");
             }
@@ -92,46 +101,18 @@ pub async fn probe_all(
     Ok(LatencyReport::of(urls, interval.as_secs_f64(), probes))
 }
 
-/// Runs the probes of one round side by side.
-async fn futures_join<F: std::future::Future<Output = ProbeOutcome> + Send + 'static>(
-    probes: impl Iterator<Item = F>,
-) -> Vec<ProbeOutcome> {
-    let handles: Vec<_> = probes.map(tokio::spawn).collect();
-    let mut outcomes = Vec::with_capacity(handles.len());
-    for h in handles {
-        outcomes.push(h.await.unwrap_or_else(|e| ProbeOutcome::Failed {
-            failure: Failure::Garbage,
-            reason: format!("the probe failed: {e}"),
-        }));
-    }
-    outcomes
-}
-
 /// A failed step: why, in the probe's words.
 type Step<T> = std::result::Result<T, (Failure, String)>;
 
-async fn within<T>(
-    timeout: Duration,
-    what: &str,
-    step: impl std::future::Future<Output = Step<T>>,
-) -> Step<T> {
-    tokio::time::timeout(timeout, step)
-        .await
-        .unwrap_or_else(|_| Err((Failure::Timeout, format!("no {what} within {timeout:?}"))))
-}
-
-fn probe_once(
-    target: &Target,
-    timeout: Duration,
-) -> impl std::future::Future<Output = ProbeOutcome> + Send + 'static {
-    let target = target.clone();
-    async move {
-        // One deadline for the whole probe: a pool that trickles its answer still fails.
-        let outcome = within(timeout, "answer", measure(target)).await;
-        match outcome {
-            Ok(outcome) => outcome,
-            Err((failure, reason)) => ProbeOutcome::Failed { failure, reason },
-        }
+async fn probe_once(target: Target, timeout: Duration) -> ProbeOutcome {
+    // One deadline for the whole probe: a pool that trickles its answer still fails.
+    match tokio::time::timeout(timeout, measure(target)).await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err((failure, reason))) => ProbeOutcome::Failed { failure, reason },
+        Err(_) => ProbeOutcome::Failed {
+            failure: Failure::Timeout,
+            reason: format!("no answer within {timeout:?}"),
+        },
     }
 }
 
@@ -232,27 +213,19 @@ pub fn write(report: &LatencyReport, path: &std::path::Path) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// The `--set` overrides that make a run's link the round trips in `report`
-/// (`run --rtt-from`): SV1 sides get the first answered SV1 pool's, SV2 sides the first
-/// answered SV2 pool's ([`LatencyReport::link_rtt_ms`]); a file of one protocol only
-/// sets every side's.
-pub fn rtt_overrides(report: &LatencyReport, sides: &[String]) -> Result<Vec<String>> {
-    let measured = report.link_rtt_ms();
-    let first = |sv2: bool| {
-        (measured.iter())
-            .find(|(url, _)| matches!(Target::parse(url), Ok(Target::Sv2 { .. })) == sv2)
-            .map(|(_, rtt)| *rtt)
-    };
-    let (sv1, sv2) = (first(false), first(true));
-    let Some(any) = sv1.or(sv2) else {
+/// The `--set` overrides that make a run's link the measured round trips
+/// (`run --rtt-from`): SV1 sides get SV1's, SV2 sides SV2's; with one protocol measured,
+/// every side gets it.
+pub fn rtt_overrides(rtt: LinkRtt, sides: &[String]) -> Result<Vec<String>> {
+    let Some(any) = rtt.sv1.or(rtt.sv2) else {
         bail!("no pool in the latency file answered a probe: there is no round trip to use");
     };
     // `{:?}` writes a float as one (`1.0`), which the scenario's TOML reads as a number.
-    let mut overrides = vec![format!("link.rtt_ms={:?}", sv1.unwrap_or(any))];
+    let mut overrides = vec![format!("link.rtt_ms={:?}", rtt.sv1.unwrap_or(any))];
     for side in sides {
         let is_sv2 = crate::scenario::Config::of_side(side)
             .is_some_and(|c| c != crate::scenario::Config::Sv1);
-        if let (true, Some(rtt)) = (is_sv2, sv2) {
+        if let (true, Some(rtt)) = (is_sv2, rtt.sv2) {
             overrides.push(format!("link.side_rtt_ms.{side}={rtt:?}"));
         }
     }
@@ -275,26 +248,15 @@ pub fn read(path: &std::path::Path) -> Result<LatencyReport> {
 mod tests {
     use super::*;
 
-    fn answered(url: &str, connect_ms: f64) -> Probe {
-        Probe {
-            url: url.into(),
-            t_s: 0.0,
-            outcome: ProbeOutcome::Answered {
-                connect_ms,
-                handshake_ms: None,
-                request_ms: 1.0,
-            },
-        }
-    }
-
     #[test]
     fn sides_get_the_round_trip_of_a_pool_of_their_protocol() {
-        let (sv1, sv2) = ("stratum+tcp://a:3333", "stratum2+tcp://b:3336");
-        let urls = [sv1.to_string(), sv2.to_string()];
-        let report = LatencyReport::of(&urls, 60.0, vec![answered(sv1, 40.0), answered(sv2, 90.0)]);
         let sides = ["sv1", "sv2-c", "sv2-d-2"].map(String::from);
+        let both = LinkRtt {
+            sv1: Some(40.0),
+            sv2: Some(90.0),
+        };
         assert_eq!(
-            rtt_overrides(&report, &sides).unwrap(),
+            rtt_overrides(both, &sides).unwrap(),
             [
                 "link.rtt_ms=40.0",
                 "link.side_rtt_ms.sv2-c=90.0",
@@ -302,13 +264,19 @@ mod tests {
             ]
         );
         // One protocol only: every side gets it.
-        let only_sv2 = LatencyReport::of(&urls[1..], 60.0, vec![answered(sv2, 90.0)]);
+        let only_sv2 = LinkRtt {
+            sv1: None,
+            sv2: Some(90.0),
+        };
         assert_eq!(
-            rtt_overrides(&only_sv2, &sides).unwrap()[0],
+            rtt_overrides(only_sv2, &sides).unwrap()[0],
             "link.rtt_ms=90.0"
         );
-        let none = LatencyReport::of(&urls, 60.0, Vec::new());
-        assert!(rtt_overrides(&none, &sides).is_err());
+        let none = LinkRtt {
+            sv1: None,
+            sv2: None,
+        };
+        assert!(rtt_overrides(none, &sides).is_err());
     }
 
     #[test]

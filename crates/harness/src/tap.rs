@@ -39,7 +39,6 @@ pub async fn run_sv1(opts: TapOptions) -> Result<TapSummary> {
         listen: opts.listen.to_string(),
         upstream: opts.upstream.clone(),
         node_zmq: opts.node_zmq.clone(),
-        decoded: true,
     };
     write_json(&opts.out.join(TAP_FILE), &setup)?;
     // The node is checked before anything listens: a wrong endpoint fails the start.

@@ -41,10 +41,10 @@ pub fn document(dir: &Path) -> Result<Document> {
             dir.display()
         ),
         sections: vec![
-            shares_section(&setup, &summary),
+            shares_section(&summary),
             jobs_section(&setup, &summary),
             connections_section(&summary),
-            bandwidth_section(&setup, &summary),
+            bandwidth_section(&summary),
             blind_spots(&setup),
         ],
     })
@@ -65,18 +65,8 @@ fn dist_table(rows: Vec<(&str, &Dist)>) -> Block {
     }
 }
 
-fn shares_section(setup: &TapSetup, s: &TapSummary) -> Section {
+fn shares_section(s: &TapSummary) -> Section {
     let mut blocks = Vec::new();
-    if !setup.decoded {
-        blocks.push(Block::Note(
-            "The tap had no authority key: it saw encrypted bytes only, so no share or verdict."
-                .into(),
-        ));
-        return Section {
-            title: "Shares and verdicts".into(),
-            blocks,
-        };
-    }
     let verdicts = probe::ShareVerdict::ALL.map(|v| v.name());
     let count =
         |m: &std::collections::BTreeMap<String, u64>, v: &str| m.get(v).copied().unwrap_or(0);
@@ -205,7 +195,7 @@ fn connections_section(s: &TapSummary) -> Section {
     }
 }
 
-fn bandwidth_section(setup: &TapSetup, s: &TapSummary) -> Section {
+fn bandwidth_section(s: &TapSummary) -> Section {
     let mut blocks = vec![Block::Table {
         head: ["direction", "bytes", "bytes/s"].map(String::from).to_vec(),
         rows: vec![
@@ -236,7 +226,7 @@ fn bandwidth_section(setup: &TapSetup, s: &TapSummary) -> Section {
         ));
         blocks.push(dist_table(added));
     }
-    if setup.protocol == "sv1" && s.malformed_up + s.malformed_down > 0 {
+    if s.malformed_up + s.malformed_down > 0 {
         blocks.push(Block::Note(format!(
             "Lines that were not JSON, passed on unread: {} to the pool, {} from it.",
             s.malformed_up, s.malformed_down
@@ -259,13 +249,6 @@ fn blind_spots(setup: &TapSetup) -> Section {
     ];
     if setup.node_zmq.is_none() {
         points.push("Without --node-zmq there is no block time to measure jobs from.".into());
-    }
-    if !setup.decoded {
-        points.push(
-            "Without the pool's authority key the SV2 stream stays encrypted: frame \
-             boundaries, message types, shares and verdicts cannot be read."
-                .into(),
-        );
     }
     Section {
         title: "What the tap cannot see".into(),

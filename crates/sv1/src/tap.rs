@@ -61,7 +61,7 @@ pub struct Sv1TapStats {
 /// A share's verdict as a metric label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct VerdictLabel {
-    pub verdict: String,
+    pub verdict: &'static str,
 }
 
 impl Sv1TapStats {
@@ -374,7 +374,7 @@ pub(crate) fn note_answer(
             };
             let (verdict, reason) = answer_verdict(msg);
             let label = VerdictLabel {
-                verdict: verdict.name().to_string(),
+                verdict: verdict.name(),
             };
             stats.shares.get_or_create(&label).inc();
             recorder.record_at(

@@ -57,12 +57,16 @@ pub fn start_node_announced(args: &[&str]) -> (Killed, String) {
         .stderr(Stdio::null())
         .spawn()
         .expect("the binary starts");
-    let line = BufReader::new(child.stdout.take().unwrap())
+    let line = announcement(&mut child, "node ready").expect("the node announces itself");
+    (Killed(child), line)
+}
+
+/// The first line of `child`'s stdout that starts with `prefix` (the rest is not read).
+fn announcement(child: &mut Child, prefix: &str) -> Option<String> {
+    BufReader::new(child.stdout.take()?)
         .lines()
         .map_while(Result::ok)
-        .find(|l| l.starts_with("node ready"))
-        .expect("the node announces itself");
-    (Killed(child), line)
+        .find(|l| l.starts_with(prefix))
 }
 
 /// `stratum-bench role` of `spec` (a role spec's JSON), recording into `events`, once it
@@ -85,11 +89,8 @@ pub fn start_role(
         .stderr(std::fs::File::create(events.with_extension("log")).unwrap())
         .spawn()
         .expect("the binary starts");
-    let line = BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .map_while(Result::ok)
-        .find(|l| l.starts_with("READY "))
-        .unwrap_or_else(|| panic!("role {name} never got ready"));
+    let line =
+        announcement(&mut child, "READY ").unwrap_or_else(|| panic!("role {name} never got ready"));
     let addresses = serde_json::from_str(&line["READY ".len()..]).unwrap();
     (Killed(child), addresses)
 }
