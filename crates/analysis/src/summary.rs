@@ -264,7 +264,9 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
         | Event::TapUpstreamUnreachable { .. }
         | Event::TapBytes { .. }
         | Event::NodeBlockAnnounced { .. }
-        | Event::NewPrevHashRelayed { .. } => false,
+        | Event::NewPrevHashRelayed { .. }
+        | Event::Sv2JobRelayed { .. }
+        | Event::EncryptedRead { .. } => false,
     }
 }
 

@@ -25,6 +25,9 @@ pub struct TapSetup {
     pub upstream: String,
     /// The operator's node's ZMQ endpoint, when new blocks were watched.
     pub node_zmq: Option<String>,
+    /// Whether the tap read the messages: false for an SV2 tap without the pool's key,
+    /// which sees encrypted bytes only.
+    pub decoded: bool,
 }
 
 /// Shares of one worker by the pool's verdict.
@@ -50,9 +53,11 @@ pub struct TapSummary {
     /// Shares by verdict, over every worker.
     pub verdicts: BTreeMap<String, u64>,
     pub workers: Vec<WorkerShares>,
-    /// Jobs relayed to miners (one per connection that got it).
+    /// New work relayed to miners, one per connection (SV2: per channel) that got it: SV1
+    /// `mining.notify`; SV2 a job for now, or the SetNewPrevHash that starts a future one.
     pub jobs_relayed: u64,
-    /// Between consecutive jobs on a connection, in ms (unit: the job that ended it).
+    /// Between consecutive jobs on a connection (SV2: a channel), in ms (unit: the
+    /// broadcast that ended it).
     pub job_interval_ms: Dist,
     /// Blocks the node announced on ZMQ while the tap ran.
     pub blocks_announced: u64,
@@ -73,6 +78,13 @@ pub struct TapSummary {
     /// Lines passed on that were not JSON (SV1), towards the pool and from it.
     pub malformed_up: u64,
     pub malformed_down: u64,
+    /// An SV2 tap without the pool's key: the reads of encrypted bytes it relayed, towards
+    /// the pool and from it, and their sizes in bytes. Frames cannot be told apart in an
+    /// encrypted stream, so a read stands for one frame or a few that came together.
+    pub encrypted_reads_up: u64,
+    pub encrypted_reads_down: u64,
+    pub encrypted_read_bytes_up: Option<Dist>,
+    pub encrypted_read_bytes_down: Option<Dist>,
     /// Event lines that could not be read, as `events/tap.jsonl:17`.
     pub unreadable: Vec<String>,
 }
@@ -97,8 +109,11 @@ pub struct TapFold {
     end_reasons: BTreeMap<String, u64>,
     workers: BTreeMap<String, WorkerShares>,
     jobs_relayed: u64,
-    /// Each connection's last job time.
-    last_job: HashMap<u32, u64>,
+    /// Each job stream's last job time: a connection (SV1), or a channel on one (SV2).
+    last_job: HashMap<(u32, u32), u64>,
+    /// Each SV2 channel's tip, and the jobs for now it had since: the nth job after a tip
+    /// on every channel comes from the same template, so it names the broadcast.
+    sv2_tip: HashMap<(u32, u32), (String, u32)>,
     job_interval_ms: Clustered,
     /// Blocks announced, by hash: when, and the connections that have had a job on it.
     announced: HashMap<String, (u64, std::collections::HashSet<u32>)>,
@@ -106,6 +121,8 @@ pub struct TapFold {
     bytes: (u64, u64),
     latency: Option<(Dist, Dist)>,
     malformed: (u64, u64),
+    /// Sizes of encrypted reads, towards the pool and from it.
+    encrypted_reads: (Vec<f64>, Vec<f64>),
 }
 
 impl TapFold {
@@ -121,11 +138,44 @@ impl TapFold {
                 job_id,
                 prev_hash,
                 ..
-            } => self.job(r.t_ns, *connection, job_id, prev_hash),
+            } => self.job(
+                r.t_ns,
+                (*connection, 0),
+                &format!("{prev_hash}/{job_id}"),
+                Some(prev_hash),
+            ),
             Event::NewPrevHashRelayed {
                 connection,
+                channel,
                 prev_hash,
-            } => self.job(r.t_ns, *connection, prev_hash, prev_hash),
+            } => {
+                let key = (*connection, *channel);
+                self.sv2_tip.insert(key, (prev_hash.clone(), 0));
+                self.job(r.t_ns, key, &format!("{prev_hash}/0"), Some(prev_hash));
+            }
+            Event::Sv2JobRelayed {
+                connection,
+                channel,
+                ..
+            } => {
+                let key = (*connection, *channel);
+                let (tip, since) = self.sv2_tip.entry(key).or_default();
+                *since += 1;
+                let unit = format!("{tip}/{since}");
+                self.job(r.t_ns, key, &unit, None);
+            }
+            Event::EncryptedRead {
+                connection,
+                up,
+                bytes,
+            } => {
+                self.connections.insert(*connection);
+                let sizes = match up {
+                    true => &mut self.encrypted_reads.0,
+                    false => &mut self.encrypted_reads.1,
+                };
+                sizes.push(*bytes as f64);
+            }
             Event::ShareJudged {
                 worker,
                 verdict,
@@ -170,15 +220,17 @@ impl TapFold {
         }
     }
 
-    /// A job relayed on `connection` at `t`: `job` names the broadcast, `prev_hash` its tip.
-    fn job(&mut self, t: u64, connection: u32, job: &str, prev_hash: &str) {
+    /// A job relayed at `t` on `stream` (connection, channel): `broadcast` names the
+    /// broadcast it came in, `new_tip` the block when it starts work on one.
+    fn job(&mut self, t: u64, stream: (u32, u32), broadcast: &str, new_tip: Option<&str>) {
+        let connection = stream.0;
         self.connections.insert(connection);
         self.jobs_relayed += 1;
-        if let Some(last) = self.last_job.insert(connection, t) {
-            let unit = format!("{prev_hash}/{job}");
+        if let Some(last) = self.last_job.insert(stream, t) {
             self.job_interval_ms
-                .push(&unit, t.saturating_sub(last) as f64 / 1e6);
+                .push(broadcast, t.saturating_sub(last) as f64 / 1e6);
         }
+        let Some(prev_hash) = new_tip else { return };
         if let Some((announced_ns, reached)) = self.announced.get_mut(prev_hash) {
             if reached.insert(connection) {
                 let ms = (t as f64 - *announced_ns as f64) / 1e6;
@@ -226,9 +278,18 @@ impl TapFold {
             tap_added_down_ms: self.latency.map(|l| l.1),
             malformed_up: self.malformed.0,
             malformed_down: self.malformed.1,
+            encrypted_reads_up: self.encrypted_reads.0.len() as u64,
+            encrypted_reads_down: self.encrypted_reads.1.len() as u64,
+            encrypted_read_bytes_up: sizes(&self.encrypted_reads.0),
+            encrypted_read_bytes_down: sizes(&self.encrypted_reads.1),
             unreadable: Vec::new(),
         }
     }
+}
+
+/// The distribution of read sizes, when there were reads.
+fn sizes(reads: &[f64]) -> Option<Dist> {
+    (!reads.is_empty()).then(|| Dist::of(reads))
 }
 
 /// A connection's end reason without what differs per connection (addresses, counts),
@@ -347,6 +408,76 @@ mod tests {
         assert_eq!(s.workers[0].accepted_difficulty, 8.0);
         // 4,000 and 10,000 bytes over 2 s.
         assert_eq!((s.bytes_up_per_s, s.bytes_down_per_s), (2_000.0, 5_000.0));
+    }
+
+    /// One SV2 connection with two channels, then an encrypted stream: by hand below.
+    #[test]
+    fn sv2_channels_and_an_encrypted_stream_worked_by_hand() {
+        let tip = |t_ms, channel, prev: &str| {
+            at(
+                t_ms,
+                Event::NewPrevHashRelayed {
+                    connection: 1,
+                    channel,
+                    prev_hash: prev.into(),
+                },
+            )
+        };
+        let job = |t_ms, channel, job_id| {
+            at(
+                t_ms,
+                Event::Sv2JobRelayed {
+                    connection: 1,
+                    channel,
+                    job_id,
+                },
+            )
+        };
+        let read = |t_ms, up, bytes| {
+            at(
+                t_ms,
+                Event::EncryptedRead {
+                    connection: 2,
+                    up,
+                    bytes,
+                },
+            )
+        };
+        let events = [
+            tip(0, 1, "h0"),
+            tip(10, 2, "h0"),
+            // The first template after h0, on both channels: one broadcast.
+            job(300, 1, 7),
+            job(310, 2, 9),
+            at(1_000, Event::NodeBlockAnnounced { hash: "h1".into() }),
+            tip(1_003, 1, "h1"),
+            tip(1_005, 2, "h1"),
+            read(1_100, true, 64),
+            read(1_101, false, 234),
+            read(1_200, true, 100),
+        ];
+        let mut fold = TapFold::default();
+        for e in &events {
+            fold.consume(e);
+        }
+        let s = fold.finish();
+        assert_eq!(s.connections, 2);
+        assert_eq!(s.jobs_relayed, 6);
+        // Channel 1: 300 and 703 ms; channel 2: 300 and 695 ms. Two broadcasts (h0's
+        // first job, h1), so two units.
+        assert_eq!(s.job_interval_ms.count, 4);
+        assert_eq!(s.job_interval_ms.units, Some(2));
+        assert_eq!(s.job_interval_ms.mean, Some(499.5));
+        assert_eq!(s.job_interval_ms.max, Some(703.0));
+        // The connection's first job on h1 is 3 ms after the node's block; its second
+        // channel does not count again.
+        assert_eq!(s.new_block_job_ms.count, 1);
+        assert_eq!(s.new_block_job_ms.mean, Some(3.0));
+        // Reads: 64 and 100 bytes up, 234 down.
+        assert_eq!((s.encrypted_reads_up, s.encrypted_reads_down), (2, 1));
+        let up = s.encrypted_read_bytes_up.unwrap();
+        assert_eq!((up.mean, up.max), (Some(82.0), Some(100.0)));
+        assert_eq!(s.encrypted_read_bytes_down.unwrap().max, Some(234.0));
     }
 
     #[test]

@@ -21,14 +21,43 @@ pub enum TapCommand {
     ///
     ///   stratum-bench tap sv1 --upstream pool.example:3333 --listen 127.0.0.1:3333 --out tap-run --node-zmq tcp://127.0.0.1:28332
     Sv1(TapArgs),
+    /// Relay SV2 between miners (or a proxy, or a JDC) and a real pool, and measure it.
+    ///
+    /// With --authority-secret-key (an operator tapping their own pool or JDS) the tap
+    /// answers the miners' Noise handshake with the pool's own key, opens its own session
+    /// to the pool, and forwards every frame unchanged, recording every job, block
+    /// (SetNewPrevHash) and share with the pool's verdict, per channel. Miners keep the
+    /// pool's public key: the tap proves the same authority.
+    ///
+    /// Without the key it relays the encrypted stream byte for byte and records only bytes
+    /// and reads, with their sizes and times: an SV2 frame's length is inside its
+    /// encrypted header, so no tool can tell frames apart without the key. Example:
+    ///
+    ///   stratum-bench tap sv2 --upstream pool.example:34254 --listen 127.0.0.1:34254 --out tap-run --authority-secret-key "$KEY"
+    Sv2(Sv2TapArgs),
+}
+
+#[derive(Args)]
+pub struct Sv2TapArgs {
+    #[command(flatten)]
+    tap: TapArgs,
+    /// The pool's authority secret key, base58check as SRI's configs hold it (or from the
+    /// environment, which keeps it out of the process list).
+    #[arg(
+        long,
+        env = "STRATUM_BENCH_AUTHORITY_SECRET_KEY",
+        hide_env_values = true
+    )]
+    authority_secret_key: Option<String>,
 }
 
 #[derive(Args)]
 pub struct TapArgs {
-    /// Where miners connect. 127.0.0.1 unless you say otherwise: anyone who can reach a
-    /// tap reaches the pool through it, under their own worker names.
-    #[arg(long, default_value = "127.0.0.1:3333")]
-    listen: SocketAddr,
+    /// Where miners connect: 127.0.0.1:3333 for SV1, 127.0.0.1:34254 for SV2 unless you
+    /// say otherwise. Anyone who can reach a tap reaches the pool through it, under their
+    /// own worker names.
+    #[arg(long)]
+    listen: Option<SocketAddr>,
     /// The pool (or proxy) tapped, as HOST:PORT.
     #[arg(long)]
     upstream: String,
@@ -52,17 +81,29 @@ pub struct TapArgs {
 }
 
 pub async fn run(command: TapCommand) -> Result<()> {
-    let TapCommand::Sv1(args) = command;
+    let (protocol, args, default_port) = match command {
+        TapCommand::Sv1(args) => (harness::tap::Protocol::Sv1, args, 3333),
+        TapCommand::Sv2(args) => (
+            harness::tap::Protocol::Sv2 {
+                authority_secret_key: args.authority_secret_key,
+            },
+            args.tap,
+            34254,
+        ),
+    };
     let out = args.out.clone();
-    let summary = harness::tap::run_sv1(harness::tap::TapOptions {
-        listen: args.listen,
-        upstream: args.upstream,
-        out: args.out,
-        metrics_bind: args.metrics_bind,
-        node_zmq: args.node_zmq,
-        duration: args.duration,
-        max_connections: args.max_connections,
-    })
+    let summary = harness::tap::run(
+        protocol,
+        harness::tap::TapOptions {
+            listen: (args.listen).unwrap_or(SocketAddr::from(([127, 0, 0, 1], default_port))),
+            upstream: args.upstream,
+            out: args.out,
+            metrics_bind: args.metrics_bind,
+            node_zmq: args.node_zmq,
+            duration: args.duration,
+            max_connections: args.max_connections,
+        },
+    )
     .await?;
     print_summary(&summary);
     println!(
@@ -94,4 +135,10 @@ fn print_summary(s: &TapSummary) {
         "bytes: {} up ({:.0}/s), {} down ({:.0}/s)",
         s.bytes_up, s.bytes_up_per_s, s.bytes_down, s.bytes_down_per_s
     );
+    if s.encrypted_reads_up + s.encrypted_reads_down > 0 {
+        println!(
+            "encrypted reads: {} up, {} down (frames cannot be told apart without the key)",
+            s.encrypted_reads_up, s.encrypted_reads_down
+        );
+    }
 }

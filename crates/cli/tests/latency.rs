@@ -10,7 +10,8 @@ use std::process::Command;
 fn latency_probes_pools_counts_failures_apart_and_a_run_emulates_it() {
     let out = out_dir("latency");
     let (_node, _pool, sv1_port, _) = start_sv1_pool(&out.join("sv1"));
-    let (_tp, _sri, sri_port, sri_key) = start_sri_pool(&out.join("sri"));
+    let sri = start_sri_pool(&out.join("sri"));
+    let (sri_port, sri_key) = (sri.port, sri.keys.public);
     // Listening, so the connect succeeds, but never accepting nor answering.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let silent_port = silent.local_addr().unwrap().port();

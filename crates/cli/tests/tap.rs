@@ -1,11 +1,12 @@
 //! `stratum-bench tap` in front of a real deployment: here our SV1 pool on `stratum-bench
-//! node`, with a real SV1 miner (para) and our fleet on 500 connections at once, and a pool
-//! that is down.
+//! node`, with a real SV1 miner (para) and our fleet on 500 connections at once; SRI's pool
+//! with our SV2 fleet, tapped with the pool's key and without it; and a pool that is down.
 
 mod common;
 
 use common::{
-    exe, free_port, http_get, load_page, out_dir, start_role, start_sv1_pool, terminate, Killed,
+    exe, free_port, http_get, load_page, out_dir, start_role, start_sri_pool, start_sv1_pool,
+    summary, terminate, Killed,
 };
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
@@ -21,9 +22,15 @@ fn wait_listening(port: u16) {
     }
 }
 
-fn tap(out: &std::path::Path, listen: u16, upstream: u16, args: &[&str]) -> Command {
+fn tap(
+    protocol: &str,
+    out: &std::path::Path,
+    listen: u16,
+    upstream: u16,
+    args: &[&str],
+) -> Command {
     let mut cmd = Command::new(exe());
-    cmd.args(["tap", "sv1", "--listen", &format!("127.0.0.1:{listen}")])
+    cmd.args(["tap", protocol, "--listen", &format!("127.0.0.1:{listen}")])
         .args(["--upstream", &format!("127.0.0.1:{upstream}")])
         .arg("--out")
         .arg(out)
@@ -50,6 +57,7 @@ fn an_sv1_tap_counts_what_the_pool_counts_on_500_connections() {
     let tapped = out.join("tapped");
     let mut tap_run = Killed(
         tap(
+            "sv1",
             &tapped,
             tap_port,
             pool_port,
@@ -124,14 +132,10 @@ fn an_sv1_tap_counts_what_the_pool_counts_on_500_connections() {
     std::io::Read::read_to_string(tap_run.0.stdout.as_mut().unwrap(), &mut printed).unwrap();
     assert!(terminate(&mut pool.0).success());
 
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(tapped.join("summary.json")).unwrap())
-            .unwrap();
-    let pool_accepted = std::fs::read_to_string(out.join("pool.jsonl"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["kind"] == "share_judged" && v["verdict"] == "accepted")
+    let summary = summary(&tapped);
+    let pool_accepted = events_of(&out.join("pool.jsonl"), "share_judged")
+        .iter()
+        .filter(|v| v["verdict"] == "accepted")
         .count() as u64;
     let tap_accepted = summary["verdicts"]["accepted"].as_u64().unwrap_or(0);
     assert!(
@@ -170,17 +174,7 @@ fn an_sv1_tap_counts_what_the_pool_counts_on_500_connections() {
     assert!(printed.contains("accepted"), "{printed}");
 
     // `report DIR` renders it, and Chromium shows it without a console message.
-    let report = Command::new(exe())
-        .arg("report")
-        .arg(&tapped)
-        .output()
-        .unwrap();
-    assert!(
-        report.status.success(),
-        "{}",
-        String::from_utf8_lossy(&report.stderr)
-    );
-    let md = std::fs::read_to_string(tapped.join("report.md")).unwrap();
+    let md = report_of(&tapped);
     assert!(md.contains("## Shares and verdicts"), "{md}");
     assert!(md.contains(worker), "{md}");
     assert!(
@@ -198,12 +192,171 @@ fn an_sv1_tap_counts_what_the_pool_counts_on_500_connections() {
     assert_eq!(&png[1..4], b"PNG");
 }
 
+/// The events of kind `kind` in a role's event file.
+fn events_of(path: &std::path::Path, kind: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == kind)
+        .collect()
+}
+
+/// `report DIR` of a tap's directory, as Markdown.
+fn report_of(dir: &std::path::Path) -> String {
+    let report = Command::new(exe()).arg("report").arg(dir).output().unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    std::fs::read_to_string(dir.join("report.md")).unwrap()
+}
+
+const SV2_MINERS: u32 = 8;
+
+#[test]
+fn an_sv2_tap_with_the_pools_key_reports_verdicts_and_without_it_bytes_only() {
+    let out = out_dir("tap-sv2");
+    let sri = start_sri_pool(&out);
+    // The SRI pool listens once it has its first template.
+    wait_listening(sri.port);
+    let secret = sri.keys.secret.to_string();
+    let (keyed_port, keyless_port) = (free_port(), free_port());
+    let (keyed, keyless) = (out.join("keyed"), out.join("keyless"));
+    let mut keyed_tap = Killed(
+        tap(
+            "sv2",
+            &keyed,
+            keyed_port,
+            sri.port,
+            &["--node-zmq", &sri.zmq],
+        )
+        .env("STRATUM_BENCH_AUTHORITY_SECRET_KEY", &secret)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(out.join("keyed.log")).unwrap())
+        .spawn()
+        .unwrap(),
+    );
+    let mut keyless_tap = Killed(
+        tap(
+            "sv2",
+            &keyless,
+            keyless_port,
+            sri.port,
+            &["--node-zmq", &sri.zmq],
+        )
+        .env_remove("STRATUM_BENCH_AUTHORITY_SECRET_KEY")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(out.join("keyless.log")).unwrap())
+        .spawn()
+        .unwrap(),
+    );
+    wait_listening(keyed_port);
+    wait_listening(keyless_port);
+    let fleet = |port: u16, name: &str| {
+        let spec = harness::roles::RoleSpec::Sv2Miners {
+            config: sv2::fleet::FleetConfig {
+                pool: SocketAddr::from(([127, 0, 0, 1], port)),
+                // The tap with the key proves the pool's own authority.
+                pool_public: sri.keys.public,
+                miners: SV2_MINERS,
+                hashrate: 1_000.0,
+                per_miner: Default::default(),
+                user_prefix: name.into(),
+                ramp: Duration::from_secs(1),
+                channel: sv2::fleet::ChannelKind::Extended,
+                channels_per_connection: 1,
+                hash_threads: 1,
+            },
+        };
+        let events = out.join(format!("{name}.jsonl"));
+        let (child, _) = start_role(name, &serde_json::to_value(&spec).unwrap(), &events);
+        (child, events)
+    };
+    let (mut keyed_fleet, keyed_events) = fleet(keyed_port, "keyed-fleet");
+    let (mut keyless_fleet, _) = fleet(keyless_port, "keyless-fleet");
+    // Blocks come every 5 s on average.
+    std::thread::sleep(Duration::from_secs(25));
+    assert!(terminate(&mut keyed_fleet.0).success());
+    assert!(terminate(&mut keyless_fleet.0).success());
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        terminate(&mut keyed_tap.0).success(),
+        "the keyed tap ends cleanly"
+    );
+    assert!(
+        terminate(&mut keyless_tap.0).success(),
+        "the keyless tap ends cleanly"
+    );
+
+    // With the key: every share's verdict. The fleet saw the answers the tap passed on
+    // (all but those that came after it left, which the tap still read).
+    let summary = summary(&keyed);
+    let tap_accepted = summary["verdicts"]["accepted"].as_u64().unwrap_or(0);
+    let answered = events_of(&keyed_events, "share_answered");
+    let fleet_accepted = answered.iter().filter(|v| v["accepted"] == true).count() as u64;
+    let submitted = events_of(&keyed_events, "share_submitted").len() as u64;
+    assert!(
+        fleet_accepted > 20,
+        "the fleet had {fleet_accepted} shares accepted"
+    );
+    assert!(
+        (fleet_accepted..=submitted).contains(&tap_accepted),
+        "the tap counted {tap_accepted} accepted; the fleet {fleet_accepted} accepted of {submitted}"
+    );
+    // Channels by connection: a few shares a channel in this time, so one may have none.
+    let workers = summary["workers"].as_array().unwrap().len();
+    assert!(workers > SV2_MINERS as usize / 2, "{workers} channels");
+    assert!(summary["jobs_relayed"].as_u64().unwrap() >= u64::from(SV2_MINERS));
+    assert!(
+        summary["blocks_announced"].as_u64().unwrap() >= 1,
+        "{summary}"
+    );
+    let new_block = &summary["new_block_job_ms"];
+    assert!(
+        new_block["count"].as_u64().unwrap() >= u64::from(SV2_MINERS),
+        "{new_block}"
+    );
+    let p50 = new_block["p50"].as_f64().unwrap();
+    assert!((0.0..2_000.0).contains(&p50), "new-block job p50 {p50} ms");
+    assert_eq!(summary["encrypted_reads_up"], 0);
+    let md = report_of(&keyed);
+    assert!(md.contains("## Shares and verdicts"), "{md}");
+    assert!(md.contains("/channel-"), "{md}");
+
+    // Without it: bytes and reads of the encrypted stream, and nothing decoded.
+    let summary = common::summary(&keyless);
+    assert_eq!(summary["verdicts"], serde_json::json!({}), "{summary}");
+    assert_eq!(summary["jobs_relayed"], 0, "{summary}");
+    assert_eq!(summary["new_block_job_ms"]["count"], 0, "{summary}");
+    for direction in ["up", "down"] {
+        let reads = summary[format!("encrypted_reads_{direction}")]
+            .as_u64()
+            .unwrap();
+        let bytes = summary[format!("bytes_{direction}")].as_u64().unwrap();
+        assert!(
+            reads >= u64::from(SV2_MINERS) * 2,
+            "{reads} reads {direction}"
+        );
+        // Every read holds at least one encrypted frame header, or the handshake.
+        assert!(
+            bytes >= reads * 22,
+            "{bytes} bytes in {reads} reads {direction}"
+        );
+    }
+    let md = report_of(&keyless);
+    assert!(md.contains("## Encrypted stream"), "{md}");
+    assert!(!md.contains("Shares and verdicts"), "{md}");
+    assert!(md.contains("Without the pool's authority key"), "{md}");
+}
+
 #[test]
 fn a_tap_whose_pool_is_down_closes_each_connection_and_counts_it() {
     let out = out_dir("tap-down");
     let (tap_port, down_port) = (free_port(), free_port());
     let mut tap_run = Killed(
-        tap(&out, tap_port, down_port, &["--duration", "3s"])
+        tap("sv1", &out, tap_port, down_port, &["--duration", "3s"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -223,8 +376,7 @@ fn a_tap_whose_pool_is_down_closes_each_connection_and_counts_it() {
         tap_run.0.wait().unwrap().success(),
         "the tap serves on and ends at --duration"
     );
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary(&out);
     // The three, and the probe that saw the tap listening.
     assert_eq!(summary["upstream_unreachable"], 4, "{summary}");
     assert_eq!(summary["connections"], 4, "{summary}");

@@ -75,8 +75,10 @@ impl RoleSpec {
             config: sv2::tap::TapConfig {
                 listen: SocketAddr::from(([127, 0, 0, 1], 0)),
                 pool: upstream,
-                pool_public: keys.public,
-                pool_secret: keys.secret,
+                keys: Some(sv2::tap::PoolKeys {
+                    public: keys.public,
+                    secret: keys.secret,
+                }),
             },
         }
     }

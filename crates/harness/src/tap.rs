@@ -1,12 +1,12 @@
-//! A tap in front of a real deployment (`stratum-bench tap`): the run's SV1 tap, on its
-//! own, between any miners (or a farm's proxy) and any pool, writing the usual events
+//! A tap in front of a real deployment (`stratum-bench tap`): the run's SV1 or SV2 tap,
+//! on its own, between any miners (or a farm's proxy) and any pool, writing the usual events
 //! into a directory of its own, serving its counters to Prometheus, and with the
 //! operator's node's ZMQ, recording each new block as it is announced.
 
 use crate::metrics::Exposition;
 use analysis::tap::{TapSetup, TapSummary, TAP_FILE};
 use anyhow::{Context, Result};
-use probe::{Event, Recorder};
+use probe::{Event, Recorder, TapStats};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,18 +27,85 @@ pub struct TapOptions {
     pub max_connections: Option<u64>,
 }
 
-/// Runs an SV1 tap until `duration` or a signal, then writes `summary.json` and returns it.
-pub async fn run_sv1(opts: TapOptions) -> Result<TapSummary> {
+/// Which tap runs.
+pub enum Protocol {
+    /// The SV1 line relay.
+    Sv1,
+    /// The SV2 tap: with the pool's authority secret key (SRI's base58check text) it
+    /// terminates Noise and decodes every frame; without it, it relays the encrypted
+    /// stream and records reads and bytes only.
+    Sv2 {
+        authority_secret_key: Option<String>,
+    },
+}
+
+/// A tap running, of either protocol.
+enum Running {
+    Sv1(sv1::tap::Sv1Tap),
+    Sv2(sv2::tap::Tap),
+}
+
+impl Running {
+    fn listen_addr(&self) -> SocketAddr {
+        match self {
+            Running::Sv1(t) => t.listen_addr,
+            Running::Sv2(t) => t.listen_addr,
+        }
+    }
+
+    fn stats(&self) -> &TapStats {
+        match self {
+            Running::Sv1(t) => &t.stats.tap,
+            Running::Sv2(t) => &t.stats,
+        }
+    }
+
+    fn stop(&self) {
+        match self {
+            Running::Sv1(t) => t.stop(),
+            Running::Sv2(t) => t.stop(),
+        }
+    }
+
+    /// What the tap writes at its end.
+    fn final_events(&self) -> Vec<Event> {
+        match self {
+            Running::Sv1(t) => t.stats.final_events().into(),
+            Running::Sv2(t) => vec![t.stats.latency_event()],
+        }
+    }
+}
+
+/// Runs a tap until `duration` or a signal, then writes `summary.json` and returns it.
+pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
+    let keys = match &protocol {
+        Protocol::Sv2 {
+            authority_secret_key: Some(text),
+        } => {
+            let keys = node::tdp::AuthorityKeys::from_secret(text)
+                .context("--authority-secret-key: not an SV2 authority secret key")?;
+            Some(sv2::tap::PoolKeys {
+                public: keys.public,
+                secret: keys.secret,
+            })
+        }
+        _ => None,
+    };
     let capacity = crate::limits::tap_capacity(opts.max_connections)?;
     let upstream = resolve(&opts.upstream).await?;
     let events = opts.out.join(analysis::manifest::EVENTS_DIR);
     std::fs::create_dir_all(&events)
         .with_context(|| format!("cannot create {}", events.display()))?;
     let setup = TapSetup {
-        protocol: "sv1".into(),
+        protocol: match protocol {
+            Protocol::Sv1 => "sv1",
+            Protocol::Sv2 { .. } => "sv2",
+        }
+        .into(),
         listen: opts.listen.to_string(),
         upstream: opts.upstream.clone(),
         node_zmq: opts.node_zmq.clone(),
+        decoded: matches!(protocol, Protocol::Sv1) || keys.is_some(),
     };
     write_json(&opts.out.join(TAP_FILE), &setup)?;
     // The node is checked before anything listens: a wrong endpoint fails the start.
@@ -51,18 +118,39 @@ pub async fn run_sv1(opts: TapOptions) -> Result<TapSummary> {
         None => None,
     };
     let recorder = Recorder::to_file(&events.join("tap.jsonl"), "tap")?;
-    let tap = sv1::tap::Sv1Tap::start(
-        sv1::tap::Sv1TapConfig {
-            listen: opts.listen,
-            upstream,
-        },
-        recorder.clone(),
-    )
-    .await?;
+    let tap = match protocol {
+        Protocol::Sv1 => Running::Sv1(
+            sv1::tap::Sv1Tap::start(
+                sv1::tap::Sv1TapConfig {
+                    listen: opts.listen,
+                    upstream,
+                },
+                recorder.clone(),
+            )
+            .await?,
+        ),
+        Protocol::Sv2 { .. } => Running::Sv2(
+            sv2::tap::Tap::start(
+                sv2::tap::TapConfig {
+                    listen: opts.listen,
+                    pool: upstream,
+                    keys,
+                },
+                recorder.clone(),
+            )
+            .await?,
+        ),
+    };
     eprintln!(
-        "SV1 tap on {} in front of {} (up to {capacity} connections); events in {}",
-        tap.listen_addr,
+        "{} tap on {} in front of {} (up to {capacity} connections{}); events in {}",
+        setup.protocol.to_uppercase(),
+        tap.listen_addr(),
         opts.upstream,
+        if setup.decoded {
+            ""
+        } else {
+            ", encrypted: bytes and reads only"
+        },
         opts.out.display()
     );
     let mut tasks = Vec::new();
@@ -83,15 +171,19 @@ pub async fn run_sv1(opts: TapOptions) -> Result<TapSummary> {
         }));
     }
     if let Some(listener) = metrics {
-        let exposition = Arc::new(sv1_exposition(&tap.stats));
+        let exposition = Arc::new(exposition(tap.stats()));
         tasks.push(serve_exposition(listener, exposition));
     }
-    let (stats, sampling) = (tap.stats.clone(), recorder.clone());
+    let (up, down) = (tap.stats().bytes_up.clone(), tap.stats().bytes_down.clone());
+    let sampling = recorder.clone();
     tasks.push(tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
-            sampling.record(stats.bytes_event());
+            sampling.record(Event::TapBytes {
+                up_bytes: up.get(),
+                down_bytes: down.get(),
+            });
         }
     }));
     match opts.duration {
@@ -107,8 +199,8 @@ pub async fn run_sv1(opts: TapOptions) -> Result<TapSummary> {
     for task in tasks {
         task.abort();
     }
-    recorder.record(tap.stats.bytes_event());
-    for event in tap.stats.final_events() {
+    recorder.record(tap.stats().bytes_event());
+    for event in tap.final_events() {
         recorder.record(event);
     }
     recorder.close()?;
@@ -118,7 +210,7 @@ pub async fn run_sv1(opts: TapOptions) -> Result<TapSummary> {
 }
 
 /// The tap's counters as Prometheus metrics.
-fn sv1_exposition(stats: &sv1::tap::Sv1TapStats) -> Exposition {
+fn exposition(stats: &TapStats) -> Exposition {
     let mut e = Exposition::default();
     let counters = [
         (
@@ -143,7 +235,7 @@ fn sv1_exposition(stats: &sv1::tap::Sv1TapStats) -> Exposition {
         ),
         (
             "stratum_bench_tap_jobs_relayed",
-            "Jobs (mining.notify) relayed to clients.",
+            "Jobs relayed to clients (SV1 mining.notify, SV2 NewMiningJob and NewExtendedMiningJob).",
             stats.jobs_relayed.clone(),
         ),
     ];

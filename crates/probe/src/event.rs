@@ -159,7 +159,28 @@ pub enum Event {
     DeclarationsUnanswered { count: usize },
     /// A tap passed the pool's SetNewPrevHash downstream: from here the downstream (a
     /// translator, say) has the new block's work.
-    NewPrevHashRelayed { connection: u32, prev_hash: String },
+    NewPrevHashRelayed {
+        connection: u32,
+        /// The channel it activates a job on (0 in runs before channels were recorded).
+        #[serde(default)]
+        channel: u32,
+        prev_hash: String,
+    },
+    /// A tap passed the pool's job for a channel's work now (a future job becomes work
+    /// with its SetNewPrevHash instead).
+    Sv2JobRelayed {
+        connection: u32,
+        channel: u32,
+        job_id: u32,
+    },
+    /// A tap without the pool's key read encrypted bytes from one side (up: from the
+    /// miner). A frame's length is in its encrypted header, so a read is all the wire
+    /// shows: one frame when frames arrive apart, several when they arrive together.
+    EncryptedRead {
+        connection: u32,
+        up: bool,
+        bytes: usize,
+    },
     /// A connection through a tap ended (either side closed it, or a message broke it).
     TapConnectionEnded { connection: u32, reason: String },
     /// A tap could not reach its upstream for a client's connection, which it closed.

@@ -11,24 +11,6 @@ const SUB_BITS: u32 = 4;
 const SUB: usize = 1 << SUB_BITS;
 const BUCKETS: usize = 64 * SUB;
 
-/// What a tap adds, per direction, in nanoseconds: from a message read whole on one side
-/// to it written on the other (up: towards the pool).
-#[derive(Default)]
-pub struct TapStats {
-    pub up_ns: Histogram,
-    pub down_ns: Histogram,
-}
-
-impl TapStats {
-    /// The event a tap writes at its end.
-    pub fn latency_event(&self) -> crate::Event {
-        crate::Event::TapLatency {
-            up_ms: self.up_ns.dist(1e6),
-            down_ms: self.down_ns.dist(1e6),
-        }
-    }
-}
-
 pub struct Histogram {
     buckets: Box<[AtomicU64]>,
     count: AtomicU64,

@@ -10,9 +10,11 @@ pub mod private;
 pub mod recorder;
 pub mod ship;
 pub mod stats;
+pub mod tap;
 
 pub use clock::{mono_ns, wall_ns};
 pub use event::{Event, Record, ShareVerdict, TipCause};
-pub use histogram::{Histogram, TapStats};
+pub use histogram::Histogram;
 pub use recorder::Recorder;
 pub use stats::Dist;
+pub use tap::{TapStats, VerdictLabel};

@@ -40,13 +40,22 @@ pub fn document(dir: &Path) -> Result<Document> {
             summary.duration_s,
             dir.display()
         ),
-        sections: vec![
-            shares_section(&summary),
-            jobs_section(&setup, &summary),
-            connections_section(&summary),
-            bandwidth_section(&summary),
-            blind_spots(&setup),
-        ],
+        sections: if setup.decoded {
+            vec![
+                shares_section(&setup, &summary),
+                jobs_section(&setup, &summary),
+                connections_section(&summary),
+                bandwidth_section(&summary),
+                blind_spots(&setup),
+            ]
+        } else {
+            vec![
+                encrypted_section(&summary),
+                connections_section(&summary),
+                bandwidth_section(&summary),
+                blind_spots(&setup),
+            ]
+        },
     })
 }
 
@@ -65,7 +74,7 @@ fn dist_table(rows: Vec<(&str, &Dist)>) -> Block {
     }
 }
 
-fn shares_section(s: &TapSummary) -> Section {
+fn shares_section(setup: &TapSetup, s: &TapSummary) -> Section {
     let mut blocks = Vec::new();
     let verdicts = probe::ShareVerdict::ALL.map(|v| v.name());
     let count =
@@ -111,12 +120,18 @@ fn shares_section(s: &TapSummary) -> Section {
             difficulty,
         ));
     }
-    blocks.push(Block::Para(
+    blocks.push(Block::Para(if setup.protocol == "sv1" {
         "Each share with the pool's own answer, by the worker name it was submitted under. \
          Rejections are classed by the pool's words (stale, duplicate, low difficulty, \
          unknown job), else its error code."
-            .into(),
-    ));
+            .into()
+    } else {
+        "Each share with the pool's own answer (SubmitShares.Success acknowledges a batch, \
+         SubmitShares.Error one share), by the tapped connection and channel it was \
+         submitted on. Rejections are classed by the SV2 error code; a share on a job the \
+         channel's last SetNewPrevHash replaced is stale."
+            .into()
+    }));
     blocks.push(Block::Table { head, rows });
     Section {
         title: "Shares and verdicts".into(),
@@ -139,7 +154,11 @@ fn jobs_section(setup: &TapSetup, s: &TapSummary) -> Section {
         grouped(s.jobs_relayed as f64, 0),
         s.blocks_announced
     ))];
-    let mut rows = vec![("between jobs on a connection", &s.job_interval_ms)];
+    let between = match setup.protocol.as_str() {
+        "sv1" => "between jobs on a connection",
+        _ => "between jobs on a channel",
+    };
+    let mut rows = vec![(between, &s.job_interval_ms)];
     match &setup.node_zmq {
         Some(zmq) => {
             rows.push((
@@ -161,6 +180,47 @@ fn jobs_section(setup: &TapSetup, s: &TapSummary) -> Section {
     blocks.push(dist_table(rows));
     Section {
         title: "Jobs (ms)".into(),
+        blocks,
+    }
+}
+
+/// An SV2 tap without the pool's key: the encrypted stream as reads.
+fn encrypted_section(s: &TapSummary) -> Section {
+    let mut blocks = vec![Block::Para(
+        "The tap had no key: it relayed the Noise-encrypted stream byte for byte. An SV2 \
+         frame's length travels in its encrypted header, so frames cannot be told apart: \
+         each row counts reads, and a read holds one frame when frames arrive apart (a job, \
+         a share, an answer), several when they arrive together. The first read each way \
+         is the handshake."
+            .into(),
+    )];
+    blocks.push(Block::Table {
+        head: ["direction", "reads", "bytes"].map(String::from).to_vec(),
+        rows: vec![
+            vec![
+                "to the pool".into(),
+                grouped(s.encrypted_reads_up as f64, 0),
+                grouped(s.bytes_up as f64, 0),
+            ],
+            vec![
+                "from the pool".into(),
+                grouped(s.encrypted_reads_down as f64, 0),
+                grouped(s.bytes_down as f64, 0),
+            ],
+        ],
+    });
+    let mut sizes = Vec::new();
+    if let Some(d) = &s.encrypted_read_bytes_up {
+        sizes.push(("read to the pool, bytes", d));
+    }
+    if let Some(d) = &s.encrypted_read_bytes_down {
+        sizes.push(("read from the pool, bytes", d));
+    }
+    if !sizes.is_empty() {
+        blocks.push(dist_table(sizes));
+    }
+    Section {
+        title: "Encrypted stream".into(),
         blocks,
     }
 }
@@ -247,7 +307,14 @@ fn blind_spots(setup: &TapSetup) -> Section {
          farm's LAN and the miner's own firmware come after."
             .to_string(),
     ];
-    if setup.node_zmq.is_none() {
+    if !setup.decoded {
+        points.push(
+            "Without the pool's authority key: no job, block, share or verdict, and no \
+             frame boundaries. Run the tap with --authority-secret-key (the pool's own, so \
+             its miners' connections verify as before) to see them."
+                .into(),
+        );
+    } else if setup.node_zmq.is_none() {
         points.push("Without --node-zmq there is no block time to measure jobs from.".into());
     }
     Section {

@@ -15,10 +15,7 @@ use crate::wire::{read_raw_line, MAX_LINE};
 use anyhow::{Context, Result};
 use parking_lot::Mutex;
 use probe::{mono_ns, Event, Histogram, Recorder, ShareVerdict, TapStats};
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -40,43 +37,17 @@ pub struct Sv1TapConfig {
 /// What the tap measured of itself, and counts as it goes.
 #[derive(Default)]
 pub struct Sv1TapStats {
-    pub latency: TapStats,
+    pub tap: TapStats,
     /// Lines that were not JSON, towards the pool and from it.
     pub malformed_up: AtomicU64,
     pub malformed_down: AtomicU64,
-    /// Bytes relayed towards the pool and from it.
-    pub bytes_up: Counter,
-    pub bytes_down: Counter,
-    /// Client connections accepted, those open now, and those closed because the pool
-    /// could not be reached.
-    pub connections: Counter,
-    pub connections_open: Gauge,
-    pub upstream_unreachable: Counter,
-    /// `mining.notify` lines relayed to miners.
-    pub jobs_relayed: Counter,
-    /// Shares by the pool's answer.
-    pub shares: Family<VerdictLabel, Counter>,
-}
-
-/// A share's verdict as a metric label.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct VerdictLabel {
-    pub verdict: &'static str,
 }
 
 impl Sv1TapStats {
-    /// The bytes relayed so far, as an event.
-    pub fn bytes_event(&self) -> Event {
-        Event::TapBytes {
-            up_bytes: self.bytes_up.get(),
-            down_bytes: self.bytes_down.get(),
-        }
-    }
-
     /// The events the tap writes at its end.
     pub fn final_events(&self) -> [Event; 2] {
         [
-            self.latency.latency_event(),
+            self.tap.latency_event(),
             Event::TapMalformedLines {
                 up: self.malformed_up.load(Ordering::Relaxed),
                 down: self.malformed_down.load(Ordering::Relaxed),
@@ -108,10 +79,10 @@ impl Sv1Tap {
                 let connection = next_connection;
                 let (stats, recorder) = (shared.clone(), recorder.clone());
                 tokio::spawn(async move {
-                    stats.connections.inc();
-                    stats.connections_open.inc();
+                    stats.tap.connections.inc();
+                    stats.tap.connections_open.inc();
                     serve(stream, peer, cfg.upstream, connection, &stats, &recorder).await;
-                    stats.connections_open.dec();
+                    stats.tap.connections_open.dec();
                 });
             }
         });
@@ -178,7 +149,7 @@ async fn serve(
         Err(e) => {
             let reason = format!("cannot reach the pool at {upstream}: {e}");
             tracing::warn!(%peer, connection, %reason, "SV1 tapped connection closed");
-            stats.upstream_unreachable.inc();
+            stats.tap.upstream_unreachable.inc();
             recorder.record(Event::TapUpstreamUnreachable { connection, reason });
             return;
         }
@@ -212,8 +183,8 @@ async fn relay(
         up_write,
         |_, msg| note_request(msg, &conn),
         Direction {
-            added_ns: &stats.latency.up_ns,
-            bytes: &stats.bytes_up,
+            added_ns: &stats.tap.up_ns,
+            bytes: &stats.tap.bytes_up,
             malformed: &stats.malformed_up,
         },
     );
@@ -222,27 +193,24 @@ async fn relay(
         down_write,
         |t, msg| note_answer(t, msg, connection, &conn, &recorder, &stats),
         Direction {
-            added_ns: &stats.latency.down_ns,
-            bytes: &stats.bytes_down,
+            added_ns: &stats.tap.down_ns,
+            bytes: &stats.tap.bytes_down,
             malformed: &stats.malformed_down,
         },
     );
     // Both directions run on this one task, so a submit is noted (right after its write,
     // with no await between) before its answer can be read. The pool ending its side ends
     // the connection. The miner ending its side closes ours to the pool, whose answers to
-    // the last submits are still read for up to [`DRAIN`]: the pool credited them.
+    // the last submits are still read for up to [`probe::tap::DRAIN`]: the pool credited them.
     tokio::pin!(to_pool, from_pool);
     tokio::select! {
         ended = &mut to_pool => {
-            let _ = tokio::time::timeout(DRAIN, &mut from_pool).await;
+            let _ = tokio::time::timeout(probe::tap::DRAIN, &mut from_pool).await;
             ended.context("from the miner")
         }
         ended = &mut from_pool => ended.context("from the pool"),
     }
 }
-
-/// How long the pool's last answers are read after a miner closed its connection.
-const DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What one direction of the relay counts.
 struct Direction<'a> {
@@ -335,7 +303,7 @@ pub(crate) fn note_answer(
         Some("mining.notify") => match Job::from_notify_params(params) {
             Ok(job) => {
                 conn.lock().job_sent(&job.job_id, job.clean);
-                stats.jobs_relayed.inc();
+                stats.tap.jobs_relayed.inc();
                 recorder.record_at(
                     t,
                     Event::Sv1JobRelayed {
@@ -373,10 +341,7 @@ pub(crate) fn note_answer(
                 (worker, job_id, difficulty)
             };
             let (verdict, reason) = answer_verdict(msg);
-            let label = VerdictLabel {
-                verdict: verdict.name(),
-            };
-            stats.shares.get_or_create(&label).inc();
+            stats.tap.count_share(verdict);
             recorder.record_at(
                 t,
                 Event::ShareJudged {

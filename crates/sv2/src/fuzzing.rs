@@ -26,6 +26,7 @@ fn next_frame(data: &mut &[u8]) -> Option<SerializedFrame> {
 pub fn tap_frames(data: &[u8]) {
     let pending = tap::Pending::default();
     let recorder = Recorder::disabled();
+    let stats = probe::TapStats::default();
     let mut rest = data;
     while let Some((direction, after)) = rest.split_first() {
         rest = after;
@@ -34,7 +35,7 @@ pub fn tap_frames(data: &[u8]) {
         };
         match direction % 2 {
             0 => tap::note_request(&mut frame, &pending),
-            _ => tap::note_answer(&mut frame, 0, &pending, &recorder),
+            _ => tap::note_answer(&mut frame, 0, &pending, &recorder, &stats),
         }
     }
 }

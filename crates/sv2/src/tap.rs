@@ -20,6 +20,7 @@ use anyhow::{Context, Result};
 use bitcoin::hashes::Hash;
 use parking_lot::Mutex;
 use probe::{mono_ns, Event, Histogram, Recorder, ShareVerdict, TapStats};
+use prometheus_client::metrics::counter::Counter;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -27,7 +28,9 @@ use std::sync::Arc;
 use stratum_apps::key_utils::{Secp256k1PublicKey, Secp256k1SecretKey};
 use stratum_apps::network_helpers::noise_stream::{NoiseTcpReadHalf, NoiseTcpWriteHalf};
 use stratum_apps::network_helpers::{accept_noise_connection, connect_with_noise};
-use stratum_apps::stratum_core::codec_sv2::SerializedFrame;
+use stratum_apps::stratum_core::codec_sv2::{self, SerializedFrame};
+use stratum_apps::stratum_core::framing_sv2::header::Header;
+use stratum_apps::stratum_core::noise_sv2;
 use stratum_apps::stratum_core::parsers_sv2::{JobDeclaration, Mining};
 use stratum_apps::utils::protocol_message_type::{protocol_message_type, MessageType};
 use stratum_apps::utils::types::OutboundFrame;
@@ -38,9 +41,16 @@ use tokio::task::JoinHandle;
 pub struct TapConfig {
     pub listen: SocketAddr,
     pub pool: SocketAddr,
-    /// The pool's authority key pair: the tap answers downstreams as the pool would.
-    pub pool_public: Secp256k1PublicKey,
-    pub pool_secret: Secp256k1SecretKey,
+    /// The pool's authority key pair: with it the tap answers downstreams as the pool
+    /// would and decodes every frame; without it the tap relays the encrypted stream as
+    /// it is and records only its bytes.
+    pub keys: Option<PoolKeys>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PoolKeys {
+    pub public: Secp256k1PublicKey,
+    pub secret: Secp256k1SecretKey,
 }
 
 pub struct Tap {
@@ -66,14 +76,10 @@ impl Tap {
                 let (cfg, stats, recorder) = (cfg.clone(), shared.clone(), recorder.clone());
                 let connection = next_connection;
                 tokio::spawn(async move {
-                    let ended = relay(stream, connection, &cfg, stats, recorder.clone()).await;
-                    let reason = match ended {
-                        Ok(()) => "closed".to_string(),
-                        Err(e) => format!("{e:#}"),
-                    };
-                    tracing::info!(%peer, connection, %reason, "tapped connection ended");
-                    // A JDC falling back, or a JDS going away, shows as its connection ending.
-                    recorder.record(Event::TapConnectionEnded { connection, reason });
+                    stats.connections.inc();
+                    stats.connections_open.inc();
+                    serve(stream, peer, connection, &cfg, &stats, &recorder).await;
+                    stats.connections_open.dec();
                 });
             }
         });
@@ -87,6 +93,38 @@ impl Tap {
     pub fn stop(&self) {
         self.task.abort();
     }
+}
+
+/// One downstream's connection: to the pool and relayed until either side ends it; how it
+/// ended is logged and recorded.
+async fn serve(
+    downstream: TcpStream,
+    peer: SocketAddr,
+    connection: u32,
+    cfg: &TapConfig,
+    stats: &TapStats,
+    recorder: &Recorder,
+) {
+    let _ = downstream.set_nodelay(true);
+    let upstream = match TcpStream::connect(cfg.pool).await {
+        Ok(upstream) => upstream,
+        Err(e) => {
+            let reason = format!("cannot reach the pool at {}: {e}", cfg.pool);
+            tracing::warn!(%peer, connection, %reason, "SV2 tapped connection closed");
+            stats.upstream_unreachable.inc();
+            recorder.record(Event::TapUpstreamUnreachable { connection, reason });
+            return;
+        }
+    };
+    let _ = upstream.set_nodelay(true);
+    let ended = match &cfg.keys {
+        Some(keys) => relay(downstream, upstream, connection, keys, stats, recorder).await,
+        None => relay_encrypted(downstream, upstream, connection, stats, recorder).await,
+    };
+    let reason = ended.map_or_else(|e| format!("{e:#}"), |()| "closed".to_string());
+    tracing::info!(%peer, connection, %reason, "tapped connection ended");
+    // A JDC falling back, or a JDS going away, shows as its connection ending.
+    recorder.record(Event::TapConnectionEnded { connection, reason });
 }
 
 /// A share's job id, and its channel's difficulty when it was sent.
@@ -107,72 +145,156 @@ pub(crate) struct Pending {
     tip_jobs: Mutex<HashMap<u32, u32>>,
 }
 
+/// What the handshake puts on the wire: the initiator's ElligatorSwift key (up), and the
+/// responder's key, static key and certificate (down).
+const HANDSHAKE_UP_BYTES: u64 = noise_sv2::ELLSWIFT_ENCODING_SIZE as u64;
+const HANDSHAKE_DOWN_BYTES: u64 = noise_sv2::INITIATOR_EXPECTED_HANDSHAKE_MESSAGE_SIZE as u64;
+
+/// Relays with Noise terminated on both sides, decoding every frame.
 async fn relay(
     downstream: TcpStream,
+    upstream: TcpStream,
     connection: u32,
-    cfg: &TapConfig,
-    stats: Arc<TapStats>,
-    recorder: Recorder,
+    keys: &PoolKeys,
+    stats: &TapStats,
+    recorder: &Recorder,
 ) -> Result<()> {
-    let _ = downstream.set_nodelay(true);
-    let down = accept_noise_connection(downstream, cfg.pool_public, cfg.pool_secret, 86_400)
+    let down = accept_noise_connection(downstream, keys.public, keys.secret, 86_400)
         .await
         .map_err(|e| anyhow::anyhow!("downstream Noise handshake failed: {e}"))?;
-    let upstream = TcpStream::connect(cfg.pool)
-        .await
-        .with_context(|| format!("cannot reach the pool at {}", cfg.pool))?;
-    let _ = upstream.set_nodelay(true);
-    let up = connect_with_noise(upstream, Some(cfg.pool_public))
+    let up = connect_with_noise(upstream, Some(keys.public))
         .await
         .map_err(|e| anyhow::anyhow!("Noise handshake with the pool failed: {e}"))?;
+    stats.bytes_up.inc_by(HANDSHAKE_UP_BYTES);
+    stats.bytes_down.inc_by(HANDSHAKE_DOWN_BYTES);
     let (down_read, down_write) = down.into_split();
     let (up_read, up_write) = up.into_split();
-    let pending: Arc<Pending> = Arc::default();
-    let to_pool = {
-        let (pending, stats) = (pending.clone(), stats.clone());
-        tokio::spawn(async move {
-            pump(
-                down_read,
-                up_write,
-                |frame| note_request(frame, &pending),
-                &stats.up_ns,
-            )
-            .await
-        })
-    };
+    let pending = Pending::default();
+    let to_pool = pump(
+        down_read,
+        up_write,
+        |frame| note_request(frame, &pending),
+        &stats.up_ns,
+        &stats.bytes_up,
+    );
     let from_pool = pump(
         up_read,
         down_write,
-        |frame| note_answer(frame, connection, &pending, &recorder),
+        |frame| note_answer(frame, connection, &pending, recorder, stats),
         &stats.down_ns,
-    )
-    .await;
-    to_pool.abort();
+        &stats.bytes_down,
+    );
+    // Both directions on this one task: a share is noted before its answer can be read.
+    // The downstream closing ends ours to the pool, whose answers to the last shares are
+    // still read for up to [`probe::tap::DRAIN`].
+    tokio::pin!(to_pool, from_pool);
+    let ended = tokio::select! {
+        ended = &mut to_pool => {
+            let _ = tokio::time::timeout(probe::tap::DRAIN, &mut from_pool).await;
+            ended.context("from the downstream")
+        }
+        ended = &mut from_pool => ended.context("from the pool"),
+    };
     let unanswered = pending.declarations.lock().len();
     if unanswered > 0 {
         recorder.record(Event::DeclarationsUnanswered { count: unanswered });
     }
-    from_pool
+    ended
 }
 
-/// Forwards frames from `from` to `to`, showing each to `look` first.
+/// Forwards frames from `from` to `to`, showing each to `look` first. Once `to` is gone,
+/// frames are still read and shown (what the pool answered a miner that left is still
+/// its verdict); the end of `from` ends it.
 async fn pump(
     mut from: NoiseTcpReadHalf,
     mut to: NoiseTcpWriteHalf,
     mut look: impl FnMut(&mut SerializedFrame),
     added_ns: &Histogram,
+    bytes: &Counter,
 ) -> Result<()> {
+    let mut write_failed = None;
     loop {
-        let mut frame = from
-            .read_frame()
-            .await
-            .map_err(|e| anyhow::anyhow!("read: {e}"))?;
+        let mut frame = match from.read_frame().await {
+            Ok(frame) => frame,
+            Err(e) => {
+                return Err(match write_failed {
+                    Some(w) => anyhow::anyhow!("write: {w}"),
+                    None => anyhow::anyhow!("read: {e}"),
+                })
+            }
+        };
         let t_in = mono_ns();
+        let header = frame.header();
         look(&mut frame);
-        to.write_frame(OutboundFrame::Raw(frame))
-            .await
-            .map_err(|e| anyhow::anyhow!("write: {e}"))?;
+        if write_failed.is_none() {
+            match to.write_frame(OutboundFrame::Raw(frame)).await {
+                Ok(()) => {
+                    added_ns.record(mono_ns().saturating_sub(t_in));
+                    bytes.inc_by(wire_bytes(&header));
+                }
+                Err(e) => write_failed = Some(e),
+            }
+        }
+    }
+}
+
+/// A frame's size on the wire: its encrypted header, and its payload encrypted in chunks,
+/// each with its MAC.
+fn wire_bytes(header: &Header) -> u64 {
+    (codec_sv2::ENCRYPTED_SV2_FRAME_HEADER_SIZE + codec_sv2::encrypted_payload_length(header))
+        as u64
+}
+
+/// Relays the encrypted stream as it is (no key: nothing to decode), recording each read.
+async fn relay_encrypted(
+    downstream: TcpStream,
+    upstream: TcpStream,
+    connection: u32,
+    stats: &TapStats,
+    recorder: &Recorder,
+) -> Result<()> {
+    let (down_read, down_write) = downstream.into_split();
+    let (up_read, up_write) = upstream.into_split();
+    let to_pool = copy_reads(down_read, up_write, true, connection, stats, recorder);
+    let from_pool = copy_reads(up_read, down_write, false, connection, stats, recorder);
+    tokio::select! {
+        ended = to_pool => ended.context("from the downstream"),
+        ended = from_pool => ended.context("from the pool"),
+    }
+}
+
+/// Copies `from` to `to` read by read, recording each read's size as it arrives.
+async fn copy_reads(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    up: bool,
+    connection: u32,
+    stats: &TapStats,
+    recorder: &Recorder,
+) -> Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (added_ns, bytes) = match up {
+        true => (&stats.up_ns, &stats.bytes_up),
+        false => (&stats.down_ns, &stats.bytes_down),
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = from.read(&mut buf).await.context("read")?;
+        if n == 0 {
+            return Ok(());
+        }
+        let t_in = mono_ns();
+        to.write_all(&buf[..n]).await.context("write")?;
         added_ns.record(mono_ns().saturating_sub(t_in));
+        bytes.inc_by(n as u64);
+        recorder.record_at(
+            t_in,
+            Event::EncryptedRead {
+                connection,
+                up,
+                bytes: n,
+            },
+        );
     }
 }
 
@@ -262,6 +384,7 @@ pub(crate) fn note_answer(
     connection: u32,
     pending: &Pending,
     recorder: &Recorder,
+    stats: &TapStats,
 ) {
     if let Some(message) = job_declaration_message(frame) {
         return note_declaration_answer(message, connection, pending, recorder);
@@ -270,6 +393,19 @@ pub(crate) fn note_answer(
     let set_target = |channel: u32, target: &[u8]| {
         if let Some(d) = target_difficulty(target) {
             pending.difficulty.lock().insert(channel, d);
+        }
+    };
+    // A job is counted, and recorded when the channel works on it now (a future job
+    // becomes work with its SetNewPrevHash, recorded as that).
+    let job_relayed = |channel: u32, job_id: u32, future: bool| {
+        stats.jobs_relayed.inc();
+        if !future {
+            let event = Event::Sv2JobRelayed {
+                connection,
+                channel,
+                job_id,
+            };
+            recorder.record_at(t, event);
         }
     };
     type Judged = (u32, SentShare, ShareVerdict, Option<String>);
@@ -283,6 +419,12 @@ pub(crate) fn note_answer(
         Some(Mining::SetTarget(m)) => {
             return set_target(m.channel_id, m.maximum_target.as_ref());
         }
+        Some(Mining::NewMiningJob(j)) => {
+            return job_relayed(j.channel_id, j.job_id, j.is_future());
+        }
+        Some(Mining::NewExtendedMiningJob(j)) => {
+            return job_relayed(j.channel_id, j.job_id, j.is_future());
+        }
         Some(Mining::SetNewPrevHash(p)) => {
             pending.tip_jobs.lock().insert(p.channel_id, p.job_id);
             let prev = bitcoin::BlockHash::from_byte_array(
@@ -292,6 +434,7 @@ pub(crate) fn note_answer(
                 t,
                 Event::NewPrevHashRelayed {
                     connection,
+                    channel: p.channel_id,
                     prev_hash: prev.to_string(),
                 },
             );
@@ -331,6 +474,7 @@ pub(crate) fn note_answer(
         _ => return,
     };
     for (channel, (job, difficulty), verdict, reason) in judged {
+        stats.count_share(verdict);
         recorder.record_at(
             t,
             Event::ShareJudged {

@@ -102,11 +102,7 @@ pub fn start_role(
 pub fn start_sv1_pool(dir: &Path) -> (Killed, Killed, u16, String) {
     std::fs::create_dir_all(dir).unwrap();
     let (node, ready) = start_node_announced(&["--block-interval", "5s", "--difficulty", "0.01"]);
-    let word_after = |key: &str| {
-        let at = ready.find(key).unwrap() + key.len();
-        ready[at..].split([' ', ',']).next().unwrap().to_string()
-    };
-    let (rpc, zmq) = (word_after("RPC "), word_after("ZMQ "));
+    let (rpc, zmq) = (word_after(&ready, "RPC "), word_after(&ready, "ZMQ "));
     let port = free_port();
     let start = 2_000.0 / 4_294_967_296.0;
     let spec = harness::roles::RoleSpec::Sv1Pool {
@@ -139,14 +135,34 @@ pub fn start_sv1_pool(dir: &Path) -> (Killed, Killed, u16, String) {
     (node, pool, port, zmq)
 }
 
-/// `stratum-bench node` as a Template Provider and SRI's pool on it (role `sri-pool`):
-/// the node, the pool, the pool's port and its authority public key (base58).
-pub fn start_sri_pool(dir: &Path) -> (Killed, Killed, u16, String) {
+/// The word after `key` in a process's announcement (`RPC 127.0.0.1:18443, ZMQ ...`).
+fn word_after(announcement: &str, key: &str) -> String {
+    let at = announcement.find(key).unwrap() + key.len();
+    announcement[at..]
+        .split([' ', ','])
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// SRI's pool on the node, from [`start_sri_pool`].
+pub struct SriPool {
+    pub node: Killed,
+    pub pool: Killed,
+    pub port: u16,
+    /// The pool's authority key pair.
+    pub keys: node::tdp::AuthorityKeys,
+    /// The node's ZMQ endpoint publishing hashblock.
+    pub zmq: String,
+}
+
+/// `stratum-bench node` as a Template Provider and SRI's pool on it (role `sri-pool`).
+pub fn start_sri_pool(dir: &Path) -> SriPool {
     std::fs::create_dir_all(dir).unwrap();
     let tp_secret = bitcoin::base58::encode_check(&[7u8; 32]);
     let tp = node::tdp::AuthorityKeys::from_secret(&tp_secret).unwrap();
     let tdp = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let (node, _) = start_node_announced(&[
+    let (node, ready) = start_node_announced(&[
         "--block-interval",
         "5s",
         "--tdp-bind",
@@ -181,7 +197,13 @@ pub fn start_sri_pool(dir: &Path) -> (Killed, Killed, u16, String) {
         &serde_json::to_value(&spec).unwrap(),
         &dir.join("sri-pool.jsonl"),
     );
-    (node, pool, port, keys.public.to_string())
+    SriPool {
+        node,
+        pool,
+        port,
+        keys,
+        zmq: word_after(&ready, "ZMQ "),
+    }
 }
 
 /// Sends SIGTERM to `child` and waits for it to end by itself.
