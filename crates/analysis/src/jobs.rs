@@ -143,22 +143,24 @@ pub fn side_jobs<'a>(
             miner,
             prev_hash,
             marker_txid,
+            work_id,
             ..
         } = &r.event
         else {
             continue;
         };
         first_on_tip.entry((*miner, prev_hash)).or_insert(r.t_ns);
-        let template = timeline
-            .templates
-            .find(marker_txid.as_deref(), template_node);
+        let (template, identity) =
+            timeline
+                .templates
+                .find_job(marker_txid.as_deref(), work_id.as_deref(), template_node);
         match template {
             TemplateMatch::Found(t) => {
-                let marker = marker_txid.as_deref().expect("found by its marker");
-                if first_on_template.insert((*miner, marker)) && window.contains(t.t_ns) {
+                let identity = identity.expect("found by an identity");
+                if first_on_template.insert((*miner, identity)) && window.contains(t.t_ns) {
                     facts
                         .new_job_ms
-                        .push(marker, ms(r.t_ns.saturating_sub(t.t_ns)));
+                        .push(identity, ms(r.t_ns.saturating_sub(t.t_ns)));
                 }
             }
             TemplateMatch::NoMarker => unmatched.add("job_without_marker", 1),
@@ -291,6 +293,58 @@ mod tests {
         assert_eq!(f.new_job_ms.clusters(), vec![vec![60.0, 80.0], vec![50.0]]);
         assert_eq!(f.new_prevhash_job_ms.values(), vec![70.0, 90.0]);
         assert!(u.0.is_empty(), "{u:?}");
+    }
+
+    /// A real node marks no template: an RPC tap records each one the pool fetched by its
+    /// work id, and a job is tied to it by the work id the miner computed.
+    #[test]
+    fn a_job_on_a_real_nodes_template_is_timed_by_its_work_id() {
+        let m = manifest(vec![sv1_side()]);
+        let fetched = |t_ns, work_id: &str, value_sats| {
+            rec(
+                t_ns,
+                "node",
+                Event::TemplateFetched {
+                    prev_hash: "P".into(),
+                    height: 2,
+                    value_sats,
+                    tx_count: 3,
+                    work_id: work_id.into(),
+                },
+            )
+        };
+        let job = |t_ns, miner, work_id: &str| {
+            rec(
+                t_ns,
+                "miners",
+                Event::JobReceived {
+                    miner,
+                    job_id: "j".into(),
+                    prev_hash: "P".into(),
+                    // A real transaction's txid: no template is marked by it.
+                    marker_txid: Some("t1".into()),
+                    clean: false,
+                    work_id: Some(work_id.into()),
+                },
+            )
+        };
+        let events = [
+            tip(1_000 * MS, "P", TipCause::Network),
+            fetched(1_002 * MS, "W1", 100),
+            job(1_030 * MS, 0, "W1"),
+            job(1_045 * MS, 1, "W1"),
+            // The pool polled again and got the same template: its first answer counts.
+            fetched(3_000 * MS, "W1", 100),
+            fetched(5_000 * MS, "W2", 250),
+            job(5_020 * MS, 0, "W2"),
+            // A job on no fetched template stays unmatched, under its marker's diagnosis.
+            job(6_000 * MS, 1, "W9"),
+        ];
+        let (f, u) = run(&m, &events);
+        // W1: 28 and 43 ms; W2: 20 ms; one unit each.
+        assert_eq!(f.new_job_ms.clusters(), vec![vec![28.0, 43.0], vec![20.0]]);
+        assert_eq!(f.new_prevhash_job_ms.values(), vec![30.0, 45.0]);
+        assert_eq!(u.0.get("job_without_node_template"), Some(&1), "{u:?}");
     }
 
     #[test]

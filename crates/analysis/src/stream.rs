@@ -441,10 +441,12 @@ impl JobStream {
                 miner,
                 prev_hash,
                 marker_txid,
+                work_id,
                 ..
             } = &r.event
             {
-                self.job(r.t_ns, *miner, prev_hash, marker_txid.as_deref());
+                let identity = (marker_txid.as_deref(), work_id.as_deref());
+                self.job(r.t_ns, *miner, prev_hash, identity);
             }
         }
     }
@@ -479,14 +481,21 @@ impl JobStream {
         }
     }
 
-    fn job(&mut self, t: u64, miner: u32, prev_hash: &str, marker: Option<&str>) {
-        let template = self.templates.find(marker, &self.template_node);
+    /// A miner's job, with its template identity (marker, work id).
+    fn job(
+        &mut self,
+        t: u64,
+        miner: u32,
+        prev_hash: &str,
+        (marker, work_id): (Option<&str>, Option<&str>),
+    ) {
+        let (template, identity) = (self.templates).find_job(marker, work_id, &self.template_node);
         match template {
             TemplateMatch::Found(fact) => {
-                let marker = marker.expect("found by its marker");
-                if self.window.contains(fact.t_ns) && self.first_job_on(marker, miner) {
+                let identity = identity.expect("found by an identity");
+                if self.window.contains(fact.t_ns) && self.first_job_on(identity, miner) {
                     let ms = crate::jobs::ms(t.saturating_sub(fact.t_ns));
-                    self.new_job_ms.push(marker, ms);
+                    self.new_job_ms.push(identity, ms);
                     self.observed.push(Observed::NewJob { ms });
                 }
             }

@@ -238,6 +238,7 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
     match event {
         Event::TipChanged { .. }
         | Event::TemplateBuilt { .. }
+        | Event::TemplateFetched { .. }
         | Event::BlockSubmitted { .. }
         | Event::NetworkTemplateValue { .. }
         | Event::PoolTemplate { .. }

@@ -129,6 +129,7 @@ pub fn job_to(role: &str, t_ns: u64, miner: u32, prev: &str, marker: Option<&str
             prev_hash: prev.into(),
             marker_txid: marker.map(str::to_string),
             clean: true,
+            work_id: None,
         },
     )
 }

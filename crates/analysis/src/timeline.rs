@@ -18,23 +18,31 @@ pub struct TemplateFact {
 pub struct Templates(HashMap<String, Vec<(String, TemplateFact)>>);
 
 impl Templates {
-    /// The template a node's record says it built, if it says so.
+    /// The template a node's record says it built (by its marker), or an RPC tap's says a
+    /// real node handed out (by its work id), if it says so.
     pub fn take(&mut self, r: &Record) {
-        if let Event::TemplateBuilt {
-            marker_txid,
-            value_sats,
-            ..
-        } = &r.event
-        {
-            let fact = TemplateFact {
-                t_ns: r.t_ns,
-                value_sats: *value_sats,
-            };
-            self.add(&r.role, marker_txid, fact);
-        }
+        let (identity, value_sats) = match &r.event {
+            Event::TemplateBuilt {
+                marker_txid,
+                value_sats,
+                ..
+            } => (marker_txid, value_sats),
+            Event::TemplateFetched {
+                work_id,
+                value_sats,
+                ..
+            } => (work_id, value_sats),
+            _ => return,
+        };
+        let fact = TemplateFact {
+            t_ns: r.t_ns,
+            value_sats: *value_sats,
+        };
+        self.add(&r.role, identity, fact);
     }
 
-    /// A template `node` built; a node builds a marker once, so a repeat is ignored.
+    /// A template `node` built; a node builds a marker once (and a work id is first handed
+    /// out once), so a repeat is ignored.
     fn add(&mut self, node: &str, marker: &str, fact: TemplateFact) {
         let facts = self.0.entry(marker.to_string()).or_default();
         if !facts.iter().any(|(n, _)| n == node) {
@@ -42,8 +50,25 @@ impl Templates {
         }
     }
 
+    /// The template behind a job, among those `node` built: by the job's marker, else
+    /// (a real node marks none) by its work id; with the identity it was found by.
+    pub fn find_job<'a>(
+        &self,
+        marker: Option<&'a str>,
+        work_id: Option<&'a str>,
+        node: &str,
+    ) -> (TemplateMatch, Option<&'a str>) {
+        match self.find(marker, node) {
+            found @ TemplateMatch::Found(_) => (found, marker),
+            by_marker => match work_id.map(|id| (self.find(Some(id), node), id)) {
+                Some((found @ TemplateMatch::Found(_), id)) => (found, Some(id)),
+                _ => (by_marker, None),
+            },
+        }
+    }
+
     /// The template behind a job's marker, among those `node` built.
-    pub fn find(&self, marker: Option<&str>, node: &str) -> TemplateMatch {
+    fn find(&self, marker: Option<&str>, node: &str) -> TemplateMatch {
         let Some(marker) = marker else {
             return TemplateMatch::NoMarker;
         };

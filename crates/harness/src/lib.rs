@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod process;
 pub mod procs;
 pub mod roles;
+pub mod rpc_tap;
 pub mod run;
 pub mod scenario;
 pub mod tap;

@@ -66,6 +66,10 @@ pub enum RoleSpec {
     Sv1Tap {
         config: sv1::tap::Sv1TapConfig,
     },
+    /// The RPC tap between the SV1 pools and a real node, with the node's tips.
+    RpcTap {
+        config: crate::rpc_tap::RpcTapConfig,
+    },
 }
 
 impl RoleSpec {
@@ -215,6 +219,12 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
             ready(json!({"listen": tap.listen_addr}));
             terminated().await;
             recorder.record(tap.stats.latency_event());
+            tap.stop();
+        }
+        RoleSpec::RpcTap { config } => {
+            let tap = crate::rpc_tap::RpcTap::start(config, recorder.clone()).await?;
+            ready(json!({"listen": tap.listen_addr}));
+            terminated().await;
             tap.stop();
         }
         RoleSpec::Sv1Tap { config } => {

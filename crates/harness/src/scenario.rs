@@ -106,7 +106,29 @@ pub struct Scenario {
     pub sv1_pools: std::collections::BTreeMap<String, ExternalSv1Pool>,
     #[serde(default)]
     pub placement: Placement,
+    /// A real, synced node the SV1 sides run against instead of the simulated network.
+    #[serde(default)]
+    pub node: Option<RealNode>,
 }
+
+/// A real bitcoind (or any node with its RPC and ZMQ), reached as its pools reach it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RealNode {
+    /// Its JSON-RPC, `http://HOST:PORT`.
+    pub url: String,
+    pub rpc_user: String,
+    pub rpc_password: String,
+    /// Its ZMQ publisher of `hashblock` (`-zmqpubhashblock`), `tcp://HOST:PORT`.
+    pub zmq: String,
+    /// The chain it must be on (`main`, `test`, `testnet4`, `signet`, `regtest`, as
+    /// getblockchaininfo names it), checked before the run.
+    #[serde(default)]
+    pub chain: Option<String>,
+}
+
+/// The chains getblockchaininfo names.
+pub const CHAINS: [&str; 5] = ["main", "test", "testnet4", "signet", "regtest"];
 
 /// How roles run: where their events go, and on which CPUs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -660,6 +682,40 @@ impl Scenario {
         if self.sides.is_empty() {
             fail("sides", "name at least one side".into())?;
         }
+        if let Some(node) = &self.node {
+            if !node.url.starts_with("http://") {
+                fail(
+                    "node.url",
+                    format!("{:?} is not http://HOST:PORT (the node's RPC)", node.url),
+                )?;
+            }
+            if !node.zmq.starts_with("tcp://") {
+                fail(
+                    "node.zmq",
+                    format!(
+                        "{:?} is not tcp://HOST:PORT (the node's -zmqpubhashblock)",
+                        node.zmq
+                    ),
+                )?;
+            }
+            if let Some(chain) = node.chain.as_deref().filter(|c| !CHAINS.contains(c)) {
+                fail("node.chain", format!("{chain:?} is none of {CHAINS:?}"))?;
+            }
+            if let Some(side) =
+                (self.sides.iter()).find(|x| Config::of_side(x) != Some(Config::Sv1))
+            {
+                fail(
+                    "node",
+                    format!("a real node runs SV1 sides only; side {side:?} takes its templates from the simulated node (its Template Provider or Mining IPC): leave it out, or run without [node]"),
+                )?;
+            }
+            if self.placement.engine != Engine::Process {
+                fail(
+                    "node",
+                    "a real node runs with placement.engine = \"process\" only".into(),
+                )?;
+            }
+        }
         for side in &self.sides {
             if Config::of_side(side).is_none() {
                 let known: Vec<&str> = Config::ALL.iter().map(|c| c.name()).collect();
@@ -957,6 +1013,15 @@ shares_per_min = 10
         assert!(err("sides=[\"sv1\", \"sv1\"]").contains("named twice"));
         assert!(err("link.rtt_ms.x=1").contains("link.rtt_ms"));
         assert!(err("network.block_interval=100ms").contains("lengthen"));
+        let node = |extra: &str| {
+            format!("node = {{ url = \"http://127.0.0.1:8332\", rpc_user = \"u\", rpc_password = \"p\", zmq = \"tcp://127.0.0.1:28332\"{extra} }}")
+        };
+        assert!(Scenario::load(&p, &[node("")]).is_ok());
+        assert!(err(&node(", chain = \"mainnet\"")).contains("node.chain"));
+        assert!(err(&node(", port = 1")).contains("port"));
+        assert!(err("node = { url = \"127.0.0.1:8332\", rpc_user = \"u\", rpc_password = \"p\", zmq = \"tcp://127.0.0.1:28332\" }").contains("node.url"));
+        let sv2 = Scenario::load(&p, &[node(""), "sides=[\"sv1\", \"sv2-c\"]".into()]);
+        assert!(format!("{:#}", sv2.unwrap_err()).contains("SV1 sides only"));
     }
 
     #[test]

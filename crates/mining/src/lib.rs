@@ -24,6 +24,18 @@ pub fn coinbase_merkle_branch(txids: &[Txid]) -> Vec<TxMerkleNode> {
     branch
 }
 
+/// A job's identity without the node's help: its prev hash and merkle branches, hashed
+/// (sha256d, hex). Two templates on one tip with the same transactions in the same order
+/// give the same work whatever their coinbase, so they are one template here.
+pub fn work_id(prev_hash: &BlockHash, branch: &[TxMerkleNode]) -> String {
+    let mut bytes = Vec::with_capacity(32 * (1 + branch.len()));
+    bytes.extend_from_slice(prev_hash.as_byte_array());
+    for node in branch {
+        bytes.extend_from_slice(node.as_byte_array());
+    }
+    sha256d::Hash::hash(&bytes).to_string()
+}
+
 /// Folds a coinbase txid up its merkle branch, as every miner does.
 pub fn merkle_root_from_branch(
     coinbase_txid: sha256d::Hash,

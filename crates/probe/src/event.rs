@@ -54,6 +54,17 @@ pub enum Event {
         /// Txid of the template's marker transaction: the first merkle branch a miner sees.
         marker_txid: String,
     },
+    /// A real node's getblocktemplate answer passed the RPC tap between it and a pool:
+    /// the template as the pool got it, stamped when the whole answer had passed.
+    /// `work_id` is its identity, as a job built on it shows it (`mining::work_id`).
+    TemplateFetched {
+        prev_hash: String,
+        height: u32,
+        value_sats: u64,
+        /// Transactions besides the coinbase.
+        tx_count: usize,
+        work_id: String,
+    },
     /// A block was submitted to the node; `reject_reason` is `None` when it was accepted.
     BlockSubmitted {
         hash: String,
@@ -99,6 +110,10 @@ pub enum Event {
         prev_hash: String,
         marker_txid: Option<String>,
         clean: bool,
+        /// The job's prev hash and merkle branches, hashed (`mining::work_id`): its
+        /// template's identity where the node marks none (a real node).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        work_id: Option<String>,
     },
     /// A miner sent a share; `block_hash` is set when it also meets the block target.
     ShareSubmitted {

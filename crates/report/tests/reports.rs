@@ -82,6 +82,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                     prev_hash: hash.clone(),
                     marker_txid: Some(marker.clone()),
                     clean: true,
+                    work_id: None,
                 },
             ));
             miners.push(rec(

@@ -347,6 +347,7 @@ impl MinerState {
                         prev_hash: job.prev_hash.to_string(),
                         marker_txid: job.marker_txid().map(|m| m.to_string()),
                         clean: job.clean,
+                        work_id: Some(mining::work_id(&job.prev_hash, &job.merkle_branch)),
                     },
                 );
                 let Some(extranonce1) = self.extranonce1.clone() else {

@@ -707,21 +707,30 @@ impl Miner {
             );
             return Ok(());
         };
+        // The template's marker is the first merkle path entry; a standard job shows only
+        // its merkle root, so neither its marker nor its work id.
+        let (marker_txid, work_id) = match &job.work {
+            JobWork::Extended { merkle_path, .. } => {
+                let branch: Vec<TxMerkleNode> = (merkle_path.iter())
+                    .map(|m| TxMerkleNode::from_byte_array(*m))
+                    .collect();
+                let marker = merkle_path.first();
+                (
+                    marker.map(|m| bitcoin::Txid::from_byte_array(*m).to_string()),
+                    Some(mining::work_id(&prev, &branch)),
+                )
+            }
+            JobWork::Standard { .. } => (None, None),
+        };
         recorder.record_at(
             t,
             Event::JobReceived {
                 miner: self.index,
                 job_id: job_id.to_string(),
                 prev_hash: prev.to_string(),
-                // The template's marker is the first merkle path entry; a standard job
-                // shows only its merkle root.
-                marker_txid: match &job.work {
-                    JobWork::Extended { merkle_path, .. } => merkle_path
-                        .first()
-                        .map(|m| bitcoin::Txid::from_byte_array(*m).to_string()),
-                    JobWork::Standard { .. } => None,
-                },
+                marker_txid,
                 clean: self.tip.is_some_and(|(j, ..)| j == job_id),
+                work_id,
             },
         );
         self.next_extranonce += 1;

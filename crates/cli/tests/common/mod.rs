@@ -136,7 +136,7 @@ pub fn start_sv1_pool(dir: &Path) -> (Killed, Killed, u16, String) {
 }
 
 /// The word after `key` in a process's announcement (`RPC 127.0.0.1:18443, ZMQ ...`).
-fn word_after(announcement: &str, key: &str) -> String {
+pub fn word_after(announcement: &str, key: &str) -> String {
     let at = announcement.find(key).unwrap() + key.len();
     announcement[at..]
         .split([' ', ','])

@@ -62,6 +62,16 @@ pub struct RunOutcome {
 }
 
 pub(crate) const NODE: &str = "node";
+/// With a real node: the RPC tap in front of it, which records its templates and tips.
+pub(crate) const NODE_TAP: &str = "node-tap";
+
+/// The role whose events are the network node's: ours, or the tap in front of a real one.
+pub(crate) fn node_role(s: &Scenario) -> &'static str {
+    match s.node {
+        Some(_) => NODE_TAP,
+        None => NODE,
+    }
+}
 /// With containers: where each role stood (`container::Placed`).
 pub const PLACEMENT_FILE: &str = "placement.json";
 /// How long events are held to put the roles' files in one time order: roles write as
@@ -142,7 +152,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         scenario: s.name.clone(),
         window_start_ns: t0 + s.warmup.as_nanos() as u64,
         window_end_ns: t0 + (s.warmup + s.duration).as_nanos() as u64,
-        node_role: NODE.into(),
+        node_role: node_role(s).into(),
         link: LinkParams {
             rtt_ms: s.link.rtt_ms,
             jitter_ms: s.link.jitter_ms,

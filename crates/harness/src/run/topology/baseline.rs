@@ -2,13 +2,35 @@
 
 use super::*;
 
+/// How an SV1 side's pool reaches its node: the simulated one, or a real one through
+/// the RPC tap.
+pub(super) struct PoolNode<'a> {
+    /// The RPC's `HOST:PORT`.
+    pub rpc: &'a str,
+    /// The RPC user; `None`: one per side, so the simulated node keeps a getblocktemplate
+    /// cache per pool, as a bitcoind of its own would.
+    pub user: Option<&'a str>,
+    pub password: &'a str,
+    /// The publisher of `hashblock` (and `rawblock` on the simulated node).
+    pub zmq: Option<&'a str>,
+    /// The publisher of `hashblock` alone.
+    pub zmq_hashblock: Option<&'a str>,
+}
+
+impl PoolNode<'_> {
+    fn user(&self, side: &str) -> String {
+        self.user
+            .map_or_else(|| pool_rpc_user(side), str::to_string)
+    }
+}
+
 /// Our own SV1 pool on the node: where it listens.
 async fn builtin_sv1_pool(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
     pool: &str,
-    (rpc, password, zmq): (&str, &str, Option<String>),
+    node: &PoolNode<'_>,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SocketAddr> {
     let s = &opts.scenario;
@@ -19,10 +41,10 @@ async fn builtin_sv1_pool(
         &RoleSpec::Sv1Pool {
             config: sv1::pool::PoolConfig {
                 listen: "127.0.0.1:0".parse()?,
-                rpc_url: format!("http://{rpc}"),
-                rpc_user: pool_rpc_user(side),
-                rpc_password: password.into(),
-                zmq,
+                rpc_url: format!("http://{}", node.rpc),
+                rpc_user: node.user(side),
+                rpc_password: node.password.into(),
+                zmq: node.zmq.map(str::to_string),
                 payout_script: payout_script(),
                 coinbase_tag: format!("/stratum-bench {side}/"),
                 job_refresh: s.pool.job_refresh,
@@ -50,7 +72,7 @@ pub(super) async fn start_sv1_side(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
-    ((rpc, password, zmq), zmq_hashblock): ((&str, &str, Option<String>), Option<&str>),
+    node: &PoolNode<'_>,
     farm_port: u16,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SideRoles> {
@@ -60,13 +82,13 @@ pub(super) async fn start_sv1_side(
         Some(external) => {
             let resolved = crate::external_pool::resolve(external, Path::new(""), side)?;
             let listen = free_local_port()?;
-            let rpc_user = pool_rpc_user(side);
+            let rpc_user = node.user(side);
             let site = crate::external_pool::Site {
-                rpc: rpc.parse().context("the node's RPC address")?,
+                rpc: node.rpc.parse().context("the node's RPC address")?,
                 rpc_user: &rpc_user,
-                rpc_password: password,
-                zmq: zmq.as_deref(),
-                zmq_hashblock,
+                rpc_password: node.password,
+                zmq: node.zmq,
+                zmq_hashblock: node.zmq_hashblock,
                 difficulty: s.start_difficulty(),
                 job_refresh_s: s.pool.job_refresh.as_secs_f64(),
                 payout_address: bitcoin::Address::from_script(
@@ -84,7 +106,7 @@ pub(super) async fn start_sv1_side(
             (listen, Some(resolved.name), resolved.policy, prefix)
         }
         None => (
-            builtin_sv1_pool(opts, dir, side, &pool, (rpc, password, zmq), roles).await?,
+            builtin_sv1_pool(opts, dir, side, &pool, node, roles).await?,
             None,
             None,
             default_worker_prefix(side),

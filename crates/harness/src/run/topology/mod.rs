@@ -6,16 +6,16 @@ mod baseline;
 mod job_declaration;
 mod template_provider;
 
-use crate::run::{RunOptions, NODE};
+use crate::run::{node_role, RunOptions, NODE, NODE_TAP};
 
 const RPC_USER: &str = "stratum-bench";
-use baseline::start_sv1_side;
+use baseline::{start_sv1_side, PoolNode};
 use job_declaration::start_sv2_jd_side;
 use template_provider::start_sv2_pool_side;
 
 use crate::process::{ready_field, RoleProcess};
 use crate::roles::{LinkRoute, RoleSpec};
-use crate::scenario::{Config, Scenario};
+use crate::scenario::{Config, RealNode, Scenario};
 use analysis::manifest::SideRoles;
 use anyhow::{Context, Result};
 use probe::mono_ns;
@@ -43,6 +43,9 @@ pub(crate) async fn start_roles(
     roles: &mut Vec<RoleProcess>,
 ) -> Result<BTreeMap<String, SideRoles>> {
     let s = &opts.scenario;
+    if let Some(real) = &s.node {
+        return start_on_real_node(opts, dir, real, roles).await;
+    }
     let password = format!("{:x}", mono_ns() ^ u64::from(std::process::id()));
     let mut mempool = node::MempoolConfig::preset(
         node::MempoolPreset::parse(&s.network.mempool).map_err(anyhow::Error::msg)?,
@@ -129,9 +132,14 @@ pub(crate) async fn start_roles(
         let config = Config::of_side(side).context("the scenario names only known sides")?;
         let side_roles = match config {
             Config::Sv1 => {
-                let node_rpc = (rpc.as_str(), password.as_str(), zmq.clone());
-                let node = (node_rpc, zmq_hashblock);
-                start_sv1_side(opts, dir, side, node, farm_port, roles).await?
+                let node = PoolNode {
+                    rpc: &rpc,
+                    user: None,
+                    password: &password,
+                    zmq: zmq.as_deref(),
+                    zmq_hashblock,
+                };
+                start_sv1_side(opts, dir, side, &node, farm_port, roles).await?
             }
             Config::Sv2C | Config::Sv2D => {
                 let templates = templates
@@ -146,6 +154,94 @@ pub(crate) async fn start_roles(
         sides.insert(side.clone(), side_roles);
     }
     Ok(sides)
+}
+
+/// The SV1 sides on a real node (the scenario allows no other): the node checked, the
+/// RPC tap in front of it, then per side the pool, link and miners.
+async fn start_on_real_node(
+    opts: &RunOptions,
+    dir: &Path,
+    real: &RealNode,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<BTreeMap<String, SideRoles>> {
+    check_real_node(real).await?;
+    let ready = spawn(
+        opts,
+        dir,
+        NODE_TAP,
+        &RoleSpec::RpcTap {
+            config: crate::rpc_tap::RpcTapConfig {
+                listen: "127.0.0.1:0".parse()?,
+                node_url: real.url.clone(),
+                rpc_user: real.rpc_user.clone(),
+                rpc_password: real.rpc_password.clone(),
+                zmq: real.zmq.clone(),
+            },
+        },
+        roles,
+    )
+    .await?;
+    let rpc = ready_field(&ready, "listen", NODE_TAP)?;
+    // The pools ask the node through the tap, and hear of blocks from it directly.
+    let node = PoolNode {
+        rpc: &rpc,
+        user: Some(&real.rpc_user),
+        password: &real.rpc_password,
+        zmq: Some(&real.zmq),
+        zmq_hashblock: Some(&real.zmq),
+    };
+    let mut sides = BTreeMap::new();
+    for (i, side) in opts.scenario.sides.iter().enumerate() {
+        let farm_port = opts.scenario.link.farm_port.map_or(0, |p| p + i as u16);
+        let roles = start_sv1_side(opts, dir, side, &node, farm_port, roles).await?;
+        sides.insert(side.clone(), roles);
+    }
+    Ok(sides)
+}
+
+/// A real node is reachable with the scenario's credentials, synced, and on the chain
+/// the scenario names: else a clear error before anything starts.
+async fn check_real_node(real: &RealNode) -> Result<()> {
+    #[derive(serde::Deserialize)]
+    struct ChainInfo {
+        chain: String,
+        blocks: u64,
+        #[serde(default)]
+        headers: u64,
+        #[serde(default)]
+        initialblockdownload: bool,
+    }
+    let node = bitcoind_rpc::RpcClient::new(&real.url, &real.rpc_user, &real.rpc_password);
+    let info: ChainInfo = node
+        .call("getblockchaininfo", serde_json::json!([]))
+        .await
+        .map_err(|e| match e {
+            bitcoind_rpc::RpcCallError::Unauthorized => anyhow::anyhow!(
+                "scenario fields `node.rpc_user` / `node.rpc_password`: the node at {} refused them (HTTP 401)",
+                real.url
+            ),
+            e => anyhow::anyhow!("scenario field `node.url`: the node at {}: {e}", real.url),
+        })?;
+    if info.initialblockdownload {
+        anyhow::bail!(
+            "the node at {} is in initial block download ({} of {} blocks): run once it has synced",
+            real.url,
+            info.blocks,
+            info.headers
+        );
+    }
+    if let Some(chain) = real.chain.as_deref().filter(|c| *c != info.chain) {
+        anyhow::bail!(
+            "scenario field `node.chain`: the node at {} is on {:?}, not {chain:?}",
+            real.url,
+            info.chain
+        );
+    }
+    eprintln!(
+        "real node at {}: chain {}, height {}; its templates and tips are recorded by role {NODE_TAP}",
+        real.url, info.chain, info.blocks
+    );
+    Ok(())
 }
 
 /// SRI's translator on the farm site (on `farm_port`, 0 for any) for the SV1 miners, with
@@ -517,7 +613,7 @@ fn pool_side_roles(
         farm_node_hop_ms: None,
         feed_link_role: None,
         job_declaration_role: None,
-        roles: std::iter::once(NODE)
+        roles: std::iter::once(node_role(s))
             .chain(roles.iter().copied())
             .map(String::from)
             .collect(),

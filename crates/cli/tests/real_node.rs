@@ -1,0 +1,140 @@
+//! The SV1 side against a real node: `stratum-bench node` started on its own, as a
+//! foreign bitcoind would be, measured from outside (the RPC tap's templates, its ZMQ
+//! tips), and the same run measured the built-in way from the node's own events.
+
+mod common;
+
+use common::{out_dir, run_baseline, start_node_announced, summary, word_after};
+use std::path::Path;
+use std::process::Stdio;
+
+/// The run's directory with the node's own events in place of the RPC tap's: the run as
+/// the simulated network measures it.
+fn measured_by_the_node(run: &Path, node_events: &Path, to: &Path) -> serde_json::Value {
+    let events = to.join("events");
+    std::fs::create_dir_all(&events).unwrap();
+    for entry in std::fs::read_dir(run.join("events")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() != "node-tap.jsonl" {
+            std::fs::copy(&path, events.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::copy(node_events, events.join("node.jsonl")).unwrap();
+    std::fs::copy(run.join("samples.jsonl"), to.join("samples.jsonl")).unwrap();
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    manifest["node_role"] = "node".into();
+    std::fs::write(to.join("manifest.json"), manifest.to_string()).unwrap();
+    serde_json::to_value(analysis::summary::summarize(to).unwrap()).unwrap()
+}
+
+#[test]
+fn an_sv1_side_on_a_real_node_measures_what_the_node_itself_records() {
+    let out = out_dir("real-node");
+    std::fs::create_dir_all(&out).unwrap();
+    let node_events = out.join("node-own.jsonl");
+    let (mut node, ready) = start_node_announced(&[
+        "--block-interval",
+        "4s",
+        "--preset",
+        "testnet",
+        // Blocks come from the node's simulated network, every 4 s on average.
+        "--difficulty",
+        "0.001",
+        "--template-refresh",
+        "2s",
+        "--events",
+        node_events.to_str().unwrap(),
+    ]);
+    let (rpc, zmq) = (
+        word_after(&ready, "RPC http://"),
+        word_after(&ready, "ZMQ "),
+    );
+    let real_node = |extra: &str| {
+        format!(
+            "node={{ url = \"http://{rpc}\", rpc_user = \"u\", rpc_password = \"p\", zmq = \"{zmq}\"{extra} }}"
+        )
+    };
+
+    // Bad credentials and the wrong chain: clear errors before anything starts.
+    let bad = run_baseline(
+        &out.join("bad-credentials"),
+        &[
+            "--set",
+            &real_node("").replace("rpc_password = \"p\"", "rpc_password = \"wrong\""),
+        ],
+    )
+    .output()
+    .unwrap();
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success());
+    assert!(
+        said.contains("node.rpc_password") && said.contains("401"),
+        "{said}"
+    );
+    let wrong_chain = run_baseline(
+        &out.join("wrong-chain"),
+        &["--set", &real_node(", chain = \"main\"")],
+    )
+    .output()
+    .unwrap();
+    let said = String::from_utf8_lossy(&wrong_chain.stderr);
+    assert!(!wrong_chain.status.success());
+    assert!(
+        said.contains("node.chain") && said.contains("regtest"),
+        "{said}"
+    );
+
+    let run = out.join("run");
+    let ran = run_baseline(
+        &run,
+        &[
+            "--set",
+            &real_node(", chain = \"regtest\""),
+            "--set",
+            "duration=\"25s\"",
+            "--set",
+            "warmup=\"5s\"",
+            "--set",
+            "pool.job_refresh=\"2s\"",
+            "--set",
+            "link.rtt_ms=20",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(out.join("run.log")).unwrap())
+    .status()
+    .unwrap();
+    assert!(ran.success(), "see {}", out.join("run.log").display());
+    let _ = node.0.kill();
+    let _ = node.0.wait();
+
+    let outside = summary(&run);
+    let inside = measured_by_the_node(&run, &node_events, &out.join("by-the-node"));
+    for metric in ["new_job_ms", "new_prevhash_job_ms"] {
+        let (a, b) = (
+            &outside["sides"]["sv1"][metric],
+            &inside["sides"]["sv1"][metric],
+        );
+        eprintln!("{metric}: from outside {a}; by the node {b}");
+        let count = a["count"].as_u64().unwrap();
+        assert!(count >= 8, "{metric}: {count} samples from outside");
+        assert_eq!(
+            a["count"], b["count"],
+            "{metric}: outside {a}, by the node {b}"
+        );
+        for stat in ["mean", "p50", "max"] {
+            let (x, y) = (a[stat].as_f64().unwrap(), b[stat].as_f64().unwrap());
+            assert!(
+                (x - y).abs() < 1.0,
+                "{metric} {stat}: {x} ms from the RPC tap and ZMQ, {y} ms by the node"
+            );
+        }
+    }
+    // Jobs are tied to the node's templates by their work id, not a marker.
+    let unmatched = &outside["unmatched"];
+    assert!(
+        unmatched.get("job_without_node_template").is_none(),
+        "{unmatched}"
+    );
+}
