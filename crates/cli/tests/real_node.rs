@@ -131,6 +131,20 @@ fn an_sv1_side_on_a_real_node_measures_what_the_node_itself_records() {
             );
         }
     }
+    // The run directory keeps the node's password out; its report says what was measured.
+    let kept = std::fs::read_to_string(run.join("scenario.toml")).unwrap();
+    assert!(!kept.contains("rpc_password = \"p\""), "{kept}");
+    let report = std::process::Command::new(common::exe())
+        .arg("report")
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(report.status.success());
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        md.contains(&format!("a real node at http://{rpc} (chain regtest)")),
+        "{md}"
+    );
     // Jobs are tied to the node's templates by their work id, not a marker.
     let unmatched = &outside["unmatched"];
     assert!(

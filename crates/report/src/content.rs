@@ -174,9 +174,24 @@ fn context(run: &RunData) -> Section {
             ))
         })
         .unwrap_or_else(|| "-".into());
+    let node = match run.scenario_value("node.url") {
+        Some(url) => {
+            rows.push(row(
+                "node",
+                format!(
+                    "a real node at {url} (chain {}): templates as the pools got them through the RPC tap (node-tap), tips from its ZMQ hashblock as received, so its own notification delay is not in them",
+                    s("node.chain")
+                ),
+            ));
+            "RPC tap"
+        }
+        None => "node",
+    };
     rows.push(row(
         "roles",
-        format!("node, SV1 pool, link relay, tap and miner fleets: stratum-bench {tool}, built in"),
+        format!(
+            "{node}, SV1 pool, link relay, tap and miner fleets: stratum-bench {tool}, built in"
+        ),
     ));
     // Each SV1 side's pool, by name and version, and how it learns of blocks.
     for (side, roles) in run.manifest.iter().flat_map(|m| m.sides.iter()) {

@@ -44,9 +44,14 @@ pub(super) fn prepare(dir: &Path, scenario: &Scenario) -> Result<()> {
     // Role specs and configs hold the run's RPC password and authority keys: the owner's.
     probe::private::create_dir(&dir.join("roles"))
         .with_context(|| format!("cannot create {}", dir.join("roles").display()))?;
+    // A run directory is shared; a real node's password stays with its owner.
+    let mut shared = scenario.clone();
+    if let Some(node) = &mut shared.node {
+        node.rpc_password = "(withheld)".into();
+    }
     std::fs::write(
         dir.join("scenario.toml"),
-        toml::to_string(scenario).context("scenario serialises")?,
+        toml::to_string(&shared).context("scenario serialises")?,
     )?;
     std::fs::write(
         dir.join(crate::host::HOST_FILE),

@@ -199,18 +199,20 @@ async fn start_on_real_node(
     Ok(sides)
 }
 
+/// What getblockchaininfo says of a node, as far as a run needs it.
+#[derive(serde::Deserialize)]
+struct ChainInfo {
+    chain: String,
+    blocks: u64,
+    #[serde(default)]
+    headers: u64,
+    #[serde(default)]
+    initialblockdownload: bool,
+}
+
 /// A real node is reachable with the scenario's credentials, synced, and on the chain
 /// the scenario names: else a clear error before anything starts.
 async fn check_real_node(real: &RealNode) -> Result<()> {
-    #[derive(serde::Deserialize)]
-    struct ChainInfo {
-        chain: String,
-        blocks: u64,
-        #[serde(default)]
-        headers: u64,
-        #[serde(default)]
-        initialblockdownload: bool,
-    }
     let node = bitcoind_rpc::RpcClient::new(&real.url, &real.rpc_user, &real.rpc_password);
     let info: ChainInfo = node
         .call("getblockchaininfo", serde_json::json!([]))
@@ -222,26 +224,29 @@ async fn check_real_node(real: &RealNode) -> Result<()> {
             ),
             e => anyhow::anyhow!("scenario field `node.url`: the node at {}: {e}", real.url),
         })?;
-    if info.initialblockdownload {
-        anyhow::bail!(
-            "the node at {} is in initial block download ({} of {} blocks): run once it has synced",
-            real.url,
-            info.blocks,
-            info.headers
-        );
-    }
-    if let Some(chain) = real.chain.as_deref().filter(|c| *c != info.chain) {
-        anyhow::bail!(
-            "scenario field `node.chain`: the node at {} is on {:?}, not {chain:?}",
-            real.url,
-            info.chain
-        );
+    if let Some(problem) = node_problem(&info, real) {
+        anyhow::bail!(problem);
     }
     eprintln!(
         "real node at {}: chain {}, height {}; its templates and tips are recorded by role {NODE_TAP}",
         real.url, info.chain, info.blocks
     );
     Ok(())
+}
+
+/// Why a run cannot use the node `info` describes, if it cannot.
+fn node_problem(info: &ChainInfo, real: &RealNode) -> Option<String> {
+    if info.initialblockdownload {
+        return Some(format!(
+            "the node at {} is in initial block download ({} of {} blocks): run once it has synced",
+            real.url, info.blocks, info.headers
+        ));
+    }
+    let chain = real.chain.as_deref().filter(|c| *c != info.chain)?;
+    Some(format!(
+        "scenario field `node.chain`: the node at {} is on {:?}, not {chain:?}",
+        real.url, info.chain
+    ))
 }
 
 /// SRI's translator on the farm site (on `farm_port`, 0 for any) for the SV1 miners, with
@@ -619,5 +624,37 @@ fn pool_side_roles(
             .collect(),
         pool_software: None,
         pool_policy: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_in_initial_block_download_or_on_another_chain_is_refused() {
+        let real = RealNode {
+            url: "http://127.0.0.1:8332".into(),
+            rpc_user: "u".into(),
+            rpc_password: "p".into(),
+            zmq: "tcp://127.0.0.1:28332".into(),
+            chain: Some("main".into()),
+        };
+        let info = |chain: &str, ibd| ChainInfo {
+            chain: chain.into(),
+            blocks: 800_000,
+            headers: 870_000,
+            initialblockdownload: ibd,
+        };
+        let syncing = node_problem(&info("main", true), &real).unwrap();
+        assert!(syncing.contains("initial block download (800000 of 870000 blocks)"));
+        let signet = node_problem(&info("signet", false), &real).unwrap();
+        assert!(signet.contains("node.chain") && signet.contains("\"signet\""));
+        assert_eq!(node_problem(&info("main", false), &real), None);
+        let any_chain = RealNode {
+            chain: None,
+            ..real
+        };
+        assert_eq!(node_problem(&info("signet", false), &any_chain), None);
     }
 }
