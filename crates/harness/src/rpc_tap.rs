@@ -36,6 +36,10 @@ pub struct RpcTapConfig {
     pub zmq: String,
 }
 
+/// The largest request the tap passes on: a submitblock of the largest block, in hex,
+/// with room to spare.
+const MAX_REQUEST_BYTES: usize = 32 << 20;
+
 pub struct RpcTap {
     pub listen_addr: SocketAddr,
     tasks: Vec<JoinHandle<()>>,
@@ -76,13 +80,16 @@ impl RpcTap {
             recorder: recorder.clone(),
             submitted: Mutex::default(),
         });
-        let app = axum::Router::new().fallback({
-            let proxy = proxy.clone();
-            move |uri: Uri, headers: HeaderMap, body: Bytes| {
+        let app = axum::Router::new()
+            .fallback({
                 let proxy = proxy.clone();
-                async move { proxy.relay(uri, headers, body).await }
-            }
-        });
+                move |uri: Uri, headers: HeaderMap, body: Bytes| {
+                    let proxy = proxy.clone();
+                    async move { proxy.relay(uri, headers, body).await }
+                }
+            })
+            // A block in hex is up to 8 MB (4 million weight units): far over axum's default.
+            .layer(axum::extract::DefaultBodyLimit::max(MAX_REQUEST_BYTES));
         let serve = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!(error = %e, "the RPC tap stopped serving");
@@ -315,6 +322,33 @@ async fn record_tip(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_submitted_block_is_named_by_its_header_with_the_nodes_verdict() {
+        let genesis = bitcoin::constants::genesis_block(bitcoin::Network::Regtest);
+        let hex_block = bitcoin::consensus::encode::serialize_hex(&genesis);
+        let request = json!({"method": "submitblock", "params": [hex_block], "id": 7});
+        let verdict = |answer: Value| match block_submitted(&request, &answer) {
+            Some(Event::BlockSubmitted {
+                hash,
+                reject_reason,
+                ..
+            }) => (hash, reject_reason),
+            other => panic!("{other:?}"),
+        };
+        let (hash, accepted) = verdict(json!({"result": null, "error": null, "id": 7}));
+        assert_eq!(hash, genesis.block_hash().to_string());
+        assert_eq!(accepted, None);
+        let (_, duplicate) = verdict(json!({"result": "duplicate", "error": null, "id": 7}));
+        assert_eq!(duplicate.as_deref(), Some("duplicate"));
+        let (_, error) = verdict(
+            json!({"result": null, "error": {"code": -22, "message": "Block decode failed"}, "id": 7}),
+        );
+        assert_eq!(error.as_deref(), Some("Block decode failed"));
+        // Too short to hold a header: nothing recorded.
+        let short = json!({"method": "submitblock", "params": ["00ff"], "id": 8});
+        assert!(block_submitted(&short, &json!({"result": null})).is_none());
+    }
 
     #[test]
     fn a_template_is_identified_by_its_tip_and_merkle_branches() {

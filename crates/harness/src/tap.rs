@@ -53,7 +53,7 @@ impl Running {
         }
     }
 
-    fn stats(&self) -> &TapStats {
+    fn stats(&self) -> &Arc<TapStats> {
         match self {
             Running::Sv1(t) => &t.stats.tap,
             Running::Sv2(t) => &t.stats,
@@ -174,16 +174,12 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
         let exposition = Arc::new(exposition(tap.stats()));
         tasks.push(serve_exposition(listener, exposition));
     }
-    let (up, down) = (tap.stats().bytes_up.clone(), tap.stats().bytes_down.clone());
-    let sampling = recorder.clone();
+    let (stats, sampling) = (tap.stats().clone(), recorder.clone());
     tasks.push(tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
-            sampling.record(Event::TapBytes {
-                up_bytes: up.get(),
-                down_bytes: down.get(),
-            });
+            sampling.record(stats.bytes_event());
         }
     }));
     match opts.duration {

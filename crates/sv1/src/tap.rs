@@ -37,7 +37,7 @@ pub struct Sv1TapConfig {
 /// What the tap measured of itself, and counts as it goes.
 #[derive(Default)]
 pub struct Sv1TapStats {
-    pub tap: TapStats,
+    pub tap: Arc<TapStats>,
     /// Lines that were not JSON, towards the pool and from it.
     pub malformed_up: AtomicU64,
     pub malformed_down: AtomicU64,
