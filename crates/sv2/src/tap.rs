@@ -26,7 +26,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use stratum_apps::key_utils::{Secp256k1PublicKey, Secp256k1SecretKey};
-use stratum_apps::network_helpers::noise_stream::{NoiseTcpReadHalf, NoiseTcpWriteHalf};
+use stratum_apps::network_helpers::noise_stream::{
+    NoiseTcpReadHalf, NoiseTcpStream, NoiseTcpWriteHalf,
+};
 use stratum_apps::network_helpers::{accept_noise_connection, connect_with_noise};
 use stratum_apps::stratum_core::codec_sv2::{self, SerializedFrame};
 use stratum_apps::stratum_core::framing_sv2::header::Header;
@@ -106,25 +108,50 @@ async fn serve(
     recorder: &Recorder,
 ) {
     let _ = downstream.set_nodelay(true);
-    let upstream = match TcpStream::connect(cfg.pool).await {
-        Ok(upstream) => upstream,
-        Err(e) => {
-            let reason = format!("cannot reach the pool at {}: {e}", cfg.pool);
-            tracing::warn!(%peer, connection, %reason, "SV2 tapped connection closed");
-            stats.upstream_unreachable.inc();
-            recorder.record(Event::TapUpstreamUnreachable { connection, reason });
-            return;
-        }
-    };
-    let _ = upstream.set_nodelay(true);
     let ended = match &cfg.keys {
-        Some(keys) => relay(downstream, upstream, connection, keys, stats, recorder).await,
-        None => relay_encrypted(downstream, upstream, connection, stats, recorder).await,
+        // The handshake first: a client that fails it never costs the pool a connection.
+        Some(keys) => {
+            match accept_noise_connection(downstream, keys.public, keys.secret, 86_400).await {
+                Ok(down) => match connect_pool(peer, connection, cfg.pool, stats, recorder).await {
+                    Some(up) => relay(down, up, connection, keys, stats, recorder).await,
+                    None => return,
+                },
+                Err(e) => Err(anyhow::anyhow!("downstream Noise handshake failed: {e}")),
+            }
+        }
+        None => match connect_pool(peer, connection, cfg.pool, stats, recorder).await {
+            Some(up) => relay_encrypted(downstream, up, connection, stats, recorder).await,
+            None => return,
+        },
     };
     let reason = ended.map_or_else(|e| format!("{e:#}"), |()| "closed".to_string());
     tracing::info!(%peer, connection, %reason, "tapped connection ended");
     // A JDC falling back, or a JDS going away, shows as its connection ending.
     recorder.record(Event::TapConnectionEnded { connection, reason });
+}
+
+/// A connection to the pool for `peer`'s; when the pool cannot be reached, that is logged
+/// and recorded, and the client's connection is to be closed.
+async fn connect_pool(
+    peer: SocketAddr,
+    connection: u32,
+    pool: SocketAddr,
+    stats: &TapStats,
+    recorder: &Recorder,
+) -> Option<TcpStream> {
+    match TcpStream::connect(pool).await {
+        Ok(upstream) => {
+            let _ = upstream.set_nodelay(true);
+            Some(upstream)
+        }
+        Err(e) => {
+            let reason = format!("cannot reach the pool at {pool}: {e}");
+            tracing::warn!(%peer, connection, %reason, "SV2 tapped connection closed");
+            stats.upstream_unreachable.inc();
+            recorder.record(Event::TapUpstreamUnreachable { connection, reason });
+            None
+        }
+    }
 }
 
 /// A share's job id, and its channel's difficulty when it was sent.
@@ -150,18 +177,16 @@ pub(crate) struct Pending {
 const HANDSHAKE_UP_BYTES: u64 = noise_sv2::ELLSWIFT_ENCODING_SIZE as u64;
 const HANDSHAKE_DOWN_BYTES: u64 = noise_sv2::INITIATOR_EXPECTED_HANDSHAKE_MESSAGE_SIZE as u64;
 
-/// Relays with Noise terminated on both sides, decoding every frame.
+/// Relays with Noise terminated on both sides (the downstream's handshake done), decoding
+/// every frame.
 async fn relay(
-    downstream: TcpStream,
+    down: NoiseTcpStream,
     upstream: TcpStream,
     connection: u32,
     keys: &PoolKeys,
     stats: &TapStats,
     recorder: &Recorder,
 ) -> Result<()> {
-    let down = accept_noise_connection(downstream, keys.public, keys.secret, 86_400)
-        .await
-        .map_err(|e| anyhow::anyhow!("downstream Noise handshake failed: {e}"))?;
     let up = connect_with_noise(upstream, Some(keys.public))
         .await
         .map_err(|e| anyhow::anyhow!("Noise handshake with the pool failed: {e}"))?;
