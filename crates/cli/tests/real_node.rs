@@ -99,6 +99,12 @@ fn an_sv1_side_on_a_real_node_measures_what_the_node_itself_records() {
             "pool.job_refresh=\"2s\"",
             "--set",
             "link.rtt_ms=20",
+            // Beside ours, an unmodified pool: NOMP's pool core (from npm), which polls
+            // getblocktemplate every 500 ms.
+            "--set",
+            "sides=[\"sv1\", \"sv1-nomp\"]",
+            "--set",
+            "sv1_pools.nomp={ kind = \"nomp\" }",
         ],
     )
     .stdout(Stdio::null())
@@ -111,23 +117,26 @@ fn an_sv1_side_on_a_real_node_measures_what_the_node_itself_records() {
 
     let outside = summary(&run);
     let inside = measured_by_the_node(&run, &node_events, &out.join("by-the-node"));
-    for metric in ["new_job_ms", "new_prevhash_job_ms"] {
+    let side_metrics = ["sv1", "sv1-nomp"]
+        .into_iter()
+        .flat_map(|side| ["new_job_ms", "new_prevhash_job_ms"].map(|metric| (side, metric)));
+    for (side, metric) in side_metrics {
         let (a, b) = (
-            &outside["sides"]["sv1"][metric],
-            &inside["sides"]["sv1"][metric],
+            &outside["sides"][side][metric],
+            &inside["sides"][side][metric],
         );
-        eprintln!("{metric}: from outside {a}; by the node {b}");
+        eprintln!("{side} {metric}: from outside {a}; by the node {b}");
         let count = a["count"].as_u64().unwrap();
-        assert!(count >= 8, "{metric}: {count} samples from outside");
+        assert!(count >= 8, "{side} {metric}: {count} samples from outside");
         assert_eq!(
             a["count"], b["count"],
-            "{metric}: outside {a}, by the node {b}"
+            "{side} {metric}: outside {a}, by the node {b}"
         );
         for stat in ["mean", "p50", "max"] {
             let (x, y) = (a[stat].as_f64().unwrap(), b[stat].as_f64().unwrap());
             assert!(
                 (x - y).abs() < 1.0,
-                "{metric} {stat}: {x} ms from the RPC tap and ZMQ, {y} ms by the node"
+                "{side} {metric} {stat}: {x} ms from the RPC tap and ZMQ, {y} ms by the node"
             );
         }
     }
