@@ -209,8 +209,7 @@ async fn subscribe(stream: TcpStream) -> Step<()> {
 
 /// Writes the report to `path`.
 pub fn write(report: &LatencyReport, path: &std::path::Path) -> Result<()> {
-    std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))
+    crate::tap::write_json(path, report)
 }
 
 /// The `--set` overrides that make a run's link the measured round trips

@@ -79,10 +79,7 @@ impl RoleSpec {
             config: sv2::tap::TapConfig {
                 listen: SocketAddr::from(([127, 0, 0, 1], 0)),
                 pool: upstream,
-                keys: Some(sv2::tap::PoolKeys {
-                    public: keys.public,
-                    secret: keys.secret,
-                }),
+                keys: Some(keys.clone()),
             },
         }
     }

@@ -135,20 +135,29 @@ impl Proxy {
         headers: HeaderMap,
         body: Bytes,
     ) -> (StatusCode, HeaderMap, Bytes) {
-        self.note_submissions(&body);
+        // The request is read beside its relay, off the pool's path: a block it submits is
+        // noted long before the node, which validates it first, can announce it.
+        let request = {
+            let (proxy, body) = (self.clone(), body.clone());
+            tokio::spawn(async move {
+                let request = serde_json::from_slice::<Value>(&body).ok()?;
+                proxy.note_submissions(&request);
+                Some(request)
+            })
+        };
         let url = format!(
             "{}{}",
             self.node_url,
             uri.path_and_query().map_or("/", |p| p.as_str())
         );
-        let mut request = self.http.post(&url).body(body.clone());
+        let mut relayed = self.http.post(&url).body(body);
         for name in ["authorization", "content-type"] {
             if let Some(value) = headers.get(name) {
-                request = request.header(name, value.as_bytes());
+                relayed = relayed.header(name, value.as_bytes());
             }
         }
         let answer = async {
-            let reply = request.send().await?;
+            let reply = relayed.send().await?;
             let status = reply.status().as_u16();
             let content_type = reply.headers().get("content-type").cloned();
             let bytes = reply.bytes().await?;
@@ -164,7 +173,11 @@ impl Proxy {
                 // bitcoind answers an RPC error with HTTP 500.
                 if (200..300).contains(&status) || status == 500 {
                     let (proxy, answer) = (self.clone(), answer.clone());
-                    tokio::spawn(async move { proxy.note(t, &body, &answer) });
+                    tokio::spawn(async move {
+                        if let Ok(Some(request)) = request.await {
+                            proxy.note(t, &request, &answer);
+                        }
+                    });
                 }
                 let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
                 (status, out, answer)
@@ -179,14 +192,11 @@ impl Proxy {
 
     /// Records the templates and block submissions in one exchange (a batch pairs its
     /// requests and answers by id).
-    fn note(&self, t: u64, request: &[u8], answer: &[u8]) {
-        let (Ok(request), Ok(answer)) = (
-            serde_json::from_slice::<Value>(request),
-            serde_json::from_slice::<Value>(answer),
-        ) else {
+    fn note(&self, t: u64, request: &Value, answer: &[u8]) {
+        let Ok(answer) = serde_json::from_slice::<Value>(answer) else {
             return;
         };
-        let pairs: Vec<(&Value, &Value)> = match (&request, &answer) {
+        let pairs: Vec<(&Value, &Value)> = match (request, &answer) {
             (Value::Array(requests), Value::Array(answers)) => requests
                 .iter()
                 .filter_map(|q| Some((q, answers.iter().find(|a| a.get("id") == q.get("id"))?)))
@@ -206,15 +216,8 @@ impl Proxy {
     }
 
     /// Notes the blocks a request submits, before the node can announce them.
-    fn note_submissions(&self, request: &[u8]) {
-        // A block's hex is far longer than any other request: only those are read.
-        if request.len() < 160 {
-            return;
-        }
-        let Ok(request) = serde_json::from_slice::<Value>(request) else {
-            return;
-        };
-        let requests = match &request {
+    fn note_submissions(&self, request: &Value) {
+        let requests = match request {
             Value::Array(batch) => batch.iter().collect(),
             one => vec![one],
         };

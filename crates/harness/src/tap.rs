@@ -81,14 +81,10 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
     let keys = match &protocol {
         Protocol::Sv2 {
             authority_secret_key: Some(text),
-        } => {
-            let keys = node::tdp::AuthorityKeys::from_secret(text)
-                .context("--authority-secret-key: not an SV2 authority secret key")?;
-            Some(sv2::tap::PoolKeys {
-                public: keys.public,
-                secret: keys.secret,
-            })
-        }
+        } => Some(
+            node::tdp::AuthorityKeys::from_secret(text)
+                .context("--authority-secret-key: not an SV2 authority secret key")?,
+        ),
         _ => None,
     };
     let capacity = crate::limits::tap_capacity(opts.max_connections)?;
@@ -283,7 +279,8 @@ async fn resolve(host_port: &str) -> Result<SocketAddr> {
         .with_context(|| format!("--upstream {host_port}: resolves to no address"))
 }
 
-fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> Result<()> {
+/// Writes `value` to `path` as indented JSON.
+pub(crate) fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> Result<()> {
     std::fs::write(path, serde_json::to_string_pretty(value)? + "\n")
         .with_context(|| format!("cannot write {}", path.display()))
 }

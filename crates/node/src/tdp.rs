@@ -25,7 +25,6 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use stratum_apps::key_utils::{Secp256k1PublicKey, Secp256k1SecretKey};
 use stratum_apps::network_helpers::accept_noise_connection;
 use stratum_apps::network_helpers::noise_stream::NoiseTcpWriteHalf;
 use stratum_apps::stratum_core::binary_sv2::{
@@ -56,33 +55,7 @@ const PROTOCOL_VERSION: u16 = 2;
 const CERT_VALIDITY_S: u64 = 24 * 3600;
 
 /// The authority key pair a Template Provider signs its Noise certificates with.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AuthorityKeys {
-    pub public: Secp256k1PublicKey,
-    pub secret: Secp256k1SecretKey,
-}
-
-impl AuthorityKeys {
-    /// A fresh key pair (one per run).
-    pub fn generate() -> AuthorityKeys {
-        // Through the key's text form: the SV2 crates use their own secp256k1 version.
-        let secret = bitcoin::secp256k1::SecretKey::new(&mut rand::thread_rng());
-        Self::from_secret(&bitcoin::base58::encode_check(&secret.secret_bytes()))
-            .expect("32 random bytes are a secret key")
-    }
-
-    /// The pair of a secret key in SRI's text form (base58check).
-    pub fn from_secret(text: &str) -> Result<AuthorityKeys> {
-        let secret: Secp256k1SecretKey = text
-            .trim()
-            .parse()
-            .map_err(|e| anyhow::anyhow!("bad secret key: {e:?}"))?;
-        Ok(AuthorityKeys {
-            public: secret.into(),
-            secret,
-        })
-    }
-}
+pub use sv2::keys::AuthorityKeys;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TdpOptions {

@@ -1,10 +1,15 @@
-//! What a tap measures of itself and counts as it goes, whichever protocol it relays.
+//! What a tap measures of itself and counts as it goes, and how it takes and ends its
+//! clients' connections, whichever protocol it relays.
 
-use crate::{Event, Histogram, ShareVerdict};
+use crate::{Event, Histogram, Recorder, ShareVerdict};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpStream;
 
 /// How long a tap still reads the pool's answers after a miner closed its connection: the
 /// pool credited the last shares, so their verdicts count.
@@ -62,4 +67,71 @@ impl TapStats {
         };
         self.shares.get_or_create(&label).inc();
     }
+}
+
+/// Accepts clients on `listener` until aborted, numbering their connections from 1 and
+/// counting them in `stats`; `serve` serves each on a task of its own.
+pub fn accept_clients<F, Fut>(
+    listener: tokio::net::TcpListener,
+    what: &'static str,
+    stats: Arc<TapStats>,
+    serve: F,
+) -> tokio::task::JoinHandle<()>
+where
+    F: Fn(TcpStream, SocketAddr, u32) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut connection = 0u32;
+        loop {
+            let (stream, peer) = crate::listen::accept_next(what, || listener.accept()).await;
+            connection += 1;
+            let (served, stats) = (serve(stream, peer, connection), stats.clone());
+            tokio::spawn(async move {
+                stats.connections.inc();
+                stats.connections_open.inc();
+                served.await;
+                stats.connections_open.dec();
+            });
+        }
+    })
+}
+
+impl TapStats {
+    /// A connection to `pool` for client connection `connection` (from `peer`). When the
+    /// pool cannot be reached, that is counted, logged and recorded, and the client's
+    /// connection is to be closed.
+    pub async fn connect_pool(
+        &self,
+        pool: SocketAddr,
+        peer: SocketAddr,
+        connection: u32,
+        recorder: &Recorder,
+    ) -> Option<TcpStream> {
+        match TcpStream::connect(pool).await {
+            Ok(upstream) => {
+                let _ = upstream.set_nodelay(true);
+                Some(upstream)
+            }
+            Err(e) => {
+                let reason = format!("cannot reach the pool at {pool}: {e}");
+                tracing::warn!(%peer, connection, %reason, "tapped connection closed");
+                self.upstream_unreachable.inc();
+                recorder.record(Event::TapUpstreamUnreachable { connection, reason });
+                None
+            }
+        }
+    }
+}
+
+/// Logs and records how a tapped connection ended.
+pub fn connection_ended(
+    peer: SocketAddr,
+    connection: u32,
+    ended: anyhow::Result<()>,
+    recorder: &Recorder,
+) {
+    let reason = ended.map_or_else(|e| format!("{e:#}"), |()| "closed".to_string());
+    tracing::info!(%peer, connection, %reason, "tapped connection ended");
+    recorder.record(Event::TapConnectionEnded { connection, reason });
 }

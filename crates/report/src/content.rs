@@ -247,7 +247,15 @@ fn context(run: &RunData) -> Section {
     }
 }
 
-/// The head of a table of [`dist_cells`] rows with [`mean_ci`], each named in `first`.
+/// A row of a [`dist_head`] table: `name`, `d`'s cells and its mean's interval.
+pub(crate) fn dist_row(name: String, d: &Dist) -> Vec<String> {
+    let mut row = vec![name];
+    row.extend(dist_cells(d));
+    row.push(mean_ci(d));
+    row
+}
+
+/// The head of a table of [`dist_row`]s, each named in `first`.
 pub(crate) fn dist_head(first: &str) -> Vec<String> {
     [
         first,
@@ -263,7 +271,7 @@ pub(crate) fn dist_head(first: &str) -> Vec<String> {
     .to_vec()
 }
 
-pub(crate) fn dist_cells(d: &Dist) -> Vec<String> {
+fn dist_cells(d: &Dist) -> Vec<String> {
     let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.1}"));
     vec![
         d.count.to_string(),
@@ -388,7 +396,7 @@ fn hashrate(h: f64) -> String {
 }
 
 /// The 95% interval of a distribution's mean (from the analysis), or why there is none.
-pub(crate) fn mean_ci(d: &Dist) -> String {
+fn mean_ci(d: &Dist) -> String {
     match (d.mean_ci, d.units) {
         (Some((lo, hi)), _) => format!("{lo:.1} to {hi:.1}"),
         (None, Some(n)) if d.count > 0 => format!("too few (n = {n})"),
@@ -605,11 +613,7 @@ fn latency_section(summary: &analysis::Summary) -> Section {
         });
         let mut rows = Vec::new();
         for (name, s) in &summary.sides {
-            let d = (latency.dist)(s);
-            let mut r = vec![name.clone()];
-            r.extend(dist_cells(d));
-            r.push(mean_ci(d));
-            rows.push(r);
+            rows.push(dist_row(name.clone(), (latency.dist)(s)));
         }
         if summary.sides.values().all(|s| (latency.dist)(s).count == 0) {
             blocks.push(Block::Note(format!(

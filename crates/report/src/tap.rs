@@ -1,7 +1,7 @@
 //! The report of a standalone tap's directory (`stratum-bench tap`): what crossed a real
 //! deployment's connections, and what the tap could not see.
 
-use crate::content::{dist_cells, dist_head, mean_ci};
+use crate::content::{dist_head, dist_row};
 use crate::document::{Block, Document, Section};
 use crate::svg::{grouped, number};
 use analysis::tap::{TapSetup, TapSummary, TAP_FILE};
@@ -62,14 +62,8 @@ pub fn document(dir: &Path) -> Result<Document> {
 fn dist_table(rows: Vec<(&str, &Dist)>) -> Block {
     Block::Table {
         head: dist_head(""),
-        rows: rows
-            .into_iter()
-            .map(|(what, d)| {
-                let mut r = vec![what.to_string()];
-                r.extend(dist_cells(d));
-                r.push(mean_ci(d));
-                r
-            })
+        rows: (rows.into_iter())
+            .map(|(what, d)| dist_row(what.to_string(), d))
             .collect(),
     }
 }

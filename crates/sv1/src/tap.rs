@@ -70,22 +70,17 @@ impl Sv1Tap {
         let listen_addr = listener.local_addr()?;
         let stats = Arc::new(Sv1TapStats::default());
         let shared = stats.clone();
-        let task = tokio::spawn(async move {
-            let mut next_connection = 0u32;
-            loop {
-                let (stream, peer) =
-                    probe::listen::accept_next("SV1 tap", || listener.accept()).await;
-                next_connection += 1;
-                let connection = next_connection;
+        let task = probe::tap::accept_clients(
+            listener,
+            "SV1 tap",
+            stats.tap.clone(),
+            move |stream, peer, connection| {
                 let (stats, recorder) = (shared.clone(), recorder.clone());
-                tokio::spawn(async move {
-                    stats.tap.connections.inc();
-                    stats.tap.connections_open.inc();
+                async move {
                     serve(stream, peer, cfg.upstream, connection, &stats, &recorder).await;
-                    stats.tap.connections_open.dec();
-                });
-            }
-        });
+                }
+            },
+        );
         Ok(Sv1Tap {
             listen_addr,
             stats,
@@ -144,17 +139,12 @@ async fn serve(
     recorder: &Recorder,
 ) {
     let _ = downstream.set_nodelay(true);
-    let pool = match TcpStream::connect(upstream).await {
-        Ok(pool) => pool,
-        Err(e) => {
-            let reason = format!("cannot reach the pool at {upstream}: {e}");
-            tracing::warn!(%peer, connection, %reason, "SV1 tapped connection closed");
-            stats.tap.upstream_unreachable.inc();
-            recorder.record(Event::TapUpstreamUnreachable { connection, reason });
-            return;
-        }
+    let Some(pool) = (stats.tap)
+        .connect_pool(upstream, peer, connection, recorder)
+        .await
+    else {
+        return;
     };
-    let _ = pool.set_nodelay(true);
     let ended = relay(
         downstream,
         pool,
@@ -163,9 +153,7 @@ async fn serve(
         recorder.clone(),
     )
     .await;
-    let reason = ended.map_or_else(|e| format!("{e:#}"), |()| "closed".to_string());
-    tracing::info!(%peer, connection, %reason, "SV1 tapped connection ended");
-    recorder.record(Event::TapConnectionEnded { connection, reason });
+    probe::tap::connection_ended(peer, connection, ended, recorder);
 }
 
 async fn relay(

@@ -3,4 +3,5 @@
 
 pub mod fleet;
 pub mod fuzzing;
+pub mod keys;
 pub mod tap;

@@ -16,6 +16,7 @@
 //! and each ProvideMissingTransactions request. Placed on the farm side of the link, that
 //! time is the round trip the JDC waits for.
 
+use crate::keys::AuthorityKeys;
 use anyhow::{Context, Result};
 use bitcoin::hashes::Hash;
 use parking_lot::Mutex;
@@ -25,7 +26,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use stratum_apps::key_utils::{Secp256k1PublicKey, Secp256k1SecretKey};
 use stratum_apps::network_helpers::noise_stream::{
     NoiseTcpReadHalf, NoiseTcpStream, NoiseTcpWriteHalf,
 };
@@ -46,13 +46,7 @@ pub struct TapConfig {
     /// The pool's authority key pair: with it the tap answers downstreams as the pool
     /// would and decodes every frame; without it the tap relays the encrypted stream as
     /// it is and records only its bytes.
-    pub keys: Option<PoolKeys>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PoolKeys {
-    pub public: Secp256k1PublicKey,
-    pub secret: Secp256k1SecretKey,
+    pub keys: Option<AuthorityKeys>,
 }
 
 pub struct Tap {
@@ -69,22 +63,15 @@ impl Tap {
         let listen_addr = listener.local_addr()?;
         let stats = Arc::new(TapStats::default());
         let shared = stats.clone();
-        let task = tokio::spawn(async move {
-            let mut next_connection = 0u32;
-            loop {
-                let (stream, peer) =
-                    probe::listen::accept_next("SV2 tap", || listener.accept()).await;
-                next_connection += 1;
+        let task = probe::tap::accept_clients(
+            listener,
+            "SV2 tap",
+            stats.clone(),
+            move |stream, peer, connection| {
                 let (cfg, stats, recorder) = (cfg.clone(), shared.clone(), recorder.clone());
-                let connection = next_connection;
-                tokio::spawn(async move {
-                    stats.connections.inc();
-                    stats.connections_open.inc();
-                    serve(stream, peer, connection, &cfg, &stats, &recorder).await;
-                    stats.connections_open.dec();
-                });
-            }
-        });
+                async move { serve(stream, peer, connection, &cfg, &stats, &recorder).await }
+            },
+        );
         Ok(Tap {
             listen_addr,
             stats,
@@ -108,50 +95,25 @@ async fn serve(
     recorder: &Recorder,
 ) {
     let _ = downstream.set_nodelay(true);
+    let connect_pool = || stats.connect_pool(cfg.pool, peer, connection, recorder);
     let ended = match &cfg.keys {
         // The handshake first: a client that fails it never costs the pool a connection.
         Some(keys) => {
             match accept_noise_connection(downstream, keys.public, keys.secret, 86_400).await {
-                Ok(down) => match connect_pool(peer, connection, cfg.pool, stats, recorder).await {
+                Ok(down) => match connect_pool().await {
                     Some(up) => relay(down, up, connection, keys, stats, recorder).await,
                     None => return,
                 },
                 Err(e) => Err(anyhow::anyhow!("downstream Noise handshake failed: {e}")),
             }
         }
-        None => match connect_pool(peer, connection, cfg.pool, stats, recorder).await {
+        None => match connect_pool().await {
             Some(up) => relay_encrypted(downstream, up, connection, stats, recorder).await,
             None => return,
         },
     };
-    let reason = ended.map_or_else(|e| format!("{e:#}"), |()| "closed".to_string());
-    tracing::info!(%peer, connection, %reason, "tapped connection ended");
     // A JDC falling back, or a JDS going away, shows as its connection ending.
-    recorder.record(Event::TapConnectionEnded { connection, reason });
-}
-
-/// A connection to the pool for `peer`'s; when the pool cannot be reached, that is logged
-/// and recorded, and the client's connection is to be closed.
-async fn connect_pool(
-    peer: SocketAddr,
-    connection: u32,
-    pool: SocketAddr,
-    stats: &TapStats,
-    recorder: &Recorder,
-) -> Option<TcpStream> {
-    match TcpStream::connect(pool).await {
-        Ok(upstream) => {
-            let _ = upstream.set_nodelay(true);
-            Some(upstream)
-        }
-        Err(e) => {
-            let reason = format!("cannot reach the pool at {pool}: {e}");
-            tracing::warn!(%peer, connection, %reason, "SV2 tapped connection closed");
-            stats.upstream_unreachable.inc();
-            recorder.record(Event::TapUpstreamUnreachable { connection, reason });
-            None
-        }
-    }
+    probe::tap::connection_ended(peer, connection, ended, recorder);
 }
 
 /// A share's job id, and its channel's difficulty when it was sent.
@@ -183,7 +145,7 @@ async fn relay(
     down: NoiseTcpStream,
     upstream: TcpStream,
     connection: u32,
-    keys: &PoolKeys,
+    keys: &AuthorityKeys,
     stats: &TapStats,
     recorder: &Recorder,
 ) -> Result<()> {
