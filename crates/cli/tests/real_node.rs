@@ -4,28 +4,67 @@
 
 mod common;
 
-use common::{out_dir, run_baseline, start_node_announced, summary, word_after};
+use common::{out_dir, run_baseline, start_node_announced, word_after};
 use std::path::Path;
 use std::process::Stdio;
 
-/// The run's directory with the node's own events in place of the RPC tap's: the run as
-/// the simulated network measures it.
-fn measured_by_the_node(run: &Path, node_events: &Path, to: &Path) -> serde_json::Value {
+/// The run's summary again in `to`, over `window`: as the run measured it from outside,
+/// or with `node_events` (the node's own) in place of the RPC tap's, as the simulated
+/// network measures it.
+fn summarized_as(
+    run: &Path,
+    node_events: Option<&Path>,
+    window: (u64, u64),
+    to: &Path,
+) -> serde_json::Value {
     let events = to.join("events");
     std::fs::create_dir_all(&events).unwrap();
     for entry in std::fs::read_dir(run.join("events")).unwrap() {
         let path = entry.unwrap().path();
-        if path.file_name().unwrap() != "node-tap.jsonl" {
+        if node_events.is_none() || path.file_name().unwrap() != "node-tap.jsonl" {
             std::fs::copy(&path, events.join(path.file_name().unwrap())).unwrap();
         }
     }
-    std::fs::copy(node_events, events.join("node.jsonl")).unwrap();
     std::fs::copy(run.join("samples.jsonl"), to.join("samples.jsonl")).unwrap();
     let mut manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
-    manifest["node_role"] = "node".into();
+    if let Some(node_events) = node_events {
+        std::fs::copy(node_events, events.join("node.jsonl")).unwrap();
+        manifest["node_role"] = "node".into();
+    }
+    (manifest["window_start_ns"], manifest["window_end_ns"]) = (window.0.into(), window.1.into());
     std::fs::write(to.join("manifest.json"), manifest.to_string()).unwrap();
     serde_json::to_value(analysis::summary::summarize(to).unwrap()).unwrap()
+}
+
+/// The run's window with each edge moved, if need be, off the node's templates and tips
+/// (as the node and the RPC tap stamp them): the tap sees each a fraction of a millisecond
+/// after the node, so an edge between the two would count it on one side only.
+fn window_clear_of_events(run: &Path, node_events: &Path) -> (u64, u64) {
+    const CLEARANCE_NS: u64 = 5_000_000;
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    let mut times = Vec::new();
+    for file in [node_events, &run.join("events/node-tap.jsonl")] {
+        for line in std::fs::read_to_string(file).unwrap().lines() {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            if ["template_built", "template_fetched", "tip_changed"]
+                .contains(&record["kind"].as_str().unwrap())
+            {
+                times.push(record["t_ns"].as_u64().unwrap());
+            }
+        }
+    }
+    let clear = |mut edge: u64| {
+        while times.iter().any(|t| t.abs_diff(edge) < CLEARANCE_NS) {
+            edge += CLEARANCE_NS;
+        }
+        edge
+    };
+    (
+        clear(manifest["window_start_ns"].as_u64().unwrap()),
+        clear(manifest["window_end_ns"].as_u64().unwrap()),
+    )
 }
 
 #[test]
@@ -115,8 +154,9 @@ fn an_sv1_side_on_a_real_node_measures_what_the_node_itself_records() {
     let _ = node.0.kill();
     let _ = node.0.wait();
 
-    let outside = summary(&run);
-    let inside = measured_by_the_node(&run, &node_events, &out.join("by-the-node"));
+    let window = window_clear_of_events(&run, &node_events);
+    let outside = summarized_as(&run, None, window, &out.join("from-outside"));
+    let inside = summarized_as(&run, Some(&node_events), window, &out.join("by-the-node"));
     let side_metrics = ["sv1", "sv1-nomp"]
         .into_iter()
         .flat_map(|side| ["new_job_ms", "new_prevhash_job_ms"].map(|metric| (side, metric)));
