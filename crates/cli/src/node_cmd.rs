@@ -11,6 +11,15 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// A status line on stdout. A reader that went away (`... | head -1`) loses the rest of
+/// them; the node serves on, and still shuts down cleanly and closes its events file.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 #[derive(Args)]
 pub struct NodeArgs {
     /// Address for JSON-RPC. Keep it on loopback unless other hosts must reach it.
@@ -197,7 +206,7 @@ pub async fn run(args: NodeArgs) -> Result<()> {
     {
         let state = node.state();
         let template_value = state.network_template_value().0;
-        println!(
+        say!(
             "node ready: RPC http://{} ({}), ZMQ {}{}, chain regtest at height {}, {} txs in mempool, best template {:.8} BTC",
             node.rpc_addr,
             match &node.cookie_path {
@@ -214,10 +223,10 @@ pub async fn run(args: NodeArgs) -> Result<()> {
         );
     }
     if let Some(ipc) = &node.ipc {
-        println!("mining IPC ready: {}", ipc.socket.display());
+        say!("mining IPC ready: {}", ipc.socket.display());
     }
     if let (Some(addr), Some(tdp)) = (node.tdp_addr, &tdp) {
-        println!(
+        say!(
             "template provider ready: TDP (Noise) on {addr}, authority public key {}",
             tdp.keys.public
         );
@@ -231,13 +240,13 @@ pub async fn run(args: NodeArgs) -> Result<()> {
     };
     tokio::select! {
         _ = deadline => {}
-        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted"),
+        _ = harness::roles::terminated() => tracing::info!("stopped by SIGINT or SIGTERM"),
         _ = node.stopped() => tracing::info!("stop requested over RPC"),
     }
     {
         let state = node.state();
         let (value, fees) = state.network_template_value();
-        println!(
+        say!(
             "node stopping: height {} ({} blocks), {} txs in mempool, best template {:.8} BTC ({} sats of fees)",
             state.chain().height(),
             state.chain().height() - start_height,

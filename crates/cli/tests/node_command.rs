@@ -134,3 +134,41 @@ fn the_node_serves_a_template_provider_and_mining_ipc() {
         .trim_end_matches(',');
     assert!(std::net::TcpStream::connect(addr).is_ok(), "{tp}");
 }
+
+#[tokio::test]
+async fn a_node_whose_output_is_no_longer_read_serves_on_and_stops_cleanly_on_sigterm() {
+    use std::io::{BufRead, BufReader};
+    let dir = common::out_dir("node-output-closed");
+    std::fs::create_dir_all(&dir).unwrap();
+    let events = dir.join("node.jsonl");
+    let child = Command::new(exe())
+        .args(["node", "--rpc-bind", "127.0.0.1:0", "--rpc-user", "u"])
+        .args(["--rpc-password", "p", "--zmq-bind", "tcp://127.0.0.1:0"])
+        .args(["--tdp-bind", "127.0.0.1:0", "--block-interval", "1s"])
+        .arg("--events")
+        .arg(&events)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut node = common::Killed(child);
+    // As `stratum-bench node | head -1` does: one line read, then the pipe closed while
+    // the node still has lines to write (the Template Provider's, the one on stopping).
+    let ready = BufReader::new(node.0.stdout.take().unwrap())
+        .lines()
+        .next()
+        .unwrap()
+        .unwrap();
+    let url = common::word_after(&ready, "RPC ");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rpc = RpcClient::new(&url, "u", "p");
+    let _: u64 = rpc
+        .call("getblockcount", json!([]))
+        .await
+        .expect("still serving");
+    let status = common::terminate(&mut node.0);
+    assert!(status.success(), "{status:?}");
+    let written = std::fs::read_to_string(&events).unwrap();
+    let last = written.lines().last().unwrap();
+    serde_json::from_str::<Value>(last).expect("the events file ends on a whole record");
+}

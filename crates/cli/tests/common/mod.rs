@@ -61,12 +61,16 @@ pub fn start_node_announced(args: &[&str]) -> (Killed, String) {
     (Killed(child), line)
 }
 
-/// The first line of `child`'s stdout that starts with `prefix` (the rest is not read).
+/// The first line of `child`'s stdout that starts with `prefix`. The rest is read and
+/// dropped by a thread: a pipe closed under the child would fail its later lines.
 fn announcement(child: &mut Child, prefix: &str) -> Option<String> {
-    BufReader::new(child.stdout.take()?)
-        .lines()
+    let mut lines = BufReader::new(child.stdout.take()?).lines();
+    let found = lines
+        .by_ref()
         .map_while(Result::ok)
-        .find(|l| l.starts_with(prefix))
+        .find(|l| l.starts_with(prefix));
+    std::thread::spawn(move || lines.for_each(drop));
+    found
 }
 
 /// `stratum-bench role` of `spec` (a role spec's JSON), recording into `events`, once it
