@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, Command};
 
 /// A command for a role: it gets SIGTERM when the harness dies, however it dies (a harness
@@ -175,6 +175,20 @@ pub struct RoleProcess {
     service: Option<(String, std::sync::Arc<Containers>)>,
 }
 
+/// A role's stdout after its READY line, appended to its log: a closed pipe would fail
+/// the role's next write to it, and what it says is kept.
+async fn keep_in_log(
+    mut lines: Lines<BufReader<tokio::process::ChildStdout>>,
+    mut log: tokio::fs::File,
+) {
+    use tokio::io::AsyncWriteExt;
+    while let Ok(Some(line)) = lines.next_line().await {
+        if log.write_all(format!("{line}\n").as_bytes()).await.is_err() {
+            break;
+        }
+    }
+}
+
 impl RoleProcess {
     /// Starts `exe role` for `spec` (as a process, or in its container when the launcher
     /// has containers), its files in `dir` (`roles/`, `logs/`, `events/<name>.jsonl` or
@@ -229,6 +243,7 @@ impl RoleProcess {
                 (start, Some((container, ip)))
             }
         };
+        let after_ready = tokio::fs::File::from_std(log.try_clone()?);
         let mut child = command
             .env("RUST_LOG", crate::container::role_log_filter())
             .stdin(std::process::Stdio::null())
@@ -255,8 +270,10 @@ impl RoleProcess {
             }
             Ok(None)
         };
-        match tokio::time::timeout(Duration::from_secs(30), wait).await {
+        let announced = tokio::time::timeout(Duration::from_secs(30), wait).await;
+        match announced {
             Ok(Ok(Some(ready))) => {
+                tokio::spawn(keep_in_log(lines, after_ready));
                 if let Some((container, ip)) = &container {
                     // The container's process, not the `docker start` that attached to it.
                     role.meter = CpuMeter::new(Containers::pid_of(container)?);
