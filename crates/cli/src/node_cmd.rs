@@ -110,7 +110,7 @@ pub struct NodeArgs {
     /// `data_dir = DIR`.
     #[arg(long, value_name = "DIR")]
     ipc_datadir: Option<PathBuf>,
-    /// Stop after this long (default: until Ctrl-C or the `stop` RPC).
+    /// Stop after this long (default: until Ctrl-C, SIGTERM or the `stop` RPC).
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
 }
