@@ -96,15 +96,11 @@ fn the_node_serves_a_template_provider_and_mining_ipc() {
     let dir = std::env::temp_dir().join(format!("node-faces-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let keys = node::tdp::AuthorityKeys::generate();
-    let child = Command::new(exe())
-        .args(["node", "--rpc-bind", "127.0.0.1:0", "--rpc-user", "u"])
-        .args(["--rpc-password", "p", "--zmq-bind", "tcp://127.0.0.1:0"])
-        .args(["--initial-txs", "100", "--tdp-bind", "127.0.0.1:0"])
-        .args(["--tdp-secret-key", &keys.secret.to_string()])
+    let secret = keys.secret.to_string();
+    let child = common::node_command(&["--initial-txs", "100", "--tdp-bind", "127.0.0.1:0"])
+        .args(["--tdp-secret-key", &secret])
         .arg("--ipc-datadir")
         .arg(&dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let mut node = common::Killed(child);
@@ -141,14 +137,9 @@ async fn a_node_whose_output_is_no_longer_read_serves_on_and_stops_cleanly_on_si
     let dir = common::out_dir("node-output-closed");
     std::fs::create_dir_all(&dir).unwrap();
     let events = dir.join("node.jsonl");
-    let child = Command::new(exe())
-        .args(["node", "--rpc-bind", "127.0.0.1:0", "--rpc-user", "u"])
-        .args(["--rpc-password", "p", "--zmq-bind", "tcp://127.0.0.1:0"])
-        .args(["--tdp-bind", "127.0.0.1:0", "--block-interval", "1s"])
+    let child = common::node_command(&["--tdp-bind", "127.0.0.1:0", "--block-interval", "1s"])
         .arg("--events")
         .arg(&events)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let mut node = common::Killed(child);

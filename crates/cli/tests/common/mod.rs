@@ -38,25 +38,23 @@ pub fn start_node(args: &[&str]) -> (Killed, String) {
     (node, url)
 }
 
+/// `stratum-bench node` on ephemeral ports (user `u`, password `p`) with `args`, its
+/// status lines on a pipe.
+pub fn node_command(args: &[&str]) -> Command {
+    let mut command = Command::new(exe());
+    command
+        .args(["node", "--rpc-bind", "127.0.0.1:0", "--rpc-user", "u"])
+        .args(["--rpc-password", "p", "--zmq-bind", "tcp://127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    command
+}
+
 /// `stratum-bench node` as [`start_node`] starts it, and its `node ready` line (RPC URL,
 /// ZMQ endpoint, ...).
 pub fn start_node_announced(args: &[&str]) -> (Killed, String) {
-    let mut child = Command::new(exe())
-        .args([
-            "node",
-            "--rpc-bind",
-            "127.0.0.1:0",
-            "--rpc-user",
-            "u",
-            "--rpc-password",
-            "p",
-        ])
-        .args(["--zmq-bind", "tcp://127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the binary starts");
+    let mut child = node_command(args).spawn().expect("the binary starts");
     let line = announcement(&mut child, "node ready").expect("the node announces itself");
     (Killed(child), line)
 }
