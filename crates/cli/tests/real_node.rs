@@ -8,6 +8,10 @@ use common::{out_dir, run_baseline, start_node_announced, word_after};
 use std::path::Path;
 use std::process::Stdio;
 
+fn manifest_of(run: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap()
+}
+
 /// The run's summary again in `to`, over `window`: as the run measured it from outside,
 /// or with `node_events` (the node's own) in place of the RPC tap's, as the simulated
 /// network measures it.
@@ -26,8 +30,7 @@ fn summarized_as(
         }
     }
     std::fs::copy(run.join("samples.jsonl"), to.join("samples.jsonl")).unwrap();
-    let mut manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    let mut manifest = manifest_of(run);
     if let Some(node_events) = node_events {
         std::fs::copy(node_events, events.join("node.jsonl")).unwrap();
         manifest["node_role"] = "node".into();
@@ -42,8 +45,7 @@ fn summarized_as(
 /// after the node, so an edge between the two would count it on one side only.
 fn window_clear_of_events(run: &Path, node_events: &Path) -> (u64, u64) {
     const CLEARANCE_NS: u64 = 5_000_000;
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    let manifest = manifest_of(run);
     let mut times = Vec::new();
     for file in [node_events, &run.join("events/node-tap.jsonl")] {
         for line in std::fs::read_to_string(file).unwrap().lines() {
@@ -96,29 +98,22 @@ fn an_sv1_side_on_a_real_node_measures_what_the_node_itself_records() {
     };
 
     // Bad credentials and the wrong chain: clear errors before anything starts.
-    let bad = run_baseline(
-        &out.join("bad-credentials"),
-        &[
-            "--set",
-            &real_node("").replace("rpc_password = \"p\"", "rpc_password = \"wrong\""),
-        ],
-    )
-    .output()
-    .unwrap();
-    let said = String::from_utf8_lossy(&bad.stderr);
-    assert!(!bad.status.success());
+    let refused = |name: &str, node: String| {
+        let ran = run_baseline(&out.join(name), &["--set", &node])
+            .output()
+            .unwrap();
+        assert!(!ran.status.success(), "{name}");
+        String::from_utf8_lossy(&ran.stderr).into_owned()
+    };
+    let said = refused(
+        "bad-credentials",
+        real_node("").replace("rpc_password = \"p\"", "rpc_password = \"wrong\""),
+    );
     assert!(
         said.contains("node.rpc_password") && said.contains("401"),
         "{said}"
     );
-    let wrong_chain = run_baseline(
-        &out.join("wrong-chain"),
-        &["--set", &real_node(", chain = \"main\"")],
-    )
-    .output()
-    .unwrap();
-    let said = String::from_utf8_lossy(&wrong_chain.stderr);
-    assert!(!wrong_chain.status.success());
+    let said = refused("wrong-chain", real_node(", chain = \"main\""));
     assert!(
         said.contains("node.chain") && said.contains("regtest"),
         "{said}"

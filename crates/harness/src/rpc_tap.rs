@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use bitcoin::consensus::Decodable;
-use bitcoin::{BlockHash, Txid};
+use bitcoin::BlockHash;
 use parking_lot::Mutex;
 use probe::{mono_ns, Event, Recorder, TipCause};
 use serde::{Deserialize, Serialize};
@@ -263,20 +263,16 @@ fn submitted_header(request: &Value) -> Option<bitcoin::block::Header> {
     bitcoin::block::Header::consensus_decode(&mut bytes.as_slice()).ok()
 }
 
-/// A getblocktemplate answer as the template the pool got, identified as its jobs show it.
+/// A getblocktemplate answer as the template the pool got (read as our pool reads one),
+/// identified as its jobs show it.
 fn template_fetched(answer: &Value) -> Option<Event> {
-    let t = answer.get("result")?;
-    let prev: BlockHash = t.get("previousblockhash")?.as_str()?.parse().ok()?;
-    let txids = (t.get("transactions")?.as_array()?.iter())
-        .map(|tx| tx.get("txid")?.as_str()?.parse::<Txid>().ok())
-        .collect::<Option<Vec<Txid>>>()?;
-    let branch = mining::coinbase_merkle_branch(&txids);
+    let t = sv1::pool::templates::BlockTemplate::from_gbt(answer.get("result")?).ok()?;
     Some(Event::TemplateFetched {
-        prev_hash: prev.to_string(),
-        height: u32::try_from(t.get("height")?.as_u64()?).ok()?,
-        value_sats: t.get("coinbasevalue")?.as_u64()?,
-        tx_count: txids.len(),
-        work_id: mining::work_id(&prev, &branch),
+        prev_hash: t.prev_hash.to_string(),
+        height: t.height,
+        value_sats: t.value,
+        tx_count: t.tx_count,
+        work_id: mining::work_id(&t.prev_hash, &t.branch),
     })
 }
 
@@ -362,7 +358,10 @@ mod tests {
                 "previousblockhash": prev,
                 "height": 870_001,
                 "coinbasevalue": 312_600_000u64,
-                "transactions": txs.iter().map(|n| json!({"txid": txid(*n), "hash": txid(*n + 100)})).collect::<Vec<_>>(),
+                "bits": "207fffff",
+                "curtime": 1_700_000_000,
+                "version": 0x2000_0000,
+                "transactions": txs.iter().map(|n| json!({"txid": txid(*n), "hash": txid(*n + 100), "data": "00"})).collect::<Vec<_>>(),
             }, "error": null, "id": 1})
         };
         let Some(Event::TemplateFetched {
@@ -378,7 +377,7 @@ mod tests {
         assert_eq!((tx_count, value_sats, height), (3, 312_600_000, 870_001));
         // The work id is what a miner computes from the job: the txids' coinbase branch
         // (not the wtxids'), under the prev hash.
-        let txids: Vec<Txid> = [1u8, 2, 3]
+        let txids: Vec<bitcoin::Txid> = [1u8, 2, 3]
             .iter()
             .map(|n| txid(*n).parse().unwrap())
             .collect();

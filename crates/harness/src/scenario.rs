@@ -599,6 +599,12 @@ impl Link {
 }
 
 impl Scenario {
+    /// The farm-side port of the side at `index` in `sides`: `link.farm_port + index`, or
+    /// 0 (any free port) when the scenario fixes none.
+    pub fn farm_port(&self, index: usize) -> u16 {
+        self.link.farm_port.map_or(0, |p| p + index as u16)
+    }
+
     /// Reads `path`, applies `overrides` (`a.b=value`), and checks the result.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario> {
         let text = std::fs::read_to_string(path)

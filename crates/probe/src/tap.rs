@@ -67,6 +67,31 @@ impl TapStats {
         };
         self.shares.get_or_create(&label).inc();
     }
+
+    /// A connection to `pool` for client connection `connection` (from `peer`). When the
+    /// pool cannot be reached, that is counted, logged and recorded, and the client's
+    /// connection is to be closed.
+    pub async fn connect_pool(
+        &self,
+        pool: SocketAddr,
+        peer: SocketAddr,
+        connection: u32,
+        recorder: &Recorder,
+    ) -> Option<TcpStream> {
+        match TcpStream::connect(pool).await {
+            Ok(upstream) => {
+                let _ = upstream.set_nodelay(true);
+                Some(upstream)
+            }
+            Err(e) => {
+                let reason = format!("cannot reach the pool at {pool}: {e}");
+                tracing::warn!(%peer, connection, %reason, "tapped connection closed");
+                self.upstream_unreachable.inc();
+                recorder.record(Event::TapUpstreamUnreachable { connection, reason });
+                None
+            }
+        }
+    }
 }
 
 /// Accepts clients on `listener` until aborted, numbering their connections from 1 and
@@ -95,33 +120,6 @@ where
             });
         }
     })
-}
-
-impl TapStats {
-    /// A connection to `pool` for client connection `connection` (from `peer`). When the
-    /// pool cannot be reached, that is counted, logged and recorded, and the client's
-    /// connection is to be closed.
-    pub async fn connect_pool(
-        &self,
-        pool: SocketAddr,
-        peer: SocketAddr,
-        connection: u32,
-        recorder: &Recorder,
-    ) -> Option<TcpStream> {
-        match TcpStream::connect(pool).await {
-            Ok(upstream) => {
-                let _ = upstream.set_nodelay(true);
-                Some(upstream)
-            }
-            Err(e) => {
-                let reason = format!("cannot reach the pool at {pool}: {e}");
-                tracing::warn!(%peer, connection, %reason, "tapped connection closed");
-                self.upstream_unreachable.inc();
-                recorder.record(Event::TapUpstreamUnreachable { connection, reason });
-                None
-            }
-        }
-    }
 }
 
 /// Logs and records how a tapped connection ended.

@@ -128,7 +128,7 @@ pub(crate) async fn start_roles(
     };
     let mut sides = BTreeMap::new();
     for (i, side) in s.sides.iter().enumerate() {
-        let farm_port = s.link.farm_port.map_or(0, |p| p + i as u16);
+        let farm_port = s.farm_port(i);
         let config = Config::of_side(side).context("the scenario names only known sides")?;
         let side_roles = match config {
             Config::Sv1 => {
@@ -192,7 +192,7 @@ async fn start_on_real_node(
     };
     let mut sides = BTreeMap::new();
     for (i, side) in opts.scenario.sides.iter().enumerate() {
-        let farm_port = opts.scenario.link.farm_port.map_or(0, |p| p + i as u16);
+        let farm_port = opts.scenario.farm_port(i);
         let roles = start_sv1_side(opts, dir, side, &node, farm_port, roles).await?;
         sides.insert(side.clone(), roles);
     }
