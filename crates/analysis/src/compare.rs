@@ -1,15 +1,19 @@
 //! Run against run: every per-event latency per side, CPU and memory per role, bandwidth
 //! per side, each as B against A with the difference of means and its interval (as a
 //! node release benchmark report compares releases). A side of the comparison is one run
-//! or several (seeds of one setting). Latencies are resampled by the broadcast they belong
-//! to; a per-second series of one run by batch means; a level a run settles at (a role's
-//! CPU and memory, and with several runs every per-second series) by run, so a release's
-//! CPU can be judged from runs of several seeds. Significance is controlled across the
+//! or several (seeds of one setting).
+//!
+//! One run against one run says whether these two runs differ: their tips and seconds
+//! are the units, and what a seed or the machine's moment does to a whole run is not in
+//! the interval. Several runs a side say whether the settings (releases) differ: every
+//! metric is judged by run, latencies by a two-stage bootstrap (runs, then tips within
+//! runs), a level a run settles at (CPU, memory, bandwidth) by each run's level. The
+//! [`Scope`] says which question was answered. Significance is controlled across the
 //! whole comparison. `report` only words the result.
 
 use crate::headline::FDR;
 use crate::manifest::{Manifest, Sample};
-use crate::stats::{benjamini_hochberg, cluster_delta, series_delta, Delta};
+use crate::stats::{benjamini_hochberg, cluster_delta, series_delta, two_stage_delta, Delta};
 use crate::Summary;
 use probe::Dist;
 use serde::{Deserialize, Serialize};
@@ -45,6 +49,35 @@ impl MetricComparison {
     }
 }
 
+/// What a comparison can say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// One run a side: whether these two runs differ, not their settings.
+    Runs,
+    /// Several runs a side: whether the settings (releases) differ, run-to-run variation
+    /// counted.
+    Settings,
+}
+
+impl Scope {
+    /// The scope of a comparison of `a` runs against `b`.
+    pub fn of(a: usize, b: usize) -> Scope {
+        if a > 1 && b > 1 {
+            Scope::Settings
+        } else {
+            Scope::Runs
+        }
+    }
+
+    pub fn says(self) -> &'static str {
+        match self {
+            Scope::Runs => "these two runs differ (one run a side: a seed or a busy moment of the machine can make the difference; run several seeds a side to judge the settings)",
+            Scope::Settings => "the settings differ (several runs a side: run-to-run variation counted)",
+        }
+    }
+}
+
 /// (subject, metric, unit).
 type MetricKey = (String, String, String);
 
@@ -52,6 +85,8 @@ type MetricKey = (String, String, String);
 enum Units {
     /// Receipts grouped by the broadcast they belong to.
     Clusters(Vec<Vec<f64>>),
+    /// Several runs' clusters, by run.
+    RunClusters(Vec<Vec<Vec<f64>>>),
     /// One run's per-second series, compared by batch means.
     Series(Vec<f64>),
     /// A level runs settle at: each run's samples one unit, whatever their number.
@@ -62,7 +97,17 @@ impl Units {
     fn values(&self) -> Vec<f64> {
         match self {
             Units::Clusters(c) | Units::Runs(c) => c.concat(),
+            Units::RunClusters(r) => r.iter().flat_map(|c| c.concat()).collect(),
             Units::Series(s) => s.clone(),
+        }
+    }
+
+    /// The clusters by the run they came from.
+    fn clusters_by_run(&self) -> Vec<Vec<Vec<f64>>> {
+        match self {
+            Units::RunClusters(r) => r.clone(),
+            Units::Clusters(c) => vec![c.clone()],
+            other => other.by_run().into_iter().map(|run| vec![run]).collect(),
         }
     }
 
@@ -77,9 +122,9 @@ impl Units {
     /// These units and another run's of the same metric, as one side's.
     fn merge(self, other: Units) -> Units {
         match (self, other) {
-            (Units::Clusters(mut a), Units::Clusters(b)) => {
-                a.extend(b);
-                Units::Clusters(a)
+            // Several runs' tips: two stages, runs and then their tips.
+            (a @ (Units::Clusters(_) | Units::RunClusters(_)), b @ Units::Clusters(_)) => {
+                Units::RunClusters([a.clusters_by_run(), b.clusters_by_run()].concat())
             }
             // Several runs' series: each run's level is a unit, as its seed set it.
             (a, b) => Units::Runs([a.by_run(), b.by_run()].concat()),
@@ -97,6 +142,9 @@ pub fn compare(a: &[RunView], b: &[RunView]) -> Vec<MetricComparison> {
             let ub = sb.get(key)?;
             let delta = match (ua, ub) {
                 (Units::Clusters(x), Units::Clusters(y)) => cluster_delta(x, y),
+                (x @ Units::RunClusters(_), y) | (x, y @ Units::RunClusters(_)) => {
+                    two_stage_delta(&x.clusters_by_run(), &y.clusters_by_run())
+                }
                 (Units::Series(x), Units::Series(y)) => series_delta(x, y),
                 (Units::Runs(x), Units::Runs(y)) => cluster_delta(x, y),
                 // One run against several: both by run.
@@ -287,11 +335,23 @@ mod tests {
     }
 
     #[test]
-    fn a_run_against_itself_differs_in_nothing() {
-        let (m, e, p) = run(50, 1_000);
-        let s = computed(&m, &e, &p);
-        let rows = compare(&[view(&s, &m, &p)], &[view(&s, &m, &p)]);
-        assert!(!rows.is_empty());
+    fn runs_closer_than_their_tips_spread_are_not_called_different() {
+        // B's jobs come 1 ms later at every tip than A's (51 + k against 50 + k): tips
+        // spread over 5 ms (sd 1.87), six a side, so the mean of six is known to about
+        // +-0.8 ms a side and 1 ms is no difference. Read receipt by receipt (two miners
+        // a tip as if independent), it would look twice as precise.
+        let (ma, ea, pa) = run(50, 1_000);
+        let (mb, eb, pb) = run(51, 1_000);
+        let (sa, sb) = (computed(&ma, &ea, &pa), computed(&mb, &eb, &pb));
+        let rows = compare(&[view(&sa, &ma, &pa)], &[view(&sb, &mb, &pb)]);
+        let row = rows
+            .iter()
+            .find(|r| r.metric == "new job after a block")
+            .unwrap();
+        let d = row.delta.as_ref().unwrap();
+        assert!((d.delta - 1.0).abs() < 1e-9, "{d:?}");
+        let (lo, hi) = d.ci.unwrap();
+        assert!(lo < 0.0 && hi > 2.0 && !d.significant, "{d:?}");
         assert!(rows
             .iter()
             .all(|r| r.delta.as_ref().is_none_or(|d| !d.significant)));
@@ -342,12 +402,13 @@ mod tests {
         assert!(cpu.significant, "{cpu:?}");
         // The same memory in every run: no difference.
         assert!(!row("RSS").significant);
-        // Tips of five runs a side: 30 clusters each.
+        // Tips of five runs a side: the runs are the units, their tips drawn within them.
         let after_block = rows
             .iter()
             .find(|r| r.metric == "new job after a block")
             .unwrap();
-        assert_eq!(after_block.delta.as_ref().unwrap().units_a, 30);
+        let d = after_block.delta.as_ref().unwrap();
+        assert_eq!((d.units_a, d.method), (5, crate::stats::Method::TwoStage));
         // Bandwidth by run too: five equal runs a side.
         let tx = rows.iter().find(|r| r.metric == "farm tx").unwrap();
         assert_eq!(tx.delta.as_ref().unwrap().units_a, 5);

@@ -1,19 +1,22 @@
-//! The verdict: every side against the `sv1` side on the headline metrics (SV2 sides, or a
-//! second SV1 side in an A/A check), each named
-//! once (a renamed summary field is a compile error here), each with the difference, its
-//! 95% interval by the unit the metric really has (tips, templates, seconds, shares),
-//! and whether it stays significant when all of them are read together (Benjamini-
-//! Hochberg at 5%). Fewer than [`MIN_UNITS`] units on a side: "too few", never significant.
+//! The verdict: every side against the baseline side (`sv1` unless the scenario names
+//! another) on the headline metrics (SV2 sides, or a second side of the same kind in an
+//! A/A check), each named once (a renamed summary field is a compile error here), each
+//! with the difference, its 95% interval by the unit the metric really has (tips,
+//! templates, seconds), paired where both sides share the unit (the network's tips), and
+//! whether it stays significant when the side's rows are read together (Benjamini-Hochberg
+//! at 5%, one family per side: a side is judged on its own rows, not in the company of
+//! another side's real differences). Fewer than [`MIN_UNITS`] units on a side: "too few",
+//! never significant.
 
 use crate::stats::{
-    benjamini_hochberg, cluster_delta, clustered_delta, series_delta, two_proportion,
-    weighted_delta, Clustered, MIN_UNITS,
+    benjamini_hochberg, clustered_delta, paired_delta, proportion_delta, series_delta, Method,
+    MIN_UNITS,
 };
-use crate::summary::SideSummary;
+use crate::summary::{LatencySamples, SideSummary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The side every other side is set against.
+/// The side every other side is set against, unless the scenario names another.
 pub const BASELINE: &str = "sv1";
 
 /// The false discovery rate the verdict controls.
@@ -24,7 +27,7 @@ pub const FDR: f64 = 0.05;
 pub enum Headline {
     NewJobMs,
     NewPrevhashJobMs,
-    StaleWorkPct,
+    StaleWaitMs,
     StaleSharesPct,
     AcceptancePct,
     BlockPropagationMs,
@@ -37,7 +40,7 @@ impl Headline {
     pub const ALL: [Headline; 9] = [
         Headline::NewJobMs,
         Headline::NewPrevhashJobMs,
-        Headline::StaleWorkPct,
+        Headline::StaleWaitMs,
         Headline::StaleSharesPct,
         Headline::AcceptancePct,
         Headline::BlockPropagationMs,
@@ -50,7 +53,7 @@ impl Headline {
         match self {
             Headline::NewJobMs => "new job, mean ms",
             Headline::NewPrevhashJobMs => "new job after a block, mean ms",
-            Headline::StaleWorkPct => "stale work %",
+            Headline::StaleWaitMs => "stale work after a block, mean ms",
             Headline::StaleSharesPct => "stale shares %",
             Headline::AcceptancePct => "acceptance %",
             Headline::BlockPropagationMs => "block propagation, mean ms",
@@ -64,8 +67,11 @@ impl Headline {
     /// a thousandth of a point, bytes and sats whole.
     pub fn decimals(self) -> usize {
         match self {
-            Headline::StaleWorkPct | Headline::StaleSharesPct | Headline::AcceptancePct => 3,
-            Headline::NewJobMs | Headline::NewPrevhashJobMs | Headline::BlockPropagationMs => 1,
+            Headline::StaleSharesPct | Headline::AcceptancePct => 3,
+            Headline::NewJobMs
+            | Headline::NewPrevhashJobMs
+            | Headline::StaleWaitMs
+            | Headline::BlockPropagationMs => 1,
             _ => 0,
         }
     }
@@ -73,12 +79,12 @@ impl Headline {
     /// What one independent unit of the metric is.
     pub fn unit(self) -> &'static str {
         match self {
-            Headline::NewJobMs => "templates",
-            Headline::NewPrevhashJobMs | Headline::StaleWorkPct | Headline::TemplateValueSats => {
-                "tips"
-            }
-            Headline::StaleSharesPct => "shares",
-            Headline::AcceptancePct => "verdicts",
+            Headline::NewJobMs
+            | Headline::NewPrevhashJobMs
+            | Headline::StaleWaitMs
+            | Headline::TemplateValueSats
+            | Headline::StaleSharesPct
+            | Headline::AcceptancePct => "tips",
             Headline::BlockPropagationMs => "blocks",
             Headline::FarmTxBytesPerS | Headline::FarmRxBytesPerS => "batches of seconds",
         }
@@ -106,128 +112,163 @@ pub struct VerdictRow {
     /// Why there is no interval, when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_interval: Option<String>,
+    /// How the interval and the p-value were found.
+    #[serde(default)]
+    pub method: Method,
+    /// What of the difference a scenario parameter or a model sets rather than the
+    /// protocol, when something does: such a row is in no worth total.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modelled: Option<String>,
+    /// Miner-tips the side's miners got no work on before the next tip (they count in the
+    /// stale wait, until that next tip).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tips_without_work: Option<u64>,
 }
 
-/// Every other side against `sv1`, significance controlled across all rows at [`FDR`].
-pub fn verdict(sides: &BTreeMap<String, SideSummary>) -> BTreeMap<String, Vec<VerdictRow>> {
-    let Some(sv1) = sides.get(BASELINE) else {
+/// Every other side against `baseline`, significance controlled per side at [`FDR`].
+pub fn verdict(
+    sides: &BTreeMap<String, SideSummary>,
+    baseline: &str,
+) -> BTreeMap<String, Vec<VerdictRow>> {
+    let Some(base) = sides.get(baseline) else {
         return BTreeMap::new();
     };
-    let mut out: BTreeMap<String, Vec<VerdictRow>> = sides
-        .iter()
-        .filter(|(name, _)| name.as_str() != BASELINE)
-        .map(|(name, side)| {
-            let rows = Headline::ALL.iter().map(|h| row(*h, sv1, side)).collect();
-            (name.clone(), rows)
-        })
-        .collect();
-    // Only rows with a test take part; their significance is what survives together.
-    let tested: Vec<(String, usize, f64)> = out
-        .iter()
-        .flat_map(|(side, rows)| {
-            rows.iter()
-                .enumerate()
-                .filter_map(|(i, r)| r.p_value.map(|p| (side.clone(), i, p)))
-        })
-        .collect();
-    let p: Vec<f64> = tested.iter().map(|t| t.2).collect();
-    for ((side, i, _), kept) in tested.iter().zip(benjamini_hochberg(&p, FDR)) {
-        let row = &mut out.get_mut(side).expect("a side")[*i];
-        row.significant = row.significant && kept;
+    let base = Compared::of(base);
+    (sides.iter())
+        .filter(|(name, _)| name.as_str() != baseline)
+        .map(|(name, side)| (name.clone(), rows(&base, &Compared::of(side))))
+        .collect()
+}
+
+/// What a side brings to the verdict.
+pub struct Compared<'a> {
+    pub samples: &'a LatencySamples,
+    /// The side mines on its farm's own node's templates (configurations A, B).
+    pub farm_node: bool,
+    pub tips_without_work: u64,
+}
+
+impl<'a> Compared<'a> {
+    fn of(side: &'a SideSummary) -> Compared<'a> {
+        Compared {
+            samples: &side.samples,
+            farm_node: side.farm_node,
+            tips_without_work: side.tips_without_work,
+        }
     }
-    out
+}
+
+/// One side's rows against the baseline's, their significance controlled together.
+pub fn rows(base: &Compared, side: &Compared) -> Vec<VerdictRow> {
+    let mut rows: Vec<VerdictRow> = Headline::ALL.iter().map(|h| row(*h, base, side)).collect();
+    // Only rows with a test take part; their significance is what survives together.
+    let tested: Vec<(usize, f64)> = (rows.iter().enumerate())
+        .filter_map(|(i, r)| r.p_value.map(|p| (i, p)))
+        .collect();
+    let p: Vec<f64> = tested.iter().map(|t| t.1).collect();
+    for ((i, _), kept) in tested.iter().zip(benjamini_hochberg(&p, FDR)) {
+        rows[*i].significant = rows[*i].significant && kept;
+    }
+    rows
 }
 
 /// The metrics a run that stops when it knows waits for.
 pub const RESOLVED_BEFORE_STOPPING: [Headline; 5] = [
     Headline::NewJobMs,
     Headline::NewPrevhashJobMs,
-    Headline::StaleWorkPct,
+    Headline::StaleWaitMs,
     Headline::FarmTxBytesPerS,
     Headline::FarmRxBytesPerS,
 ];
 
 /// The rows of [`RESOLVED_BEFORE_STOPPING`] not yet known, as `side metric`: known means
-/// significant, or with an interval whose half-width is under `precision_pct` percent of
-/// the SV1 value (the difference, if any, is smaller than that). A row with no interval
-/// yet is not known.
+/// an interval whose half-width is under `precision_pct` percent of the baseline value.
+/// Only the width counts, never where the interval lies: a run that stopped the first time
+/// an interval happened to exclude zero would call differences significant far more often
+/// than 5% (a look every 10 s is hundreds of looks), while a width does not depend on the
+/// difference, so the verdict at the stop keeps its 5%. A row with no interval yet is not
+/// known.
 pub fn unresolved(verdict: &BTreeMap<String, Vec<VerdictRow>>, precision_pct: f64) -> Vec<String> {
     verdict
         .iter()
         .flat_map(|(side, rows)| {
             rows.iter()
                 .filter(|r| RESOLVED_BEFORE_STOPPING.contains(&r.metric))
-                .filter(|r| {
-                    let precise = match (r.ci, r.sv1) {
-                        (Some((lo, hi)), Some(base)) => {
-                            (hi - lo) / 2.0 <= precision_pct / 100.0 * base.abs()
-                        }
-                        _ => false,
-                    };
-                    !(r.significant || precise)
+                .filter(|r| match (r.ci, r.sv1) {
+                    (Some((lo, hi)), Some(base)) => {
+                        (hi - lo) / 2.0 > precision_pct / 100.0 * base.abs()
+                    }
+                    _ => true,
                 })
                 .map(move |r| format!("{side} {}", r.metric.label()))
         })
         .collect()
 }
 
-fn row(h: Headline, a: &SideSummary, b: &SideSummary) -> VerdictRow {
-    let latency =
-        |pick: fn(&SideSummary) -> &Clustered| from_delta(h, clustered_delta(pick(a), pick(b)));
-    let proportion = |x_a: u64, n_a: u64, x_b: u64, n_b: u64| {
-        let mut r = empty(h, pct_of(x_a, n_a), pct_of(x_b, n_b));
-        r.units = (n_a as usize, n_b as usize);
-        match two_proportion(x_a, n_a, x_b, n_b) {
-            Some(t) => {
-                r.p_value = Some(t.p_value);
-                r.significant = t.significant;
-                // The normal interval of the difference of the two rates, in points.
-                let se = (t.p_a * (1.0 - t.p_a) / n_a as f64 + t.p_b * (1.0 - t.p_b) / n_b as f64)
-                    .sqrt();
-                r.ci = Some(((t.delta - 1.96 * se) * 100.0, (t.delta + 1.96 * se) * 100.0));
-            }
-            None => r.no_interval = Some("no variation to test (none or all on both sides)".into()),
+fn row(h: Headline, a: &Compared, b: &Compared) -> VerdictRow {
+    let (x, y) = (a.samples, b.samples);
+    let mut r = match h {
+        // Each side's templates, by the tip they build on: the node builds every client's
+        // at the same tip; a farm node's (A, B) too, one peer hop later.
+        Headline::NewJobMs => {
+            from_delta(h, paired_delta(x.new_job_ms.units(), y.new_job_ms.units()))
         }
-        r
-    };
-    match h {
-        Headline::NewJobMs => latency(|s| &s.samples.new_job_ms),
-        Headline::NewPrevhashJobMs => latency(|s| &s.samples.new_prevhash_job_ms),
-        Headline::BlockPropagationMs => latency(|s| &s.samples.block_propagation_ms),
-        // Each tip's share of the stale work, scaled so that their mean is the side's.
-        Headline::StaleWorkPct => from_delta(
+        // The network's tips: the same on both sides.
+        Headline::NewPrevhashJobMs => from_delta(
             h,
-            cluster_delta(&a.samples.stale_work_per_tip, &b.samples.stale_work_per_tip),
+            paired_delta(x.new_prevhash_job_ms.units(), y.new_prevhash_job_ms.units()),
         ),
-        Headline::StaleSharesPct => proportion(
-            a.shares.stale,
-            a.shares.submitted,
-            b.shares.stale,
-            b.shares.submitted,
+        Headline::StaleWaitMs => from_delta(
+            h,
+            paired_delta(x.stale_wait_ms.units(), y.stale_wait_ms.units()),
         ),
+        Headline::StaleSharesPct => {
+            from_delta(h, proportion_delta(&x.stale_by_tip, &y.stale_by_tip))
+        }
         Headline::AcceptancePct => {
-            let judged =
-                |s: &SideSummary| s.shares.accepted + s.shares.pool_stale + s.shares.rejected;
-            proportion(a.shares.accepted, judged(a), b.shares.accepted, judged(b))
+            from_delta(h, proportion_delta(&x.accepted_by_tip, &y.accepted_by_tip))
         }
-        Headline::FarmTxBytesPerS => from_delta(
+        // Each side's own blocks.
+        Headline::BlockPropagationMs => from_delta(
             h,
-            series_delta(&a.samples.farm_tx_per_s, &b.samples.farm_tx_per_s),
+            clustered_delta(&x.block_propagation_ms, &y.block_propagation_ms),
         ),
-        Headline::FarmRxBytesPerS => from_delta(
-            h,
-            series_delta(&a.samples.farm_rx_per_s, &b.samples.farm_rx_per_s),
-        ),
-        // Time-weighted by valid miner-time, resampling tips.
+        Headline::FarmTxBytesPerS => {
+            from_delta(h, series_delta(&x.farm_tx_per_s, &y.farm_tx_per_s))
+        }
+        Headline::FarmRxBytesPerS => {
+            from_delta(h, series_delta(&x.farm_rx_per_s, &y.farm_rx_per_s))
+        }
+        // Time-weighted by valid miner-time, by tip.
         Headline::TemplateValueSats => from_delta(
             h,
-            weighted_delta(&a.samples.template_value, &b.samples.template_value),
+            paired_delta(x.template_value.units(), y.template_value.units()),
         ),
+    };
+    r.modelled = modelled(h, a.farm_node || b.farm_node);
+    if matches!(h, Headline::StaleWaitMs) {
+        r.tips_without_work = Some(b.tips_without_work);
     }
+    r
 }
 
-fn pct_of(part: u64, whole: u64) -> Option<f64> {
-    (whole > 0).then(|| part as f64 * 100.0 / whole as f64)
+/// What sets a row's difference beyond the protocol, when a side mines on its farm's own
+/// node: that node's mempool is the scenario's `farm_node.mempool_overlap` of the
+/// network's, one peer hop away, and its peer traffic is modelled.
+fn modelled(h: Headline, farm_node: bool) -> Option<String> {
+    if !farm_node {
+        return None;
+    }
+    match h {
+        Headline::TemplateValueSats => Some(
+            "set by the scenario: the farm node's mempool (farm_node.mempool_overlap) and its peer hop"
+                .into(),
+        ),
+        Headline::FarmRxBytesPerS | Headline::FarmTxBytesPerS => Some(
+            "partly modelled: the farm node's transaction and block relay".into(),
+        ),
+        _ => None,
+    }
 }
 
 /// A row with the two values and their difference, nothing tested.
@@ -246,6 +287,9 @@ fn empty(h: Headline, sv1: Option<f64>, sv2: Option<f64>) -> VerdictRow {
         units: (0, 0),
         significant: false,
         no_interval: None,
+        method: Method::default(),
+        modelled: None,
+        tips_without_work: None,
     }
 }
 
@@ -257,6 +301,7 @@ fn from_delta(h: Headline, d: Option<crate::stats::Delta>) -> VerdictRow {
     };
     let mut r = empty(h, Some(d.mean_a), Some(d.mean_b));
     r.units = (d.units_a, d.units_b);
+    r.method = d.method;
     r.ci = d.ci;
     r.p_value = d.p_value;
     r.significant = d.significant;
@@ -305,20 +350,29 @@ mod tests {
         assert_eq!((new_job.sv1, new_job.sv2), (Some(62.5), Some(43.5)));
         assert_eq!(new_job.delta, Some(-19.0));
         assert_eq!(new_job.units, (6, 6));
-        // Every template's delay differs by exactly 19 ms, with the same spread on both
-        // sides; the interval is around -19 and excludes zero.
-        let (lo, hi) = new_job.ci.unwrap();
-        assert!(lo < -19.0 && hi > -19.0 && hi < 0.0, "{new_job:?}");
+        // Every template's delay differs by exactly 19 ms, and both sides' templates build
+        // on the same tips: paired by tip, every resample differs by 19 ms.
+        assert_eq!(new_job.ci, Some((-19.0, -19.0)), "{new_job:?}");
+        assert_eq!(new_job.method, Method::Paired);
         assert!(new_job.significant);
         // The same miners, the same tips: no difference after a block, not significant.
         let after_block = get(Headline::NewPrevhashJobMs);
         assert_eq!(after_block.delta, Some(0.0));
         assert!(!after_block.significant);
-        // Stale work: each tip's two miners wait 60+k and 61+k ms: 121 + 2k ms, summed
-        // over k = 0..5: 756 ms = 0.756 s of 2 miners x 10 s: 3.78%.
-        let stale = get(Headline::StaleWorkPct);
-        assert!((stale.sv1.unwrap() - 3.78).abs() < 1e-9, "{stale:?}");
+        // Stale work: each tip's two miners wait 60+k and 61+k ms, a mean of 60.5 + k over
+        // k = 0..5: 63 ms a miner and tip, the same miners on both sides, paired by tip.
+        let stale = get(Headline::StaleWaitMs);
+        assert!((stale.sv1.unwrap() - 63.0).abs() < 1e-9, "{stale:?}");
         assert_eq!(stale.delta, Some(0.0));
+        assert_eq!(
+            (stale.method, stale.tips_without_work),
+            (Method::Paired, Some(0))
+        );
+        // At the real network's 600 s blocks that is 63 / 600,000: 0.0105% of the work;
+        // at the run's own pace, a tip a second, 756 ms of 20 miner-s: 3.78%.
+        let real = &s.sides["sv1"].stale_work_real_pct;
+        assert!((real.point.unwrap() - 0.0105).abs() < 1e-12, "{real:?}");
+        assert_eq!(s.sides["sv1"].stale_wait_ms.count, 12);
         // The side's own estimate: each tip k counts (121 + 2k) ms x 6 tips / 20 miner-s
         // = 3.63 + 0.06k %, their mean 3.78%; the interval resamples tips, inside their range.
         let own = &s.sides["sv1"].stale_work_pct;
@@ -347,7 +401,7 @@ mod tests {
     }
 
     #[test]
-    fn a_row_is_known_when_significant_or_precise_enough() {
+    fn a_row_is_known_when_its_interval_is_narrow_enough_wherever_it_lies() {
         let row = |metric, significant, ci| VerdictRow {
             metric,
             sv1: Some(50.0),
@@ -359,27 +413,37 @@ mod tests {
             units: (10, 10),
             significant,
             no_interval: None,
+            method: Method::Paired,
+            modelled: None,
+            tips_without_work: None,
         };
         let verdict = BTreeMap::from([(
             "sv2-c".to_string(),
             vec![
-                row(Headline::NewJobMs, true, Some((0.1, 0.9))),
+                // Half-width 0.4 ms: 0.8% of 50 ms.
+                row(Headline::NewJobMs, false, Some((0.1, 0.9))),
                 // Half-width 1.5 ms: 3% of 50 ms.
                 row(Headline::NewPrevhashJobMs, false, Some((-1.0, 2.0))),
-                row(Headline::StaleWorkPct, false, None),
+                row(Headline::StaleWaitMs, false, None),
+                // Significant, but 10 ms wide: 10%; a lucky early crossing is no stop.
+                row(Headline::FarmTxBytesPerS, true, Some((1.0, 11.0))),
                 // Not waited for.
                 row(Headline::TemplateValueSats, false, None),
             ],
         )]);
         assert_eq!(
             unresolved(&verdict, 5.0),
-            vec!["sv2-c stale work %".to_string()]
+            vec![
+                "sv2-c stale work after a block, mean ms".to_string(),
+                "sv2-c farm tx bytes/s".to_string()
+            ]
         );
         assert_eq!(
             unresolved(&verdict, 2.0),
             vec![
                 "sv2-c new job after a block, mean ms".to_string(),
-                "sv2-c stale work %".to_string()
+                "sv2-c stale work after a block, mean ms".to_string(),
+                "sv2-c farm tx bytes/s".to_string()
             ]
         );
     }
@@ -484,7 +548,7 @@ mod tests {
         assert!(!row.significant && row.ci.is_none());
         assert_eq!(
             row.no_interval.as_deref(),
-            Some("too few (n = 1 and 1 templates; 5 needed)")
+            Some("too few (n = 1 and 1 tips; 5 needed)")
         );
     }
 }

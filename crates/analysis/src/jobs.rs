@@ -36,7 +36,9 @@ pub struct WorkTime {
 /// What a side's jobs show.
 #[derive(Debug, Default, PartialEq)]
 pub struct JobFacts {
-    /// By template (its marker): one build reaches every miner.
+    /// By the tip the template builds on: one build reaches every miner, and every
+    /// client's template is built from the same node at the same tip, so two sides share
+    /// the tip as their unit (a template's own identity differs per client).
     pub new_job_ms: Clustered,
     /// By tip.
     pub new_prevhash_job_ms: Clustered,
@@ -45,6 +47,9 @@ pub struct JobFacts {
     /// new-block work unless a miner got no job on a tip at all (a pool that polls can skip
     /// a tip that lasted less than its poll) or got it only after the next tip.
     pub stale_wait_ms: Clustered,
+    /// Tips a miner got no work on (by miner and tip): in the stale wait until the next
+    /// tip, missing from the new-block job times.
+    pub tips_without_job: u64,
     /// (template value, miner-nanoseconds of valid work on it), by the tip it was on: a
     /// tip's templates follow one mempool, so the tip is the unit of its interval.
     pub value_by_tip: Weighted,
@@ -160,7 +165,7 @@ pub fn side_jobs<'a>(
                 if first_on_template.insert((*miner, identity)) && window.contains(t.t_ns) {
                     facts
                         .new_job_ms
-                        .push(identity, ms(r.t_ns.saturating_sub(t.t_ns)));
+                        .push(prev_hash, ms(r.t_ns.saturating_sub(t.t_ns)));
                 }
             }
             TemplateMatch::NoMarker => unmatched.add("job_without_marker", 1),
@@ -181,7 +186,10 @@ pub fn side_jobs<'a>(
                 Some(t_job) => facts
                     .new_prevhash_job_ms
                     .push(hash, ms(t_job.saturating_sub(*t_tip))),
-                None => unmatched.add("tip_without_job", 1),
+                None => {
+                    facts.tips_without_job += 1;
+                    unmatched.add("tip_without_job", 1)
+                }
             }
         }
     }
@@ -289,8 +297,9 @@ mod tests {
         ];
         let (f, u) = run(&m, &events);
         assert_eq!(f.new_job_ms.values(), vec![60.0, 80.0, 50.0]);
-        // A build reaches every miner: template A is one unit, B another.
-        assert_eq!(f.new_job_ms.clusters(), vec![vec![60.0, 80.0], vec![50.0]]);
+        // A build reaches every miner, and every template on tip P is built at P's turn of
+        // the node: templates A and B are one unit, the tip, which another side shares.
+        assert_eq!(f.new_job_ms.clusters(), vec![vec![60.0, 80.0, 50.0]]);
         assert_eq!(f.new_prevhash_job_ms.values(), vec![70.0, 90.0]);
         assert!(u.0.is_empty(), "{u:?}");
     }
@@ -341,8 +350,8 @@ mod tests {
             job(6_000 * MS, 1, "W9"),
         ];
         let (f, u) = run(&m, &events);
-        // W1: 28 and 43 ms; W2: 20 ms; one unit each.
-        assert_eq!(f.new_job_ms.clusters(), vec![vec![28.0, 43.0], vec![20.0]]);
+        // W1: 28 and 43 ms; W2: 20 ms; both on tip P, one unit.
+        assert_eq!(f.new_job_ms.clusters(), vec![vec![28.0, 43.0, 20.0]]);
         assert_eq!(f.new_prevhash_job_ms.values(), vec![30.0, 45.0]);
         assert_eq!(u.0.get("job_without_node_template"), Some(&1), "{u:?}");
     }

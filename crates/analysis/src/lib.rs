@@ -9,8 +9,11 @@
 
 pub mod bandwidth;
 pub mod bench;
+#[cfg(test)]
+mod calibration;
 pub mod clocks;
 pub mod compare;
+pub mod conclusion;
 pub mod declaration;
 pub mod farm;
 pub mod headline;

@@ -18,6 +18,12 @@ pub struct Manifest {
     pub node_role: String,
     pub link: LinkParams,
     pub sides: BTreeMap<String, SideRoles>,
+    /// The order the sides started in, drawn from the seed (`Scenario::start_order`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub start_order: Vec<String>,
+    /// The side every other is set against (`sv1` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
     /// What the verdict's worth in sats a day is computed for.
     #[serde(default)]
     pub worth: crate::worth::WorthAssumptions,

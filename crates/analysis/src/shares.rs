@@ -18,7 +18,7 @@
 
 use crate::jobs::ms;
 use crate::manifest::{SideRoles, Window};
-use crate::stats::{wilson, Clustered};
+use crate::stats::{wilson, Clustered, Counted};
 use crate::timeline::Timeline;
 use crate::Unmatched;
 use probe::{Event, Record, ShareVerdict};
@@ -93,6 +93,11 @@ pub struct ShareFacts {
     pub blocks: BlockCounts,
     /// By block: each is its own unit.
     pub block_propagation_ms: Clustered,
+    /// Shares submitted in the window, stale or not, by the network tip they were
+    /// submitted under: stale shares come in bursts after a tip, so the tip is the unit.
+    pub stale_by_tip: Counted,
+    /// The pool's verdicts in the window, accepted or not, by the tip they came under.
+    pub accepted_by_tip: Counted,
     /// Shares submitted in the window and those stale, per miner.
     pub by_miner: BTreeMap<u32, MinerShares>,
 }
@@ -124,7 +129,8 @@ pub fn side_shares(
                 ..
             } if window.contains(r.t_ns) => {
                 in_window.insert((*miner, *share_id));
-                f.submitted(*miner, timeline.outdated(prev_hash, r.t_ns));
+                let tip = timeline.tip_at(r.t_ns);
+                f.submitted(*miner, tip, timeline.outdated(prev_hash, r.t_ns));
                 if let Some(hash) = block_hash {
                     f.blocks.found += 1;
                     match timeline.accepted_blocks.get(hash.as_str()) {
@@ -159,7 +165,7 @@ pub fn side_shares(
         } = r.event
         {
             judged += 1;
-            f.judged(verdict, difficulty);
+            f.judged(timeline.tip_at(r.t_ns), verdict, difficulty);
         }
     }
     f.finish(side, judged, window, unmatched);
@@ -167,9 +173,11 @@ pub fn side_shares(
 }
 
 impl ShareFacts {
-    /// A share a miner submitted in the window; `stale` by the tip timeline.
-    pub(crate) fn submitted(&mut self, miner: u32, stale: bool) {
+    /// A share a miner submitted in the window under the network's `tip`; `stale` by the
+    /// tip timeline.
+    pub(crate) fn submitted(&mut self, miner: u32, tip: Option<&str>, stale: bool) {
         self.shares.submitted += 1;
+        self.stale_by_tip.push(tip.unwrap_or_default(), stale);
         let mine = self.by_miner.entry(miner).or_default();
         mine.submitted += 1;
         if stale {
@@ -187,8 +195,15 @@ impl ShareFacts {
         }
     }
 
-    /// A verdict of the pool in the window.
-    pub(crate) fn judged(&mut self, verdict: ShareVerdict, difficulty: Option<f64>) {
+    /// A verdict of the pool in the window, under the network's `tip`.
+    pub(crate) fn judged(
+        &mut self,
+        tip: Option<&str>,
+        verdict: ShareVerdict,
+        difficulty: Option<f64>,
+    ) {
+        self.accepted_by_tip
+            .push(tip.unwrap_or_default(), verdict == ShareVerdict::Accepted);
         match verdict {
             ShareVerdict::Accepted => {
                 self.shares.accepted += 1;

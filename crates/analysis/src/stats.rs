@@ -4,8 +4,11 @@
 //!   or template, not the receipt. [`cluster_delta`] resamples whole clusters.
 //! - Per-second series (CPU, bandwidth) autocorrelate: [`series_delta`] takes the
 //!   means of contiguous batches as its units.
-//! - Proportions (stale shares) get a [`wilson`] interval, and a difference of two a
-//!   [`two_proportion`] test.
+//! - Two sides indexed by the same network tips are compared paired ([`paired_delta`]):
+//!   a resample draws tips once for both.
+//! - Proportions (stale shares) get a [`wilson`] interval; a difference of two clusters
+//!   by tip ([`proportion_delta`]), exact ([`fisher_exact`], [`newcombe`]) where counts
+//!   are small, never a Wald interval.
 //! - Below [`MIN_UNITS`] independent units on either side there is no interval and no
 //!   significance: "too few". Above it, a bootstrap interval is widened for its few
 //!   units (Student's t, see [`small_sample_widening`]), so that it holds 95% of the time.
@@ -45,6 +48,36 @@ pub struct Delta {
     pub p_value: Option<f64>,
     /// The interval excludes zero (never with too few units).
     pub significant: bool,
+    /// How the interval and the p-value were found.
+    #[serde(default)]
+    pub method: Method,
+}
+
+/// How a difference was tested.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Each side's units resampled on their own (they share none: templates of
+    /// different nodes, blocks, seconds).
+    #[default]
+    Unpaired,
+    /// The units both sides share (network tips) drawn once for both.
+    Paired,
+    /// Fisher's exact test and Newcombe's interval (an expected count under 5).
+    Exact,
+    /// Runs drawn, then their tips (several runs a side).
+    TwoStage,
+}
+
+impl Method {
+    pub fn label(self) -> &'static str {
+        match self {
+            Method::Unpaired => "bootstrap of each side's units",
+            Method::Paired => "paired bootstrap of the shared tips",
+            Method::Exact => "Fisher's exact test, Newcombe's interval",
+            Method::TwoStage => "two-stage bootstrap: runs, then tips within runs",
+        }
+    }
 }
 
 impl Delta {
@@ -67,9 +100,10 @@ pub struct Clustered {
 }
 
 /// The units samples belong to, in the order they first appear, each named once, with
-/// the totals of its samples.
+/// the totals of its samples. Two sides' units of the same name (the same network tip)
+/// are the same unit: [`paired_delta`] resamples them together.
 #[derive(Debug, Clone, Default, PartialEq)]
-struct Units {
+pub struct Units {
     names: Vec<String>,
     index: std::collections::HashMap<String, u32>,
     totals: Vec<Totals>,
@@ -92,6 +126,48 @@ impl Units {
         totals.sum += sum;
         totals.weight += weight;
         i
+    }
+
+    /// The totals of the unit `name`, if it has any.
+    fn get(&self, name: &str) -> Option<Totals> {
+        self.index.get(name).map(|i| self.totals[*i as usize])
+    }
+
+    /// How many units hold some weight.
+    pub fn len(&self) -> usize {
+        self.totals.iter().filter(|t| t.weight > 0.0).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Yes-or-no outcomes (a share stale or not, accepted or not) counted by the unit they
+/// cluster in (the tip they were submitted under): per unit, the outcomes and the yeses.
+/// Only the counts are kept, so a long run costs a few numbers per tip.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counted {
+    units: Units,
+}
+
+impl Counted {
+    pub fn push(&mut self, unit: &str, yes: bool) {
+        self.units.add(unit, if yes { 1.0 } else { 0.0 }, 1.0);
+    }
+
+    /// The yeses.
+    pub fn yes(&self) -> u64 {
+        self.units.totals.iter().map(|t| t.sum as u64).sum()
+    }
+
+    /// All outcomes.
+    pub fn total(&self) -> u64 {
+        self.units.totals.iter().map(|t| t.weight as u64).sum()
+    }
+
+    pub fn units(&self) -> &Units {
+        &self.units
     }
 }
 
@@ -269,6 +345,11 @@ impl Clustered {
         &self.units.totals
     }
 
+    /// The units, by name.
+    pub fn units(&self) -> &Units {
+        &self.units
+    }
+
     /// The mean with its interval by unit.
     pub fn mean(&self) -> Estimate {
         estimate(self.totals())
@@ -361,6 +442,11 @@ impl Weighted {
         (self.units.totals.iter().copied())
             .filter(|t| t.weight > 0.0)
             .collect()
+    }
+
+    /// The units, by name.
+    pub fn units(&self) -> &Units {
+        &self.units
     }
 
     /// The weighted mean with its interval by unit.
@@ -463,7 +549,7 @@ fn estimate(clusters: &[Totals]) -> Estimate {
     let point = pooled_mean(clusters);
     let ci = point.filter(|_| clusters.len() >= MIN_UNITS).map(|p| {
         let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
-        let widen = small_sample_widening(clusters.len());
+        let widen = small_sample_widening(effective_units(clusters));
         let mut means: Vec<f64> = (0..RESAMPLES)
             .map(|_| p + widen * (resample_mean(clusters, &mut rng) - p))
             .collect();
@@ -494,12 +580,37 @@ fn resample_mean(clusters: &[Totals], rng: &mut ChaCha8Rng) -> f64 {
 /// freedom: at 5 units a percentile interval covers about 85%, not 95%. Each resample's
 /// distance from the estimate is scaled by t(0.975, n - 1) / z(0.975) x sqrt(n / (n - 1)):
 /// 1.58 at 5 units, 1.22 at 10, 1.06 at 30, towards 1.
-fn small_sample_widening(n: usize) -> f64 {
-    if n < 2 {
+fn small_sample_widening(n: f64) -> f64 {
+    if n < 2.0 {
+        return small_sample_widening(2.0);
+    }
+    t975(n - 1.0) / Z95 * (n / (n - 1.0)).sqrt()
+}
+
+/// [`small_sample_widening`] for two sides resampled apart, with as many units or as
+/// spread as they happen to be (a side's blocks are as many as it found): each side's
+/// variance of its mean (linearized, for a ratio of sums), unbiased against the plug-in
+/// one the bootstrap uses, and Welch-Satterthwaite's degrees of freedom for their sum.
+/// Taking the smaller side's units instead over-widens when they differ (10 blocks
+/// against 14 would be judged as 10 against 10).
+fn welch_widening(a: &[Totals], b: &[Totals]) -> f64 {
+    // (plug-in variance of the mean, unbiased variance, effective units)
+    let side = |units: &[Totals]| {
+        let weight: f64 = units.iter().map(|t| t.weight).sum();
+        let mean = units.iter().map(|t| t.sum).sum::<f64>() / weight;
+        let plug_in = (units.iter())
+            .map(|t| (t.sum - mean * t.weight).powi(2))
+            .sum::<f64>()
+            / (weight * weight);
+        let n = effective_units(units).max(2.0);
+        (plug_in, plug_in * n / (n - 1.0), n)
+    };
+    let ((pa, ua, na), (pb, ub, nb)) = (side(a), side(b));
+    if pa + pb <= 0.0 {
         return 1.0;
     }
-    let n = n as f64;
-    t975(n - 1.0) / Z95 * (n / (n - 1.0)).sqrt()
+    let df = (ua + ub).powi(2) / (ua * ua / (na - 1.0) + ub * ub / (nb - 1.0));
+    t975(df) / Z95 * ((ua + ub) / (pa + pb)).sqrt()
 }
 
 /// Student's t quantile at 0.975 with `df` degrees of freedom: the table to 30, then the
@@ -544,10 +655,93 @@ pub fn weighted_delta(a: &Weighted, b: &Weighted) -> Option<Delta> {
     delta_of(&a.totals(), &b.totals())
 }
 
+/// Kish's effective number of units: (sum of weights)^2 / sum of squared weights. Units
+/// of unequal weight (tips of unequal length, a few of which hold most of the valid work)
+/// vary their mean as fewer equal units would; the small-sample widening must count
+/// those, or it under-corrects.
+fn effective_units(units: &[Totals]) -> f64 {
+    let (sum, squares) = (units.iter()).fold((0.0, 0.0), |(s, q), t| {
+        (s + t.weight, q + t.weight * t.weight)
+    });
+    if squares > 0.0 {
+        sum * sum / squares
+    } else {
+        0.0
+    }
+}
+
 fn delta_of(a: &[Totals], b: &[Totals]) -> Option<Delta> {
+    let mut d = point_delta(a, b, Method::Unpaired)?;
+    if d.too_few_units() {
+        return Some(d);
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
+    let widen = welch_widening(a, b);
+    let deltas = (0..RESAMPLES)
+        .map(|_| {
+            let ra = resample_mean(a, &mut rng);
+            d.delta + widen * (resample_mean(b, &mut rng) - ra - d.delta)
+        })
+        .collect();
+    d.set_interval(deltas);
+    Some(d)
+}
+
+/// B against A where both are indexed by the same units (the network's tips, by name):
+/// each resample draws units once, from those either side has, and applies the draw to
+/// both. What a tip does to both sides (a slow template build) cancels in the difference
+/// instead of widening it, and what helps one side at the other's expense (one pool wins
+/// the node's lock, the other waits) widens it, as it must. A unit one side lacks counts
+/// on the other side alone. Seeded.
+pub fn paired_delta(a: &Units, b: &Units) -> Option<Delta> {
+    let zero = Totals::default();
+    let mut names: Vec<&str> = a.names.iter().map(String::as_str).collect();
+    names.extend((b.names.iter().map(String::as_str)).filter(|n| a.get(n).is_none()));
+    let pairs: Vec<(Totals, Totals)> = (names.iter())
+        .map(|n| (a.get(n).unwrap_or(zero), b.get(n).unwrap_or(zero)))
+        .filter(|(x, y)| x.weight > 0.0 || y.weight > 0.0)
+        .collect();
+    let side = |pick: fn(&(Totals, Totals)) -> Totals| -> Vec<Totals> {
+        (pairs.iter().map(pick))
+            .filter(|t| t.weight > 0.0)
+            .collect()
+    };
+    let mut d = point_delta(&side(|p| p.0), &side(|p| p.1), Method::Paired)?;
+    if d.too_few_units() {
+        return Some(d);
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
+    let both: Vec<Totals> = (pairs.iter())
+        .map(|(x, y)| Totals {
+            sum: 0.0,
+            weight: x.weight + y.weight,
+        })
+        .collect();
+    let widen = small_sample_widening(effective_units(&both));
+    let mut deltas = Vec::with_capacity(RESAMPLES);
+    while deltas.len() < RESAMPLES {
+        let (mut ra, mut rb) = (zero, zero);
+        for _ in 0..pairs.len() {
+            let (x, y) = pairs[rng.gen_range(0..pairs.len())];
+            (ra.sum, ra.weight) = (ra.sum + x.sum, ra.weight + x.weight);
+            (rb.sum, rb.weight) = (rb.sum + y.sum, rb.weight + y.weight);
+        }
+        // A draw that holds none of a side's units has no mean there: drawn again (each
+        // side has at least MIN_UNITS units, so this ends).
+        if ra.weight > 0.0 && rb.weight > 0.0 {
+            let resampled = rb.sum / rb.weight - ra.sum / ra.weight;
+            deltas.push(d.delta + widen * (resampled - d.delta));
+        }
+    }
+    d.set_interval(deltas);
+    Some(d)
+}
+
+/// The two means and their difference, no interval yet.
+fn point_delta(a: &[Totals], b: &[Totals], method: Method) -> Option<Delta> {
     let (mean_a, mean_b) = (pooled_mean(a)?, pooled_mean(b)?);
     let delta = mean_b - mean_a;
-    let mut d = Delta {
+    Some(Delta {
         mean_a,
         mean_b,
         delta,
@@ -557,25 +751,83 @@ fn delta_of(a: &[Totals], b: &[Totals]) -> Option<Delta> {
         ci: None,
         p_value: None,
         significant: false,
+        method,
+    })
+}
+
+impl Delta {
+    fn too_few_units(&self) -> bool {
+        self.units_a < MIN_UNITS || self.units_b < MIN_UNITS
+    }
+
+    /// The interval, p-value and significance from bootstrap differences.
+    fn set_interval(&mut self, mut deltas: Vec<f64>) {
+        deltas.sort_by(f64::total_cmp);
+        let (low, high) = percentile_interval(&deltas);
+        let share = |pick: fn(f64) -> bool| {
+            deltas.iter().filter(|x| pick(**x)).count() as f64 / deltas.len() as f64
+        };
+        let (at_or_below, at_or_above) = (share(|x| x <= 0.0), share(|x| x >= 0.0));
+        self.ci = Some((low, high));
+        self.p_value = Some((2.0 * at_or_below.min(at_or_above)).min(1.0));
+        self.significant = low > 0.0 || high < 0.0;
+    }
+
+    /// Every value times `k` (a proportion in percent).
+    fn scaled(mut self, k: f64) -> Delta {
+        (self.mean_a, self.mean_b, self.delta) = (self.mean_a * k, self.mean_b * k, self.delta * k);
+        self.ci = self.ci.map(|(lo, hi)| (lo * k, hi * k));
+        self
+    }
+}
+
+/// Difference of means where each side is several runs, each holding its clusters (the
+/// tips of one run): a two-stage bootstrap draws runs, then the clusters within each run
+/// drawn, so the interval holds both how a run's tips vary and how runs vary (a release
+/// is judged over seeds, not one run's tips). The runs are the units: fewer than
+/// [`MIN_UNITS`] a side is too few. Seeded.
+pub fn two_stage_delta(a: &[Vec<Vec<f64>>], b: &[Vec<Vec<f64>>]) -> Option<Delta> {
+    let runs = |side: &[Vec<Vec<f64>>]| -> Vec<Vec<Totals>> {
+        (side.iter().map(|run| totals(run)))
+            .filter(|run| !run.is_empty())
+            .collect()
     };
-    if a.len() < MIN_UNITS || b.len() < MIN_UNITS {
+    let (ra, rb) = (runs(a), runs(b));
+    let whole = |runs: &[Vec<Totals>]| -> Vec<Totals> {
+        (runs.iter())
+            .map(|run| {
+                run.iter().fold(Totals::default(), |t, c| Totals {
+                    sum: t.sum + c.sum,
+                    weight: t.weight + c.weight,
+                })
+            })
+            .collect()
+    };
+    let (wa, wb) = (whole(&ra), whole(&rb));
+    let mut d = point_delta(&wa, &wb, Method::TwoStage)?;
+    if d.too_few_units() {
         return Some(d);
     }
     let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
-    let widen = small_sample_widening(a.len().min(b.len()));
-    let mut deltas: Vec<f64> = (0..RESAMPLES)
+    let widen = welch_widening(&wa, &wb);
+    let mut resample = |runs: &[Vec<Totals>]| {
+        let mut t = Totals::default();
+        for _ in 0..runs.len() {
+            let run = &runs[rng.gen_range(0..runs.len())];
+            for _ in 0..run.len() {
+                let c = run[rng.gen_range(0..run.len())];
+                (t.sum, t.weight) = (t.sum + c.sum, t.weight + c.weight);
+            }
+        }
+        t.sum / t.weight
+    };
+    let deltas = (0..RESAMPLES)
         .map(|_| {
-            let ra = resample_mean(a, &mut rng);
-            delta + widen * (resample_mean(b, &mut rng) - ra - delta)
+            let x = resample(&ra);
+            d.delta + widen * (resample(&rb) - x - d.delta)
         })
         .collect();
-    deltas.sort_by(f64::total_cmp);
-    let (low, high) = percentile_interval(&deltas);
-    let at_or_below = deltas.iter().filter(|x| **x <= 0.0).count() as f64 / RESAMPLES as f64;
-    let at_or_above = deltas.iter().filter(|x| **x >= 0.0).count() as f64 / RESAMPLES as f64;
-    d.ci = Some((low, high));
-    d.p_value = Some((2.0 * at_or_below.min(at_or_above)).min(1.0));
-    d.significant = low > 0.0 || high < 0.0;
+    d.set_interval(deltas);
     Some(d)
 }
 
@@ -619,54 +871,106 @@ pub fn wilson(successes: u64, n: u64) -> Option<(f64, f64)> {
     Some(((center - half).max(0.0), (center + half).min(1.0)))
 }
 
-/// Two proportions compared: B's against A's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProportionDelta {
-    pub p_a: f64,
-    pub p_b: f64,
-    /// `p_b - p_a`.
-    pub delta: f64,
-    /// The pooled two-proportion z statistic and its two-sided p-value.
-    pub z: f64,
-    pub p_value: f64,
-    pub significant: bool,
-}
-
-/// The two-proportion z test of `x_b / n_b` against `x_a / n_a` (pooled variance);
-/// `None` when a side has nothing, or when neither has any success or failure (no
-/// variance to test against).
-pub fn two_proportion(x_a: u64, n_a: u64, x_b: u64, n_b: u64) -> Option<ProportionDelta> {
+/// B's share of yeses against A's, in percentage points, by the units the outcomes
+/// cluster in (a share's tip: every miner of a side waits on the same broadcast, so stale
+/// shares come in bursts), paired where the units are shared. With an expected count under
+/// 5 in the two-by-two table, a normal approximation fails: Fisher's exact test, with
+/// Newcombe's interval from continuity-corrected score intervals (it agrees with the exact
+/// test where a Wald interval collapses, as with none on one side). Otherwise the paired
+/// bootstrap of the units. Fewer than [`MIN_UNITS`] units on a side: too few. `None` when
+/// a side has no outcomes.
+pub fn proportion_delta(a: &Counted, b: &Counted) -> Option<Delta> {
+    let (x_a, n_a, x_b, n_b) = (a.yes(), a.total(), b.yes(), b.total());
     if n_a == 0 || n_b == 0 {
         return None;
     }
-    let (p_a, p_b) = (x_a as f64 / n_a as f64, x_b as f64 / n_b as f64);
-    let pooled = (x_a + x_b) as f64 / (n_a + n_b) as f64;
-    let se = (pooled * (1.0 - pooled) * (1.0 / n_a as f64 + 1.0 / n_b as f64)).sqrt();
-    if se == 0.0 {
-        return None;
+    if min_expected(x_a, n_a, x_b, n_b) >= 5.0 {
+        return paired_delta(a.units(), b.units()).map(|d| d.scaled(100.0));
     }
-    let z = (p_b - p_a) / se;
-    let p_value = 2.0 * (1.0 - normal_cdf(z.abs()));
-    Some(ProportionDelta {
-        p_a,
-        p_b,
+    let (p_a, p_b) = (x_a as f64 / n_a as f64, x_b as f64 / n_b as f64);
+    let mut d = Delta {
+        mean_a: p_a,
+        mean_b: p_b,
         delta: p_b - p_a,
-        z,
-        p_value,
-        significant: p_value < 0.05,
-    })
+        pct: (p_a != 0.0).then(|| (p_b - p_a) / p_a * 100.0),
+        units_a: a.units().len(),
+        units_b: b.units().len(),
+        ci: None,
+        p_value: None,
+        significant: false,
+        method: Method::Exact,
+    };
+    if !d.too_few_units() {
+        let (low, high) = newcombe(x_a, n_a, x_b, n_b);
+        let p = fisher_exact(x_a, n_a, x_b, n_b);
+        d.ci = Some((low, high));
+        d.p_value = Some(p);
+        d.significant = p < 0.05 && (low > 0.0 || high < 0.0);
+    }
+    Some(d.scaled(100.0))
 }
 
-/// The standard normal CDF (Abramowitz and Stegun 7.1.26 for erf; error below 1.5e-7).
-fn normal_cdf(x: f64) -> f64 {
-    let t = x.abs() / std::f64::consts::SQRT_2;
-    let k = 1.0 / (1.0 + 0.327_591_1 * t);
-    let poly = k
-        * (0.254_829_592
-            + k * (-0.284_496_736
-                + k * (1.421_413_741 + k * (-1.453_152_027 + k * 1.061_405_429))));
-    let erf = 1.0 - poly * (-t * t).exp();
-    0.5 * (1.0 + erf.copysign(x))
+/// The smallest expected count of the two-by-two table (side x yes/no) if both sides
+/// shared one rate.
+pub fn min_expected(x_a: u64, n_a: u64, x_b: u64, n_b: u64) -> f64 {
+    let n = (n_a + n_b) as f64;
+    let (yes, no) = ((x_a + x_b) as f64, (n_a + n_b - x_a - x_b) as f64);
+    let (small_side, small_outcome) = ((n_a.min(n_b)) as f64, yes.min(no));
+    small_side * small_outcome / n
+}
+
+/// Fisher's exact test of `x_b / n_b` against `x_a / n_a`, two-sided: the probability,
+/// with the margins fixed, of every table no more likely than the one seen.
+pub fn fisher_exact(x_a: u64, n_a: u64, x_b: u64, n_b: u64) -> f64 {
+    let (yes, n) = (x_a + x_b, n_a + n_b);
+    let ln_choose = |n: u64, k: u64| {
+        libm::lgamma(n as f64 + 1.0)
+            - libm::lgamma(k as f64 + 1.0)
+            - libm::lgamma((n - k) as f64 + 1.0)
+    };
+    // A's yeses follow the hypergeometric law: `n_a` drawn from `n`, `yes` of them marked.
+    let ln_pmf = |k: u64| ln_choose(yes, k) + ln_choose(n - yes, n_a - k) - ln_choose(n, n_a);
+    let seen = ln_pmf(x_a);
+    let low = (n_a + yes).saturating_sub(n);
+    let p: f64 = (low..=yes.min(n_a))
+        .map(ln_pmf)
+        .filter(|l| *l <= seen + 1e-7)
+        .map(f64::exp)
+        .sum();
+    p.min(1.0)
+}
+
+/// Newcombe's interval of `x_b / n_b - x_a / n_a` from each rate's continuity-corrected
+/// score (Wilson) interval (his method 11), 95%.
+pub fn newcombe(x_a: u64, n_a: u64, x_b: u64, n_b: u64) -> (f64, f64) {
+    let (p_a, p_b) = (x_a as f64 / n_a as f64, x_b as f64 / n_b as f64);
+    let (l_a, u_a) = wilson_corrected(x_a, n_a);
+    let (l_b, u_b) = wilson_corrected(x_b, n_b);
+    let d = p_b - p_a;
+    (
+        d - ((p_b - l_b).powi(2) + (u_a - p_a).powi(2)).sqrt(),
+        d + ((u_b - p_b).powi(2) + (p_a - l_a).powi(2)).sqrt(),
+    )
+}
+
+/// The continuity-corrected Wilson 95% interval of `x / n` (Newcombe's method 4).
+fn wilson_corrected(x: u64, n: u64) -> (f64, f64) {
+    let (p, q, nf) = (x as f64 / n as f64, 1.0 - x as f64 / n as f64, n as f64);
+    let z2 = Z95 * Z95;
+    let denominator = 2.0 * (nf + z2);
+    let low = if x == 0 {
+        0.0
+    } else {
+        let root = (z2 - 2.0 - 1.0 / nf + 4.0 * p * (nf * q + 1.0)).sqrt();
+        (2.0 * nf * p + z2 - 1.0 - Z95 * root) / denominator
+    };
+    let high = if x == n {
+        1.0
+    } else {
+        let root = (z2 + 2.0 - 1.0 / nf + 4.0 * p * (nf * q - 1.0)).sqrt();
+        (2.0 * nf * p + z2 + 1.0 + Z95 * root) / denominator
+    };
+    (low.max(0.0), high.min(1.0))
 }
 
 /// Which of `p_values` stay significant when they are read together, controlling the
@@ -712,13 +1016,21 @@ mod tests {
     }
 
     #[test]
-    fn a_sample_against_itself_is_not_different() {
-        let xs: Vec<f64> = (0..200).map(|i| 50.0 + f64::from(i % 7)).collect();
-        let d = delta(&xs, &xs).unwrap();
-        assert_eq!(d.delta, 0.0);
+    fn two_halves_of_one_sample_are_not_different() {
+        // 50 + (i mod 7) for i < 200, split by parity: the even i's residues sum to 14 x 21
+        // + 0 + 2 = 296 over 100 values, the odd i's 14 x 21 + 1 + 3 = 298: means 52.96
+        // and 52.98, 0.02 apart, against a standard error of the difference near 0.28.
+        let half = |parity: i32| -> Vec<f64> {
+            (0..200)
+                .filter(|i| i % 2 == parity)
+                .map(|i| 50.0 + f64::from(i % 7))
+                .collect()
+        };
+        let d = delta(&half(0), &half(1)).unwrap();
+        assert!((d.delta - 0.02).abs() < 1e-9, "{d:?}");
         assert!(!d.significant);
         let (lo, hi) = d.ci.unwrap();
-        assert!(lo <= 0.0 && hi >= 0.0);
+        assert!(lo < -0.3 && hi > 0.3, "{d:?}");
         assert!(d.p_value.unwrap() > 0.5, "{d:?}");
     }
 
@@ -897,12 +1209,12 @@ mod tests {
     #[test]
     fn few_units_widen_the_interval_by_students_t() {
         // t(0.975, 4) / z x sqrt(5 / 4) and t(0.975, 9) / z x sqrt(10 / 9), by hand.
-        assert!((small_sample_widening(5) - 2.776 / Z95 * 1.25f64.sqrt()).abs() < 1e-12);
-        assert!((small_sample_widening(5) - 1.5836).abs() < 1e-4);
-        assert!((small_sample_widening(10) - 1.2165).abs() < 1e-4);
+        assert!((small_sample_widening(5.0) - 2.776 / Z95 * 1.25f64.sqrt()).abs() < 1e-12);
+        assert!((small_sample_widening(5.0) - 1.5836).abs() < 1e-4);
+        assert!((small_sample_widening(10.0) - 1.2165).abs() < 1e-4);
         // Past the table, the expansion: t(0.975, 40) = 2.0211.
         assert!((t975(40.0) - 2.0211).abs() < 1e-3);
-        assert!(small_sample_widening(1_000) < 1.002);
+        assert!(small_sample_widening(1_000.0) < 1.002);
     }
 
     /// 600 experiments of 6 units drawn from a normal of mean 10: the interval of the mean
@@ -943,23 +1255,159 @@ mod tests {
     }
 
     #[test]
-    fn two_proportions_worked_by_hand() {
-        // The published results: 53 of 13,642 SV1 shares stale, 0 of 3,525 with A.
-        // Pooled 53 / 17,167 = 0.0030873; se = sqrt(0.0030873 x 0.9969127 x (1/13642 +
-        // 1/3525)) = sqrt(0.0030778 x 0.00035699) = 0.0010482; z = -0.0038851 / 0.0010482
-        // = -3.7064; two-sided p = 0.00021.
-        let d = two_proportion(53, 13_642, 0, 3_525).unwrap();
-        assert!((d.z - (-3.7064)).abs() < 1e-3, "{}", d.z);
-        assert!((d.p_value - 0.000_21).abs() < 1e-5, "{}", d.p_value);
-        assert!(d.significant);
-        // 1 of 80 against 0 of 80: pooled 1/160, se = sqrt(0.00625 x 0.99375 x 2/80)
-        // = 0.012461, z = -0.0125 / 0.012461 = -1.00314, p = 0.3158: not significant.
-        let d = two_proportion(1, 80, 0, 80).unwrap();
-        assert!((d.z - (-1.003_14)).abs() < 1e-4, "{}", d.z);
-        assert!((d.p_value - 0.315_79).abs() < 1e-4, "{}", d.p_value);
+    fn several_runs_are_judged_by_run_then_by_tip() {
+        // Five runs a side, six tips each, every tip of run r at 10 + r ms in A and
+        // 11 + r in B: means 12 and 13, +1 ms. The runs spread by 1.58 ms (sd of 0..4), so
+        // a run-level mean of five is known to about +-0.7 ms a side: 1 ms is no
+        // difference. Pooling the 30 tips a side as if from one run would see a spread of
+        // 1.44 over 30 (+-0.26 a side) and call +1 ms significant.
+        let side = |base: f64| -> Vec<Vec<Vec<f64>>> {
+            (0..5)
+                .map(|r| vec![vec![base + f64::from(r); 2]; 6])
+                .collect()
+        };
+        let d = two_stage_delta(&side(10.0), &side(11.0)).unwrap();
+        assert_eq!((d.mean_a, d.mean_b, d.delta), (12.0, 13.0, 1.0));
+        assert_eq!((d.units_a, d.units_b, d.method), (5, 5, Method::TwoStage));
+        let (lo, hi) = d.ci.unwrap();
+        assert!(lo < 0.0 && hi > 2.0 && !d.significant, "{d:?}");
+        let pooled = cluster_delta(&side(10.0).concat(), &side(11.0).concat()).unwrap();
+        assert!(pooled.significant, "{pooled:?}");
+        // Four runs a side: too few.
+        assert!(two_stage_delta(&side(10.0)[..4], &side(11.0))
+            .unwrap()
+            .too_few());
+    }
+
+    #[test]
+    fn fishers_exact_test_worked_by_hand() {
+        // 5 of 100 against 0 of 100: 5 yeses of 200, A draws 100. P(A holds all 5) =
+        // C(100,5) / C(200,5) = 75,287,520 / 2,535,650,040 = 0.0296915; the table with 0
+        // is as likely; nothing else is as unlikely: p = 0.059383. (A z test says 0.024.)
+        let p = fisher_exact(5, 100, 0, 100);
+        assert!((p - 0.059_383).abs() < 1e-5, "{p}");
+        // 50 of 10,000 against 0 of 100: no stale share of 100 is the likeliest table.
+        assert!((fisher_exact(50, 10_000, 0, 100) - 1.0).abs() < 1e-9);
+        // 1 of 3 against 2 of 3: 3 yeses of 6, A draws 3: the tables with 1 and 2 have
+        // C(3,1) C(3,2) / C(6,3) = 9/20 each, those with 0 and 3 1/20 each: p = 1.
+        assert!((fisher_exact(1, 3, 2, 3) - 1.0).abs() < 1e-9);
+        // 0 of 10 against 10 of 10: each extreme 1 / C(20,10) = 1 / 184,756, p = 2 of them.
+        let p = fisher_exact(0, 10, 10, 10);
+        assert!((p - 2.0 / 184_756.0).abs() < 1e-12, "{p}");
+    }
+
+    #[test]
+    fn newcombes_interval_worked_by_hand() {
+        // 5 of 100: the corrected score interval's low end is (10 + 3.8415 - 1 - 1.96 x
+        // sqrt(3.8415 - 2 - 0.01 + 0.2 x 96)) / (2 x 103.8415) = 0.018552; 0 of 100's high
+        // end (3.8415 + 1 + 1.96 x sqrt(3.8415 + 2 - 0.01)) / 207.683 = 0.046102. The
+        // difference 0 - 0.05 then reaches up to -0.05 + sqrt(0.046102^2 + 0.031448^2) =
+        // +0.005807: it holds 0, as Fisher's p = 0.059 says (a Wald interval does not).
+        let (lo, hi) = newcombe(5, 100, 0, 100);
+        assert!((hi - 0.005_807).abs() < 2e-5, "{hi}");
+        // Down to -0.05 - sqrt(0 + (u_a - 0.05)^2), u_a = 0.117 (5 of 100's high end).
+        assert!(lo < -0.1 && lo > -0.13, "{lo}");
+        // 50 of 10,000 against 0 of 100: -0.005 + sqrt(0.046102^2 + (0.005 - 0.0037517)^2)
+        // = +0.041119 up, and down by 50 of 10,000's own upper distance: it holds 0.
+        let (lo, hi) = newcombe(50, 10_000, 0, 100);
+        assert!((hi - 0.041_119).abs() < 1e-5, "{hi}");
+        assert!(lo < -0.006 && lo > -0.008, "{lo}");
+    }
+
+    /// A side's outcomes: `tips` tips, at each `n` outcomes of which `yes(tip)` are yes.
+    fn counted(tips: usize, n: u64, yes: impl Fn(usize) -> u64) -> Counted {
+        let mut c = Counted::default();
+        for tip in 0..tips {
+            for k in 0..n {
+                c.push(&format!("T{tip}"), k < yes(tip));
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn proportions_cluster_by_tip_and_go_exact_when_counts_are_small() {
+        // 20 tips of 100 shares. A: 40 stale, all at tip 0; B: 40 stale, 2 at each tip.
+        // Expected counts are 40 at least: the paired tip bootstrap. Both 2.0%, delta 0.
+        let a = counted(20, 100, |t| if t == 0 { 40 } else { 0 });
+        let b = counted(20, 100, |_| 2);
+        let d = proportion_delta(&a, &b).unwrap();
+        assert_eq!((d.mean_a, d.mean_b, d.delta), (2.0, 2.0, 0.0));
+        assert_eq!((d.method, d.units_a, d.units_b), (Method::Paired, 20, 20));
+        // A's stale shares are one burst: a resample holds tip 0 some number of times, as
+        // often as a Binomial(20, 1/20), so A's rate runs from 0 to a multiple of 2%: the
+        // interval spans several points, where shares counted one by one (a Wilson
+        // interval of 80 of 4,000 each) would give +-0.6 points.
+        let (lo, hi) = d.ci.unwrap();
+        assert!(lo < -1.5 && hi > 1.5, "{lo} {hi}");
         assert!(!d.significant);
-        // Nothing stale on either side: nothing to test.
-        assert!(two_proportion(0, 80, 0, 80).is_none());
+        // 5 of 100 against 0 of 100 over 5 tips each: expected yeses 2.5 a side: exact.
+        let a = counted(5, 20, |t| u64::from(t < 5));
+        let b = counted(5, 20, |_| 0);
+        let d = proportion_delta(&a, &b).unwrap();
+        assert_eq!(d.method, Method::Exact);
+        assert!((d.mean_a - 5.0).abs() < 1e-12 && d.mean_b == 0.0);
+        assert!((d.p_value.unwrap() - 0.059_383).abs() < 1e-5);
+        let (lo, hi) = d.ci.unwrap();
+        assert!(lo < -10.0 && (hi - 0.5807).abs() < 2e-3, "{lo} {hi}");
+        assert!(!d.significant);
+        // Four tips: too few, even exact.
+        let d = proportion_delta(&counted(4, 20, |_| 1), &b).unwrap();
+        assert!(d.ci.is_none() && d.p_value.is_none() && !d.significant);
+    }
+
+    /// Units named `T0..`, each holding the samples `values(tip)`.
+    fn units_of(tips: usize, values: impl Fn(usize) -> Vec<f64>) -> Clustered {
+        let mut c = Clustered::default();
+        for tip in 0..tips {
+            for v in values(tip) {
+                c.push(&format!("T{tip}"), v);
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn shared_tips_are_resampled_together() {
+        // B is A plus 3 ms at every tip, and tips vary widely (10 + 7 x (tip mod 5) ms, 2
+        // miners each): every paired resample differs by exactly 3, so the interval is
+        // [3, 3]; resampled apart, the tips' spread (sd about 10 ms) would swamp it.
+        let a = units_of(20, |t| vec![10.0 + 7.0 * (t % 5) as f64; 2]);
+        let b = units_of(20, |t| vec![13.0 + 7.0 * (t % 5) as f64; 2]);
+        let paired = paired_delta(a.units(), b.units()).unwrap();
+        assert!((paired.delta - 3.0).abs() < 1e-9);
+        let (lo, hi) = paired.ci.unwrap();
+        assert!(
+            (lo - 3.0).abs() < 1e-9 && (hi - 3.0).abs() < 1e-9,
+            "{lo} {hi}"
+        );
+        assert_eq!((paired.p_value, paired.method), (Some(0.0), Method::Paired));
+        let apart = clustered_delta(&a, &b).unwrap();
+        let (lo, hi) = apart.ci.unwrap();
+        assert!(lo < 0.0 && hi > 6.0, "{lo} {hi}");
+        // Opposite fortunes at each tip (one pool wins the node's lock, the other waits):
+        // A = 20 + e, B = 20 - e with e = +-5 alternating, means equal. Each tip's
+        // difference is -+10, so the paired mean difference has a standard error of
+        // 10 / sqrt(20) = 2.24 ms; resampled apart, each side's 5 / sqrt(20) = 1.12 ms
+        // gives sqrt(2) x 1.12 = 1.58: an interval sqrt(2) too narrow.
+        let e = |t: usize| if t.is_multiple_of(2) { 5.0 } else { -5.0 };
+        let a = units_of(20, |t| vec![20.0 + e(t)]);
+        let b = units_of(20, |t| vec![20.0 - e(t)]);
+        let paired = paired_delta(a.units(), b.units()).unwrap();
+        let apart = clustered_delta(&a, &b).unwrap();
+        let width = |d: &Delta| d.ci.map(|(lo, hi)| hi - lo).unwrap();
+        assert_eq!(paired.delta, 0.0);
+        let ratio = width(&paired) / width(&apart);
+        assert!((1.25..1.6).contains(&ratio), "{paired:?} {apart:?}");
+        // A tip only B has counts on B's side alone: A's 5 tips at 10, B's same 5 at 10
+        // and a sixth at 40: B's mean (50 + 40) / 6 = 15.
+        let a = units_of(5, |_| vec![10.0]);
+        let b = units_of(6, |t| vec![if t == 5 { 40.0 } else { 10.0 }]);
+        let d = paired_delta(a.units(), b.units()).unwrap();
+        assert_eq!(
+            (d.mean_a, d.mean_b, d.units_a, d.units_b),
+            (10.0, 15.0, 5, 6)
+        );
     }
 
     #[test]

@@ -245,7 +245,7 @@ impl ShareStream {
                     ..
                 } if in_window => {
                     let stale = self.tip.as_ref().is_some_and(|tip| tip != prev_hash);
-                    self.facts.submitted(*miner, stale);
+                    self.facts.submitted(*miner, self.tip.as_deref(), stale);
                     self.observed.push(Observed::Submitted { stale });
                     self.awaiting_answer.insert((*miner, *share_id));
                     self.answer_queue.push_back((r.t_ns, (*miner, *share_id)));
@@ -274,7 +274,7 @@ impl ShareStream {
             } = r.event
             {
                 self.judged += 1;
-                self.facts.judged(verdict, difficulty);
+                self.facts.judged(self.tip.as_deref(), verdict, difficulty);
                 self.observed.push(Observed::Judged(verdict));
             }
         }
@@ -495,7 +495,7 @@ impl JobStream {
                 let identity = identity.expect("found by an identity");
                 if self.window.contains(fact.t_ns) && self.first_job_on(identity, miner) {
                     let ms = crate::jobs::ms(t.saturating_sub(fact.t_ns));
-                    self.new_job_ms.push(identity, ms);
+                    self.new_job_ms.push(prev_hash, ms);
                     self.observed.push(Observed::NewJob { ms });
                 }
             }
@@ -632,6 +632,12 @@ impl JobStream {
             samples
         };
         let mut facts = JobFacts {
+            tips_without_job: self
+                .unmatched
+                .0
+                .get("tip_without_job")
+                .copied()
+                .unwrap_or(0),
             new_job_ms: load(self.new_job_ms),
             new_prevhash_job_ms: load(self.new_prevhash_job_ms),
             stale_wait_ms: load(self.stale_wait_ms),

@@ -4,7 +4,7 @@ use crate::bandwidth::{
     block_relay_counters, farm_rate_series, link_counters, side_bandwidth, tx_relay_counters,
     FarmNodeTraffic,
 };
-use crate::headline::{verdict, Headline, VerdictRow, BASELINE};
+use crate::headline::{verdict, VerdictRow, BASELINE};
 use crate::input::RunInput;
 use crate::jobs::{side_jobs, JobFacts, WorkTime};
 use crate::manifest::{Manifest, Sample, Stopped, Window, MANIFEST_FILE};
@@ -12,7 +12,7 @@ use crate::paths::{path_readings, PathReadings};
 use crate::shares::{side_shares, ShareFacts};
 use crate::stats::{cluster_mean, series_mean, with_interval, Clustered, Estimate};
 use crate::timeline::Timeline;
-use crate::worth::{minutes_saved_per_year, worth, WorthAssumptions, WorthRow};
+use crate::worth::{seed_reading, worth, SeedReading, WorthAssumptions, WorthRow};
 use crate::Unmatched;
 use anyhow::{Context, Result};
 use probe::{Dist, Event, Record};
@@ -35,6 +35,9 @@ pub struct Summary {
     pub schema: String,
     pub scenario: String,
     pub duration_s: f64,
+    /// The side every other is set against in `verdict`, `worth` and `deltas`.
+    #[serde(default = "baseline_default")]
+    pub baseline: String,
     pub link: LinkSummary,
     pub network: NetworkSummary,
     pub sides: BTreeMap<String, SideSummary>,
@@ -52,10 +55,13 @@ pub struct Summary {
     pub worth: BTreeMap<String, Vec<WorthRow>>,
     #[serde(default)]
     pub worth_assumptions: WorthAssumptions,
-    /// The seed's reading, for comparison: minutes a year a side saves getting work
-    /// after a block, at the real network's block interval.
+    /// The published tool's reading, for comparison: minutes a year a side saves, as it
+    /// computed them and as they follow from the blocks of a year.
     #[serde(default)]
-    pub minutes_saved_per_year: BTreeMap<String, f64>,
+    pub seed_reading: BTreeMap<String, SeedReading>,
+    /// Per side in the verdict, the one line an operator acts on.
+    #[serde(default)]
+    pub conclusions: BTreeMap<String, crate::conclusion::Conclusion>,
     /// The harness's own process (it reads every event the roles write): what a run's
     /// measuring costs, and whether that stays flat over a long run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,6 +123,11 @@ pub struct SideSummary {
     /// The round trip of this side's link.
     #[serde(default)]
     pub link_rtt_ms: f64,
+    /// The side mines on its farm's own node's templates (configurations A, B): its
+    /// template value follows the scenario's `farm_node.mempool_overlap`, and its farm
+    /// bandwidth holds that node's modelled peer traffic.
+    #[serde(default)]
+    pub farm_node: bool,
     pub shares: ShareCounts,
     /// The pool's view: work credited by accepted shares against work done.
     #[serde(default)]
@@ -135,7 +146,21 @@ pub struct SideSummary {
     /// Miner-seconds of valid, stale and unmatched work in the window.
     #[serde(default)]
     pub work_s: WorkTime,
-    /// The share of the miners' time that could only make stale shares: from each tip
+    /// Stale work as time, the measure that carries over to any block rate: after each
+    /// tip, each miner's wait from the tip change at the node to its first job on it or a
+    /// later tip (a tip it got no job on counts until the next), in ms, averaged over
+    /// miners and tips; its interval resamples tips.
+    #[serde(default)]
+    pub stale_wait_ms: Dist,
+    /// Miner-tips without any job (in `stale_wait_ms`, until the next tip).
+    #[serde(default)]
+    pub tips_without_work: u64,
+    /// The same wait as a share of the work at the real network's pace: wait / its block
+    /// interval (`worth_assumptions.block_interval_s`), in percent. What a farm loses.
+    #[serde(default)]
+    pub stale_work_real_pct: Estimate,
+    /// The share of the miners' time that could only make stale shares at the run's own
+    /// pace (its simulated blocks come far faster than the real network's): from each tip
     /// change to each miner's first job on it or a later tip (at most until the next tip),
     /// summed, over miners x window, in percent; its interval resamples tips.
     #[serde(default)]
@@ -163,7 +188,7 @@ pub struct SideSummary {
 
 #[derive(Debug, Clone, Default)]
 pub struct LatencySamples {
-    /// By template.
+    /// By the tip the template builds on.
     pub new_job_ms: Clustered,
     /// By tip.
     pub new_prevhash_job_ms: Clustered,
@@ -171,8 +196,12 @@ pub struct LatencySamples {
     pub block_propagation_ms: Clustered,
     /// Template values weighted by valid miner-time, by tip.
     pub template_value: crate::stats::Weighted,
-    /// Each tip's share of the stale work, scaled so their mean is `stale_work_pct`.
-    pub stale_work_per_tip: Vec<Vec<f64>>,
+    /// By tip: each miner's wait for work on it (`stale_wait_ms`).
+    pub stale_wait_ms: Clustered,
+    /// Shares submitted, stale or not, by tip.
+    pub stale_by_tip: crate::stats::Counted,
+    /// The pool's verdicts, accepted or not, by tip.
+    pub accepted_by_tip: crate::stats::Counted,
     /// The farm's bytes per second, second by second through the window.
     pub farm_tx_per_s: Vec<f64>,
     pub farm_rx_per_s: Vec<f64>,
@@ -307,12 +336,24 @@ pub fn assemble(
                 stale_work_per_tip(&jobs.stale_wait_ms, link_rtt_ms / 2.0, side.miners, window);
             let new_job_ms = jobs.new_job_ms.dist();
             let new_prevhash_job_ms = jobs.new_prevhash_job_ms.dist();
+            let stale_wait = jobs.stale_wait_ms.mean();
+            let real_block_ms = m.worth.block_interval_s * 1e3;
+            let stale_work_real_pct = Estimate {
+                point: stale_wait.point.map(|w| w / real_block_ms * 100.0),
+                ci: (stale_wait.ci)
+                    .map(|(lo, hi)| (lo / real_block_ms * 100.0, hi / real_block_ms * 100.0)),
+                units: stale_wait.units,
+            };
             let block_propagation_ms = shares.block_propagation_ms.dist();
             let value = jobs.value_by_tip.dist();
             let summary = SideSummary {
                 config: side.config.clone(),
                 miners: side.miners,
                 link_rtt_ms,
+                farm_node: side.farm_node_role.is_some(),
+                stale_wait_ms: jobs.stale_wait_ms.dist(),
+                tips_without_work: jobs.tips_without_job,
+                stale_work_real_pct,
                 shares: shares.shares,
                 pool_work: shares.pool_work,
                 blocks: shares.blocks,
@@ -357,7 +398,9 @@ pub fn assemble(
                     new_prevhash_job_ms: jobs.new_prevhash_job_ms,
                     block_propagation_ms: shares.block_propagation_ms,
                     template_value: jobs.value_by_tip,
-                    stale_work_per_tip: stale_per_tip,
+                    stale_wait_ms: jobs.stale_wait_ms,
+                    stale_by_tip: shares.stale_by_tip,
+                    accepted_by_tip: shares.accepted_by_tip,
                     farm_tx_per_s: farm_per_s.iter().map(|r| r.0).collect(),
                     farm_rx_per_s: farm_per_s.iter().map(|r| r.1).collect(),
                 },
@@ -377,19 +420,24 @@ pub fn assemble(
             .any(|s| s.role == role)
             .then(|| resources(samples, role, window))
     };
-    let verdict_rows = verdict(&sides);
+    let baseline = m.baseline.clone().unwrap_or_else(baseline_default);
+    let verdict_rows = verdict(&sides, &baseline);
     // A block is worth what the network's templates were, unless the user said.
     let block_value = m
         .worth
         .block_value_sats
         .or(network_value.mean)
         .unwrap_or_default();
+    let worth_rows: BTreeMap<String, Vec<WorthRow>> = (verdict_rows.iter())
+        .map(|(side, rows)| (side.clone(), worth(rows, &m.worth, block_value)))
+        .collect();
     let clock_uncertainty_ms = crate::clocks::cross_clock_uncertainty_ms(&m.clocks);
     let clock_limited = crate::clocks::clock_limited(&sides, clock_uncertainty_ms);
     Summary {
         schema: SCHEMA.into(),
         scenario: m.scenario.clone(),
         duration_s: window.secs(),
+        baseline: baseline.clone(),
         link: LinkSummary {
             rtt_ms: m.link.rtt_ms,
             jitter_ms: m.link.jitter_ms,
@@ -408,21 +456,12 @@ pub fn assemble(
             blocks: timeline.network_blocks,
             node: sampled(&m.node_role),
         },
-        deltas: deltas(&sides),
-        worth: verdict_rows
-            .iter()
-            .map(|(side, rows)| (side.clone(), worth(rows, &m.worth, block_value)))
+        deltas: deltas(&sides, &baseline),
+        worth: worth_rows.clone(),
+        seed_reading: (verdict_rows.iter())
+            .map(|(side, rows)| (side.clone(), seed_reading(rows, &m.worth)))
             .collect(),
-        minutes_saved_per_year: verdict_rows
-            .iter()
-            .filter_map(|(side, rows)| {
-                let after_block = rows
-                    .iter()
-                    .find(|r| r.metric == Headline::NewPrevhashJobMs)?;
-                let minutes = minutes_saved_per_year(after_block.delta?, m.worth.block_interval_s);
-                Some((side.clone(), minutes))
-            })
-            .collect(),
+        conclusions: crate::conclusion::conclusions(&verdict_rows, &worth_rows, &m.worth),
         worth_assumptions: WorthAssumptions {
             block_value_sats: Some(block_value),
             ..m.worth.clone()
@@ -435,6 +474,10 @@ pub fn assemble(
         clock_uncertainty_ms,
         clock_limited,
     }
+}
+
+fn baseline_default() -> String {
+    BASELINE.to_string()
 }
 
 /// A role's CPU and memory samples in the window.
@@ -504,14 +547,17 @@ fn stale_work_per_tip(
 }
 
 /// Every numeric metric another side shares with the SV1 side, as it against SV1.
-pub fn deltas(sides: &BTreeMap<String, SideSummary>) -> BTreeMap<String, BTreeMap<String, Delta>> {
-    let Some(sv1) = sides.get(BASELINE) else {
+pub fn deltas(
+    sides: &BTreeMap<String, SideSummary>,
+    baseline: &str,
+) -> BTreeMap<String, BTreeMap<String, Delta>> {
+    let Some(sv1) = sides.get(baseline) else {
         return BTreeMap::new();
     };
     let base = numeric_leaves(&serde_json::to_value(sv1).expect("a summary serialises"));
     sides
         .iter()
-        .filter(|(name, _)| name.as_str() != BASELINE)
+        .filter(|(name, _)| name.as_str() != baseline)
         .map(|(name, side)| {
             let ours = numeric_leaves(&serde_json::to_value(side).expect("a summary serialises"));
             let rows = ours

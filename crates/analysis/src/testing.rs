@@ -28,6 +28,8 @@ pub fn manifest(sides: Vec<(String, SideRoles)>) -> Manifest {
             bandwidth_bps: None,
         },
         sides: sides.into_iter().collect(),
+        baseline: None,
+        start_order: Vec::new(),
         worth: Default::default(),
         stopped: None,
         clocks: Vec::new(),
@@ -250,4 +252,29 @@ pub fn scratch_dir(name: &str) -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a scratch directory");
     dir
+}
+
+/// A verdict row of `metric`, `base` on the baseline and `side` on the side, with the
+/// interval `ci` (significant when it excludes zero).
+pub fn verdict_row(
+    metric: crate::headline::Headline,
+    base: f64,
+    side: f64,
+    ci: Option<(f64, f64)>,
+) -> crate::headline::VerdictRow {
+    crate::headline::VerdictRow {
+        metric,
+        sv1: Some(base),
+        sv2: Some(side),
+        delta: Some(side - base),
+        pct: Some((side - base) / base * 100.0),
+        ci,
+        p_value: ci.map(|_| 0.001),
+        units: (24, 24),
+        significant: ci.is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0),
+        no_interval: None,
+        method: Default::default(),
+        modelled: None,
+        tips_without_work: None,
+    }
 }

@@ -46,7 +46,8 @@ pub struct CompareArgs {
     #[arg(long, default_value = "runs/compare")]
     out: PathBuf,
     /// Exit with status 2 when a metric is significantly worse than A by more than this
-    /// many percent (to gate a CI on performance).
+    /// many percent (to gate a CI on performance). With one run a side that judges the two
+    /// runs; give directories of five runs or more a side to judge the releases.
     #[arg(long, value_name = "PCT")]
     fail_on_regression: Option<f64>,
 }
@@ -85,10 +86,16 @@ pub fn compare(args: CompareArgs) -> Result<std::process::ExitCode> {
         let regressed: Vec<String> = comparisons
             .iter()
             .flat_map(|c| {
-                c.metrics
-                    .iter()
-                    .filter(|m| m.regressed(pct))
-                    .map(move |m| format!("{}: {} {} ({})", c.run_b, m.subject, m.metric, m.unit))
+                c.metrics.iter().filter(|m| m.regressed(pct)).map(move |m| {
+                    format!(
+                        "{}: {} {} ({}); judged: {}",
+                        c.run_b,
+                        m.subject,
+                        m.metric,
+                        m.unit,
+                        c.scope.says()
+                    )
+                })
             })
             .collect();
         if !regressed.is_empty() {

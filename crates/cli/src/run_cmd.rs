@@ -40,6 +40,11 @@ pub struct RunArgs {
     /// A block's value in sats (subsidy and fees); default: the run's network templates'.
     #[arg(long)]
     block_value_sats: Option<f64>,
+    /// The real network's block interval the worth is priced at (10m, 600s): a delay of
+    /// t after every block costs t / this of a farm's revenue, whatever the run's own
+    /// (fast, simulated) block interval.
+    #[arg(long, default_value = "600s", value_parser = parse_block_interval)]
+    real_block_interval: Duration,
     /// Stop as soon as every headline difference (new job, new job after a block, stale
     /// work, farm bandwidth; every side against sv1) is significant or known to within
     /// --precision; the scenario's duration is the cap. Checked every 10 s.
@@ -60,6 +65,17 @@ pub struct RunArgs {
     /// Test only: drop every collector connection once, this many seconds into the run.
     #[arg(long, hide = true)]
     test_cut_collector_after_s: Option<f64>,
+}
+
+/// A block interval as `600s`, `10m` or `600`: positive.
+pub fn parse_block_interval(text: &str) -> Result<Duration, String> {
+    let d = node::config::humantime_serde_compat::parse_duration(text)?;
+    if d.is_zero() {
+        return Err(format!(
+            "{text:?}: a block interval must be above zero (600s, 10m)"
+        ));
+    }
+    Ok(d)
 }
 
 /// A precision as `5%` or `5`: a percentage in (0, 100).
@@ -186,7 +202,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         worth: analysis::worth::WorthAssumptions {
             farm_hashrate: args.hashrate,
             network_hashrate: args.network_hashrate,
-            block_interval_s: 600.0,
+            block_interval_s: args.real_block_interval.as_secs_f64(),
             block_value_sats: args.block_value_sats,
         },
         until_known_pct: args.until_significant.then_some(args.precision),
@@ -376,7 +392,12 @@ fn table(s: &Summary) -> String {
         }
     }
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-    let mut out = format!(
+    // The bottom line first: one line per side, as the analysis words it.
+    let mut out = String::from("\n");
+    for c in s.conclusions.values() {
+        out.push_str(&format!("{}\n", c.text));
+    }
+    out.push_str(&format!(
         "\n{} over {:.0} s, link RTT {} ms; network: {} blocks, best template mean {} sats\n{:width$}  {}\n",
         s.scenario,
         s.duration_s,
@@ -385,7 +406,7 @@ fn table(s: &Summary) -> String {
         s.network.template_value_sats.mean.map_or("-".into(), |v| format!("{v:.0}")),
         "",
         s.sides.keys().cloned().collect::<Vec<_>>().join("  |  "),
-    );
+    ));
     for (name, cells) in rows {
         out.push_str(&format!("{name:width$}  {}\n", cells.join("  |  ")));
     }
@@ -406,7 +427,8 @@ fn table(s: &Summary) -> String {
     // The verdict: each SV2 side against sv1, with intervals and significance.
     for (side, rows) in &s.verdict {
         out.push_str(&format!(
-            "verdict, {side} against sv1 (95% intervals; significance under false discovery rate control):\n"
+            "verdict, {side} against {} (95% intervals; significance under false discovery rate control):\n",
+            s.baseline
         ));
         for row in rows {
             let places = row.metric.decimals();
@@ -419,7 +441,7 @@ fn table(s: &Summary) -> String {
                 (None, None) => "-".into(),
             };
             out.push_str(&format!(
-                "  {:width$}  {} vs {}: {}{}  {}{}\n",
+                "  {:width$}  {} vs {}: {}{}  {}{}{}\n",
                 row.metric.label(),
                 cell(row.sv2),
                 cell(row.sv1),
@@ -427,20 +449,45 @@ fn table(s: &Summary) -> String {
                 row.pct.map_or(String::new(), |p| format!(" ({p:+.1}%)")),
                 interval,
                 if row.significant { "  significant" } else { "" },
+                row.modelled
+                    .as_ref()
+                    .map_or(String::new(), |m| format!("  [{m}]")),
             ));
         }
-        let a = &s.worth_assumptions;
         for w in s.worth.get(side).into_iter().flatten() {
+            let places = if w.sats_per_day.is_some_and(|v| v.abs() < 100.0) {
+                1
+            } else {
+                0
+            };
             out.push_str(&format!(
-                "  worth, {}: {} sats a day{} (a {:.3e} H/s farm on a {:.3e} H/s network, 600 s blocks of {} sats)\n",
+                "  worth, {}: {}{}{}{}\n",
                 w.metric.label(),
-                signed(w.sats_per_day, 0),
-                w.ci.map_or(String::new(), |(lo, hi)| format!(" [{}, {}]", signed(lo, 0), signed(hi, 0))),
-                a.farm_hashrate,
-                a.network_hashrate,
-                grouped(a.block_value_sats.unwrap_or_default(), 0),
+                w.sats_per_day.map_or(w.how.clone(), |v| format!(
+                    "{} sats a day",
+                    signed(v, places)
+                )),
+                w.ci.map_or(String::new(), |(lo, hi)| format!(
+                    " [{}, {}]",
+                    signed(lo, places),
+                    signed(hi, places)
+                )),
+                w.per_ms.map_or(String::new(), |x| format!(", {x:.4} a ms")),
+                w.modelled
+                    .as_ref()
+                    .map_or(String::new(), |m| format!(" [{m}; in no total]")),
             ));
         }
+    }
+    if !s.worth.is_empty() {
+        let a = &s.worth_assumptions;
+        out.push_str(&format!(
+            "worth for a {} farm on a {} network, {:.0} s blocks of {} sats (--hashrate, --network-hashrate, --real-block-interval, --block-value-sats)\n",
+            analysis::worth::hashrate_label(a.farm_hashrate),
+            analysis::worth::hashrate_label(a.network_hashrate),
+            a.block_interval_s,
+            grouped(a.block_value_sats.unwrap_or_default(), 0),
+        ));
     }
     if let Some(st) = &s.stopped {
         out.push_str(&format!(
@@ -487,7 +534,21 @@ fn write_interim_report(dir: &std::path::Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_hashrate, parse_precision};
+    use super::{parse_block_interval, parse_hashrate, parse_precision};
+    use std::time::Duration;
+
+    #[test]
+    fn a_real_block_interval_is_a_positive_duration() {
+        assert_eq!(parse_block_interval("600s"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_block_interval("10m"), Ok(Duration::from_secs(600)));
+        assert!(parse_block_interval("0s")
+            .unwrap_err()
+            .contains("above zero"));
+        assert!(parse_block_interval("-5s").is_err());
+        assert!(parse_block_interval("soon")
+            .unwrap_err()
+            .contains("not a duration"));
+    }
 
     #[test]
     fn hashrates_in_the_forms_operators_write_them() {

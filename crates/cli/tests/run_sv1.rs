@@ -191,7 +191,10 @@ fn new_block_jobs_cross_the_link_in_its_one_way_delay() {
 }
 
 /// Also the A/A check: a second SV1 side (`sv1-b`) beside the first differs in nothing
-/// the verdict calls significant.
+/// the verdict calls significant, and gets new-block work as fast whichever of the two
+/// the seed started first; and a third (`sv1-slow`), identical but for a link 20 ms
+/// slower each way, comes out 20 ms later after every block, with the worth physics
+/// gives that delay.
 #[test]
 fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
     let dir = out_dir("block");
@@ -205,7 +208,9 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
             "--duration",
             "40s",
             "--set",
-            r#"sides=["sv1", "sv1-b"]"#,
+            r#"sides=["sv1", "sv1-b", "sv1-slow"]"#,
+            "--set",
+            "link.side_rtt_ms.sv1-slow=80",
             "--set",
             "warmup=5s",
             "--set",
@@ -283,6 +288,43 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
     for row in rows {
         assert_eq!(row["significant"], false, "A/A differs: {row}");
     }
+    let delta = |side: &str, metric: &str| {
+        let row = (s["verdict"][side].as_array().unwrap().iter())
+            .find(|r| r["metric"] == metric)
+            .unwrap_or_else(|| panic!("{side} {metric}"));
+        row["delta"].as_f64().unwrap()
+    };
+    // Identical sides, whichever started first (the seed decides): the node serves
+    // neither first by turn.
+    let order = &summary_manifest(&dir)["start_order"];
+    let same = delta("sv1-b", "new_prevhash_job_ms");
+    assert!(
+        same.abs() < 0.2,
+        "identical sides {same} ms apart (start order {order})"
+    );
+    // 20 ms more each way: new-block work and the wait for it 20 ms later (within 1.5 ms).
+    for metric in ["new_prevhash_job_ms", "stale_wait_ms"] {
+        let d = delta("sv1-slow", metric);
+        assert!((d - 20.0).abs() < 1.5, "{metric}: {d} ms for a 20 ms delay");
+    }
+    // Worth, by hand: 20 ms after every block is 20 / 600,000 of the farm's revenue: at
+    // the default 1 PH/s on 1 ZH/s, 0.000144 blocks a day of the run's block value V,
+    // -0.000144 x V x 20 / 600,000 sats a day (within 10%: the measured delay is 20 +-1.5).
+    let v = s["worth_assumptions"]["block_value_sats"].as_f64().unwrap();
+    let expected = -0.000_144 * v * 20.0 / 600_000.0;
+    let stale = (s["worth"]["sv1-slow"].as_array().unwrap().iter())
+        .find(|w| w["metric"] == "stale_wait_ms")
+        .unwrap()["sats_per_day"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        ((stale - expected) / expected).abs() < 0.1,
+        "{stale} sats a day against {expected} by hand"
+    );
+}
+
+fn summary_manifest(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap()
 }
 
 #[test]

@@ -86,6 +86,10 @@ pub struct Scenario {
     pub seed: u64,
     /// Configurations run side by side on the same network and link.
     pub sides: Vec<String>,
+    /// The side every other is set against in the verdict and the worth (default `sv1`):
+    /// `baseline = "sv2-c"` with sides `["sv2-c", "sv2-c-b"]` is an A/A check of C.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
     pub network: Network,
     pub link: Link,
     pub miners: Miners,
@@ -605,6 +609,20 @@ impl Scenario {
         self.link.farm_port.map_or(0, |p| p + index as u16)
     }
 
+    /// The order the sides start in (and first ask the node for templates in), as indices
+    /// into `sides`, drawn from the seed: the node serves its clients one after another,
+    /// so a side always started first would always be served first, a systematic edge
+    /// that identical sides must not have. The same seed gives the same order; A/A runs
+    /// over seeds see every order.
+    pub fn start_order(&self) -> Vec<usize> {
+        use rand::seq::SliceRandom;
+        use rand::SeedableRng;
+        let mut order: Vec<usize> = (0..self.sides.len()).collect();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed ^ 0x51de_0bde);
+        order.shuffle(&mut rng);
+        order
+    }
+
     /// Reads `path`, applies `overrides` (`a.b=value`), and checks the result.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario> {
         let text = std::fs::read_to_string(path)
@@ -730,6 +748,12 @@ impl Scenario {
                     format!("unknown side {side:?} (this build runs {known:?}, each alone or with a label after a dash, as sv1-b)"),
                 )?;
             }
+        }
+        if let Some(baseline) = (self.baseline.as_ref()).filter(|b| !self.sides.contains(b)) {
+            fail(
+                "baseline",
+                format!("{baseline:?} is not one of the sides {:?}", self.sides),
+            )?;
         }
         let mut seen = std::collections::HashSet::new();
         if let Some(twice) = self.sides.iter().find(|s| !seen.insert(s.as_str())) {

@@ -14,6 +14,8 @@ pub struct Comparison {
     /// Each run's SV1 pools, by side: `A sv1: stratum-bench's built-in SV1 pool 0.1.0`.
     #[serde(default)]
     pub pools: Vec<String>,
+    /// What the comparison can say: these runs differ, or these settings do.
+    pub scope: analysis::compare::Scope,
     pub metrics: Vec<MetricComparison>,
 }
 
@@ -38,6 +40,7 @@ pub fn compare(a: &[RunData], b: &[RunData]) -> Result<Comparison> {
         run_a: names(a),
         run_b: names(b),
         pools,
+        scope: analysis::compare::Scope::of(a.len(), b.len()),
         metrics: analysis::compare::compare(&view_a, &view_b),
     })
 }
@@ -103,6 +106,7 @@ impl Comparison {
             sections: vec![Section {
                 title: "B against A".into(),
                 blocks: [
+                    Some(Block::Para(format!("What this comparison can say: whether {}.", self.scope.says()))),
                     (!self.pools.is_empty())
                         .then(|| Block::Para(format!("SV1 pools: {}.", self.pools.join("; ")))),
                     Some(Block::Table {
@@ -111,7 +115,7 @@ impl Comparison {
                             .to_vec(),
                         rows,
                     }),
-                    Some(Block::Para(format!("Significant: the 95% bootstrap interval of the difference of means excludes zero, and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% across this table. Latencies are resampled by the tip or template whose broadcast they belong to, per-second bandwidth by batch means; a role's CPU and memory are levels a run settles at, set by its seed's workload and different from run to run, so one run is one unit and their difference is shown, never called significant; below {} such units a side is too few for an interval. Every metric here is better lower.", analysis::headline::FDR * 100.0, analysis::stats::MIN_UNITS))),
+                    Some(Block::Para(format!("Significant: the 95% bootstrap interval of the difference of means excludes zero, and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% across this table. With one run a side, latencies are resampled by the tip whose broadcast they belong to and per-second bandwidth by batch means; with several, latencies by run and then by tip within the runs drawn, and bandwidth by each run's level; a role's CPU and memory are levels a run settles at, set by its seed's workload and different from run to run, so one run is one unit and their difference is shown, never called significant; below {} such units a side is too few for an interval. Every metric here is better lower.", analysis::headline::FDR * 100.0, analysis::stats::MIN_UNITS))),
                 ]
                 .into_iter()
                 .flatten()

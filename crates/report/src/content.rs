@@ -5,7 +5,7 @@ use crate::readings;
 use crate::run_data::RunData;
 use crate::svg::{cdf, cdf_chart, estimate, grouped, line_chart, number, percent, signed, Series};
 use analysis::bandwidth::{link_counters, link_rates};
-use analysis::headline::{Headline, BASELINE};
+use analysis::headline::Headline;
 use analysis::stats::Clustered;
 use analysis::summary::SideSummary;
 use probe::{Dist, Event};
@@ -30,6 +30,7 @@ pub fn build(run: &RunData) -> Document {
         });
     }
     if let Some(summary) = run.summary.as_ref().filter(|s| !s.verdict.is_empty()) {
+        sections.push(conclusions_section(summary));
         sections.push(verdict_section(summary));
         sections.push(worth_section(summary));
     }
@@ -283,7 +284,23 @@ fn dist_cells(d: &Dist) -> Vec<String> {
     ]
 }
 
-/// Each SV2 side against SV1 on the headline metrics, first: the numbers a reader came for.
+/// The bottom line, first: one line per side, as the analysis words it.
+fn conclusions_section(summary: &analysis::Summary) -> Section {
+    let mut blocks: Vec<Block> = (summary.conclusions.values())
+        .map(|c| Block::Para(c.text.clone()))
+        .collect();
+    blocks.push(Block::Note(format!(
+        "Against {}, over {:.0} s. The worth prices the measured delays at the real network's {:.0} s blocks, for the farm below; only what the protocol sets is summed (rows a scenario parameter or a model sets are marked and left out).",
+        summary.baseline, summary.duration_s, summary.worth_assumptions.block_interval_s
+    )));
+    Section {
+        title: "Conclusions".into(),
+        blocks,
+    }
+}
+
+/// Each side against the baseline on the headline metrics: the numbers behind the
+/// conclusions.
 fn verdict_section(summary: &analysis::Summary) -> Section {
     let mut rows = Vec::new();
     for (side, verdict) in &summary.verdict {
@@ -304,20 +321,30 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
                     (None, None) => "-".into(),
                 },
                 if row.significant { "yes" } else { "no" }.into(),
+                match (&row.modelled, row.tips_without_work) {
+                    (Some(why), _) => format!("{}; {why}", row.method.label()),
+                    (None, Some(n)) if n > 0 => {
+                        format!(
+                            "{}; {n} miner-tips without work, counted until the next tip",
+                            row.method.label()
+                        )
+                    }
+                    _ => row.method.label().to_string(),
+                },
             ]);
         }
     }
     Section {
-        title: "Verdict: each SV2 side against SV1".into(),
+        title: format!("Verdict: each side against {}", summary.baseline),
         blocks: vec![
             Block::Table {
-                head: ["side", "metric", "SV1", "SV2", "difference", "difference %", "95% interval", "significant"]
+                head: ["side", "metric", &summary.baseline, "side", "difference", "difference %", "95% interval", "significant", "how tested"]
                     .map(String::from)
                     .to_vec(),
                 rows,
             },
             Block::Para(format!(
-                "Intervals count what is independent: latencies by the tip or template whose broadcast they belong to (one block reaches every miner at once), stale work by tip, bandwidth by batches of seconds, stale shares and acceptance as proportions (two-proportion test). Below {} units on a side there is no interval and nothing is called significant. Significant: the interval excludes zero and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% across the whole table. Stale work is the share of the miners' time spent on a job whose block the network had already replaced: from each tip change to each miner's first job on that tip or a later one (at most until the next tip), summed, over miners x window.",
+                "Intervals count what is independent: latencies by the tip or template whose broadcast they belong to (one block reaches every miner at once), bandwidth by batches of seconds, stale shares and acceptance by the tip they came under. Where both sides share the unit (the network's tips), they are compared paired: a resample draws the same tips for both. Shares go to Fisher's exact test where a count is small. Below {} units on a side there is no interval and nothing is called significant. Significant: the interval excludes zero and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% among the side's rows. Stale work after a block: each miner's wait from the tip change at the node to its first job on that tip or a later one (a tip it got no job on counts until the next), averaged over miners and tips; it is what the worth prices.",
                 analysis::stats::MIN_UNITS,
                 analysis::headline::FDR * 100.0
             )),
@@ -331,40 +358,57 @@ fn worth_section(summary: &analysis::Summary) -> Section {
     let mut rows = Vec::new();
     for (side, worth) in &summary.worth {
         for w in worth {
-            let signed = |v: f64| signed(v, 0);
+            let places = if w.sats_per_day.is_some_and(|v| v.abs() < 100.0) {
+                1
+            } else {
+                0
+            };
+            let signed = |v: f64| signed(v, places);
             rows.push(vec![
                 side.clone(),
                 w.metric.label().to_string(),
-                signed(w.sats_per_day),
+                w.sats_per_day.map_or("too few".into(), signed),
                 w.ci.map_or("-".into(), |(lo, hi)| {
                     format!("{} to {}", signed(lo), signed(hi))
                 }),
-                w.how.clone(),
+                w.per_ms.map_or("-".into(), |x| format!("{x:.4}")),
+                match &w.modelled {
+                    Some(why) => format!("{} ({why}; in no total)", w.how),
+                    None => w.how.clone(),
+                },
             ]);
         }
     }
     let mut blocks = vec![
         Block::Para(format!(
-            "For a farm of {} on a network of {} with a block every {:.0} s worth {} sats ({:.6} blocks a day for the farm): what each difference against {BASELINE} earns or costs it a day. Positive: the side earns more. Intervals carry over from the verdict; a difference the verdict does not call significant may be worth nothing. Set the farm with `run --hashrate 100PH/s` (and `--network-hashrate`, `--block-value-sats`).",
-            hashrate(a.farm_hashrate),
-            hashrate(a.network_hashrate),
+            "For a farm of {} on a network of {} with a block every {:.0} s worth {} sats ({:.6} blocks a day for the farm): what each difference against {} earns or costs it a day. Positive: the side earns more. Intervals carry over from the verdict; a difference the verdict does not call significant may be worth nothing. Set the farm with `run --hashrate 100PH/s` (and `--network-hashrate`, `--block-value-sats`).",
+            analysis::worth::hashrate_label(a.farm_hashrate),
+            analysis::worth::hashrate_label(a.network_hashrate),
             a.block_interval_s,
             grouped(a.block_value_sats.unwrap_or_default(), 0),
-            a.farm_blocks_per_day()
+            a.farm_blocks_per_day(),
+            summary.baseline,
         )),
+        Block::Para("Stale work and block propagation price the same thing per ms: a delay of t ms costs t / (block interval) of a farm's revenue, after every block for stale work, on the farm's own blocks for propagation (1 - exp(-t / interval), the same for t far below it). The column \"a ms\" shows it; the two rows differ because the two delays differ.".into()),
         Block::Table {
-            head: ["side", "from", "sats a day", "95% interval", "how"].map(String::from).to_vec(),
+            head: ["side", "from", "sats a day", "95% interval", "a ms", "how"].map(String::from).to_vec(),
             rows,
         },
     ];
-    let seed: Vec<String> = summary
-        .minutes_saved_per_year
-        .iter()
-        .map(|(side, m)| format!("{side}: {} minutes a year", grouped(*m, 1)))
+    let minutes = |m: Option<f64>| m.map_or("-".into(), |m| grouped(m, 1));
+    let seed: Vec<String> = (summary.seed_reading.iter())
+        .map(|(side, r)| {
+            format!(
+                "{side}: {} minutes a year as the published tool computed them (new-job difference x template refreshes every {:.0} s), {} from new-block work x the blocks of a year",
+                minutes(r.new_job_minutes),
+                analysis::worth::SEED_REFRESH_S,
+                minutes(r.new_block_job_minutes)
+            )
+        })
         .collect();
     if !seed.is_empty() {
         blocks.push(Block::Note(format!(
-            "The published tool read the same differences as time saved: the delay to work after a block, times the blocks of a year ({}). A minute saved has no price and weighs a rare event like a frequent one; sats a day price the stale work and fees that time stands for.",
+            "The published tool read differences as time saved ({}; it printed 682 minutes for its configuration C). A minute saved has no price and weighs a rare event like a frequent one; sats a day price the stale work and fees that time stands for.",
             seed.join("; ")
         )));
     }
@@ -372,27 +416,6 @@ fn worth_section(summary: &analysis::Summary) -> Section {
         title: "What it is worth".into(),
         blocks,
     }
-}
-
-/// Hashes per second with the largest SI prefix that keeps a number of at least 1.
-fn hashrate(h: f64) -> String {
-    let prefixes = [
-        (1e21, "Z"),
-        (1e18, "E"),
-        (1e15, "P"),
-        (1e12, "T"),
-        (1e9, "G"),
-        (1e6, "M"),
-        (1e3, "k"),
-    ];
-    let (scale, prefix) = prefixes
-        .into_iter()
-        .find(|(scale, _)| h >= *scale)
-        .unwrap_or((1.0, ""));
-    format!(
-        "{} {prefix}H/s",
-        grouped(h / scale, if (h / scale).fract() == 0.0 { 0 } else { 2 })
-    )
 }
 
 /// The 95% interval of a distribution's mean (from the analysis), or why there is none.
@@ -453,7 +476,8 @@ fn readings_section(summary: &analysis::Summary) -> Section {
             }
         }
     }
-    if summary.sides.contains_key(BASELINE) {
+    let baseline = summary.baseline.as_str();
+    if summary.sides.contains_key(baseline) {
         for (name, rows) in &summary.verdict {
             for latency in LATENCIES {
                 let Some(row) = rows.iter().find(|r| r.metric == latency.headline) else {
@@ -461,13 +485,13 @@ fn readings_section(summary: &analysis::Summary) -> Section {
                 };
                 let what = latency.what.replace("miners got", "delivers");
                 blocks.push(Block::Para(readings::latency_delta(
-                    name, BASELINE, &what, row,
+                    name, baseline, &what, row,
                 )));
             }
         }
         if summary.sides.len() == 1 {
             blocks.push(Block::Note(format!(
-                "Only the {BASELINE} side ran: every SV2 side appears here against {BASELINE}, with deltas and 95% intervals, when a scenario runs one."
+                "Only the {baseline} side ran: every other side appears here against {baseline}, with deltas and 95% intervals, when a scenario runs one."
             )));
         }
     }
@@ -547,7 +571,13 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
                     g.miners.to_string(),
                     g.hashrate_hs.map_or_else(
                         || format!("{:.2}x", g.hashrate_factor),
-                        |h| format!("{} ({:.2}x)", hashrate(h), g.hashrate_factor),
+                        |h| {
+                            format!(
+                                "{} ({:.2}x)",
+                                analysis::worth::hashrate_label(h),
+                                g.hashrate_factor
+                            )
+                        },
                     ),
                     g.shares_submitted.to_string(),
                     g.stale_pct.map_or("-".into(), |p| format!("{p:.2}%")),

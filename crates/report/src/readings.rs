@@ -58,6 +58,9 @@ mod tests {
             units: (20, 20),
             significant: lo > 0.0 || hi < 0.0,
             no_interval: None,
+            method: Default::default(),
+            modelled: None,
+            tips_without_work: None,
         }
     }
 

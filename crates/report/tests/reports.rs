@@ -154,6 +154,8 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
         window_start_ns: t0,
         window_end_ns: t0 + 300 * S,
         node_role: "node".into(),
+        baseline: None,
+        start_order: Vec::new(),
         link: LinkParams {
             rtt_ms: 2.0 * one_way_ms as f64,
             jitter_ms: 0.0,
@@ -277,8 +279,15 @@ fn the_html_report_has_every_section_with_charts_and_renders_cleanly() {
     );
     assert!(!verdict.contains("| yes |"), "A/A differs: {verdict}");
     assert!(
-        md.contains("| sv1-b | stale work % |"),
+        md.contains("| sv1-b | stale work after a block, mean ms |"),
         "worth of stale work"
+    );
+    // The conclusions come first, one line per side, from summary.json.
+    let first = md.split("\n## ").nth(1).unwrap_or_default();
+    assert!(first.starts_with("Conclusions"), "{md}");
+    assert!(
+        first.contains("sv1-b: miners reach new-block work"),
+        "{first}"
     );
 
     // It opens in headless Chromium without console errors, and the screenshot has charts.

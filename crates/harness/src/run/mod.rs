@@ -159,6 +159,10 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
             bandwidth_bps: s.link.bandwidth_mbps.map(|m| (m * 1e6) as u64),
         },
         sides,
+        baseline: s.baseline.clone(),
+        start_order: (s.start_order().into_iter())
+            .map(|i| s.sides[i].clone())
+            .collect(),
         worth: opts.worth.clone(),
         stopped: None,
         clocks: Vec::new(),

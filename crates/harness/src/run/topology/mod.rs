@@ -127,7 +127,8 @@ pub(crate) async fn start_roles(
         ipc: ipc_templates,
     };
     let mut sides = BTreeMap::new();
-    for (i, side) in s.sides.iter().enumerate() {
+    for i in s.start_order() {
+        let side = &s.sides[i];
         let farm_port = s.farm_port(i);
         let config = Config::of_side(side).context("the scenario names only known sides")?;
         let side_roles = match config {
@@ -191,7 +192,8 @@ async fn start_on_real_node(
         zmq_hashblock: Some(&real.zmq),
     };
     let mut sides = BTreeMap::new();
-    for (i, side) in opts.scenario.sides.iter().enumerate() {
+    for i in opts.scenario.start_order() {
+        let side = &opts.scenario.sides[i];
         let farm_port = opts.scenario.farm_port(i);
         let roles = start_sv1_side(opts, dir, side, &node, farm_port, roles).await?;
         sides.insert(side.clone(), roles);

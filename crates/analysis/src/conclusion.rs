@@ -1,0 +1,204 @@
+//! The one line per side an operator acts on: how much sooner its miners reach new-block
+//! work, what that is worth to a farm in sats a day (and to one a hundred times larger),
+//! and what it costs in farm bandwidth. Every number comes from the verdict and the worth;
+//! this only words them.
+
+use crate::headline::{Headline, VerdictRow};
+use crate::worth::{WorthAssumptions, WorthRow};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A side's bottom line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conclusion {
+    /// The line, in words.
+    pub text: String,
+    /// The worth rows the protocol sets (none a scenario parameter or a model sets),
+    /// summed; `None` when none has a price.
+    pub worth_sats_per_day: Option<f64>,
+}
+
+/// Per side of the verdict, its conclusion.
+pub fn conclusions(
+    verdict: &BTreeMap<String, Vec<VerdictRow>>,
+    worth: &BTreeMap<String, Vec<WorthRow>>,
+    a: &WorthAssumptions,
+) -> BTreeMap<String, Conclusion> {
+    (verdict.iter())
+        .map(|(side, rows)| {
+            let worth = worth.get(side).map_or(&[][..], Vec::as_slice);
+            (side.clone(), conclusion(side, rows, worth, a))
+        })
+        .collect()
+}
+
+fn conclusion(
+    side: &str,
+    rows: &[VerdictRow],
+    worth: &[WorthRow],
+    a: &WorthAssumptions,
+) -> Conclusion {
+    let find = |h: Headline| rows.iter().find(|r| r.metric == h);
+    let mut parts = Vec::new();
+    if let Some(r) = find(Headline::NewPrevhashJobMs) {
+        parts.push(new_block_work(r));
+    }
+    let priced: Vec<&WorthRow> = (worth.iter())
+        .filter(|w| w.modelled.is_none() && w.sats_per_day.is_some())
+        .collect();
+    let total = (!priced.is_empty()).then(|| priced.iter().filter_map(|w| w.sats_per_day).sum());
+    if let Some(total) = total {
+        let scale = 1e17 / a.farm_hashrate;
+        let each: Vec<String> = (priced.iter())
+            .map(|w| {
+                format!(
+                    "{} {}{}",
+                    short(w.metric),
+                    sats(w.sats_per_day.unwrap_or_default()),
+                    w.ci.map_or(String::new(), |(lo, hi)| format!(
+                        " [{}, {}]",
+                        sats(lo),
+                        sats(hi)
+                    ))
+                )
+            })
+            .collect();
+        parts.push(format!(
+            "worth {} sats a day for a {} farm ({} at 100 PH/s): {}",
+            sats(total),
+            crate::worth::hashrate_label(a.farm_hashrate),
+            sats(total * scale),
+            each.join(", ")
+        ));
+    } else if let Some(w) = worth.iter().find(|w| w.sats_per_day.is_none()) {
+        parts.push(format!("worth: {}", w.how));
+    }
+    for (h, what) in [
+        (Headline::FarmRxBytesPerS, "farm download"),
+        (Headline::FarmTxBytesPerS, "farm upload"),
+    ] {
+        if let Some(r) = find(h).filter(|r| r.significant) {
+            let d = r.delta.unwrap_or_default();
+            parts.push(format!(
+                "{} {} of {what}{}",
+                if d >= 0.0 { "costs" } else { "saves" },
+                kilobytes(d.abs()),
+                r.modelled
+                    .as_ref()
+                    .map_or(String::new(), |m| format!(" ({m})"))
+            ));
+        }
+    }
+    Conclusion {
+        text: format!("{side}: {}", parts.join("; ")),
+        worth_sats_per_day: total,
+    }
+}
+
+/// "miners reach new-block work 29.5 ms sooner (-55%) [27.1, 31.8]".
+fn new_block_work(r: &VerdictRow) -> String {
+    let Some(d) = r.delta else {
+        return "no new-block work measured".into();
+    };
+    // Said as time saved when sooner, as time lost when later.
+    let interval = match (r.ci, &r.no_interval) {
+        (Some((lo, hi)), _) if d <= 0.0 => format!(" [{:.1}, {:.1}]", -hi, -lo),
+        (Some((lo, hi)), _) => format!(" [{lo:.1}, {hi:.1}]"),
+        (None, Some(why)) => format!(" ({why})"),
+        (None, None) => String::new(),
+    };
+    let pct = r.pct.map_or(String::new(), |p| format!(" ({p:+.0}%)"));
+    let verdict = if r.ci.is_some() && !r.significant {
+        ", no difference shown"
+    } else {
+        ""
+    };
+    format!(
+        "miners reach new-block work {:.1} ms {}{pct}{interval}{verdict}",
+        d.abs(),
+        if d <= 0.0 { "sooner" } else { "later" },
+    )
+}
+
+fn short(h: Headline) -> &'static str {
+    match h {
+        Headline::StaleWaitMs => "stale work",
+        Headline::BlockPropagationMs => "block propagation",
+        Headline::TemplateValueSats => "fees",
+        _ => h.label(),
+    }
+}
+
+/// Sats with a sign, to the precision a day's worth needs: tenths below 100; what rounds
+/// to nothing has no sign.
+fn sats(x: f64) -> String {
+    let text = if x.abs() < 100.0 {
+        format!("{x:+.1}")
+    } else {
+        format!("{x:+.0}")
+    };
+    match text.trim_start_matches(['+', '-']) {
+        "0.0" | "0" => "0.0".into(),
+        _ => text,
+    }
+}
+
+fn kilobytes(bytes_per_s: f64) -> String {
+    if bytes_per_s >= 1e3 {
+        format!("{:.1} kB/s", bytes_per_s / 1e3)
+    } else {
+        format!("{bytes_per_s:.0} B/s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::verdict_row as row;
+    use crate::worth::worth;
+
+    #[test]
+    fn one_line_from_the_verdict_and_the_worth() {
+        // New-block work 53.6 -> 24.1 ms: 29.5 ms sooner, -55%; the wait likewise, worth
+        // 29.5 / 600,000 x 0.000144 x 315e6 = 2.2302 sats a day (223.02 at 100 PH/s).
+        let mut rx = row(
+            Headline::FarmRxBytesPerS,
+            1_000.0,
+            3_100.0,
+            Some((1_900.0, 2_300.0)),
+        );
+        rx.modelled = Some("partly modelled: the farm node's relay".into());
+        let rows = vec![
+            row(Headline::NewPrevhashJobMs, 53.6, 24.1, Some((-31.8, -27.1))),
+            row(Headline::StaleWaitMs, 53.6, 24.1, Some((-31.8, -27.1))),
+            rx,
+        ];
+        let a = WorthAssumptions::default();
+        let w = worth(&rows, &a, 315_000_000.0);
+        let c = conclusion("sv2-c", &rows, &w, &a);
+        assert!((c.worth_sats_per_day.unwrap() - 2.2302).abs() < 1e-4);
+        assert_eq!(
+            c.text,
+            "sv2-c: miners reach new-block work 29.5 ms sooner (-55%) [27.1, 31.8]; \
+             worth +2.2 sats a day for a 1 PH/s farm (+223 at 100 PH/s): stale work +2.2 \
+             [+2.0, +2.4]; costs 2.1 kB/s of farm download (partly modelled: the farm \
+             node's relay)"
+        );
+    }
+
+    #[test]
+    fn no_difference_and_too_few_are_said() {
+        let mut few = row(Headline::StaleWaitMs, 50.0, 49.0, None);
+        few.no_interval = Some("too few (n = 3 and 3 tips; 5 needed)".into());
+        let rows = vec![
+            row(Headline::NewPrevhashJobMs, 50.0, 49.8, Some((-1.0, 0.6))),
+            few,
+        ];
+        let a = WorthAssumptions::default();
+        let c = conclusion("sv1-b", &rows, &worth(&rows, &a, 3e8), &a);
+        assert_eq!(c.worth_sats_per_day, None);
+        assert!(c.text.contains("0.2 ms sooner"), "{}", c.text);
+        assert!(c.text.contains("no difference shown"), "{}", c.text);
+        assert!(c.text.contains("worth: too few"), "{}", c.text);
+    }
+}
