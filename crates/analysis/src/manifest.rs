@@ -74,8 +74,12 @@ pub struct ClockOffset {
 
 /// Why and when a run that stops when it knows ended its window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A run that stopped itself is a sequential design: it stopped when every interval was
+/// narrow enough (`headline::unresolved`), whatever the intervals showed, so its verdict
+/// keeps its 5%.
 pub struct Stopped {
-    /// `every headline difference known`, `the duration cap`, or `interrupted`.
+    /// `every headline difference known to the precision asked`, `the duration cap`, or
+    /// `interrupted`.
     pub reason: String,
     /// Seconds into the measured window.
     pub after_s: f64,

@@ -46,12 +46,14 @@ pub struct RunArgs {
     #[arg(long, default_value = "600s", value_parser = parse_block_interval)]
     real_block_interval: Duration,
     /// Stop as soon as every headline difference (new job, new job after a block, stale
-    /// work, farm bandwidth; every side against sv1) is significant or known to within
-    /// --precision; the scenario's duration is the cap. Checked every 10 s.
+    /// work, farm bandwidth; every side against the baseline) is known to within
+    /// --precision: its interval that narrow, wherever it lies (stopping when one first
+    /// excludes zero would call chance differences significant); the scenario's duration
+    /// is the cap. Checked every 10 s.
     #[arg(long)]
     until_significant: bool,
     /// With --until-significant: a difference is known once its 95% interval's half-width
-    /// is under this share of SV1's value: 10%, 5, 2.5%.
+    /// is under this share of the baseline's value: 10%, 5, 2.5%.
     #[arg(long, default_value = "10%", value_parser = parse_precision)]
     precision: f64,
     /// Every so long through the measured window (10m, 30s), a snapshot of the run so far
@@ -491,7 +493,7 @@ fn table(s: &Summary) -> String {
     }
     if let Some(st) = &s.stopped {
         out.push_str(&format!(
-            "stopped after {:.0} s of the window: {} (known: significant, or within {}% of sv1){}\n",
+            "sequential: stopped after {:.0} s of the window: {} (known: a 95% interval within {}% of the baseline, wherever it lies, so the verdict keeps its 5%){}\n",
             st.after_s,
             st.reason,
             st.precision_pct,

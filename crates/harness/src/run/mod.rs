@@ -264,14 +264,15 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
             if let Some(pct) = opts.until_known_pct {
                 let open = unresolved(&summary.verdict, pct);
                 let at_cap = now >= manifest.window_end_ns;
-                // Checked every 10 s of the window, so a chance early crossing weighs less.
+                // Checked every 10 s of the window; only the intervals' width decides
+                // (`unresolved`), so stopping says nothing of where they lie.
                 let checkpoint = summary.duration_s >= 10.0 && checkpoint;
                 if (checkpoint && open.is_empty() && !summary.verdict.is_empty()) || at_cap {
                     stopped = Some(Stopped {
                         reason: if at_cap {
                             "the duration cap"
                         } else {
-                            "every headline difference known"
+                            "every headline difference known to the precision asked"
                         }
                         .into(),
                         after_s: summary.duration_s,
