@@ -609,11 +609,14 @@ fn welch_widening(a: &[Totals], b: &[Totals]) -> f64 {
     if pa + pb <= 0.0 {
         return 1.0;
     }
-    let df = (ua + ub).powi(2) / (ua * ua / (na - 1.0) + ub * ub / (nb - 1.0));
+    // Welch-Satterthwaite, in shares of the sum so that tiny variances cannot underflow.
+    let (sa, sb) = (ua / (ua + ub), ub / (ua + ub));
+    let df = 1.0 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
     t975(df) / Z95 * ((ua + ub) / (pa + pb)).sqrt()
 }
 
-/// Student's t quantile at 0.975 with `df` degrees of freedom: the table to 30, then the
+/// Student's t quantile at 0.975 with `df` degrees of freedom: the table to 30 (a fractional
+/// df rounded down), then the
 /// Cornish-Fisher expansion (within 0.001 there).
 fn t975(df: f64) -> f64 {
     const TABLE: [f64; 30] = [
@@ -622,7 +625,8 @@ fn t975(df: f64) -> f64 {
         2.052, 2.048, 2.045, 2.042,
     ];
     if df <= 30.0 {
-        return TABLE[(df.round() as usize).clamp(1, 30) - 1];
+        // A fractional df (Welch, effective units) takes the row below: the wider one.
+        return TABLE[(df.floor() as usize).clamp(1, 30) - 1];
     }
     let z = Z95;
     z + (z.powi(3) + z) / (4.0 * df)
@@ -706,7 +710,15 @@ pub fn paired_delta(a: &Units, b: &Units) -> Option<Delta> {
             .filter(|t| t.weight > 0.0)
             .collect()
     };
-    let mut d = point_delta(&side(|p| p.0), &side(|p| p.1), Method::Paired)?;
+    let (a, b) = (side(|p| p.0), side(|p| p.1));
+    // Sides that share too few units (a farm node's tips named apart, say) are no pair.
+    let shared = (pairs.iter())
+        .filter(|(x, y)| x.weight > 0.0 && y.weight > 0.0)
+        .count();
+    if shared < MIN_UNITS {
+        return delta_of(&a, &b);
+    }
+    let mut d = point_delta(&a, &b, Method::Paired)?;
     if d.too_few_units() {
         return Some(d);
     }
@@ -717,7 +729,8 @@ pub fn paired_delta(a: &Units, b: &Units) -> Option<Delta> {
             weight: x.weight + y.weight,
         })
         .collect();
-    let widen = small_sample_widening(effective_units(&both));
+    let units = [&a, &b, &both].map(|units| effective_units(units));
+    let widen = small_sample_widening(units.into_iter().fold(f64::INFINITY, f64::min));
     let mut deltas = Vec::with_capacity(RESAMPLES);
     while deltas.len() < RESAMPLES {
         let (mut ra, mut rb) = (zero, zero);
@@ -769,7 +782,9 @@ impl Delta {
         };
         let (at_or_below, at_or_above) = (share(|x| x <= 0.0), share(|x| x >= 0.0));
         self.ci = Some((low, high));
-        self.p_value = Some((2.0 * at_or_below.min(at_or_above)).min(1.0));
+        // Never 0: 2,000 resamples cannot show a tail thinner than one of 2,001.
+        let floor = 1.0 / (deltas.len() + 1) as f64;
+        self.p_value = Some((2.0 * at_or_below.min(at_or_above)).clamp(floor, 1.0));
         self.significant = low > 0.0 || high < 0.0;
     }
 
@@ -1045,7 +1060,8 @@ mod tests {
         assert!((d.pct.unwrap() - (40.9 - 138.0) / 137.95 * 100.0).abs() < 1e-9);
         let (lo, hi) = d.ci.unwrap();
         assert!(d.significant && hi < -90.0 && lo > -105.0);
-        assert_eq!(d.p_value, Some(0.0));
+        // No resample reaches zero: the smallest p-value 2,000 resamples can give, 1 / 2,001.
+        assert_eq!(d.p_value, Some(1.0 / 2_001.0));
         assert!(delta(&[], &b).is_none());
     }
 
@@ -1305,7 +1321,7 @@ mod tests {
         // +0.005807: it holds 0, as Fisher's p = 0.059 says (a Wald interval does not).
         let (lo, hi) = newcombe(5, 100, 0, 100);
         assert!((hi - 0.005_807).abs() < 2e-5, "{hi}");
-        // Down to -0.05 - sqrt(0 + (u_a - 0.05)^2), u_a = 0.117 (5 of 100's high end).
+        // Down to -0.05 - sqrt(0 + (u_a - 0.05)^2), u_a = 0.1183 (5 of 100's high end).
         assert!(lo < -0.1 && lo > -0.13, "{lo}");
         // 50 of 10,000 against 0 of 100: -0.005 + sqrt(0.046102^2 + (0.005 - 0.0037517)^2)
         // = +0.041119 up, and down by 50 of 10,000's own upper distance: it holds 0.
@@ -1381,7 +1397,8 @@ mod tests {
             (lo - 3.0).abs() < 1e-9 && (hi - 3.0).abs() < 1e-9,
             "{lo} {hi}"
         );
-        assert_eq!((paired.p_value, paired.method), (Some(0.0), Method::Paired));
+        assert_eq!(paired.method, Method::Paired);
+        assert!(paired.p_value.unwrap() < 0.001, "{paired:?}");
         let apart = clustered_delta(&a, &b).unwrap();
         let (lo, hi) = apart.ci.unwrap();
         assert!(lo < 0.0 && hi > 6.0, "{lo} {hi}");

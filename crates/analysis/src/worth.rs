@@ -137,8 +137,8 @@ pub fn worth(rows: &[VerdictRow], a: &WorthAssumptions, block_value: f64) -> Vec
                 metric: r.metric,
                 sats_per_day: priced.then(|| f(d)),
                 ci: r.ci.filter(|_| priced).map(|(lo, hi)| ordered(f(lo), f(hi))),
-                // The price of a ms is physics, known however few the samples.
-                per_ms: (latency && d != 0.0).then(|| f(d) / -d),
+                // The price of a ms less is physics, known however few the samples.
+                per_ms: latency.then(|| f(-1.0)),
                 how: match (&r.no_interval, priced) {
                     (Some(why), false) => why.clone(),
                     _ => how,
