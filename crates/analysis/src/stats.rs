@@ -505,6 +505,15 @@ pub struct Estimate {
 }
 
 impl Estimate {
+    /// The mean of a distribution with its interval, as an estimate.
+    pub fn mean_of(d: &probe::Dist) -> Estimate {
+        Estimate {
+            point: d.mean,
+            ci: d.mean_ci,
+            units: d.units.unwrap_or_default(),
+        }
+    }
+
     /// The estimate of a quantity that cannot leave `low..=high` (a percentage of time):
     /// its interval cut to that range. A resample of few units, widened for their few,
     /// can reach past it (98% stale work with an interval to 156%).

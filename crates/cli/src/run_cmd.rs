@@ -355,7 +355,12 @@ fn table(s: &Summary) -> String {
         ("block propagation ms".into(), vec![]),
         ("template value (sats, mean, valid work)".into(), vec![]),
         ("work valid / stale / unmatched (miner-s)".into(), vec![]),
-        ("stale work % (95% interval by tip)".into(), vec![]),
+        (
+            "stale work after a block, mean ms (95% by tip)".into(),
+            vec![],
+        ),
+        ("stale work %, at the real block interval".into(), vec![]),
+        ("stale work %, at this run's pace".into(), vec![]),
         ("stale work at the pool %".into(), vec![]),
         ("farm tx / rx bytes/s".into(), vec![]),
     ];
@@ -383,6 +388,8 @@ fn table(s: &Summary) -> String {
                 "{:.1} / {:.2} / {:.1}",
                 side.work_s.valid_s, side.work_s.stale_s, side.work_s.unmatched_s
             ),
+            estimate(&analysis::stats::Estimate::mean_of(&side.stale_wait_ms), 1),
+            estimate(&side.stale_work_real_pct, 4),
             estimate(&side.stale_work_pct, 3),
             estimate(&side.pool_stale_work_pct, 3),
             b.as_ref().map_or("not recorded".into(), |b| {

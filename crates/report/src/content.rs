@@ -522,6 +522,8 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
             s.pool_work
                 .credited_pct
                 .map_or("-".into(), |p| format!("{p:.1}%")),
+            estimate(&analysis::stats::Estimate::mean_of(&s.stale_wait_ms), 1),
+            estimate(&s.stale_work_real_pct, 4),
             estimate(&s.stale_work_pct, 3),
             estimate(&s.pool_stale_work_pct, 3),
             format!("{} / {}", s.blocks.found, s.blocks.accepted),
@@ -596,7 +598,7 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
         title: "Shares, blocks and templates".into(),
         blocks: vec![
             Block::Table {
-                head: ["side", "submitted", "per miner a minute", "accepted", "stale (95% Wilson)", "stale at the pool (95% Wilson)", "rejected", "acceptance", "work credited", "stale work % (95% by tip)", "stale work at the pool % (95% by tip)", "blocks found / accepted", "template value (sats, time-weighted)", "against the network"]
+                head: ["side", "submitted", "per miner a minute", "accepted", "stale (95% Wilson)", "stale at the pool (95% Wilson)", "rejected", "acceptance", "work credited", "stale work after a block, mean ms (95% by tip)", "stale work % at the real block interval", "stale work % at this run's pace", "stale work at the pool %, this run's pace", "blocks found / accepted", "template value (sats, time-weighted)", "against the network"]
                     .map(String::from)
                     .to_vec(),
                 rows,

@@ -231,7 +231,8 @@ fn the_html_report_has_every_section_with_charts_and_renders_cleanly() {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     for title in [
-        "Verdict: each SV2 side against SV1",
+        "Conclusions",
+        "Verdict: each side against sv1",
         "What it is worth",
         "Context",
         "Readings",
