@@ -336,7 +336,9 @@ pub fn assemble(
                 stale_work_per_tip(&jobs.stale_wait_ms, link_rtt_ms / 2.0, side.miners, window);
             let new_job_ms = jobs.new_job_ms.dist();
             let new_prevhash_job_ms = jobs.new_prevhash_job_ms.dist();
-            let stale_wait = jobs.stale_wait_ms.mean();
+            // One bootstrap for the wait's distribution and its share at the real pace.
+            let stale_wait_ms = jobs.stale_wait_ms.dist();
+            let stale_wait = Estimate::mean_of(&stale_wait_ms);
             let real_block_ms = m.worth.block_interval_s * 1e3;
             let stale_work_real_pct = Estimate {
                 point: stale_wait.point.map(|w| w / real_block_ms * 100.0),
@@ -351,7 +353,7 @@ pub fn assemble(
                 miners: side.miners,
                 link_rtt_ms,
                 farm_node: side.farm_node_role.is_some(),
-                stale_wait_ms: jobs.stale_wait_ms.dist(),
+                stale_wait_ms,
                 tips_without_work: jobs.tips_without_job,
                 stale_work_real_pct,
                 shares: shares.shares,
