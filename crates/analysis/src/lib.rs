@@ -27,6 +27,7 @@ pub mod shares;
 pub mod stats;
 pub mod stream;
 pub mod summary;
+pub mod sweep;
 pub mod tap;
 #[cfg(test)]
 mod testing;

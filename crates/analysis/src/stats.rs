@@ -627,7 +627,7 @@ fn welch_widening(a: &[Totals], b: &[Totals]) -> f64 {
 /// Student's t quantile at 0.975 with `df` degrees of freedom: the table to 30 (a fractional
 /// df rounded down), then the
 /// Cornish-Fisher expansion (within 0.001 there).
-fn t975(df: f64) -> f64 {
+pub(crate) fn t975(df: f64) -> f64 {
     const TABLE: [f64; 30] = [
         12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,

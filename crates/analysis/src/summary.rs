@@ -176,6 +176,10 @@ pub struct SideSummary {
     pub by_hashrate: Vec<crate::farm::HashrateGroup>,
     /// `None` when the side's link recorded nothing.
     pub bandwidth_bytes_per_s: Option<Bandwidth>,
+    /// The farm's bytes per second as means with intervals by batches of seconds: what a
+    /// curve across runs draws as a band.
+    #[serde(default)]
+    pub farm_rates: FarmRates,
     /// What the farm's job declarations met at the pool's JDS (configurations A, B).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_declaration: Option<JobDeclarationSummary>,
@@ -184,6 +188,14 @@ pub struct SideSummary {
     /// The per-event values behind the distributions, by the unit each belongs to.
     #[serde(skip)]
     pub samples: LatencySamples,
+}
+
+/// The farm's link traffic, bytes per second, each direction and both together.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FarmRates {
+    pub tx: Estimate,
+    pub rx: Estimate,
+    pub both: Estimate,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -385,6 +397,11 @@ pub fn assemble(
                     window.secs(),
                 ),
                 bandwidth_bytes_per_s: bandwidth,
+                farm_rates: FarmRates {
+                    tx: series_mean(&farm_per_s.iter().map(|r| r.0).collect::<Vec<_>>()),
+                    rx: series_mean(&farm_per_s.iter().map(|r| r.1).collect::<Vec<_>>()),
+                    both: series_mean(&farm_per_s.iter().map(|r| r.0 + r.1).collect::<Vec<_>>()),
+                },
                 job_declaration: side
                     .job_declaration_role
                     .as_deref()

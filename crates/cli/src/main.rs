@@ -8,6 +8,7 @@ mod latency_cmd;
 mod node_cmd;
 mod report_cmd;
 mod run_cmd;
+mod sweep_cmd;
 mod tap_cmd;
 mod targets;
 
@@ -49,6 +50,18 @@ enum Command {
     ///
     ///   stratum-bench run scenarios/sv1-baseline.toml --duration 60s --set link.rtt_ms=100
     Run(run_cmd::RunArgs),
+    /// Run a scenario at every point of a grid of settings, and draw how the answer moves.
+    ///
+    /// Each point is a full run of every side (`stratum-bench run`, its own process, its
+    /// directory under points/), --repeat seeds a point. Writes sweep.json (the plan, each
+    /// run's state, the curves and fitted lines), sweep.md, sweep.html (a chart per metric,
+    /// a curve per side with its 95% band), points.csv and fits.csv. Ctrl-C leaves every
+    /// finished run whole and a report of them; the same command again goes on. Examples:
+    ///
+    ///   stratum-bench sweep scenarios/sweep-rtt.toml
+    ///   stratum-bench sweep scenarios/sv1-vs-sv2.toml --vary link.rtt_ms=10,100,400 --duration 2m
+    ///   stratum-bench sweep scenarios/config-c.toml --vary release=builtin,/opt/sri-next --repeat 5
+    Sweep(sweep_cmd::SweepArgs),
     /// Write report.md and report.html (and with --pdf report.pdf) for a run directory.
     Report(report_cmd::ReportArgs),
     /// Compare runs: every latency, role CPU and memory, and bandwidth of each run
@@ -127,6 +140,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Node(args) => done(node_cmd::run(*args).await),
             Command::Run(args) => done(run_cmd::run(args).await),
+            Command::Sweep(args) => done(sweep_cmd::run(args).await),
             Command::Role(args) => done(run_cmd::role(args).await),
             Command::Collect(args) => done(run_cmd::collect(args).await),
             Command::Image(args) => done(run_cmd::image(args)),

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 #[derive(Args)]
 pub struct ReportArgs {
     /// A run directory written by `stratum-bench run`, or the output directory of a
-    /// `stratum-bench bench` command (fanout, pool, template).
+    /// `stratum-bench bench` command (fanout, pool, template), or a sweep directory
+    /// (`stratum-bench sweep`: its sweep.md, sweep.html and CSVs again, from the runs done).
     run_dir: PathBuf,
     /// Also print report.pdf with headless Chromium (Debian package chromium).
     #[arg(long)]

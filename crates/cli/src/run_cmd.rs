@@ -31,20 +31,8 @@ pub struct RunArgs {
     /// Where live Prometheus metrics are served during the run.
     #[arg(long, default_value = "127.0.0.1:9184")]
     metrics_bind: SocketAddr,
-    /// The farm the verdict's worth in sats a day is computed for: 100PH/s, 5.2e17 (H/s).
-    #[arg(long, default_value = "1PH/s", value_parser = parse_hashrate)]
-    hashrate: f64,
-    /// The whole network's hashrate, for the farm's share of its blocks.
-    #[arg(long, default_value = "1ZH/s", value_parser = parse_hashrate)]
-    network_hashrate: f64,
-    /// A block's value in sats (subsidy and fees); default: the run's network templates'.
-    #[arg(long)]
-    block_value_sats: Option<f64>,
-    /// The real network's block interval the worth is priced at (10m, 600s): a delay of
-    /// t after every block costs t / this of a farm's revenue, whatever the run's own
-    /// (fast, simulated) block interval.
-    #[arg(long, default_value = "600s", value_parser = parse_block_interval)]
-    real_block_interval: Duration,
+    #[command(flatten)]
+    worth: WorthArgs,
     /// Stop as soon as every headline difference (new job, new job after a block, stale
     /// work, farm bandwidth; every side against the baseline) is known to within
     /// --precision: its interval that narrow, wherever it lies (stopping when one first
@@ -67,6 +55,59 @@ pub struct RunArgs {
     /// Test only: drop every collector connection once, this many seconds into the run.
     #[arg(long, hide = true)]
     test_cut_collector_after_s: Option<f64>,
+}
+
+/// What the worth in sats a day is computed for.
+#[derive(Args, Clone)]
+pub struct WorthArgs {
+    /// The farm the verdict's worth in sats a day is computed for: 100PH/s, 5.2e17 (H/s).
+    #[arg(long, default_value = "1PH/s", value_parser = parse_hashrate)]
+    hashrate: f64,
+    /// The whole network's hashrate, for the farm's share of its blocks.
+    #[arg(long, default_value = "1ZH/s", value_parser = parse_hashrate)]
+    network_hashrate: f64,
+    /// A block's value in sats (subsidy and fees); default: the run's network templates'.
+    #[arg(long)]
+    block_value_sats: Option<f64>,
+    /// The real network's block interval the worth is priced at (10m, 600s): a delay of
+    /// t after every block costs t / this of a farm's revenue, whatever the run's own
+    /// (fast, simulated) block interval.
+    #[arg(long, default_value = "600s", value_parser = parse_block_interval)]
+    real_block_interval: Duration,
+}
+
+impl WorthArgs {
+    /// The assumptions, checked.
+    pub fn assumptions(&self) -> Result<analysis::worth::WorthAssumptions> {
+        if let Some(v) = self.block_value_sats {
+            anyhow::ensure!(
+                v.is_finite() && v > 0.0,
+                "--block-value-sats: {v} is not a positive number of sats"
+            );
+        }
+        Ok(analysis::worth::WorthAssumptions {
+            farm_hashrate: self.hashrate,
+            network_hashrate: self.network_hashrate,
+            block_interval_s: self.real_block_interval.as_secs_f64(),
+            block_value_sats: self.block_value_sats,
+        })
+    }
+
+    /// The same assumptions as `run`'s arguments (for each run of a sweep).
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            format!("--hashrate={}", self.hashrate),
+            format!("--network-hashrate={}", self.network_hashrate),
+            format!(
+                "--real-block-interval={}",
+                self.real_block_interval.as_secs_f64()
+            ),
+        ];
+        if let Some(v) = self.block_value_sats {
+            args.push(format!("--block-value-sats={v}"));
+        }
+        args
+    }
 }
 
 /// A block interval as `600s`, `10m` or `600`: positive.
@@ -191,22 +232,12 @@ pub async fn run(args: RunArgs) -> Result<()> {
         scenario.duration.as_secs_f64(),
         scenario.warmup.as_secs_f64(),
     );
-    if let Some(v) = args.block_value_sats {
-        anyhow::ensure!(
-            v.is_finite() && v > 0.0,
-            "--block-value-sats: {v} is not a positive number of sats"
-        );
-    }
+    let worth = args.worth.assumptions()?;
     let outcome = harness::run(RunOptions {
         scenario,
         out: args.out,
         metrics_bind: args.metrics_bind,
-        worth: analysis::worth::WorthAssumptions {
-            farm_hashrate: args.hashrate,
-            network_hashrate: args.network_hashrate,
-            block_interval_s: args.real_block_interval.as_secs_f64(),
-            block_value_sats: args.block_value_sats,
-        },
+        worth,
         until_known_pct: args.until_significant.then_some(args.precision),
         launcher: harness::process::Launcher {
             clock_shifts: test_clock_shifts(&args.test_clock_shift)?,

@@ -17,6 +17,7 @@ pub mod roles;
 pub mod rpc_tap;
 pub mod run;
 pub mod scenario;
+pub mod sweep;
 pub mod tap;
 
 pub use run::{run, RunOptions, RunOutcome};

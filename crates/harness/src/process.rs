@@ -18,7 +18,7 @@ use tokio::process::{Child, Command};
 /// killed with SIGKILL cannot stop its roles itself, and they would run on, holding their
 /// ports, with nobody to measure them); with `cpus`, it runs on those CPUs only (and so do
 /// the processes and threads it starts).
-fn role_command(program: impl AsRef<std::ffi::OsStr>, cpus: Option<&[usize]>) -> Command {
+pub fn role_command(program: impl AsRef<std::ffi::OsStr>, cpus: Option<&[usize]>) -> Command {
     let mut cmd = Command::new(program);
     let harness = std::process::id();
     let affinity = cpus.map(cpu_set);

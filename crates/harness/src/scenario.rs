@@ -113,6 +113,9 @@ pub struct Scenario {
     /// A real, synced node the SV1 sides run against instead of the simulated network.
     #[serde(default)]
     pub node: Option<RealNode>,
+    /// What `stratum-bench sweep` varies when no `--vary` is given (`run` ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::sweep::SweepSection>,
 }
 
 /// A real bitcoind (or any node with its RPC and ZMQ), reached as its pools reach it.

@@ -12,6 +12,7 @@ pub mod fuzzing;
 pub mod readings;
 pub mod run_data;
 pub mod svg;
+pub mod sweep;
 pub mod tap;
 
 use anyhow::{bail, Context, Result};
@@ -20,6 +21,9 @@ use std::path::{Path, PathBuf};
 /// Writes `report.md` and `report.html` (and `report.pdf` with `pdf`) into `run_dir`: the
 /// report of a run, or of benchmark results when that is what the directory holds.
 pub fn write_report(run_dir: &Path, pdf: bool) -> Result<Vec<PathBuf>> {
+    if run_dir.join(analysis::sweep::SWEEP_FILE).is_file() {
+        return sweep::write(run_dir);
+    }
     let is_run = run_dir.join(analysis::manifest::MANIFEST_FILE).exists();
     let doc = if bench::is_bench_dir(run_dir) && !is_run {
         bench::document(run_dir)?

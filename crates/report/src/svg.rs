@@ -32,13 +32,25 @@ pub fn line_chart(
     series: &[Series],
     step: bool,
 ) -> String {
-    chart(title, x_label, y_label, series, step, false)
+    chart(title, x_label, y_label, series, &[], step, false)
+}
+
+/// A line chart of `series` with each one's 95% interval as a shaded band:
+/// `bands[i]` holds series i's `(x, low, high)` (empty for none).
+pub fn band_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    bands: &[Vec<(f64, f64, f64)>],
+) -> String {
+    chart(title, x_label, y_label, series, bands, false, false)
 }
 
 /// Empirical CDFs (from [`cdf`]) as staircases; a series of fewer than
 /// [`MIN_CDF_POINTS`] is drawn as its points and said to be too few.
 pub fn cdf_chart(title: &str, x_label: &str, series: &[Series]) -> String {
-    chart(title, x_label, "share of events", series, true, true)
+    chart(title, x_label, "share of events", series, &[], true, true)
 }
 
 fn chart(
@@ -46,12 +58,17 @@ fn chart(
     x_label: &str,
     y_label: &str,
     series: &[Series],
+    bands: &[Vec<(f64, f64, f64)>],
     step: bool,
     cdf: bool,
 ) -> String {
-    let all = series.iter().flat_map(|s| s.points.iter());
+    let all = series.iter().flat_map(|s| s.points.iter().copied());
+    let band_ends = (bands.iter().flatten()).flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]);
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for &(x, y) in all {
+    for (x, y) in all
+        .chain(band_ends)
+        .filter(|p| p.0.is_finite() && p.1.is_finite())
+    {
         x0 = x0.min(x);
         x1 = x1.max(x);
         y0 = y0.min(y);
@@ -118,6 +135,20 @@ fn chart(
         TOP + (H - TOP - BOTTOM) / 2.0,
         escape(y_label)
     );
+    // Bands under the lines: the upper edge left to right, the lower back.
+    for (i, band) in bands.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+        let color = COLORS[i % COLORS.len()];
+        let upper = band.iter().map(|&(x, _, hi)| (x, hi));
+        let lower = band.iter().rev().map(|&(x, lo, _)| (x, lo));
+        let points: Vec<String> = (upper.chain(lower))
+            .map(|(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
+        let _ = write!(
+            out,
+            r#"<polygon points="{}" fill="{color}" fill-opacity="0.15" stroke="none"/>"#,
+            points.join(" ")
+        );
+    }
     for (i, s) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let mut path = String::new();

@@ -1,0 +1,580 @@
+//! A sweep's answer: every metric as a curve per side against the varied key, each point
+//! with its 95% interval; the differences against the baseline as curves; the worth
+//! against the key; the scale readings (link bytes per miner, pool CPU per share); and,
+//! where the key is a number, a fitted line per side with its slope's interval and the
+//! fit's residuals. The report only draws what this computes.
+//!
+//! A point run once keeps that run's interval (by tips, or batches of seconds). A point
+//! run several times takes the runs as the units: the mean of the runs' estimates with a
+//! t interval over them, never narrower than the runs' own intervals combined (two runs
+//! that agree by chance do not make a point exact).
+//!
+//! The line is weighted least squares, each point weighted by its interval (1 / se^2),
+//! the slope's interval from those weights; with more points than two, widened by the
+//! residuals when they scatter more than the intervals say (the points do not lie on a
+//! line as well as their precision claims). Without intervals, ordinary least squares
+//! with the residuals' spread, which needs three points.
+
+use crate::headline::Headline;
+use crate::stats::{t975, Estimate};
+use crate::worth::WorthAssumptions;
+use crate::Summary;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// The file in a sweep directory that holds its plan, each run's state and the curves.
+pub const SWEEP_FILE: &str = "sweep.json";
+
+/// Where a sweep keeps each run's directory.
+pub const POINTS_DIR: &str = "points";
+
+/// What `sweep.json` holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepRecord {
+    /// The scenario file, as given.
+    pub scenario: String,
+    pub name: String,
+    /// The varied keys in order, and each one's values.
+    pub keys: Vec<String>,
+    pub values: Vec<Vec<String>>,
+    pub zip: bool,
+    pub repeat: u32,
+    /// The scenario's duration and warm-up, as every point runs them (seconds).
+    pub run_s: f64,
+    /// One set for the whole sweep.
+    pub worth: WorthAssumptions,
+    pub runs: Vec<RunRecord>,
+    /// Written with the report, from the finished runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<SweepAnalysis>,
+}
+
+/// One run of the sweep and how it went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Its directory under `points/`.
+    pub name: String,
+    pub point: usize,
+    pub settings: Vec<(String, String)>,
+    pub repeat: u32,
+    pub seed: u64,
+    pub status: RunStatus,
+    /// Wall time of the run, when it ran in this sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_s: Option<f64>,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Not run yet.
+    Pending,
+    /// Its run directory is whole (a summary of a run that was not interrupted).
+    Done,
+    /// The run ended in an error (recorded); the sweep went on.
+    Failed,
+    /// Stopped by Ctrl-C: run again, it starts over.
+    Interrupted,
+}
+
+/// One finished run of a sweep, as the analysis reads it.
+pub struct SweepRun<'a> {
+    /// `(key, value)` of the point, the varied keys in order.
+    pub settings: &'a [(String, String)],
+    pub summary: &'a Summary,
+}
+
+/// What the curves are of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CurveKind {
+    /// Each side's own value.
+    Side,
+    /// Each side against the baseline: its difference.
+    Difference,
+    /// Sats a day for the farm the sweep's worth assumptions describe.
+    Worth,
+    /// What limits mining at scale: per-miner traffic, pool CPU per share.
+    Scale,
+}
+
+/// One metric across the sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Curves {
+    pub metric: String,
+    pub label: String,
+    pub kind: CurveKind,
+    pub points: Vec<CurvePoint>,
+    /// One per side and panel, where the key is a number and two points or more have
+    /// values.
+    pub fits: Vec<Fit>,
+}
+
+/// One side at one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    pub side: String,
+    /// The other varied keys' settings ("miners.count=100"); empty with one key.
+    pub panel: String,
+    /// The value of the key along the x axis, as given.
+    pub x: String,
+    pub x_value: Option<f64>,
+    pub value: Option<f64>,
+    /// 95% interval; `None` when no run had one.
+    pub ci: Option<(f64, f64)>,
+    /// Runs behind the point.
+    pub runs: usize,
+}
+
+/// `value = intercept + slope x key`, fitted to one side's points.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    pub side: String,
+    pub panel: String,
+    pub intercept: f64,
+    pub slope: f64,
+    /// 95%; `None` when the points cannot give one (two points without intervals).
+    pub slope_ci: Option<(f64, f64)>,
+    pub points: usize,
+    /// `(x, value - fitted)` at each point.
+    pub residuals: Vec<(f64, f64)>,
+}
+
+/// The whole sweep's curves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepAnalysis {
+    /// The key along the x axis: the first varied.
+    pub key: String,
+    /// The other varied keys: one panel per combination of their values.
+    pub panels_by: Vec<String>,
+    /// Every value of `key` is a number.
+    pub numeric: bool,
+    pub baseline: String,
+    pub curves: Vec<Curves>,
+}
+
+/// One run's reading of one metric for one side.
+struct Reading {
+    metric: String,
+    label: String,
+    kind: CurveKind,
+    side: String,
+    estimate: Estimate,
+}
+
+/// The sweep's curves from its finished runs; `keys` the varied keys in order.
+pub fn analyse(keys: &[String], runs: &[SweepRun]) -> SweepAnalysis {
+    let key = keys.first().cloned().unwrap_or_default();
+    let x_of = |settings: &[(String, String)]| {
+        (settings.iter())
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let panel_of = |settings: &[(String, String)]| {
+        (settings.iter())
+            .filter(|(k, _)| *k != key)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // Points in the order the sweep ran them, which is the order of the values given.
+    let mut order: Vec<(String, String)> = Vec::new();
+    // (metric, side, panel, x) -> the runs' estimates
+    let mut grouped: BTreeMap<(String, String, String, String), Vec<Estimate>> = BTreeMap::new();
+    let mut metrics: Vec<(String, String, CurveKind)> = Vec::new();
+    let mut baseline = String::new();
+    for run in runs {
+        let (x, panel) = (x_of(run.settings), panel_of(run.settings));
+        if !order.contains(&(panel.clone(), x.clone())) {
+            order.push((panel.clone(), x.clone()));
+        }
+        baseline = run.summary.baseline.clone();
+        for r in readings(run.summary) {
+            if !metrics.iter().any(|(m, _, _)| *m == r.metric) {
+                metrics.push((r.metric.clone(), r.label.clone(), r.kind));
+            }
+            (grouped
+                .entry((r.metric, r.side, panel.clone(), x.clone()))
+                .or_default())
+            .push(r.estimate);
+        }
+    }
+    let numeric = !order.is_empty() && order.iter().all(|(_, x)| x.parse::<f64>().is_ok());
+    let curves = (metrics.into_iter())
+        .map(|(metric, label, kind)| {
+            let mut points = Vec::new();
+            let sides: Vec<String> = {
+                let mut s: Vec<String> = (grouped.keys())
+                    .filter(|(m, ..)| *m == metric)
+                    .map(|(_, side, ..)| side.clone())
+                    .collect();
+                s.dedup();
+                s
+            };
+            for side in &sides {
+                for (panel, x) in &order {
+                    let k = (metric.clone(), side.clone(), panel.clone(), x.clone());
+                    let Some(estimates) = grouped.get(&k) else {
+                        continue;
+                    };
+                    let (value, ci) = combine(estimates);
+                    points.push(CurvePoint {
+                        side: side.clone(),
+                        panel: panel.clone(),
+                        x: x.clone(),
+                        x_value: x.parse().ok(),
+                        value,
+                        ci,
+                        runs: estimates.iter().filter(|e| e.point.is_some()).count(),
+                    });
+                }
+            }
+            let fits = if numeric { fits(&points) } else { Vec::new() };
+            Curves {
+                metric,
+                label,
+                kind,
+                points,
+                fits,
+            }
+        })
+        .collect();
+    SweepAnalysis {
+        key,
+        panels_by: keys.iter().skip(1).cloned().collect(),
+        numeric,
+        baseline,
+        curves,
+    }
+}
+
+/// Every reading one run gives.
+fn readings(s: &Summary) -> Vec<Reading> {
+    let mut out = Vec::new();
+    let mut push = |metric: &str, label: &str, kind: CurveKind, side: &str, estimate: Estimate| {
+        out.push(Reading {
+            metric: metric.into(),
+            label: label.into(),
+            kind,
+            side: side.into(),
+            estimate,
+        })
+    };
+    for (name, side) in &s.sides {
+        for h in Headline::ALL {
+            push(
+                &format!("{h:?}"),
+                h.label(),
+                CurveKind::Side,
+                name,
+                side_estimate(h, side),
+            );
+        }
+        let miners = f64::from(side.miners.max(1));
+        let per_miner = side.farm_rates.both.clone();
+        push(
+            "LinkBytesPerMiner",
+            "link bytes/s per miner (farm up + down, as the pool's end carries them)",
+            CurveKind::Scale,
+            name,
+            scaled(&per_miner, 1.0 / miners),
+        );
+        if let Some(cpu) = pool_cpu_ms_per_share(s, side) {
+            push(
+                "PoolCpuMsPerShare",
+                "pool CPU ms per accepted share",
+                CurveKind::Scale,
+                name,
+                cpu,
+            );
+        }
+    }
+    for (name, rows) in &s.verdict {
+        for r in rows {
+            let estimate = Estimate {
+                point: r.delta,
+                ci: r.ci,
+                units: r.units.0.min(r.units.1),
+            };
+            push(
+                &format!("{:?}Difference", r.metric),
+                r.metric.label(),
+                CurveKind::Difference,
+                name,
+                estimate,
+            );
+        }
+    }
+    for (name, rows) in &s.worth {
+        if let Some(w) = rows.iter().find(|w| w.metric == Headline::StaleWaitMs) {
+            push(
+                "WorthStaleWait",
+                "worth of the stale work after a block, sats a day",
+                CurveKind::Worth,
+                name,
+                Estimate {
+                    point: w.sats_per_day,
+                    ci: w.ci,
+                    units: 0,
+                },
+            );
+        }
+    }
+    for (name, c) in &s.conclusions {
+        push(
+            "WorthTotal",
+            "worth of what the protocol sets, sats a day (sum of the priced rows)",
+            CurveKind::Worth,
+            name,
+            Estimate {
+                point: c.worth_sats_per_day,
+                ci: None,
+                units: 0,
+            },
+        );
+    }
+    out
+}
+
+/// A side's own value of a headline metric, with its interval where the run has one.
+fn side_estimate(h: Headline, side: &crate::summary::SideSummary) -> Estimate {
+    let ci_pair = |p: Option<f64>, ci: Option<(f64, f64)>| Estimate {
+        point: p,
+        ci,
+        units: 0,
+    };
+    match h {
+        Headline::NewJobMs => Estimate::mean_of(&side.new_job_ms),
+        Headline::NewPrevhashJobMs => Estimate::mean_of(&side.new_prevhash_job_ms),
+        Headline::StaleWaitMs => Estimate::mean_of(&side.stale_wait_ms),
+        Headline::BlockPropagationMs => Estimate::mean_of(&side.block_propagation_ms),
+        Headline::TemplateValueSats => Estimate::mean_of(&side.template_value_sats),
+        Headline::StaleSharesPct => ci_pair(side.shares.stale_pct, side.shares.stale_pct_ci),
+        Headline::AcceptancePct => ci_pair(side.shares.acceptance_pct, None),
+        Headline::FarmTxBytesPerS => side.farm_rates.tx.clone(),
+        Headline::FarmRxBytesPerS => side.farm_rates.rx.clone(),
+    }
+}
+
+/// The side's pool's CPU per accepted share, in ms: its mean CPU (percent of a core) over
+/// the accepted shares a second. The share rate is counted, not estimated: the interval
+/// is the CPU's.
+fn pool_cpu_ms_per_share(s: &Summary, side: &crate::summary::SideSummary) -> Option<Estimate> {
+    let (_, pool) = side
+        .roles
+        .iter()
+        .find(|(role, _)| role.starts_with("pool-"))?;
+    let per_s = side.shares.accepted as f64 / s.duration_s;
+    (per_s > 0.0).then(|| scaled(&Estimate::mean_of(&pool.cpu_pct), 10.0 / per_s))
+}
+
+fn scaled(e: &Estimate, by: f64) -> Estimate {
+    Estimate {
+        point: e.point.map(|p| p * by),
+        ci: e.ci.map(|(lo, hi)| (lo * by, hi * by)),
+        units: e.units,
+    }
+}
+
+/// The runs of one point as one value and interval: one run as it is; several by the
+/// runs (mean, t interval over the runs), at least as wide as their own intervals
+/// combined.
+pub fn combine(estimates: &[Estimate]) -> (Option<f64>, Option<(f64, f64)>) {
+    let with: Vec<&Estimate> = estimates.iter().filter(|e| e.point.is_some()).collect();
+    match with.as_slice() {
+        [] => (None, None),
+        [one] => (one.point, one.ci),
+        many => {
+            let n = many.len() as f64;
+            let xs: Vec<f64> = many.iter().filter_map(|e| e.point).collect();
+            let mean = xs.iter().sum::<f64>() / n;
+            let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            let between = t975(n - 1.0) * sd / n.sqrt();
+            let within = (many.iter())
+                .map(|e| e.ci.map(|(lo, hi)| ((hi - lo) / 2.0).powi(2)))
+                .sum::<Option<f64>>()
+                .map(|s| s.sqrt() / n);
+            let half = within.map_or(between, |w| w.max(between));
+            (Some(mean), Some((mean - half, mean + half)))
+        }
+    }
+}
+
+/// A line per side and panel through its points.
+fn fits(points: &[CurvePoint]) -> Vec<Fit> {
+    let mut groups: Vec<(String, String)> = Vec::new();
+    for p in points {
+        let g = (p.side.clone(), p.panel.clone());
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    (groups.into_iter())
+        .filter_map(|(side, panel)| {
+            let xy: Vec<(f64, f64, Option<f64>)> = (points.iter())
+                .filter(|p| p.side == side && p.panel == panel)
+                .filter_map(|p| {
+                    let se = p.ci.map(|(lo, hi)| (hi - lo) / 2.0 / Z95);
+                    Some((p.x_value?, p.value?, se))
+                })
+                .collect();
+            let line = fit_line(&xy)?;
+            Some(Fit {
+                side,
+                panel,
+                ..line
+            })
+        })
+        .collect()
+}
+
+/// Weighted least squares of `(x, y, se of y)`; see the module's words.
+pub fn fit_line(points: &[(f64, f64, Option<f64>)]) -> Option<Fit> {
+    let n = points.len();
+    let known = points.iter().all(|p| p.2.is_some_and(|se| se > 0.0));
+    let w = |p: &(f64, f64, Option<f64>)| {
+        if known {
+            p.2.map_or(1.0, |se| 1.0 / (se * se))
+        } else {
+            1.0
+        }
+    };
+    let sw: f64 = points.iter().map(w).sum();
+    if n < 2 || sw <= 0.0 {
+        return None;
+    }
+    let xm = points.iter().map(|p| w(p) * p.0).sum::<f64>() / sw;
+    let ym = points.iter().map(|p| w(p) * p.1).sum::<f64>() / sw;
+    let sxx: f64 = points.iter().map(|p| w(p) * (p.0 - xm).powi(2)).sum();
+    if sxx <= 0.0 {
+        return None; // every point at one x: no slope
+    }
+    let slope = points
+        .iter()
+        .map(|p| w(p) * (p.0 - xm) * (p.1 - ym))
+        .sum::<f64>()
+        / sxx;
+    let intercept = ym - slope * xm;
+    let residuals: Vec<(f64, f64)> = (points.iter())
+        .map(|p| (p.0, p.1 - intercept - slope * p.0))
+        .collect();
+    let df = n as f64 - 2.0;
+    let scatter = (points.iter().zip(&residuals))
+        .map(|(p, r)| w(p) * r.1 * r.1)
+        .sum::<f64>();
+    let half = if known {
+        // Known variances; more scatter than they allow widens the line's interval.
+        let phi = if df > 0.0 { scatter / df } else { 0.0 };
+        if phi > 1.0 {
+            Some(t975(df) * (phi / sxx).sqrt())
+        } else {
+            Some(Z95 * (1.0 / sxx).sqrt())
+        }
+    } else {
+        (df > 0.0).then(|| t975(df) * (scatter / df / sxx).sqrt())
+    };
+    Some(Fit {
+        side: String::new(),
+        panel: String::new(),
+        intercept,
+        slope,
+        slope_ci: half.map(|h| (slope - h, slope + h)),
+        points: n,
+        residuals,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-3
+    }
+
+    /// Worked by hand: (0, 1) and (10, 6), each +-1 (se 1): slope 0.5, intercept 1;
+    /// the weighted spread of x is 25 + 25 = 50, so the slope's se is sqrt(1/50) =
+    /// 0.14142 and its interval 0.5 +- 1.96 x 0.14142 = [0.2228, 0.7772].
+    #[test]
+    fn two_points_with_intervals_give_a_slope_with_one() {
+        let f = fit_line(&[(0.0, 1.0, Some(1.0)), (10.0, 6.0, Some(1.0))]).unwrap();
+        assert!(close(f.slope, 0.5) && close(f.intercept, 1.0), "{f:?}");
+        let (lo, hi) = f.slope_ci.unwrap();
+        assert!(close(lo, 0.2228) && close(hi, 0.7772), "{lo} {hi}");
+        assert!(f.residuals.iter().all(|r| r.1.abs() < 1e-9));
+    }
+
+    /// Worked by hand, no intervals: (0, 0), (1, 1), (2, 3). Mean x 1, mean y 4/3,
+    /// Sxx 2, Sxy 3: slope 1.5, intercept -1/6; residuals 1/6, -1/3, 1/6 (sum of squares
+    /// 1/6), s^2 = 1/6 on 1 df, se = sqrt(1/12) = 0.28868, t(1) 12.706: +-3.6679.
+    #[test]
+    fn three_points_without_intervals_take_the_residuals_spread() {
+        let f = fit_line(&[(0.0, 0.0, None), (1.0, 1.0, None), (2.0, 3.0, None)]).unwrap();
+        assert!(
+            close(f.slope, 1.5) && close(f.intercept, -1.0 / 6.0),
+            "{f:?}"
+        );
+        let (lo, hi) = f.slope_ci.unwrap();
+        assert!(
+            close(lo, 1.5 - 3.6679) && close(hi, 1.5 + 3.6679),
+            "{lo} {hi}"
+        );
+        assert!(close(f.residuals[1].1, -1.0 / 3.0));
+        // Two points and no intervals: a slope, and nothing to say how sure it is.
+        let two = fit_line(&[(0.0, 0.0, None), (1.0, 1.0, None)]).unwrap();
+        assert_eq!(two.slope_ci, None);
+        // One x only: no line.
+        assert!(fit_line(&[(5.0, 0.0, None), (5.0, 1.0, None)]).is_none());
+    }
+
+    /// Scatter beyond the points' intervals widens the slope's: (0, 0), (1, 3), (2, 2),
+    /// each se 0.1 (weights 100). Slope 1, intercept 1; residuals -1, 1, -1 (weighted
+    /// sum of squares 300 on 1 df: phi 300); Sxx = 100 x 2 = 200, so the se is
+    /// sqrt(300 / 200) = 1.2247 and the half-width t(1) x 1.2247 = 15.562.
+    #[test]
+    fn scatter_beyond_the_intervals_widens_the_slope() {
+        let f = fit_line(&[
+            (0.0, 0.0, Some(0.1)),
+            (1.0, 3.0, Some(0.1)),
+            (2.0, 2.0, Some(0.1)),
+        ])
+        .unwrap();
+        assert!(close(f.slope, 1.0) && close(f.intercept, 1.0), "{f:?}");
+        let (lo, hi) = f.slope_ci.unwrap();
+        assert!(
+            close(hi - 1.0, 15.562) && close(1.0 - lo, 15.562),
+            "{lo} {hi}"
+        );
+    }
+
+    /// Three runs of a point, 10, 12 and 14, each +-1: mean 12, sd 2, t(2) 4.303 x 2 /
+    /// sqrt 3 = 4.9686 over the runs, wider than their own intervals combined (sqrt 3 / 3
+    /// = 0.577): [7.0314, 16.9686]. One run keeps its own interval.
+    #[test]
+    fn repeats_are_the_units_of_a_point() {
+        let e = |p: f64| Estimate {
+            point: Some(p),
+            ci: Some((p - 1.0, p + 1.0)),
+            units: 10,
+        };
+        let (v, ci) = combine(&[e(10.0), e(12.0), e(14.0)]);
+        assert!(close(v.unwrap(), 12.0));
+        let (lo, hi) = ci.unwrap();
+        assert!(close(lo, 7.0314) && close(hi, 16.9686), "{lo} {hi}");
+        // Runs that agree exactly still carry their own precision: sqrt(2) / 2 = 0.7071.
+        let (_, ci) = combine(&[e(5.0), e(5.0)]);
+        let (lo, hi) = ci.unwrap();
+        assert!(
+            close(hi - 5.0, 0.7071) && close(5.0 - lo, 0.7071),
+            "{lo} {hi}"
+        );
+        assert_eq!(combine(&[e(3.0)]), (Some(3.0), Some((2.0, 4.0))));
+        assert_eq!(combine(&[]), (None, None));
+    }
+}

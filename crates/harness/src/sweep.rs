@@ -1,0 +1,388 @@
+//! A sweep's plan: which scenario keys vary over which values, crossed (a grid) or
+//! paired (`zip`), each point run `repeat` times with its own seed. Every point is checked
+//! as the scenario it will run before anything runs, so a key the scenario has no field
+//! for, or a value the field cannot take, is an error naming both up front.
+
+use crate::scenario::Scenario;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The value of a `roles.<role>.command` key (and of `release`) that means the pinned SRI
+/// build linked into stratum-bench.
+pub const BUILTIN: &str = "builtin";
+
+/// The pseudo-key of a whole release: a directory of pre-built SRI binaries (or
+/// `builtin`), which sets `roles.<role>.command` for each binary the directory holds.
+pub const RELEASE_KEY: &str = "release";
+
+/// The SRI binaries a release directory may hold, by the role they run.
+const RELEASE_BINARIES: [(&str, &str); 3] = [
+    ("pool", "pool_sv2"),
+    ("translator", "translator_sv2"),
+    ("jdc", "jd_client_sv2"),
+];
+
+/// The most runs a sweep may start: a sweep is a benchmark bounded in count and time.
+pub const MAX_RUNS: usize = 1_000;
+
+/// One varied key and its values, as `--set` takes them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Vary {
+    pub key: String,
+    pub values: Vec<String>,
+}
+
+impl Vary {
+    /// `KEY=V1,V2,...` as `--vary` gives it.
+    pub fn parse(arg: &str) -> Result<Vary> {
+        let (key, list) = arg.split_once('=').with_context(|| {
+            format!("--vary {arg:?}: expected KEY=V1,V2,... (link.rtt_ms=10,100)")
+        })?;
+        let key = key.trim().to_string();
+        let values: Vec<String> = list
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect();
+        Vary::new(key, values)
+    }
+
+    fn new(key: String, values: Vec<String>) -> Result<Vary> {
+        if key.is_empty() {
+            bail!("--vary: a key is empty (KEY=V1,V2: link.rtt_ms=10,100)");
+        }
+        if values.is_empty() {
+            bail!("--vary {key}: no values (give one or more, comma-separated)");
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = values.iter().find(|v| !seen.insert(v.as_str())) {
+            bail!("--vary {key}: {twice:?} is given twice");
+        }
+        Ok(Vary { key, values })
+    }
+
+    /// The key is a numeric quantity (every value a number): curves get a fitted line.
+    pub fn numeric(&self) -> bool {
+        self.values.iter().all(|v| v.parse::<f64>().is_ok())
+    }
+}
+
+/// What a scenario file's `[sweep]` table says (`scenarios/sweep-rtt.toml`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSection {
+    /// `[[sweep.vary]] key = "link.rtt_ms"  values = [10, 50, 100]`.
+    #[serde(default)]
+    pub vary: Vec<VarySection>,
+    /// Pair the lists value by value instead of crossing them.
+    #[serde(default)]
+    pub zip: bool,
+    /// Runs per point, each with its own seed.
+    #[serde(default)]
+    pub repeat: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VarySection {
+    pub key: String,
+    pub values: Vec<toml::Value>,
+}
+
+impl VarySection {
+    fn to_vary(&self) -> Result<Vary> {
+        let values = (self.values.iter())
+            .map(|v| match v {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        Vary::new(self.key.clone(), values).with_context(|| "scenario field `sweep.vary`")
+    }
+}
+
+/// The whole plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub vary: Vec<Vary>,
+    pub zip: bool,
+    pub repeat: u32,
+}
+
+/// One run of the sweep: a point's settings and which repeat of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointRun {
+    /// Its directory under the sweep's `points/`.
+    pub name: String,
+    /// Index of the point (the settings), repeats sharing it.
+    pub point: usize,
+    /// `(key, value)` in the plan's key order.
+    pub settings: Vec<(String, String)>,
+    pub repeat: u32,
+    /// The run's seed: the scenario's, plus the repeat.
+    pub seed: u64,
+}
+
+impl Plan {
+    /// The plan from `--vary` arguments, or else the scenario's `[sweep]` table; `repeat`
+    /// and `zip` from the command line win over the table's.
+    pub fn resolve(
+        args: &[String],
+        zip: bool,
+        repeat: Option<u32>,
+        section: Option<&SweepSection>,
+    ) -> Result<Plan> {
+        let vary: Vec<Vary> = if args.is_empty() {
+            let section = section.filter(|s| !s.vary.is_empty()).context(
+                "nothing to vary: give --vary KEY=V1,V2 (link.rtt_ms=10,100), or a scenario with a [[sweep.vary]] table",
+            )?;
+            section
+                .vary
+                .iter()
+                .map(VarySection::to_vary)
+                .collect::<Result<_>>()?
+        } else {
+            args.iter().map(|a| Vary::parse(a)).collect::<Result<_>>()?
+        };
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = vary.iter().find(|v| !seen.insert(v.key.as_str())) {
+            bail!("--vary {}: the key is varied twice", twice.key);
+        }
+        let zip = zip || section.is_some_and(|s| s.zip);
+        if zip {
+            if let Some(other) = vary.iter().find(|v| v.values.len() != vary[0].values.len()) {
+                bail!(
+                    "--zip pairs the lists value by value: {} has {} values, {} has {}",
+                    vary[0].key,
+                    vary[0].values.len(),
+                    other.key,
+                    other.values.len()
+                );
+            }
+        }
+        let repeat = repeat.or(section.and_then(|s| s.repeat)).unwrap_or(1);
+        if repeat == 0 {
+            bail!("--repeat: at least 1 run a point");
+        }
+        let plan = Plan { vary, zip, repeat };
+        let runs = plan.settings().len() * repeat as usize;
+        if runs > MAX_RUNS {
+            bail!("the sweep would start {runs} runs; at most {MAX_RUNS} (fewer values, or fewer repeats)");
+        }
+        Ok(plan)
+    }
+
+    /// Every point's settings: the grid of the values, or the lists paired.
+    pub fn settings(&self) -> Vec<Vec<(String, String)>> {
+        if self.zip {
+            return (0..self.vary[0].values.len())
+                .map(|i| {
+                    (self.vary.iter())
+                        .map(|v| (v.key.clone(), v.values[i].clone()))
+                        .collect()
+                })
+                .collect();
+        }
+        let mut grid: Vec<Vec<(String, String)>> = vec![Vec::new()];
+        for v in &self.vary {
+            grid = grid
+                .into_iter()
+                .flat_map(|point| {
+                    v.values.iter().map(move |value| {
+                        let mut p = point.clone();
+                        p.push((v.key.clone(), value.clone()));
+                        p
+                    })
+                })
+                .collect();
+        }
+        grid
+    }
+
+    /// Every run, points in order and each point's repeats together.
+    pub fn runs(&self, base_seed: u64) -> Vec<PointRun> {
+        let mut runs = Vec::new();
+        for (point, settings) in self.settings().into_iter().enumerate() {
+            for repeat in 0..self.repeat {
+                let label: Vec<String> = (settings.iter())
+                    .map(|(k, v)| format!("{}={}", short_key(k), short_value(v)))
+                    .collect();
+                let mut name = format!("{point:03}-{}", sanitize(&label.join("-")));
+                if self.repeat > 1 {
+                    name.push_str(&format!("-r{repeat}"));
+                }
+                runs.push(PointRun {
+                    name,
+                    point,
+                    settings: settings.clone(),
+                    repeat,
+                    seed: base_seed.wrapping_add(u64::from(repeat)),
+                });
+            }
+        }
+        runs
+    }
+}
+
+impl PointRun {
+    /// The `--set` overrides that make the scenario this run.
+    pub fn overrides(&self) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for (key, value) in &self.settings {
+            out.extend(set_of(key, value)?);
+        }
+        out.push(format!("seed={}", self.seed));
+        Ok(out)
+    }
+
+    /// "link.rtt_ms=100, miners.count=10".
+    pub fn label(&self) -> String {
+        (self.settings.iter())
+            .map(|(k, v)| format!("{k}={}", short_value(v)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The `--set` overrides of one setting: a string where the scenario wants one is quoted;
+/// `builtin` leaves an SRI role's command unset; `release` expands to its directory's
+/// binaries.
+fn set_of(key: &str, value: &str) -> Result<Vec<String>> {
+    let quoted = |v: &str| format!("{}", toml::Value::String(v.to_string()));
+    if key == RELEASE_KEY {
+        if value == BUILTIN {
+            return Ok(Vec::new());
+        }
+        let dir = Path::new(value);
+        let sets: Vec<String> = (RELEASE_BINARIES.iter())
+            .filter(|(_, bin)| dir.join(bin).is_file())
+            .map(|(role, bin)| {
+                let path = dir.join(bin).display().to_string();
+                format!("roles.{role}.command={}", quoted(&path))
+            })
+            .collect();
+        if sets.is_empty() {
+            bail!(
+                "--vary release={value}: the directory holds none of {:?} (or give {BUILTIN:?} for the pinned build)",
+                RELEASE_BINARIES.map(|(_, bin)| bin)
+            );
+        }
+        return Ok(sets);
+    }
+    if key.starts_with("roles.") && key.ends_with(".command") {
+        if value == BUILTIN {
+            return Ok(Vec::new());
+        }
+        return Ok(vec![format!("{key}={}", quoted(value))]);
+    }
+    Ok(vec![format!("{key}={value}")])
+}
+
+/// Checks every run of `plan` as the scenario it will be, before anything runs.
+pub fn check(scenario: &Path, plan: &Plan, extra: &[String]) -> Result<()> {
+    let text = std::fs::read_to_string(scenario)
+        .with_context(|| format!("cannot read scenario {}", scenario.display()))?;
+    for run in plan.runs(0).iter().filter(|r| r.repeat == 0) {
+        let mut overrides = extra.to_vec();
+        overrides.extend(run.overrides()?);
+        Scenario::parse(&text, scenario, &overrides)
+            .with_context(|| format!("--vary {}: this point is not a valid scenario", run.label()))?;
+    }
+    Ok(())
+}
+
+fn short_key(key: &str) -> &str {
+    key.rsplit('.').next().unwrap_or(key)
+}
+
+/// A path is named by its last parts (a release's directory and binary).
+fn short_value(value: &str) -> String {
+    let parts: Vec<&str> = value.split('/').filter(|p| !p.is_empty()).collect();
+    if parts.len() > 2 {
+        parts[parts.len() - 2..].join("/")
+    } else {
+        value.to_string()
+    }
+}
+
+/// A directory name of letters, digits, `.`, `_`, `-` and `=`, at most 60 characters.
+fn sanitize(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-=".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(60)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(args: &[&str], zip: bool, repeat: Option<u32>) -> Result<Plan> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Plan::resolve(&args, zip, repeat, None)
+    }
+
+    #[test]
+    fn a_grid_crosses_the_values_and_zip_pairs_them() {
+        let p = plan(&["link.rtt_ms=10,100", "miners.count=2,4,8"], false, None).unwrap();
+        let s = p.settings();
+        assert_eq!(s.len(), 6);
+        assert_eq!(
+            s[1],
+            vec![
+                ("link.rtt_ms".into(), "10".into()),
+                ("miners.count".into(), "4".into())
+            ]
+        );
+        let z = plan(&["link.rtt_ms=10,100", "miners.count=2,4"], true, None).unwrap();
+        assert_eq!(z.settings().len(), 2);
+        assert_eq!(z.settings()[1][1].1, "4");
+        let err = plan(&["link.rtt_ms=10,100", "miners.count=2,4,8"], true, None).unwrap_err();
+        assert!(err.to_string().contains("miners.count has 3"), "{err}");
+    }
+
+    #[test]
+    fn repeats_get_their_own_seeds_and_directories() {
+        let p = plan(&["link.rtt_ms=10,100"], false, Some(3)).unwrap();
+        let runs = p.runs(7);
+        assert_eq!(runs.len(), 6);
+        assert_eq!(runs[4].name, "001-rtt_ms=100-r1");
+        assert_eq!(runs[4].seed, 8);
+        assert_eq!(runs[4].overrides().unwrap(), ["link.rtt_ms=100", "seed=8"]);
+    }
+
+    #[test]
+    fn bad_vary_arguments_are_named() {
+        for (arg, says) in [
+            ("link.rtt_ms=", "no values"),
+            ("link.rtt_ms", "expected KEY=V1"),
+            ("=1,2", "a key is empty"),
+            ("link.rtt_ms=1,1", "given twice"),
+        ] {
+            let err = plan(&[arg], false, None).unwrap_err().to_string();
+            assert!(err.contains(says), "{arg}: {err}");
+        }
+        let err = plan(&["link.rtt_ms=1", "link.rtt_ms=2"], false, None).unwrap_err();
+        assert!(err.to_string().contains("varied twice"), "{err}");
+        let err = plan(&["link.rtt_ms=1"], false, Some(0)).unwrap_err();
+        assert!(err.to_string().contains("at least 1"), "{err}");
+    }
+
+    #[test]
+    fn builtin_leaves_a_role_alone_and_a_command_is_quoted() {
+        assert!(set_of("roles.pool.command", "builtin").unwrap().is_empty());
+        assert_eq!(
+            set_of("roles.pool.command", "/opt/b/pool_sv2").unwrap(),
+            [r#"roles.pool.command="/opt/b/pool_sv2""#]
+        );
+        let err = set_of(RELEASE_KEY, "/nonexistent").unwrap_err();
+        assert!(err.to_string().contains("pool_sv2"), "{err}");
+    }
+}

@@ -1,0 +1,464 @@
+//! A sweep's report: `sweep.md`, `sweep.html` (a chart per metric, a curve per side with
+//! its 95% band, small multiples for a second key), `points.csv` and `fits.csv`, and the
+//! curves written into `sweep.json`. The curves and fits come from `analysis::sweep`,
+//! the release comparison from `analysis::compare`: this draws and words them.
+
+use crate::compare::Comparison;
+use crate::document::{Block, Document, Section};
+use crate::run_data::RunData;
+use crate::svg::{band_chart, Series};
+use analysis::manifest::SUMMARY_FILE;
+use analysis::sweep::{
+    analyse, CurveKind, Curves, Fit, RunStatus, SweepAnalysis, SweepRecord, SweepRun, POINTS_DIR,
+    SWEEP_FILE,
+};
+use analysis::Summary;
+use anyhow::{Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Runs a release comparison judges by run needs this many a side to call a difference
+/// significant.
+const RELEASE_RUNS: u32 = 5;
+
+/// Reads `sweep.json` in `dir`, computes the curves from the finished runs, writes them
+/// back into it, and writes the report files; returns their paths.
+pub fn write(dir: &Path) -> Result<Vec<PathBuf>> {
+    let path = dir.join(SWEEP_FILE);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "no sweep at {} (stratum-bench sweep writes one)",
+            path.display()
+        )
+    })?;
+    let mut record: SweepRecord = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a sweep record", path.display()))?;
+    let mut problems = Vec::new();
+    let mut loaded: Vec<(usize, Summary)> = Vec::new();
+    for (i, run) in record.runs.iter().enumerate() {
+        if run.status != RunStatus::Done {
+            continue;
+        }
+        let file = dir.join(POINTS_DIR).join(&run.name).join(SUMMARY_FILE);
+        match std::fs::read_to_string(&file)
+            .map_err(anyhow::Error::from)
+            .and_then(|t| Ok(serde_json::from_str::<Summary>(&t)?))
+        {
+            Ok(s) => loaded.push((i, s)),
+            Err(e) => problems.push(format!("{}: {e:#}", file.display())),
+        }
+    }
+    let runs: Vec<SweepRun> = (loaded.iter())
+        .map(|(i, summary)| SweepRun {
+            settings: &record.runs[*i].settings,
+            summary,
+        })
+        .collect();
+    let analysis = analyse(&record.keys, &runs);
+    record.analysis = Some(analysis.clone());
+    let tmp = dir.join(format!("{SWEEP_FILE}.tmp"));
+    std::fs::write(&tmp, serde_json::to_string_pretty(&record)? + "\n")?;
+    std::fs::rename(&tmp, &path)?;
+
+    let mut doc = document(&record, &analysis, &problems);
+    let mut files = Vec::new();
+    if let Some((section, comparisons)) = releases(dir, &record)? {
+        doc.sections.push(section);
+        files.push((
+            "releases.json",
+            serde_json::to_string_pretty(&comparisons)? + "\n",
+        ));
+    }
+    files.extend([
+        ("sweep.md", doc.to_markdown()),
+        ("sweep.html", doc.to_html()),
+        ("points.csv", points_csv(&analysis)),
+        ("fits.csv", fits_csv(&analysis)),
+    ]);
+    let mut written = vec![path];
+    for (name, content) in files {
+        let out = dir.join(name);
+        std::fs::write(&out, content).with_context(|| format!("cannot write {}", out.display()))?;
+        written.push(out);
+    }
+    Ok(written)
+}
+
+fn document(record: &SweepRecord, a: &SweepAnalysis, problems: &[String]) -> Document {
+    let count = |s: RunStatus| record.runs.iter().filter(|r| r.status == s).count();
+    let w = &record.worth;
+    let mut head = vec![
+        Block::Para(format!(
+            "{} varied over {}; {} point(s), {} run(s) each ({} in all): {} done, {} failed, {} not run. Each run {:.0} s of warm-up and measurement.",
+            record.keys.join(" and "),
+            (record.keys.iter().zip(&record.values))
+                .map(|(k, v)| format!("{k} = {}", v.join(", ")))
+                .collect::<Vec<_>>()
+                .join("; "),
+            record.runs.len() / record.repeat.max(1) as usize,
+            record.repeat,
+            record.runs.len(),
+            count(RunStatus::Done),
+            count(RunStatus::Failed),
+            count(RunStatus::Pending) + count(RunStatus::Interrupted),
+            record.run_s,
+        )),
+        Block::Para(format!(
+            "Worth, set once for the sweep: a {} farm on a {} network, priced at {:.0} s blocks, a block worth {}. The stale work's worth is physics (a wait of t ms after every block costs t / {:.0} of the farm's revenue); the hashrates and block value are these assumptions.",
+            analysis::worth::hashrate_label(w.farm_hashrate),
+            analysis::worth::hashrate_label(w.network_hashrate),
+            w.block_interval_s,
+            w.block_value_sats.map_or("the run's network templates' value".into(), |v| format!("{v:.0} sats")),
+            w.block_interval_s * 1e3,
+        )),
+        Block::Table {
+            head: ["run", "setting", "seed", "status", "wall s", "error"].map(String::from).to_vec(),
+            rows: (record.runs.iter())
+                .map(|r| {
+                    vec![
+                        r.name.clone(),
+                        (r.settings.iter()).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "),
+                        r.seed.to_string(),
+                        format!("{:?}", r.status).to_lowercase(),
+                        r.wall_s.map_or("-".into(), |s| format!("{s:.0}")),
+                        r.error.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect(),
+        },
+    ];
+    for p in problems {
+        head.push(Block::Note(format!("unreadable run: {p}")));
+    }
+    let mut sections = vec![Section {
+        title: "What was swept".into(),
+        blocks: head,
+    }];
+    if a.numeric {
+        sections.push(slopes(a));
+    } else if !a.curves.is_empty() {
+        sections.push(Section {
+            title: "Along the x axis".into(),
+            blocks: vec![Block::Para(format!(
+                "{} is not a number: the charts place its values in order, {}.",
+                a.key,
+                categories(a)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| format!("{i} = {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))],
+        });
+    }
+    for (kind, title) in [
+        (CurveKind::Side, "Each side".to_string()),
+        (
+            CurveKind::Difference,
+            format!("Each side against {}", a.baseline),
+        ),
+        (CurveKind::Worth, "Worth in sats a day".to_string()),
+        (
+            CurveKind::Scale,
+            "At scale: per miner and per share".to_string(),
+        ),
+    ] {
+        let blocks: Vec<Block> = (a.curves.iter())
+            .filter(|c| c.kind == kind)
+            .flat_map(|c| curve_blocks(a, c))
+            .collect();
+        if !blocks.is_empty() {
+            sections.push(Section { title, blocks });
+        }
+    }
+    Document {
+        title: format!("stratum-bench sweep: {}", record.name),
+        subtitle: format!("scenario {}", record.scenario),
+        sections,
+    }
+}
+
+/// The values of the x key in order.
+fn categories(a: &SweepAnalysis) -> Vec<String> {
+    let mut xs: Vec<String> = Vec::new();
+    for p in a.curves.iter().flat_map(|c| &c.points) {
+        if !xs.contains(&p.x) {
+            xs.push(p.x.clone());
+        }
+    }
+    xs
+}
+
+fn slopes(a: &SweepAnalysis) -> Section {
+    let rows: Vec<Vec<String>> = (a.curves.iter())
+        .filter(|c| c.kind != CurveKind::Worth)
+        .flat_map(|c| c.fits.iter().map(move |f| (c, f)))
+        .map(|(c, f)| {
+            vec![
+                format!("{}{}", c.label, kind_suffix(c.kind, &a.baseline)),
+                f.side.clone(),
+                f.panel.clone(),
+                value(Some(f.slope), f.slope_ci),
+                value(Some(f.intercept), None),
+                f.points.to_string(),
+                value(largest_residual(f), None),
+            ]
+        })
+        .collect();
+    Section {
+        title: format!("Slopes against {}", a.key),
+        blocks: vec![
+            Block::Para(format!(
+                "Each side's points fitted as a line, value = intercept + slope x {}: weighted by each point's interval, the slope's 95% interval from those weights, widened when the points scatter about the line more than their intervals allow. A slope whose interval holds 0 is flat. With only the link's round trip varied, a job that crosses the link once grows by half of it (slope 0.5); one made at the farm does not grow.",
+                a.key
+            )),
+            Block::Table {
+                head: ["metric", "side", "panel", "slope [95%]", "intercept", "points", "largest residual"]
+                    .map(String::from)
+                    .to_vec(),
+                rows,
+            },
+        ],
+    }
+}
+
+fn kind_suffix(kind: CurveKind, baseline: &str) -> String {
+    match kind {
+        CurveKind::Difference => format!(" (against {baseline})"),
+        _ => String::new(),
+    }
+}
+
+fn largest_residual(f: &Fit) -> Option<f64> {
+    (f.residuals.iter())
+        .map(|r| r.1)
+        .max_by(|x, y| x.abs().total_cmp(&y.abs()))
+}
+
+/// A chart per panel and a table of the points.
+fn curve_blocks(a: &SweepAnalysis, c: &Curves) -> Vec<Block> {
+    let xs = categories(a);
+    let x_of = |p: &analysis::sweep::CurvePoint| {
+        if a.numeric {
+            p.x_value.unwrap_or_default()
+        } else {
+            xs.iter().position(|x| *x == p.x).unwrap_or_default() as f64
+        }
+    };
+    let mut panels: Vec<String> = Vec::new();
+    let mut sides: Vec<String> = Vec::new();
+    for p in &c.points {
+        if !panels.contains(&p.panel) {
+            panels.push(p.panel.clone());
+        }
+        if !sides.contains(&p.side) {
+            sides.push(p.side.clone());
+        }
+    }
+    let title = format!("{}{}", c.label, kind_suffix(c.kind, &a.baseline));
+    let mut blocks = Vec::new();
+    for panel in &panels {
+        let mut series = Vec::new();
+        let mut bands = Vec::new();
+        for side in &sides {
+            let mine: Vec<_> = (c.points.iter())
+                .filter(|p| p.side == *side && p.panel == *panel && p.value.is_some())
+                .collect();
+            series.push(Series {
+                name: side.clone(),
+                points: mine
+                    .iter()
+                    .map(|p| (x_of(p), p.value.unwrap_or_default()))
+                    .collect(),
+            });
+            bands.push(
+                (mine.iter())
+                    .filter_map(|p| p.ci.map(|(lo, hi)| (x_of(p), lo, hi)))
+                    .collect(),
+            );
+        }
+        let chart_title = if panel.is_empty() {
+            title.clone()
+        } else {
+            format!("{title}, {panel}")
+        };
+        blocks.push(Block::Chart {
+            svg: band_chart(&chart_title, &a.key, &c.label, &series, &bands),
+            title: chart_title,
+        });
+    }
+    let mut head = vec![a.key.clone()];
+    if panels.len() > 1 {
+        head.push("panel".into());
+    }
+    head.extend(sides.iter().cloned());
+    let mut rows = Vec::new();
+    for panel in &panels {
+        for x in &xs {
+            let mut row = vec![x.clone()];
+            if panels.len() > 1 {
+                row.push(panel.clone());
+            }
+            for side in &sides {
+                let p =
+                    (c.points.iter()).find(|p| p.side == *side && p.panel == *panel && p.x == *x);
+                row.push(p.map_or("-".into(), |p| {
+                    let v = value(p.value, p.ci);
+                    if p.runs > 1 {
+                        format!("{v} ({} runs)", p.runs)
+                    } else {
+                        v
+                    }
+                }));
+            }
+            rows.push(row);
+        }
+    }
+    blocks.push(Block::Para(format!(
+        "{title}: each point's value and 95% interval."
+    )));
+    blocks.push(Block::Table { head, rows });
+    blocks
+}
+
+/// A value with its interval, to three significant figures or to whole units.
+fn value(v: Option<f64>, ci: Option<(f64, f64)>) -> String {
+    let Some(v) = v else {
+        return "-".into();
+    };
+    let scale = [v, ci.map_or(v, |c| c.0), ci.map_or(v, |c| c.1)]
+        .iter()
+        .fold(0.0_f64, |m, x| m.max(x.abs()));
+    let places = if scale >= 100.0 {
+        0
+    } else if scale >= 1.0 {
+        2
+    } else {
+        4
+    };
+    match ci {
+        Some((lo, hi)) => format!("{v:.places$} [{lo:.places$}, {hi:.places$}]"),
+        None => format!("{v:.places$}"),
+    }
+}
+
+fn points_csv(a: &SweepAnalysis) -> String {
+    let mut out = String::from("metric,kind,side,panel,key,x,value,ci_low,ci_high,runs\n");
+    let f = |x: Option<f64>| x.map_or(String::new(), |v| v.to_string());
+    for c in &a.curves {
+        for p in &c.points {
+            out.push_str(&format!(
+                "{},{:?},{},{},{},{},{},{},{},{}\n",
+                c.metric,
+                c.kind,
+                p.side,
+                csv_field(&p.panel),
+                a.key,
+                csv_field(&p.x),
+                f(p.value),
+                f(p.ci.map(|c| c.0)),
+                f(p.ci.map(|c| c.1)),
+                p.runs
+            ));
+        }
+    }
+    out
+}
+
+fn fits_csv(a: &SweepAnalysis) -> String {
+    let mut out = String::from(
+        "metric,kind,side,panel,slope,slope_ci_low,slope_ci_high,intercept,points,residuals\n",
+    );
+    for c in &a.curves {
+        for f in &c.fits {
+            out.push_str(&format!(
+                "{},{:?},{},{},{},{},{},{},{},{}\n",
+                c.metric,
+                c.kind,
+                f.side,
+                csv_field(&f.panel),
+                f.slope,
+                f.slope_ci.map_or(String::new(), |c| c.0.to_string()),
+                f.slope_ci.map_or(String::new(), |c| c.1.to_string()),
+                f.intercept,
+                f.points,
+                (f.residuals.iter())
+                    .map(|(x, r)| format!("{x}:{r}"))
+                    .collect::<Vec<_>>()
+                    .join(";")
+            ));
+        }
+    }
+    out
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// Release against release, when the sweep's one key is a release or an SRI role's
+/// command: each value's runs against the first value's, every metric's centiles and the
+/// difference with its interval, CPU and memory per role.
+fn releases(dir: &Path, record: &SweepRecord) -> Result<Option<(Section, Vec<Comparison>)>> {
+    let [key] = record.keys.as_slice() else {
+        return Ok(None);
+    };
+    if !(key == "release" || (key.starts_with("roles.") && key.ends_with(".command"))) {
+        return Ok(None);
+    }
+    let mut by_value: BTreeMap<usize, Vec<RunData>> = BTreeMap::new();
+    for r in record.runs.iter().filter(|r| r.status == RunStatus::Done) {
+        let run = RunData::load(&dir.join(POINTS_DIR).join(&r.name))?;
+        by_value.entry(r.point).or_default().push(run);
+    }
+    let mut blocks = vec![Block::Para(format!(
+        "Each release against the first, {} = {}: every latency's centiles, role CPU and memory and bandwidth, the difference of means with its 95% interval and whether it survives false discovery rate control. With {RELEASE_RUNS} runs or more a release, the runs are the units and the table judges the releases; with fewer it judges these runs only.",
+        key,
+        record.values[0].first().map_or("-", String::as_str)
+    ))];
+    if record.repeat < RELEASE_RUNS {
+        blocks.push(Block::Note(format!(
+            "{} run(s) a release: below {RELEASE_RUNS}, a role's CPU and memory are one unit a run and never significant; run with --repeat {RELEASE_RUNS} to judge the releases.",
+            record.repeat
+        )));
+    }
+    let Some(base) = by_value.get(&0) else {
+        blocks.push(Block::Note(
+            "the first release has no finished run: nothing to compare against".into(),
+        ));
+        let section = Section {
+            title: "Release against release".into(),
+            blocks,
+        };
+        return Ok(Some((section, Vec::new())));
+    };
+    let mut comparisons = Vec::new();
+    for (point, runs) in by_value.iter().filter(|(p, _)| **p != 0) {
+        let c = crate::compare::compare(base, runs)?;
+        let flagged = c
+            .metrics
+            .iter()
+            .filter(|m| m.delta.as_ref().is_some_and(|d| d.significant))
+            .count();
+        blocks.push(Block::Para(format!(
+            "{} = {} against the first: {} metric(s), {flagged} significantly different ({}).",
+            key,
+            record.values[0].get(*point).map_or("-", String::as_str),
+            c.metrics.len(),
+            c.scope.says()
+        )));
+        for s in c.document().sections {
+            blocks.extend(s.blocks);
+        }
+        comparisons.push(c);
+    }
+    let section = Section {
+        title: "Release against release".into(),
+        blocks,
+    };
+    Ok(Some((section, comparisons)))
+}
