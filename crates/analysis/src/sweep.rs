@@ -534,9 +534,11 @@ mod tests {
     }
 
     /// Scatter beyond the points' intervals widens the slope's: (0, 0), (1, 3), (2, 2),
-    /// each se 0.1 (weights 100). Slope 1, intercept 1; residuals -1, 1, -1 (weighted
-    /// sum of squares 300 on 1 df: phi 300); Sxx = 100 x 2 = 200, so the se is
-    /// sqrt(300 / 200) = 1.2247 and the half-width t(1) x 1.2247 = 15.562.
+    /// each se 0.1 (weights 100). Mean x 1, mean y 5/3; Sxx = 100 x 2 = 200, Sxy = 100 x
+    /// (5/3 + 1/3) = 200: slope 1, intercept 2/3; residuals -2/3, 4/3, -2/3 (weighted sum
+    /// of squares 100 x 24/9 = 266.67 on 1 df: phi 266.67), so the se is sqrt(266.67 /
+    /// 200) = 1.1547 and the half-width t(1) 12.706 x 1.1547 = 14.672, where the
+    /// intervals alone would give 1.96 x sqrt(1/200) = 0.139.
     #[test]
     fn scatter_beyond_the_intervals_widens_the_slope() {
         let f = fit_line(&[
@@ -545,10 +547,13 @@ mod tests {
             (2.0, 2.0, Some(0.1)),
         ])
         .unwrap();
-        assert!(close(f.slope, 1.0) && close(f.intercept, 1.0), "{f:?}");
+        assert!(
+            close(f.slope, 1.0) && close(f.intercept, 2.0 / 3.0),
+            "{f:?}"
+        );
         let (lo, hi) = f.slope_ci.unwrap();
         assert!(
-            close(hi - 1.0, 15.562) && close(1.0 - lo, 15.562),
+            close(hi - 1.0, 14.672) && close(1.0 - lo, 14.672),
             "{lo} {hi}"
         );
     }
@@ -567,13 +572,11 @@ mod tests {
         assert!(close(v.unwrap(), 12.0));
         let (lo, hi) = ci.unwrap();
         assert!(close(lo, 7.0314) && close(hi, 16.9686), "{lo} {hi}");
-        // Runs that agree exactly still carry their own precision: sqrt(2) / 2 = 0.7071.
+        // Runs that agree exactly still carry their own precision: sqrt(2) / 2.
         let (_, ci) = combine(&[e(5.0), e(5.0)]);
         let (lo, hi) = ci.unwrap();
-        assert!(
-            close(hi - 5.0, 0.7071) && close(5.0 - lo, 0.7071),
-            "{lo} {hi}"
-        );
+        let half = 2.0_f64.sqrt() / 2.0;
+        assert!(close(hi - 5.0, half) && close(5.0 - lo, half), "{lo} {hi}");
         assert_eq!(combine(&[e(3.0)]), (Some(3.0), Some((2.0, 4.0))));
         assert_eq!(combine(&[]), (None, None));
     }

@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 /// Held while a sweep writes into its directory.
 const LOCK_FILE: &str = "sweep.lock";
 
+/// Written into a run's directory when the run ended by itself with its summary: only
+/// then is it whole (a run stopped by Ctrl-C writes a summary of the time it had).
+const WHOLE_MARK: &str = "sweep-run-whole";
+
 /// CPUs one run needs to keep its roles apart from its miner fleets.
 const CPUS_PER_JOB: usize = 2;
 
@@ -183,7 +187,11 @@ pub async fn run(args: SweepArgs) -> Result<()> {
             let wall = r.started.elapsed().as_secs_f64();
             let run = &mut record.runs[r.index];
             run.wall_s = Some(wall);
-            run.status = status_on_disk(&dir.join(POINTS_DIR).join(&run.name));
+            let run_dir = dir.join(POINTS_DIR).join(&run.name);
+            if exit.success() && !stopping && run_dir.join(SUMMARY_FILE).is_file() {
+                std::fs::write(run_dir.join(WHOLE_MARK), "")?;
+            }
+            run.status = status_on_disk(&run_dir);
             if run.status != RunStatus::Done {
                 run.status = if stopping {
                     RunStatus::Interrupted
@@ -308,15 +316,12 @@ fn spawn_run(
     cmd.spawn().context("cannot start stratum-bench run")
 }
 
-/// Done when the run's directory holds a summary of a run that was not interrupted.
+/// Done when the run ended by itself and its summary is there.
 fn status_on_disk(run_dir: &Path) -> RunStatus {
-    let Ok(text) = std::fs::read_to_string(run_dir.join(SUMMARY_FILE)) else {
-        return RunStatus::Pending;
-    };
-    match serde_json::from_str::<serde_json::Value>(&text) {
-        Ok(s) if s["stopped"]["reason"] != "interrupted" => RunStatus::Done,
-        Ok(_) => RunStatus::Interrupted,
-        Err(_) => RunStatus::Pending,
+    if run_dir.join(WHOLE_MARK).is_file() && run_dir.join(SUMMARY_FILE).is_file() {
+        RunStatus::Done
+    } else {
+        RunStatus::Pending
     }
 }
 

@@ -286,8 +286,9 @@ pub fn check(scenario: &Path, plan: &Plan, extra: &[String]) -> Result<()> {
     for run in plan.runs(0).iter().filter(|r| r.repeat == 0) {
         let mut overrides = extra.to_vec();
         overrides.extend(run.overrides()?);
-        Scenario::parse(&text, scenario, &overrides)
-            .with_context(|| format!("--vary {}: this point is not a valid scenario", run.label()))?;
+        Scenario::parse(&text, scenario, &overrides).with_context(|| {
+            format!("--vary {}: this point is not a valid scenario", run.label())
+        })?;
     }
     Ok(())
 }
