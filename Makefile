@@ -3,7 +3,7 @@ CARGO ?= cargo
 CARGO_FLAGS := --release --locked
 RUN := $(CARGO) run $(CARGO_FLAGS) --quiet --bin stratum-bench --
 
-.PHONY: all deps build run test lint bench fuzz clean
+.PHONY: all deps build run test lint bench sweep-release fuzz clean
 
 all: build
 
@@ -50,6 +50,20 @@ fuzz: deps $(CARGO_FUZZ)
 
 bench: build
 	$(RUN) bench template --mempool 6000 --iterations 200
+
+# Release against release: SRI's pool_sv2 0.7.0 built again from crates.io (a second build
+# of the pinned version into the build cache: its default features and own lockfile, its
+# own binary) against the one linked into stratum-bench, five runs each of configuration
+# C (about 20 minutes on 2 cores).
+SRI_POOL_B := $(TOOLS_DIR)/sri-pool-0.7.0/bin/pool_sv2
+SWEEP_RELEASE_OUT ?= runs/sweep-release
+
+$(SRI_POOL_B):
+	$(CARGO) install pool_sv2 --version 0.7.0 --locked --root $(TOOLS_DIR)/sri-pool-0.7.0
+
+sweep-release: build $(SRI_POOL_B)
+	$(RUN) sweep scenarios/config-c.toml --repeat 5 --duration 60s --out $(SWEEP_RELEASE_OUT) \
+		--vary roles.pool.command=builtin,$(SRI_POOL_B)
 
 clean:
 	$(CARGO) clean

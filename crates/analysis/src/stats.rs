@@ -25,7 +25,7 @@ const RESAMPLES: usize = 2000;
 pub const MIN_UNITS: usize = 5;
 
 /// The normal quantile of a two-sided 95% interval.
-const Z95: f64 = 1.959_963_984_540_054;
+pub(crate) const Z95: f64 = 1.959_963_984_540_054;
 
 /// Batches a per-second series is cut into (fewer when it is short).
 const SERIES_BATCHES: usize = 10;

@@ -190,12 +190,14 @@ pub struct SideSummary {
     pub samples: LatencySamples,
 }
 
-/// The farm's link traffic, bytes per second, each direction and both together.
+/// Link traffic, bytes per second: the farm's each way (its node's modelled relay in, as
+/// the headline counts it) and what the pool's end carries both ways (the link alone).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FarmRates {
     pub tx: Estimate,
     pub rx: Estimate,
-    pub both: Estimate,
+    pub pool_both: Estimate,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -400,7 +402,11 @@ pub fn assemble(
                 farm_rates: FarmRates {
                     tx: series_mean(&farm_per_s.iter().map(|r| r.0).collect::<Vec<_>>()),
                     rx: series_mean(&farm_per_s.iter().map(|r| r.1).collect::<Vec<_>>()),
-                    both: series_mean(&farm_per_s.iter().map(|r| r.0 + r.1).collect::<Vec<_>>()),
+                    pool_both: series_mean(
+                        &(farm_rate_series(&link, None, window).iter())
+                            .map(|r| r.0 + r.1)
+                            .collect::<Vec<_>>(),
+                    ),
                 },
                 job_declaration: side
                     .job_declaration_role

@@ -16,13 +16,11 @@
 //! with the residuals' spread, which needs three points.
 
 use crate::headline::Headline;
-use crate::stats::{t975, Estimate};
+use crate::stats::{t975, Estimate, Z95};
 use crate::worth::WorthAssumptions;
 use crate::Summary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-const Z95: f64 = 1.959_963_984_540_054;
 
 /// The file in a sweep directory that holds its plan, each run's state and the curves.
 pub const SWEEP_FILE: &str = "sweep.json";
@@ -41,6 +39,16 @@ pub struct SweepRecord {
     pub values: Vec<Vec<String>>,
     pub zip: bool,
     pub repeat: u32,
+    /// A digest of the scenario file's text: a sweep goes on only with the same file.
+    #[serde(default)]
+    pub scenario_digest: String,
+    /// What every run is given beyond its point (`--set`, `--duration`, the worth flags):
+    /// a sweep goes on only with the same.
+    #[serde(default)]
+    pub common_args: Vec<String>,
+    /// Runs at once; above 1, each on 2 CPUs of its own, its fleets apart from its roles.
+    #[serde(default)]
+    pub jobs: usize,
     /// The scenario's duration and warm-up, as every point runs them (seconds).
     pub run_s: f64,
     /// One set for the whole sweep.
@@ -51,15 +59,25 @@ pub struct SweepRecord {
     pub analysis: Option<SweepAnalysis>,
 }
 
+/// One run of a sweep: a point's settings and which repeat of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointRun {
+    /// Its directory under the sweep's `points/`.
+    pub name: String,
+    /// Index of the point (the settings), repeats sharing it.
+    pub point: usize,
+    /// `(key, value)` in the plan's key order.
+    pub settings: Vec<(String, String)>,
+    pub repeat: u32,
+    /// The run's seed: the scenario's, plus the repeat.
+    pub seed: u64,
+}
+
 /// One run of the sweep and how it went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
-    /// Its directory under `points/`.
-    pub name: String,
-    pub point: usize,
-    pub settings: Vec<(String, String)>,
-    pub repeat: u32,
-    pub seed: u64,
+    #[serde(flatten)]
+    pub run: PointRun,
     pub status: RunStatus,
     /// Wall time of the run, when it ran in this sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,6 +145,8 @@ pub struct CurvePoint {
     pub value: Option<f64>,
     /// 95% interval; `None` when no run had one.
     pub ci: Option<(f64, f64)>,
+    /// Standard error of `value`, what a line through the points weighs it by.
+    pub se: Option<f64>,
     /// Runs behind the point.
     pub runs: usize,
 }
@@ -167,8 +187,9 @@ struct Reading {
     estimate: Estimate,
 }
 
-/// The sweep's curves from its finished runs; `keys` the varied keys in order.
-pub fn analyse(keys: &[String], runs: &[SweepRun]) -> SweepAnalysis {
+/// The sweep's curves from its finished runs; `keys` the varied keys in order. With
+/// `zip` the keys move together along one curve (no panels).
+pub fn analyse(keys: &[String], zip: bool, runs: &[SweepRun]) -> SweepAnalysis {
     let key = keys.first().cloned().unwrap_or_default();
     let x_of = |settings: &[(String, String)]| {
         (settings.iter())
@@ -178,7 +199,7 @@ pub fn analyse(keys: &[String], runs: &[SweepRun]) -> SweepAnalysis {
     };
     let panel_of = |settings: &[(String, String)]| {
         (settings.iter())
-            .filter(|(k, _)| *k != key)
+            .filter(|(k, _)| *k != key && !zip)
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(", ")
@@ -206,6 +227,11 @@ pub fn analyse(keys: &[String], runs: &[SweepRun]) -> SweepAnalysis {
         }
     }
     let numeric = !order.is_empty() && order.iter().all(|(_, x)| x.parse::<f64>().is_ok());
+    if numeric {
+        // Along the axis, whatever order the values were given in.
+        let at = |x: &str| x.parse::<f64>().unwrap_or_default();
+        order.sort_by(|a, b| a.0.cmp(&b.0).then(at(&a.1).total_cmp(&at(&b.1))));
+    }
     let curves = (metrics.into_iter())
         .map(|(metric, label, kind)| {
             let mut points = Vec::new();
@@ -223,14 +249,15 @@ pub fn analyse(keys: &[String], runs: &[SweepRun]) -> SweepAnalysis {
                     let Some(estimates) = grouped.get(&k) else {
                         continue;
                     };
-                    let (value, ci) = combine(estimates);
+                    let c = combine(estimates);
                     points.push(CurvePoint {
                         side: side.clone(),
                         panel: panel.clone(),
                         x: x.clone(),
                         x_value: x.parse().ok(),
-                        value,
-                        ci,
+                        value: c.value,
+                        ci: c.ci,
+                        se: c.se,
                         runs: estimates.iter().filter(|e| e.point.is_some()).count(),
                     });
                 }
@@ -277,13 +304,12 @@ fn readings(s: &Summary) -> Vec<Reading> {
             );
         }
         let miners = f64::from(side.miners.max(1));
-        let per_miner = side.farm_rates.both.clone();
         push(
-            "LinkBytesPerMiner",
-            "link bytes/s per miner (farm up + down, as the pool's end carries them)",
+            "PoolLinkBytesPerMiner",
+            "bytes/s per miner at the pool's end of the link (both ways)",
             CurveKind::Scale,
             name,
-            scaled(&per_miner, 1.0 / miners),
+            scaled(&side.farm_rates.pool_both, 1.0 / miners),
         );
         if let Some(cpu) = pool_cpu_ms_per_share(s, side) {
             push(
@@ -344,7 +370,7 @@ fn readings(s: &Summary) -> Vec<Reading> {
 
 /// A side's own value of a headline metric, with its interval where the run has one.
 fn side_estimate(h: Headline, side: &crate::summary::SideSummary) -> Estimate {
-    let ci_pair = |p: Option<f64>, ci: Option<(f64, f64)>| Estimate {
+    let counted = |p: Option<f64>, ci: Option<(f64, f64)>| Estimate {
         point: p,
         ci,
         units: 0,
@@ -355,8 +381,8 @@ fn side_estimate(h: Headline, side: &crate::summary::SideSummary) -> Estimate {
         Headline::StaleWaitMs => Estimate::mean_of(&side.stale_wait_ms),
         Headline::BlockPropagationMs => Estimate::mean_of(&side.block_propagation_ms),
         Headline::TemplateValueSats => Estimate::mean_of(&side.template_value_sats),
-        Headline::StaleSharesPct => ci_pair(side.shares.stale_pct, side.shares.stale_pct_ci),
-        Headline::AcceptancePct => ci_pair(side.shares.acceptance_pct, None),
+        Headline::StaleSharesPct => counted(side.shares.stale_pct, side.shares.stale_pct_ci),
+        Headline::AcceptancePct => counted(side.shares.acceptance_pct, None),
         Headline::FarmTxBytesPerS => side.farm_rates.tx.clone(),
         Headline::FarmRxBytesPerS => side.farm_rates.rx.clone(),
     }
@@ -382,26 +408,47 @@ fn scaled(e: &Estimate, by: f64) -> Estimate {
     }
 }
 
-/// The runs of one point as one value and interval: one run as it is; several by the
-/// runs (mean, t interval over the runs), at least as wide as their own intervals
-/// combined.
-pub fn combine(estimates: &[Estimate]) -> (Option<f64>, Option<(f64, f64)>) {
-    let with: Vec<&Estimate> = estimates.iter().filter(|e| e.point.is_some()).collect();
-    match with.as_slice() {
-        [] => (None, None),
-        [one] => (one.point, one.ci),
-        many => {
-            let n = many.len() as f64;
-            let xs: Vec<f64> = many.iter().filter_map(|e| e.point).collect();
+/// A point's value from its runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Combined {
+    pub value: Option<f64>,
+    pub ci: Option<(f64, f64)>,
+    pub se: Option<f64>,
+}
+
+/// The runs of one point as one value and interval: one run as it is (its 95% interval's
+/// half-width over 1.96 as its standard error); several by the runs (mean, t interval over
+/// the runs), at least as wide as their own intervals combined.
+pub fn combine(estimates: &[Estimate]) -> Combined {
+    let measured: Vec<&Estimate> = estimates.iter().filter(|e| e.point.is_some()).collect();
+    let own_se = |e: &Estimate| e.ci.map(|(lo, hi)| (hi - lo) / 2.0 / Z95);
+    match measured.as_slice() {
+        [] => Combined {
+            value: None,
+            ci: None,
+            se: None,
+        },
+        [one] => Combined {
+            value: one.point,
+            ci: one.ci,
+            se: own_se(one),
+        },
+        runs => {
+            let n = runs.len() as f64;
+            let xs: Vec<f64> = runs.iter().filter_map(|e| e.point).collect();
             let mean = xs.iter().sum::<f64>() / n;
             let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-            let between = t975(n - 1.0) * sd / n.sqrt();
-            let within = (many.iter())
-                .map(|e| e.ci.map(|(lo, hi)| ((hi - lo) / 2.0).powi(2)))
+            let between_se = sd / n.sqrt();
+            let within_se = (runs.iter())
+                .map(|e| own_se(e).map(|se| se * se))
                 .sum::<Option<f64>>()
                 .map(|s| s.sqrt() / n);
-            let half = within.map_or(between, |w| w.max(between));
-            (Some(mean), Some((mean - half, mean + half)))
+            let half = (t975(n - 1.0) * between_se).max(within_se.map_or(0.0, |w| Z95 * w));
+            Combined {
+                value: Some(mean),
+                ci: Some((mean - half, mean + half)),
+                se: Some(between_se.max(within_se.unwrap_or(0.0))),
+            }
         }
     }
 }
@@ -419,10 +466,7 @@ fn fits(points: &[CurvePoint]) -> Vec<Fit> {
         .filter_map(|(side, panel)| {
             let xy: Vec<(f64, f64, Option<f64>)> = (points.iter())
                 .filter(|p| p.side == side && p.panel == panel)
-                .filter_map(|p| {
-                    let se = p.ci.map(|(lo, hi)| (hi - lo) / 2.0 / Z95);
-                    Some((p.x_value?, p.value?, se))
-                })
+                .filter_map(|p| Some((p.x_value?, p.value?, p.se)))
                 .collect();
             let line = fit_line(&xy)?;
             Some(Fit {
@@ -437,13 +481,10 @@ fn fits(points: &[CurvePoint]) -> Vec<Fit> {
 /// Weighted least squares of `(x, y, se of y)`; see the module's words.
 pub fn fit_line(points: &[(f64, f64, Option<f64>)]) -> Option<Fit> {
     let n = points.len();
-    let known = points.iter().all(|p| p.2.is_some_and(|se| se > 0.0));
-    let w = |p: &(f64, f64, Option<f64>)| {
-        if known {
-            p.2.map_or(1.0, |se| 1.0 / (se * se))
-        } else {
-            1.0
-        }
+    let weighted = points.iter().all(|p| p.2.is_some_and(|se| se > 0.0));
+    let w = |p: &(f64, f64, Option<f64>)| match p.2 {
+        Some(se) if weighted => 1.0 / (se * se),
+        _ => 1.0,
     };
     let sw: f64 = points.iter().map(w).sum();
     if n < 2 || sw <= 0.0 {
@@ -468,14 +509,12 @@ pub fn fit_line(points: &[(f64, f64, Option<f64>)]) -> Option<Fit> {
     let scatter = (points.iter().zip(&residuals))
         .map(|(p, r)| w(p) * r.1 * r.1)
         .sum::<f64>();
-    let half = if known {
-        // Known variances; more scatter than they allow widens the line's interval.
-        let phi = if df > 0.0 { scatter / df } else { 0.0 };
-        if phi > 1.0 {
-            Some(t975(df) * (phi / sxx).sqrt())
-        } else {
-            Some(Z95 * (1.0 / sxx).sqrt())
-        }
+    let half = if weighted {
+        // The points' own precision; scatter beyond it (a ratio over 1) widens the line's,
+        // never narrows it.
+        let from_intervals = Z95 * (1.0 / sxx).sqrt();
+        let from_scatter = (df > 0.0).then(|| t975(df) * (scatter / df / sxx).sqrt());
+        Some(from_scatter.map_or(from_intervals, |s| s.max(from_intervals)))
     } else {
         (df > 0.0).then(|| t975(df) * (scatter / df / sxx).sqrt())
     };
@@ -493,6 +532,88 @@ pub fn fit_line(points: &[(f64, f64, Option<f64>)]) -> Option<Fit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{computed, farm_side, job, job_to, manifest, sv1_side, template, tip, MS};
+    use probe::TipCause;
+
+    /// A run of ten tips 900 ms apart: SV1's miner gets each tip's job `sv1_ms` after it
+    /// (1 ms more on odd tips), A's from the farm's node 2 ms after it (the same wobble).
+    fn run(sv1_ms: u64) -> Summary {
+        let m = manifest(vec![sv1_side(), farm_side()]);
+        let mut events = Vec::new();
+        for k in 1..=10u64 {
+            let (t, p, wobble) = (k * 900 * MS, format!("P{k}"), k % 2);
+            let (a, f) = (format!("A{k}"), format!("F{k}"));
+            events.push(tip(t, &p, TipCause::Network));
+            events.push(template(t, "node", &a, &p, 100));
+            events.push(template(t, "node-farm", &f, &p, 100));
+            events.push(job(t + (sv1_ms + wobble) * MS, 0, &p, Some(&a)));
+            events.push(job_to("miners-a", t + (2 + wobble) * MS, 0, &p, Some(&f)));
+        }
+        computed(&m, &events, &[])
+    }
+
+    /// Worked by hand: at x = 100 SV1's new-block job is 50 or 51 ms (mean 50.5), at
+    /// x = 200 100 or 101 (mean 100.5): slope 50 / 100 = 0.5, intercept 0.5. A's is 2.5
+    /// at both: slope 0, its interval holding 0. A against SV1: -48 and -98, slope -0.5.
+    #[test]
+    fn curves_and_slopes_of_two_points_worked_by_hand() {
+        let (near, far) = (run(50), run(100));
+        let settings = |x: &str| vec![("link.rtt_ms".to_string(), x.to_string())];
+        let (s100, s200) = (settings("100"), settings("200"));
+        let runs = [
+            SweepRun {
+                settings: &s100,
+                summary: &near,
+            },
+            SweepRun {
+                settings: &s200,
+                summary: &far,
+            },
+        ];
+        let a = analyse(&["link.rtt_ms".into()], false, &runs);
+        assert!(a.numeric && a.panels_by.is_empty() && a.baseline == "sv1");
+        let curve = |metric: &str, kind: CurveKind| {
+            (a.curves.iter())
+                .find(|c| c.metric == metric && c.kind == kind)
+                .unwrap_or_else(|| panic!("{metric}"))
+        };
+        let side = curve("NewPrevhashJobMs", CurveKind::Side);
+        let sv1: Vec<f64> = (side.points.iter())
+            .filter(|p| p.side == "sv1")
+            .filter_map(|p| p.value)
+            .collect();
+        assert!(close(sv1[0], 50.5) && close(sv1[1], 100.5), "{sv1:?}");
+        let fit = |c: &Curves, side: &str| c.fits.iter().find(|f| f.side == side).unwrap().clone();
+        let f = fit(side, "sv1");
+        assert!(close(f.slope, 0.5) && close(f.intercept, 0.5), "{f:?}");
+        let (lo, hi) = f.slope_ci.unwrap();
+        assert!(lo < 0.5 && 0.5 < hi, "{lo} {hi}");
+        let farm = fit(side, "sv2-a");
+        let (lo, hi) = farm.slope_ci.unwrap();
+        assert!(close(farm.slope, 0.0) && lo <= 0.0 && 0.0 <= hi, "{farm:?}");
+        let d = fit(
+            curve("NewPrevhashJobMsDifference", CurveKind::Difference),
+            "sv2-a",
+        );
+        assert!(close(d.slope, -0.5) && close(d.intercept, 2.0), "{d:?}");
+        // A key that is no number: curves, and no lines.
+        let (sa, sb) = (
+            vec![("release".to_string(), "builtin".to_string())],
+            vec![("release".to_string(), "/opt/next".to_string())],
+        );
+        let named = [
+            SweepRun {
+                settings: &sa,
+                summary: &near,
+            },
+            SweepRun {
+                settings: &sb,
+                summary: &far,
+            },
+        ];
+        let a = analyse(&["release".into()], false, &named);
+        assert!(!a.numeric && a.curves.iter().all(|c| c.fits.is_empty()));
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-3
@@ -568,16 +689,19 @@ mod tests {
             ci: Some((p - 1.0, p + 1.0)),
             units: 10,
         };
-        let (v, ci) = combine(&[e(10.0), e(12.0), e(14.0)]);
-        assert!(close(v.unwrap(), 12.0));
-        let (lo, hi) = ci.unwrap();
+        let c = combine(&[e(10.0), e(12.0), e(14.0)]);
+        assert!(close(c.value.unwrap(), 12.0));
+        // Its standard error, what a line weighs it by: 2 / sqrt 3 = 1.1547.
+        assert!(close(c.se.unwrap(), 1.1547), "{c:?}");
+        let (lo, hi) = c.ci.unwrap();
         assert!(close(lo, 7.0314) && close(hi, 16.9686), "{lo} {hi}");
         // Runs that agree exactly still carry their own precision: sqrt(2) / 2.
-        let (_, ci) = combine(&[e(5.0), e(5.0)]);
-        let (lo, hi) = ci.unwrap();
+        let (lo, hi) = combine(&[e(5.0), e(5.0)]).ci.unwrap();
         let half = 2.0_f64.sqrt() / 2.0;
         assert!(close(hi - 5.0, half) && close(5.0 - lo, half), "{lo} {hi}");
-        assert_eq!(combine(&[e(3.0)]), (Some(3.0), Some((2.0, 4.0))));
-        assert_eq!(combine(&[]), (None, None));
+        let one = combine(&[e(3.0)]);
+        assert_eq!((one.value, one.ci), (Some(3.0), Some((2.0, 4.0))));
+        assert!(close(one.se.unwrap(), 1.0 / Z95));
+        assert_eq!(combine(&[]).value, None);
     }
 }

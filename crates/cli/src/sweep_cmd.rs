@@ -69,15 +69,24 @@ struct Running {
 }
 
 pub async fn run(args: SweepArgs) -> Result<()> {
-    let mut extra = args.overrides.clone();
+    let mut common_sets = args.overrides.clone();
     if let Some(d) = &args.duration {
-        extra.push(format!("duration={d}"));
+        common_sets.push(format!("duration={d}"));
     }
-    let scenario = Scenario::load(&args.scenario, &extra)?;
+    let scenario = Scenario::load(&args.scenario, &common_sets)?;
     let plan = Plan::resolve(&args.vary, args.zip, args.repeat, scenario.sweep.as_ref())?;
-    harness::sweep::check(&args.scenario, &plan, &extra)?;
+    harness::sweep::validate_points(&args.scenario, &plan, &common_sets)?;
     let worth = args.worth.assumptions()?;
     let slots = job_slots(args.jobs)?;
+    let scenario_text = std::fs::read_to_string(&args.scenario)?;
+    // What every run gets beyond its point, in the order `run` takes it.
+    let mut common_args = args.worth.to_args();
+    for set in &common_sets {
+        common_args.extend(["--set".to_string(), set.clone()]);
+    }
+    if slots.len() > 1 {
+        common_args.extend(["--set".to_string(), "placement.isolate=true".to_string()]);
+    }
 
     let dir = args
         .out
@@ -88,13 +97,9 @@ pub async fn run(args: SweepArgs) -> Result<()> {
     let _lock = Lock::take(&dir)?;
 
     let planned: Vec<RunRecord> = (plan.runs(scenario.seed).into_iter())
-        .map(|r| RunRecord {
-            status: status_on_disk(&dir.join(POINTS_DIR).join(&r.name)),
-            name: r.name,
-            point: r.point,
-            settings: r.settings,
-            repeat: r.repeat,
-            seed: r.seed,
+        .map(|run| RunRecord {
+            status: status_on_disk(&dir.join(POINTS_DIR).join(&run.name)),
+            run,
             wall_s: None,
             error: None,
         })
@@ -106,12 +111,15 @@ pub async fn run(args: SweepArgs) -> Result<()> {
         values: plan.vary.iter().map(|v| v.values.clone()).collect(),
         zip: plan.zip,
         repeat: plan.repeat,
+        scenario_digest: digest(&scenario_text),
+        common_args,
+        jobs: slots.len(),
         run_s: (scenario.duration + scenario.warmup).as_secs_f64(),
         worth,
         runs: planned,
         analysis: None,
     };
-    carry_over(&dir, &mut record)?;
+    resume_from(&dir, &mut record)?;
     save(&dir, &record)?;
     let done_before = record
         .runs
@@ -158,19 +166,23 @@ pub async fn run(args: SweepArgs) -> Result<()> {
         while !stopping && !free.is_empty() {
             let Some(index) = queue.next() else { break };
             let slot = free.pop().expect("checked");
-            let child = spawn_run(
-                &args,
-                &dir,
-                &record.runs[index],
-                &extra,
-                slots[slot].as_deref(),
-            )?;
-            running.push(Running {
-                index,
-                child,
-                started: Instant::now(),
-                slot,
-            });
+            match spawn_run(&args.scenario, &dir, &record, index, slots[slot].as_deref()) {
+                Ok(child) => running.push(Running {
+                    index,
+                    child,
+                    started: Instant::now(),
+                    slot,
+                }),
+                Err(e) => {
+                    // This run cannot start (its release gone, the disk full): said, and on.
+                    free.push(slot);
+                    let run = &mut record.runs[index];
+                    run.status = RunStatus::Failed;
+                    run.error = Some(format!("{e:#}"));
+                    eprintln!("\n{} failed to start: {e:#}", run.run.name);
+                    save(&dir, &record)?;
+                }
+            }
         }
         if running.is_empty() {
             break;
@@ -187,7 +199,7 @@ pub async fn run(args: SweepArgs) -> Result<()> {
             let wall = r.started.elapsed().as_secs_f64();
             let run = &mut record.runs[r.index];
             run.wall_s = Some(wall);
-            let run_dir = dir.join(POINTS_DIR).join(&run.name);
+            let run_dir = dir.join(POINTS_DIR).join(&run.run.name);
             if exit.success() && !stopping && run_dir.join(SUMMARY_FILE).is_file() {
                 std::fs::write(run_dir.join(WHOLE_MARK), "")?;
             }
@@ -198,10 +210,10 @@ pub async fn run(args: SweepArgs) -> Result<()> {
                 } else {
                     RunStatus::Failed
                 };
-                run.error = Some(failure(&dir, &run.name, exit));
+                run.error = Some(failure(&dir, &run.run.name, exit));
                 eprintln!(
                     "\n{} {}: {}",
-                    run.name,
+                    run.run.name,
                     format!("{:?}", run.status).to_lowercase(),
                     run.error.as_deref().unwrap_or_default()
                 );
@@ -270,14 +282,17 @@ fn job_slots(jobs: usize) -> Result<Vec<Option<Vec<usize>>>> {
         .collect())
 }
 
-/// `stratum-bench run` of one point, its output in `points/<name>.log`.
+/// `stratum-bench run` of one point, its output in `points/<name>.log`, in a process group
+/// of its own: a Ctrl-C at the terminal reaches the sweep alone, which stops its runs
+/// itself and so knows which it cut short.
 fn spawn_run(
-    args: &SweepArgs,
+    scenario: &Path,
     dir: &Path,
-    run: &RunRecord,
-    extra: &[String],
+    record: &SweepRecord,
+    index: usize,
     cpus: Option<&[usize]>,
 ) -> Result<tokio::process::Child> {
+    let run = &record.runs[index].run;
     let out = dir.join(POINTS_DIR).join(&run.name);
     if out.exists() {
         // What an interrupted or failed run left: it starts over.
@@ -287,30 +302,19 @@ fn spawn_run(
     let log = std::fs::File::create(&log_path)
         .with_context(|| format!("cannot write {}", log_path.display()))?;
     let exe = std::env::current_exe().context("cannot find the stratum-bench executable")?;
-    let point = harness::sweep::PointRun {
-        name: run.name.clone(),
-        point: run.point,
-        settings: run.settings.clone(),
-        repeat: run.repeat,
-        seed: run.seed,
-    };
     let mut cmd = harness::process::role_command(exe, cpus);
     cmd.arg("run")
-        .arg(&args.scenario)
+        .arg(scenario)
         .arg("--out")
         .arg(&out)
         // Runs side by side must not share a metrics port; a sweep is read afterwards.
         .args(["--metrics-bind", "127.0.0.1:0"])
-        .args(args.worth.to_args());
-    let mut sets = extra.to_vec();
-    sets.extend(point.overrides()?);
-    if cpus.is_some() {
-        sets.push("placement.isolate=true".into());
+        .args(&record.common_args);
+    for set in harness::sweep::overrides(run)? {
+        cmd.arg("--set").arg(set);
     }
-    for s in sets {
-        cmd.arg("--set").arg(s);
-    }
-    cmd.stdin(std::process::Stdio::null())
+    cmd.process_group(0)
+        .stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
     cmd.spawn().context("cannot start stratum-bench run")
@@ -325,37 +329,53 @@ fn status_on_disk(run_dir: &Path) -> RunStatus {
     }
 }
 
-/// A sweep directory holds one sweep: a record of another plan is refused; the same plan's
-/// wall times carry over.
-fn carry_over(dir: &Path, record: &mut SweepRecord) -> Result<()> {
+/// A sweep directory holds one sweep: going on needs the same plan, the same scenario
+/// file and the same arguments for every run, or the curves would mix runs of different
+/// settings; the finished runs' wall times carry over.
+fn resume_from(dir: &Path, record: &mut SweepRecord) -> Result<()> {
     let Ok(text) = std::fs::read_to_string(dir.join(SWEEP_FILE)) else {
         return Ok(());
     };
     let old: SweepRecord = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a sweep record", dir.join(SWEEP_FILE).display()))?;
-    if (old.keys.clone(), old.values.clone(), old.repeat, old.zip)
-        != (
-            record.keys.clone(),
-            record.values.clone(),
-            record.repeat,
-            record.zip,
-        )
-        || old.scenario != record.scenario
-    {
+    let differs = [
+        (old.scenario != record.scenario, "the scenario file"),
+        (
+            old.scenario_digest != record.scenario_digest,
+            "the scenario file's content",
+        ),
+        (
+            (&old.keys, &old.values, old.zip) != (&record.keys, &record.values, record.zip),
+            "what is varied",
+        ),
+        (old.repeat != record.repeat, "--repeat"),
+        (
+            old.common_args != record.common_args,
+            "the arguments of every run (--set, --duration, the worth flags, --jobs)",
+        ),
+    ];
+    if let Some((_, what)) = differs.iter().find(|(d, _)| *d) {
         bail!(
-            "{} holds another sweep ({} over {}; repeat {}): give another --out",
+            "{} holds a sweep of {} over {} that differs in {what}: run it as it was to go on, or give another --out",
             dir.display(),
             old.scenario,
             old.keys.join(", "),
-            old.repeat
         );
     }
-    for (run, before) in record.runs.iter_mut().zip(&old.runs) {
-        if run.status == RunStatus::Done && run.name == before.name {
-            run.wall_s = before.wall_s;
+    for (now, before) in record.runs.iter_mut().zip(&old.runs) {
+        if now.status == RunStatus::Done && now.run == before.run {
+            now.wall_s = before.wall_s;
         }
     }
     Ok(())
+}
+
+/// FNV-1a of `text`, in hex: enough to tell one scenario file's content from another's.
+fn digest(text: &str) -> String {
+    let hash = (text.bytes()).fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
 }
 
 fn save(dir: &Path, record: &SweepRecord) -> Result<()> {
@@ -374,51 +394,37 @@ fn failure(dir: &Path, name: &str, exit: std::process::ExitStatus) -> String {
     format!("{exit}: {tail}")
 }
 
-/// The sweep directory's lock: another sweep into it is refused, naming the holder.
-struct Lock(PathBuf);
-
-impl Lock {
-    fn take(dir: &Path) -> Result<Lock> {
-        let path = dir.join(LOCK_FILE);
-        for _ in 0..2 {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(mut f) => {
-                    writeln!(f, "{}", std::process::id())?;
-                    return Ok(Lock(path));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let holder: Option<i32> = std::fs::read_to_string(&path)
-                        .ok()
-                        .and_then(|t| t.trim().parse().ok());
-                    // SAFETY: kill with signal 0 only asks whether the process exists.
-                    let alive = holder.is_some_and(|pid| unsafe { libc::kill(pid, 0) } == 0);
-                    if alive {
-                        bail!(
-                            "another sweep (pid {}) is writing into {}: its lock is {}",
-                            holder.unwrap_or_default(),
-                            dir.display(),
-                            path.display()
-                        );
-                    }
-                    // A sweep that died without unlocking: its lock is stale.
-                    std::fs::remove_file(&path)?;
-                }
-                Err(e) => {
-                    return Err(e).with_context(|| format!("cannot create {}", path.display()))
-                }
-            }
-        }
-        bail!("cannot take {}", path.display())
-    }
+/// The sweep directory's lock, an exclusive `flock` on `sweep.lock` held while the sweep
+/// (or a report of it) writes there: another is refused, naming the holder. The kernel
+/// lets go of it however the holder ends.
+pub struct Lock {
+    _held: std::fs::File,
 }
 
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+impl Lock {
+    pub fn take(dir: &Path) -> Result<Lock> {
+        use std::os::fd::AsRawFd;
+        let path = dir.join(LOCK_FILE);
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            bail!(
+                "another sweep (pid {}) is writing into {}: it holds {}",
+                holder.trim(),
+                dir.display(),
+                path.display()
+            );
+        }
+        file.set_len(0)?;
+        writeln!(file, "{}", std::process::id())?;
+        Ok(Lock { _held: file })
     }
 }
 
@@ -484,7 +490,7 @@ impl Progress {
         let current: Vec<String> = (running.iter())
             .map(|r| {
                 let pct = (r.started.elapsed().as_secs_f64() / expected * 100.0).min(99.0);
-                format!("{} {pct:.0}%", record.runs[r.index].name)
+                format!("{} {pct:.0}%", record.runs[r.index].run.name)
             })
             .collect();
         let line = format!(

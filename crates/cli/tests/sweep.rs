@@ -164,11 +164,12 @@ fn only_the_link_varied_moves_sv1_and_c_by_half_the_round_trip_and_leaves_a_flat
     assert_eq!(record(&dir)["analysis"], r["analysis"]);
 }
 
-/// With only the number of miners varied: SV1's link bytes per miner stay flat (each miner
-/// its own connection to the pool), C's fall (one channel's jobs up the link for all of
-/// the translator's miners; only the shares grow with the miners).
+/// With only the number of miners varied, the bytes per miner at the pool's end of the
+/// link: SV1's stay flat (each miner its own connection, its own copy of every job), C's
+/// fall (the pool sends one channel's jobs for all of the translator's miners; only the
+/// shares grow with the miners).
 #[test]
-fn sv1_bytes_per_miner_are_flat_and_c_upstream_bytes_per_miner_fall_with_miners() {
+fn sv1_bytes_per_miner_at_the_pool_are_flat_and_cs_fall_with_miners() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = out_dir("sweep-miners");
     let text = succeeded(&sweep(&[
@@ -194,19 +195,19 @@ fn sv1_bytes_per_miner_are_flat_and_c_upstream_bytes_per_miner_fall_with_miners(
         dir.to_str().unwrap(),
     ]));
     let r = record(&dir);
-    let sv1 = values(&r, "LinkBytesPerMiner", "scale", "sv1");
-    let c = values(&r, "LinkBytesPerMiner", "scale", "sv2-c");
+    let sv1 = values(&r, "PoolLinkBytesPerMiner", "scale", "sv1");
+    let c = values(&r, "PoolLinkBytesPerMiner", "scale", "sv2-c");
     assert_eq!((sv1.len(), c.len()), (2, 2), "{text}");
     assert!(
         (sv1[1] / sv1[0] - 1.0).abs() < 0.25,
-        "SV1's bytes per miner moved with the miners: {sv1:?}\n{text}"
+        "SV1's bytes per miner at the pool moved with the miners: {sv1:?}\n{text}"
     );
     assert!(
         c[1] < 0.8 * c[0],
-        "C's upstream bytes per miner did not fall with the miners: {c:?}\n{text}"
+        "C's bytes per miner at the pool did not fall with the miners: {c:?}\n{text}"
     );
     assert!(
-        fit(&r, "LinkBytesPerMiner", "scale", "sv2-c")["slope"]
+        fit(&r, "PoolLinkBytesPerMiner", "scale", "sv2-c")["slope"]
             .as_f64()
             .unwrap()
             < 0.0
@@ -232,8 +233,19 @@ fn bad_sweeps_are_refused_before_anything_runs() {
         assert!(!out.status.success() && err.contains(says), "{vary}: {err}");
         assert!(!dir.exists(), "{vary}: nothing written");
     }
+    // A sweep holding the directory: its lock taken, as a running sweep holds it.
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("sweep.lock"), format!("{}\n", std::process::id())).unwrap();
+    let lock = std::fs::File::create(dir.join("sweep.lock")).unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&lock),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        },
+        0
+    );
     let out = sweep(&[scenario, "--vary", "link.rtt_ms=10", "--out", d]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -241,4 +253,5 @@ fn bad_sweeps_are_refused_before_anything_runs() {
         "{err}"
     );
     assert!(!dir.join("sweep.json").exists());
+    drop(lock);
 }

@@ -4,6 +4,7 @@
 //! for, or a value the field cannot take, is an error naming both up front.
 
 use crate::scenario::Scenario;
+use analysis::sweep::PointRun;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -61,11 +62,6 @@ impl Vary {
         }
         Ok(Vary { key, values })
     }
-
-    /// The key is a numeric quantity (every value a number): curves get a fitted line.
-    pub fn numeric(&self) -> bool {
-        self.values.iter().all(|v| v.parse::<f64>().is_ok())
-    }
 }
 
 /// What a scenario file's `[sweep]` table says (`scenarios/sweep-rtt.toml`).
@@ -110,20 +106,6 @@ pub struct Plan {
     pub repeat: u32,
 }
 
-/// One run of the sweep: a point's settings and which repeat of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PointRun {
-    /// Its directory under the sweep's `points/`.
-    pub name: String,
-    /// Index of the point (the settings), repeats sharing it.
-    pub point: usize,
-    /// `(key, value)` in the plan's key order.
-    pub settings: Vec<(String, String)>,
-    pub repeat: u32,
-    /// The run's seed: the scenario's, plus the repeat.
-    pub seed: u64,
-}
-
 impl Plan {
     /// The plan from `--vary` arguments, or else the scenario's `[sweep]` table; `repeat`
     /// and `zip` from the command line win over the table's.
@@ -149,7 +131,8 @@ impl Plan {
         if let Some(twice) = vary.iter().find(|v| !seen.insert(v.key.as_str())) {
             bail!("--vary {}: the key is varied twice", twice.key);
         }
-        let zip = zip || section.is_some_and(|s| s.zip);
+        // The scenario's `zip` pairs the scenario's own lists, not the command line's.
+        let zip = zip || (args.is_empty() && section.is_some_and(|s| s.zip));
         if zip {
             if let Some(other) = vary.iter().find(|v| v.values.len() != vary[0].values.len()) {
                 bail!(
@@ -225,24 +208,22 @@ impl Plan {
     }
 }
 
-impl PointRun {
-    /// The `--set` overrides that make the scenario this run.
-    pub fn overrides(&self) -> Result<Vec<String>> {
-        let mut out = Vec::new();
-        for (key, value) in &self.settings {
-            out.extend(set_of(key, value)?);
-        }
-        out.push(format!("seed={}", self.seed));
-        Ok(out)
+/// The `--set` overrides that make the scenario `run`.
+pub fn overrides(run: &PointRun) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (key, value) in &run.settings {
+        out.extend(set_of(key, value)?);
     }
+    out.push(format!("seed={}", run.seed));
+    Ok(out)
+}
 
-    /// "link.rtt_ms=100, miners.count=10".
-    pub fn label(&self) -> String {
-        (self.settings.iter())
-            .map(|(k, v)| format!("{k}={}", short_value(v)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
+/// "link.rtt_ms=100, miners.count=10".
+fn label(run: &PointRun) -> String {
+    (run.settings.iter())
+        .map(|(k, v)| format!("{k}={}", short_value(v)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The `--set` overrides of one setting: a string where the scenario wants one is quoted;
@@ -279,15 +260,16 @@ fn set_of(key: &str, value: &str) -> Result<Vec<String>> {
     Ok(vec![format!("{key}={value}")])
 }
 
-/// Checks every run of `plan` as the scenario it will be, before anything runs.
-pub fn check(scenario: &Path, plan: &Plan, extra: &[String]) -> Result<()> {
+/// Checks every point of `plan` as the scenario it will run (`common_sets` applied to
+/// every run), before anything runs.
+pub fn validate_points(scenario: &Path, plan: &Plan, common_sets: &[String]) -> Result<()> {
     let text = std::fs::read_to_string(scenario)
         .with_context(|| format!("cannot read scenario {}", scenario.display()))?;
     for run in plan.runs(0).iter().filter(|r| r.repeat == 0) {
-        let mut overrides = extra.to_vec();
-        overrides.extend(run.overrides()?);
-        Scenario::parse(&text, scenario, &overrides).with_context(|| {
-            format!("--vary {}: this point is not a valid scenario", run.label())
+        let mut sets = common_sets.to_vec();
+        sets.extend(overrides(run)?);
+        Scenario::parse(&text, scenario, &sets).with_context(|| {
+            format!("--vary {}: this point is not a valid scenario", label(run))
         })?;
     }
     Ok(())
@@ -356,7 +338,7 @@ mod tests {
         assert_eq!(runs.len(), 6);
         assert_eq!(runs[4].name, "001-rtt_ms=100-r1");
         assert_eq!(runs[4].seed, 8);
-        assert_eq!(runs[4].overrides().unwrap(), ["link.rtt_ms=100", "seed=8"]);
+        assert_eq!(overrides(&runs[4]).unwrap(), ["link.rtt_ms=100", "seed=8"]);
     }
 
     #[test]

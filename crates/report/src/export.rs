@@ -111,7 +111,7 @@ fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
 }
 
 /// One CSV cell: numbers and booleans as they are, the rest quoted when needed.
-fn cell(v: Option<&Value>) -> String {
+pub(crate) fn cell(v: Option<&Value>) -> String {
     let text = match v {
         None | Some(Value::Null) => return String::new(),
         Some(Value::String(s)) => s.clone(),

@@ -39,7 +39,7 @@ pub fn write(dir: &Path) -> Result<Vec<PathBuf>> {
         if run.status != RunStatus::Done {
             continue;
         }
-        let file = dir.join(POINTS_DIR).join(&run.name).join(SUMMARY_FILE);
+        let file = dir.join(POINTS_DIR).join(&run.run.name).join(SUMMARY_FILE);
         match std::fs::read_to_string(&file)
             .map_err(anyhow::Error::from)
             .and_then(|t| Ok(serde_json::from_str::<Summary>(&t)?))
@@ -50,11 +50,11 @@ pub fn write(dir: &Path) -> Result<Vec<PathBuf>> {
     }
     let runs: Vec<SweepRun> = (loaded.iter())
         .map(|(i, summary)| SweepRun {
-            settings: &record.runs[*i].settings,
+            settings: &record.runs[*i].run.settings,
             summary,
         })
         .collect();
-    let analysis = analyse(&record.keys, &runs);
+    let analysis = analyse(&record.keys, record.zip, &runs);
     record.analysis = Some(analysis.clone());
     let tmp = dir.join(format!("{SWEEP_FILE}.tmp"));
     std::fs::write(&tmp, serde_json::to_string_pretty(&record)? + "\n")?;
@@ -89,7 +89,7 @@ fn document(record: &SweepRecord, a: &SweepAnalysis, problems: &[String]) -> Doc
     let w = &record.worth;
     let mut head = vec![
         Block::Para(format!(
-            "{} varied over {}; {} point(s), {} run(s) each ({} in all): {} done, {} failed, {} not run. Each run {:.0} s of warm-up and measurement.",
+            "{} varied over {}; {} point(s), {} run(s) each ({} in all): {} done, {} failed, {} not run. Each run {:.0} s of warm-up and measurement, {}.",
             record.keys.join(" and "),
             (record.keys.iter().zip(&record.values))
                 .map(|(k, v)| format!("{k} = {}", v.join(", ")))
@@ -102,6 +102,11 @@ fn document(record: &SweepRecord, a: &SweepAnalysis, problems: &[String]) -> Doc
             count(RunStatus::Failed),
             count(RunStatus::Pending) + count(RunStatus::Interrupted),
             record.run_s,
+            if record.jobs > 1 {
+                format!("{} at a time, each on 2 CPUs of its own (its miner fleets apart from its roles)", record.jobs)
+            } else {
+                "one at a time".to_string()
+            },
         )),
         Block::Para(format!(
             "Worth, set once for the sweep: a {} farm on a {} network, priced at {:.0} s blocks, a block worth {}. The stale work's worth is physics (a wait of t ms after every block costs t / {:.0} of the farm's revenue); the hashrates and block value are these assumptions.",
@@ -116,9 +121,9 @@ fn document(record: &SweepRecord, a: &SweepAnalysis, problems: &[String]) -> Doc
             rows: (record.runs.iter())
                 .map(|r| {
                     vec![
-                        r.name.clone(),
-                        (r.settings.iter()).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "),
-                        r.seed.to_string(),
+                        r.run.name.clone(),
+                        (r.run.settings.iter()).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "),
+                        r.run.seed.to_string(),
                         format!("{:?}", r.status).to_lowercase(),
                         r.wall_s.map_or("-".into(), |s| format!("{s:.0}")),
                         r.error.clone().unwrap_or_default(),
@@ -209,8 +214,13 @@ fn slopes(a: &SweepAnalysis) -> Section {
         title: format!("Slopes against {}", a.key),
         blocks: vec![
             Block::Para(format!(
-                "Each side's points fitted as a line, value = intercept + slope x {}: weighted by each point's interval, the slope's 95% interval from those weights, widened when the points scatter about the line more than their intervals allow. A slope whose interval holds 0 is flat. With only the link's round trip varied, a job that crosses the link once grows by half of it (slope 0.5); one made at the farm does not grow.",
-                a.key
+                "Each side's points fitted as a line, value = intercept + slope x {}: weighted by each point's standard error, the slope's 95% interval from those weights, widened when the points scatter about the line more than their intervals allow. A slope whose interval holds 0 cannot be told from flat.{}",
+                a.key,
+                if a.key.starts_with("link.") && a.key.contains("rtt") {
+                    " With only the link's round trip varied, a job that crosses the link once grows by half of it (slope 0.5); one made at the farm does not grow (slope 0)."
+                } else {
+                    ""
+                }
             )),
             Block::Table {
                 head: ["metric", "side", "panel", "slope [95%]", "intercept", "points", "largest residual"]
@@ -342,24 +352,34 @@ fn value(v: Option<f64>, ci: Option<(f64, f64)>) -> String {
     }
 }
 
+/// A CSV line of `fields`, each quoted when it needs to be.
+fn csv_line(fields: &[String]) -> String {
+    let cells: Vec<String> = (fields.iter())
+        .map(|f| crate::export::cell(Some(&serde_json::Value::from(f.as_str()))))
+        .collect();
+    cells.join(",") + "\n"
+}
+
+fn number(x: Option<f64>) -> String {
+    x.map_or(String::new(), |v| v.to_string())
+}
+
 fn points_csv(a: &SweepAnalysis) -> String {
     let mut out = String::from("metric,kind,side,panel,key,x,value,ci_low,ci_high,runs\n");
-    let f = |x: Option<f64>| x.map_or(String::new(), |v| v.to_string());
     for c in &a.curves {
         for p in &c.points {
-            out.push_str(&format!(
-                "{},{:?},{},{},{},{},{},{},{},{}\n",
-                c.metric,
-                c.kind,
-                p.side,
-                csv_field(&p.panel),
-                a.key,
-                csv_field(&p.x),
-                f(p.value),
-                f(p.ci.map(|c| c.0)),
-                f(p.ci.map(|c| c.1)),
-                p.runs
-            ));
+            out.push_str(&csv_line(&[
+                c.metric.clone(),
+                format!("{:?}", c.kind).to_lowercase(),
+                p.side.clone(),
+                p.panel.clone(),
+                a.key.clone(),
+                p.x.clone(),
+                number(p.value),
+                number(p.ci.map(|c| c.0)),
+                number(p.ci.map(|c| c.1)),
+                p.runs.to_string(),
+            ]));
         }
     }
     out
@@ -371,33 +391,24 @@ fn fits_csv(a: &SweepAnalysis) -> String {
     );
     for c in &a.curves {
         for f in &c.fits {
-            out.push_str(&format!(
-                "{},{:?},{},{},{},{},{},{},{},{}\n",
-                c.metric,
-                c.kind,
-                f.side,
-                csv_field(&f.panel),
-                f.slope,
-                f.slope_ci.map_or(String::new(), |c| c.0.to_string()),
-                f.slope_ci.map_or(String::new(), |c| c.1.to_string()),
-                f.intercept,
-                f.points,
+            out.push_str(&csv_line(&[
+                c.metric.clone(),
+                format!("{:?}", c.kind).to_lowercase(),
+                f.side.clone(),
+                f.panel.clone(),
+                f.slope.to_string(),
+                number(f.slope_ci.map(|c| c.0)),
+                number(f.slope_ci.map(|c| c.1)),
+                f.intercept.to_string(),
+                f.points.to_string(),
                 (f.residuals.iter())
                     .map(|(x, r)| format!("{x}:{r}"))
                     .collect::<Vec<_>>()
-                    .join(";")
-            ));
+                    .join(";"),
+            ]));
         }
     }
     out
-}
-
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
 }
 
 /// Release against release, when the sweep's one key is a release or an SRI role's
@@ -411,15 +422,19 @@ fn releases(dir: &Path, record: &SweepRecord) -> Result<Option<(Section, Vec<Com
         return Ok(None);
     }
     let mut by_value: BTreeMap<usize, Vec<RunData>> = BTreeMap::new();
+    let mut unreadable = Vec::new();
     for r in record.runs.iter().filter(|r| r.status == RunStatus::Done) {
-        let run = RunData::load(&dir.join(POINTS_DIR).join(&r.name))?;
-        by_value.entry(r.point).or_default().push(run);
+        match RunData::load(&dir.join(POINTS_DIR).join(&r.run.name)) {
+            Ok(run) => by_value.entry(r.run.point).or_default().push(run),
+            Err(e) => unreadable.push(Block::Note(format!("{}: {e:#}", r.run.name))),
+        }
     }
     let mut blocks = vec![Block::Para(format!(
         "Each release against the first, {} = {}: every latency's centiles, role CPU and memory and bandwidth, the difference of means with its 95% interval and whether it survives false discovery rate control. With {RELEASE_RUNS} runs or more a release, the runs are the units and the table judges the releases; with fewer it judges these runs only.",
         key,
         record.values[0].first().map_or("-", String::as_str)
     ))];
+    blocks.extend(unreadable);
     if record.repeat < RELEASE_RUNS {
         blocks.push(Block::Note(format!(
             "{} run(s) a release: below {RELEASE_RUNS}, a role's CPU and memory are one unit a run and never significant; run with --repeat {RELEASE_RUNS} to judge the releases.",
