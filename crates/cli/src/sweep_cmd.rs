@@ -210,7 +210,11 @@ pub async fn run(args: SweepArgs) -> Result<()> {
                 } else {
                     RunStatus::Failed
                 };
-                run.error = Some(failure(&dir, &run.run.name, exit));
+                run.error = Some(if stopping {
+                    "stopped by Ctrl-C: the same command again runs it from the start".into()
+                } else {
+                    failure(&dir, &run.run.name, exit)
+                });
                 eprintln!(
                     "\n{} {}: {}",
                     run.run.name,

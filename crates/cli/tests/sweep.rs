@@ -114,7 +114,16 @@ fn only_the_link_varied_moves_sv1_and_c_by_half_the_round_trip_and_leaves_a_flat
     assert_eq!(r["runs"][0]["status"], "done", "{r}");
     assert_eq!(r["runs"][1]["status"], "interrupted", "{r}");
     assert!(dir.join("sweep.md").is_file(), "a report of the runs done");
-    assert!(!dir.join("sweep.lock").exists(), "the lock let go");
+    let lock = std::fs::File::open(dir.join("sweep.lock")).unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    let free = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&lock),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    assert_eq!(free, 0, "the sweep let go of its lock");
+    drop(lock);
 
     // Again: it goes on with the run that did not finish.
     let text = succeeded(&sweep(&args));
