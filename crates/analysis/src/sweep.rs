@@ -311,6 +311,19 @@ fn readings(s: &Summary) -> Vec<Reading> {
             name,
             scaled(&side.farm_rates.pool_both, 1.0 / miners),
         );
+        if let Some((_, pool)) = side
+            .roles
+            .iter()
+            .find(|(role, _)| role.starts_with("pool-"))
+        {
+            push(
+                "PoolCpuPct",
+                "pool CPU, % of a core",
+                CurveKind::Scale,
+                name,
+                Estimate::mean_of(&pool.cpu_pct),
+            );
+        }
         if let Some(cpu) = pool_cpu_ms_per_share(s, side) {
             push(
                 "PoolCpuMsPerShare",
@@ -390,7 +403,9 @@ fn side_estimate(h: Headline, side: &crate::summary::SideSummary) -> Estimate {
 
 /// The side's pool's CPU per accepted share, in ms: its mean CPU (percent of a core) over
 /// the accepted shares a second. The share rate is counted, not estimated: the interval
-/// is the CPU's.
+/// is the CPU's. Behind an aggregating translator the pool sees only the shares that meet
+/// the one channel's target, a few a minute whatever the miners: its CPU in all
+/// (`PoolCpuPct`) is the reading to compare there.
 fn pool_cpu_ms_per_share(s: &Summary, side: &crate::summary::SideSummary) -> Option<Estimate> {
     let (_, pool) = side
         .roles

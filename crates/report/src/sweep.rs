@@ -17,6 +17,10 @@ use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The value of a release key that means the pinned SRI build linked into stratum-bench
+/// (as `harness::sweep::BUILTIN` reads it).
+const BUILTIN: &str = "builtin";
+
 /// Runs a release comparison judges by run needs this many a side to call a difference
 /// significant.
 const RELEASE_RUNS: u32 = 5;
@@ -435,6 +439,12 @@ fn releases(dir: &Path, record: &SweepRecord) -> Result<Option<(Section, Vec<Com
         record.values[0].first().map_or("-", String::as_str)
     ))];
     blocks.extend(unreadable);
+    let values = record.values.first().map_or(&[][..], Vec::as_slice);
+    if values.iter().any(|v| v == BUILTIN) && values.iter().any(|v| v != BUILTIN) {
+        blocks.push(Block::Note(format!(
+            "{BUILTIN} runs the SRI role inside stratum-bench's own process (its code, its event recorder); a binary given as a path is a process of its own. The role's memory and CPU differ by that embedding whatever the release: to judge releases on them, give each as a binary."
+        )));
+    }
     if record.repeat < RELEASE_RUNS {
         blocks.push(Block::Note(format!(
             "{} run(s) a release: below {RELEASE_RUNS}, a role's CPU and memory are one unit a run and never significant; run with --repeat {RELEASE_RUNS} to judge the releases.",
