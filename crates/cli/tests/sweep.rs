@@ -207,19 +207,31 @@ fn sv1_bytes_per_miner_at_the_pool_are_flat_and_cs_fall_with_miners() {
     let sv1 = values(&r, "PoolLinkBytesPerMiner", "scale", "sv1");
     let c = values(&r, "PoolLinkBytesPerMiner", "scale", "sv2-c");
     assert_eq!((sv1.len(), c.len()), (2, 2), "{text}");
+    // Job traffic scales with the tips a run's window holds, and the window of a short run
+    // holds a few, not the same few at every point (3 against 5 here once): per job each
+    // miner received, SV1's bytes per miner are the same at both sizes, C's fall.
+    let jobs_per_miner = |point: &str, side: &str| {
+        let s: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("points").join(point).join("summary.json")).unwrap(),
+        )
+        .unwrap();
+        let side = &s["sides"][side];
+        side["new_job_ms"]["count"].as_f64().unwrap() / side["miners"].as_f64().unwrap()
+    };
+    let per_job = |bytes: &[f64], side: &str| {
+        [
+            bytes[0] / jobs_per_miner("000-count=2", side),
+            bytes[1] / jobs_per_miner("001-count=16", side),
+        ]
+    };
+    let (sv1_job, c_job) = (per_job(&sv1, "sv1"), per_job(&c, "sv2-c"));
     assert!(
-        (sv1[1] / sv1[0] - 1.0).abs() < 0.25,
-        "SV1's bytes per miner at the pool moved with the miners: {sv1:?}\n{text}"
+        (sv1_job[1] / sv1_job[0] - 1.0).abs() < 0.25,
+        "SV1's bytes per miner and job at the pool moved with the miners: {sv1_job:?} (per s {sv1:?})\n{text}"
     );
     assert!(
-        c[1] < 0.8 * c[0],
-        "C's bytes per miner at the pool did not fall with the miners: {c:?}\n{text}"
-    );
-    assert!(
-        fit(&r, "PoolLinkBytesPerMiner", "scale", "sv2-c")["slope"]
-            .as_f64()
-            .unwrap()
-            < 0.0
+        c_job[1] < 0.5 * c_job[0] && c[1] < c[0],
+        "C's bytes per miner at the pool did not fall with the miners: {c_job:?} per job, {c:?} per s\n{text}"
     );
 }
 
