@@ -195,9 +195,8 @@ fn sv1_bytes_per_miner_at_the_pool_are_flat_and_cs_fall_with_miners() {
         "network.block_interval=5s",
         "--set",
         r#"miners.hashrate={distribution="fixed"}"#,
-        // The network's blocks come from the node's seeded schedule, the same at every
-        // point, when the miners under test find almost none: the points see the same
-        // tips, and so the same jobs.
+        // The miners under test find almost no blocks: each point's job traffic follows
+        // the network's tips alone.
         "--set",
         "network.hashrate_share=0.02",
         "--out",
