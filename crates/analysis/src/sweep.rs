@@ -59,6 +59,48 @@ pub struct SweepRecord {
     pub analysis: Option<SweepAnalysis>,
 }
 
+/// The value of a `roles.<role>.command` key (and of `release`) that means the pinned SRI
+/// build linked into stratum-bench.
+pub const BUILTIN: &str = "builtin";
+
+/// The pseudo-key of a whole release: a directory of pre-built SRI binaries (or
+/// `builtin`).
+pub const RELEASE_KEY: &str = "release";
+
+/// The key sets which build of the SRI roles runs: a release or one role's command.
+pub fn is_release_key(key: &str) -> bool {
+    key == RELEASE_KEY || (key.starts_with("roles.") && key.ends_with(".command"))
+}
+
+impl SweepRecord {
+    /// The record in `dir`.
+    pub fn load(dir: &std::path::Path) -> anyhow::Result<SweepRecord> {
+        use anyhow::Context;
+        let path = dir.join(SWEEP_FILE);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "no sweep at {} (stratum-bench sweep writes one)",
+                path.display()
+            )
+        })?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a sweep record", path.display()))
+    }
+
+    /// Writes the record into `dir` whole or not at all (a reader never sees half).
+    pub fn save(&self, dir: &std::path::Path) -> anyhow::Result<()> {
+        let tmp = dir.join(format!("{SWEEP_FILE}.tmp"));
+        std::fs::write(&tmp, serde_json::to_string_pretty(self)? + "\n")?;
+        std::fs::rename(&tmp, dir.join(SWEEP_FILE))?;
+        Ok(())
+    }
+
+    /// Runs in `status`.
+    pub fn count(&self, status: RunStatus) -> usize {
+        self.runs.iter().filter(|r| r.status == status).count()
+    }
+}
+
 /// One run of a sweep: a point's settings and which repeat of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PointRun {
@@ -316,22 +358,28 @@ fn readings(s: &Summary) -> Vec<Reading> {
             .iter()
             .find(|(role, _)| role.starts_with("pool-"))
         {
+            let cpu = Estimate::mean_of(&pool.cpu_pct);
             push(
                 "PoolCpuPct",
                 "pool CPU, % of a core",
                 CurveKind::Scale,
                 name,
-                Estimate::mean_of(&pool.cpu_pct),
+                cpu.clone(),
             );
-        }
-        if let Some(cpu) = pool_cpu_ms_per_share(s, side) {
-            push(
-                "PoolCpuMsPerShare",
-                "pool CPU ms per accepted share",
-                CurveKind::Scale,
-                name,
-                cpu,
-            );
+            // Per accepted share, in ms: the share rate is counted, not estimated, so the
+            // interval is the CPU's. Behind an aggregating translator the pool sees only
+            // the shares that meet the one channel's target, a few a minute whatever the
+            // miners: its CPU in all is the reading to compare there.
+            let shares_per_s = side.shares.accepted as f64 / s.duration_s;
+            if shares_per_s > 0.0 {
+                push(
+                    "PoolCpuMsPerShare",
+                    "pool CPU ms per accepted share",
+                    CurveKind::Scale,
+                    name,
+                    scaled(&cpu, 10.0 / shares_per_s),
+                );
+            }
         }
     }
     for (name, rows) in &s.verdict {
@@ -399,20 +447,6 @@ fn side_estimate(h: Headline, side: &crate::summary::SideSummary) -> Estimate {
         Headline::FarmTxBytesPerS => side.farm_rates.tx.clone(),
         Headline::FarmRxBytesPerS => side.farm_rates.rx.clone(),
     }
-}
-
-/// The side's pool's CPU per accepted share, in ms: its mean CPU (percent of a core) over
-/// the accepted shares a second. The share rate is counted, not estimated: the interval
-/// is the CPU's. Behind an aggregating translator the pool sees only the shares that meet
-/// the one channel's target, a few a minute whatever the miners: its CPU in all
-/// (`PoolCpuPct`) is the reading to compare there.
-fn pool_cpu_ms_per_share(s: &Summary, side: &crate::summary::SideSummary) -> Option<Estimate> {
-    let (_, pool) = side
-        .roles
-        .iter()
-        .find(|(role, _)| role.starts_with("pool-"))?;
-    let per_s = side.shares.accepted as f64 / s.duration_s;
-    (per_s > 0.0).then(|| scaled(&Estimate::mean_of(&pool.cpu_pct), 10.0 / per_s))
 }
 
 fn scaled(e: &Estimate, by: f64) -> Estimate {

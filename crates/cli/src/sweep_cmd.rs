@@ -120,12 +120,8 @@ pub async fn run(args: SweepArgs) -> Result<()> {
         analysis: None,
     };
     resume_from(&dir, &mut record)?;
-    save(&dir, &record)?;
-    let done_before = record
-        .runs
-        .iter()
-        .filter(|r| r.status == RunStatus::Done)
-        .count();
+    record.save(&dir)?;
+    let done_before = record.count(RunStatus::Done);
     eprintln!(
         "sweep {} into {}: {} run(s), {} already done; about {:.0} s each",
         record.name,
@@ -180,7 +176,7 @@ pub async fn run(args: SweepArgs) -> Result<()> {
                     run.status = RunStatus::Failed;
                     run.error = Some(format!("{e:#}"));
                     eprintln!("\n{} failed to start: {e:#}", run.run.name);
-                    save(&dir, &record)?;
+                    record.save(&dir)?;
                 }
             }
         }
@@ -225,21 +221,15 @@ pub async fn run(args: SweepArgs) -> Result<()> {
                 run.error = None;
                 progress.finished(wall);
             }
-            save(&dir, &record)?;
+            record.save(&dir)?;
         }
         progress.draw(&record, &running);
     }
     progress.clear();
 
-    let written = report::sweep::write(&dir)?;
-    let record: SweepRecord =
-        serde_json::from_str(&std::fs::read_to_string(dir.join(SWEEP_FILE))?)?;
+    let (record, written) = report::sweep::write(&dir)?;
     print!("{}", slopes_text(&record));
-    let failed = record
-        .runs
-        .iter()
-        .filter(|r| r.status == RunStatus::Failed)
-        .count();
+    let failed = record.count(RunStatus::Failed);
     println!(
         "sweep written to {} ({}){}",
         dir.display(),
@@ -337,11 +327,10 @@ fn status_on_disk(run_dir: &Path) -> RunStatus {
 /// file and the same arguments for every run, or the curves would mix runs of different
 /// settings; the finished runs' wall times carry over.
 fn resume_from(dir: &Path, record: &mut SweepRecord) -> Result<()> {
-    let Ok(text) = std::fs::read_to_string(dir.join(SWEEP_FILE)) else {
+    if !dir.join(SWEEP_FILE).is_file() {
         return Ok(());
-    };
-    let old: SweepRecord = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a sweep record", dir.join(SWEEP_FILE).display()))?;
+    }
+    let old = SweepRecord::load(dir)?;
     let differs = [
         (old.scenario != record.scenario, "the scenario file"),
         (
@@ -380,13 +369,6 @@ fn digest(text: &str) -> String {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
     format!("{hash:016x}")
-}
-
-fn save(dir: &Path, record: &SweepRecord) -> Result<()> {
-    let tmp = dir.join(format!("{SWEEP_FILE}.tmp"));
-    std::fs::write(&tmp, serde_json::to_string_pretty(record)? + "\n")?;
-    std::fs::rename(&tmp, dir.join(SWEEP_FILE))?;
-    Ok(())
 }
 
 /// Why a run failed: its exit and the last lines it wrote.
@@ -473,16 +455,8 @@ impl Progress {
         }
         self.last = Some(Instant::now());
         let total = record.runs.len();
-        let done = record
-            .runs
-            .iter()
-            .filter(|r| r.status == RunStatus::Done)
-            .count();
-        let failed = record
-            .runs
-            .iter()
-            .filter(|r| r.status == RunStatus::Failed)
-            .count();
+        let done = record.count(RunStatus::Done);
+        let failed = record.count(RunStatus::Failed);
         let expected = self.expected();
         let waiting = total - done - failed - running.len();
         let left_now: f64 = (running.iter())

@@ -4,18 +4,10 @@
 //! for, or a value the field cannot take, is an error naming both up front.
 
 use crate::scenario::Scenario;
-use analysis::sweep::PointRun;
+use analysis::sweep::{PointRun, BUILTIN, RELEASE_KEY};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-
-/// The value of a `roles.<role>.command` key (and of `release`) that means the pinned SRI
-/// build linked into stratum-bench.
-pub const BUILTIN: &str = "builtin";
-
-/// The pseudo-key of a whole release: a directory of pre-built SRI binaries (or
-/// `builtin`), which sets `roles.<role>.command` for each binary the directory holds.
-pub const RELEASE_KEY: &str = "release";
 
 /// The SRI binaries a release directory may hold, by the role they run.
 const RELEASE_BINARIES: [(&str, &str); 3] = [

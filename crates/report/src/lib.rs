@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 /// report of a run, or of benchmark results when that is what the directory holds.
 pub fn write_report(run_dir: &Path, pdf: bool) -> Result<Vec<PathBuf>> {
     if run_dir.join(analysis::sweep::SWEEP_FILE).is_file() {
-        let mut written = sweep::write(run_dir)?;
+        let (_, mut written) = sweep::write(run_dir)?;
         if pdf {
             let out = run_dir.join("sweep.pdf");
             print_pdf(&run_dir.join("sweep.html"), &out)?;

@@ -9,17 +9,13 @@ use crate::run_data::RunData;
 use crate::svg::{band_chart, Series};
 use analysis::manifest::SUMMARY_FILE;
 use analysis::sweep::{
-    analyse, CurveKind, Curves, Fit, RunStatus, SweepAnalysis, SweepRecord, SweepRun, POINTS_DIR,
-    SWEEP_FILE,
+    analyse, is_release_key, CurveKind, Curves, Fit, RunStatus, SweepAnalysis, SweepRecord,
+    SweepRun, BUILTIN, POINTS_DIR, SWEEP_FILE,
 };
 use analysis::Summary;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// The value of a release key that means the pinned SRI build linked into stratum-bench
-/// (as `harness::sweep::BUILTIN` reads it).
-const BUILTIN: &str = "builtin";
 
 /// Runs a release comparison judges by run needs this many a side to call a difference
 /// significant.
@@ -27,16 +23,8 @@ const RELEASE_RUNS: u32 = 5;
 
 /// Reads `sweep.json` in `dir`, computes the curves from the finished runs, writes them
 /// back into it, and writes the report files; returns their paths.
-pub fn write(dir: &Path) -> Result<Vec<PathBuf>> {
-    let path = dir.join(SWEEP_FILE);
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "no sweep at {} (stratum-bench sweep writes one)",
-            path.display()
-        )
-    })?;
-    let mut record: SweepRecord = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a sweep record", path.display()))?;
+pub fn write(dir: &Path) -> Result<(SweepRecord, Vec<PathBuf>)> {
+    let mut record = SweepRecord::load(dir)?;
     let mut problems = Vec::new();
     let mut loaded: Vec<(usize, Summary)> = Vec::new();
     for (i, run) in record.runs.iter().enumerate() {
@@ -60,9 +48,7 @@ pub fn write(dir: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     let analysis = analyse(&record.keys, record.zip, &runs);
     record.analysis = Some(analysis.clone());
-    let tmp = dir.join(format!("{SWEEP_FILE}.tmp"));
-    std::fs::write(&tmp, serde_json::to_string_pretty(&record)? + "\n")?;
-    std::fs::rename(&tmp, &path)?;
+    record.save(dir)?;
 
     let mut doc = document(&record, &analysis, &problems);
     let mut files = Vec::new();
@@ -79,17 +65,17 @@ pub fn write(dir: &Path) -> Result<Vec<PathBuf>> {
         ("points.csv", points_csv(&analysis)),
         ("fits.csv", fits_csv(&analysis)),
     ]);
-    let mut written = vec![path];
+    let mut written = vec![dir.join(SWEEP_FILE)];
     for (name, content) in files {
         let out = dir.join(name);
         std::fs::write(&out, content).with_context(|| format!("cannot write {}", out.display()))?;
         written.push(out);
     }
-    Ok(written)
+    Ok((record, written))
 }
 
 fn document(record: &SweepRecord, a: &SweepAnalysis, problems: &[String]) -> Document {
-    let count = |s: RunStatus| record.runs.iter().filter(|r| r.status == s).count();
+    let count = |s: RunStatus| record.count(s);
     let w = &record.worth;
     let mut head = vec![
         Block::Para(format!(
@@ -422,7 +408,7 @@ fn releases(dir: &Path, record: &SweepRecord) -> Result<Option<(Section, Vec<Com
     let [key] = record.keys.as_slice() else {
         return Ok(None);
     };
-    if !(key == "release" || (key.starts_with("roles.") && key.ends_with(".command"))) {
+    if !is_release_key(key) {
         return Ok(None);
     }
     let mut by_value: BTreeMap<usize, Vec<RunData>> = BTreeMap::new();
