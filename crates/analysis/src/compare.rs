@@ -252,6 +252,7 @@ mod tests {
             role: role.into(),
             cpu_pct,
             rss_bytes,
+            host: None,
         }
     }
 

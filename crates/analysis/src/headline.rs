@@ -77,6 +77,17 @@ impl Headline {
     }
 
     /// What one independent unit of the metric is.
+    /// A time the roles take, which a saturated host inflates.
+    pub fn is_latency(self) -> bool {
+        matches!(
+            self,
+            Headline::NewJobMs
+                | Headline::NewPrevhashJobMs
+                | Headline::StaleWaitMs
+                | Headline::BlockPropagationMs
+        )
+    }
+
     pub fn unit(self) -> &'static str {
         match self {
             Headline::NewJobMs

@@ -17,6 +17,7 @@ pub mod conclusion;
 pub mod declaration;
 pub mod farm;
 pub mod headline;
+pub mod host;
 pub mod input;
 pub mod jobs;
 pub mod latency;

@@ -168,11 +168,39 @@ pub struct SideRoles {
     pub pool_policy: Option<String>,
 }
 
-/// One resource sample of one role process.
+/// One resource sample of one role process, or of the host (role [`HOST_ROLE`]: its CPU
+/// in percent of one core summed over cores, its memory in use, and `host`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Sample {
     pub t_ns: u64,
     pub role: String,
     pub cpu_pct: f64,
     pub rss_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostReading>,
+}
+
+/// The role name of the host's own samples.
+pub const HOST_ROLE: &str = "host";
+
+/// The machine's own state over one second, as node exporter reads it from /proc: what
+/// says whether the roles had the CPU they needed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostReading {
+    /// Each core's busy share of the second (everything but idle and iowait), percent.
+    pub core_busy_pct: Vec<f64>,
+    /// All cores' busy share, percent.
+    pub busy_pct: f64,
+    pub mem_total_bytes: u64,
+    pub mem_available_bytes: u64,
+    pub load1: f64,
+    pub load5: f64,
+    pub load15: f64,
+    /// The run directory's filesystem.
+    pub fs_avail_bytes: u64,
+    pub fs_size_bytes: u64,
+    /// Time the run's control group was held back by its CPU quota in the second (cgroup
+    /// v2 `cpu.stat` throttled_usec), ms; absent without a readable cgroup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_ms: Option<f64>,
 }

@@ -66,6 +66,10 @@ pub struct Summary {
     /// measuring costs, and whether that stays flat over a long run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness: Option<RoleResources>,
+    /// The host's CPU, memory and filesystem over the window, and a warning when it was
+    /// saturated (`analysis::host`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::host::HostHealth>,
     /// Events that could not be tied to their counterpart, by kind.
     pub unmatched: BTreeMap<String, u64>,
     /// What ended the measured window, when the run could end it early.
@@ -494,6 +498,7 @@ pub fn assemble(
         verdict: verdict_rows,
         sides,
         harness: sampled(HARNESS_ROLE),
+        host: crate::host::health(samples, window),
         unmatched: unmatched.0,
         stopped: m.stopped.clone(),
         clock_uncertainty_ms,
@@ -676,18 +681,21 @@ mod tests {
                 role: "pool".into(),
                 cpu_pct: 10.0,
                 rss_bytes: 1_000,
+                host: None,
             },
             Sample {
                 t_ns: 2_000 * MS,
                 role: "node".into(),
                 cpu_pct: 50.0,
                 rss_bytes: 9_000,
+                host: None,
             },
             Sample {
                 t_ns: 3_000 * MS,
                 role: HARNESS_ROLE.into(),
                 cpu_pct: 4.0,
                 rss_bytes: 4_000,
+                host: None,
             },
         ];
         let mut events = run();

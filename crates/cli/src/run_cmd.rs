@@ -464,6 +464,12 @@ fn table(s: &Summary) -> String {
             dist(&added.down)
         ));
     }
+    let host_warning = s.host.as_ref().and_then(|h| h.warning.as_ref());
+    if let Some(warning) = host_warning {
+        out.push_str(&format!(
+            "WARNING host saturated: {warning}; latencies marked [host-saturated]\n"
+        ));
+    }
     // The verdict: each SV2 side against sv1, with intervals and significance.
     for (side, rows) in &s.verdict {
         out.push_str(&format!(
@@ -481,7 +487,7 @@ fn table(s: &Summary) -> String {
                 (None, None) => "-".into(),
             };
             out.push_str(&format!(
-                "  {:width$}  {} vs {}: {}{}  {}{}{}\n",
+                "  {:width$}  {} vs {}: {}{}  {}{}{}{}\n",
                 row.metric.label(),
                 cell(row.sv2),
                 cell(row.sv1),
@@ -492,6 +498,11 @@ fn table(s: &Summary) -> String {
                 row.modelled
                     .as_ref()
                     .map_or(String::new(), |m| format!("  [{m}]")),
+                if host_warning.is_some() && row.metric.is_latency() {
+                    "  [host-saturated]"
+                } else {
+                    ""
+                },
             ));
         }
         for w in s.worth.get(side).into_iter().flatten() {

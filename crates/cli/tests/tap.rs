@@ -87,6 +87,7 @@ fn an_sv1_tap_counts_what_the_pool_counts_on_500_connections() {
             hash_threads: 1,
             broadcast: None,
             per_miner: Default::default(),
+            suggest_difficulty: None,
         },
     };
     let (mut fleet, _) = start_role(

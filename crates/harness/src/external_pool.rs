@@ -67,6 +67,18 @@ struct Adapter {
     installed: &'static str,
     /// How the pool learns of blocks and refreshes jobs, for the report.
     policy: &'static str,
+    /// For a pool the user builds from its source: what `program` must point at.
+    program: Option<&'static str>,
+    /// Where it runs (placeholders filled; default: its install directory), and where
+    /// its config goes there (default: `roles/<pool>.conf` in the run directory).
+    workdir: Option<&'static str>,
+    config_path: Option<&'static str>,
+    /// What miners authorize as, when the pool checks (a payout address).
+    worker_prefix: Option<&'static str>,
+    /// It honours `mining.suggest_difficulty` and starts miners at its own otherwise.
+    suggest_difficulty: bool,
+    /// It listens on every interface, so it runs in a network namespace of its own.
+    listens_everywhere: bool,
 }
 
 const ADAPTERS: &[Adapter] = &[Adapter {
@@ -84,6 +96,26 @@ const ADAPTERS: &[Adapter] = &[Adapter {
     install: &["npm", "ci", "--no-audit", "--no-fund"],
     installed: "node_modules/stratum-pool-sha256",
     policy: "stratum-pool-sha256 2.1.3 (NOMP's pool core): polls getblocktemplate every 500 ms (no ZMQ), rebroadcasts a job after pool.job_refresh, fixed difficulty",
+    program: None,
+    workdir: None,
+    config_path: None,
+    worker_prefix: None,
+    suggest_difficulty: false,
+    listens_everywhere: false,
+}, Adapter {
+    name: "public-pool",
+    command: "node {program}/dist/main",
+    template: include_str!("../../../pools/public-pool/env"),
+    files: &[],
+    install: &[],
+    installed: "",
+    policy: "public-pool (benjamin-wilson/public-pool): rawblock over ZMQ, a new job on every block and every 60 s, difficulty as the miner suggests then vardiff every 60 s towards a share per 10 s, in a network namespace of its own (it binds every interface)",
+    program: Some("a public-pool checkout built with `npm ci && npm run build` (the directory holding dist/main.js)"),
+    workdir: Some("{run_dir}/{side}-public-pool"),
+    config_path: Some(".env"),
+    worker_prefix: Some("{payout_address}"),
+    suggest_difficulty: true,
+    listens_everywhere: true,
 }];
 
 /// Where adapters are installed, kept between runs: `$STRATUM_BENCH_CACHE`, or
@@ -164,6 +196,10 @@ pub struct Resolved {
     /// How it learns of blocks, refreshes jobs and sets difficulty: what the scenario or
     /// adapter says, then what its config is given (read from the template).
     pub policy: Option<String>,
+    /// The side's miners ask it for the side's difficulty.
+    pub suggest_difficulty: bool,
+    /// It runs in a network namespace of its own.
+    pub isolate_network: bool,
 }
 
 /// Reads a scenario's entry (its template file, relative to the scenario's directory) and
@@ -171,8 +207,27 @@ pub struct Resolved {
 pub fn resolve(pool: &ExternalSv1Pool, base: &Path, field: &str) -> Result<Resolved> {
     match (&pool.kind, &pool.command) {
         (Some(kind), None) => {
+            let adapter = ADAPTERS.iter().find(|a| a.name == kind).with_context(|| {
+                format!(
+                    "scenario field `{field}.kind`: unknown pool kind {kind:?} (this build has {:?}; any other pool is a `command` with a `config_template`)",
+                    kinds()
+                )
+            })?;
+            let program = match (adapter.program, &pool.program) {
+                (Some(_), Some(program)) => {
+                    check_placeholders(program, &format!("scenario field `{field}.program`"))?;
+                    Some(program.clone())
+                }
+                (Some(what), None) => bail!(
+                    "scenario field `{field}.program`: the {kind} pool is built by you; give {what} (`--set {field}.program=/path`)"
+                ),
+                (None, _) => None,
+            };
+            if adapter.listens_everywhere && pool.isolate_network == Some(false) {
+                bail!("scenario field `{field}.isolate_network`: the {kind} pool listens on every interface; it runs only in a network namespace of its own");
+            }
             let given = [
-                ("program", pool.program.is_some()),
+                ("program", adapter.program.is_none() && pool.program.is_some()),
                 ("config_template", pool.config_template.is_some()),
                 ("workdir", pool.workdir.is_some()),
                 ("config_path", pool.config_path.is_some()),
@@ -181,23 +236,20 @@ pub fn resolve(pool: &ExternalSv1Pool, base: &Path, field: &str) -> Result<Resol
             if let Some((name, _)) = given.iter().find(|(_, set)| *set) {
                 bail!("scenario field `{field}.{name}`: an adapter (`kind`) brings its own; give it with a `command` instead");
             }
-            let adapter = ADAPTERS.iter().find(|a| a.name == kind).with_context(|| {
-                format!(
-                    "scenario field `{field}.kind`: unknown pool kind {kind:?} (this build has {:?}; any other pool is a `command` with a `config_template`)",
-                    kinds()
-                )
-            })?;
             Ok(Resolved {
                 name: pool.name.clone().unwrap_or_else(|| kind.clone()),
                 command: adapter.command.into(),
-                program: None,
+                program,
                 template: Some(adapter.template.into()),
-                workdir: None,
-                config_path: None,
+                workdir: adapter.workdir.map(String::from),
+                config_path: adapter.config_path.map(PathBuf::from),
                 files: Vec::new(),
-                worker_prefix: pool.worker_prefix.clone(),
+                worker_prefix: (pool.worker_prefix.clone())
+                    .or(adapter.worker_prefix.map(String::from)),
                 adapter: Some(adapter),
                 policy: Some(adapter.policy.into()),
+                suggest_difficulty: pool.suggest_difficulty.unwrap_or(adapter.suggest_difficulty),
+                isolate_network: pool.isolate_network.unwrap_or(adapter.listens_everywhere),
             })
         }
         (None, Some(command)) => {
@@ -266,6 +318,8 @@ pub fn resolve(pool: &ExternalSv1Pool, base: &Path, field: &str) -> Result<Resol
                 worker_prefix: pool.worker_prefix.clone(),
                 adapter: None,
                 policy: (!policy.is_empty()).then_some(policy),
+                suggest_difficulty: pool.suggest_difficulty.unwrap_or(false),
+                isolate_network: pool.isolate_network.unwrap_or(false),
             })
         }
         _ => bail!(
@@ -347,15 +401,17 @@ pub struct Site<'a> {
     pub cache_dir: &'a Path,
 }
 
-/// A started pool, and what the side's miners authorize as there.
+/// A started pool, where it listens, and what the side's miners authorize as there.
 pub struct Started {
     pub process: RoleProcess,
+    pub listen: SocketAddr,
     pub worker_prefix: String,
 }
 
 impl Resolved {
     /// Installs an adapter if needed, fills in the config, starts the pool as role `name`
-    /// listening on `listen`, and waits until it accepts connections.
+    /// listening on `listen`'s port (at `listen`, or at its end of the veth pair when it
+    /// runs in a namespace of its own), and waits until it accepts connections.
     pub async fn start(
         &self,
         site: &Site<'_>,
@@ -364,9 +420,34 @@ impl Resolved {
         listen: SocketAddr,
     ) -> Result<Started> {
         let adapter_dir = match self.adapter {
-            Some(adapter) => install(adapter, site.cache_dir).await?,
-            None => PathBuf::new(),
+            Some(adapter) if !adapter.install.is_empty() => {
+                install(adapter, site.cache_dir).await?
+            }
+            _ => PathBuf::new(),
         };
+        // In a namespace, the pool reaches the node through forwarders at the run's end.
+        let mut netns = match self.isolate_network {
+            true => Some(crate::netns::Netns::create().with_context(|| {
+                format!("side {side}: the pool's network namespace (`isolate_network`)")
+            })?),
+            false => None,
+        };
+        let (mut rpc, mut zmq, mut zmq_hashblock) = (
+            site.rpc,
+            site.zmq.map(String::from),
+            site.zmq_hashblock.map(String::from),
+        );
+        let mut listen = listen;
+        if let Some(ns) = &mut netns {
+            rpc = ns.forward(site.rpc).await?;
+            for endpoint in [&mut zmq, &mut zmq_hashblock].into_iter().flatten() {
+                let to: SocketAddr = (endpoint.strip_prefix("tcp://"))
+                    .and_then(|a| a.parse().ok())
+                    .with_context(|| format!("the node's ZMQ endpoint {endpoint}"))?;
+                *endpoint = format!("tcp://{}", ns.forward(to).await?);
+            }
+            listen = SocketAddr::from((ns.pool_ip, listen.port()));
+        }
         let roles_dir = site.run_dir.join("roles");
         probe::private::create_dir(&roles_dir)
             .with_context(|| format!("cannot create {}", roles_dir.display()))?;
@@ -375,20 +456,17 @@ impl Resolved {
         probe::private::write(&cookie, format!("{}:{}", site.rpc_user, site.rpc_password))
             .with_context(|| format!("cannot write {}", cookie.display()))?;
         let mut values: BTreeMap<&str, String> = BTreeMap::from([
-            ("rpc_url", format!("http://{}", site.rpc)),
-            ("rpc_host", site.rpc.ip().to_string()),
-            ("rpc_port", site.rpc.port().to_string()),
+            ("rpc_url", format!("http://{rpc}")),
+            ("rpc_host", rpc.ip().to_string()),
+            ("rpc_port", rpc.port().to_string()),
             ("rpc_user", site.rpc_user.to_string()),
             ("rpc_password", site.rpc_password.to_string()),
             ("rpc_cookie", cookie.display().to_string()),
             (
                 "zmq_hashblock",
-                site.zmq_hashblock
-                    .or(site.zmq)
-                    .unwrap_or_default()
-                    .to_string(),
+                zmq_hashblock.or(zmq.clone()).unwrap_or_default(),
             ),
-            ("zmq_rawblock", site.zmq.unwrap_or_default().to_string()),
+            ("zmq_rawblock", zmq.unwrap_or_default()),
             ("listen_host", listen.ip().to_string()),
             ("listen_port", listen.port().to_string()),
             ("payout_address", site.payout_address.clone()),
@@ -399,9 +477,9 @@ impl Resolved {
             ("run_dir", site.run_dir.display().to_string()),
             ("adapter_dir", adapter_dir.display().to_string()),
         ]);
-        let workdir = match (self.adapter, &self.workdir) {
-            (Some(_), _) => Some(adapter_dir.clone()),
-            (None, Some(dir)) => Some(PathBuf::from(fill(dir, &values))),
+        let workdir = match (&self.workdir, self.adapter) {
+            (Some(dir), _) => Some(PathBuf::from(fill(dir, &values))),
+            (None, Some(_)) => Some(adapter_dir.clone()),
             (None, None) => None,
         };
         if let Some(dir) = &workdir {
@@ -438,16 +516,29 @@ impl Resolved {
         }
         let argv = shlex::split(&fill(&self.command, &values))
             .with_context(|| format!("role {name}: a quote in its command is not closed"))?;
+        let argv: Vec<String> = (netns.iter().flat_map(|ns| ns.exec_prefix()))
+            .chain(argv)
+            .collect();
+        let mut process = RoleProcess::spawn_command(
+            site.launcher,
+            &argv,
+            workdir.as_deref(),
+            site.run_dir,
+            name,
+            listen,
+        )
+        .await
+        .with_context(|| match &netns {
+            Some(ns) => format!(
+                "side {side}: its pool in network namespace {} (at {})",
+                ns.name, ns.pool_ip
+            ),
+            None => format!("side {side}: its pool"),
+        })?;
+        process.isolation = netns;
         Ok(Started {
-            process: RoleProcess::spawn_command(
-                site.launcher,
-                &argv,
-                workdir.as_deref(),
-                site.run_dir,
-                name,
-                listen,
-            )
-            .await?,
+            process,
+            listen,
             worker_prefix: self.worker_prefix.as_ref().map_or_else(
                 || crate::run::default_worker_prefix(side),
                 |p| fill(p, &values),

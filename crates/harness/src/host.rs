@@ -1,7 +1,9 @@
-//! The machine a run ran on, written to `host.json` so a report can say where numbers
-//! come from.
+//! The machine a run ran on: what it is, written to `host.json` so a report can say where
+//! numbers come from, and how busy it was, read every second as node exporter reads it.
 
+use analysis::manifest::HostReading;
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
 pub const HOST_FILE: &str = "host.json";
 
@@ -48,8 +50,201 @@ impl Host {
     }
 }
 
+/// The modes of `/proc/stat`'s cpu lines, in their order, as node exporter labels them.
+pub const CPU_MODES: [&str; 8] = [
+    "user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal",
+];
+const IDLE: usize = 3;
+const IOWAIT: usize = 4;
+
+/// Ticks per mode of one core since boot.
+type CoreTicks = [u64; 8];
+
+/// Successive readings of the host: CPU per core, memory, load, the run directory's
+/// filesystem and the run's CPU throttling.
+pub struct HostMeter {
+    fs_path: PathBuf,
+    cgroup_stat: Option<PathBuf>,
+    last: Option<(Vec<CoreTicks>, Option<u64>)>,
+}
+
+/// One second of the host: the reading for the samples, and the seconds each core spent
+/// in each mode over it (for `node_cpu_seconds_total`).
+pub struct HostSecond {
+    pub reading: HostReading,
+    pub cpu_seconds: Vec<[f64; 8]>,
+}
+
+impl HostMeter {
+    /// A meter of this host; `fs_path` names the filesystem to watch (the run directory).
+    pub fn new(fs_path: &Path) -> HostMeter {
+        HostMeter {
+            fs_path: fs_path.to_path_buf(),
+            cgroup_stat: own_cgroup_cpu_stat(),
+            last: None,
+        }
+    }
+
+    /// The second since the previous call; `None` on the first (CPU shares need two
+    /// readings) or when /proc cannot be read.
+    pub fn sample(&mut self) -> Option<HostSecond> {
+        let cores = core_ticks(&std::fs::read_to_string("/proc/stat").ok()?);
+        let throttled_us = self
+            .cgroup_stat
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|text| stat_field(&text, "throttled_usec"));
+        let previous = self.last.replace((cores.clone(), throttled_us));
+        let (before, throttled_before) = previous?;
+        if before.len() != cores.len() {
+            return None;
+        }
+        let ticks = clock_ticks();
+        let mut core_busy_pct = Vec::with_capacity(cores.len());
+        let mut cpu_seconds = Vec::with_capacity(cores.len());
+        let (mut busy_all, mut total_all) = (0u64, 0u64);
+        for (now, then) in cores.iter().zip(&before) {
+            let delta: [u64; 8] = std::array::from_fn(|m| now[m].saturating_sub(then[m]));
+            let total: u64 = delta.iter().sum();
+            let busy = total - delta[IDLE] - delta[IOWAIT];
+            core_busy_pct.push(if total == 0 {
+                0.0
+            } else {
+                busy as f64 / total as f64 * 100.0
+            });
+            busy_all += busy;
+            total_all += total;
+            cpu_seconds.push(delta.map(|t| t as f64 / ticks));
+        }
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let kib = |key: &str| stat_field(&meminfo.replace(':', ""), key).unwrap_or(0) * 1024;
+        let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let load: Vec<f64> = (loadavg.split_whitespace().take(3))
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        let (fs_avail_bytes, fs_size_bytes) = filesystem(&self.fs_path).unwrap_or((0, 0));
+        Some(HostSecond {
+            reading: HostReading {
+                core_busy_pct,
+                busy_pct: if total_all == 0 {
+                    0.0
+                } else {
+                    busy_all as f64 / total_all as f64 * 100.0
+                },
+                mem_total_bytes: kib("MemTotal"),
+                mem_available_bytes: kib("MemAvailable"),
+                load1: load.first().copied().unwrap_or(0.0),
+                load5: load.get(1).copied().unwrap_or(0.0),
+                load15: load.get(2).copied().unwrap_or(0.0),
+                fs_avail_bytes,
+                fs_size_bytes,
+                throttled_ms: throttled_us
+                    .zip(throttled_before)
+                    .map(|(now, then)| now.saturating_sub(then) as f64 / 1e3),
+            },
+            cpu_seconds,
+        })
+    }
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) as f64 }
+}
+
+/// Each core's `cpuN` line of /proc/stat (not the `cpu` total).
+fn core_ticks(stat: &str) -> Vec<CoreTicks> {
+    stat.lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .map(|l| {
+            let mut fields = l.split_whitespace().skip(1).map(|v| v.parse().unwrap_or(0));
+            std::array::from_fn(|_| fields.next().unwrap_or(0))
+        })
+        .collect()
+}
+
+/// The number after `key` on the line that starts with it (`key value ...`).
+fn stat_field(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let mut words = l.split_whitespace();
+        (words.next()? == key).then(|| words.next()?.parse().ok())?
+    })
+}
+
+/// The cgroup v2 `cpu.stat` of this process's group, which its roles share unless a
+/// container moves them.
+fn own_cgroup_cpu_stat() -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let stat = Path::new("/sys/fs/cgroup")
+        .join(path.trim_start_matches('/'))
+        .join("cpu.stat");
+    stat.exists().then_some(stat)
+}
+
+/// Available and total bytes of the filesystem holding `path`.
+fn filesystem(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs writes into the zeroed struct we own; the path is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c_path.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let frag = st.f_frsize as u64;
+    Some((st.f_bavail as u64 * frag, st.f_blocks as u64 * frag))
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_cores_and_fields_as_proc_writes_them() {
+        let stat = "cpu  10 0 5 100 1 0 0 0 0 0\ncpu0 4 0 2 50 1 0 0 0 0 0\ncpu1 6 0 3 50 0 0 0 0 0 0\nintr 1 2\n";
+        assert_eq!(
+            core_ticks(stat),
+            vec![[4, 0, 2, 50, 1, 0, 0, 0], [6, 0, 3, 50, 0, 0, 0, 0]]
+        );
+        assert_eq!(
+            stat_field("usage_usec 10\nthrottled_usec 2500\n", "throttled_usec"),
+            Some(2500)
+        );
+        assert_eq!(stat_field("MemTotal 24000 kB", "MemTotal"), Some(24000));
+    }
+
+    #[test]
+    fn a_busy_core_shows_in_the_hosts_reading() {
+        let mut meter = HostMeter::new(Path::new("/"));
+        assert!(
+            meter.sample().is_none(),
+            "the first reading has nothing to compare"
+        );
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed().as_millis() < 300 {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        let second = meter.sample().expect("a second reading");
+        let r = &second.reading;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(r.core_busy_pct.len() >= cores, "{r:?}");
+        // This thread kept one core busy: at least that core's share of the host.
+        assert!(
+            r.busy_pct > 100.0 / r.core_busy_pct.len() as f64 * 0.5,
+            "{r:?} ({x})"
+        );
+        assert!(r.core_busy_pct.iter().any(|&c| c > 50.0), "{r:?}");
+        assert!(r.mem_total_bytes > r.mem_available_bytes && r.mem_available_bytes > 0);
+        assert!(r.fs_size_bytes >= r.fs_avail_bytes && r.fs_size_bytes > 0);
+        assert!(r.load1 >= 0.0);
+        let seconds: f64 = second.cpu_seconds.iter().flatten().sum();
+        assert!(
+            seconds > 0.1,
+            "the cores' seconds add up to the time between readings: {seconds}"
+        );
+    }
+
     #[test]
     fn describes_this_machine() {
         let h = super::Host::capture();

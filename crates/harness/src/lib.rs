@@ -11,6 +11,7 @@ pub mod host;
 pub mod latency;
 pub mod limits;
 pub mod metrics;
+pub mod netns;
 pub mod process;
 pub mod procs;
 pub mod roles;

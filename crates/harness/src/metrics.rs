@@ -4,6 +4,7 @@
 //! roles' CPU and memory) are set from the live summary and the roles' samples. Metric
 //! names are listed in the README.
 
+use crate::host::{HostSecond, CPU_MODES};
 use analysis::stream::Observed;
 use analysis::summary::ROLE_EXITED;
 use analysis::Summary;
@@ -53,6 +54,17 @@ struct Kind {
     kind: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CpuMode {
+    cpu: String,
+    mode: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Mountpoint {
+    mountpoint: String,
+}
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 type Latencies = Family<Side, Histogram, fn() -> Histogram>;
 
@@ -79,6 +91,13 @@ pub struct LiveMetrics {
     unmatched: Family<Kind, Counter>,
     /// What the counters set from summaries stand at, to add only what is new.
     unmatched_seen: BTreeMap<String, u64>,
+    /// The host, named as node exporter names it (counted from the run's start).
+    host_cpu_seconds: Family<CpuMode, Counter<f64, AtomicU64>>,
+    host_memory_total: Gauge,
+    host_memory_available: Gauge,
+    host_load: [FloatGauge; 3],
+    host_fs_avail: Family<Mountpoint, Gauge>,
+    host_fs_size: Family<Mountpoint, Gauge>,
 }
 
 /// A registry and the Prometheus text it renders.
@@ -108,6 +127,12 @@ impl Default for LiveMetrics {
             role_exits: Family::default(),
             unmatched: Family::default(),
             unmatched_seen: BTreeMap::new(),
+            host_cpu_seconds: Family::default(),
+            host_memory_total: Gauge::default(),
+            host_memory_available: Gauge::default(),
+            host_load: Default::default(),
+            host_fs_avail: Family::default(),
+            host_fs_size: Family::default(),
         };
         // Counters are registered without `_total`: the library adds it to their samples.
         let e = &mut m.exposition;
@@ -136,7 +161,42 @@ impl Default for LiveMetrics {
             "Events that could not be tied to their counterpart, by kind.",
             m.unmatched.clone(),
         );
+        e.register_counter(
+            "node_cpu_seconds",
+            "Seconds the host's CPUs spent in each mode since the run started (node exporter's name).",
+            m.host_cpu_seconds.clone(),
+        );
         let r = &mut e.registry;
+        r.register(
+            "node_memory_MemTotal_bytes",
+            "The host's memory (node exporter's name).",
+            m.host_memory_total.clone(),
+        );
+        r.register(
+            "node_memory_MemAvailable_bytes",
+            "The host's memory available to start new work without swapping (node exporter's name).",
+            m.host_memory_available.clone(),
+        );
+        for (name, gauge) in ["node_load1", "node_load5", "node_load15"]
+            .into_iter()
+            .zip(&m.host_load)
+        {
+            r.register(
+                name,
+                "The host's load average (node exporter's name).",
+                gauge.clone(),
+            );
+        }
+        r.register(
+            "node_filesystem_avail_bytes",
+            "Bytes available on the filesystem of the run directory (node exporter's name).",
+            m.host_fs_avail.clone(),
+        );
+        r.register(
+            "node_filesystem_size_bytes",
+            "Size of the filesystem of the run directory (node exporter's name).",
+            m.host_fs_size.clone(),
+        );
         r.register(
             "stratum_bench_new_job_seconds",
             "From the node producing a template to a miner receiving the first job on it.",
@@ -346,6 +406,35 @@ impl LiveMetrics {
                 .get_or_create(&labels)
                 .set(i64::try_from(*rss).unwrap_or(i64::MAX));
         }
+    }
+
+    /// The host's last second.
+    pub fn host(&self, second: &HostSecond) {
+        for (core, seconds) in second.cpu_seconds.iter().enumerate() {
+            for (mode, s) in CPU_MODES.iter().zip(seconds) {
+                let labels = CpuMode {
+                    cpu: core.to_string(),
+                    mode: mode.to_string(),
+                };
+                self.host_cpu_seconds.get_or_create(&labels).inc_by(*s);
+            }
+        }
+        let r = &second.reading;
+        let bytes = |b: u64| i64::try_from(b).unwrap_or(i64::MAX);
+        self.host_memory_total.set(bytes(r.mem_total_bytes));
+        self.host_memory_available.set(bytes(r.mem_available_bytes));
+        for (gauge, v) in self.host_load.iter().zip([r.load1, r.load5, r.load15]) {
+            gauge.set(v);
+        }
+        let run_dir = Mountpoint {
+            mountpoint: "run_dir".into(),
+        };
+        self.host_fs_avail
+            .get_or_create(&run_dir)
+            .set(bytes(r.fs_avail_bytes));
+        self.host_fs_size
+            .get_or_create(&run_dir)
+            .set(bytes(r.fs_size_bytes));
     }
 
     /// The Prometheus text exposition (format 0.0.4).

@@ -173,6 +173,8 @@ pub struct RoleProcess {
     exited: bool,
     /// A swarm service's name: it ends when the swarm says, not when `child` does.
     service: Option<(String, std::sync::Arc<Containers>)>,
+    /// The network namespace it runs in, removed with it.
+    pub isolation: Option<crate::netns::Netns>,
 }
 
 /// A role's stdout after its READY line, appended to its log: a closed pipe would fail
@@ -260,6 +262,7 @@ impl RoleProcess {
             meter: CpuMeter::new(pid),
             exited: false,
             service,
+            isolation: None,
         };
         let mut lines = BufReader::new(stdout).lines();
         let wait = async {
@@ -353,6 +356,7 @@ impl RoleProcess {
             meter: CpuMeter::new(pid),
             exited: false,
             service: None,
+            isolation: None,
         };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {

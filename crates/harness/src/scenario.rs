@@ -213,7 +213,7 @@ pub enum EventsSink {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExternalSv1Pool {
-    /// An adapter: `nomp`.
+    /// An adapter: `nomp`, or `public-pool` (your build, at `program`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// A program and its arguments, split as a shell would (quotes group words; nothing
@@ -251,6 +251,16 @@ pub struct ExternalSv1Pool {
     /// says its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// Run the pool in a network namespace of its own, joined to the run by a veth pair
+    /// (for a pool that listens on every interface; needs root). Default: the adapter's
+    /// (on for public-pool), else off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolate_network: Option<bool>,
+    /// The side's miners send `mining.suggest_difficulty` with the side's difficulty, for
+    /// a pool that honours it and would otherwise start them at its own. Default: the
+    /// adapter's (on for public-pool), else off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggest_difficulty: Option<bool>,
 }
 
 /// A config file of an external pool: a template, and where it goes in the pool's workdir.

@@ -43,6 +43,9 @@ pub fn build(run: &RunData) -> Document {
             sections.push(latency_section(summary));
             sections.push(bandwidth_section(run, summary, origin));
             sections.push(roles_section(run, origin));
+            if let Some(health) = &summary.host {
+                sections.push(host_section(run, health, origin));
+            }
             if run.scenario_value("name").as_deref() == Some("seed-context") {
                 sections.push(published_section(summary));
             }
@@ -302,6 +305,7 @@ fn conclusions_section(summary: &analysis::Summary) -> Section {
 /// Each side against the baseline on the headline metrics: the numbers behind the
 /// conclusions.
 fn verdict_section(summary: &analysis::Summary) -> Section {
+    let host_saturated = summary.host.as_ref().is_some_and(|h| h.warning.is_some());
     let mut rows = Vec::new();
     for (side, verdict) in &summary.verdict {
         for row in verdict {
@@ -330,13 +334,23 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
                         )
                     }
                     _ => row.method.label().to_string(),
+                } + if host_saturated && row.metric.is_latency() {
+                    "; host-saturated"
+                } else {
+                    ""
                 },
             ]);
         }
     }
+    let mut blocks = Vec::new();
+    if let Some(warning) = summary.host.as_ref().and_then(|h| h.warning.as_ref()) {
+        blocks.push(Block::Note(format!(
+            "Host saturated: {warning}. Rows in ms (marked host-saturated) are read with care."
+        )));
+    }
     Section {
         title: format!("Verdict: each side against {}", summary.baseline),
-        blocks: vec![
+        blocks: blocks.into_iter().chain([
             Block::Table {
                 head: ["side", "metric", &summary.baseline, "side", "difference", "difference %", "95% interval", "significant", "how tested"]
                     .map(String::from)
@@ -348,7 +362,7 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
                 analysis::stats::MIN_UNITS,
                 analysis::headline::FDR * 100.0
             )),
-        ],
+        ]).collect(),
     }
 }
 
@@ -719,7 +733,8 @@ type Points = Vec<(f64, f64)>;
 
 fn roles_section(run: &RunData, origin: u64) -> Section {
     let mut by_role: BTreeMap<&str, (Points, Points)> = BTreeMap::new();
-    for s in &run.samples {
+    // The host is a section of its own.
+    for s in run.samples.iter().filter(|s| s.host.is_none()) {
         let e = by_role.entry(&s.role).or_default();
         let t = secs(s.t_ns, origin);
         e.0.push((t, s.cpu_pct));
@@ -785,6 +800,108 @@ fn roles_section(run: &RunData, origin: u64) -> Section {
                 rows,
             },
         ],
+    }
+}
+
+/// The machine under the roles: its CPU per core, memory and load over the window, and
+/// whether it was saturated.
+fn host_section(run: &RunData, health: &analysis::host::HostHealth, origin: u64) -> Section {
+    let host: Vec<(f64, &analysis::manifest::HostReading)> = (run.samples.iter())
+        .filter_map(|s| Some((secs(s.t_ns, origin), s.host.as_ref()?)))
+        .collect();
+    let cores = host
+        .iter()
+        .map(|(_, r)| r.core_busy_pct.len())
+        .max()
+        .unwrap_or(0);
+    let mut cpu: Vec<Series> = (0..cores)
+        .map(|c| Series {
+            name: format!("core {c}"),
+            points: (host.iter())
+                .filter_map(|(t, r)| Some((*t, *r.core_busy_pct.get(c)?)))
+                .collect(),
+        })
+        .collect();
+    cpu.push(Series {
+        name: "all cores".into(),
+        points: host.iter().map(|(t, r)| (*t, r.busy_pct)).collect(),
+    });
+    let gb = |b: u64| format!("{:.2}", b as f64 / 1e9);
+    let mut blocks = vec![match &health.warning {
+        Some(w) => Block::Note(format!("Saturated: {w}. The verdict's latencies are marked.")),
+        None => Block::Para(format!(
+            "The host was not saturated: over {:.0}% busy for {} of {} s (the flag is over {:.0}% of the window), no CPU quota held the roles back, memory never short.",
+            analysis::host::SATURATED_BUSY_PCT,
+            health.saturated_seconds,
+            health.seconds,
+            analysis::host::SATURATED_SHARE * 100.0
+        )),
+    }];
+    blocks.push(Block::Chart {
+        title: "Host CPU over time".into(),
+        svg: line_chart(
+            "Busy share per core",
+            "seconds into the measured window",
+            "% busy",
+            &cpu,
+            false,
+        ),
+    });
+    blocks.push(Block::Table {
+        head: vec!["reading".into(), "value".into()],
+        rows: vec![
+            row("cores", health.cores.to_string()),
+            row(
+                "all cores busy %: mean / p95 / max",
+                format!(
+                    "{:.1} / {:.1} / {:.1}",
+                    health.busy_mean_pct, health.busy_p95_pct, health.busy_max_pct
+                ),
+            ),
+            row(
+                "seconds over 90% busy",
+                format!(
+                    "{} of {} ({:.1}%)",
+                    health.saturated_seconds,
+                    health.seconds,
+                    health.saturated_share * 100.0
+                ),
+            ),
+            row(
+                "busiest core, busiest second %",
+                format!("{:.1}", health.core_max_pct),
+            ),
+            row(
+                "load average (1 min), most",
+                format!("{:.2}", health.load1_max),
+            ),
+            row(
+                "memory available, least / total GB",
+                format!(
+                    "{} / {}",
+                    gb(health.mem_available_min_bytes),
+                    gb(health.mem_total_bytes)
+                ),
+            ),
+            row(
+                "run directory's filesystem, least free / size GB",
+                format!(
+                    "{} / {}",
+                    gb(health.fs_avail_min_bytes),
+                    gb(health.fs_size_bytes)
+                ),
+            ),
+            row(
+                "held back by a CPU quota, ms",
+                health
+                    .throttled_ms
+                    .map_or("- (no readable cgroup)".into(), |ms| format!("{ms:.0}")),
+            ),
+        ],
+    });
+    Section {
+        title: "Host".into(),
+        blocks,
     }
 }
 

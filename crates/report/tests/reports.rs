@@ -132,6 +132,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                 role: role.into(),
                 cpu_pct: cpu + (sec % 3) as f64,
                 rss_bytes: 30_000_000,
+                host: None,
             };
             samples.push_str(&(serde_json::to_string(&s).unwrap() + "\n"));
         }

@@ -38,6 +38,11 @@ pub struct FleetConfig {
     /// How the miners differ: hashrate (a multiple of `hashrate`) and farm-LAN delay.
     #[serde(default)]
     pub per_miner: mining::farm::PerMiner,
+    /// Ask the pool for this share difficulty (`mining.suggest_difficulty`, between
+    /// subscribe and authorize, as ESP-Miner and other firmwares do): how every side gets
+    /// the same shares per minute from a pool that would otherwise start its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggest_difficulty: Option<f64>,
 }
 
 /// A share a hashing thread found, for its miner's connection to send.
@@ -193,10 +198,18 @@ async fn run_miner(
     let mut incoming = mining::farm::lan_hop(incoming, lan, mono_ns);
     let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
     let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
-    for hello in [
-        request(json!(1), "mining.subscribe", json!(["stratum-bench/0.1"])),
-        request(json!(2), "mining.authorize", json!([worker, "x"])),
-    ] {
+    let suggest = (cfg.suggest_difficulty)
+        .map(|d| request(json!(3), "mining.suggest_difficulty", json!([d])));
+    let hellos = [
+        Some(request(
+            json!(1),
+            "mining.subscribe",
+            json!(["stratum-bench/0.1"]),
+        )),
+        suggest,
+        Some(request(json!(2), "mining.authorize", json!([worker, "x"]))),
+    ];
+    for hello in hellos.into_iter().flatten() {
         let _ = outgoing_tx.send((mono_ns(), hello));
     }
     let mut miner = MinerState::new(index);
@@ -398,6 +411,10 @@ impl MinerState {
             }
             Some(2) if msg["result"] != json!(true) => {
                 tracing::warn!(miner = self.index, reply = %msg, "authorization refused");
+            }
+            // A pool may set the difficulty instead of answering (public-pool does).
+            Some(3) if msg["error"].is_object() || msg["error"].is_array() => {
+                tracing::warn!(miner = self.index, reply = %msg, "suggested difficulty refused");
             }
             Some(id) if id >= 100 => {
                 let accepted = msg["result"] == json!(true);

@@ -87,6 +87,61 @@ fn fleet(pool: &PoolHandle, miners: u32, hashrate: f64, events: Recorder) -> Fle
     farm(pool, miners, hashrate, PerMiner::default(), events)
 }
 
+/// A fleet that asks for a difficulty (as ESP-Miner does) gets it: every share the pool
+/// judges counts at the suggested difficulty, not the pool's own start.
+#[tokio::test]
+async fn the_pool_honours_a_suggested_difficulty() {
+    let d = dir("suggest");
+    let (node_ev, pool_ev, fleet_ev) = (
+        Recorder::to_file(&d.join("node.jsonl"), "node").unwrap(),
+        Recorder::to_file(&d.join("pool.jsonl"), "pool").unwrap(),
+        Recorder::to_file(&d.join("miners.jsonl"), "miners").unwrap(),
+    );
+    let node = node(node::Difficulty::Fixed(1.0), node_ev.clone()).await;
+    // The pool would start miners at 1e-7; they ask for four times that.
+    let pool = pool(&node, 1e-7, pool_ev.clone()).await;
+    let suggested = 4e-7;
+    let miners = FleetHandle::start(
+        FleetConfig {
+            pool: pool.listen_addr,
+            miners: 2,
+            hashrate: 20_000.0,
+            worker_prefix: "miner".into(),
+            ramp: Duration::ZERO,
+            hash_threads: 1,
+            broadcast: None,
+            per_miner: PerMiner::default(),
+            suggest_difficulty: Some(suggested),
+        },
+        fleet_ev.clone(),
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    miners.stop().await;
+    pool.stop();
+    node.shutdown().await.unwrap();
+    for r in [&node_ev, &pool_ev, &fleet_ev] {
+        r.close().unwrap();
+    }
+    let difficulties: Vec<Option<f64>> = read_events(&d.join("pool.jsonl"))
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r.event {
+            Event::ShareJudged {
+                verdict: ShareVerdict::Accepted,
+                difficulty,
+                ..
+            } => Some(difficulty),
+            _ => None,
+        })
+        .collect();
+    assert!(difficulties.len() >= 4, "{difficulties:?}");
+    assert!(
+        difficulties.iter().all(|d| *d == Some(suggested)),
+        "every share at the suggested difficulty: {difficulties:?}"
+    );
+}
+
 fn farm(
     pool: &PoolHandle,
     miners: u32,
@@ -104,6 +159,7 @@ fn farm(
             hash_threads: 1,
             broadcast: None,
             per_miner,
+            suggest_difficulty: None,
         },
         events,
     )

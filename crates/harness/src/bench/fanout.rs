@@ -290,6 +290,7 @@ fn fleet_spec(
                 hash_threads: 1,
                 broadcast,
                 per_miner: Default::default(),
+                suggest_difficulty: None,
             },
         },
         Some(key) => RoleSpec::Sv2Miners {

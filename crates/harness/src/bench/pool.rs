@@ -232,6 +232,7 @@ async fn measure_step(
                     pool: *pool,
                     miners: opts.miners,
                     hashrate: per_miner * hashes_per_share,
+                    suggest_difficulty: None,
                     worker_prefix: "bench".into(),
                     ramp: Duration::ZERO,
                     hash_threads: 1,

@@ -15,13 +15,14 @@ pub(crate) use topology::{default_worker_prefix, free_local_port, payout_script}
 
 use crate::collector::Collector;
 use crate::container::{Containers, SwarmSites};
+use crate::host::HostMeter;
 use crate::metrics::RoleGauges;
 use crate::process::{stop_all, EventsTo, Launcher, RoleProcess};
 use crate::procs::CpuMeter;
 use crate::scenario::{Engine, EventsSink, Scenario};
 use analysis::headline::unresolved;
 use analysis::manifest::{
-    Interim, LinkParams, Manifest, Sample, Stopped, EVENTS_DIR, SAMPLES_FILE,
+    Interim, LinkParams, Manifest, Sample, Stopped, EVENTS_DIR, HOST_ROLE, SAMPLES_FILE,
 };
 use analysis::stream::RunStream;
 use analysis::summary::{Summary, HARNESS_ROLE};
@@ -125,6 +126,8 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     )?;
     // The harness is measured like a role: a long run shows whether its cost stays flat.
     let mut own_meter = CpuMeter::new(std::process::id());
+    // And the host under them all: a saturated machine inflates every latency.
+    let mut host_meter = HostMeter::new(&dir);
 
     let mut roles: Vec<RoleProcess> = Vec::new();
     let mut started = start_roles(&opts, &dir, &mut roles).await;
@@ -226,10 +229,24 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
                     role: name.to_string(),
                     cpu_pct: cpu,
                     rss_bytes: rss,
+                    host: None,
                 };
                 writeln!(samples_file, "{}", serde_json::to_string(&sample)?)?;
                 samples.push(sample);
             }
+        }
+        if let Some(second) = host_meter.sample() {
+            let r = &second.reading;
+            live.lock().metrics.host(&second);
+            let sample = Sample {
+                t_ns: now,
+                role: HOST_ROLE.to_string(),
+                cpu_pct: r.busy_pct * r.core_busy_pct.len() as f64,
+                rss_bytes: r.mem_total_bytes.saturating_sub(r.mem_available_bytes),
+                host: Some(second.reading),
+            };
+            writeln!(samples_file, "{}", serde_json::to_string(&sample)?)?;
+            samples.push(sample);
         }
         for role in roles.iter_mut() {
             if let Some(status) = role.newly_exited() {

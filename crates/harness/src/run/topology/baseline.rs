@@ -78,7 +78,7 @@ pub(super) async fn start_sv1_side(
 ) -> Result<SideRoles> {
     let s = &opts.scenario;
     let pool = format!("pool-{side}");
-    let (pool_addr, pool_name, pool_policy, worker_prefix) = match s.external_pool(side) {
+    let (pool_addr, pool_name, pool_policy, worker_prefix, suggest) = match s.external_pool(side) {
         Some(external) => {
             let resolved = crate::external_pool::resolve(external, Path::new(""), side)?;
             let listen = free_local_port()?;
@@ -102,14 +102,21 @@ pub(super) async fn start_sv1_side(
             };
             let started = resolved.start(&site, side, &pool, listen).await?;
             roles.push(started.process);
-            let prefix = started.worker_prefix;
-            (listen, Some(resolved.name), resolved.policy, prefix)
+            let suggest = resolved.suggest_difficulty.then(|| s.start_difficulty());
+            (
+                started.listen,
+                Some(resolved.name),
+                resolved.policy,
+                started.worker_prefix,
+                suggest,
+            )
         }
         None => (
             builtin_sv1_pool(opts, dir, side, &pool, node, roles).await?,
             None,
             None,
             default_worker_prefix(side),
+            None,
         ),
     };
     // The same hop every SV2 side crosses: a tap on the pool site, where verdicts are read.
@@ -130,7 +137,8 @@ pub(super) async fn start_sv1_side(
     let tap_addr: SocketAddr = ready_field(&tap_ready, "listen", &tap)?.parse()?;
     let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
     eprintln!("{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)");
-    let miners = spawn_sv1_miners(opts, dir, (side, &worker_prefix), link_addr, roles).await?;
+    let miners =
+        spawn_sv1_miners(opts, dir, (side, &worker_prefix, suggest), link_addr, roles).await?;
     Ok(SideRoles {
         pool_software: Some(pool_name.unwrap_or_else(|| {
             format!("stratum-bench's built-in SV1 pool {}", env!("CARGO_PKG_VERSION"))

@@ -174,7 +174,7 @@ pub(super) async fn start_sv2_jd_side(
         spawn_sv1_miners(
             opts,
             dir,
-            (side, &default_worker_prefix(side)),
+            (side, &default_worker_prefix(side), None),
             translator_addr,
             roles,
         )

@@ -467,11 +467,12 @@ fn wan(s: &Scenario, side: &str) -> link::LinkConfig {
     }
 }
 
-/// The SV1 miners of `side`, authorizing as `<worker_prefix>.<index>`.
+/// The SV1 miners of `side`, authorizing as `<worker_prefix>.<index>`, asking for a
+/// difficulty when given one.
 async fn spawn_sv1_miners(
     opts: &RunOptions,
     dir: &Path,
-    (side, worker_prefix): (&str, &str),
+    (side, worker_prefix, suggest_difficulty): (&str, &str, Option<f64>),
     pool: SocketAddr,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<String> {
@@ -491,6 +492,7 @@ async fn spawn_sv1_miners(
                 hash_threads: s.miners.hash_threads,
                 broadcast: None,
                 per_miner: s.per_miner(),
+                suggest_difficulty,
             },
         },
         roles,

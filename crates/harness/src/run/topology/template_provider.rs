@@ -49,7 +49,7 @@ pub(super) async fn start_sv2_pool_side(
     let miners = spawn_sv1_miners(
         opts,
         dir,
-        (side, &default_worker_prefix(side)),
+        (side, &default_worker_prefix(side), None),
         translator_addr,
         roles,
     )

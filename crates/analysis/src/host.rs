@@ -1,0 +1,217 @@
+//! The host's health over the measured window: whether the roles had the CPU and memory
+//! they needed. A saturated host inflates every latency it serves, on every side alike
+//! or not, so a verdict from such a window says so.
+
+use crate::manifest::{Sample, Window, HOST_ROLE};
+use serde::{Deserialize, Serialize};
+
+/// A second counts as saturated above this busy share of all cores, percent.
+pub const SATURATED_BUSY_PCT: f64 = 90.0;
+/// The window is flagged when more than this share of its seconds were saturated.
+pub const SATURATED_SHARE: f64 = 0.10;
+/// ... or when less than this share of memory was available at some second.
+pub const LOW_MEMORY_SHARE: f64 = 0.05;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostHealth {
+    /// Seconds sampled in the window.
+    pub seconds: usize,
+    pub cores: usize,
+    /// All cores' busy share, percent: mean, 95th percentile and most in a second.
+    pub busy_mean_pct: f64,
+    pub busy_p95_pct: f64,
+    pub busy_max_pct: f64,
+    /// Seconds above [`SATURATED_BUSY_PCT`], and their share of `seconds`.
+    pub saturated_seconds: usize,
+    pub saturated_share: f64,
+    /// The busiest core's share in its busiest second, percent.
+    pub core_max_pct: f64,
+    pub load1_max: f64,
+    pub mem_total_bytes: u64,
+    pub mem_available_min_bytes: u64,
+    /// The run directory's filesystem: least available, and its size.
+    pub fs_avail_min_bytes: u64,
+    pub fs_size_bytes: u64,
+    /// Time the run's roles were held back by a CPU quota in the window, ms (absent
+    /// without a readable cgroup).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_ms: Option<f64>,
+    /// Why the window's latencies should be read with care, when they should.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// The host's samples in the window summed up; `None` when there are none (a run from
+/// before host samples, or one too short for two readings).
+pub fn health(samples: &[Sample], window: Window) -> Option<HostHealth> {
+    let readings: Vec<_> = samples
+        .iter()
+        .filter(|s| s.role == HOST_ROLE && window.contains(s.t_ns))
+        .filter_map(|s| s.host.as_ref())
+        .collect();
+    if readings.is_empty() {
+        return None;
+    }
+    let n = readings.len();
+    let mut busy: Vec<f64> = readings.iter().map(|r| r.busy_pct).collect();
+    busy.sort_by(f64::total_cmp);
+    let saturated_seconds = busy.iter().filter(|&&b| b > SATURATED_BUSY_PCT).count();
+    let saturated_share = saturated_seconds as f64 / n as f64;
+    let throttled = readings.iter().filter_map(|r| r.throttled_ms);
+    let throttled_ms = readings
+        .iter()
+        .any(|r| r.throttled_ms.is_some())
+        .then(|| throttled.sum::<f64>());
+    let mem_total_bytes = readings
+        .iter()
+        .map(|r| r.mem_total_bytes)
+        .max()
+        .unwrap_or(0);
+    let mem_available_min_bytes = (readings.iter().map(|r| r.mem_available_bytes))
+        .min()
+        .unwrap_or(0);
+    let mut warnings = Vec::new();
+    if saturated_share > SATURATED_SHARE {
+        warnings.push(format!(
+            "the host's CPU was over {SATURATED_BUSY_PCT:.0}% busy for {saturated_seconds} of {n} s ({:.0}%)",
+            saturated_share * 100.0
+        ));
+    }
+    if let Some(ms) = throttled_ms.filter(|&ms| ms > 0.0) {
+        warnings.push(format!(
+            "the run's roles were held back by a CPU quota for {ms:.0} ms"
+        ));
+    }
+    if (mem_available_min_bytes as f64) < LOW_MEMORY_SHARE * mem_total_bytes as f64 {
+        warnings.push(format!(
+            "memory available fell to {:.0} MB of {:.0} MB",
+            mem_available_min_bytes as f64 / 1e6,
+            mem_total_bytes as f64 / 1e6
+        ));
+    }
+    let warning = (!warnings.is_empty()).then(|| {
+        format!(
+            "{}: latencies from this window include waits for the CPU, not only the protocol's; run fewer miners or on more cores",
+            warnings.join("; ")
+        )
+    });
+    Some(HostHealth {
+        seconds: n,
+        cores: readings
+            .iter()
+            .map(|r| r.core_busy_pct.len())
+            .max()
+            .unwrap_or(0),
+        busy_mean_pct: busy.iter().sum::<f64>() / n as f64,
+        busy_p95_pct: busy[((n as f64 * 0.95).ceil() as usize).clamp(1, n) - 1],
+        busy_max_pct: busy[n - 1],
+        saturated_seconds,
+        saturated_share,
+        core_max_pct: (readings
+            .iter()
+            .flat_map(|r| r.core_busy_pct.iter().copied()))
+        .fold(0.0, f64::max),
+        load1_max: readings.iter().map(|r| r.load1).fold(0.0, f64::max),
+        mem_total_bytes,
+        mem_available_min_bytes,
+        fs_avail_min_bytes: readings.iter().map(|r| r.fs_avail_bytes).min().unwrap_or(0),
+        fs_size_bytes: readings.iter().map(|r| r.fs_size_bytes).max().unwrap_or(0),
+        throttled_ms,
+        warning,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::HostReading;
+
+    fn second(t_s: u64, cores: [f64; 2], available_mb: u64, throttled_ms: f64) -> Sample {
+        let busy = (cores[0] + cores[1]) / 2.0;
+        Sample {
+            t_ns: t_s * 1_000_000_000,
+            role: HOST_ROLE.into(),
+            cpu_pct: busy * 2.0,
+            rss_bytes: 0,
+            host: Some(HostReading {
+                core_busy_pct: cores.to_vec(),
+                busy_pct: busy,
+                mem_total_bytes: 1_000_000_000,
+                mem_available_bytes: available_mb * 1_000_000,
+                load1: busy / 50.0,
+                load5: 0.0,
+                load15: 0.0,
+                fs_avail_bytes: 5_000,
+                fs_size_bytes: 10_000,
+                throttled_ms: Some(throttled_ms),
+            }),
+        }
+    }
+
+    fn window(start_s: u64, end_s: u64) -> Window {
+        Window {
+            start_ns: start_s * 1_000_000_000,
+            end_ns: end_s * 1_000_000_000,
+        }
+    }
+
+    #[test]
+    fn a_quiet_host_is_not_flagged() {
+        // Ten seconds at 20% and 40% on the two cores: 30% busy, nothing saturated.
+        let samples: Vec<Sample> = (1..=10)
+            .map(|t| second(t, [20.0, 40.0], 600, 0.0))
+            .collect();
+        let h = health(&samples, window(1, 10)).unwrap();
+        assert_eq!((h.seconds, h.cores, h.saturated_seconds), (10, 2, 0));
+        assert!((h.busy_mean_pct - 30.0).abs() < 1e-9);
+        assert_eq!((h.busy_max_pct, h.core_max_pct), (30.0, 40.0));
+        assert!((h.load1_max - 0.6).abs() < 1e-9);
+        assert_eq!(h.mem_available_min_bytes, 600_000_000);
+        assert_eq!(h.throttled_ms, Some(0.0));
+        assert_eq!(h.warning, None);
+    }
+
+    #[test]
+    fn a_saturated_window_is_flagged_by_hand() {
+        // 20 seconds: 17 at 50%, 3 at 95% (both cores at 95): 3/20 = 15% saturated, over
+        // the 10% the flag allows. Mean 0.85 * 50 + 0.15 * 95 = 56.75; p95 is the 19th of
+        // 20 sorted, 95. A second outside the window (t = 30, at 100%) is not counted.
+        let mut samples: Vec<Sample> = (1..=17)
+            .map(|t| second(t, [60.0, 40.0], 600, 0.0))
+            .collect();
+        samples.extend((18..=20).map(|t| second(t, [95.0, 95.0], 600, 0.0)));
+        samples.push(second(30, [100.0, 100.0], 600, 0.0));
+        let h = health(&samples, window(1, 20)).unwrap();
+        assert_eq!((h.seconds, h.saturated_seconds), (20, 3));
+        assert!((h.saturated_share - 0.15).abs() < 1e-12);
+        assert!((h.busy_mean_pct - 56.75).abs() < 1e-9);
+        assert_eq!((h.busy_p95_pct, h.busy_max_pct), (95.0, 95.0));
+        let w = h.warning.unwrap();
+        assert!(
+            w.starts_with("the host's CPU was over 90% busy for 3 of 20 s (15%)"),
+            "{w}"
+        );
+
+        // Two saturated seconds of 20 (10%) is not over the share; a quota's hold and
+        // memory under 5% of the total are flagged on their own.
+        let mut samples: Vec<Sample> = (1..=18)
+            .map(|t| second(t, [50.0, 50.0], 600, 0.0))
+            .collect();
+        samples.extend((19..=20).map(|t| second(t, [95.0, 95.0], 40, 12.5)));
+        let h = health(&samples, window(1, 20)).unwrap();
+        assert_eq!(h.saturated_seconds, 2);
+        assert_eq!(h.throttled_ms, Some(25.0));
+        let w = h.warning.unwrap();
+        assert!(!w.contains("busy for"), "{w}");
+        assert!(w.contains("held back by a CPU quota for 25 ms"), "{w}");
+        assert!(
+            w.contains("memory available fell to 40 MB of 1000 MB"),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn no_host_samples_no_health() {
+        assert_eq!(health(&[], window(0, 10)), None);
+    }
+}
