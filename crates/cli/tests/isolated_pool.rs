@@ -40,7 +40,7 @@ fn a_pool_bound_to_every_address_is_reachable_only_through_the_sides_link() {
     let base = std::fs::read_to_string(common::scenario("sv1-baseline")).unwrap();
     let scenario = base.replace(r#"sides = ["sv1"]"#, r#"sides = ["sv1", "sv1-x"]"#)
         + &format!(
-            "\n[sv1_pools.x]\ncommand = \"{{program}} role --spec {{config}} --events {{workdir}}/pool-events.jsonl\"\nprogram = \"{}\"\nconfig_template = \"pool.json\"\nworkdir = \"{{run_dir}}/x-pool\"\nisolate_network = true\nsuggest_difficulty = true\nname = \"our SV1 pool on 0.0.0.0\"\n",
+            "\n[sv1_pools.x]\ncommand = \"{{program}} role --spec {{config}} --name pool-x --events {{workdir}}/pool-events.jsonl\"\nprogram = \"{}\"\nconfig_template = \"pool.json\"\nworkdir = \"{{run_dir}}/x-pool\"\nisolate_network = true\nsuggest_difficulty = true\nname = \"our SV1 pool on 0.0.0.0\"\n",
             exe()
         );
     std::fs::write(work.join("scenario.toml"), scenario).unwrap();

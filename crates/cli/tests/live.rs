@@ -262,6 +262,21 @@ fn a_live_run_is_watched_in_chromium_and_through_prometheus() {
             "panel {panel:?}: only NaN for {promql}: {result:?}"
         );
     }
+    // The host, as node exporter names it: every core in every mode, and its memory.
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let busy = query(
+        &prometheus,
+        r#"rate(node_cpu_seconds_total{mode!="idle"}[10s])"#,
+    );
+    assert!(busy.len() >= cores * 7, "{busy:?}");
+    let memory = query(
+        &prometheus,
+        "node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes",
+    );
+    assert!(
+        memory.iter().filter_map(finite).any(|r| r > 0.0 && r < 1.0),
+        "{memory:?}"
+    );
     // The recording rules evaluate on the scraped run too.
     for rule in [
         "stratum_bench:share_stale_ratio:rate5m",

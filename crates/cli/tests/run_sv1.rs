@@ -396,6 +396,72 @@ fn a_role_that_dies_is_recorded_and_the_run_finishes() {
     );
 }
 
+/// The host's CPU loaded on purpose (a busy thread on every core, at low priority so the
+/// roles still run) through the whole run: the host's samples show it, and the verdict
+/// says the host was saturated and marks its latencies.
+#[test]
+fn a_saturated_host_is_flagged_on_the_verdict() {
+    let dir = out_dir("saturated");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let load: Vec<_> = (0..cores)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                // SAFETY: lowers this thread's own priority.
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = x.wrapping_add(std::hint::black_box(1));
+                }
+                x
+            })
+        })
+        .collect();
+    let args = [
+        "--duration",
+        "12s",
+        "--set",
+        "warmup=3s",
+        "--set",
+        r#"sides=["sv1", "sv1-b"]"#,
+        "--set",
+        "network.block_interval=2s",
+    ];
+    let out = run_baseline(&dir, &args).output().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in load {
+        t.join().unwrap();
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    succeed(out);
+    let s = summary(&dir);
+    let host = &s["host"];
+    assert!(host["busy_mean_pct"].as_f64().unwrap() > 90.0, "{host}");
+    assert!(host["saturated_share"].as_f64().unwrap() > 0.5, "{host}");
+    let warning = host["warning"].as_str().expect("a warning");
+    assert!(
+        warning.starts_with("the host's CPU was over 90% busy"),
+        "{warning}"
+    );
+    assert!(stdout.contains("WARNING host saturated"), "{stdout}");
+    assert!(
+        stdout.contains("[host-saturated]"),
+        "latency rows are marked: {stdout}"
+    );
+    let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    let host_samples = samples
+        .lines()
+        .filter(|l| l.contains(r#""role":"host""#))
+        .count();
+    assert!(host_samples >= 12, "a host sample a second: {host_samples}");
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("## Host") && report.contains("Saturated:"),
+        "the report says so"
+    );
+}
+
 /// The harness killed with SIGKILL (nothing of its own can run) at three moments: while
 /// its roles start, in the warm-up, and in the measured window. Each time its roles stop
 /// with it (none is left running), and `report` renders what the run directory holds,
