@@ -312,6 +312,9 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
         | Event::TapUpstreamUnreachable { .. }
         | Event::TapBytes { .. }
         | Event::NodeBlockAnnounced { .. }
+        // The tip timeline is the node's ZMQ, the same for every side; what the Mining
+        // IPC told a pool of its tip is there to check the tap.
+        | Event::IpcTipSeen { .. }
         | Event::NewPrevHashRelayed { .. }
         | Event::Sv2JobRelayed { .. }
         | Event::EncryptedRead { .. } => false,

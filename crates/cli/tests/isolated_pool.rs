@@ -45,7 +45,7 @@ fn a_pool_bound_to_every_address_is_reachable_only_through_the_sides_link() {
         );
     std::fs::write(work.join("scenario.toml"), scenario).unwrap();
     let dir = common::out_dir("isolated-pool");
-    let mut run = Command::new(exe())
+    let run = Command::new(exe())
         .arg("run")
         .arg(work.join("scenario.toml"))
         .args([
@@ -151,4 +151,59 @@ fn nix_is_root() -> bool {
         .arg("-u")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// A pool in its namespace that exits before it listens fails the run before the window,
+/// naming the side, the namespace and the pool's log; the namespace does not stay.
+#[test]
+fn an_isolated_pool_that_never_listens_fails_the_run_naming_it() {
+    assert!(
+        nix_is_root(),
+        "this test creates a network namespace: run make test as root"
+    );
+    let work = std::env::temp_dir().join(format!("isolated-exits-{}", std::process::id()));
+    std::fs::create_dir_all(&work).unwrap();
+    let base = std::fs::read_to_string(common::scenario("sv1-baseline")).unwrap();
+    let scenario = base.replace(r#"sides = ["sv1"]"#, r#"sides = ["sv1", "sv1-x"]"#)
+        + "\n[sv1_pools.x]\ncommand = \"false\"\nisolate_network = true\n";
+    std::fs::write(work.join("scenario.toml"), scenario).unwrap();
+    let dir = common::out_dir("isolated-exits");
+    let out = Command::new(exe())
+        .arg("run")
+        .arg(work.join("scenario.toml"))
+        .args([
+            "--duration",
+            "20s",
+            "--metrics-bind",
+            "127.0.0.1:0",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("side sv1-x: its pool in network namespace sb-")
+            && stderr.contains(&dir.join("logs/pool-sv1-x.log").display().to_string()),
+        "{stderr}"
+    );
+    assert!(!dir.join("summary.json").exists(), "no window was measured");
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let pid_prefix = "sb-";
+    let left: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter(|l| l.starts_with(pid_prefix))
+        .map(String::from)
+        .collect();
+    let ours = stderr
+        .split("network namespace ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    assert!(
+        !left.iter().any(|l| l.starts_with(&ours)),
+        "{ours} left behind: {left:?}"
+    );
 }

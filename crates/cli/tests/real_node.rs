@@ -196,3 +196,155 @@ fn an_sv1_side_on_a_real_node_measures_what_the_node_itself_records() {
         "{unmatched}"
     );
 }
+
+/// An SV2 side on a real node: `stratum-bench node` serving Bitcoin Core's Mining IPC
+/// (interface 31) stands in for Core v31, and the SRI pool of configuration C takes its
+/// templates through the IPC tap. The tap records every template the node built for it
+/// and every tip it reported, each as it passed, a fraction of a millisecond after the
+/// node's own stamp; the side's jobs are tied to those templates and measured.
+#[test]
+fn an_sv2_side_on_a_real_nodes_mining_ipc_is_measured_through_the_ipc_tap() {
+    let out = out_dir("real-node-ipc");
+    std::fs::create_dir_all(&out).unwrap();
+    let node_events = out.join("node-own.jsonl");
+    let datadir = out.join("core");
+    let (mut node, ready) = start_node_announced(&[
+        "--block-interval",
+        "4s",
+        "--preset",
+        "testnet",
+        "--difficulty",
+        "0.001",
+        "--template-refresh",
+        "2s",
+        "--ipc-datadir",
+        datadir.to_str().unwrap(),
+        "--events",
+        node_events.to_str().unwrap(),
+    ]);
+    let (rpc, zmq) = (
+        word_after(&ready, "RPC http://"),
+        word_after(&ready, "ZMQ "),
+    );
+    let socket = datadir.join("regtest/node.sock");
+    let real_node = |ipc: &Path| {
+        format!(
+            "node={{ url = \"http://{rpc}\", rpc_user = \"u\", rpc_password = \"p\", zmq = \"{zmq}\", chain = \"regtest\", ipc = \"{}\" }}",
+            ipc.display()
+        )
+    };
+    // A socket that is not the Mining IPC: refused before anything starts, named.
+    let not_ipc = out.join("not-ipc.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&not_ipc).unwrap();
+    let refused = run_baseline(
+        &out.join("not-ipc"),
+        &["--set", &real_node(&not_ipc), "--set", "sides=[\"sv2-c\"]"],
+    )
+    .output()
+    .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("scenario field `node.ipc`")
+            && said.contains("not Bitcoin Core's Mining IPC"),
+        "{said}"
+    );
+
+    let run = out.join("run");
+    let ran = run_baseline(
+        &run,
+        &[
+            "--set",
+            &real_node(&socket),
+            "--set",
+            "sides=[\"sv2-c\"]",
+            "--set",
+            "duration=\"25s\"",
+            "--set",
+            "warmup=\"5s\"",
+            "--set",
+            "pool.job_refresh=\"2s\"",
+            "--set",
+            "link.rtt_ms=20",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(out.join("run.log")).unwrap())
+    .status()
+    .unwrap();
+    assert!(ran.success(), "see {}", out.join("run.log").display());
+    let _ = node.0.kill();
+    let _ = node.0.wait();
+
+    let read = |file: &Path, kinds: &[&str]| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|r| kinds.contains(&r["kind"].as_str().unwrap_or("")))
+            .collect()
+    };
+    let built = read(&node_events, &["template_built"]);
+    let fetched = read(&run.join("events/node-tap.jsonl"), &["template_fetched"]);
+    assert!(built.len() >= 5, "{} templates", built.len());
+    assert_eq!(
+        built.len(),
+        fetched.len(),
+        "every template the node built reached the tap"
+    );
+    let mut lags_ms = Vec::new();
+    for (b, f) in built.iter().zip(&fetched) {
+        assert_eq!(b["prev_hash"], f["prev_hash"], "{b} / {f}");
+        assert_eq!(b["height"], f["height"], "{b} / {f}");
+        assert_eq!(b["value_sats"], f["value_sats"], "{b} / {f}");
+        let lag = f["t_ns"].as_i64().unwrap() - b["t_ns"].as_i64().unwrap();
+        lags_ms.push(lag as f64 / 1e6);
+    }
+    lags_ms.sort_by(f64::total_cmp);
+    let median = lags_ms[lags_ms.len() / 2];
+    assert!(
+        lags_ms[0] >= 0.0,
+        "the tap sees a template after the node built it: {lags_ms:?}"
+    );
+    assert!(
+        median < 0.5,
+        "the tap is one hop: median {median} ms ({lags_ms:?})"
+    );
+    // Tips: every tip the node reported to the pool, as it passed.
+    let tips = read(&run.join("events/node-tap.jsonl"), &["ipc_tip_seen"]);
+    let node_tips: std::collections::HashMap<String, i64> = read(&node_events, &["tip_changed"])
+        .iter()
+        .map(|t| {
+            (
+                t["hash"].as_str().unwrap().to_string(),
+                t["t_ns"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(tips.len() >= 3, "tips reached the pool: {tips:?}");
+    // The first is the tip the pool started on; each later one reaches it with the
+    // template waitNext returns on it, within a millisecond here (slack for a loaded
+    // machine).
+    for tip in &tips[1..] {
+        let at = node_tips[tip["hash"].as_str().unwrap()];
+        let lag_ms = (tip["t_ns"].as_i64().unwrap() - at) as f64 / 1e6;
+        assert!(
+            (0.0..20.0).contains(&lag_ms),
+            "{tip}: {lag_ms} ms after the node"
+        );
+    }
+    // The side's jobs are tied to the tapped templates and measured.
+    let s = common::summary(&run);
+    let side = &s["sides"]["sv2-c"];
+    for metric in ["new_job_ms", "new_prevhash_job_ms"] {
+        let m = &side[metric];
+        assert!(m["count"].as_u64().unwrap() >= 4, "{metric}: {m}");
+        // At least the link's one way (10 ms of a 20 ms round trip).
+        assert!(m["p50"].as_f64().unwrap() >= 10.0, "{metric}: {m}");
+    }
+    assert!(
+        side["shares"]["accepted"].as_u64().unwrap() > 0,
+        "{}",
+        side["shares"]
+    );
+}

@@ -8,6 +8,7 @@ pub mod container;
 pub mod external_pool;
 pub mod fuzzing;
 pub mod host;
+pub mod ipc_tap;
 pub mod latency;
 pub mod limits;
 pub mod metrics;

@@ -220,7 +220,8 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
         }
         RoleSpec::RpcTap { config } => {
             let tap = crate::rpc_tap::RpcTap::start(config, recorder.clone()).await?;
-            ready(json!({"listen": tap.listen_addr}));
+            let ipc = tap.ipc.as_ref().map(|ipc| ipc.socket.clone());
+            ready(json!({"listen": tap.listen_addr, "ipc": ipc}));
             terminated().await;
             tap.stop();
         }

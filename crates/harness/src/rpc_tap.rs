@@ -34,6 +34,9 @@ pub struct RpcTapConfig {
     pub rpc_password: String,
     /// The node's ZMQ endpoint publishing `hashblock`.
     pub zmq: String,
+    /// The node's Mining IPC, tapped for SV2 pools (`crate::ipc_tap`).
+    #[serde(default)]
+    pub ipc: Option<crate::ipc_tap::IpcTapConfig>,
 }
 
 /// The largest request the tap passes on: a submitblock of the largest block, in hex,
@@ -42,6 +45,8 @@ const MAX_REQUEST_BYTES: usize = 32 << 20;
 
 pub struct RpcTap {
     pub listen_addr: SocketAddr,
+    /// The IPC tap's socket, when the node's Mining IPC is tapped too.
+    pub ipc: Option<crate::ipc_tap::IpcTap>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -113,8 +118,13 @@ impl RpcTap {
                 }
             }
         });
+        let ipc = match cfg.ipc {
+            Some(ipc) => Some(crate::ipc_tap::IpcTap::start(ipc, recorder.clone()).await?),
+            None => None,
+        };
         Ok(RpcTap {
             listen_addr,
+            ipc,
             tasks: vec![serve, tips],
         })
     }

@@ -132,6 +132,10 @@ pub struct RealNode {
     /// getblockchaininfo names it), checked before the run.
     #[serde(default)]
     pub chain: Option<String>,
+    /// Its Mining IPC socket (Bitcoin Core v31 started with `-ipcbind=unix`:
+    /// `<datadir>/<chain>/node.sock`), for SV2 sides C and D; checked before the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipc: Option<std::path::PathBuf>,
 }
 
 /// The chains getblockchaininfo names.
@@ -738,13 +742,26 @@ impl Scenario {
             if let Some(chain) = node.chain.as_deref().filter(|c| !CHAINS.contains(c)) {
                 fail("node.chain", format!("{chain:?} is none of {CHAINS:?}"))?;
             }
-            if let Some(side) =
-                (self.sides.iter()).find(|x| Config::of_side(x) != Some(Config::Sv1))
-            {
-                fail(
-                    "node",
-                    format!("a real node runs SV1 sides only; side {side:?} takes its templates from the simulated node (its Template Provider or Mining IPC): leave it out, or run without [node]"),
-                )?;
+            for side in &self.sides {
+                match (Config::of_side(side), &node.ipc) {
+                    (Some(Config::Sv2A | Config::Sv2B), _) => fail(
+                        "sides",
+                        format!("side {side:?}: on a real node, configurations C and D run (the SRI pool on its Mining IPC); A and B (a Job Declarator on a real node) do not yet: leave it out, or run without [node]"),
+                    )?,
+                    (Some(Config::Sv2C | Config::Sv2D), None) => fail(
+                        "node.ipc",
+                        format!("side {side:?} takes its templates from the node's Mining IPC: give its socket (`ipc = \"<datadir>/<chain>/node.sock\"`, Bitcoin Core v31 started with -ipcbind=unix), or leave the side out"),
+                    )?,
+                    _ => {}
+                }
+            }
+            if let Some(ipc) = &node.ipc {
+                if node.chain.as_deref() == Some("test") {
+                    fail(
+                        "node.chain",
+                        format!("testnet3 has no Mining IPC network in the SRI pool (mainnet, testnet4, signet, regtest): {} cannot serve SV2 sides", ipc.display()),
+                    )?;
+                }
             }
             if self.placement.engine != Engine::Process {
                 fail(
@@ -1063,8 +1080,18 @@ shares_per_min = 10
         assert!(err(&node(", chain = \"mainnet\"")).contains("node.chain"));
         assert!(err(&node(", port = 1")).contains("port"));
         assert!(err("node = { url = \"127.0.0.1:8332\", rpc_user = \"u\", rpc_password = \"p\", zmq = \"tcp://127.0.0.1:28332\" }").contains("node.url"));
-        let sv2 = Scenario::load(&p, &[node(""), "sides=[\"sv1\", \"sv2-c\"]".into()]);
-        assert!(format!("{:#}", sv2.unwrap_err()).contains("SV1 sides only"));
+        let sides = |list: &str| format!("sides={list}");
+        let c = Scenario::load(&p, &[node(""), sides(r#"["sv1", "sv2-c"]"#)]);
+        assert!(format!("{:#}", c.unwrap_err()).contains("scenario field `node.ipc`"));
+        let with_ipc = node(", ipc = \"/n/regtest/node.sock\"");
+        assert!(Scenario::load(
+            &p,
+            &[with_ipc.clone(), sides(r#"["sv1", "sv2-c", "sv2-d"]"#)]
+        )
+        .is_ok());
+        let a = Scenario::load(&p, &[with_ipc, sides(r#"["sv1", "sv2-a"]"#)]);
+        assert!(format!("{:#}", a.unwrap_err())
+            .contains("A and B (a Job Declarator on a real node) do not yet"));
     }
 
     #[test]

@@ -107,6 +107,52 @@ pub fn start(shared: Arc<Shared>, data_dir: &Path) -> Result<IpcFace> {
     Ok(IpcFace { socket })
 }
 
+/// Checks that `socket` serves Bitcoin Core's Mining interface version 31, as the SRI pool
+/// will ask for it (Init.makeMining of version 31, which a v30 node does not have): an
+/// error says what answered
+/// instead, before a run starts anything on it.
+pub fn check_served(socket: &Path) -> Result<()> {
+    let socket = socket.to_path_buf();
+    // capnp-rpc is single-threaded: its own thread, runtime and local set.
+    std::thread::spawn(move || -> Result<()> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&runtime, async move {
+            let stream = tokio::net::UnixStream::connect(&socket)
+                .await
+                .context("cannot connect (is the node started with -ipcbind=unix?)")?;
+            let (read, write) = stream.into_split();
+            let network = twoparty::VatNetwork::new(
+                read.compat(),
+                write.compat_write(),
+                rpc_twoparty_capnp::Side::Client,
+                Default::default(),
+            );
+            let mut rpc = RpcSystem::new(Box::new(network), None);
+            let client: init::Client = rpc.bootstrap(rpc_twoparty_capnp::Side::Server);
+            tokio::task::spawn_local(rpc);
+            let ask = async {
+                let mining = client.make_mining_request().send().promise.await?;
+                mining.get()?.get_result()?;
+                Ok::<_, capnp::Error>(())
+            };
+            match tokio::time::timeout(Duration::from_secs(5), ask).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => anyhow::bail!(
+                    "does not serve Bitcoin Core's Mining interface version 31 (Core v31, or sv2-tp's node): it answered {e}"
+                ),
+                Err(_) => anyhow::bail!(
+                    "no Cap'n Proto answer within 5 s: not Bitcoin Core's Mining IPC"
+                ),
+            }
+        })
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("the IPC check panicked"))?
+}
+
 /// The Mining interface served to one client over any byte stream (a socket, or the
 /// fuzzer's bytes); it ends when the client does.
 pub(crate) fn serve_connection(

@@ -65,6 +65,9 @@ pub enum Event {
         tx_count: usize,
         work_id: String,
     },
+    /// A real node's Mining IPC told a pool of its tip (getTip, waitTipChanged), as the
+    /// IPC tap between them saw the answer pass.
+    IpcTipSeen { hash: String, height: u32 },
     /// A block was submitted to the node; `reject_reason` is `None` when it was accepted.
     BlockSubmitted {
         hash: String,

@@ -51,11 +51,13 @@ pub enum TemplateSource {
         address: SocketAddr,
         public: Secp256k1PublicKey,
     },
-    /// Bitcoin Core's Mining IPC (interface 31) at `<data_dir>/regtest/node.sock`; the pool
-    /// asks for a new template when fees grew by `fee_threshold` sats, at most every
-    /// `min_interval_s` seconds. Only with this source does the pool run its JDS.
+    /// Bitcoin Core's Mining IPC (interface 31) at `<data_dir>/<network's dir>/node.sock`
+    /// (`network`: mainnet, testnet4, signet or regtest); the pool asks for a new template
+    /// when fees grew by `fee_threshold` sats, at most every `min_interval_s` seconds. Only
+    /// with this source does the pool run its JDS.
     Ipc {
         data_dir: std::path::PathBuf,
+        network: String,
         fee_threshold: u64,
         min_interval_s: u8,
     },
@@ -69,10 +71,11 @@ impl TemplateSource {
             ),
             TemplateSource::Ipc {
                 data_dir,
+                network,
                 fee_threshold,
                 min_interval_s,
             } => format!(
-                "[template_provider_type.BitcoinCoreIpc]\nversion = 31\nnetwork = \"regtest\"\ndata_dir = \"{}\"\nfee_threshold = {fee_threshold}\nmin_interval = {min_interval_s}\n",
+                "[template_provider_type.BitcoinCoreIpc]\nversion = 31\nnetwork = \"{network}\"\ndata_dir = \"{}\"\nfee_threshold = {fee_threshold}\nmin_interval = {min_interval_s}\n",
                 data_dir.display()
             ),
         }

@@ -119,7 +119,7 @@ pub(super) async fn start_sv2_jd_side(
         },
         authority_public: jdc_keys.public,
         authority_secret: jdc_keys.secret,
-        templates: ipc_source(s, farm_ipc),
+        templates: ipc_source(s, farm_ipc, "regtest"),
         pool: pool_via_link,
         jds: jd_tap_addr,
         pool_public: pool_keys.public,

@@ -103,7 +103,7 @@ pub(crate) async fn start_roles(
     let rpc = ready_field(&ready, "rpc", NODE)?;
     let zmq = ready.get("zmq").and_then(Value::as_str).map(str::to_string);
     let zmq_hashblock = ready.get("zmq_hashblock").and_then(Value::as_str);
-    let ipc_templates = ipc_data_dir.map(|data_dir| ipc_source(s, data_dir));
+    let ipc_templates = ipc_data_dir.map(|data_dir| ipc_source(s, data_dir, "regtest"));
     let templates = match tp_public {
         Some(public) => Some(sri::TemplateSource::Tdp {
             address: ready_field(&ready, "tdp", NODE)?.parse()?,
@@ -157,15 +157,35 @@ pub(crate) async fn start_roles(
     Ok(sides)
 }
 
-/// The SV1 sides on a real node (the scenario allows no other): the node checked, the
-/// RPC tap in front of it, then per side the pool, link and miners.
+/// The sides on a real node: the node checked, the RPC tap in front of it (and the IPC
+/// tap in front of its Mining IPC, for SV2 sides C and D), then per side the pool, link
+/// and miners.
 async fn start_on_real_node(
     opts: &RunOptions,
     dir: &Path,
     real: &RealNode,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<BTreeMap<String, SideRoles>> {
-    check_real_node(real).await?;
+    let chain = check_real_node(real).await?;
+    // The SRI pool's name for the chain, and the directory Core keeps its socket in.
+    let (network, subdir) = match chain.as_str() {
+        "main" => ("mainnet", ""),
+        other => (other, other),
+    };
+    let ipc = match &real.ipc {
+        Some(socket) => {
+            node::ipc::check_served(socket).map_err(|e| {
+                anyhow::anyhow!("scenario field `node.ipc`: {}: {e:#}", socket.display())
+            })?;
+            Some(crate::ipc_tap::IpcTapConfig {
+                node_socket: socket.clone(),
+                data_dir: ipc_dir(dir, NODE_TAP)?,
+                subdir: subdir.to_string(),
+            })
+        }
+        None => None,
+    };
+    let tap_data_dir = ipc.as_ref().map(|i| i.data_dir.clone());
     let ready = spawn(
         opts,
         dir,
@@ -177,6 +197,7 @@ async fn start_on_real_node(
                 rpc_user: real.rpc_user.clone(),
                 rpc_password: real.rpc_password.clone(),
                 zmq: real.zmq.clone(),
+                ipc,
             },
         },
         roles,
@@ -195,7 +216,13 @@ async fn start_on_real_node(
     for i in opts.scenario.start_order() {
         let side = &opts.scenario.sides[i];
         let farm_port = opts.scenario.farm_port(i);
-        let roles = start_sv1_side(opts, dir, side, &node, farm_port, roles).await?;
+        let roles = match (Config::of_side(side), &tap_data_dir) {
+            (Some(Config::Sv2C | Config::Sv2D), Some(data_dir)) => {
+                let templates = ipc_source(&opts.scenario, data_dir.clone(), network);
+                start_sv2_pool_side(opts, dir, side, templates, farm_port, roles).await?
+            }
+            _ => start_sv1_side(opts, dir, side, &node, farm_port, roles).await?,
+        };
         sides.insert(side.clone(), roles);
     }
     Ok(sides)
@@ -213,8 +240,8 @@ struct ChainInfo {
 }
 
 /// A real node is reachable with the scenario's credentials, synced, and on the chain
-/// the scenario names: else a clear error before anything starts.
-async fn check_real_node(real: &RealNode) -> Result<()> {
+/// the scenario names: else a clear error before anything starts. Its chain.
+async fn check_real_node(real: &RealNode) -> Result<String> {
     let node = bitcoind_rpc::RpcClient::new(&real.url, &real.rpc_user, &real.rpc_password);
     let info: ChainInfo = node
         .call("getblockchaininfo", serde_json::json!([]))
@@ -233,7 +260,7 @@ async fn check_real_node(real: &RealNode) -> Result<()> {
         "real node at {}: chain {}, height {}; its templates and tips are recorded by role {NODE_TAP}",
         real.url, info.chain, info.blocks
     );
-    Ok(())
+    Ok(info.chain)
 }
 
 /// Why a run cannot use the node `info` describes, if it cannot.
@@ -346,10 +373,12 @@ fn ipc_dir(run_dir: &Path, node_role: &str) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// A node's IPC face as a template source, on the scenario's refresh policy.
-fn ipc_source(s: &Scenario, data_dir: PathBuf) -> sri::TemplateSource {
+/// A node's IPC face as a template source, on the scenario's refresh policy; `network`
+/// as the SRI pool names it.
+fn ipc_source(s: &Scenario, data_dir: PathBuf, network: &str) -> sri::TemplateSource {
     sri::TemplateSource::Ipc {
         data_dir,
+        network: network.to_string(),
         fee_threshold: s.pool.refresh_fee_threshold_sats,
         min_interval_s: s.pool.job_refresh.as_secs().clamp(1, 255) as u8,
     }
@@ -643,6 +672,7 @@ mod tests {
             rpc_password: "p".into(),
             zmq: "tcp://127.0.0.1:28332".into(),
             chain: Some("main".into()),
+            ipc: None,
         };
         let info = |chain: &str, ibd| ChainInfo {
             chain: chain.into(),

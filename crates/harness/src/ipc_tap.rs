@@ -1,0 +1,442 @@
+//! The IPC tap between SV2 pools and a real node's Mining interface (Bitcoin Core v31's
+//! `node.sock`, Cap'n Proto RPC): what the RPC tap is for SV1 pools. It listens on a
+//! socket of its own, connects each pool to the node's, passes every message unchanged,
+//! and reads a copy: each template the node hands the pool (the answer to createNewBlock
+//! or waitNext, stamped when it passed), identified once the pool has read its header
+//! and coinbase merkle path (`mining::work_id`, as a job built on it shows it), and each
+//! tip as it reaches the pool: the node's answer to getTip or waitTipChanged, or the first
+//! template on it.
+
+use anyhow::{Context, Result};
+use bitcoin::hashes::Hash;
+use bitcoin_capnp_types::capnp;
+use bitcoin_capnp_types::capnp::traits::HasTypeId;
+use bitcoin_capnp_types::capnp_rpc::rpc_capnp::{message, message_target, payload, return_};
+use bitcoin_capnp_types::common_capnp::block_ref;
+use bitcoin_capnp_types::mining_capnp::{block_template, mining};
+use probe::{mono_ns, Event, Recorder};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{UnixListener, UnixStream};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IpcTapConfig {
+    /// The node's socket (`<datadir>/<network>/node.sock`).
+    pub node_socket: PathBuf,
+    /// Where the tap's own socket goes: `<data_dir>/<subdir>/node.sock`, as the pools
+    /// configured with `data_dir` and the node's network look for it.
+    pub data_dir: PathBuf,
+    /// The network's subdirectory (`regtest`, `signet`, `testnet4`; empty for mainnet).
+    pub subdir: String,
+}
+
+/// Method ordinals of interface version 31 (`mining.capnp` of Bitcoin Core v31).
+mod methods {
+    pub const GET_TIP: u16 = 2;
+    pub const WAIT_TIP_CHANGED: u16 = 3;
+    pub const CREATE_NEW_BLOCK: u16 = 4;
+    pub const GET_BLOCK_HEADER: u16 = 1;
+    pub const GET_COINBASE_TX: u16 = 5;
+    pub const GET_COINBASE_MERKLE_PATH: u16 = 6;
+    pub const WAIT_NEXT: u16 = 8;
+}
+
+/// What a call the pool made asks for, kept until its answer passes.
+#[derive(Debug, Clone, Copy)]
+enum Asked {
+    Template,
+    Tip,
+    Header(TemplateRef),
+    Coinbase(TemplateRef),
+    MerklePath(TemplateRef),
+}
+
+/// A template as the pool names it in its calls: a capability the node exported, or the
+/// answer of a question not yet returned (a pipelined call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum TemplateRef {
+    Export(u32),
+    Answer(u32),
+}
+
+/// What the tap knows of one template so far.
+#[derive(Default)]
+struct Seen {
+    t_ns: u64,
+    header: Option<bitcoin::block::Header>,
+    branch: Option<Vec<bitcoin::TxMerkleNode>>,
+    /// Coinbase value (subsidy and fees) and height, from getCoinbaseTx.
+    coinbase: Option<(u64, u32)>,
+    recorded: bool,
+}
+
+/// One connection's state: the pool's open questions, and its templates.
+#[derive(Default)]
+struct Connection {
+    asked: HashMap<u32, Asked>,
+    /// Tips this pool has been handed a template on.
+    tips: std::collections::HashSet<bitcoin::BlockHash>,
+    /// Questions whose answer is a template, to the export it resolved to.
+    answers: HashMap<u32, u32>,
+    templates: HashMap<u32, Seen>,
+}
+
+/// A running tap; its socket is removed when dropped.
+pub struct IpcTap {
+    pub socket: PathBuf,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for IpcTap {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// The socket a client configured with `data_dir` and a network of `subdir` opens.
+pub fn socket_path(data_dir: &Path, subdir: &str) -> PathBuf {
+    match subdir {
+        "" => data_dir.join("node.sock"),
+        sub => data_dir.join(sub).join("node.sock"),
+    }
+}
+
+impl IpcTap {
+    pub async fn start(cfg: IpcTapConfig, recorder: Recorder) -> Result<IpcTap> {
+        let socket = socket_path(&cfg.data_dir, &cfg.subdir);
+        if let Some(dir) = socket.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let _ = std::fs::remove_file(&socket);
+        let listener = UnixListener::bind(&socket)
+            .with_context(|| format!("cannot listen on {}", socket.display()))?;
+        let node_socket = Arc::new(cfg.node_socket);
+        let task = tokio::spawn(async move {
+            while let Ok((pool, _)) = listener.accept().await {
+                let (node_socket, recorder) = (node_socket.clone(), recorder.clone());
+                tokio::spawn(async move {
+                    match UnixStream::connect(node_socket.as_path()).await {
+                        Ok(node) => relay(pool, node, recorder).await,
+                        Err(e) => tracing::error!(
+                            socket = %node_socket.display(),
+                            error = %e,
+                            "the node's Mining IPC socket refused a pool's connection"
+                        ),
+                    }
+                });
+            }
+        });
+        Ok(IpcTap { socket, task })
+    }
+}
+
+/// Both ways of one pool's connection, each message passed on whole, then read.
+async fn relay(pool: UnixStream, node: UnixStream, recorder: Recorder) {
+    let (pool_read, pool_write) = pool.into_split();
+    let (node_read, node_write) = node.into_split();
+    let state = Arc::new(parking_lot::Mutex::new(Connection::default()));
+    let up = pass(pool_read, node_write, state.clone(), recorder.clone(), true);
+    let down = pass(node_read, pool_write, state, recorder, false);
+    let (up, down) = tokio::join!(up, down);
+    for (way, result) in [("to the node", up), ("to the pool", down)] {
+        if let Err(e) = result {
+            tracing::info!(way, error = format!("{e:#}"), "IPC connection ended");
+        }
+    }
+}
+
+/// The length of the first whole message in `buf` (Cap'n Proto's stream framing: a
+/// segment count, each segment's size in words, padding, the segments), if it is whole.
+fn framed_len(buf: &[u8]) -> Option<usize> {
+    let word = |i: usize| -> Option<usize> {
+        Some(u32::from_le_bytes(buf.get(i * 4..i * 4 + 4)?.try_into().ok()?) as usize)
+    };
+    let segments = word(0)? + 1;
+    let header_words = (segments + 1).div_ceil(2);
+    let mut len = header_words * 8;
+    for s in 0..segments {
+        len += word(1 + s)? * 8;
+    }
+    (buf.len() >= len).then_some(len)
+}
+
+/// Copies `from` to `to` a message at a time, reading each: the pool's calls when `up`,
+/// the node's answers otherwise.
+async fn pass(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    state: Arc<parking_lot::Mutex<Connection>>,
+    recorder: Recorder,
+    up: bool,
+) -> Result<()> {
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = from.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        while let Some(len) = framed_len(&buf) {
+            let t = mono_ns();
+            to.write_all(&buf[..len]).await?;
+            let mut state = state.lock();
+            if let Err(e) = read_message(&buf[..len], t, up, &mut state, &recorder) {
+                tracing::debug!(error = %e, "an IPC message not read");
+            }
+            drop(state);
+            buf.drain(..len);
+        }
+    }
+}
+
+fn read_message(
+    bytes: &[u8],
+    t: u64,
+    up: bool,
+    state: &mut Connection,
+    recorder: &Recorder,
+) -> capnp::Result<()> {
+    let options = capnp::message::ReaderOptions {
+        traversal_limit_in_words: None,
+        nesting_limit: 64,
+    };
+    let reader = capnp::serialize::read_message_from_flat_slice(&mut &bytes[..], options)?;
+    let message: message::Reader = reader.get_root()?;
+    match (up, message.which()?) {
+        (true, message::Call(call)) => {
+            let call = call?;
+            let target = match call.get_target()?.which()? {
+                message_target::ImportedCap(id) => TemplateRef::Export(id),
+                message_target::PromisedAnswer(answer) => {
+                    TemplateRef::Answer(answer?.get_question_id())
+                }
+            };
+            let template = match target {
+                TemplateRef::Answer(q) => state
+                    .answers
+                    .get(&q)
+                    .map_or(target, |e| TemplateRef::Export(*e)),
+                export => export,
+            };
+            let asked = match (call.get_interface_id(), call.get_method_id()) {
+                (mining::Client::TYPE_ID, methods::CREATE_NEW_BLOCK) => Some(Asked::Template),
+                (mining::Client::TYPE_ID, methods::GET_TIP | methods::WAIT_TIP_CHANGED) => {
+                    Some(Asked::Tip)
+                }
+                (block_template::Client::TYPE_ID, methods::WAIT_NEXT) => Some(Asked::Template),
+                (block_template::Client::TYPE_ID, methods::GET_BLOCK_HEADER) => {
+                    Some(Asked::Header(template))
+                }
+                (block_template::Client::TYPE_ID, methods::GET_COINBASE_TX) => {
+                    Some(Asked::Coinbase(template))
+                }
+                (block_template::Client::TYPE_ID, methods::GET_COINBASE_MERKLE_PATH) => {
+                    Some(Asked::MerklePath(template))
+                }
+                _ => None,
+            };
+            if let Some(asked) = asked {
+                state.asked.insert(call.get_question_id(), asked);
+            }
+        }
+        (false, message::Return(ret)) => {
+            let ret = ret?;
+            let Some(asked) = state.asked.remove(&ret.get_answer_id()) else {
+                return Ok(());
+            };
+            let return_::Results(results) = ret.which()? else {
+                return Ok(());
+            };
+            answered(asked, ret.get_answer_id(), results?, t, state, recorder)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// An answer to a question the tap follows.
+fn answered(
+    asked: Asked,
+    answer_id: u32,
+    results: payload::Reader,
+    t: u64,
+    state: &mut Connection,
+    recorder: &Recorder,
+) -> capnp::Result<()> {
+    let content = results.get_content();
+    let export = |r: TemplateRef, state: &Connection| match r {
+        TemplateRef::Export(e) => Some(e),
+        TemplateRef::Answer(q) => state.answers.get(&q).copied(),
+    };
+    match asked {
+        Asked::Template => {
+            // The answer holds one capability: the template, exported by the node.
+            let caps = results.get_cap_table()?;
+            use bitcoin_capnp_types::capnp_rpc::rpc_capnp::cap_descriptor;
+            if let Some(cap) = caps.iter().next() {
+                if let cap_descriptor::SenderHosted(id) = cap.which()? {
+                    state.answers.insert(answer_id, id);
+                    state.templates.insert(
+                        id,
+                        Seen {
+                            t_ns: t,
+                            ..Default::default()
+                        },
+                    );
+                }
+            }
+        }
+        Asked::Tip => {
+            let tip: block_ref::Reader = content
+                .get_as::<capnp::any_pointer::Reader>()?
+                .get_as::<mining::wait_tip_changed_results::Reader>()?
+                .get_result()?;
+            if let Ok(hash) = bitcoin::BlockHash::from_slice(tip.get_hash()?) {
+                recorder.record_at(
+                    t,
+                    Event::IpcTipSeen {
+                        hash: hash.to_string(),
+                        height: tip.get_height().max(0) as u32,
+                    },
+                );
+            }
+        }
+        Asked::Header(r) => {
+            let Some(e) = export(r, state) else {
+                return Ok(());
+            };
+            let data = content
+                .get_as::<block_template::get_block_header_results::Reader>()?
+                .get_result()?;
+            let header = bitcoin::consensus::deserialize(data).ok();
+            if let Some(seen) = state.templates.get_mut(&e) {
+                seen.header = header;
+            }
+            record_if_known(e, state, recorder);
+        }
+        Asked::Coinbase(r) => {
+            let Some(e) = export(r, state) else {
+                return Ok(());
+            };
+            let coinbase = content
+                .get_as::<block_template::get_coinbase_tx_results::Reader>()?
+                .get_result()?;
+            let value = coinbase.get_block_reward_remaining().max(0) as u64;
+            let height = bip34_height(coinbase.get_script_sig_prefix()?);
+            if let Some(seen) = state.templates.get_mut(&e) {
+                seen.coinbase = Some((value, height.unwrap_or(0)));
+            }
+            record_if_known(e, state, recorder);
+        }
+        Asked::MerklePath(r) => {
+            let Some(e) = export(r, state) else {
+                return Ok(());
+            };
+            let path = content
+                .get_as::<block_template::get_coinbase_merkle_path_results::Reader>()?
+                .get_result()?;
+            let branch: Vec<bitcoin::TxMerkleNode> = path
+                .iter()
+                .filter_map(|node| bitcoin::TxMerkleNode::from_slice(node.ok()?).ok())
+                .collect();
+            if let Some(seen) = state.templates.get_mut(&e) {
+                seen.branch = Some(branch);
+            }
+            record_if_known(e, state, recorder);
+        }
+    }
+    Ok(())
+}
+
+/// Records template `e` once its header, merkle path and coinbase are known, stamped when
+/// the node handed it to the pool.
+fn record_if_known(e: u32, state: &mut Connection, recorder: &Recorder) {
+    let Some(seen) = state.templates.get_mut(&e) else {
+        return;
+    };
+    let (Some(header), Some(branch), Some((value, height)), false) =
+        (&seen.header, &seen.branch, seen.coinbase, seen.recorded)
+    else {
+        return;
+    };
+    seen.recorded = true;
+    // A template on a tip the pool had none on is how the tip reaches it (the SRI pool
+    // waits on waitNext, which returns on a new tip).
+    if state.tips.insert(header.prev_blockhash) {
+        recorder.record_at(
+            seen.t_ns,
+            Event::IpcTipSeen {
+                hash: header.prev_blockhash.to_string(),
+                height: height.saturating_sub(1),
+            },
+        );
+    }
+    recorder.record_at(
+        seen.t_ns,
+        Event::TemplateFetched {
+            prev_hash: header.prev_blockhash.to_string(),
+            height,
+            value_sats: value,
+            // The path has one node per level; the transactions are not read.
+            tx_count: 0,
+            work_id: ::mining::work_id(&header.prev_blockhash, branch),
+        },
+    );
+}
+
+/// The height a coinbase's script starts with (BIP34: a push of the height).
+fn bip34_height(script_sig: &[u8]) -> Option<u32> {
+    let (&len, rest) = script_sig.split_first()?;
+    match len {
+        0x51..=0x60 => Some(u32::from(len - 0x50)),
+        1..=4 => {
+            let bytes = rest.get(..len as usize)?;
+            Some(
+                bytes
+                    .iter()
+                    .rev()
+                    .fold(0u32, |h, b| (h << 8) | u32::from(*b)),
+            )
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_measured_as_capnp_lays_them_out() {
+        // One segment of 2 words: header 8 bytes (count-1 = 0, size 2), body 16.
+        let mut one = vec![0, 0, 0, 0, 2, 0, 0, 0];
+        one.extend([7u8; 16]);
+        assert_eq!(framed_len(&one), Some(24));
+        assert_eq!(framed_len(&one[..23]), None, "not whole yet");
+        // Two segments (1 and 3 words): count, two sizes, padding = 16 bytes, body 32.
+        let mut two = vec![1, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0];
+        two.extend([0u8; 32]);
+        two.extend([9u8; 5]);
+        assert_eq!(
+            framed_len(&two),
+            Some(48),
+            "the next message's bytes are not counted"
+        );
+        assert_eq!(framed_len(&[0, 0]), None);
+    }
+
+    #[test]
+    fn heights_are_read_from_bip34_pushes() {
+        assert_eq!(bip34_height(&[0x03, 0x40, 0x0d, 0x03]), Some(200_000));
+        assert_eq!(bip34_height(&[0x01, 0x65]), Some(101));
+        assert_eq!(bip34_height(&[0x55]), Some(5));
+        assert_eq!(bip34_height(&[]), None);
+    }
+}
