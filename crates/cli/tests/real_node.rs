@@ -69,24 +69,37 @@ fn window_clear_of_events(run: &Path, node_events: &Path) -> (u64, u64) {
     )
 }
 
-#[test]
-fn an_sv1_side_on_a_real_node_measures_what_the_node_itself_records() {
-    let out = out_dir("real-node");
-    std::fs::create_dir_all(&out).unwrap();
-    let node_events = out.join("node-own.jsonl");
-    let (mut node, ready) = start_node_announced(&[
+/// `stratum-bench node` started on its own, as a foreign bitcoind would be, recording its
+/// own events to `node_events`; `extra` arguments added.
+fn start_foreign_node(
+    node_events: &Path,
+    difficulty: &str,
+    extra: &[&str],
+) -> (common::Killed, String) {
+    let events = node_events.to_str().unwrap();
+    let args = [
         "--block-interval",
         "4s",
         "--preset",
         "testnet",
         // Blocks come from the node's simulated network, every 4 s on average.
         "--difficulty",
-        "0.001",
+        difficulty,
         "--template-refresh",
         "2s",
         "--events",
-        node_events.to_str().unwrap(),
-    ]);
+        events,
+    ];
+    let args: Vec<&str> = args.iter().chain(extra).copied().collect();
+    start_node_announced(&args)
+}
+
+#[test]
+fn an_sv1_side_on_a_real_node_measures_what_the_node_itself_records() {
+    let out = out_dir("real-node");
+    std::fs::create_dir_all(&out).unwrap();
+    let node_events = out.join("node-own.jsonl");
+    let (mut node, ready) = start_foreign_node(&node_events, "0.001", &[]);
     let (rpc, zmq) = (
         word_after(&ready, "RPC http://"),
         word_after(&ready, "ZMQ "),
@@ -208,20 +221,10 @@ fn an_sv2_side_on_a_real_nodes_mining_ipc_is_measured_through_the_ipc_tap() {
     std::fs::create_dir_all(&out).unwrap();
     let node_events = out.join("node-own.jsonl");
     let datadir = out.join("core");
-    let (mut node, ready) = start_node_announced(&[
-        "--block-interval",
-        "4s",
-        "--preset",
-        "testnet",
-        "--difficulty",
-        "0.001",
-        "--template-refresh",
-        "2s",
-        "--ipc-datadir",
-        datadir.to_str().unwrap(),
-        "--events",
-        node_events.to_str().unwrap(),
-    ]);
+    // Blocks at 0.0000008, within reach of the side's miners (shares at 2000 / 2^32, about
+    // 0.00000047): more than one share in two is a block.
+    let ipc_datadir = ["--ipc-datadir", datadir.to_str().unwrap()];
+    let (mut node, ready) = start_foreign_node(&node_events, "0.0000008", &ipc_datadir);
     let (rpc, zmq) = (
         word_after(&ready, "RPC http://"),
         word_after(&ready, "ZMQ "),
@@ -347,4 +350,34 @@ fn an_sv2_side_on_a_real_nodes_mining_ipc_is_measured_through_the_ipc_tap() {
         "{}",
         side["shares"]
     );
+    // The blocks the pool submitted over IPC: read from submitSolution (the template's
+    // header, the call's version, time, nonce and coinbase), with the node's answer; the
+    // node took each, and the RPC tap marked its tip as ours, not the network's.
+    let tap_events = read(
+        &run.join("events/node-tap.jsonl"),
+        &["block_submitted", "tip_changed"],
+    );
+    let submitted: Vec<&serde_json::Value> = tap_events
+        .iter()
+        .filter(|e| e["kind"] == "block_submitted" && e["via"] == "ipc")
+        .collect();
+    assert!(!submitted.is_empty(), "the side's miners found blocks");
+    let node_accepted: Vec<String> = read(&node_events, &["block_submitted"])
+        .iter()
+        .filter(|e| e["reject_reason"].is_null())
+        .map(|e| e["hash"].as_str().unwrap().to_string())
+        .collect();
+    for block in &submitted {
+        assert!(block["reject_reason"].is_null(), "{block}");
+        let hash = block["hash"].as_str().unwrap();
+        assert!(
+            node_accepted.iter().any(|h| h == hash),
+            "the node took {hash}"
+        );
+        let tip = tap_events
+            .iter()
+            .find(|e| e["kind"] == "tip_changed" && e["hash"] == hash)
+            .unwrap_or_else(|| panic!("{hash} became the tip"));
+        assert_eq!(tip["cause"], "submitted", "{tip}");
+    }
 }

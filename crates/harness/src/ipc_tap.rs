@@ -42,17 +42,20 @@ mod methods {
     pub const GET_BLOCK_HEADER: u16 = 1;
     pub const GET_COINBASE_TX: u16 = 5;
     pub const GET_COINBASE_MERKLE_PATH: u16 = 6;
+    pub const SUBMIT_SOLUTION: u16 = 7;
     pub const WAIT_NEXT: u16 = 8;
 }
 
 /// What a call the pool made asks for, kept until its answer passes.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Asked {
     Template,
     Tip,
     Header(TemplateRef),
     Coinbase(TemplateRef),
     MerklePath(TemplateRef),
+    /// A block the pool submitted, read from the call: its header, and its height.
+    Solution(bitcoin::block::Header, u32),
 }
 
 /// A template as the pool names it in its calls: a capability the node exported, or the
@@ -83,7 +86,12 @@ struct Connection {
     /// Questions whose answer is a template, to the export it resolved to.
     answers: HashMap<u32, u32>,
     templates: HashMap<u32, Seen>,
+    submitted: Submitted,
 }
+
+/// Blocks the pools submitted, noted as each call passes (the node may announce the
+/// block before its answer does): shared with the RPC tap, whose ZMQ tips they mark ours.
+pub type Submitted = Arc<parking_lot::Mutex<std::collections::HashSet<bitcoin::BlockHash>>>;
 
 /// A running tap; its socket is removed when dropped.
 pub struct IpcTap {
@@ -107,7 +115,11 @@ pub fn socket_path(data_dir: &Path, subdir: &str) -> PathBuf {
 }
 
 impl IpcTap {
-    pub async fn start(cfg: IpcTapConfig, recorder: Recorder) -> Result<IpcTap> {
+    pub async fn start(
+        cfg: IpcTapConfig,
+        recorder: Recorder,
+        submitted: Submitted,
+    ) -> Result<IpcTap> {
         let socket = socket_path(&cfg.data_dir, &cfg.subdir);
         if let Some(dir) = socket.parent() {
             std::fs::create_dir_all(dir)
@@ -120,9 +132,10 @@ impl IpcTap {
         let task = tokio::spawn(async move {
             while let Ok((pool, _)) = listener.accept().await {
                 let (node_socket, recorder) = (node_socket.clone(), recorder.clone());
+                let submitted = submitted.clone();
                 tokio::spawn(async move {
                     match UnixStream::connect(node_socket.as_path()).await {
-                        Ok(node) => relay(pool, node, recorder).await,
+                        Ok(node) => relay(pool, node, recorder, submitted).await,
                         Err(e) => tracing::error!(
                             socket = %node_socket.display(),
                             error = %e,
@@ -137,10 +150,13 @@ impl IpcTap {
 }
 
 /// Both ways of one pool's connection, each message passed on whole, then read.
-async fn relay(pool: UnixStream, node: UnixStream, recorder: Recorder) {
+async fn relay(pool: UnixStream, node: UnixStream, recorder: Recorder, submitted: Submitted) {
     let (pool_read, pool_write) = pool.into_split();
     let (node_read, node_write) = node.into_split();
-    let state = Arc::new(parking_lot::Mutex::new(Connection::default()));
+    let state = Arc::new(parking_lot::Mutex::new(Connection {
+        submitted,
+        ..Default::default()
+    }));
     let up = pass(pool_read, node_write, state.clone(), recorder.clone(), true);
     let down = pass(node_read, pool_write, state, recorder, false);
     let (up, down) = tokio::join!(up, down);
@@ -240,6 +256,17 @@ fn read_message(
                 (block_template::Client::TYPE_ID, methods::GET_COINBASE_MERKLE_PATH) => {
                     Some(Asked::MerklePath(template))
                 }
+                (block_template::Client::TYPE_ID, methods::SUBMIT_SOLUTION) => {
+                    let params = call
+                        .get_params()?
+                        .get_content()
+                        .get_as::<block_template::submit_solution_params::Reader>()?;
+                    let block = submitted_block(state, template, params)?;
+                    if let Some((header, _)) = &block {
+                        state.submitted.lock().insert(header.block_hash());
+                    }
+                    block.map(|(header, height)| Asked::Solution(header, height))
+                }
                 _ => None,
             };
             if let Some(asked) = asked {
@@ -335,6 +362,22 @@ fn answered(
             }
             record_if_known(e, state, recorder);
         }
+        Asked::Solution(header, height) => {
+            let accepted = content
+                .get_as::<block_template::submit_solution_results::Reader>()?
+                .get_result();
+            recorder.record_at(
+                t,
+                Event::BlockSubmitted {
+                    hash: header.block_hash().to_string(),
+                    prev_hash: header.prev_blockhash.to_string(),
+                    height: Some(height),
+                    template_id: None,
+                    via: "ipc".into(),
+                    reject_reason: (!accepted).then(|| "submitSolution: false".into()),
+                },
+            );
+        }
         Asked::MerklePath(r) => {
             let Some(e) = export(r, state) else {
                 return Ok(());
@@ -353,6 +396,40 @@ fn answered(
         }
     }
     Ok(())
+}
+
+/// The block a submitSolution call makes of its template: the template's header with the
+/// call's version, time and nonce, and the merkle root of its coinbase up the template's
+/// path; and its height. `None` for a template the tap has not read.
+fn submitted_block(
+    state: &Connection,
+    template: TemplateRef,
+    params: block_template::submit_solution_params::Reader,
+) -> capnp::Result<Option<(bitcoin::block::Header, u32)>> {
+    let export = match template {
+        TemplateRef::Export(e) => Some(e),
+        TemplateRef::Answer(q) => state.answers.get(&q).copied(),
+    };
+    let Some(seen) = export.and_then(|e| state.templates.get(&e)) else {
+        return Ok(None);
+    };
+    let (Some(header), Some(branch)) = (&seen.header, &seen.branch) else {
+        return Ok(None);
+    };
+    let Ok(coinbase) =
+        bitcoin::consensus::deserialize::<bitcoin::Transaction>(params.get_coinbase()?)
+    else {
+        return Ok(None);
+    };
+    let root = ::mining::merkle_root_from_branch(coinbase.compute_txid().to_raw_hash(), branch);
+    let header = bitcoin::block::Header {
+        version: bitcoin::block::Version::from_consensus(params.get_version() as i32),
+        merkle_root: root,
+        time: params.get_timestamp(),
+        nonce: params.get_nonce(),
+        ..*header
+    };
+    Ok(Some((header, seen.coinbase.map_or(0, |c| c.1))))
 }
 
 /// Records template `e` once its header, merkle path and coinbase are known, stamped when

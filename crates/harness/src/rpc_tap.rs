@@ -14,11 +14,9 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use bitcoin::consensus::Decodable;
 use bitcoin::BlockHash;
-use parking_lot::Mutex;
 use probe::{mono_ns, Event, Recorder, TipCause};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
@@ -57,7 +55,7 @@ struct Proxy {
     recorder: Recorder,
     /// Blocks the pools submitted, noted as the request passes (the node may announce the
     /// block before its answer does): those tips are ours, not the network's.
-    submitted: Mutex<HashSet<BlockHash>>,
+    submitted: crate::ipc_tap::Submitted,
 }
 
 impl RpcTap {
@@ -75,6 +73,7 @@ impl RpcTap {
             .await
             .with_context(|| format!("the RPC tap cannot listen on {}", cfg.listen))?;
         let listen_addr = listener.local_addr()?;
+        let submitted = crate::ipc_tap::Submitted::default();
         let proxy = Arc::new(Proxy {
             node_url: cfg.node_url.trim_end_matches('/').to_string(),
             // No timeout: a long-polling getblocktemplate waits as long as the node does.
@@ -83,7 +82,7 @@ impl RpcTap {
                 .build()
                 .context("HTTP client")?,
             recorder: recorder.clone(),
-            submitted: Mutex::default(),
+            submitted: submitted.clone(),
         });
         let app = axum::Router::new()
             .fallback({
@@ -119,7 +118,9 @@ impl RpcTap {
             }
         });
         let ipc = match cfg.ipc {
-            Some(ipc) => Some(crate::ipc_tap::IpcTap::start(ipc, recorder.clone()).await?),
+            Some(ipc) => {
+                Some(crate::ipc_tap::IpcTap::start(ipc, recorder.clone(), submitted).await?)
+            }
             None => None,
         };
         Ok(RpcTap {

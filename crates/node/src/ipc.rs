@@ -107,6 +107,23 @@ pub fn start(shared: Arc<Shared>, data_dir: &Path) -> Result<IpcFace> {
     Ok(IpcFace { socket })
 }
 
+/// A client of the Mining IPC at `socket`: its Init capability, its RPC system running
+/// on the current local task set (capnp-rpc is single-threaded).
+pub async fn connect(socket: &Path) -> std::io::Result<init::Client> {
+    let stream = tokio::net::UnixStream::connect(socket).await?;
+    let (read, write) = stream.into_split();
+    let network = twoparty::VatNetwork::new(
+        read.compat(),
+        write.compat_write(),
+        rpc_twoparty_capnp::Side::Client,
+        Default::default(),
+    );
+    let mut rpc = RpcSystem::new(Box::new(network), None);
+    let client: init::Client = rpc.bootstrap(rpc_twoparty_capnp::Side::Server);
+    tokio::task::spawn_local(rpc);
+    Ok(client)
+}
+
 /// Checks that `socket` serves Bitcoin Core's Mining interface version 31, as the SRI pool
 /// will ask for it (Init.makeMining of version 31, which a v30 node does not have): an
 /// error says what answered
@@ -120,19 +137,9 @@ pub fn check_served(socket: &Path) -> Result<()> {
             .build()?;
         let local = tokio::task::LocalSet::new();
         local.block_on(&runtime, async move {
-            let stream = tokio::net::UnixStream::connect(&socket)
+            let client = connect(&socket)
                 .await
                 .context("cannot connect (is the node started with -ipcbind=unix?)")?;
-            let (read, write) = stream.into_split();
-            let network = twoparty::VatNetwork::new(
-                read.compat(),
-                write.compat_write(),
-                rpc_twoparty_capnp::Side::Client,
-                Default::default(),
-            );
-            let mut rpc = RpcSystem::new(Box::new(network), None);
-            let client: init::Client = rpc.bootstrap(rpc_twoparty_capnp::Side::Server);
-            tokio::task::spawn_local(rpc);
             let ask = async {
                 let mining = client.make_mining_request().send().promise.await?;
                 mining.get()?.get_result()?;

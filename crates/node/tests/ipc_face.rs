@@ -5,11 +5,9 @@
 
 mod common;
 
-use bitcoin_capnp_types::capnp_rpc::{rpc_twoparty_capnp, twoparty, RpcSystem};
 use bitcoin_capnp_types::init_capnp::init;
 use node::{MempoolConfig, MempoolPreset, NodeConfig, NodeHandle, NodeOptions};
 use std::time::{Duration, Instant};
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 async fn node_with_ipc(dir: &std::path::Path) -> NodeHandle {
     NodeHandle::start(NodeOptions {
@@ -25,18 +23,7 @@ async fn node_with_ipc(dir: &std::path::Path) -> NodeHandle {
 
 /// Connects to the face as a capnp client and returns its Init capability.
 async fn connect(socket: &std::path::Path) -> init::Client {
-    let stream = tokio::net::UnixStream::connect(socket).await.unwrap();
-    let (read, write) = stream.into_split();
-    let network = twoparty::VatNetwork::new(
-        read.compat(),
-        write.compat_write(),
-        rpc_twoparty_capnp::Side::Client,
-        Default::default(),
-    );
-    let mut rpc = RpcSystem::new(Box::new(network), None);
-    let client: init::Client = rpc.bootstrap(rpc_twoparty_capnp::Side::Server);
-    tokio::task::spawn_local(rpc);
-    client
+    node::ipc::connect(socket).await.unwrap()
 }
 
 #[tokio::test]

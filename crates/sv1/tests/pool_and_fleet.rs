@@ -84,7 +84,7 @@ async fn refreshing_pool(
 }
 
 fn fleet(pool: &PoolHandle, miners: u32, hashrate: f64, events: Recorder) -> FleetHandle {
-    farm(pool, miners, hashrate, PerMiner::default(), events)
+    farm(pool, miners, hashrate, PerMiner::default(), None, events)
 }
 
 /// A fleet that asks for a difficulty (as ESP-Miner does) gets it: every share the pool
@@ -101,21 +101,14 @@ async fn the_pool_honours_a_suggested_difficulty() {
     // The pool would start miners at 1e-7; they ask for four times that.
     let pool = pool(&node, 1e-7, pool_ev.clone()).await;
     let suggested = 4e-7;
-    let miners = FleetHandle::start(
-        FleetConfig {
-            pool: pool.listen_addr,
-            miners: 2,
-            hashrate: 20_000.0,
-            worker_prefix: "miner".into(),
-            ramp: Duration::ZERO,
-            hash_threads: 1,
-            broadcast: None,
-            per_miner: PerMiner::default(),
-            suggest_difficulty: Some(suggested),
-        },
+    let miners = farm(
+        &pool,
+        2,
+        20_000.0,
+        PerMiner::default(),
+        Some(suggested),
         fleet_ev.clone(),
-    )
-    .unwrap();
+    );
     tokio::time::sleep(Duration::from_secs(3)).await;
     miners.stop().await;
     pool.stop();
@@ -147,6 +140,7 @@ fn farm(
     miners: u32,
     hashrate: f64,
     per_miner: PerMiner,
+    suggest_difficulty: Option<f64>,
     events: Recorder,
 ) -> FleetHandle {
     FleetHandle::start(
@@ -159,7 +153,7 @@ fn farm(
             hash_threads: 1,
             broadcast: None,
             per_miner,
-            suggest_difficulty: None,
+            suggest_difficulty,
         },
         events,
     )
@@ -183,7 +177,7 @@ async fn a_farm_lan_delay_is_measured_both_ways() {
         hashrate_factor: vec![0.5, 1.5],
         lan_delay_us: vec![0, 40_000],
     };
-    let miners = farm(&pool, 2, 4000.0, per_miner, fleet_ev.clone());
+    let miners = farm(&pool, 2, 4000.0, per_miner, None, fleet_ev.clone());
     tokio::time::sleep(Duration::from_secs(4)).await;
     miners.stop().await;
     pool.stop();
