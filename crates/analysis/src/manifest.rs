@@ -199,8 +199,8 @@ pub struct HostReading {
     /// The run directory's filesystem.
     pub fs_avail_bytes: u64,
     pub fs_size_bytes: u64,
-    /// Time the run's control group was held back by its CPU quota in the second (cgroup
-    /// v2 `cpu.stat` throttled_usec), ms; absent without a readable cgroup.
+    /// Time the run's control group was held back by its CPU quota in the second (its
+    /// `cpu.stat`, cgroup v1 or v2), ms; absent without a readable cgroup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttled_ms: Option<f64>,
 }

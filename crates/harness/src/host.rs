@@ -64,7 +64,7 @@ type CoreTicks = [u64; 8];
 /// filesystem and the run's CPU throttling.
 pub struct HostMeter {
     fs_path: PathBuf,
-    cgroup_stat: Option<PathBuf>,
+    cgroup_stat: Option<ThrottleStat>,
     last: Option<(Vec<CoreTicks>, Option<u64>)>,
 }
 
@@ -89,12 +89,11 @@ impl HostMeter {
     /// readings) or when /proc cannot be read.
     pub fn sample(&mut self) -> Option<HostSecond> {
         let cores = core_ticks(&std::fs::read_to_string("/proc/stat").ok()?);
-        let throttled_us = self
-            .cgroup_stat
-            .as_ref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .and_then(|text| stat_field(&text, "throttled_usec"));
-        let previous = self.last.replace((cores.clone(), throttled_us));
+        let throttled_ns = self.cgroup_stat.as_ref().and_then(|stat| {
+            let text = std::fs::read_to_string(&stat.path).ok()?;
+            Some(stat_field(&text, stat.field)? * stat.ns_per_unit)
+        });
+        let previous = self.last.replace((cores.clone(), throttled_ns));
         let (before, throttled_before) = previous?;
         if before.len() != cores.len() {
             return None;
@@ -138,9 +137,9 @@ impl HostMeter {
                 load15: load.get(2).copied().unwrap_or(0.0),
                 fs_avail_bytes,
                 fs_size_bytes,
-                throttled_ms: throttled_us
+                throttled_ms: throttled_ns
                     .zip(throttled_before)
-                    .map(|(now, then)| now.saturating_sub(then) as f64 / 1e3),
+                    .map(|(now, then)| now.saturating_sub(then) as f64 / 1e6),
             },
             cpu_seconds,
         })
@@ -171,15 +170,42 @@ fn stat_field(text: &str, key: &str) -> Option<u64> {
     })
 }
 
-/// The cgroup v2 `cpu.stat` of this process's group, which its roles share unless a
-/// container moves them.
-fn own_cgroup_cpu_stat() -> Option<PathBuf> {
+/// Where this process's group (which its roles share unless a container moves them)
+/// counts the time a CPU quota held it back, and the unit: cgroup v1's `cpu` controller
+/// (`throttled_time`, ns), else v2 (`throttled_usec`).
+struct ThrottleStat {
+    path: PathBuf,
+    field: &'static str,
+    ns_per_unit: u64,
+}
+
+fn own_cgroup_cpu_stat() -> Option<ThrottleStat> {
     let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let stat = Path::new("/sys/fs/cgroup")
-        .join(path.trim_start_matches('/'))
-        .join("cpu.stat");
-    stat.exists().then_some(stat)
+    let at = |root: &str, path: &str| {
+        let stat = Path::new(root)
+            .join(path.trim_start_matches('/'))
+            .join("cpu.stat");
+        stat.exists().then_some(stat)
+    };
+    let v1 = text.lines().find_map(|l| {
+        let (_, rest) = l.split_once(':')?;
+        let (controllers, path) = rest.split_once(':')?;
+        controllers.split(',').any(|c| c == "cpu").then_some(path)
+    });
+    if let Some(path) = v1.and_then(|p| at("/sys/fs/cgroup/cpu", p)) {
+        return Some(ThrottleStat {
+            path,
+            field: "throttled_time",
+            ns_per_unit: 1,
+        });
+    }
+    let v2 = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let path = at("/sys/fs/cgroup", v2).or_else(|| at("/sys/fs/cgroup/unified", v2))?;
+    Some(ThrottleStat {
+        path,
+        field: "throttled_usec",
+        ns_per_unit: 1_000,
+    })
 }
 
 /// Available and total bytes of the filesystem holding `path`.

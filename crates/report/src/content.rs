@@ -830,11 +830,16 @@ fn host_section(run: &RunData, health: &analysis::host::HostHealth, origin: u64)
     let mut blocks = vec![match &health.warning {
         Some(w) => Block::Note(format!("Saturated: {w}. The verdict's latencies are marked.")),
         None => Block::Para(format!(
-            "The host was not saturated: over {:.0}% busy for {} of {} s (the flag is over {:.0}% of the window), no CPU quota held the roles back, memory never short.",
+            "The host was not saturated: over {:.0}% busy for {} of {} s (the flag is over {:.0}% of the window), {}, memory never under {:.0}% available.",
             analysis::host::SATURATED_BUSY_PCT,
             health.saturated_seconds,
             health.seconds,
-            analysis::host::SATURATED_SHARE * 100.0
+            analysis::host::SATURATED_SHARE * 100.0,
+            match health.throttled_ms {
+                Some(_) => "no CPU quota held the roles back",
+                None => "CPU quotas not readable here (no cgroup cpu.stat)",
+            },
+            analysis::host::LOW_MEMORY_SHARE * 100.0
         )),
     }];
     blocks.push(Block::Chart {
