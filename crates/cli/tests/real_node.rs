@@ -210,15 +210,11 @@ fn an_sv1_side_on_a_real_node_measures_what_the_node_itself_records() {
     );
 }
 
-/// An SV2 side on a real node: `stratum-bench node` serving Bitcoin Core's Mining IPC
-/// (interface 31) stands in for Core v31, and the SRI pool of configuration C takes its
-/// templates through the IPC tap. The tap records every template the node built for it
-/// and every tip it reported, each as it passed, a fraction of a millisecond after the
-/// node's own stamp; the side's jobs are tied to those templates and measured.
-#[test]
-fn an_sv2_side_on_a_real_nodes_mining_ipc_is_measured_through_the_ipc_tap() {
-    let out = out_dir("real-node-ipc");
-    std::fs::create_dir_all(&out).unwrap();
+/// A run of `sides` against `stratum-bench node` serving Bitcoin Core's Mining IPC
+/// (interface 31), standing in for Core v31, started for it in `out`: the run directory
+/// and the node's own events.
+fn run_on_ipc_node(out: &Path, sides: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    std::fs::create_dir_all(out).unwrap();
     let node_events = out.join("node-own.jsonl");
     let datadir = out.join("core");
     // Blocks at 0.0000008, within reach of the side's miners (shares at 2000 / 2^32, about
@@ -229,7 +225,6 @@ fn an_sv2_side_on_a_real_nodes_mining_ipc_is_measured_through_the_ipc_tap() {
         word_after(&ready, "RPC http://"),
         word_after(&ready, "ZMQ "),
     );
-    let socket = datadir.join("regtest/node.sock");
     let real_node = |ipc: &Path| {
         format!(
             "node={{ url = \"http://{rpc}\", rpc_user = \"u\", rpc_password = \"p\", zmq = \"{zmq}\", chain = \"regtest\", ipc = \"{}\" }}",
@@ -239,9 +234,10 @@ fn an_sv2_side_on_a_real_nodes_mining_ipc_is_measured_through_the_ipc_tap() {
     // A socket that is not the Mining IPC: refused before anything starts, named.
     let not_ipc = out.join("not-ipc.sock");
     let _listener = std::os::unix::net::UnixListener::bind(&not_ipc).unwrap();
+    let sides = format!("sides={sides}");
     let refused = run_baseline(
         &out.join("not-ipc"),
-        &["--set", &real_node(&not_ipc), "--set", "sides=[\"sv2-c\"]"],
+        &["--set", &real_node(&not_ipc), "--set", &sides],
     )
     .output()
     .unwrap();
@@ -258,9 +254,9 @@ fn an_sv2_side_on_a_real_nodes_mining_ipc_is_measured_through_the_ipc_tap() {
         &run,
         &[
             "--set",
-            &real_node(&socket),
+            &real_node(&datadir.join("regtest/node.sock")),
             "--set",
-            "sides=[\"sv2-c\"]",
+            &sides,
             "--set",
             "duration=\"25s\"",
             "--set",
@@ -278,82 +274,24 @@ fn an_sv2_side_on_a_real_nodes_mining_ipc_is_measured_through_the_ipc_tap() {
     assert!(ran.success(), "see {}", out.join("run.log").display());
     let _ = node.0.kill();
     let _ = node.0.wait();
+    (run, node_events)
+}
 
-    let read = |file: &Path, kinds: &[&str]| -> Vec<serde_json::Value> {
-        std::fs::read_to_string(file)
-            .unwrap()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|r| kinds.contains(&r["kind"].as_str().unwrap_or("")))
-            .collect()
-    };
-    let built = read(&node_events, &["template_built"]);
-    let fetched = read(&run.join("events/node-tap.jsonl"), &["template_fetched"]);
-    assert!(built.len() >= 5, "{} templates", built.len());
-    assert_eq!(
-        built.len(),
-        fetched.len(),
-        "every template the node built reached the tap"
-    );
-    let mut lags_ms = Vec::new();
-    for (b, f) in built.iter().zip(&fetched) {
-        assert_eq!(b["prev_hash"], f["prev_hash"], "{b} / {f}");
-        assert_eq!(b["height"], f["height"], "{b} / {f}");
-        assert_eq!(b["value_sats"], f["value_sats"], "{b} / {f}");
-        let lag = f["t_ns"].as_i64().unwrap() - b["t_ns"].as_i64().unwrap();
-        lags_ms.push(lag as f64 / 1e6);
-    }
-    lags_ms.sort_by(f64::total_cmp);
-    let median = lags_ms[lags_ms.len() / 2];
-    assert!(
-        lags_ms[0] >= 0.0,
-        "the tap sees a template after the node built it: {lags_ms:?}"
-    );
-    assert!(
-        median < 0.5,
-        "the tap is one hop: median {median} ms ({lags_ms:?})"
-    );
-    // Tips: every tip the node reported to the pool, as it passed.
-    let tips = read(&run.join("events/node-tap.jsonl"), &["ipc_tip_seen"]);
-    let node_tips: std::collections::HashMap<String, i64> = read(&node_events, &["tip_changed"])
-        .iter()
-        .map(|t| {
-            (
-                t["hash"].as_str().unwrap().to_string(),
-                t["t_ns"].as_i64().unwrap(),
-            )
-        })
-        .collect();
-    assert!(tips.len() >= 3, "tips reached the pool: {tips:?}");
-    // The first is the tip the pool started on; each later one reaches it with the
-    // template waitNext returns on it, within a millisecond here (slack for a loaded
-    // machine).
-    for tip in &tips[1..] {
-        let at = node_tips[tip["hash"].as_str().unwrap()];
-        let lag_ms = (tip["t_ns"].as_i64().unwrap() - at) as f64 / 1e6;
-        assert!(
-            (0.0..20.0).contains(&lag_ms),
-            "{tip}: {lag_ms} ms after the node"
-        );
-    }
-    // The side's jobs are tied to the tapped templates and measured.
-    let s = common::summary(&run);
-    let side = &s["sides"]["sv2-c"];
-    for metric in ["new_job_ms", "new_prevhash_job_ms"] {
-        let m = &side[metric];
-        assert!(m["count"].as_u64().unwrap() >= 4, "{metric}: {m}");
-        // At least the link's one way (10 ms of a 20 ms round trip).
-        assert!(m["p50"].as_f64().unwrap() >= 10.0, "{metric}: {m}");
-    }
-    assert!(
-        side["shares"]["accepted"].as_u64().unwrap() > 0,
-        "{}",
-        side["shares"]
-    );
-    // The blocks the pool submitted over IPC: read from submitSolution (the template's
-    // header, the call's version, time, nonce and coinbase), with the node's answer; the
-    // node took each, and the RPC tap marked its tip as ours, not the network's.
-    let tap_events = read(
+/// A role's events of `kinds` in `file`.
+fn read_kinds(file: &Path, kinds: &[&str]) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| kinds.contains(&r["kind"].as_str().unwrap_or("")))
+        .collect()
+}
+
+/// The blocks a side's pool or JDC submitted over IPC: read from submitSolution (the
+/// template's header, the call's version, time, nonce and coinbase), with the node's
+/// answer; the node took each, and the RPC tap marked its tip as ours, not the network's.
+fn blocks_submitted_over_ipc_are_ours(run: &Path, node_events: &Path) {
+    let tap_events = read_kinds(
         &run.join("events/node-tap.jsonl"),
         &["block_submitted", "tip_changed"],
     );
@@ -362,7 +300,7 @@ fn an_sv2_side_on_a_real_nodes_mining_ipc_is_measured_through_the_ipc_tap() {
         .filter(|e| e["kind"] == "block_submitted" && e["via"] == "ipc")
         .collect();
     assert!(!submitted.is_empty(), "the side's miners found blocks");
-    let node_accepted: Vec<String> = read(&node_events, &["block_submitted"])
+    let node_accepted: Vec<String> = read_kinds(node_events, &["block_submitted"])
         .iter()
         .filter(|e| e["reject_reason"].is_null())
         .map(|e| e["hash"].as_str().unwrap().to_string())
@@ -380,4 +318,119 @@ fn an_sv2_side_on_a_real_nodes_mining_ipc_is_measured_through_the_ipc_tap() {
             .unwrap_or_else(|| panic!("{hash} became the tip"));
         assert_eq!(tip["cause"], "submitted", "{tip}");
     }
+}
+
+/// SV2 sides on a real node: the SRI pool of configuration C takes its templates through
+/// the IPC tap, which records every template the node built for it and every tip, each
+/// as it passed, a fraction of a millisecond after the node's own stamp; the side's jobs
+/// are tied to those templates and measured. Then configuration A: its JDC on the same
+/// node as the pool's JDS, declaring jobs made from the node's templates.
+#[test]
+fn sv2_sides_on_a_real_nodes_mining_ipc_are_measured_through_the_ipc_tap() {
+    let out = out_dir("real-node-ipc");
+    let (run, node_events) = run_on_ipc_node(&out.join("c"), r#"["sv2-c"]"#);
+    let tap_file = run.join("events/node-tap.jsonl");
+    let built = read_kinds(&node_events, &["template_built"]);
+    let fetched = read_kinds(&tap_file, &["template_fetched"]);
+    assert!(built.len() >= 5, "{} templates", built.len());
+    assert_eq!(
+        built.len(),
+        fetched.len(),
+        "every template the node built reached the tap"
+    );
+    let mut lags_ms = Vec::new();
+    for (b, f) in built.iter().zip(&fetched) {
+        for key in ["prev_hash", "height", "value_sats"] {
+            assert_eq!(b[key], f[key], "{b} / {f}");
+        }
+        let lag = f["t_ns"].as_i64().unwrap() - b["t_ns"].as_i64().unwrap();
+        lags_ms.push(lag as f64 / 1e6);
+    }
+    lags_ms.sort_by(f64::total_cmp);
+    let median = lags_ms[lags_ms.len() / 2];
+    assert!(
+        lags_ms[0] >= 0.0,
+        "the tap sees a template after the node built it: {lags_ms:?}"
+    );
+    assert!(
+        median < 0.5,
+        "the tap is one hop: median {median} ms ({lags_ms:?})"
+    );
+    // Tips: the first is the tip the pool started on; each later one reaches it with the
+    // template waitNext returns on it, within a millisecond here (slack for a loaded
+    // machine).
+    let tips = read_kinds(&tap_file, &["ipc_tip_seen"]);
+    let node_tips: std::collections::HashMap<String, i64> =
+        read_kinds(&node_events, &["tip_changed"])
+            .iter()
+            .map(|t| {
+                (
+                    t["hash"].as_str().unwrap().to_string(),
+                    t["t_ns"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+    assert!(tips.len() >= 3, "tips reached the pool: {tips:?}");
+    for tip in &tips[1..] {
+        let at = node_tips[tip["hash"].as_str().unwrap()];
+        let lag_ms = (tip["t_ns"].as_i64().unwrap() - at) as f64 / 1e6;
+        assert!(
+            (0.0..20.0).contains(&lag_ms),
+            "{tip}: {lag_ms} ms after the node"
+        );
+    }
+    // The side's jobs are tied to the tapped templates and measured: they cross the link,
+    // at least its one way (10 ms of a 20 ms round trip).
+    let side_measured = |run: &Path, side: &str, least_ms: f64| {
+        let s = common::summary(run);
+        let side = &s["sides"][side];
+        for metric in ["new_job_ms", "new_prevhash_job_ms"] {
+            let m = &side[metric];
+            assert!(m["count"].as_u64().unwrap() >= 4, "{metric}: {m}");
+            assert!(m["p50"].as_f64().unwrap() >= least_ms, "{metric}: {m}");
+        }
+        assert!(
+            side["shares"]["accepted"].as_u64().unwrap() > 0,
+            "{}",
+            side["shares"]
+        );
+    };
+    side_measured(&run, "sv2-c", 10.0);
+    blocks_submitted_over_ipc_are_ours(&run, &node_events);
+
+    // A: the JDC makes its jobs on the farm's side (no link to cross) from the node the
+    // pool's JDS uses too (whose own templates, read for their transactions only, are not
+    // work), and declares them; the JDS takes them.
+    let (run, node_events) = run_on_ipc_node(&out.join("a"), r#"["sv2-a"]"#);
+    let fetched = read_kinds(&run.join("events/node-tap.jsonl"), &["template_fetched"]);
+    let built = read_kinds(&node_events, &["template_built"]);
+    for f in &fetched {
+        let twin = built.iter().any(|b| {
+            ["prev_hash", "height", "value_sats"]
+                .iter()
+                .all(|k| b[*k] == f[*k])
+                && b["t_ns"].as_i64() <= f["t_ns"].as_i64()
+        });
+        assert!(twin, "{f}: a template the node built");
+    }
+    side_measured(&run, "sv2-a", 0.0);
+    let declared = common::events(&run, "jdtap-sv2-a");
+    let declared: Vec<_> = declared
+        .iter()
+        .filter(|e| e["kind"] == "job_declared")
+        .collect();
+    assert!(!declared.is_empty(), "the JDC declared jobs");
+    // Blocks come every 2 s or so here: a job declared as a tip changes may be refused
+    // as on a stale tip, and nothing else.
+    let refused: Vec<_> = declared.iter().filter(|e| !e["error"].is_null()).collect();
+    assert!(
+        refused.iter().all(|e| e["error"] == "stale-chain-tip"),
+        "{refused:?}"
+    );
+    assert!(
+        refused.len() * 5 <= declared.len(),
+        "{refused:?} of {}",
+        declared.len()
+    );
+    blocks_submitted_over_ipc_are_ours(&run, &node_events);
 }

@@ -742,18 +742,12 @@ impl Scenario {
             if let Some(chain) = node.chain.as_deref().filter(|c| !CHAINS.contains(c)) {
                 fail("node.chain", format!("{chain:?} is none of {CHAINS:?}"))?;
             }
-            for side in &self.sides {
-                match (Config::of_side(side), &node.ipc) {
-                    (Some(Config::Sv2A | Config::Sv2B), _) => fail(
-                        "sides",
-                        format!("side {side:?}: on a real node, configurations C and D run (the SRI pool on its Mining IPC); A and B (a Job Declarator on a real node) do not yet: leave it out, or run without [node]"),
-                    )?,
-                    (Some(Config::Sv2C | Config::Sv2D), None) => fail(
-                        "node.ipc",
-                        format!("side {side:?} takes its templates from the node's Mining IPC: give its socket (`ipc = \"<datadir>/<chain>/node.sock\"`, Bitcoin Core v31 started with -ipcbind=unix), or leave the side out"),
-                    )?,
-                    _ => {}
-                }
+            let sv2 = (self.sides.iter()).find(|x| Config::of_side(x) != Some(Config::Sv1));
+            if let (Some(side), None) = (sv2, &node.ipc) {
+                fail(
+                    "node.ipc",
+                    format!("side {side:?} takes its templates from the node's Mining IPC: give its socket (`ipc = \"<datadir>/<chain>/node.sock\"`, Bitcoin Core v31 started with -ipcbind=unix), or leave the side out"),
+                )?;
             }
             if let Some(ipc) = &node.ipc {
                 if node.chain.as_deref() == Some("test") {
@@ -1089,9 +1083,9 @@ shares_per_min = 10
             &[with_ipc.clone(), sides(r#"["sv1", "sv2-c", "sv2-d"]"#)]
         )
         .is_ok());
-        let a = Scenario::load(&p, &[with_ipc, sides(r#"["sv1", "sv2-a"]"#)]);
-        assert!(format!("{:#}", a.unwrap_err())
-            .contains("A and B (a Job Declarator on a real node) do not yet"));
+        assert!(Scenario::load(&p, &[with_ipc, sides(r#"["sv2-a", "sv2-b"]"#)]).is_ok());
+        let a = Scenario::load(&p, &[node(""), sides(r#"["sv2-a"]"#)]);
+        assert!(format!("{:#}", a.unwrap_err()).contains("scenario field `node.ipc`"));
     }
 
     #[test]

@@ -2,26 +2,38 @@
 
 use super::*;
 
+/// Where a job-declaring side's JDC takes its templates.
+pub(super) enum FarmNode<'a> {
+    /// A node of the farm's own, following the network's node across the link.
+    Follower(&'a NetworkNode),
+    /// The one real node's Mining IPC (through the IPC tap), which the pool's JDS uses too.
+    Shared(sri::TemplateSource),
+}
+
 /// Configurations A and B, where the farm declares its own jobs:
 /// A: SV1 miners -> SRI translator -> SRI JDC -> link -> tap -> SRI pool (+ JDS);
 /// B: SV2 miners -> SRI JDC -> link -> tap -> SRI pool (+ JDS).
-/// The JDC builds jobs from the farm's own node, which follows the network's node across
-/// the same link, and declares them to the pool's JDS through a farm-side tap (which sees
-/// each DeclareMiningJob round trip as the JDC waits for it).
+/// The JDC builds jobs from the farm's node (its own, which follows the network's node
+/// across the same link; or, on a real node, that node) and declares them to the pool's
+/// JDS through a farm-side tap (which sees each DeclareMiningJob round trip as the JDC
+/// waits for it).
 pub(super) async fn start_sv2_jd_side(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
-    network: &NetworkNode,
+    farm: FarmNode<'_>,
     farm_port: u16,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SideRoles> {
     let s = &opts.scenario;
     let jds_port = free_local_port()?.port();
-    let templates = network
-        .ipc
-        .clone()
-        .context("a job-declaring side needs the node's IPC face")?;
+    let templates = match &farm {
+        FarmNode::Follower(network) => network
+            .ipc
+            .clone()
+            .context("a job-declaring side needs the node's IPC face")?,
+        FarmNode::Shared(templates) => templates.clone(),
+    };
     let PoolSite {
         keys: pool_keys,
         pool,
@@ -31,15 +43,7 @@ pub(super) async fn start_sv2_jd_side(
     } = spawn_pool_site(opts, dir, side, templates, Some(jds_port), roles).await?;
     let jds_listen = jds.context("the pool runs its JDS")?;
 
-    // Mining and job declaration cross the side's link, where their bytes are counted; the
-    // farm node's blocks (ZMQ) and submissions (RPC) cross the feed link at the nodes'
-    // propagation delay.
-    let propagation = Duration::from_secs_f64(s.farm_node.propagation_ms / 1e3);
-    let p2p = link::LinkConfig {
-        up_delay: propagation,
-        down_delay: propagation,
-        ..wan(s, side)
-    };
+    // Mining and job declaration cross the side's link, where their bytes are counted.
     let route = |upstream, config| LinkRoute {
         listen: "127.0.0.1:0".parse().expect("an address"),
         upstream,
@@ -58,6 +62,133 @@ pub(super) async fn start_sv2_jd_side(
     .await?;
     let [pool_via_link, jds_via_link] = farm_side[..] else {
         anyhow::bail!("{link} has two routes");
+    };
+    let (jdc_templates, farm_node) = match farm {
+        FarmNode::Follower(network) => {
+            let (templates, roles) = spawn_farm_node(opts, dir, side, network, roles).await?;
+            (templates, Some(roles))
+        }
+        FarmNode::Shared(templates) => (templates, None),
+    };
+
+    let jd_tap = format!("jdtap-{side}");
+    let jd_tap_addr = spawn_tap(opts, dir, &jd_tap, jds_via_link, &pool_keys, roles).await?;
+    let jdc = format!("jdc-{side}");
+    let jdc_keys = node::tdp::AuthorityKeys::generate();
+    let jdc_params = sri::JdcParams {
+        listen: if farm_port == 0 || Config::of_side(side) == Some(Config::Sv2A) {
+            free_local_port()?
+        } else {
+            SocketAddr::from(([127, 0, 0, 1], farm_port))
+        },
+        authority_public: jdc_keys.public,
+        authority_secret: jdc_keys.secret,
+        templates: jdc_templates,
+        pool: pool_via_link,
+        jds: jd_tap_addr,
+        pool_public: pool_keys.public,
+        user_identity: format!("stratum-bench-{side}"),
+        solo_payout_script_hex: payout_script().to_hex_string(),
+        signature: format!("stratum-bench {side} farm"),
+        shares_per_minute: s.miners.shares_per_min,
+        share_batch_size: s.sv2.share_batch_size,
+    };
+    let jdc_addr = spawn_sri(
+        opts,
+        dir,
+        &jdc,
+        s.roles.jdc.as_ref(),
+        (jdc_params.listen, sri::jdc_config(&jdc_params)),
+        RoleSpec::SriJdc { params: jdc_params },
+        roles,
+    )
+    .await?;
+
+    let mut side_roles = vec![node_role(s).to_string(), pool, tap.clone(), link.clone()];
+    side_roles.extend(
+        farm_node
+            .iter()
+            .flat_map(|f| [f.feed_link.clone(), f.node.clone()]),
+    );
+    side_roles.extend([jd_tap.clone(), jdc]);
+    let miners = if Config::of_side(side) == Some(Config::Sv2B) {
+        eprintln!(
+            "{side}: SV2 miners connect to {jdc_addr} (the SRI JDC, farm site; key {})",
+            jdc_keys.public
+        );
+        spawn_sv2_miners(opts, dir, side, jdc_addr, jdc_keys.public, roles).await?
+    } else {
+        let translator = format!("translator-{side}");
+        let translator_addr = spawn_translator(
+            opts,
+            dir,
+            &translator,
+            farm_port,
+            (jdc_addr, jdc_keys.public),
+            roles,
+        )
+        .await?;
+        side_roles.push(translator);
+        eprintln!(
+            "{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"
+        );
+        spawn_sv1_miners(
+            opts,
+            dir,
+            (side, &default_worker_prefix(side), None),
+            translator_addr,
+            roles,
+        )
+        .await?
+    };
+    side_roles.push(miners.clone());
+    Ok(SideRoles {
+        config: config_name(side),
+        miners: s.miners.count,
+        miner_hashrate: Some(s.miner_hashrate()),
+        miners_role: miners,
+        pool_role: tap,
+        link_role: link,
+        link_rtt_ms: side_rtt(s, side),
+        farm_node_hop_ms: farm_node.as_ref().map(|_| s.farm_node.propagation_ms),
+        farm_node_role: farm_node.as_ref().map(|f| f.node.clone()),
+        feed_link_role: farm_node.map(|f| f.feed_link),
+        job_declaration_role: Some(jd_tap),
+        roles: side_roles,
+        pool_software: None,
+        pool_policy: None,
+    })
+}
+
+/// The roles of a farm's own node: the node, and the link its feed from the network's
+/// node crosses.
+struct FarmNodeRoles {
+    node: String,
+    feed_link: String,
+}
+
+/// The farm's own node, following the network's node across a feed link of its own; its
+/// Mining IPC is the JDC's template source.
+async fn spawn_farm_node(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    network: &NetworkNode,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<(sri::TemplateSource, FarmNodeRoles)> {
+    let s = &opts.scenario;
+    // The farm node's blocks (ZMQ) and submissions (RPC) cross the feed link at the
+    // nodes' propagation delay.
+    let propagation = Duration::from_secs_f64(s.farm_node.propagation_ms / 1e3);
+    let p2p = link::LinkConfig {
+        up_delay: propagation,
+        down_delay: propagation,
+        ..wan(s, side)
+    };
+    let route = |upstream, config| LinkRoute {
+        listen: "127.0.0.1:0".parse().expect("an address"),
+        upstream,
+        config,
     };
     // The emulation's own feed between the nodes (whole blocks, RPC submissions) crosses
     // a link of its own, so its bytes stay apart from what the farm's node would really
@@ -107,94 +238,11 @@ pub(super) async fn start_sv2_jd_side(
     )
     .await?;
 
-    let jd_tap = format!("jdtap-{side}");
-    let jd_tap_addr = spawn_tap(opts, dir, &jd_tap, jds_via_link, &pool_keys, roles).await?;
-    let jdc = format!("jdc-{side}");
-    let jdc_keys = node::tdp::AuthorityKeys::generate();
-    let jdc_params = sri::JdcParams {
-        listen: if farm_port == 0 || Config::of_side(side) == Some(Config::Sv2A) {
-            free_local_port()?
-        } else {
-            SocketAddr::from(([127, 0, 0, 1], farm_port))
+    Ok((
+        ipc_source(s, farm_ipc, "regtest"),
+        FarmNodeRoles {
+            node: farm_node,
+            feed_link,
         },
-        authority_public: jdc_keys.public,
-        authority_secret: jdc_keys.secret,
-        templates: ipc_source(s, farm_ipc, "regtest"),
-        pool: pool_via_link,
-        jds: jd_tap_addr,
-        pool_public: pool_keys.public,
-        user_identity: format!("stratum-bench-{side}"),
-        solo_payout_script_hex: payout_script().to_hex_string(),
-        signature: format!("stratum-bench {side} farm"),
-        shares_per_minute: s.miners.shares_per_min,
-        share_batch_size: s.sv2.share_batch_size,
-    };
-    let jdc_addr = spawn_sri(
-        opts,
-        dir,
-        &jdc,
-        s.roles.jdc.as_ref(),
-        (jdc_params.listen, sri::jdc_config(&jdc_params)),
-        RoleSpec::SriJdc { params: jdc_params },
-        roles,
-    )
-    .await?;
-
-    let mut side_roles = vec![
-        NODE.to_string(),
-        pool,
-        tap.clone(),
-        link.clone(),
-        feed_link.clone(),
-        farm_node.clone(),
-        jd_tap.clone(),
-        jdc,
-    ];
-    let miners = if Config::of_side(side) == Some(Config::Sv2B) {
-        eprintln!(
-            "{side}: SV2 miners connect to {jdc_addr} (the SRI JDC, farm site; key {})",
-            jdc_keys.public
-        );
-        spawn_sv2_miners(opts, dir, side, jdc_addr, jdc_keys.public, roles).await?
-    } else {
-        let translator = format!("translator-{side}");
-        let translator_addr = spawn_translator(
-            opts,
-            dir,
-            &translator,
-            farm_port,
-            (jdc_addr, jdc_keys.public),
-            roles,
-        )
-        .await?;
-        side_roles.push(translator);
-        eprintln!(
-            "{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"
-        );
-        spawn_sv1_miners(
-            opts,
-            dir,
-            (side, &default_worker_prefix(side), None),
-            translator_addr,
-            roles,
-        )
-        .await?
-    };
-    side_roles.push(miners.clone());
-    Ok(SideRoles {
-        config: config_name(side),
-        miners: s.miners.count,
-        miner_hashrate: Some(s.miner_hashrate()),
-        miners_role: miners,
-        pool_role: tap,
-        link_role: link,
-        link_rtt_ms: side_rtt(s, side),
-        farm_node_role: Some(farm_node),
-        farm_node_hop_ms: Some(s.farm_node.propagation_ms),
-        feed_link_role: Some(feed_link.clone()),
-        job_declaration_role: Some(jd_tap),
-        roles: side_roles,
-        pool_software: None,
-        pool_policy: None,
-    })
+    ))
 }

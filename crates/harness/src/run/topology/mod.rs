@@ -10,7 +10,7 @@ use crate::run::{node_role, RunOptions, NODE, NODE_TAP};
 
 const RPC_USER: &str = "stratum-bench";
 use baseline::{start_sv1_side, PoolNode};
-use job_declaration::start_sv2_jd_side;
+use job_declaration::{start_sv2_jd_side, FarmNode};
 use template_provider::start_sv2_pool_side;
 
 use crate::process::{ready_field, RoleProcess};
@@ -149,7 +149,8 @@ pub(crate) async fn start_roles(
                 start_sv2_pool_side(opts, dir, side, templates, farm_port, roles).await?
             }
             Config::Sv2A | Config::Sv2B => {
-                start_sv2_jd_side(opts, dir, side, &network, farm_port, roles).await?
+                let farm = FarmNode::Follower(&network);
+                start_sv2_jd_side(opts, dir, side, farm, farm_port, roles).await?
             }
         };
         sides.insert(side.clone(), side_roles);
@@ -220,6 +221,12 @@ async fn start_on_real_node(
             (Some(Config::Sv2C | Config::Sv2D), Some(data_dir)) => {
                 let templates = ipc_source(&opts.scenario, data_dir.clone(), network);
                 start_sv2_pool_side(opts, dir, side, templates, farm_port, roles).await?
+            }
+            // The JDC on the same node as the pool's JDS, through the same tap.
+            (Some(Config::Sv2A | Config::Sv2B), Some(data_dir)) => {
+                let templates = ipc_source(&opts.scenario, data_dir.clone(), network);
+                let farm = FarmNode::Shared(templates);
+                start_sv2_jd_side(opts, dir, side, farm, farm_port, roles).await?
             }
             _ => start_sv1_side(opts, dir, side, &node, farm_port, roles).await?,
         };
