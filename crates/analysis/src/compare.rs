@@ -222,7 +222,9 @@ fn run_samples(run: &RunView) -> BTreeMap<MetricKey, Units> {
         );
     }
     let mut roles: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    for s in run.samples.iter().filter(|s| window.contains(s.t_ns)) {
+    // The host's samples are the machine's, not a role's.
+    let role_samples = run.samples.iter().filter(|s| s.host.is_none());
+    for s in role_samples.filter(|s| window.contains(s.t_ns)) {
         let e = roles.entry(&s.role).or_default();
         e.0.push(s.cpu_pct);
         e.1.push(s.rss_bytes as f64 / 1e6);

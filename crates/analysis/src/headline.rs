@@ -88,6 +88,7 @@ impl Headline {
         )
     }
 
+    /// What the interval counts as independent.
     pub fn unit(self) -> &'static str {
         match self {
             Headline::NewJobMs

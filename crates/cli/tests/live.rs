@@ -271,7 +271,7 @@ fn a_live_run_is_watched_in_chromium_and_through_prometheus() {
     assert!(busy.len() >= cores * 7, "{busy:?}");
     let memory = query(
         &prometheus,
-        "node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes",
+        "stratum_bench_host_memory_available_bytes / stratum_bench_host_memory_total_bytes",
     );
     assert!(
         memory.iter().filter_map(finite).any(|r| r > 0.0 && r < 1.0),

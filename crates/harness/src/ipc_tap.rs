@@ -55,7 +55,7 @@ enum Asked {
     Coinbase(TemplateRef),
     MerklePath(TemplateRef),
     /// A block the pool submitted, read from the call: its header, and its height.
-    Solution(bitcoin::block::Header, u32),
+    Solution(bitcoin::block::Header, Option<u32>),
 }
 
 /// A template as the pool names it in its calls: a capability the node exported, or the
@@ -130,7 +130,16 @@ impl IpcTap {
             .with_context(|| format!("cannot listen on {}", socket.display()))?;
         let node_socket = Arc::new(cfg.node_socket);
         let task = tokio::spawn(async move {
-            while let Ok((pool, _)) = listener.accept().await {
+            loop {
+                let pool = match listener.accept().await {
+                    Ok((pool, _)) => pool,
+                    Err(e) => {
+                        // Out of descriptors, say: the next connection may be served.
+                        tracing::warn!(error = %e, "the IPC tap could not accept a connection");
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
                 let (node_socket, recorder) = (node_socket.clone(), recorder.clone());
                 let submitted = submitted.clone();
                 tokio::spawn(async move {
@@ -234,6 +243,9 @@ fn read_message(
                     TemplateRef::Answer(answer?.get_question_id())
                 }
             };
+            // A question id is used again once its answer is finished: a template it named
+            // before is not the one it will name.
+            state.answers.remove(&call.get_question_id());
             let template = match target {
                 TemplateRef::Answer(q) => state
                     .answers
@@ -371,7 +383,7 @@ fn answered(
                 Event::BlockSubmitted {
                     hash: header.block_hash().to_string(),
                     prev_hash: header.prev_blockhash.to_string(),
-                    height: Some(height),
+                    height,
                     template_id: None,
                     via: "ipc".into(),
                     reject_reason: (!accepted).then(|| "submitSolution: false".into()),
@@ -405,7 +417,7 @@ fn submitted_block(
     state: &Connection,
     template: TemplateRef,
     params: block_template::submit_solution_params::Reader,
-) -> capnp::Result<Option<(bitcoin::block::Header, u32)>> {
+) -> capnp::Result<Option<(bitcoin::block::Header, Option<u32>)>> {
     let export = match template {
         TemplateRef::Export(e) => Some(e),
         TemplateRef::Answer(q) => state.answers.get(&q).copied(),
@@ -429,7 +441,7 @@ fn submitted_block(
         nonce: params.get_nonce(),
         ..*header
     };
-    Ok(Some((header, seen.coinbase.map_or(0, |c| c.1))))
+    Ok(Some((header, seen.coinbase.map(|c| c.1))))
 }
 
 /// Records template `e` once its header, merkle path and coinbase are known, stamped when

@@ -20,7 +20,8 @@ pub struct Netns {
     pub host_ip: Ipv4Addr,
     /// The pool's end: where the side's tap reaches the pool.
     pub pool_ip: Ipv4Addr,
-    forwards: Vec<JoinHandle<()>>,
+    /// Each service forwarded, to where the pool reaches it, and the forwarder.
+    forwards: std::collections::HashMap<SocketAddr, (SocketAddr, JoinHandle<()>)>,
 }
 
 fn ip(args: &[&str]) -> Result<()> {
@@ -56,13 +57,16 @@ impl Netns {
         let (host_ip, pool_ip) = (addr(1), addr(2));
         let name = format!("sb-{pid}-{n}");
         let (host_if, pool_if) = (format!("sb{pid}h{n}"), format!("sb{pid}p{n}"));
-        ip(&["netns", "add", &name])
-            .context("isolate_network needs a network namespace: run as root (CAP_NET_ADMIN)")?;
+        ip(&["netns", "add", &name]).with_context(|| {
+            format!("cannot create network namespace {name} (isolate_network needs root, CAP_NET_ADMIN)")
+        })?;
+        // From here the namespace goes when `ns` does, and the pair with it once its end
+        // is inside; until then a failure deletes the pair itself.
         let ns = Netns {
             name: name.clone(),
             host_ip,
             pool_ip,
-            forwards: Vec::new(),
+            forwards: Default::default(),
         };
         let host_cidr = format!("{host_ip}/30");
         let pool_cidr = format!("{pool_ip}/30");
@@ -76,8 +80,13 @@ impl Netns {
             &["-n", &name, "addr", "add", &pool_cidr, "dev", &pool_if],
             &["-n", &name, "link", "set", &pool_if, "up"],
         ];
-        for step in steps {
-            ip(step)?;
+        for (i, step) in steps.into_iter().enumerate() {
+            if let Err(e) = ip(step) {
+                if i >= 1 {
+                    let _ = ip(&["link", "del", &host_if]);
+                }
+                return Err(e);
+            }
         }
         ip(&["-n", &name, "link", "set", "lo", "up"])?;
         Ok(ns)
@@ -91,14 +100,25 @@ impl Netns {
     }
 
     /// Makes `to` (a service of the run on loopback) reachable from inside at the run's
-    /// end of the pair, on the same port; returns that address.
+    /// end of the pair, on the same port, for the pool alone; returns that address (the
+    /// same for a service asked for twice).
     pub async fn forward(&mut self, to: SocketAddr) -> Result<SocketAddr> {
+        if let Some((at, _)) = self.forwards.get(&to) {
+            return Ok(*at);
+        }
         let at = SocketAddr::from((self.host_ip, to.port()));
         let listener = tokio::net::TcpListener::bind(at)
             .await
             .with_context(|| format!("cannot listen on {at} for namespace {}", self.name))?;
-        self.forwards.push(tokio::spawn(async move {
-            while let Ok((mut inside, _)) = listener.accept().await {
+        let pool_ip = self.pool_ip;
+        let task = tokio::spawn(async move {
+            while let Ok((mut inside, peer)) = listener.accept().await {
+                // The address is the host's, so anything routed to it could knock: only
+                // the pool in the namespace is let through to the node.
+                if peer.ip() != pool_ip {
+                    tracing::warn!(%peer, "a connection to a namespace's forwarder from outside it, refused");
+                    continue;
+                }
                 tokio::spawn(async move {
                     if let Ok(mut service) = tokio::net::TcpStream::connect(to).await {
                         let _ = inside.set_nodelay(true);
@@ -107,15 +127,16 @@ impl Netns {
                     }
                 });
             }
-        }));
+        });
+        self.forwards.insert(to, (at, task));
         Ok(at)
     }
 }
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        for f in &self.forwards {
-            f.abort();
+        for (_, task) in self.forwards.values() {
+            task.abort();
         }
         // Deleting the namespace deletes its end of the pair, and so the pair.
         if let Err(e) = ip(&["netns", "del", &self.name]) {

@@ -124,10 +124,23 @@ pub async fn connect(socket: &Path) -> std::io::Result<init::Client> {
     Ok(client)
 }
 
+/// The Mining interface of version 31, asked for as the SRI roles ask: Init.construct for
+/// the thread map, a thread of the client's, then Init.makeMining with it in its context.
+pub async fn mining_client(init: &init::Client) -> Result<mining::Client, capnp::Error> {
+    let constructed = init.construct_request().send().promise.await?;
+    let thread_map = constructed.get()?.get_thread_map()?;
+    let made = thread_map.make_thread_request().send().promise.await?;
+    let thread = made.get()?.get_result()?;
+    let mut request = init.make_mining_request();
+    request.get().get_context()?.set_thread(thread);
+    let reply = request.send().promise.await?;
+    reply.get()?.get_result()
+}
+
 /// Checks that `socket` serves Bitcoin Core's Mining interface version 31, as the SRI pool
-/// will ask for it (Init.makeMining of version 31, which a v30 node does not have): an
-/// error says what answered
-/// instead, before a run starts anything on it.
+/// will ask for it ([`mining_client`]: Init.makeMining of version 31, which a v30 node
+/// does not have): an error says what answered instead, before a run starts anything on
+/// it. It blocks for up to 5 s, on a thread of its own (capnp-rpc is single-threaded).
 pub fn check_served(socket: &Path) -> Result<()> {
     let socket = socket.to_path_buf();
     // capnp-rpc is single-threaded: its own thread, runtime and local set.
@@ -140,13 +153,9 @@ pub fn check_served(socket: &Path) -> Result<()> {
             let client = connect(&socket)
                 .await
                 .context("cannot connect (is the node started with -ipcbind=unix?)")?;
-            let ask = async {
-                let mining = client.make_mining_request().send().promise.await?;
-                mining.get()?.get_result()?;
-                Ok::<_, capnp::Error>(())
-            };
+            let ask = mining_client(&client);
             match tokio::time::timeout(Duration::from_secs(5), ask).await {
-                Ok(Ok(())) => Ok(()),
+                Ok(Ok(_)) => Ok(()),
                 Ok(Err(e)) => anyhow::bail!(
                     "does not serve Bitcoin Core's Mining interface version 31 (Core v31, or sv2-tp's node): it answered {e}"
                 ),
@@ -209,11 +218,16 @@ impl init::Server for InitServer {
         Err(capnp::Error::failed(UNSUPPORTED_VERSION.to_string()))
     }
 
+    /// As Bitcoin Core (libmultiprocess) does, a call without a thread of the client's
+    /// (ThreadMap.makeThread, passed in its context) is refused.
     async fn make_mining(
         self: Rc<Self>,
-        _: init::MakeMiningParams,
+        params: init::MakeMiningParams,
         mut results: init::MakeMiningResults,
     ) -> Result<(), capnp::Error> {
+        if !params.get()?.get_context()?.has_thread() {
+            return Err(failed("invalid thread handle"));
+        }
         let mining: mining::Client = capnp_rpc::new_client(MiningServer {
             shared: self.shared.clone(),
         });

@@ -175,9 +175,16 @@ async fn start_on_real_node(
     };
     let ipc = match &real.ipc {
         Some(socket) => {
-            node::ipc::check_served(socket).map_err(|e| {
-                anyhow::anyhow!("scenario field `node.ipc`: {}: {e:#}", socket.display())
-            })?;
+            anyhow::ensure!(
+                chain != "test",
+                "scenario field `node.ipc`: the node is on testnet3, which has no network in the SRI roles' Mining IPC config (mainnet, testnet4, signet, regtest)"
+            );
+            let check = socket.clone();
+            tokio::task::spawn_blocking(move || node::ipc::check_served(&check))
+                .await?
+                .map_err(|e| {
+                    anyhow::anyhow!("scenario field `node.ipc`: {}: {e:#}", socket.display())
+                })?;
             Some(crate::ipc_tap::IpcTapConfig {
                 node_socket: socket.clone(),
                 data_dir: ipc_dir(dir, NODE_TAP)?,
