@@ -69,6 +69,17 @@ fn window_clear_of_events(run: &Path, node_events: &Path) -> (u64, u64) {
     )
 }
 
+/// A run of the baseline scenario with `args` into `run`, its log beside it; it succeeds.
+fn run_logged(run: &Path, args: &[&str]) {
+    let log = run.with_extension("log");
+    let ran = run_baseline(run, args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .status()
+        .unwrap();
+    assert!(ran.success(), "see {}", log.display());
+}
+
 /// `stratum-bench node` started on its own, as a foreign bitcoind would be, recording its
 /// own events to `node_events`; `extra` arguments added.
 fn start_foreign_node(
@@ -133,7 +144,7 @@ fn an_sv1_side_on_a_real_node_measures_what_the_node_itself_records() {
     );
 
     let run = out.join("run");
-    let ran = run_baseline(
+    run_logged(
         &run,
         &[
             "--set",
@@ -153,12 +164,7 @@ fn an_sv1_side_on_a_real_node_measures_what_the_node_itself_records() {
             "--set",
             "sv1_pools.nomp={ kind = \"nomp\" }",
         ],
-    )
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(out.join("run.log")).unwrap())
-    .status()
-    .unwrap();
-    assert!(ran.success(), "see {}", out.join("run.log").display());
+    );
     let _ = node.0.kill();
     let _ = node.0.wait();
 
@@ -250,7 +256,7 @@ fn run_on_ipc_node(out: &Path, sides: &str) -> (std::path::PathBuf, std::path::P
     );
 
     let run = out.join("run");
-    let ran = run_baseline(
+    run_logged(
         &run,
         &[
             "--set",
@@ -266,12 +272,7 @@ fn run_on_ipc_node(out: &Path, sides: &str) -> (std::path::PathBuf, std::path::P
             "--set",
             "link.rtt_ms=20",
         ],
-    )
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(out.join("run.log")).unwrap())
-    .status()
-    .unwrap();
-    assert!(ran.success(), "see {}", out.join("run.log").display());
+    );
     let _ = node.0.kill();
     let _ = node.0.wait();
     (run, node_events)

@@ -89,6 +89,28 @@ struct Connection {
     submitted: Submitted,
 }
 
+impl Connection {
+    /// The export a template reference names, once known.
+    fn export(&self, r: TemplateRef) -> Option<u32> {
+        match r {
+            TemplateRef::Export(e) => Some(e),
+            TemplateRef::Answer(q) => self.answers.get(&q).copied(),
+        }
+    }
+
+    /// Notes what an answer told of template `r` (`set`), and records the template once
+    /// all it needs is known.
+    fn read(&mut self, r: TemplateRef, recorder: &Recorder, set: impl FnOnce(&mut Seen)) {
+        let Some(e) = self.export(r) else {
+            return;
+        };
+        if let Some(seen) = self.templates.get_mut(&e) {
+            set(seen);
+        }
+        record_if_known(e, self, recorder);
+    }
+}
+
 /// Blocks the pools submitted, noted as each call passes (the node may announce the
 /// block before its answer does): shared with the RPC tap, whose ZMQ tips they mark ours.
 pub type Submitted = Arc<parking_lot::Mutex<std::collections::HashSet<bitcoin::BlockHash>>>;
@@ -246,13 +268,7 @@ fn read_message(
             // A question id is used again once its answer is finished: a template it named
             // before is not the one it will name.
             state.answers.remove(&call.get_question_id());
-            let template = match target {
-                TemplateRef::Answer(q) => state
-                    .answers
-                    .get(&q)
-                    .map_or(target, |e| TemplateRef::Export(*e)),
-                export => export,
-            };
+            let template = state.export(target).map_or(target, TemplateRef::Export);
             let asked = match (call.get_interface_id(), call.get_method_id()) {
                 (mining::Client::TYPE_ID, methods::CREATE_NEW_BLOCK) => Some(Asked::Template),
                 (mining::Client::TYPE_ID, methods::GET_TIP | methods::WAIT_TIP_CHANGED) => {
@@ -310,10 +326,6 @@ fn answered(
     recorder: &Recorder,
 ) -> capnp::Result<()> {
     let content = results.get_content();
-    let export = |r: TemplateRef, state: &Connection| match r {
-        TemplateRef::Export(e) => Some(e),
-        TemplateRef::Answer(q) => state.answers.get(&q).copied(),
-    };
     match asked {
         Asked::Template => {
             // The answer holds one capability: the template, exported by the node.
@@ -348,31 +360,21 @@ fn answered(
             }
         }
         Asked::Header(r) => {
-            let Some(e) = export(r, state) else {
-                return Ok(());
-            };
             let data = content
                 .get_as::<block_template::get_block_header_results::Reader>()?
                 .get_result()?;
             let header = bitcoin::consensus::deserialize(data).ok();
-            if let Some(seen) = state.templates.get_mut(&e) {
-                seen.header = header;
-            }
-            record_if_known(e, state, recorder);
+            state.read(r, recorder, |seen| seen.header = header);
         }
         Asked::Coinbase(r) => {
-            let Some(e) = export(r, state) else {
-                return Ok(());
-            };
             let coinbase = content
                 .get_as::<block_template::get_coinbase_tx_results::Reader>()?
                 .get_result()?;
             let value = coinbase.get_block_reward_remaining().max(0) as u64;
             let height = bip34_height(coinbase.get_script_sig_prefix()?);
-            if let Some(seen) = state.templates.get_mut(&e) {
-                seen.coinbase = Some((value, height.unwrap_or(0)));
-            }
-            record_if_known(e, state, recorder);
+            state.read(r, recorder, |seen| {
+                seen.coinbase = Some((value, height.unwrap_or(0)))
+            });
         }
         Asked::Solution(header, height) => {
             let accepted = content
@@ -391,9 +393,6 @@ fn answered(
             );
         }
         Asked::MerklePath(r) => {
-            let Some(e) = export(r, state) else {
-                return Ok(());
-            };
             let path = content
                 .get_as::<block_template::get_coinbase_merkle_path_results::Reader>()?
                 .get_result()?;
@@ -401,10 +400,7 @@ fn answered(
                 .iter()
                 .filter_map(|node| bitcoin::TxMerkleNode::from_slice(node.ok()?).ok())
                 .collect();
-            if let Some(seen) = state.templates.get_mut(&e) {
-                seen.branch = Some(branch);
-            }
-            record_if_known(e, state, recorder);
+            state.read(r, recorder, |seen| seen.branch = Some(branch));
         }
     }
     Ok(())
@@ -418,11 +414,7 @@ fn submitted_block(
     template: TemplateRef,
     params: block_template::submit_solution_params::Reader,
 ) -> capnp::Result<Option<(bitcoin::block::Header, Option<u32>)>> {
-    let export = match template {
-        TemplateRef::Export(e) => Some(e),
-        TemplateRef::Answer(q) => state.answers.get(&q).copied(),
-    };
-    let Some(seen) = export.and_then(|e| state.templates.get(&e)) else {
+    let Some(seen) = state.export(template).and_then(|e| state.templates.get(&e)) else {
         return Ok(None);
     };
     let (Some(header), Some(branch)) = (&seen.header, &seen.branch) else {

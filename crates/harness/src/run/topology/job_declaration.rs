@@ -44,11 +44,6 @@ pub(super) async fn start_sv2_jd_side(
     let jds_listen = jds.context("the pool runs its JDS")?;
 
     // Mining and job declaration cross the side's link, where their bytes are counted.
-    let route = |upstream, config| LinkRoute {
-        listen: "127.0.0.1:0".parse().expect("an address"),
-        upstream,
-        config,
-    };
     let (link, farm_side) = spawn_link_routes(
         opts,
         dir,
@@ -185,11 +180,6 @@ async fn spawn_farm_node(
         down_delay: propagation,
         ..wan(s, side)
     };
-    let route = |upstream, config| LinkRoute {
-        listen: "127.0.0.1:0".parse().expect("an address"),
-        upstream,
-        config,
-    };
     // The emulation's own feed between the nodes (whole blocks, RPC submissions) crosses
     // a link of its own, so its bytes stay apart from what the farm's node would really
     // move (modelled by the node: transaction relay and compact blocks).
@@ -245,4 +235,13 @@ async fn spawn_farm_node(
             feed_link,
         },
     ))
+}
+
+/// A route of a link to `upstream`, on any loopback port at the farm's end.
+fn route(upstream: SocketAddr, config: link::LinkConfig) -> LinkRoute {
+    LinkRoute {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        upstream,
+        config,
+    }
 }
