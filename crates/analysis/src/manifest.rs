@@ -166,6 +166,10 @@ pub struct SideRoles {
     /// How that pool learns of blocks and refreshes jobs, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool_policy: Option<String>,
+    /// The tap between the side's pool and a Template Provider the run started (sv2-tp),
+    /// where the pool's templates are seen as it gets them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_role: Option<String>,
 }
 
 /// One resource sample of one role process, or of the host (role [`HOST_ROLE`]: its CPU

@@ -57,6 +57,7 @@ pub fn sv1_side() -> (String, SideRoles) {
             roles: vec!["node".into(), "pool".into(), "miners".into()],
             pool_software: None,
             pool_policy: None,
+            template_role: None,
         },
     )
 }
@@ -80,6 +81,7 @@ pub fn farm_side() -> (String, SideRoles) {
             roles: vec!["node".into(), "node-farm".into(), "jdc-a".into()],
             pool_software: None,
             pool_policy: None,
+            template_role: None,
         },
     )
 }

@@ -173,14 +173,15 @@ pub enum Site {
 }
 
 impl Site {
-    /// A role's site, from the name the run gives it: the network's node, pools and the
-    /// taps in front of them at the pool; links and the nodes' feed between the sites;
-    /// everything else (miners, translators, JDCs, the farm's node, the JD tap) at the farm.
+    /// A role's site, from the name the run gives it: the network's node, pools, their
+    /// Template Providers and the taps in front of them at the pool; links and the nodes'
+    /// feed between the sites; everything else (miners, translators, JDCs, the farm's
+    /// node, the JD tap) at the farm.
     pub fn of(role: &str) -> Site {
         let kind = role.split('-').next().unwrap_or(role);
         match kind {
             "node" if role == "node" => Site::Pool,
-            "pool" | "tap" => Site::Pool,
+            "pool" | "tap" | "template" => Site::Pool,
             "link" | "feed" => Site::Link,
             _ => Site::Farm,
         }

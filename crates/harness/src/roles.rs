@@ -75,11 +75,30 @@ pub enum RoleSpec {
 impl RoleSpec {
     /// A tap on any loopback port, answering as the pool (`keys`) in front of `upstream`.
     pub fn tap(upstream: SocketAddr, keys: &node::tdp::AuthorityKeys) -> RoleSpec {
+        RoleSpec::sv2_tap(upstream, keys, None)
+    }
+
+    /// A tap answering with `keys` in front of a Template Provider whose own authority
+    /// key is `upstream_public`.
+    pub fn template_tap(
+        upstream: SocketAddr,
+        upstream_public: stratum_apps::key_utils::Secp256k1PublicKey,
+        keys: &node::tdp::AuthorityKeys,
+    ) -> RoleSpec {
+        RoleSpec::sv2_tap(upstream, keys, Some(upstream_public))
+    }
+
+    fn sv2_tap(
+        upstream: SocketAddr,
+        keys: &node::tdp::AuthorityKeys,
+        upstream_public: Option<stratum_apps::key_utils::Secp256k1PublicKey>,
+    ) -> RoleSpec {
         RoleSpec::Sv2Tap {
             config: sv2::tap::TapConfig {
                 listen: SocketAddr::from(([127, 0, 0, 1], 0)),
                 pool: upstream,
                 keys: Some(keys.clone()),
+                upstream_public,
             },
         }
     }

@@ -283,6 +283,9 @@ pub struct RoleCommands {
     pub pool: Option<RoleCommand>,
     pub translator: Option<RoleCommand>,
     pub jdc: Option<RoleCommand>,
+    /// A Template Provider of the user's for sides C and D: `sv2-tp` (stratum-mining/sv2-tp),
+    /// run against the node's Mining IPC in place of the node's own TDP face.
+    pub template_provider: Option<RoleCommand>,
 }
 
 /// The miner-side node of configurations A and B: it follows the pool-side node (the
@@ -323,7 +326,8 @@ fn default_propagation() -> f64 {
 #[serde(deny_unknown_fields)]
 pub struct RoleCommand {
     /// A program and its arguments; `-c CONFIG` (the generated config) is appended, as
-    /// SRI's `pool_sv2` and `translator_sv2` binaries take it.
+    /// SRI's `pool_sv2` and `translator_sv2` binaries take it. A Template Provider gets
+    /// sv2-tp's options instead (`-datadir`, `-chain`, `-ipcconnect`, `-sv2bind`, ...).
     pub command: String,
 }
 
@@ -714,6 +718,10 @@ impl Scenario {
                 ("roles.pool.command", &self.roles.pool),
                 ("roles.translator.command", &self.roles.translator),
                 ("roles.jdc.command", &self.roles.jdc),
+                (
+                    "roles.template_provider.command",
+                    &self.roles.template_provider,
+                ),
             ] {
                 if role.is_some() {
                     fail(field, "another build of an SRI role runs as a process only; use placement.engine = \"process\"".into())?;
@@ -790,6 +798,10 @@ impl Scenario {
             ("roles.pool.command", &self.roles.pool),
             ("roles.translator.command", &self.roles.translator),
             ("roles.jdc.command", &self.roles.jdc),
+            (
+                "roles.template_provider.command",
+                &self.roles.template_provider,
+            ),
         ] {
             if role.as_ref().is_some_and(|r| r.command.trim().is_empty()) {
                 fail(
@@ -806,6 +818,18 @@ impl Scenario {
                     self.sv2.template_provider
                 ),
             )?;
+        }
+        if self.roles.template_provider.is_some() {
+            let field = "roles.template_provider.command";
+            let pool_templates = (self.sides.iter())
+                .filter_map(|x| Config::of_side(x))
+                .any(|c| c.pool_templates());
+            if !pool_templates {
+                fail(field, "no side takes the pool's templates from a Template Provider: add side \"sv2-c\" or \"sv2-d\", or leave the role out".into())?;
+            }
+            if self.sv2.template_provider == "ipc" {
+                fail(field, "the SRI pool then takes its templates from the Template Provider, not the node's Mining IPC: leave `sv2.template_provider` at \"tdp\"".into())?;
+            }
         }
         if !(0.0..=1.0).contains(&self.farm_node.mempool_overlap) {
             fail(
@@ -1086,6 +1110,26 @@ shares_per_min = 10
         assert!(Scenario::load(&p, &[with_ipc, sides(r#"["sv2-a", "sv2-b"]"#)]).is_ok());
         let a = Scenario::load(&p, &[node(""), sides(r#"["sv2-a"]"#)]);
         assert!(format!("{:#}", a.unwrap_err()).contains("scenario field `node.ipc`"));
+        // A Template Provider of the user's serves sides C and D over TDP only.
+        let tp = r#"roles.template_provider.command="/opt/sv2-tp/bin/sv2-tp -debug=sv2""#;
+        assert!(Scenario::load(&p, &[tp.into(), sides(r#"["sv1", "sv2-c"]"#)]).is_ok());
+        let problem = |o: &[String]| format!("{:#}", Scenario::load(&p, o).unwrap_err());
+        let no_side = problem(&[tp.into(), sides(r#"["sv1", "sv2-a"]"#)]);
+        assert!(
+            no_side.contains("roles.template_provider.command") && no_side.contains("sv2-c"),
+            "{no_side}"
+        );
+        let over_ipc = problem(&[
+            tp.into(),
+            sides(r#"["sv2-d"]"#),
+            r#"sv2.template_provider="ipc""#.into(),
+        ]);
+        assert!(over_ipc.contains("sv2.template_provider"), "{over_ipc}");
+        let empty = problem(&[
+            r#"roles.template_provider.command=" ""#.into(),
+            sides(r#"["sv2-d"]"#),
+        ]);
+        assert!(empty.contains("roles.template_provider.command"), "{empty}");
     }
 
     #[test]

@@ -131,6 +131,7 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
                     listen: opts.listen,
                     pool: upstream,
                     keys,
+                    upstream_public: None,
                 },
                 recorder.clone(),
             )

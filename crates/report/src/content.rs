@@ -568,7 +568,9 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
             points: run
                 .events
                 .iter()
-                .filter(|r| r.role == roles.pool_role)
+                // The pool's templates as it gets them: from the tap in front of its
+                // Template Provider when the run started one.
+                .filter(|r| r.role == *roles.template_role.as_ref().unwrap_or(&roles.pool_role))
                 .filter_map(|r| match r.event {
                     Event::PoolTemplate { value_sats, .. } => {
                         Some((secs(r.t_ns, origin), value_sats as f64))

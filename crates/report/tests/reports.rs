@@ -184,6 +184,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                             .to_vec(),
                         pool_software: None,
                         pool_policy: None,
+                        template_role: None,
                     },
                 )
             })

@@ -15,6 +15,10 @@
 //! the same tap records each DeclareMiningJob with the JDS's answer and the time it took,
 //! and each ProvideMissingTransactions request. Placed on the farm side of the link, that
 //! time is the round trip the JDC waits for.
+//!
+//! In front of a Template Provider (sv2-tp, with its own authority key) the tap answers
+//! the pool with a key the run made and records each template as the pool gets it: a
+//! NewTemplate for now at once, a future one with the SetNewPrevHash that activates it.
 
 use crate::keys::AuthorityKeys;
 use anyhow::{Context, Result};
@@ -26,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use stratum_apps::key_utils::Secp256k1PublicKey;
 use stratum_apps::network_helpers::noise_stream::{
     NoiseTcpReadHalf, NoiseTcpStream, NoiseTcpWriteHalf,
 };
@@ -33,7 +38,7 @@ use stratum_apps::network_helpers::{accept_noise_connection, connect_with_noise}
 use stratum_apps::stratum_core::codec_sv2::{self, SerializedFrame};
 use stratum_apps::stratum_core::framing_sv2::header::Header;
 use stratum_apps::stratum_core::noise_sv2;
-use stratum_apps::stratum_core::parsers_sv2::{JobDeclaration, Mining};
+use stratum_apps::stratum_core::parsers_sv2::{JobDeclaration, Mining, TemplateDistribution};
 use stratum_apps::utils::protocol_message_type::{protocol_message_type, MessageType};
 use stratum_apps::utils::types::OutboundFrame;
 use tokio::net::{TcpListener, TcpStream};
@@ -47,6 +52,10 @@ pub struct TapConfig {
     /// would and decodes every frame; without it the tap relays the encrypted stream as
     /// it is and records only its bytes.
     pub keys: Option<AuthorityKeys>,
+    /// The upstream's own authority key, when it is not `keys`' (a Template Provider
+    /// that made its own): the tap checks it as the pool would have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_public: Option<Secp256k1PublicKey>,
 }
 
 pub struct Tap {
@@ -101,7 +110,10 @@ async fn serve(
         Some(keys) => {
             match accept_noise_connection(downstream, keys.public, keys.secret, 86_400).await {
                 Ok(down) => match connect_pool().await {
-                    Some(up) => relay(down, up, connection, keys, stats, recorder).await,
+                    Some(up) => {
+                        let upstream = cfg.upstream_public.unwrap_or(keys.public);
+                        relay(down, up, connection, upstream, stats, recorder).await
+                    }
                     None => return,
                 },
                 Err(e) => Err(anyhow::anyhow!("downstream Noise handshake failed: {e}")),
@@ -132,6 +144,23 @@ pub(crate) struct Pending {
     /// Channel -> the job its last SetNewPrevHash activated. The pool numbers a channel's
     /// jobs in order, so a job below it was built on an older tip.
     tip_jobs: Mutex<HashMap<u32, u32>>,
+    /// What a Template Provider sent this connection's pool.
+    templates: Mutex<TemplatesSent>,
+}
+
+/// A Template Provider's templates on one connection: the future ones waiting for their
+/// SetNewPrevHash, and the tip the last one activated.
+#[derive(Default)]
+struct TemplatesSent {
+    future: HashMap<u64, TemplateSeen>,
+    prev_hash: Option<String>,
+}
+
+/// What a NewTemplate tells of the block it would make.
+struct TemplateSeen {
+    height: u32,
+    value_sats: u64,
+    marker_txid: Option<String>,
 }
 
 /// What the handshake puts on the wire: the initiator's ElligatorSwift key (up), and the
@@ -145,11 +174,11 @@ async fn relay(
     down: NoiseTcpStream,
     upstream: TcpStream,
     connection: u32,
-    keys: &AuthorityKeys,
+    upstream_public: Secp256k1PublicKey,
     stats: &TapStats,
     recorder: &Recorder,
 ) -> Result<()> {
-    let up = connect_with_noise(upstream, Some(keys.public))
+    let up = connect_with_noise(upstream, Some(upstream_public))
         .await
         .map_err(|e| anyhow::anyhow!("Noise handshake with the pool failed: {e}"))?;
     stats.bytes_up.inc_by(HANDSHAKE_UP_BYTES);
@@ -293,6 +322,16 @@ fn mining_message(frame: &mut SerializedFrame) -> Option<Mining<'_>> {
     Mining::try_from((header.msg_type(), frame.payload())).ok()
 }
 
+fn template_distribution_message(frame: &mut SerializedFrame) -> Option<TemplateDistribution<'_>> {
+    let header = frame.header();
+    if protocol_message_type(header.ext_type(), header.msg_type())
+        != MessageType::TemplateDistribution
+    {
+        return None;
+    }
+    TemplateDistribution::try_from((header.msg_type(), frame.payload())).ok()
+}
+
 fn job_declaration_message(frame: &mut SerializedFrame) -> Option<JobDeclaration<'_>> {
     let header = frame.header();
     if protocol_message_type(header.ext_type(), header.msg_type()) != MessageType::JobDeclaration {
@@ -375,6 +414,9 @@ pub(crate) fn note_answer(
 ) {
     if let Some(message) = job_declaration_message(frame) {
         return note_declaration_answer(message, connection, pending, recorder);
+    }
+    if let Some(message) = template_distribution_message(frame) {
+        return note_template(message, pending, recorder);
     }
     let t = mono_ns();
     let set_target = |channel: u32, target: &[u8]| {
@@ -476,6 +518,97 @@ pub(crate) fn note_answer(
     }
 }
 
+/// Records a template as the pool gets it from its Template Provider.
+fn note_template(message: TemplateDistribution<'_>, pending: &Pending, recorder: &Recorder) {
+    let t = mono_ns();
+    let news = match message {
+        TemplateDistribution::NewTemplate(n) => TemplateNews::Template {
+            id: n.template_id,
+            future: n.future_template,
+            seen: TemplateSeen {
+                height: bip34_height(n.coinbase_prefix.as_ref()).unwrap_or(0),
+                value_sats: n.coinbase_tx_value_remaining,
+                marker_txid: (n.merkle_path.iter().next())
+                    .and_then(|m| <[u8; 32]>::try_from(m.as_ref()).ok())
+                    .map(|m| bitcoin::Txid::from_byte_array(m).to_string()),
+            },
+        },
+        TemplateDistribution::SetNewPrevHash(p) => TemplateNews::Tip {
+            id: p.template_id,
+            prev_hash: bitcoin::BlockHash::from_byte_array(
+                p.prev_hash.as_ref().try_into().expect("32 bytes"),
+            )
+            .to_string(),
+        },
+        _ => return,
+    };
+    let Some((seen, prev_hash, reason)) = pending.templates.lock().take(news) else {
+        return;
+    };
+    recorder.record_at(
+        t,
+        Event::PoolTemplate {
+            height: seen.height,
+            prev_hash,
+            value_sats: seen.value_sats,
+            marker_txid: seen.marker_txid,
+            reason: reason.into(),
+        },
+    );
+}
+
+/// A Template Provider's message, as far as the pool's work goes.
+enum TemplateNews {
+    Template {
+        id: u64,
+        future: bool,
+        seen: TemplateSeen,
+    },
+    Tip {
+        id: u64,
+        prev_hash: String,
+    },
+}
+
+impl TemplatesSent {
+    /// The template the pool can work on now, if `news` gives it one: a template for now
+    /// at once (on the tip last activated), a future one when its SetNewPrevHash comes;
+    /// with its tip and why (`refresh`, `new_tip`).
+    fn take(&mut self, news: TemplateNews) -> Option<(TemplateSeen, String, &'static str)> {
+        match news {
+            TemplateNews::Template {
+                id,
+                future: true,
+                seen,
+            } => {
+                self.future.insert(id, seen);
+                None
+            }
+            TemplateNews::Template { seen, .. } => Some((seen, self.prev_hash.clone()?, "refresh")),
+            TemplateNews::Tip { id, prev_hash } => {
+                self.prev_hash = Some(prev_hash.clone());
+                let seen = self.future.remove(&id);
+                // Futures on the old tip are of no use now.
+                self.future.clear();
+                Some((seen?, prev_hash, "new_tip"))
+            }
+        }
+    }
+}
+
+/// The block height a coinbase's script starts with (BIP34): a small number's opcode, or
+/// a push of up to 4 little-endian bytes.
+fn bip34_height(prefix: &[u8]) -> Option<u32> {
+    match *prefix.first()? {
+        op @ 0x51..=0x60 => Some(u32::from(op - 0x50)),
+        len @ 1..=4 => {
+            let bytes = prefix.get(1..=usize::from(len))?;
+            Some(bytes.iter().rev().fold(0, |h, b| h << 8 | u32::from(*b)))
+        }
+        _ => None,
+    }
+}
+
 /// The shares a SubmitShares.Success acknowledges: every one pending on the channel up to
 /// `last_sequence` (a batch), in sequence order; the later ones stay pending.
 fn acknowledge(channel: &mut BTreeMap<u32, SentShare>, last_sequence: u32) -> Vec<SentShare> {
@@ -522,6 +655,56 @@ fn verdict_of(code: &str) -> ShareVerdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_template_is_the_pools_work_when_its_tip_is_known() {
+        let seen = |height| TemplateSeen {
+            height,
+            value_sats: 312_500_000,
+            marker_txid: None,
+        };
+        let mut sent = TemplatesSent::default();
+        // A template for now before any tip: nothing to work on yet.
+        let now = |id, height| TemplateNews::Template {
+            id,
+            future: false,
+            seen: seen(height),
+        };
+        assert!(sent.take(now(1, 100)).is_none());
+        // A future template waits for its SetNewPrevHash, which makes it the work.
+        let future = |id, height| TemplateNews::Template {
+            id,
+            future: true,
+            seen: seen(height),
+        };
+        assert!(sent.take(future(2, 101)).is_none());
+        assert!(sent.take(future(3, 101)).is_none());
+        let tip = |id, prev: &str| TemplateNews::Tip {
+            id,
+            prev_hash: prev.into(),
+        };
+        let (work, prev, why) = sent.take(tip(3, "P")).expect("the future template");
+        assert_eq!((work.height, prev.as_str(), why), (101, "P", "new_tip"));
+        // The other future one is gone with the old tip.
+        assert!(sent.take(tip(2, "P")).is_none());
+        // A refresh is on the tip last activated.
+        let (work, prev, why) = sent.take(now(4, 101)).expect("a refresh");
+        assert_eq!((work.height, prev.as_str(), why), (101, "P", "refresh"));
+        // A SetNewPrevHash naming no future template still moves the tip.
+        assert!(sent.take(tip(9, "Q")).is_none());
+        assert_eq!(sent.take(now(10, 102)).map(|w| w.1), Some("Q".into()));
+    }
+
+    #[test]
+    fn the_height_is_read_from_the_coinbase_prefix() {
+        // 880,001 = 0x0d6d81, pushed as 3 little-endian bytes.
+        assert_eq!(bip34_height(&[3, 0x81, 0x6d, 0x0d, 0xff]), Some(880_001));
+        assert_eq!(bip34_height(&[0x51]), Some(1));
+        assert_eq!(bip34_height(&[0x60]), Some(16));
+        assert_eq!(bip34_height(&[1, 17]), Some(17));
+        assert_eq!(bip34_height(&[3, 1]), None, "a push longer than the prefix");
+        assert_eq!(bip34_height(&[]), None);
+    }
 
     #[test]
     fn a_success_acknowledges_every_pending_share_up_to_its_sequence() {

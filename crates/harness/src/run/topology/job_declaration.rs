@@ -152,6 +152,7 @@ pub(super) async fn start_sv2_jd_side(
         roles: side_roles,
         pool_software: None,
         pool_policy: None,
+        template_role: None,
     })
 }
 

@@ -11,7 +11,7 @@ use crate::run::{node_role, RunOptions, NODE, NODE_TAP};
 const RPC_USER: &str = "stratum-bench";
 use baseline::{start_sv1_side, PoolNode};
 use job_declaration::{start_sv2_jd_side, FarmNode};
-use template_provider::start_sv2_pool_side;
+use template_provider::{start_sv2_pool_side, PoolTemplates};
 
 use crate::process::{ready_field, RoleProcess};
 use crate::roles::{LinkRoute, RoleSpec};
@@ -73,14 +73,16 @@ pub(crate) async fn start_roles(
     let sv2 = configs.iter().any(|c| c.pool_templates());
     let ipc_sides = configs.iter().any(|c| c.declares_jobs());
     let ipc = s.sv2.template_provider == "ipc";
-    let tdp = (sv2 && !ipc).then(|| node::tdp::TdpOptions {
+    // A Template Provider of the scenario's takes the node's templates over its IPC.
+    let own_tp = s.roles.template_provider.as_ref().filter(|_| sv2);
+    let tdp = (sv2 && !ipc && own_tp.is_none()).then(|| node::tdp::TdpOptions {
         bind: "127.0.0.1:0".parse().expect("an address"),
         keys: node::tdp::AuthorityKeys::generate(),
         interval: s.pool.job_refresh,
         fee_threshold_sats: s.pool.refresh_fee_threshold_sats,
     });
     let tp_public = tdp.as_ref().map(|t| t.keys.public);
-    let ipc_data_dir = if (sv2 && ipc) || ipc_sides {
+    let ipc_data_dir = if (sv2 && ipc) || ipc_sides || own_tp.is_some() {
         Some(ipc_dir(dir, NODE)?)
     } else {
         None
@@ -103,13 +105,19 @@ pub(crate) async fn start_roles(
     let rpc = ready_field(&ready, "rpc", NODE)?;
     let zmq = ready.get("zmq").and_then(Value::as_str).map(str::to_string);
     let zmq_hashblock = ready.get("zmq_hashblock").and_then(Value::as_str);
-    let ipc_templates = ipc_data_dir.map(|data_dir| ipc_source(s, data_dir, "regtest"));
-    let templates = match tp_public {
-        Some(public) => Some(sri::TemplateSource::Tdp {
+    let ipc_templates =
+        (ipc_data_dir.as_ref()).map(|data_dir| ipc_source(s, data_dir.clone(), "regtest"));
+    let templates = match (tp_public, own_tp, &ipc_data_dir) {
+        (Some(public), _, _) => Some(PoolTemplates::Node(sri::TemplateSource::Tdp {
             address: ready_field(&ready, "tdp", NODE)?.parse()?,
             public,
+        })),
+        (None, Some(command), Some(data_dir)) => Some(PoolTemplates::Own {
+            command: command.clone(),
+            socket: node::ipc::socket_path(data_dir),
+            chain: "regtest".into(),
         }),
-        None => ipc_templates.clone(),
+        _ => ipc_templates.clone().map(PoolTemplates::Node),
     };
     let network = NetworkNode {
         rpc: rpc.parse()?,
@@ -143,9 +151,8 @@ pub(crate) async fn start_roles(
                 start_sv1_side(opts, dir, side, &node, farm_port, roles).await?
             }
             Config::Sv2C | Config::Sv2D => {
-                let templates = templates
-                    .clone()
-                    .context("an SV2 side has the node's template provider")?;
+                let templates =
+                    (templates.as_ref()).context("an SV2 side has the node's template provider")?;
                 start_sv2_pool_side(opts, dir, side, templates, farm_port, roles).await?
             }
             Config::Sv2A | Config::Sv2B => {
@@ -220,17 +227,31 @@ async fn start_on_real_node(
         zmq: Some(&real.zmq),
         zmq_hashblock: Some(&real.zmq),
     };
+    // A Template Provider of the scenario's asks the node through the IPC tap, as a pool
+    // would.
+    let templates = match (&tap_data_dir, &opts.scenario.roles.template_provider) {
+        (Some(data_dir), Some(command)) => Some(PoolTemplates::Own {
+            command: command.clone(),
+            socket: crate::ipc_tap::socket_path(data_dir, subdir),
+            chain: chain.clone(),
+        }),
+        (Some(data_dir), None) => Some(PoolTemplates::Node(ipc_source(
+            &opts.scenario,
+            data_dir.clone(),
+            network,
+        ))),
+        (None, _) => None,
+    };
     let mut sides = BTreeMap::new();
     for i in opts.scenario.start_order() {
         let side = &opts.scenario.sides[i];
         let farm_port = opts.scenario.farm_port(i);
-        let roles = match (Config::of_side(side), &tap_data_dir) {
-            (Some(Config::Sv2C | Config::Sv2D), Some(data_dir)) => {
-                let templates = ipc_source(&opts.scenario, data_dir.clone(), network);
+        let roles = match (Config::of_side(side), &tap_data_dir, &templates) {
+            (Some(Config::Sv2C | Config::Sv2D), _, Some(templates)) => {
                 start_sv2_pool_side(opts, dir, side, templates, farm_port, roles).await?
             }
             // The JDC on the same node as the pool's JDS, through the same tap.
-            (Some(Config::Sv2A | Config::Sv2B), Some(data_dir)) => {
+            (Some(Config::Sv2A | Config::Sv2B), Some(data_dir), _) => {
                 let templates = ipc_source(&opts.scenario, data_dir.clone(), network);
                 let farm = FarmNode::Shared(templates);
                 start_sv2_jd_side(opts, dir, side, farm, farm_port, roles).await?
@@ -671,6 +692,7 @@ fn pool_side_roles(
             .collect(),
         pool_software: None,
         pool_policy: None,
+        template_role: None,
     }
 }
 

@@ -10,11 +10,13 @@ pub(super) async fn start_sv2_pool_side(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
-    templates: sri::TemplateSource,
+    templates: &PoolTemplates,
     farm_port: u16,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SideRoles> {
     let s = &opts.scenario;
+    let (templates, started_for_templates) = templates.for_side(opts, dir, side, roles).await?;
+    let template_tap = started_for_templates.as_ref().map(|[tap, _]| tap.clone());
     let PoolSite {
         keys,
         pool,
@@ -29,8 +31,12 @@ pub(super) async fn start_sv2_pool_side(
             keys.public
         );
         let miners = spawn_sv2_miners(opts, dir, side, link_addr, keys.public, roles).await?;
-        let started = [&pool[..], &tap, &link, &miners];
-        return Ok(pool_side_roles(s, side, (&miners, &tap, &link), &started));
+        let mut started = vec![&pool[..], &tap, &link, &miners];
+        started.extend(started_for_templates.iter().flatten().map(String::as_str));
+        return Ok(SideRoles {
+            template_role: template_tap.clone(),
+            ..pool_side_roles(s, side, (&miners, &tap, &link), &started)
+        });
     }
     let (link, link_addr) = spawn_link(opts, dir, side, 0, tap_addr, roles).await?;
     let translator = format!("translator-{side}");
@@ -54,6 +60,147 @@ pub(super) async fn start_sv2_pool_side(
         roles,
     )
     .await?;
-    let started = [&pool[..], &tap, &link, &translator, &miners];
-    Ok(pool_side_roles(s, side, (&miners, &tap, &link), &started))
+    let mut started = vec![&pool[..], &tap, &link, &translator, &miners];
+    started.extend(started_for_templates.iter().flatten().map(String::as_str));
+    Ok(SideRoles {
+        template_role: template_tap.clone(),
+        ..pool_side_roles(s, side, (&miners, &tap, &link), &started)
+    })
+}
+
+/// Where sides C and D get their templates.
+#[derive(Clone)]
+pub(super) enum PoolTemplates {
+    /// The node's own face (its TDP server, or its Mining IPC).
+    Node(sri::TemplateSource),
+    /// A Template Provider of the scenario's (`roles.template_provider`, sv2-tp), one per
+    /// side as each pool would run its own, on the Mining IPC at `socket` of a node on
+    /// `chain` (as Core names it). One sv2-tp serving two pools sends the next tip's
+    /// SetNewPrevHash to one of them only: sides sharing one would not be alike.
+    Own {
+        command: crate::scenario::RoleCommand,
+        socket: PathBuf,
+        chain: String,
+    },
+}
+
+impl PoolTemplates {
+    /// Side `side`'s template source, and the tap in front of it when the provider is
+    /// the scenario's: the provider started, and a tap answering the pool with a key the
+    /// run made and checking the provider's, which records each template as the pool
+    /// gets it. Returns the roles it started besides.
+    async fn for_side(
+        &self,
+        opts: &RunOptions,
+        dir: &Path,
+        side: &str,
+        roles: &mut Vec<RoleProcess>,
+    ) -> Result<(sri::TemplateSource, Option<[String; 2]>)> {
+        let (command, socket, chain) = match self {
+            PoolTemplates::Node(source) => return Ok((source.clone(), None)),
+            PoolTemplates::Own {
+                command,
+                socket,
+                chain,
+            } => (command, socket, chain),
+        };
+        let provider = format!("template-provider-{side}");
+        let (address, public) =
+            start_template_provider(opts, dir, &provider, command, (socket, chain), roles).await?;
+        let keys = node::tdp::AuthorityKeys::generate();
+        let tap = format!("tap-templates-{side}");
+        let spec = RoleSpec::template_tap(address, public, &keys);
+        let ready = spawn(opts, dir, &tap, &spec, roles).await?;
+        let source = sri::TemplateSource::Tdp {
+            address: ready_field(&ready, "listen", &tap)?.parse()?,
+            public: keys.public,
+        };
+        Ok((source, Some([tap, provider])))
+    }
+}
+
+/// Starts role `name`, a Template Provider (`command`, sv2-tp), against the Mining IPC at
+/// `socket` of a node on `chain`: its data directory in the run's, on loopback, with the
+/// pools' refresh policy (`pool.job_refresh`, `pool.refresh_fee_threshold_sats`). Its
+/// options follow the user's, so they win. Ready when it listens; returns where, and the
+/// authority key read from what it printed.
+async fn start_template_provider(
+    opts: &RunOptions,
+    dir: &Path,
+    name: &str,
+    command: &crate::scenario::RoleCommand,
+    (socket, chain): (&Path, &str),
+    roles: &mut Vec<RoleProcess>,
+) -> Result<(SocketAddr, Secp256k1PublicKey)> {
+    let s = &opts.scenario;
+    let data_dir = std::path::absolute(dir.join(name))?;
+    // sv2-tp writes its keys and pid file into the chain's directory, and makes none.
+    let chain_dir = match chain {
+        "main" => data_dir.clone(),
+        other => data_dir.join(other),
+    };
+    std::fs::create_dir_all(&chain_dir)
+        .with_context(|| format!("cannot create {}", chain_dir.display()))?;
+    let listen = free_local_port()?;
+    let argv: Vec<String> = (command.command.split_whitespace().map(str::to_string))
+        .chain([
+            format!("-datadir={}", data_dir.display()),
+            "-conf=0".into(),
+            format!("-chain={chain}"),
+            format!("-ipcconnect=unix:{}", socket.display()),
+            format!("-sv2bind={}", listen.ip()),
+            format!("-sv2port={}", listen.port()),
+            format!("-templateinterval={}", s.pool.job_refresh.as_secs().max(1)),
+            format!("-sv2feedelta={}", s.pool.refresh_fee_threshold_sats),
+            // Its log goes to its output, which is the role's log.
+            "-printtoconsole=1".into(),
+            "-debuglogfile=0".into(),
+        ])
+        .collect();
+    let role = RoleProcess::spawn_command(&opts.launcher, &argv, None, dir, name, listen).await?;
+    roles.push(role);
+    let log = dir.join("logs").join(format!("{name}.log"));
+    let printed = std::fs::read_to_string(&log).unwrap_or_default();
+    let public = authority_key_in(&printed).with_context(|| {
+        format!(
+            "role {name} (`{}`) listens on {listen} but printed no `{AUTHORITY_KEY_LINE} ...` line in {}: is it sv2-tp?",
+            command.command,
+            log.display()
+        )
+    })?;
+    eprintln!(
+        "{name}: `{}` on {listen}, authority key {public}, templates from {}",
+        command.command,
+        socket.display()
+    );
+    Ok((listen, public))
+}
+
+/// What sv2-tp prints before its authority key (base58check, as SRI configs take it).
+const AUTHORITY_KEY_LINE: &str = "Template Provider authority key:";
+
+/// The authority key a Template Provider's log says it has.
+fn authority_key_in(log: &str) -> Option<Secp256k1PublicKey> {
+    log.lines().find_map(|line| {
+        let (_, key) = line.split_once(AUTHORITY_KEY_LINE)?;
+        key.trim().parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_authority_key_is_read_from_sv2_tps_log() {
+        // As sv2-tp v1.1 prints it.
+        let log = "2026-11-25T22:16:32Z [sv2:info] Static key: 035d57d03bcd22e9ea72cacc86d43ca3011f922d84990524cf89380c035bb8d3c8\n2026-11-25T22:16:32Z [sv2:info] Template Provider authority key: 9bK9GRs5wu29x3ijuberfKiMLpJsa1r5C658ezmhBaPj5rMiMsB\n";
+        let key = authority_key_in(log).expect("a key");
+        assert_eq!(
+            key.to_string(),
+            "9bK9GRs5wu29x3ijuberfKiMLpJsa1r5C658ezmhBaPj5rMiMsB"
+        );
+        assert!(authority_key_in("Template Provider authority key: not-a-key").is_none());
+        assert!(authority_key_in("").is_none());
+    }
 }
