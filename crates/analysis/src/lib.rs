@@ -30,6 +30,7 @@ pub mod stream;
 pub mod summary;
 pub mod sweep;
 pub mod tap;
+pub mod template_provider;
 #[cfg(test)]
 mod testing;
 pub mod timeline;

@@ -187,6 +187,9 @@ pub struct SideSummary {
     /// What the farm's job declarations met at the pool's JDS (configurations A, B).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_declaration: Option<JobDeclarationSummary>,
+    /// What the Template Provider the run started for the side (sv2-tp) gave its pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_provider: Option<crate::template_provider::TemplateProviderSummary>,
     /// The side's own role processes (the shared network node is under `network`).
     pub roles: BTreeMap<String, RoleResources>,
     /// The per-event values behind the distributions, by the unit each belongs to.
@@ -419,6 +422,9 @@ pub fn assemble(
                     .job_declaration_role
                     .as_deref()
                     .map(|role| crate::declaration::job_declaration(events, role, window)),
+                template_provider: side.template_role.as_deref().map(|role| {
+                    crate::template_provider::template_provider(timeline, events, role, window)
+                }),
                 roles: side
                     .roles
                     .iter()

@@ -464,6 +464,15 @@ fn table(s: &Summary) -> String {
             dist(&added.down)
         ));
     }
+    for (side, tp) in (s.sides.iter()).filter_map(|(n, x)| Some((n, x.template_provider.as_ref()?)))
+    {
+        out.push_str(&format!(
+            "{side} template on a new tip at the pool ms (Template Provider): {}, tips missed {}, refreshes {}\n",
+            dist(&tp.new_tip_ms),
+            tp.tips_missed,
+            tp.refreshes
+        ));
+    }
     let host_warning = s.host.as_ref().and_then(|h| h.warning.as_ref());
     if let Some(warning) = host_warning {
         out.push_str(&format!(

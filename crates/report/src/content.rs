@@ -673,6 +673,32 @@ fn latency_section(summary: &analysis::Summary) -> Section {
             rows,
         });
     }
+    let provided: Vec<_> = (summary.sides.iter())
+        .filter_map(|(name, s)| Some((name, s.template_provider.as_ref()?)))
+        .collect();
+    if !provided.is_empty() {
+        blocks.push(Block::Note(
+            "A template on each new tip at the pool, from the tip change at the node, through the Template Provider the run started (sv2-tp) to the tap in front of the pool. A tip missed got no template on it before the next tip.".into(),
+        ));
+        blocks.push(Block::Table {
+            head: dist_head("side"),
+            rows: (provided.iter())
+                .map(|(name, tp)| dist_row(name.to_string(), &tp.new_tip_ms))
+                .collect(),
+        });
+        blocks.push(Block::Table {
+            head: vec!["side".into(), "tips missed".into(), "refreshes".into()],
+            rows: (provided.iter())
+                .map(|(name, tp)| {
+                    vec![
+                        name.to_string(),
+                        tp.tips_missed.to_string(),
+                        tp.refreshes.to_string(),
+                    ]
+                })
+                .collect(),
+        });
+    }
     Section {
         title: "Latency and time (ms)".into(),
         blocks,
