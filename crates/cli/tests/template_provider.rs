@@ -2,7 +2,8 @@
 //! that exits before it serves fails the run before the window, naming it and its log;
 //! sv2-tp itself, when the machine has a build of it (`STRATUM_BENCH_SV2_TP=/path/to/sv2-tp`;
 //! it is C++ and not in a package registry), gives the pool every tip of the node's, as
-//! the tap in front of it records.
+//! the tap in front of it records, and when it dies mid-run the run finishes with what it
+//! has.
 
 mod common;
 
@@ -45,12 +46,18 @@ fn events_of(file: &Path, kind: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The sv2-tp build named by `STRATUM_BENCH_SV2_TP`, if any.
+fn sv2_tp() -> Option<String> {
+    let found = std::env::var("STRATUM_BENCH_SV2_TP").ok();
+    if found.is_none() {
+        eprintln!("skipped: set STRATUM_BENCH_SV2_TP to a build of sv2-tp to run this test");
+    }
+    found
+}
+
 #[test]
 fn sv2_tp_gives_the_pool_every_tip_the_node_makes() {
-    let Ok(sv2_tp) = std::env::var("STRATUM_BENCH_SV2_TP") else {
-        eprintln!("skipped: set STRATUM_BENCH_SV2_TP to a build of sv2-tp to run this test");
-        return;
-    };
+    let Some(sv2_tp) = sv2_tp() else { return };
     let dir = common::out_dir("sv2-tp");
     let command = format!(r#"roles.template_provider.command="{sv2_tp}""#);
     let log = dir.with_extension("log");
@@ -111,5 +118,53 @@ fn sv2_tp_gives_the_pool_every_tip_the_node_makes() {
     let summary = common::summary(&dir);
     let jobs = &summary["sides"]["sv2-c"]["new_prevhash_job_ms"]["count"];
     assert!(jobs.as_u64().unwrap_or(0) > 0, "{jobs}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_sv2_tp_that_dies_mid_run_is_recorded_and_the_run_finishes() {
+    let Some(sv2_tp) = sv2_tp() else { return };
+    let dir = common::out_dir("sv2-tp-dies");
+    let command = format!(r#"roles.template_provider.command="{sv2_tp}""#);
+    let log = dir.with_extension("log");
+    let mut run = common::run_scenario(
+        "config-c",
+        &dir,
+        &["--duration", "30s", "--set", "warmup=5s", "--set", &command],
+    )
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log).unwrap())
+    .spawn()
+    .unwrap();
+    // Its data directory, in its arguments, names this run's one.
+    let data_dir = format!("datadir={}", dir.join("template-provider-sv2-c").display());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let killed = loop {
+        let started =
+            std::fs::read_to_string(&log).is_ok_and(|l| l.contains("sv2-c: SV1 miners connect"));
+        if started {
+            // Into the window (5 s of warm-up), with time left in it.
+            std::thread::sleep(std::time::Duration::from_secs(15));
+            let kill = std::process::Command::new("pkill")
+                .args(["-KILL", "-f", &data_dir])
+                .status()
+                .unwrap();
+            break kill.success();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "see {}",
+            log.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(killed, "sv2-tp was running");
+    assert!(run.wait().unwrap().success(), "see {}", log.display());
+    let summary = common::summary(&dir);
+    assert_eq!(
+        summary["unmatched"]["role_exited:template-provider-sv2-c"], 1,
+        "{}",
+        summary["unmatched"]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
