@@ -25,6 +25,11 @@ pub struct Netns {
 }
 
 fn ip(args: &[&str]) -> Result<()> {
+    ip_output(args).map(|_| ())
+}
+
+/// What `ip ARGS` printed.
+fn ip_output(args: &[&str]) -> Result<String> {
     let out = Command::new("ip")
         .args(args)
         .output()
@@ -36,7 +41,85 @@ fn ip(args: &[&str]) -> Result<()> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Whether an interface is one of ours (`sb<pid>h<n>`): the run's end of a pair.
+fn is_ours(interface: &str) -> bool {
+    interface
+        .strip_prefix("sb")
+        .and_then(|rest| rest.split_once('h'))
+        .is_some_and(|(pid, n)| {
+            !pid.is_empty()
+                && !n.is_empty()
+                && (pid.chars().chain(n.chars())).all(|c| c.is_ascii_digit())
+        })
+}
+
+/// Whether `cidr` (`a.b.c.d/len`, or one address) overlaps 10.213.0.0/16.
+fn overlaps_prefix(cidr: &str) -> bool {
+    let (addr, len) = cidr.split_once('/').unwrap_or((cidr, "32"));
+    let (Ok(addr), Ok(len)) = (addr.parse::<Ipv4Addr>(), len.parse::<u32>()) else {
+        return false;
+    };
+    // Two blocks overlap when they agree on the shorter one's prefix.
+    let shorter = len.min(16);
+    let mask = u32::MAX.checked_shl(32 - shorter).unwrap_or(0);
+    let ours = u32::from(Ipv4Addr::new(PREFIX[0], PREFIX[1], 0, 0));
+    u32::from(addr) & mask == ours & mask
+}
+
+/// The host's addresses in 10.213.0.0/16 (from `ip -4 -o addr show`), by interface.
+fn addresses_in_prefix(listing: &str) -> Vec<(String, Ipv4Addr)> {
+    listing
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let interface = words.nth(1)?.trim_end_matches(':');
+            let cidr = words.skip_while(|w| *w != "inet").nth(1)?;
+            let addr: Ipv4Addr = cidr.split('/').next()?.parse().ok()?;
+            overlaps_prefix(&addr.to_string()).then(|| (interface.to_string(), addr))
+        })
+        .collect()
+}
+
+/// A route of the host's into 10.213.0.0/16 on an interface not ours (from
+/// `ip -4 route show`): a network the namespaces would shadow.
+fn foreign_route(listing: &str) -> Option<String> {
+    listing
+        .lines()
+        .find(|line| {
+            let mut words = line.split_whitespace();
+            let destination = words.next().unwrap_or("default");
+            let device = words.skip_while(|w| *w != "dev").nth(1).unwrap_or("");
+            destination != "default" && overlaps_prefix(destination) && !is_ours(device)
+        })
+        .map(str::to_string)
+}
+
+/// Deletes the namespaces a run killed before it could (`sb-<pid>-<n>` of a process that
+/// is gone); their pairs go with them.
+fn remove_stale() {
+    let Ok(listing) = ip_output(&["netns", "list"]) else {
+        return;
+    };
+    for name in listing.lines().filter_map(|l| l.split_whitespace().next()) {
+        let pid = name
+            .strip_prefix("sb-")
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok());
+        let gone = pid.is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
+        if gone {
+            match ip(&["netns", "del", name]) {
+                Ok(()) => tracing::info!(namespace = name, "removed a namespace a killed run left"),
+                Err(e) => tracing::warn!(
+                    namespace = name,
+                    error = format!("{e:#}"),
+                    "a killed run's namespace stays"
+                ),
+            }
+        }
+    }
 }
 
 impl Netns {
@@ -46,15 +129,31 @@ impl Netns {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
-        // Two runs at once take different blocks: the pid spreads them, the counter
-        // separates one run's namespaces.
-        let block = (pid.wrapping_mul(31).wrapping_add(n)) % 16_384;
-        let base = block * 4;
-        let addr = |last: u32| {
-            let v = base + last;
-            Ipv4Addr::new(PREFIX[0], PREFIX[1], (v >> 8) as u8, v as u8)
+        remove_stale();
+        if let Some(route) = foreign_route(&ip_output(&["-4", "route", "show"])?) {
+            bail!(
+                "this host routes into {}.{}.0.0/16, where isolate_network puts its namespaces (`{route}`): a pool in a namespace could not reach that network, nor the run tell them apart",
+                PREFIX[0],
+                PREFIX[1]
+            );
+        }
+        let in_use = addresses_in_prefix(&ip_output(&["-4", "-o", "addr", "show"])?);
+        // Two runs at once seldom try the same block first (the pid spreads them, the
+        // counter separates one run's namespaces), and a block with an address in use is
+        // passed over.
+        let first = pid.wrapping_mul(31).wrapping_add(n);
+        let block_ips = |block: u32| {
+            let base = (block % 16_384) * 4;
+            let addr = |last: u32| {
+                let v = base + last;
+                Ipv4Addr::new(PREFIX[0], PREFIX[1], (v >> 8) as u8, v as u8)
+            };
+            (addr(1), addr(2))
         };
-        let (host_ip, pool_ip) = (addr(1), addr(2));
+        let (host_ip, pool_ip) = (0..16_384)
+            .map(|k| block_ips(first.wrapping_add(k)))
+            .find(|(h, p)| !in_use.iter().any(|(_, a)| a == h || a == p))
+            .context("every /30 of 10.213.0.0/16 is in use on this host")?;
         let name = format!("sb-{pid}-{n}");
         let (host_if, pool_if) = (format!("sb{pid}h{n}"), format!("sb{pid}p{n}"));
         ip(&["netns", "add", &name]).with_context(|| {
@@ -142,5 +241,34 @@ impl Drop for Netns {
         if let Err(e) = ip(&["netns", "del", &self.name]) {
             tracing::warn!(namespace = %self.name, error = format!("{e:#}"), "namespace left behind");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hosts_addresses_and_routes_in_the_prefix_are_read() {
+        let addrs = "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n5: sb812h0    inet 10.213.7.1/30 scope global sb812h0\\       valid_lft forever\n6: tun0    inet 10.213.200.9/24 scope global tun0\n7: eth0    inet 10.21.3.4/16 scope global eth0\n";
+        assert_eq!(
+            addresses_in_prefix(addrs),
+            [
+                ("sb812h0".to_string(), Ipv4Addr::new(10, 213, 7, 1)),
+                ("tun0".to_string(), Ipv4Addr::new(10, 213, 200, 9)),
+            ]
+        );
+        // Our own pairs' routes are no conflict; a VPN's into the prefix, or one holding
+        // it, is.
+        let ours = "default via 172.17.0.1 dev eth0\n10.213.7.0/30 dev sb812h0 proto kernel scope link src 10.213.7.1\n";
+        assert_eq!(foreign_route(ours), None);
+        let vpn = format!("{ours}10.213.200.0/24 dev tun0 proto kernel scope link\n");
+        assert_eq!(
+            foreign_route(&vpn).as_deref(),
+            Some("10.213.200.0/24 dev tun0 proto kernel scope link")
+        );
+        assert!(foreign_route("10.0.0.0/8 via 10.1.1.1 dev wg0\n").is_some());
+        assert_eq!(foreign_route("10.212.0.0/16 dev wg0\n"), None);
+        assert!(is_ours("sb812h0") && !is_ours("sbx") && !is_ours("tun0"));
     }
 }
