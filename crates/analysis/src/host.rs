@@ -5,7 +5,8 @@
 use crate::manifest::{Sample, Window, HOST_ROLE};
 use serde::{Deserialize, Serialize};
 
-/// A second counts as saturated above this busy share of all cores, percent.
+/// A second counts as saturated above this busy share of the cores the run's roles may
+/// use (all the host's, unless a CPU set says otherwise), percent.
 pub const SATURATED_BUSY_PCT: f64 = 90.0;
 /// The window is flagged when more than this share of its seconds were saturated.
 pub const SATURATED_SHARE: f64 = 0.10;
@@ -21,6 +22,10 @@ pub struct HostHealth {
     pub busy_mean_pct: f64,
     pub busy_p95_pct: f64,
     pub busy_max_pct: f64,
+    /// The busy share of the CPUs the run's roles may use, mean, when those are not all of
+    /// the host's; saturation is judged on them then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_cpus_busy_mean_pct: Option<f64>,
     /// Seconds above [`SATURATED_BUSY_PCT`], and their share of `seconds`.
     pub saturated_seconds: usize,
     pub saturated_share: f64,
@@ -55,7 +60,16 @@ pub fn health(samples: &[Sample], window: Window) -> Option<HostHealth> {
     let n = readings.len();
     let mut busy: Vec<f64> = readings.iter().map(|r| r.busy_pct).collect();
     busy.sort_by(f64::total_cmp);
-    let saturated_seconds = busy.iter().filter(|&&b| b > SATURATED_BUSY_PCT).count();
+    // The roles wait for the CPUs they may use: a CPU set's, when the run has one.
+    let run_cpus: Vec<f64> = readings
+        .iter()
+        .filter_map(|r| r.run_cpus_busy_pct)
+        .collect();
+    let judged = match run_cpus.len() {
+        0 => &busy,
+        _ => &run_cpus,
+    };
+    let saturated_seconds = judged.iter().filter(|&&b| b > SATURATED_BUSY_PCT).count();
     let saturated_share = saturated_seconds as f64 / n as f64;
     let throttled = readings.iter().filter_map(|r| r.throttled_ms);
     let throttled_ms = readings
@@ -72,8 +86,12 @@ pub fn health(samples: &[Sample], window: Window) -> Option<HostHealth> {
         .unwrap_or(0);
     let mut warnings = Vec::new();
     if saturated_share > SATURATED_SHARE {
+        let whose = match run_cpus.is_empty() {
+            true => "the host's CPU was",
+            false => "the CPUs the run's roles may use were",
+        };
         warnings.push(format!(
-            "the host's CPU was over {SATURATED_BUSY_PCT:.0}% busy for {saturated_seconds} of {n} s ({:.0}%)",
+            "{whose} over {SATURATED_BUSY_PCT:.0}% busy for {saturated_seconds} of {n} s ({:.0}%)",
             saturated_share * 100.0
         ));
     }
@@ -105,6 +123,8 @@ pub fn health(samples: &[Sample], window: Window) -> Option<HostHealth> {
         busy_mean_pct: busy.iter().sum::<f64>() / n as f64,
         busy_p95_pct: busy[((n as f64 * 0.95).ceil() as usize).clamp(1, n) - 1],
         busy_max_pct: busy[n - 1],
+        run_cpus_busy_mean_pct: (!run_cpus.is_empty())
+            .then(|| run_cpus.iter().sum::<f64>() / run_cpus.len() as f64),
         saturated_seconds,
         saturated_share,
         core_max_pct: (readings
@@ -136,6 +156,7 @@ mod tests {
             host: Some(HostReading {
                 core_busy_pct: cores.to_vec(),
                 busy_pct: busy,
+                run_cpus_busy_pct: None,
                 mem_total_bytes: 1_000_000_000,
                 mem_available_bytes: available_mb * 1_000_000,
                 load1: busy / 50.0,
@@ -208,6 +229,34 @@ mod tests {
             w.contains("memory available fell to 40 MB of 1000 MB"),
             "{w}"
         );
+    }
+
+    #[test]
+    fn a_run_on_some_cpus_is_judged_on_those() {
+        // The run may use core 0 only (a CPU set): 95% there, 5% on core 1, so the host
+        // is 50% busy and the roles wait all the same. Ten seconds, all saturated; the
+        // mean over the run's CPU is 95.
+        let samples: Vec<Sample> = (1..=10)
+            .map(|t| {
+                let mut s = second(t, [95.0, 5.0], 600, 0.0);
+                if let Some(h) = s.host.as_mut() {
+                    h.run_cpus_busy_pct = Some(95.0);
+                }
+                s
+            })
+            .collect();
+        let h = health(&samples, window(1, 10)).unwrap();
+        assert!((h.busy_mean_pct - 50.0).abs() < 1e-9);
+        assert_eq!(h.run_cpus_busy_mean_pct, Some(95.0));
+        assert_eq!(h.saturated_seconds, 10);
+        let w = h.warning.unwrap();
+        assert!(
+            w.starts_with("the CPUs the run's roles may use were over 90% busy for 10 of 10 s"),
+            "{w}"
+        );
+        // The same host with the run on both cores is not saturated.
+        let all: Vec<Sample> = (1..=10).map(|t| second(t, [95.0, 5.0], 600, 0.0)).collect();
+        assert_eq!(health(&all, window(1, 10)).unwrap().warning, None);
     }
 
     #[test]

@@ -195,6 +195,11 @@ pub struct HostReading {
     pub core_busy_pct: Vec<f64>,
     /// All cores' busy share, percent.
     pub busy_pct: f64,
+    /// The busy share of the CPUs the run's roles may use, percent, when those are not all
+    /// of the host's (a CPU set of the run's, or `--isolate`'s half): their saturation is
+    /// the roles' wait, whatever the other cores do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_cpus_busy_pct: Option<f64>,
     pub mem_total_bytes: u64,
     pub mem_available_bytes: u64,
     pub load1: f64,

@@ -57,13 +57,15 @@ pub const CPU_MODES: [&str; 8] = [
 const IDLE: usize = 3;
 const IOWAIT: usize = 4;
 
-/// Ticks per mode of one core since boot.
-type CoreTicks = [u64; 8];
+/// One core's number and its ticks per mode since boot.
+type CoreTicks = (usize, [u64; 8]);
 
 /// Successive readings of the host: CPU per core, memory, load, the run directory's
 /// filesystem and the run's CPU throttling.
 pub struct HostMeter {
     fs_path: PathBuf,
+    /// The CPUs the run's roles may use, when not all of the host's.
+    run_cpus: Option<Vec<usize>>,
     cgroup_stat: Option<ThrottleStat>,
     last: Option<(Vec<CoreTicks>, Option<u64>)>,
 }
@@ -72,14 +74,17 @@ pub struct HostMeter {
 /// in each mode over it (for `node_cpu_seconds_total`).
 pub struct HostSecond {
     pub reading: HostReading,
-    pub cpu_seconds: Vec<[f64; 8]>,
+    /// By core number.
+    pub cpu_seconds: Vec<(usize, [f64; 8])>,
 }
 
 impl HostMeter {
-    /// A meter of this host; `fs_path` names the filesystem to watch (the run directory).
-    pub fn new(fs_path: &Path) -> HostMeter {
+    /// A meter of this host; `fs_path` names the filesystem to watch (the run directory),
+    /// `run_cpus` the CPUs the run's roles may use (busy on their own when not all).
+    pub fn new(fs_path: &Path, run_cpus: &[usize]) -> HostMeter {
         HostMeter {
             fs_path: fs_path.to_path_buf(),
+            run_cpus: Some(run_cpus.to_vec()).filter(|c| !c.is_empty()),
             cgroup_stat: own_cgroup_cpu_stat(),
             last: None,
         }
@@ -102,7 +107,9 @@ impl HostMeter {
         let mut core_busy_pct = Vec::with_capacity(cores.len());
         let mut cpu_seconds = Vec::with_capacity(cores.len());
         let (mut busy_all, mut total_all) = (0u64, 0u64);
-        for (now, then) in cores.iter().zip(&before) {
+        let (mut busy_run, mut total_run) = (0u64, 0u64);
+        let run_cpus = self.run_cpus.as_ref().filter(|c| c.len() < cores.len());
+        for ((cpu, now), (_, then)) in cores.iter().zip(&before) {
             let delta: [u64; 8] = std::array::from_fn(|m| now[m].saturating_sub(then[m]));
             let total: u64 = delta.iter().sum();
             let busy = total - delta[IDLE] - delta[IOWAIT];
@@ -113,7 +120,11 @@ impl HostMeter {
             });
             busy_all += busy;
             total_all += total;
-            cpu_seconds.push(delta.map(|t| t as f64 / ticks));
+            if run_cpus.is_some_and(|c| c.contains(cpu)) {
+                busy_run += busy;
+                total_run += total;
+            }
+            cpu_seconds.push((*cpu, delta.map(|t| t as f64 / ticks)));
         }
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
         let kib = |key: &str| stat_field(&meminfo.replace(':', ""), key).unwrap_or(0) * 1024;
@@ -130,6 +141,8 @@ impl HostMeter {
                 } else {
                     busy_all as f64 / total_all as f64 * 100.0
                 },
+                run_cpus_busy_pct: (run_cpus.is_some() && total_run > 0)
+                    .then(|| busy_run as f64 / total_run as f64 * 100.0),
                 mem_total_bytes: kib("MemTotal"),
                 mem_available_bytes: kib("MemAvailable"),
                 load1: load.first().copied().unwrap_or(0.0),
@@ -154,10 +167,12 @@ fn clock_ticks() -> f64 {
 /// Each core's `cpuN` line of /proc/stat (not the `cpu` total).
 fn core_ticks(stat: &str) -> Vec<CoreTicks> {
     stat.lines()
-        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-        .map(|l| {
-            let mut fields = l.split_whitespace().skip(1).map(|v| v.parse().unwrap_or(0));
-            std::array::from_fn(|_| fields.next().unwrap_or(0))
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            // `cpuN`: a core by its number (an offline one has no line); `cpu` is all.
+            let cpu = words.next()?.strip_prefix("cpu")?.parse().ok()?;
+            let mut fields = words.map(|v| v.parse().unwrap_or(0));
+            Some((cpu, std::array::from_fn(|_| fields.next().unwrap_or(0))))
         })
         .collect()
 }
@@ -227,10 +242,14 @@ mod tests {
 
     #[test]
     fn reads_cores_and_fields_as_proc_writes_them() {
-        let stat = "cpu  10 0 5 100 1 0 0 0 0 0\ncpu0 4 0 2 50 1 0 0 0 0 0\ncpu1 6 0 3 50 0 0 0 0 0 0\nintr 1 2\n";
+        // CPU 1 is offline: no line.
+        let stat = "cpu  10 0 5 100 1 0 0 0 0 0\ncpu0 4 0 2 50 1 0 0 0 0 0\ncpu2 6 0 3 50 0 0 0 0 0 0\nintr 1 2\n";
         assert_eq!(
             core_ticks(stat),
-            vec![[4, 0, 2, 50, 1, 0, 0, 0], [6, 0, 3, 50, 0, 0, 0, 0]]
+            vec![
+                (0, [4, 0, 2, 50, 1, 0, 0, 0]),
+                (2, [6, 0, 3, 50, 0, 0, 0, 0])
+            ]
         );
         assert_eq!(
             stat_field("usage_usec 10\nthrottled_usec 2500\n", "throttled_usec"),
@@ -241,7 +260,7 @@ mod tests {
 
     #[test]
     fn a_busy_core_shows_in_the_hosts_reading() {
-        let mut meter = HostMeter::new(Path::new("/"));
+        let mut meter = HostMeter::new(Path::new("/"), &[]);
         assert!(
             meter.sample().is_none(),
             "the first reading has nothing to compare"
@@ -264,7 +283,9 @@ mod tests {
         assert!(r.mem_total_bytes > r.mem_available_bytes && r.mem_available_bytes > 0);
         assert!(r.fs_size_bytes >= r.fs_avail_bytes && r.fs_size_bytes > 0);
         assert!(r.load1 >= 0.0);
-        let seconds: f64 = second.cpu_seconds.iter().flatten().sum();
+        let seconds: f64 = (second.cpu_seconds.iter())
+            .flat_map(|(_, modes)| modes)
+            .sum();
         assert!(
             seconds > 0.1,
             "the cores' seconds add up to the time between readings: {seconds}"

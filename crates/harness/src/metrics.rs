@@ -412,7 +412,7 @@ impl LiveMetrics {
 
     /// The host's last second.
     pub fn host(&self, second: &HostSecond) {
-        for (core, seconds) in second.cpu_seconds.iter().enumerate() {
+        for (core, seconds) in &second.cpu_seconds {
             for (mode, s) in CPU_MODES.iter().zip(seconds) {
                 let labels = CpuMode {
                     cpu: core.to_string(),

@@ -892,7 +892,13 @@ fn host_section(run: &RunData, health: &analysis::host::HostHealth, origin: u64)
                 ),
             ),
             row(
-                "seconds over 90% busy",
+                "the CPUs the run's roles may use, busy % mean",
+                health
+                    .run_cpus_busy_mean_pct
+                    .map_or("all of the host's".into(), |b| format!("{b:.1}")),
+            ),
+            row(
+                "seconds over 90% busy (of the roles' CPUs)",
                 format!(
                     "{} of {} ({:.1}%)",
                     health.saturated_seconds,

@@ -127,7 +127,12 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     // The harness is measured like a role: a long run shows whether its cost stays flat.
     let mut own_meter = CpuMeter::new(std::process::id());
     // And the host under them all: a saturated machine inflates every latency.
-    let mut host_meter = HostMeter::new(&dir);
+    // The roles' CPUs: `--isolate`'s half for them, else all this process may use.
+    let run_cpus = match &opts.launcher.cpus {
+        Some(split) => split.under_test.clone(),
+        None => crate::process::available_cpus().unwrap_or_default(),
+    };
+    let mut host_meter = HostMeter::new(&dir, &run_cpus);
 
     let mut roles: Vec<RoleProcess> = Vec::new();
     let mut started = start_roles(&opts, &dir, &mut roles).await;
