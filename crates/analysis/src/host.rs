@@ -65,11 +65,9 @@ pub fn health(samples: &[Sample], window: Window) -> Option<HostHealth> {
         .iter()
         .filter_map(|r| r.run_cpus_busy_pct)
         .collect();
-    let judged = match run_cpus.len() {
-        0 => &busy,
-        _ => &run_cpus,
-    };
-    let saturated_seconds = judged.iter().filter(|&&b| b > SATURATED_BUSY_PCT).count();
+    let saturated_seconds = (readings.iter())
+        .filter(|r| r.run_cpus_busy_pct.unwrap_or(r.busy_pct) > SATURATED_BUSY_PCT)
+        .count();
     let saturated_share = saturated_seconds as f64 / n as f64;
     let throttled = readings.iter().filter_map(|r| r.throttled_ms);
     let throttled_ms = readings

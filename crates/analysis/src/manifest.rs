@@ -191,7 +191,8 @@ pub const HOST_ROLE: &str = "host";
 /// says whether the roles had the CPU they needed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostReading {
-    /// Each core's busy share of the second (everything but idle and iowait), percent.
+    /// Each online core's busy share of the second (everything but idle and iowait),
+    /// percent, in the order of their numbers.
     pub core_busy_pct: Vec<f64>,
     /// All cores' busy share, percent.
     pub busy_pct: f64,

@@ -31,7 +31,7 @@ fn a_template_provider_that_exits_fails_the_run_naming_it_and_its_log() {
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("template-provider-sv2-c"), "{said}");
     assert!(said.contains("template-provider-sv2-c.log"), "{said}");
-    // It was given the node's socket and a loopback port of its own.
+    // Its log is kept, where the error points.
     let log = std::fs::read_to_string(dir.join("logs/template-provider-sv2-c.log"));
     assert!(log.is_ok(), "its log is kept");
     let _ = std::fs::remove_dir_all(&dir);

@@ -100,7 +100,9 @@ impl HostMeter {
         });
         let previous = self.last.replace((cores.clone(), throttled_ns));
         let (before, throttled_before) = previous?;
-        if before.len() != cores.len() {
+        // A core that came or went since: its seconds are not comparable.
+        let numbers = |c: &[CoreTicks]| c.iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        if numbers(&before) != numbers(&cores) {
             return None;
         }
         let ticks = clock_ticks();
@@ -108,7 +110,9 @@ impl HostMeter {
         let mut cpu_seconds = Vec::with_capacity(cores.len());
         let (mut busy_all, mut total_all) = (0u64, 0u64);
         let (mut busy_run, mut total_run) = (0u64, 0u64);
-        let run_cpus = self.run_cpus.as_ref().filter(|c| c.len() < cores.len());
+        // Judged apart only when some online core is not the run's.
+        let run_cpus =
+            (self.run_cpus.as_ref()).filter(|run| cores.iter().any(|(cpu, _)| !run.contains(cpu)));
         for ((cpu, now), (_, then)) in cores.iter().zip(&before) {
             let delta: [u64; 8] = std::array::from_fn(|m| now[m].saturating_sub(then[m]));
             let total: u64 = delta.iter().sum();

@@ -56,70 +56,98 @@ fn is_ours(interface: &str) -> bool {
         })
 }
 
-/// Whether `cidr` (`a.b.c.d/len`, or one address) overlaps 10.213.0.0/16.
-fn overlaps_prefix(cidr: &str) -> bool {
+/// `a.b.c.d/len` (or one address, /32) as its address and length.
+fn parse_cidr(cidr: &str) -> Option<(Ipv4Addr, u32)> {
     let (addr, len) = cidr.split_once('/').unwrap_or((cidr, "32"));
-    let (Ok(addr), Ok(len)) = (addr.parse::<Ipv4Addr>(), len.parse::<u32>()) else {
-        return false;
-    };
-    // Two blocks overlap when they agree on the shorter one's prefix.
-    let shorter = len.min(16);
-    let mask = u32::MAX.checked_shl(32 - shorter).unwrap_or(0);
-    let ours = u32::from(Ipv4Addr::new(PREFIX[0], PREFIX[1], 0, 0));
-    u32::from(addr) & mask == ours & mask
+    let len = len.parse().ok().filter(|l| *l <= 32)?;
+    Some((addr.parse().ok()?, len))
 }
 
-/// The host's addresses in 10.213.0.0/16 (from `ip -4 -o addr show`), by interface.
-fn addresses_in_prefix(listing: &str) -> Vec<(String, Ipv4Addr)> {
+/// Whether two blocks overlap: they agree on the shorter one's prefix.
+fn overlap((a, a_len): (Ipv4Addr, u32), (b, b_len): (Ipv4Addr, u32)) -> bool {
+    let mask = u32::MAX.checked_shl(32 - a_len.min(b_len)).unwrap_or(0);
+    u32::from(a) & mask == u32::from(b) & mask
+}
+
+/// The block namespaces take their /30s from.
+fn prefix() -> (Ipv4Addr, u32) {
+    (Ipv4Addr::new(PREFIX[0], PREFIX[1], 0, 0), 16)
+}
+
+/// The host's addresses in 10.213.0.0/16 (from `ip -4 -o addr show`).
+fn addresses_in_prefix(listing: &str) -> Vec<Ipv4Addr> {
     listing
         .lines()
         .filter_map(|line| {
-            let mut words = line.split_whitespace();
-            let interface = words.nth(1)?.trim_end_matches(':');
-            let cidr = words.skip_while(|w| *w != "inet").nth(1)?;
+            let cidr = line
+                .split_whitespace()
+                .skip_while(|w| *w != "inet")
+                .nth(1)?;
             let addr: Ipv4Addr = cidr.split('/').next()?.parse().ok()?;
-            overlaps_prefix(&addr.to_string()).then(|| (interface.to_string(), addr))
+            (addr.octets()[..2] == PREFIX).then_some(addr)
         })
         .collect()
 }
 
-/// A route of the host's into 10.213.0.0/16 on an interface not ours (from
-/// `ip -4 route show`): a network the namespaces would shadow.
-fn foreign_route(listing: &str) -> Option<String> {
+/// The host's routes into 10.213.0.0/16 on interfaces not ours (from `ip -4 route show
+/// table all`): each block, and its line.
+fn foreign_routes(listing: &str) -> Vec<((Ipv4Addr, u32), String)> {
+    const TYPES: [&str; 10] = [
+        "unicast",
+        "local",
+        "broadcast",
+        "multicast",
+        "throw",
+        "unreachable",
+        "prohibit",
+        "blackhole",
+        "nat",
+        "anycast",
+    ];
     listing
         .lines()
-        .find(|line| {
-            let mut words = line.split_whitespace();
-            let destination = words.next().unwrap_or("default");
+        .filter_map(|line| {
+            let mut words = line.split_whitespace().peekable();
+            words.next_if(|w| TYPES.contains(w));
+            let block = parse_cidr(words.next()?)?;
             let device = words.skip_while(|w| *w != "dev").nth(1).unwrap_or("");
-            destination != "default" && overlaps_prefix(destination) && !is_ours(device)
+            (overlap(block, prefix()) && !is_ours(device)).then(|| (block, line.to_string()))
         })
-        .map(str::to_string)
+        .collect()
 }
 
-/// Deletes the namespaces a run killed before it could (`sb-<pid>-<n>` of a process that
-/// is gone); their pairs go with them.
+/// Deletes the namespaces a killed run left: `sb-<pid>-<n>` of a process that is gone,
+/// with no process inside. (Runs are told apart by pid: one in another pid namespace
+/// sharing this host's `/run/netns` still has its pool inside, and is left alone.) Once
+/// a process.
 fn remove_stale() {
-    let Ok(listing) = ip_output(&["netns", "list"]) else {
-        return;
-    };
-    for name in listing.lines().filter_map(|l| l.split_whitespace().next()) {
-        let pid = name
-            .strip_prefix("sb-")
-            .and_then(|rest| rest.split_once('-'))
-            .and_then(|(pid, _)| pid.parse::<u32>().ok());
-        let gone = pid.is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
-        if gone {
-            match ip(&["netns", "del", name]) {
-                Ok(()) => tracing::info!(namespace = name, "removed a namespace a killed run left"),
-                Err(e) => tracing::warn!(
-                    namespace = name,
-                    error = format!("{e:#}"),
-                    "a killed run's namespace stays"
-                ),
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        let Ok(listing) = ip_output(&["netns", "list"]) else {
+            return;
+        };
+        for name in listing.lines().filter_map(|l| l.split_whitespace().next()) {
+            let pid = name
+                .strip_prefix("sb-")
+                .and_then(|rest| rest.split_once('-'))
+                .and_then(|(pid, _)| pid.parse::<u32>().ok());
+            let gone =
+                pid.is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
+            let empty = || ip_output(&["netns", "pids", name]).is_ok_and(|p| p.trim().is_empty());
+            if gone && empty() {
+                match ip(&["netns", "del", name]) {
+                    Ok(()) => {
+                        tracing::info!(namespace = name, "removed a namespace a killed run left")
+                    }
+                    Err(e) => tracing::warn!(
+                        namespace = name,
+                        error = format!("{e:#}"),
+                        "a killed run's namespace stays"
+                    ),
+                }
             }
         }
-    }
+    });
 }
 
 impl Netns {
@@ -130,17 +158,18 @@ impl Netns {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
         remove_stale();
-        if let Some(route) = foreign_route(&ip_output(&["-4", "route", "show"])?) {
+        let routes = foreign_routes(&ip_output(&["-4", "route", "show", "table", "all"])?);
+        if let Some((_, route)) = routes.iter().find(|((_, len), _)| *len <= prefix().1) {
             bail!(
-                "this host routes into {}.{}.0.0/16, where isolate_network puts its namespaces (`{route}`): a pool in a namespace could not reach that network, nor the run tell them apart",
+                "this host routes all of {}.{}.0.0/16, where isolate_network puts its namespaces, elsewhere (`{route}`): a namespace's addresses would hide that network's from this host",
                 PREFIX[0],
                 PREFIX[1]
             );
         }
         let in_use = addresses_in_prefix(&ip_output(&["-4", "-o", "addr", "show"])?);
         // Two runs at once seldom try the same block first (the pid spreads them, the
-        // counter separates one run's namespaces), and a block with an address in use is
-        // passed over.
+        // counter separates one run's namespaces); a block with an address in use, or in a
+        // network the host routes elsewhere, is passed over.
         let first = pid.wrapping_mul(31).wrapping_add(n);
         let block_ips = |block: u32| {
             let base = (block % 16_384) * 4;
@@ -148,12 +177,16 @@ impl Netns {
                 let v = base + last;
                 Ipv4Addr::new(PREFIX[0], PREFIX[1], (v >> 8) as u8, v as u8)
             };
-            (addr(1), addr(2))
+            (addr(0), addr(1), addr(2))
         };
-        let (host_ip, pool_ip) = (0..16_384)
+        let free = |(block, host, pool): &(Ipv4Addr, Ipv4Addr, Ipv4Addr)| {
+            !in_use.iter().any(|a| a == host || a == pool)
+                && !routes.iter().any(|(net, _)| overlap(*net, (*block, 30)))
+        };
+        let (_, host_ip, pool_ip) = (0..16_384)
             .map(|k| block_ips(first.wrapping_add(k)))
-            .find(|(h, p)| !in_use.iter().any(|(_, a)| a == h || a == p))
-            .context("every /30 of 10.213.0.0/16 is in use on this host")?;
+            .find(free)
+            .context("no /30 of 10.213.0.0/16 is free on this host")?;
         let name = format!("sb-{pid}-{n}");
         let (host_if, pool_if) = (format!("sb{pid}h{n}"), format!("sb{pid}p{n}"));
         ip(&["netns", "add", &name]).with_context(|| {
@@ -253,22 +286,25 @@ mod tests {
         let addrs = "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n5: sb812h0    inet 10.213.7.1/30 scope global sb812h0\\       valid_lft forever\n6: tun0    inet 10.213.200.9/24 scope global tun0\n7: eth0    inet 10.21.3.4/16 scope global eth0\n";
         assert_eq!(
             addresses_in_prefix(addrs),
-            [
-                ("sb812h0".to_string(), Ipv4Addr::new(10, 213, 7, 1)),
-                ("tun0".to_string(), Ipv4Addr::new(10, 213, 200, 9)),
-            ]
+            [Ipv4Addr::new(10, 213, 7, 1), Ipv4Addr::new(10, 213, 200, 9)]
         );
-        // Our own pairs' routes are no conflict; a VPN's into the prefix, or one holding
-        // it, is.
-        let ours = "default via 172.17.0.1 dev eth0\n10.213.7.0/30 dev sb812h0 proto kernel scope link src 10.213.7.1\n";
-        assert_eq!(foreign_route(ours), None);
+        // Our own pairs' routes are none of another's; a VPN's into the prefix is, and so
+        // is one holding it all, or a route of a type (blackhole) in another table.
+        let ours = "default via 172.17.0.1 dev eth0\n10.213.7.0/30 dev sb812h0 proto kernel scope link src 10.213.7.1\nlocal 10.213.7.1 dev sb812h0 table local proto kernel scope host src 10.213.7.1\n";
+        assert!(foreign_routes(ours).is_empty());
         let vpn = format!("{ours}10.213.200.0/24 dev tun0 proto kernel scope link\n");
-        assert_eq!(
-            foreign_route(&vpn).as_deref(),
-            Some("10.213.200.0/24 dev tun0 proto kernel scope link")
-        );
-        assert!(foreign_route("10.0.0.0/8 via 10.1.1.1 dev wg0\n").is_some());
-        assert_eq!(foreign_route("10.212.0.0/16 dev wg0\n"), None);
+        let found = foreign_routes(&vpn);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].0, (Ipv4Addr::new(10, 213, 200, 0), 24));
+        let wide = foreign_routes("10.0.0.0/8 via 10.1.1.1 dev wg0 table 51820\n");
+        assert_eq!(wide[0].0, (Ipv4Addr::new(10, 0, 0, 0), 8));
+        let hole = foreign_routes("blackhole 10.213.9.0/24 proto static\n");
+        assert_eq!(hole[0].0, (Ipv4Addr::new(10, 213, 9, 0), 24));
+        assert!(foreign_routes("10.212.0.0/16 dev wg0\n").is_empty());
         assert!(is_ours("sb812h0") && !is_ours("sbx") && !is_ours("tun0"));
+        // A /30 inside a foreign /24 overlaps it; one beside it does not.
+        let net = (Ipv4Addr::new(10, 213, 200, 0), 24);
+        assert!(overlap(net, (Ipv4Addr::new(10, 213, 200, 8), 30)));
+        assert!(!overlap(net, (Ipv4Addr::new(10, 213, 201, 8), 30)));
     }
 }

@@ -724,7 +724,7 @@ impl Scenario {
                 ),
             ] {
                 if role.is_some() {
-                    fail(field, "another build of an SRI role runs as a process only; use placement.engine = \"process\"".into())?;
+                    fail(field, "a program of yours in place of a role runs as a process only; use placement.engine = \"process\"".into())?;
                 }
             }
         }

@@ -858,7 +858,11 @@ fn host_section(run: &RunData, health: &analysis::host::HostHealth, origin: u64)
     let mut blocks = vec![match &health.warning {
         Some(w) => Block::Note(format!("Saturated: {w}. The verdict's latencies are marked.")),
         None => Block::Para(format!(
-            "The host was not saturated: over {:.0}% busy for {} of {} s (the flag is over {:.0}% of the window), {}, memory never under {:.0}% available.",
+            "The host was not saturated: {} over {:.0}% busy for {} of {} s (the flag is over {:.0}% of the window), {}, memory never under {:.0}% available.",
+            match health.run_cpus_busy_mean_pct {
+                Some(_) => "the CPUs the run's roles may use were",
+                None => "its CPU was",
+            },
             analysis::host::SATURATED_BUSY_PCT,
             health.saturated_seconds,
             health.seconds,

@@ -149,11 +149,12 @@ pub(crate) struct Pending {
 }
 
 /// A Template Provider's templates on one connection: the future ones waiting for their
-/// SetNewPrevHash, and the tip the last one activated.
+/// SetNewPrevHash, the tip the last one activated, and whether the pool has work on it.
 #[derive(Default)]
 struct TemplatesSent {
     future: HashMap<u64, TemplateSeen>,
     prev_hash: Option<String>,
+    worked_on: bool,
 }
 
 /// What a NewTemplate tells of the block it would make.
@@ -526,7 +527,13 @@ fn note_template(message: TemplateDistribution<'_>, pending: &Pending, recorder:
             id: n.template_id,
             future: n.future_template,
             seen: TemplateSeen {
-                height: bip34_height(n.coinbase_prefix.as_ref()).unwrap_or(0),
+                height: bip34_height(n.coinbase_prefix.as_ref()).unwrap_or_else(|| {
+                    tracing::debug!(
+                        template = n.template_id,
+                        "no BIP34 height in the coinbase prefix; recorded as 0"
+                    );
+                    0
+                }),
                 value_sats: n.coinbase_tx_value_remaining,
                 marker_txid: (n.merkle_path.iter().next())
                     .and_then(|m| <[u8; 32]>::try_from(m.as_ref()).ok())
@@ -573,7 +580,7 @@ enum TemplateNews {
 impl TemplatesSent {
     /// The template the pool can work on now, if `news` gives it one: a template for now
     /// at once (on the tip last activated), a future one when its SetNewPrevHash comes;
-    /// with its tip and why (`refresh`, `new_tip`).
+    /// with its tip and why: `new_tip` for the first on a tip, `refresh` after it.
     fn take(&mut self, news: TemplateNews) -> Option<(TemplateSeen, String, &'static str)> {
         match news {
             TemplateNews::Template {
@@ -584,12 +591,19 @@ impl TemplatesSent {
                 self.future.insert(id, seen);
                 None
             }
-            TemplateNews::Template { seen, .. } => Some((seen, self.prev_hash.clone()?, "refresh")),
+            TemplateNews::Template { seen, .. } => {
+                let prev_hash = self.prev_hash.clone()?;
+                let why = if self.worked_on { "refresh" } else { "new_tip" };
+                self.worked_on = true;
+                Some((seen, prev_hash, why))
+            }
             TemplateNews::Tip { id, prev_hash } => {
+                let same_tip = self.prev_hash.as_ref() == Some(&prev_hash);
                 self.prev_hash = Some(prev_hash.clone());
                 let seen = self.future.remove(&id);
                 // Futures on the old tip are of no use now.
                 self.future.clear();
+                self.worked_on = seen.is_some() || (same_tip && self.worked_on);
                 Some((seen?, prev_hash, "new_tip"))
             }
         }
@@ -690,9 +704,12 @@ mod tests {
         // A refresh is on the tip last activated.
         let (work, prev, why) = sent.take(now(4, 101)).expect("a refresh");
         assert_eq!((work.height, prev.as_str(), why), (101, "P", "refresh"));
-        // A SetNewPrevHash naming no future template still moves the tip.
+        // A SetNewPrevHash naming no future template still moves the tip, and the first
+        // template for now on it is the pool's first work there.
         assert!(sent.take(tip(9, "Q")).is_none());
-        assert_eq!(sent.take(now(10, 102)).map(|w| w.1), Some("Q".into()));
+        let (_, prev, why) = sent.take(now(10, 102)).expect("work on Q");
+        assert_eq!((prev.as_str(), why), ("Q", "new_tip"));
+        assert_eq!(sent.take(now(11, 102)).map(|w| w.2), Some("refresh"));
     }
 
     #[test]

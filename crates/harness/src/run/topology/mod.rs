@@ -116,6 +116,7 @@ pub(crate) async fn start_roles(
             command: command.clone(),
             socket: node::ipc::socket_path(data_dir),
             chain: "regtest".into(),
+            subdir: "regtest".into(),
         }),
         _ => ipc_templates.clone().map(PoolTemplates::Node),
     };
@@ -234,6 +235,7 @@ async fn start_on_real_node(
             command: command.clone(),
             socket: crate::ipc_tap::socket_path(data_dir, subdir),
             chain: chain.clone(),
+            subdir: subdir.into(),
         }),
         (Some(data_dir), None) => Some(PoolTemplates::Node(ipc_source(
             &opts.scenario,

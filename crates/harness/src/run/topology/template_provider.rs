@@ -1,9 +1,10 @@
-//! Configurations C and D: the SRI pool on the node's Template Provider.
+//! Configurations C and D: the SRI pool on a Template Provider: the node's own face, or
+//! sv2-tp of the user's (one per side, a tap between it and the pool).
 
 use super::*;
 
 /// Configurations C and D, with the SRI pool on the pool site (tap in front of it, so
-/// acceptance is what the pool decides) and the node as its Template Provider:
+/// acceptance is what the pool decides) and `templates` as its Template Provider:
 /// C: SV1 miners -> SRI translator (farm) -> link -> tap -> SRI pool;
 /// D: SV2 miners -> link -> tap -> SRI pool.
 pub(super) async fn start_sv2_pool_side(
@@ -15,8 +16,18 @@ pub(super) async fn start_sv2_pool_side(
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SideRoles> {
     let s = &opts.scenario;
-    let (templates, started_for_templates) = templates.for_side(opts, dir, side, roles).await?;
-    let template_tap = started_for_templates.as_ref().map(|[tap, _]| tap.clone());
+    let (templates, provider) = templates.for_side(opts, dir, side, roles).await?;
+    // The side's roles, with its own Template Provider and the tap before it, if any.
+    let side_roles = |(miners, tap, link): (&str, &str, &str), started: &[&str]| {
+        let mut started = started.to_vec();
+        if let Some(p) = &provider {
+            started.extend([p.tap.as_str(), p.provider.as_str()]);
+        }
+        SideRoles {
+            template_role: provider.as_ref().map(|p| p.tap.clone()),
+            ..pool_side_roles(s, side, (miners, tap, link), &started)
+        }
+    };
     let PoolSite {
         keys,
         pool,
@@ -31,12 +42,8 @@ pub(super) async fn start_sv2_pool_side(
             keys.public
         );
         let miners = spawn_sv2_miners(opts, dir, side, link_addr, keys.public, roles).await?;
-        let mut started = vec![&pool[..], &tap, &link, &miners];
-        started.extend(started_for_templates.iter().flatten().map(String::as_str));
-        return Ok(SideRoles {
-            template_role: template_tap.clone(),
-            ..pool_side_roles(s, side, (&miners, &tap, &link), &started)
-        });
+        let started = [&pool[..], &tap, &link, &miners];
+        return Ok(side_roles((&miners, &tap, &link), &started));
     }
     let (link, link_addr) = spawn_link(opts, dir, side, 0, tap_addr, roles).await?;
     let translator = format!("translator-{side}");
@@ -60,12 +67,8 @@ pub(super) async fn start_sv2_pool_side(
         roles,
     )
     .await?;
-    let mut started = vec![&pool[..], &tap, &link, &translator, &miners];
-    started.extend(started_for_templates.iter().flatten().map(String::as_str));
-    Ok(SideRoles {
-        template_role: template_tap.clone(),
-        ..pool_side_roles(s, side, (&miners, &tap, &link), &started)
-    })
+    let started = [&pool[..], &tap, &link, &translator, &miners];
+    Ok(side_roles((&miners, &tap, &link), &started))
 }
 
 /// Where sides C and D get their templates.
@@ -75,13 +78,21 @@ pub(super) enum PoolTemplates {
     Node(sri::TemplateSource),
     /// A Template Provider of the scenario's (`roles.template_provider`, sv2-tp), one per
     /// side as each pool would run its own, on the Mining IPC at `socket` of a node on
-    /// `chain` (as Core names it). One sv2-tp serving two pools sends the next tip's
-    /// SetNewPrevHash to one of them only: sides sharing one would not be alike.
+    /// `chain` (as Core names it; its files in the data directory's `subdir`). One sv2-tp
+    /// serving two pools sends the next tip's SetNewPrevHash to one of them only: sides
+    /// sharing one would not be alike.
     Own {
         command: crate::scenario::RoleCommand,
         socket: PathBuf,
         chain: String,
+        subdir: String,
     },
+}
+
+/// What a side's own Template Provider started: its role, and the tap's in front of it.
+struct ProviderRoles {
+    provider: String,
+    tap: String,
 }
 
 impl PoolTemplates {
@@ -95,18 +106,19 @@ impl PoolTemplates {
         dir: &Path,
         side: &str,
         roles: &mut Vec<RoleProcess>,
-    ) -> Result<(sri::TemplateSource, Option<[String; 2]>)> {
-        let (command, socket, chain) = match self {
+    ) -> Result<(sri::TemplateSource, Option<ProviderRoles>)> {
+        let (command, node) = match self {
             PoolTemplates::Node(source) => return Ok((source.clone(), None)),
             PoolTemplates::Own {
                 command,
                 socket,
                 chain,
-            } => (command, socket, chain),
+                subdir,
+            } => (command, (socket.as_path(), chain.as_str(), subdir.as_str())),
         };
         let provider = format!("template-provider-{side}");
         let (address, public) =
-            start_template_provider(opts, dir, &provider, command, (socket, chain), roles).await?;
+            start_template_provider(opts, dir, &provider, command, node, roles).await?;
         let keys = node::tdp::AuthorityKeys::generate();
         let tap = format!("tap-templates-{side}");
         let spec = RoleSpec::template_tap(address, public, &keys);
@@ -115,12 +127,13 @@ impl PoolTemplates {
             address: ready_field(&ready, "listen", &tap)?.parse()?,
             public: keys.public,
         };
-        Ok((source, Some([tap, provider])))
+        Ok((source, Some(ProviderRoles { provider, tap })))
     }
 }
 
 /// Starts role `name`, a Template Provider (`command`, sv2-tp), against the Mining IPC at
-/// `socket` of a node on `chain`: its data directory in the run's, on loopback, with the
+/// `socket` of a node on `chain` (its files in `subdir` of its data directory): its data
+/// directory in the run's, on loopback, with the
 /// pools' refresh policy (`pool.job_refresh`, `pool.refresh_fee_threshold_sats`). Its
 /// options follow the user's, so they win. Ready when it listens; returns where, and the
 /// authority key read from what it printed.
@@ -129,16 +142,13 @@ async fn start_template_provider(
     dir: &Path,
     name: &str,
     command: &crate::scenario::RoleCommand,
-    (socket, chain): (&Path, &str),
+    (socket, chain, subdir): (&Path, &str, &str),
     roles: &mut Vec<RoleProcess>,
 ) -> Result<(SocketAddr, Secp256k1PublicKey)> {
     let s = &opts.scenario;
     let data_dir = std::path::absolute(dir.join(name))?;
     // sv2-tp writes its keys and pid file into the chain's directory, and makes none.
-    let chain_dir = match chain {
-        "main" => data_dir.clone(),
-        other => data_dir.join(other),
-    };
+    let chain_dir = data_dir.join(subdir);
     std::fs::create_dir_all(&chain_dir)
         .with_context(|| format!("cannot create {}", chain_dir.display()))?;
     let listen = free_local_port()?;
