@@ -298,8 +298,10 @@ fn an_sv2_tap_with_the_pools_key_reports_verdicts_and_without_it_bytes_only() {
     let answered = events_of(&keyed_events, "share_answered");
     let fleet_accepted = answered.iter().filter(|v| v["accepted"] == true).count() as u64;
     let submitted = events_of(&keyed_events, "share_submitted").len() as u64;
+    // 8 miners at 10 shares a minute for about 24 s: some 30 expected, Poisson, fewer
+    // while the pool's vardiff settles; one a miner is far below any chance shortfall.
     assert!(
-        fleet_accepted > 20,
+        fleet_accepted >= u64::from(SV2_MINERS),
         "the fleet had {fleet_accepted} shares accepted"
     );
     assert!(

@@ -67,7 +67,8 @@ pub struct HostMeter {
     /// The CPUs the run's roles may use, when not all of the host's.
     run_cpus: Option<Vec<usize>>,
     cgroup_stat: Option<ThrottleStat>,
-    last: Option<(Vec<CoreTicks>, Option<u64>)>,
+    /// The cores' ticks, and each group's throttled time (ns), at the last reading.
+    last: Option<(Vec<CoreTicks>, Option<Vec<u64>>)>,
 }
 
 /// One second of the host: the reading for the samples, and the seconds each core spent
@@ -94,11 +95,8 @@ impl HostMeter {
     /// readings) or when /proc cannot be read.
     pub fn sample(&mut self) -> Option<HostSecond> {
         let cores = core_ticks(&std::fs::read_to_string("/proc/stat").ok()?);
-        let throttled_ns = self.cgroup_stat.as_ref().and_then(|stat| {
-            let text = std::fs::read_to_string(&stat.path).ok()?;
-            Some(stat_field(&text, stat.field)? * stat.ns_per_unit)
-        });
-        let previous = self.last.replace((cores.clone(), throttled_ns));
+        let throttled_ns = self.cgroup_stat.as_ref().map(ThrottleStat::read);
+        let previous = self.last.replace((cores.clone(), throttled_ns.clone()));
         let (before, throttled_before) = previous?;
         // A core that came or went since: its seconds are not comparable.
         let numbers = |c: &[CoreTicks]| c.iter().map(|(n, _)| *n).collect::<Vec<_>>();
@@ -154,9 +152,12 @@ impl HostMeter {
                 load15: load.get(2).copied().unwrap_or(0.0),
                 fs_avail_bytes,
                 fs_size_bytes,
-                throttled_ms: throttled_ns
-                    .zip(throttled_before)
-                    .map(|(now, then)| now.saturating_sub(then) as f64 / 1e6),
+                // The longest any quota over the roles held them back: each group's
+                // hold is at least the roles', and nested holds overlap.
+                throttled_ms: throttled_ns.zip(throttled_before).map(|(now, then)| {
+                    let held = now.iter().zip(&then).map(|(n, t)| n.saturating_sub(*t));
+                    held.max().unwrap_or(0) as f64 / 1e6
+                }),
             },
             cpu_seconds,
         })
@@ -189,42 +190,63 @@ fn stat_field(text: &str, key: &str) -> Option<u64> {
     })
 }
 
-/// Where this process's group (which its roles share unless a container moves them)
-/// counts the time a CPU quota held it back, and the unit: cgroup v1's `cpu` controller
-/// (`throttled_time`, ns), else v2 (`throttled_usec`).
+/// Where this process's group (which its roles share unless a container moves them) and
+/// each group above it count the time a CPU quota held them back, and the unit: cgroup
+/// v1's `cpu` controller (`throttled_time`, ns), else v2 (`throttled_usec`). A quota on a
+/// group above (a systemd slice's, a container's) holds the roles back as much as one on
+/// their own.
 struct ThrottleStat {
-    path: PathBuf,
+    paths: Vec<PathBuf>,
     field: &'static str,
     ns_per_unit: u64,
 }
 
+impl ThrottleStat {
+    /// Each group's throttled time so far, ns (0 where it cannot be read).
+    fn read(&self) -> Vec<u64> {
+        (self.paths.iter())
+            .map(|path| {
+                let text = std::fs::read_to_string(path).unwrap_or_default();
+                stat_field(&text, self.field).unwrap_or(0) * self.ns_per_unit
+            })
+            .collect()
+    }
+}
+
 fn own_cgroup_cpu_stat() -> Option<ThrottleStat> {
     let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let at = |root: &str, path: &str| {
-        let stat = Path::new(root)
-            .join(path.trim_start_matches('/'))
-            .join("cpu.stat");
-        stat.exists().then_some(stat)
-    };
+    let at = |root: &str, group: &str, field: &str| throttle_stats(Path::new(root), group, field);
     let v1 = text.lines().find_map(|l| {
         let (_, rest) = l.split_once(':')?;
         let (controllers, path) = rest.split_once(':')?;
         controllers.split(',').any(|c| c == "cpu").then_some(path)
     });
-    if let Some(path) = v1.and_then(|p| at("/sys/fs/cgroup/cpu", p)) {
+    if let Some(paths) = v1.and_then(|p| at("/sys/fs/cgroup/cpu", p, "throttled_time")) {
         return Some(ThrottleStat {
-            path,
+            paths,
             field: "throttled_time",
             ns_per_unit: 1,
         });
     }
     let v2 = text.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let path = at("/sys/fs/cgroup", v2).or_else(|| at("/sys/fs/cgroup/unified", v2))?;
+    let paths = (at("/sys/fs/cgroup", v2, "throttled_usec"))
+        .or_else(|| at("/sys/fs/cgroup/unified", v2, "throttled_usec"))?;
     Some(ThrottleStat {
-        path,
+        paths,
         field: "throttled_usec",
         ns_per_unit: 1_000,
     })
+}
+
+/// The `cpu.stat` files of `group` (under the hierarchy at `root`) and of the groups above
+/// it that count `field`; cgroup v2's root counts none (no quota can be set there).
+fn throttle_stats(root: &Path, group: &str, field: &str) -> Option<Vec<PathBuf>> {
+    let paths: Vec<PathBuf> = Path::new(group.trim_start_matches('/'))
+        .ancestors()
+        .map(|g| root.join(g).join("cpu.stat"))
+        .filter(|stat| std::fs::read_to_string(stat).is_ok_and(|t| stat_field(&t, field).is_some()))
+        .collect();
+    (!paths.is_empty()).then_some(paths)
 }
 
 /// Available and total bytes of the filesystem holding `path`.
@@ -243,6 +265,31 @@ fn filesystem(path: &Path) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_groups_quota_and_those_above_it_are_read() {
+        // A v2 hierarchy: the root counts no throttling; the slice above the run's group
+        // and the group itself do.
+        let root = std::env::temp_dir().join(format!("cgroup-{}", std::process::id()));
+        let group = root.join("bench.slice/run.scope");
+        std::fs::create_dir_all(&group).unwrap();
+        std::fs::write(root.join("cpu.stat"), "usage_usec 9\n").unwrap();
+        std::fs::write(root.join("bench.slice/cpu.stat"), "throttled_usec 5\n").unwrap();
+        std::fs::write(group.join("cpu.stat"), "throttled_usec 7\n").unwrap();
+        let paths = throttle_stats(&root, "/bench.slice/run.scope", "throttled_usec").unwrap();
+        assert_eq!(
+            paths,
+            [group.join("cpu.stat"), root.join("bench.slice/cpu.stat")]
+        );
+        let stat = ThrottleStat {
+            paths,
+            field: "throttled_usec",
+            ns_per_unit: 1_000,
+        };
+        assert_eq!(stat.read(), [7_000, 5_000]);
+        assert!(throttle_stats(&root, "/", "throttled_usec").is_none());
+        let _ = std::fs::remove_dir_all(&root);
+    }
 
     #[test]
     fn reads_cores_and_fields_as_proc_writes_them() {
