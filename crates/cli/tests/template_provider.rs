@@ -8,7 +8,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 #[test]
@@ -46,39 +46,38 @@ fn events_of(file: &Path, kind: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// The sv2-tp build named by `STRATUM_BENCH_SV2_TP`, if any.
-fn sv2_tp() -> Option<String> {
-    let found = std::env::var("STRATUM_BENCH_SV2_TP").ok();
-    if found.is_none() {
+/// `config-c` with the sv2-tp build named by `STRATUM_BENCH_SV2_TP` (none: the test
+/// skips) as side C's Template Provider, into `dir` with `args`, its output in `dir.log`.
+fn with_sv2_tp(dir: &Path, args: &[&str]) -> Option<(std::process::Command, PathBuf)> {
+    let Ok(sv2_tp) = std::env::var("STRATUM_BENCH_SV2_TP") else {
         eprintln!("skipped: set STRATUM_BENCH_SV2_TP to a build of sv2-tp to run this test");
-    }
-    found
+        return None;
+    };
+    let command = format!(r#"roles.template_provider.command="{sv2_tp}""#);
+    let mut args = args.to_vec();
+    args.extend(["--set", &command]);
+    let log = dir.with_extension("log");
+    let mut run = common::run_scenario("config-c", dir, &args);
+    run.stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    Some((run, log))
 }
 
 #[test]
 fn sv2_tp_gives_the_pool_every_tip_the_node_makes() {
-    let Some(sv2_tp) = sv2_tp() else { return };
     let dir = common::out_dir("sv2-tp");
-    let command = format!(r#"roles.template_provider.command="{sv2_tp}""#);
-    let log = dir.with_extension("log");
-    let ran = common::run_scenario(
-        "config-c",
-        &dir,
-        &[
-            "--duration",
-            "40s",
-            "--set",
-            "warmup=5s",
-            "--set",
-            "network.block_interval=5s",
-            "--set",
-            &command,
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(&log).unwrap())
-    .status()
-    .unwrap();
+    let args = [
+        "--duration",
+        "40s",
+        "--set",
+        "warmup=5s",
+        "--set",
+        "network.block_interval=5s",
+    ];
+    let Some((mut run, log)) = with_sv2_tp(&dir, &args) else {
+        return;
+    };
+    let ran = run.status().unwrap();
     assert!(ran.success(), "see {}", log.display());
     let tips: BTreeMap<String, u64> = events_of(&dir.join("events/node.jsonl"), "tip_changed")
         .iter()
@@ -123,19 +122,12 @@ fn sv2_tp_gives_the_pool_every_tip_the_node_makes() {
 
 #[test]
 fn an_sv2_tp_that_dies_mid_run_is_recorded_and_the_run_finishes() {
-    let Some(sv2_tp) = sv2_tp() else { return };
     let dir = common::out_dir("sv2-tp-dies");
-    let command = format!(r#"roles.template_provider.command="{sv2_tp}""#);
-    let log = dir.with_extension("log");
-    let mut run = common::run_scenario(
-        "config-c",
-        &dir,
-        &["--duration", "30s", "--set", "warmup=5s", "--set", &command],
-    )
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(&log).unwrap())
-    .spawn()
-    .unwrap();
+    let args = ["--duration", "30s", "--set", "warmup=5s"];
+    let Some((mut command, log)) = with_sv2_tp(&dir, &args) else {
+        return;
+    };
+    let mut run = command.spawn().unwrap();
     // Its data directory, in its arguments, names this run's one.
     let data_dir = format!("datadir={}", dir.join("template-provider-sv2-c").display());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);

@@ -288,6 +288,18 @@ pub struct RoleCommands {
     pub template_provider: Option<RoleCommand>,
 }
 
+impl RoleCommands {
+    /// Each command with the scenario field that names it.
+    fn named(&self) -> [(&'static str, &Option<RoleCommand>); 4] {
+        [
+            ("roles.pool.command", &self.pool),
+            ("roles.translator.command", &self.translator),
+            ("roles.jdc.command", &self.jdc),
+            ("roles.template_provider.command", &self.template_provider),
+        ]
+    }
+}
+
 /// The miner-side node of configurations A and B: it follows the pool-side node (the
 /// network) and builds the farm's templates from its own view of the mempool.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -714,15 +726,7 @@ impl Scenario {
                         .into(),
                 )?;
             }
-            for (field, role) in [
-                ("roles.pool.command", &self.roles.pool),
-                ("roles.translator.command", &self.roles.translator),
-                ("roles.jdc.command", &self.roles.jdc),
-                (
-                    "roles.template_provider.command",
-                    &self.roles.template_provider,
-                ),
-            ] {
+            for (field, role) in self.roles.named() {
                 if role.is_some() {
                     fail(field, "a program of yours in place of a role runs as a process only; use placement.engine = \"process\"".into())?;
                 }
@@ -794,15 +798,7 @@ impl Scenario {
                 format!("{twice:?} is named twice (give the second a label: {twice}-b)"),
             )?;
         }
-        for (field, role) in [
-            ("roles.pool.command", &self.roles.pool),
-            ("roles.translator.command", &self.roles.translator),
-            ("roles.jdc.command", &self.roles.jdc),
-            (
-                "roles.template_provider.command",
-                &self.roles.template_provider,
-            ),
-        ] {
+        for (field, role) in self.roles.named() {
             if role.as_ref().is_some_and(|r| r.command.trim().is_empty()) {
                 fail(
                     field,

@@ -315,42 +315,30 @@ async fn copy_reads(
     }
 }
 
-fn mining_message(frame: &mut SerializedFrame) -> Option<Mining<'_>> {
+/// The frame's message decoded as `T`, when it is of protocol `kind`.
+fn decoded<'a, T>(frame: &'a mut SerializedFrame, kind: MessageType) -> Option<T>
+where
+    T: TryFrom<(u8, &'a mut [u8])>,
+{
     let header = frame.header();
-    if protocol_message_type(header.ext_type(), header.msg_type()) != MessageType::Mining {
+    if protocol_message_type(header.ext_type(), header.msg_type()) != kind {
         return None;
     }
-    Mining::try_from((header.msg_type(), frame.payload())).ok()
-}
-
-fn template_distribution_message(frame: &mut SerializedFrame) -> Option<TemplateDistribution<'_>> {
-    let header = frame.header();
-    if protocol_message_type(header.ext_type(), header.msg_type())
-        != MessageType::TemplateDistribution
-    {
-        return None;
-    }
-    TemplateDistribution::try_from((header.msg_type(), frame.payload())).ok()
-}
-
-fn job_declaration_message(frame: &mut SerializedFrame) -> Option<JobDeclaration<'_>> {
-    let header = frame.header();
-    if protocol_message_type(header.ext_type(), header.msg_type()) != MessageType::JobDeclaration {
-        return None;
-    }
-    JobDeclaration::try_from((header.msg_type(), frame.payload())).ok()
+    T::try_from((header.msg_type(), frame.payload())).ok()
 }
 
 /// Notes a request going upstream: a share, or a declared job.
 pub(crate) fn note_request(frame: &mut SerializedFrame, pending: &Pending) {
-    if let Some(JobDeclaration::DeclareMiningJob(d)) = job_declaration_message(frame) {
+    if let Some(JobDeclaration::DeclareMiningJob(d)) =
+        decoded::<JobDeclaration>(frame, MessageType::JobDeclaration)
+    {
         pending
             .declarations
             .lock()
             .insert(d.request_id, (mono_ns(), d.wtxid_list.len()));
         return;
     }
-    let (channel, sequence, job) = match mining_message(frame) {
+    let (channel, sequence, job) = match decoded::<Mining>(frame, MessageType::Mining) {
         Some(Mining::SubmitSharesExtended(s)) => (s.channel_id, s.sequence_number, s.job_id),
         Some(Mining::SubmitSharesStandard(s)) => (s.channel_id, s.sequence_number, s.job_id),
         _ => return,
@@ -413,10 +401,11 @@ pub(crate) fn note_answer(
     recorder: &Recorder,
     stats: &TapStats,
 ) {
-    if let Some(message) = job_declaration_message(frame) {
+    if let Some(message) = decoded::<JobDeclaration>(frame, MessageType::JobDeclaration) {
         return note_declaration_answer(message, connection, pending, recorder);
     }
-    if let Some(message) = template_distribution_message(frame) {
+    if let Some(message) = decoded::<TemplateDistribution>(frame, MessageType::TemplateDistribution)
+    {
         return note_template(message, pending, recorder);
     }
     let t = mono_ns();
@@ -439,7 +428,7 @@ pub(crate) fn note_answer(
         }
     };
     type Judged = (u32, SentShare, ShareVerdict, Option<String>);
-    let judged: Vec<Judged> = match mining_message(frame) {
+    let judged: Vec<Judged> = match decoded::<Mining>(frame, MessageType::Mining) {
         Some(Mining::OpenStandardMiningChannelSuccess(m)) => {
             return set_target(m.channel_id, m.target.as_ref());
         }

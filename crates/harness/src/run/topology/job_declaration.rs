@@ -67,7 +67,8 @@ pub(super) async fn start_sv2_jd_side(
     };
 
     let jd_tap = format!("jdtap-{side}");
-    let jd_tap_addr = spawn_tap(opts, dir, &jd_tap, jds_via_link, &pool_keys, roles).await?;
+    let jd_tap_spec = RoleSpec::tap(jds_via_link, &pool_keys);
+    let jd_tap_addr = spawn_listening(opts, dir, &jd_tap, &jd_tap_spec, roles).await?;
     let jdc = format!("jdc-{side}");
     let jdc_keys = node::tdp::AuthorityKeys::generate();
     let jdc_params = sri::JdcParams {

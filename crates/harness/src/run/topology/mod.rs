@@ -421,16 +421,15 @@ fn ipc_source(s: &Scenario, data_dir: PathBuf, network: &str) -> sri::TemplateSo
     }
 }
 
-/// A Noise-terminating tap answering as the pool (`keys`) in front of `upstream`.
-async fn spawn_tap(
+/// Starts role `name` of `spec` and returns where it listens, as its READY says.
+async fn spawn_listening(
     opts: &RunOptions,
     dir: &Path,
     name: &str,
-    upstream: SocketAddr,
-    keys: &node::tdp::AuthorityKeys,
+    spec: &RoleSpec,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SocketAddr> {
-    let ready = spawn(opts, dir, name, &RoleSpec::tap(upstream, keys), roles).await?;
+    let ready = spawn(opts, dir, name, spec, roles).await?;
     Ok(ready_field(&ready, "listen", name)?.parse()?)
 }
 
@@ -447,10 +446,7 @@ async fn spawn_sri(
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SocketAddr> {
     match command {
-        None => {
-            let ready = spawn(opts, dir, name, &spec, roles).await?;
-            Ok(ready_field(&ready, "listen", name)?.parse()?)
-        }
+        None => spawn_listening(opts, dir, name, &spec, roles).await,
         Some(other) => {
             let path = dir.join("roles").join(format!("{name}.toml"));
             probe::private::write(&path, config)
@@ -655,7 +651,8 @@ async fn spawn_pool_site(
     )
     .await?;
     let tap = format!("tap-{side}");
-    let tap_addr = spawn_tap(opts, dir, &tap, pool_addr, &keys, roles).await?;
+    let tap_spec = RoleSpec::tap(pool_addr, &keys);
+    let tap_addr = spawn_listening(opts, dir, &tap, &tap_spec, roles).await?;
     Ok(PoolSite {
         keys,
         pool,

@@ -122,9 +122,8 @@ impl PoolTemplates {
         let keys = node::tdp::AuthorityKeys::generate();
         let tap = format!("tap-templates-{side}");
         let spec = RoleSpec::template_tap(address, public, &keys);
-        let ready = spawn(opts, dir, &tap, &spec, roles).await?;
         let source = sri::TemplateSource::Tdp {
-            address: ready_field(&ready, "listen", &tap)?.parse()?,
+            address: spawn_listening(opts, dir, &tap, &spec, roles).await?,
             public: keys.public,
         };
         Ok((source, Some(ProviderRoles { provider, tap })))
