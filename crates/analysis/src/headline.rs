@@ -88,6 +88,12 @@ impl Headline {
         )
     }
 
+    /// Whether a rise helps the operator (more template value, more shares accepted)
+    /// rather than costs them (every wait, stale shares, the farm's bytes).
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Headline::TemplateValueSats | Headline::AcceptancePct)
+    }
+
     /// What the interval counts as independent.
     pub fn unit(self) -> &'static str {
         match self {
@@ -135,6 +141,48 @@ pub struct VerdictRow {
     /// stale wait, until that next tip).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tips_without_work: Option<u64>,
+}
+
+/// How a verdict row reads for the operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Significant, and the way that helps the operator.
+    Better,
+    /// Significant, and the way that costs the operator.
+    Worse,
+    /// An interval that does not exclude zero (after the false discovery rate): not
+    /// "no difference", only none shown; the interval says how large one could be.
+    NoDifferenceShown,
+    /// No interval: too few units, or no samples (`no_interval` says which).
+    NoInterval,
+}
+
+impl Reading {
+    pub fn label(self) -> &'static str {
+        match self {
+            Reading::Better => "better",
+            Reading::Worse => "worse",
+            Reading::NoDifferenceShown => "no difference shown",
+            Reading::NoInterval => "no interval",
+        }
+    }
+}
+
+impl VerdictRow {
+    /// Better or worse for the operator when significant; otherwise why not.
+    pub fn reading(&self) -> Reading {
+        match (self.ci, self.delta) {
+            (None, _) | (_, None) => Reading::NoInterval,
+            _ if !self.significant => Reading::NoDifferenceShown,
+            (Some(_), Some(delta)) => {
+                if (delta > 0.0) == self.metric.higher_is_better() {
+                    Reading::Better
+                } else {
+                    Reading::Worse
+                }
+            }
+        }
+    }
 }
 
 /// Every other side against `baseline`, significance controlled per side at [`FDR`].
@@ -367,10 +415,21 @@ mod tests {
         assert_eq!(new_job.ci, Some((-19.0, -19.0)), "{new_job:?}");
         assert_eq!(new_job.method, Method::Paired);
         assert!(new_job.significant);
+        // 19 ms sooner helps the operator; the same 19 more bytes a second at the farm
+        // would cost them.
+        assert_eq!(new_job.reading(), Reading::Better);
+        let bytes = VerdictRow {
+            metric: Headline::FarmRxBytesPerS,
+            delta: Some(19.0),
+            ci: Some((19.0, 19.0)),
+            ..new_job.clone()
+        };
+        assert_eq!(bytes.reading(), Reading::Worse);
         // The same miners, the same tips: no difference after a block, not significant.
         let after_block = get(Headline::NewPrevhashJobMs);
         assert_eq!(after_block.delta, Some(0.0));
         assert!(!after_block.significant);
+        assert_eq!(after_block.reading(), Reading::NoDifferenceShown);
         // Stale work: each tip's two miners wait 60+k and 61+k ms, a mean of 60.5 + k over
         // k = 0..5: 63 ms a miner and tip, the same miners on both sides, paired by tip.
         let stale = get(Headline::StaleWaitMs);
@@ -406,8 +465,10 @@ mod tests {
         );
         assert_eq!((value.units, value.ci), ((6, 6), Some((100.0, 100.0))));
         assert!(value.significant);
+        assert_eq!(value.reading(), Reading::Better, "more sats a template");
         // No shares: nothing to test, said so.
         assert!(get(Headline::StaleSharesPct).no_interval.is_some());
+        assert_eq!(get(Headline::StaleSharesPct).reading(), Reading::NoInterval);
         // No blocks: no samples.
         assert_eq!(get(Headline::BlockPropagationMs).sv1, None);
     }

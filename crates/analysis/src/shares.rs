@@ -18,7 +18,7 @@
 
 use crate::jobs::ms;
 use crate::manifest::{SideRoles, Window};
-use crate::stats::{wilson, Clustered, Counted};
+use crate::stats::{wilson, Clustered, Counted, Z95};
 use crate::timeline::Timeline;
 use crate::Unmatched;
 use probe::{Event, Record, ShareVerdict};
@@ -41,6 +41,9 @@ pub struct ShareCounts {
     pub pool_stale: u64,
     /// Accepted shares among the pool's verdicts.
     pub acceptance_pct: Option<f64>,
+    /// Its 95% Wilson interval, in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_pct_ci: Option<(f64, f64)>,
     /// Stale shares among those submitted.
     #[serde(default)]
     pub stale_pct: Option<f64>,
@@ -76,6 +79,14 @@ pub struct PoolWork {
     pub done_hashes: Option<f64>,
     /// Credited in percent of done.
     pub credited_pct: Option<f64>,
+    /// Its 95% interval: shares are found as a Poisson process, so the credited sum of
+    /// difficulties d has variance sum(d^2) (normal approximation; with one difficulty,
+    /// a relative half-width of 1.96 / sqrt(accepted shares)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credited_pct_ci: Option<(f64, f64)>,
+    /// The accepted shares' squared hashes, summed: the credited work's variance.
+    #[serde(skip)]
+    credited_hashes_sq: f64,
     /// Accepted shares whose difficulty the judge did not know (credited nothing here).
     pub accepted_without_difficulty: u64,
 }
@@ -208,7 +219,11 @@ impl ShareFacts {
             ShareVerdict::Accepted => {
                 self.shares.accepted += 1;
                 match difficulty {
-                    Some(d) => self.pool_work.credited_hashes += d * HASHES_PER_DIFFICULTY,
+                    Some(d) => {
+                        let hashes = d * HASHES_PER_DIFFICULTY;
+                        self.pool_work.credited_hashes += hashes;
+                        self.pool_work.credited_hashes_sq += hashes * hashes;
+                    }
                     None => self.pool_work.accepted_without_difficulty += 1,
                 }
             }
@@ -247,7 +262,18 @@ impl ShareFacts {
             .done_hashes
             .filter(|done| *done > 0.0)
             .map(|done| f.pool_work.credited_hashes / done * 100.0);
+        f.pool_work.credited_pct_ci = (f.pool_work.done_hashes)
+            .filter(|done| *done > 0.0 && f.pool_work.credited_hashes > 0.0)
+            .map(|done| {
+                let half = Z95 * f.pool_work.credited_hashes_sq.sqrt();
+                let pct = |hashes: f64| hashes / done * 100.0;
+                (
+                    pct((f.pool_work.credited_hashes - half).max(0.0)),
+                    pct(f.pool_work.credited_hashes + half),
+                )
+            });
         f.shares.acceptance_pct = pct(f.shares.accepted, judged);
+        f.shares.acceptance_pct_ci = wilson_pct(f.shares.accepted, judged);
         f.shares.stale_pct = pct(f.shares.stale, f.shares.submitted);
         f.shares.stale_pct_ci = wilson_pct(f.shares.stale, f.shares.submitted);
         let miner_min = f64::from(side.miners) * window.secs() / 60.0;
@@ -413,6 +439,12 @@ mod tests {
         // 5 / 6 = 83.333%.
         let pct = f.pool_work.credited_pct.unwrap();
         assert!((pct - 83.333_333).abs() < 1e-5, "{pct}");
+        // Difficulties 2, 2, 1: sum(d^2) = 9, a half-width of 1.96 x 3 = 5.88 units of
+        // the 6 done (1.96 = z at 95%): (5 - 5.88) / 6 is below zero, so 0; (5 + 5.88) / 6
+        // = 181.33%.
+        let (lo, hi) = f.pool_work.credited_pct_ci.unwrap();
+        assert_eq!(lo, 0.0);
+        assert!((hi - 181.331_5).abs() < 1e-3, "{hi}");
         assert_eq!(f.pool_work.accepted_without_difficulty, 1);
         assert_eq!(u.0["accepted_share_without_difficulty"], 1);
 

@@ -115,6 +115,10 @@ pub struct LatenessSummary {
 pub struct NetworkSummary {
     pub template_value_sats: Dist,
     pub blocks: u64,
+    /// The window over its blocks: the simulated pace every stale share and stale-work
+    /// share of this run is at (mainnet's is 600 s); `None` without a block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_interval_s: Option<f64>,
     /// The network's node: shared by every side, so it is in no side's roles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<RoleResources>,
@@ -492,6 +496,8 @@ pub fn assemble(
         network: NetworkSummary {
             template_value_sats: network_value,
             blocks: timeline.network_blocks,
+            block_interval_s: (timeline.network_blocks > 0)
+                .then(|| window.secs() / timeline.network_blocks as f64),
             node: sampled(&m.node_role),
         },
         deltas: deltas(&sides, &baseline),
@@ -747,6 +753,8 @@ mod tests {
         let vs_network = side.template_value_vs_network.as_ref().unwrap();
         assert!((vs_network.delta - (expected - 200.0)).abs() < 1e-6);
         assert_eq!(s.network.blocks, 2);
+        // Two blocks in the 10 s window: one every 5 s.
+        assert_eq!(s.network.block_interval_s, Some(5.0));
         // The shared node is the network's, not the side's.
         assert_eq!(
             side.roles.keys().collect::<Vec<_>>(),

@@ -8,6 +8,7 @@ mod latency_cmd;
 mod node_cmd;
 mod report_cmd;
 mod run_cmd;
+mod scenarios_cmd;
 mod sweep_cmd;
 mod tap_cmd;
 mod targets;
@@ -50,6 +51,14 @@ enum Command {
     ///
     ///   stratum-bench run scenarios/sv1-baseline.toml --duration 60s --set link.rtt_ms=100
     Run(run_cmd::RunArgs),
+    /// Print a finished run's conclusions, table and verdict again (from its summary.json).
+    ///
+    /// Example:
+    ///
+    ///   stratum-bench show runs/20261126-0100-sv1-vs-sv2
+    Show(report_cmd::ShowArgs),
+    /// List the shipped scenarios (scenarios/*.toml) with what each is for.
+    Scenarios(scenarios_cmd::ScenariosArgs),
     /// Run a scenario at every point of a grid of settings, and draw how the answer moves.
     ///
     /// Each point is a full run of every side (`stratum-bench run`, its own process, its
@@ -70,6 +79,7 @@ enum Command {
     /// Export a run's events as CSV tables, for notebooks.
     Export(report_cmd::ExportArgs),
     /// Run one role process (what `run` starts for each role; for debugging by hand).
+    #[command(hide = true)]
     Role(run_cmd::RoleArgs),
     /// Collect the events of roles that stream them (`role --collector`), from containers
     /// or other hosts, into an events directory, with each clock's offset from this host's.
@@ -78,6 +88,7 @@ enum Command {
     /// on the harness's host: events are put on this host's clock. Example:
     ///
     ///   stratum-bench collect --listen 0.0.0.0:7000 --events run/events --clocks run/clocks.json
+    #[command(hide = true)]
     Collect(run_cmd::CollectArgs),
     /// Build the container image every role runs from (`FROM scratch`: this executable and
     /// the libraries it loads), with no registry.
@@ -85,6 +96,7 @@ enum Command {
     /// Other hosts get it with `docker save TAG | ssh HOST docker load`. Example:
     ///
     ///   stratum-bench image --tag stratum-bench:dev
+    #[command(hide = true)]
     Image(run_cmd::ImageArgs),
     /// Measure a real deployment: a relay in front of a real pool, recording what crosses it.
     #[command(subcommand)]
@@ -122,15 +134,19 @@ enum BenchCommand {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // A run's own progress and result are its output: the roles' start-up lines only with
+    // --verbose (RUST_LOG decides when set).
+    let quiet = matches!(&cli.command, Command::Run(args) if !args.verbose);
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new(if quiet { "warn" } else { "info" })),
         )
         .with_writer(std::io::stderr)
         // Colours only for a person at a terminal: role logs and piped output stay plain.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -140,6 +156,8 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Node(args) => done(node_cmd::run(*args).await),
             Command::Run(args) => done(run_cmd::run(args).await),
+            Command::Show(args) => done(report_cmd::show(args)),
+            Command::Scenarios(args) => done(scenarios_cmd::list(args)),
             Command::Sweep(args) => done(sweep_cmd::run(args).await),
             Command::Role(args) => done(run_cmd::role(args).await),
             Command::Collect(args) => done(run_cmd::collect(args).await),

@@ -40,6 +40,32 @@ pub fn report(args: ReportArgs) -> Result<()> {
 }
 
 #[derive(Args)]
+pub struct ShowArgs {
+    /// A run directory written by `stratum-bench run`.
+    run_dir: PathBuf,
+    /// Also the links' relay lateness and the taps' added time.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+/// The terminal's view: 100 columns, colour when stdout is a terminal.
+pub fn terminal(verbose: bool) -> report::terminal::Terminal {
+    report::terminal::Terminal {
+        colour: std::io::IsTerminal::is_terminal(&std::io::stdout()),
+        verbose,
+        ..Default::default()
+    }
+}
+
+pub fn show(args: ShowArgs) -> Result<()> {
+    print!(
+        "{}",
+        report::terminal::show(&args.run_dir, &terminal(args.verbose))?
+    );
+    Ok(())
+}
+
+#[derive(Args)]
 pub struct CompareArgs {
     /// The baseline (A), then one or more to compare against it. Each is a run directory,
     /// or a directory of run directories (several seeds of one setting), judged together:

@@ -1,11 +1,8 @@
 //! `stratum-bench run` and `stratum-bench role`.
 
-use analysis::Summary;
 use anyhow::{Context, Result};
 use clap::Args;
 use harness::{RunOptions, Scenario};
-use probe::Dist;
-use report::svg::{estimate, grouped, percent, signed};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -28,9 +25,18 @@ pub struct RunArgs {
     /// SV2 pool's (every side the one protocol's, when the file has one). --set still wins.
     #[arg(long, value_name = "FILE")]
     rtt_from: Option<PathBuf>,
-    /// Where live Prometheus metrics are served during the run.
-    #[arg(long, default_value = "127.0.0.1:9184")]
+    /// Where live Prometheus metrics and the live page are served during the run (the
+    /// address is printed); the default takes a free port, so runs side by side do not
+    /// collide. prometheus/prometheus.yml scrapes 127.0.0.1:9184.
+    #[arg(long, default_value = "127.0.0.1:0")]
     metrics_bind: SocketAddr,
+    /// Check the scenario (and the overrides) and print what the run would start, then
+    /// exit without starting anything.
+    #[arg(long)]
+    check: bool,
+    /// Also the roles' start-up lines, and the links' and taps' own costs in the result.
+    #[arg(short, long)]
+    pub verbose: bool,
     #[command(flatten)]
     worth: WorthArgs,
     /// Stop as soon as every headline difference (new job, new job after a block, stale
@@ -224,6 +230,13 @@ pub async fn run(args: RunArgs) -> Result<()> {
         overrides.push(format!("duration={d}"));
     }
     let scenario = Scenario::load(&args.scenario, &overrides)?;
+    if args.check {
+        println!("{} is valid; a run would start:", args.scenario.display());
+        for line in scenario.plan() {
+            println!("  {line}");
+        }
+        return Ok(());
+    }
     eprintln!(
         "running {} ({} side(s), {} miners each, {:.0} s measured after {:.0} s warm-up)",
         scenario.name,
@@ -254,16 +267,12 @@ pub async fn run(args: RunArgs) -> Result<()> {
             .context("--test-cut-collector-after-s: not a number of seconds")?,
     })
     .await?;
-    print!("{}", table(&outcome.summary));
-    // Which pool each SV1 side ran, from the run's manifest.
-    let manifest = std::fs::read_to_string(outcome.dir.join(analysis::manifest::MANIFEST_FILE))
-        .ok()
-        .and_then(|text| serde_json::from_str::<analysis::Manifest>(&text).ok());
-    for (side, roles) in manifest.iter().flat_map(|m| m.sides.iter()) {
-        if let Some(pool) = &roles.pool_software {
-            println!("{side}'s pool: {pool}");
-        }
-    }
+    // What `show` prints of the run directory the run just wrote.
+    println!();
+    print!(
+        "{}",
+        report::terminal::show(&outcome.dir, &crate::report_cmd::terminal(args.verbose))?
+    );
     match report::write_report(&outcome.dir, false) {
         Ok(files) => println!(
             "run written to {} ({})",
@@ -356,216 +365,6 @@ fn test_clock_shifts(pairs: &[String]) -> Result<std::collections::BTreeMap<Stri
             Ok((role.to_string(), ns))
         })
         .collect()
-}
-
-/// The summary as a terminal table: one column per side.
-fn table(s: &Summary) -> String {
-    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
-    let dist = |d: &Dist| {
-        if d.count == 0 {
-            "no samples".to_string()
-        } else {
-            format!(
-                "p50 {} p90 {} p99 {} (n={})",
-                f(d.p50),
-                f(d.p90),
-                f(d.p99),
-                d.count
-            )
-        }
-    };
-    let mut rows: Vec<(String, Vec<String>)> = vec![
-        ("shares submitted (per miner a minute)".into(), vec![]),
-        ("shares accepted / stale / rejected".into(), vec![]),
-        ("stale as the pool judged".into(), vec![]),
-        ("acceptance %".into(), vec![]),
-        ("work credited by the pool %".into(), vec![]),
-        ("blocks found / accepted".into(), vec![]),
-        ("new job ms".into(), vec![]),
-        ("new job after a block ms".into(), vec![]),
-        ("block propagation ms".into(), vec![]),
-        ("template value (sats, mean, valid work)".into(), vec![]),
-        ("work valid / stale / unmatched (miner-s)".into(), vec![]),
-        (
-            "stale work after a block, mean ms (95% by tip)".into(),
-            vec![],
-        ),
-        ("stale work %, at the real block interval".into(), vec![]),
-        ("stale work %, at this run's pace".into(), vec![]),
-        ("stale work at the pool %".into(), vec![]),
-        ("farm tx / rx bytes/s".into(), vec![]),
-    ];
-    for side in s.sides.values() {
-        let c = &side.shares;
-        let b = &side.bandwidth_bytes_per_s;
-        let cells = [
-            format!("{} ({})", c.submitted, f(c.per_miner_min)),
-            format!("{} / {} / {}", c.accepted, c.stale, c.rejected),
-            format!(
-                "{}: {}",
-                c.pool_stale,
-                percent(c.pool_stale_pct, c.pool_stale_pct_ci, 3)
-            ),
-            f(c.acceptance_pct),
-            f(side.pool_work.credited_pct),
-            format!("{} / {}", side.blocks.found, side.blocks.accepted),
-            dist(&side.new_job_ms),
-            dist(&side.new_prevhash_job_ms),
-            dist(&side.block_propagation_ms),
-            side.template_value_sats
-                .mean
-                .map_or("-".into(), |v| format!("{v:.0}")),
-            format!(
-                "{:.1} / {:.2} / {:.1}",
-                side.work_s.valid_s, side.work_s.stale_s, side.work_s.unmatched_s
-            ),
-            estimate(&analysis::stats::Estimate::mean_of(&side.stale_wait_ms), 1),
-            estimate(&side.stale_work_real_pct, 4),
-            estimate(&side.stale_work_pct, 3),
-            estimate(&side.pool_stale_work_pct, 3),
-            b.as_ref().map_or("not recorded".into(), |b| {
-                format!("{:.0} / {:.0}", b.farm.tx, b.farm.rx)
-            }),
-        ];
-        for (row, cell) in rows.iter_mut().zip(cells) {
-            row.1.push(cell);
-        }
-    }
-    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-    // The bottom line first: one line per side, as the analysis words it.
-    let mut out = String::from("\n");
-    for c in s.conclusions.values() {
-        out.push_str(&format!("{}\n", c.text));
-    }
-    out.push_str(&format!(
-        "\n{} over {:.0} s, link RTT {} ms; network: {} blocks, best template mean {} sats\n{:width$}  {}\n",
-        s.scenario,
-        s.duration_s,
-        s.link.rtt_ms,
-        s.network.blocks,
-        s.network.template_value_sats.mean.map_or("-".into(), |v| format!("{v:.0}")),
-        "",
-        s.sides.keys().cloned().collect::<Vec<_>>().join("  |  "),
-    ));
-    for (name, cells) in rows {
-        out.push_str(&format!("{name:width$}  {}\n", cells.join("  |  ")));
-    }
-    for (role, lateness) in &s.link.relay_lateness_ms {
-        out.push_str(&format!(
-            "{role} relay lateness ms: up {}, down {}\n",
-            dist(&lateness.up),
-            dist(&lateness.down)
-        ));
-    }
-    for (role, added) in &s.link.tap_latency_ms {
-        out.push_str(&format!(
-            "{role} tap added ms: to pool {}, from pool {}\n",
-            dist(&added.up),
-            dist(&added.down)
-        ));
-    }
-    for (side, tp) in (s.sides.iter()).filter_map(|(n, x)| Some((n, x.template_provider.as_ref()?)))
-    {
-        out.push_str(&format!(
-            "{side} template on a new tip at the pool ms (Template Provider): {}, tips missed {}, refreshes {}\n",
-            dist(&tp.new_tip_ms),
-            tp.tips_missed,
-            tp.refreshes
-        ));
-    }
-    let host_warning = s.host.as_ref().and_then(|h| h.warning.as_ref());
-    if let Some(warning) = host_warning {
-        out.push_str(&format!(
-            "WARNING host saturated: {warning}; latencies marked [host-saturated]\n"
-        ));
-    }
-    // The verdict: each SV2 side against sv1, with intervals and significance.
-    for (side, rows) in &s.verdict {
-        out.push_str(&format!(
-            "verdict, {side} against {} (95% intervals; significance under false discovery rate control):\n",
-            s.baseline
-        ));
-        for row in rows {
-            let places = row.metric.decimals();
-            let cell = |x: Option<f64>| x.map_or("-".to_string(), |v| grouped(v, places));
-            let interval = match (row.ci, &row.no_interval) {
-                (Some((lo, hi)), _) => {
-                    format!("[{}, {}]", signed(lo, places), signed(hi, places))
-                }
-                (None, Some(why)) => why.clone(),
-                (None, None) => "-".into(),
-            };
-            out.push_str(&format!(
-                "  {:width$}  {} vs {}: {}{}  {}{}{}{}\n",
-                row.metric.label(),
-                cell(row.sv2),
-                cell(row.sv1),
-                row.delta.map_or("-".into(), |d| signed(d, places)),
-                row.pct.map_or(String::new(), |p| format!(" ({p:+.1}%)")),
-                interval,
-                if row.significant { "  significant" } else { "" },
-                row.modelled
-                    .as_ref()
-                    .map_or(String::new(), |m| format!("  [{m}]")),
-                if host_warning.is_some() && row.metric.is_latency() {
-                    "  [host-saturated]"
-                } else {
-                    ""
-                },
-            ));
-        }
-        for w in s.worth.get(side).into_iter().flatten() {
-            let places = if w.sats_per_day.is_some_and(|v| v.abs() < 100.0) {
-                1
-            } else {
-                0
-            };
-            out.push_str(&format!(
-                "  worth, {}: {}{}{}{}\n",
-                w.metric.label(),
-                w.sats_per_day.map_or(w.how.clone(), |v| format!(
-                    "{} sats a day",
-                    signed(v, places)
-                )),
-                w.ci.map_or(String::new(), |(lo, hi)| format!(
-                    " [{}, {}]",
-                    signed(lo, places),
-                    signed(hi, places)
-                )),
-                w.per_ms.map_or(String::new(), |x| format!(", {x:.4} a ms")),
-                w.modelled
-                    .as_ref()
-                    .map_or(String::new(), |m| format!(" [{m}; in no total]")),
-            ));
-        }
-    }
-    if !s.worth.is_empty() {
-        let a = &s.worth_assumptions;
-        out.push_str(&format!(
-            "worth for a {} farm on a {} network, {:.0} s blocks of {} sats (--hashrate, --network-hashrate, --real-block-interval, --block-value-sats)\n",
-            analysis::worth::hashrate_label(a.farm_hashrate),
-            analysis::worth::hashrate_label(a.network_hashrate),
-            a.block_interval_s,
-            grouped(a.block_value_sats.unwrap_or_default(), 0),
-        ));
-    }
-    if let Some(st) = &s.stopped {
-        out.push_str(&format!(
-            "sequential: stopped after {:.0} s of the window: {} (known: a 95% interval within {}% of the baseline, wherever it lies, so the verdict keeps its 5%){}\n",
-            st.after_s,
-            st.reason,
-            st.precision_pct,
-            if st.unresolved.is_empty() {
-                String::new()
-            } else {
-                format!("; still open: {}", st.unresolved.join(", "))
-            }
-        ));
-    }
-    if !s.unmatched.is_empty() {
-        out.push_str(&format!("unmatched: {:?}\n", s.unmatched));
-    }
-    out
 }
 
 /// An interim snapshot's report: Markdown and HTML (no PDF: Chromium mid-run costs the

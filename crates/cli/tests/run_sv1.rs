@@ -545,4 +545,8 @@ fn bad_scenarios_fail_before_anything_starts() {
         err.contains(&port.to_string()) && err.contains("--metrics-bind"),
         "{err}"
     );
+    assert!(
+        !dir.exists(),
+        "a run that could not start leaves no directory"
+    );
 }

@@ -40,6 +40,17 @@ impl Config {
         }
     }
 
+    /// What a side of this configuration runs, from the farm to the node.
+    pub fn path(self) -> &'static str {
+        match self {
+            Config::Sv1 => "SV1 miners -> link -> tap -> SV1 pool -> node (RPC, ZMQ)",
+            Config::Sv2A => "SV1 miners -> SRI translator -> SRI JDC (farm node, its own templates) -> link -> tap -> SRI pool + JDS -> node (Mining IPC)",
+            Config::Sv2B => "SV2 miners -> SRI JDC (farm node, its own templates) -> link -> tap -> SRI pool + JDS -> node (Mining IPC)",
+            Config::Sv2C => "SV1 miners -> SRI translator -> link -> tap -> SRI pool -> Template Provider (TDP)",
+            Config::Sv2D => "SV2 miners -> link -> tap -> SRI pool -> Template Provider (TDP)",
+        }
+    }
+
     /// The configuration a side runs: a side is named by its configuration, or by its
     /// configuration and a label after a dash (`sv1-b`, `sv2-d-2`): a second side of the
     /// same configuration, as an A/A check runs.
@@ -697,6 +708,77 @@ impl Scenario {
             }
         }
         Ok(scenario)
+    }
+
+    /// What a run of this scenario would start, in words: the window, the network, and each
+    /// side's path with what stands in for the defaults (`run --check` prints it).
+    pub fn plan(&self) -> Vec<String> {
+        let mut lines = vec![
+            format!(
+                "{}: {:.0} s measured after {:.0} s of warm-up, seed {}; {} miners a side at {} shares a minute",
+                self.name,
+                self.duration.as_secs_f64(),
+                self.warmup.as_secs_f64(),
+                self.seed,
+                self.miners.count,
+                self.miners.shares_per_min
+            ),
+            match &self.node {
+                Some(node) => format!(
+                    "node: a real Bitcoin Core at {}{}",
+                    node.url,
+                    (node.ipc.as_ref()).map_or(String::new(), |ipc| format!(
+                        ", Mining IPC {}",
+                        ipc.display()
+                    ))
+                ),
+                None => format!(
+                    "node: the simulated network, a block every {:.0} s on average, {} mempool",
+                    self.network.block_interval.as_secs_f64(),
+                    self.network.mempool
+                ),
+            },
+            format!("roles run as: {:?}", self.placement.engine).to_lowercase(),
+        ];
+        for side in &self.sides {
+            let Some(config) = Config::of_side(side) else {
+                continue;
+            };
+            let mut line = format!(
+                "{side}: {}; link round trip {} ms",
+                config.path(),
+                self.link.rtt_of(side)
+            );
+            if let Some(pool) = self.external_pool(side) {
+                let what = (pool.kind.as_deref())
+                    .or(pool.command.as_deref())
+                    .unwrap_or("a pool of yours");
+                line.push_str(&format!("; SV1 pool: {what}"));
+            }
+            // The user's programs in place of ours, where this side runs that role.
+            let r = &self.roles;
+            let programs = [
+                (config != Config::Sv1, "pool", &r.pool),
+                (
+                    matches!(config, Config::Sv2A | Config::Sv2C),
+                    "translator",
+                    &r.translator,
+                ),
+                (matches!(config, Config::Sv2A | Config::Sv2B), "JDC", &r.jdc),
+                (
+                    matches!(config, Config::Sv2C | Config::Sv2D),
+                    "Template Provider",
+                    &r.template_provider,
+                ),
+            ];
+            for (runs, role, command) in programs {
+                if let Some(c) = command.as_ref().filter(|_| runs) {
+                    line.push_str(&format!("; {role}: {}", c.command));
+                }
+            }
+            lines.push(line);
+        }
+        lines
     }
 
     /// The pool an SV1 side runs when it is not ours.

@@ -14,6 +14,7 @@ pub mod run_data;
 pub mod svg;
 pub mod sweep;
 pub mod tap;
+pub mod terminal;
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};

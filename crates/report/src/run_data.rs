@@ -10,6 +10,17 @@ use probe::Record;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Refuses a directory `stratum-bench run` did not write, naming what is missing.
+pub fn is_run(dir: &Path) -> Result<()> {
+    if !dir.join(MANIFEST_FILE).is_file() && !dir.join(EVENTS_DIR).is_dir() {
+        bail!(
+            "{} is not a run directory: it has no {MANIFEST_FILE} and no {EVENTS_DIR}/ (stratum-bench run writes both; a run stopped early leaves {EVENTS_DIR}/)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 pub struct RunData {
     pub dir: PathBuf,
     /// Computed from the events (so per-event samples are at hand); `None` when the run
@@ -45,7 +56,7 @@ impl RunData {
         dirs.sort();
         if dirs.is_empty() {
             bail!(
-                "{} is neither a run directory nor a directory of runs (stratum-bench run writes one under runs/)",
+                "{} is not a run directory (it has no {MANIFEST_FILE} and no {EVENTS_DIR}/) nor a directory of runs (stratum-bench run writes one under runs/)",
                 path.display()
             );
         }
@@ -59,6 +70,7 @@ impl RunData {
                 dir.display()
             );
         }
+        is_run(dir)?;
         let mut problems = Vec::new();
         let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
 

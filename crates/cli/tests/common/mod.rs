@@ -220,14 +220,13 @@ pub fn scenario(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../scenarios/{name}.toml"))
 }
 
-/// `stratum-bench run` of the SV1 baseline into `out`, with `args` (and a free metrics
-/// port unless `args` name one).
+/// `stratum-bench run` of the SV1 baseline into `out`, with `args`.
 pub fn run_baseline(out: &Path, args: &[&str]) -> Command {
     run_scenario("sv1-baseline", out, args)
 }
 
-/// `stratum-bench run scenarios/<name>.toml` into `out`, with `args` (and a free metrics
-/// port unless `args` name one).
+/// `stratum-bench run scenarios/<name>.toml` into `out`, with `args` (its metrics on a
+/// free port, as by default).
 pub fn run_scenario(name: &str, out: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(exe());
     cmd.arg("run")
@@ -235,9 +234,6 @@ pub fn run_scenario(name: &str, out: &Path, args: &[&str]) -> Command {
         .args(args)
         .arg("--out")
         .arg(out);
-    if !args.contains(&"--metrics-bind") {
-        cmd.args(["--metrics-bind", &format!("127.0.0.1:{}", free_port())]);
-    }
     cmd
 }
 

@@ -79,11 +79,31 @@ impl Tail {
 }
 
 pub(super) fn progress(s: &Summary, elapsed_ns: u64, total: Duration, interactive: bool) {
-    let mut line = format!(
-        "[{:>4.0}s / {:.0}s]",
-        elapsed_ns as f64 / 1e9,
-        total.as_secs_f64()
-    );
+    let elapsed_s = elapsed_ns as f64 / 1e9;
+    if interactive {
+        // One line that stays one line: a bar, the time left, and the sides' totals.
+        let done = (elapsed_s / total.as_secs_f64().max(1e-9)).clamp(0.0, 1.0);
+        const BAR: usize = 20;
+        let filled = (done * BAR as f64).round() as usize;
+        let (shares, stale, blocks) = (s.sides.values()).fold((0, 0, 0), |(a, b, c), side| {
+            (
+                a + side.shares.submitted,
+                b + side.shares.stale,
+                c + side.blocks.found,
+            )
+        });
+        let line = format!(
+            "[{}{}] {:.0} s, {:.0} s left; shares {shares} (stale {stale}), blocks found {blocks}, network blocks {}",
+            "#".repeat(filled),
+            ".".repeat(BAR - filled),
+            elapsed_s,
+            (total.as_secs_f64() - elapsed_s).max(0.0),
+            s.network.blocks
+        );
+        eprint!("\r{line}\x1b[K");
+        return;
+    }
+    let mut line = format!("[{elapsed_s:>4.0}s / {:.0}s]", total.as_secs_f64());
     for (name, side) in &s.sides {
         line.push_str(&format!(
             "  {name}: shares {} ok {} stale {}, blocks {}/{}, new-block jobs {}",
@@ -96,11 +116,7 @@ pub(super) fn progress(s: &Summary, elapsed_ns: u64, total: Duration, interactiv
         ));
     }
     line.push_str(&format!("  | network blocks {}", s.network.blocks));
-    if interactive {
-        eprint!("\r{line}\x1b[K");
-    } else {
-        eprintln!("{line}");
-    }
+    eprintln!("{line}");
 }
 
 /// What a run shows while it goes: the latest summary (`None` until the first), the roles'

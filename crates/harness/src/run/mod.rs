@@ -91,12 +91,21 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     // Absolute, so containers can mount it at the same path as the host.
     let dir = std::path::absolute(&dir)
         .with_context(|| format!("cannot make {} absolute", dir.display()))?;
-    directory::prepare(&dir, &opts.scenario)?;
-    if opts.scenario.placement.isolate {
-        opts.launcher.cpus = Some(crate::process::isolated_cpus()?);
-    }
-    // Fail before anything starts when the metrics port is taken.
+    // Fail before anything is written when the metrics port is taken.
     let metrics_listener = live::bind_metrics(opts.metrics_bind).await?;
+    // A run that cannot start leaves no directory of its own behind; one that started
+    // roles keeps their logs.
+    let fresh = !dir.exists();
+    let unstarted = |e: anyhow::Error| {
+        if fresh {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        e
+    };
+    directory::prepare(&dir, &opts.scenario).map_err(unstarted)?;
+    if opts.scenario.placement.isolate {
+        opts.launcher.cpus = Some(crate::process::isolated_cpus().map_err(unstarted)?);
+    }
     let mut collector = None;
     match (
         opts.scenario.placement.engine,
@@ -107,13 +116,16 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
                 pool_nodes: opts.scenario.placement.pool_nodes.clone(),
                 farm_nodes: opts.scenario.placement.farm_nodes.clone(),
             });
-            let containers = Containers::start(&opts.launcher.exe, &dir, swarm)?;
+            let containers =
+                Containers::start(&opts.launcher.exe, &dir, swarm).map_err(unstarted)?;
             opts.launcher.events = EventsTo::Collector(containers.collector_addr());
             opts.launcher.containers = Some(Arc::new(containers));
         }
         (Engine::Process, EventsSink::Collector) => {
             let bind = SocketAddr::from(([127, 0, 0, 1], 0));
-            let started = Collector::start(bind, dir.join(EVENTS_DIR)).await?;
+            let started = Collector::start(bind, dir.join(EVENTS_DIR))
+                .await
+                .map_err(unstarted)?;
             opts.launcher.events = EventsTo::Collector(started.addr);
             collector = Some(started);
         }
