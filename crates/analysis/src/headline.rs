@@ -91,7 +91,16 @@ impl Headline {
     /// Whether a rise helps the operator (more template value, more shares accepted)
     /// rather than costs them (every wait, stale shares, the farm's bytes).
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Headline::TemplateValueSats | Headline::AcceptancePct)
+        match self {
+            Headline::TemplateValueSats | Headline::AcceptancePct => true,
+            Headline::NewJobMs
+            | Headline::NewPrevhashJobMs
+            | Headline::StaleWaitMs
+            | Headline::StaleSharesPct
+            | Headline::BlockPropagationMs
+            | Headline::FarmTxBytesPerS
+            | Headline::FarmRxBytesPerS => false,
+        }
     }
 
     /// What the interval counts as independent.

@@ -84,9 +84,6 @@ pub struct PoolWork {
     /// a relative half-width of 1.96 / sqrt(accepted shares)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credited_pct_ci: Option<(f64, f64)>,
-    /// The accepted shares' squared hashes, summed: the credited work's variance.
-    #[serde(skip)]
-    credited_hashes_sq: f64,
     /// Accepted shares whose difficulty the judge did not know (credited nothing here).
     pub accepted_without_difficulty: u64,
 }
@@ -101,6 +98,8 @@ pub struct BlockCounts {
 pub struct ShareFacts {
     pub shares: ShareCounts,
     pub pool_work: PoolWork,
+    /// The accepted shares' hashes squared, summed: the credited work's variance.
+    pub credited_hashes_sq: f64,
     pub blocks: BlockCounts,
     /// By block: each is its own unit.
     pub block_propagation_ms: Clustered,
@@ -222,7 +221,7 @@ impl ShareFacts {
                     Some(d) => {
                         let hashes = d * HASHES_PER_DIFFICULTY;
                         self.pool_work.credited_hashes += hashes;
-                        self.pool_work.credited_hashes_sq += hashes * hashes;
+                        self.credited_hashes_sq += hashes * hashes;
                     }
                     None => self.pool_work.accepted_without_difficulty += 1,
                 }
@@ -265,7 +264,7 @@ impl ShareFacts {
         f.pool_work.credited_pct_ci = (f.pool_work.done_hashes)
             .filter(|done| *done > 0.0 && f.pool_work.credited_hashes > 0.0)
             .map(|done| {
-                let half = Z95 * f.pool_work.credited_hashes_sq.sqrt();
+                let half = Z95 * f.credited_hashes_sq.sqrt();
                 let pct = |hashes: f64| hashes / done * 100.0;
                 (
                     pct((f.pool_work.credited_hashes - half).max(0.0)),
@@ -439,9 +438,9 @@ mod tests {
         // 5 / 6 = 83.333%.
         let pct = f.pool_work.credited_pct.unwrap();
         assert!((pct - 83.333_333).abs() < 1e-5, "{pct}");
-        // Difficulties 2, 2, 1: sum(d^2) = 9, a half-width of 1.96 x 3 = 5.88 units of
-        // the 6 done (1.96 = z at 95%): (5 - 5.88) / 6 is below zero, so 0; (5 + 5.88) / 6
-        // = 181.33%.
+        // Difficulties 2, 2, 1: sum(d^2) = 9, a half-width of z x 3 = 5.8799 units of the
+        // 6 done (z = 1.959964 at 95%): (5 - 5.88) / 6 is below zero, so 0;
+        // (5 + 5.8799) / 6 = 181.3315%.
         let (lo, hi) = f.pool_work.credited_pct_ci.unwrap();
         assert_eq!(lo, 0.0);
         assert!((hi - 181.331_5).abs() < 1e-3, "{hi}");

@@ -230,6 +230,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         overrides.push(format!("duration={d}"));
     }
     let scenario = Scenario::load(&args.scenario, &overrides)?;
+    let worth = args.worth.assumptions()?;
     if args.check {
         println!("{} is valid; a run would start:", args.scenario.display());
         for line in scenario.plan() {
@@ -245,7 +246,6 @@ pub async fn run(args: RunArgs) -> Result<()> {
         scenario.duration.as_secs_f64(),
         scenario.warmup.as_secs_f64(),
     );
-    let worth = args.worth.assumptions()?;
     let outcome = harness::run(RunOptions {
         scenario,
         out: args.out,
@@ -267,11 +267,15 @@ pub async fn run(args: RunArgs) -> Result<()> {
             .context("--test-cut-collector-after-s: not a number of seconds")?,
     })
     .await?;
-    // What `show` prints of the run directory the run just wrote.
+    // What `show` prints of the run directory, from the summary at hand.
     println!();
     print!(
         "{}",
-        report::terminal::show(&outcome.dir, &crate::report_cmd::terminal(args.verbose))?
+        report::terminal::render(
+            &outcome.summary,
+            &report::terminal::pools_of(&outcome.dir),
+            &crate::report_cmd::terminal(args.verbose)
+        )
     );
     match report::write_report(&outcome.dir, false) {
         Ok(files) => println!(

@@ -61,10 +61,10 @@ fn purpose(text: &str) -> String {
     let end = joined
         .char_indices()
         .find(|&(i, c)| {
-            let next = joined[i + 1..].chars().next();
+            let next = || joined[i + c.len_utf8()..].chars().next();
             match c {
-                '.' => next.is_none_or(char::is_whitespace),
-                ':' => next.is_none_or(|n| n == '\n'),
+                '.' => next().is_none_or(char::is_whitespace),
+                ':' => next().is_none_or(|n| n == '\n'),
                 _ => false,
             }
         })
@@ -95,5 +95,7 @@ mod tests {
             "Soak: many miners, for an hour"
         );
         assert_eq!(purpose("name = \"x\"\n"), "(no leading comment)");
+        // Any character, not only ASCII, before the full stop.
+        assert_eq!(purpose("# Pool — été. More\n"), "Pool — été");
     }
 }

@@ -303,6 +303,8 @@ fn spawn_run(
         .arg(&out)
         // Runs side by side must not share a metrics port; a sweep is read afterwards.
         .args(["--metrics-bind", "127.0.0.1:0"])
+        // The point's log keeps its roles' start-up lines.
+        .arg("--verbose")
         .args(&record.common_args);
     for set in harness::sweep::overrides(run)? {
         cmd.arg("--set").arg(set);

@@ -131,6 +131,8 @@ fn two_runs_at_once_each_take_a_free_metrics_port_and_show_prints_the_result_aga
                 .args(short)
                 .arg("--out")
                 .arg(out)
+                // The default log, as a user without RUST_LOG gets it.
+                .env_remove("RUST_LOG")
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()

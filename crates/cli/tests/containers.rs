@@ -372,8 +372,7 @@ fn without_a_docker_daemon_the_run_says_so_before_any_role_starts() {
     assert!(!run.status.success());
     let said = String::from_utf8_lossy(&run.stderr);
     assert!(said.contains("no Docker daemon answers"), "{said}");
-    let logs = std::fs::read_dir(out.join("logs")).map_or(0, |d| d.count());
-    assert_eq!(logs, 0, "no role started");
+    // No role started: the run leaves no directory (nor logs) behind.
     assert!(
         !out.exists(),
         "a run that could not start leaves no directory"

@@ -324,7 +324,7 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
                     (None, Some(why)) => why.clone(),
                     (None, None) => "-".into(),
                 },
-                if row.significant { "yes" } else { "no" }.into(),
+                row.reading().label().to_string(),
                 match (&row.modelled, row.tips_without_work) {
                     (Some(why), _) => format!("{}; {why}", row.method.label()),
                     (None, Some(n)) if n > 0 => {
@@ -352,13 +352,13 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
         title: format!("Verdict: each side against {}", summary.baseline),
         blocks: blocks.into_iter().chain([
             Block::Table {
-                head: ["side", "metric", &summary.baseline, "side", "difference", "difference %", "95% interval", "significant", "how tested"]
+                head: ["side", "metric", &summary.baseline, "side", "difference", "difference %", "95% interval", "reading", "how tested"]
                     .map(String::from)
                     .to_vec(),
                 rows,
             },
             Block::Para(format!(
-                "Intervals count what is independent: latencies by the tip or template whose broadcast they belong to (one block reaches every miner at once), bandwidth by batches of seconds, stale shares and acceptance by the tip they came under. Where both sides share the unit (the network's tips), they are compared paired: a resample draws the same tips for both. Shares go to Fisher's exact test where a count is small. Below {} units on a side there is no interval and nothing is called significant. Significant: the interval excludes zero and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% among the side's rows. Stale work after a block: each miner's wait from the tip change at the node to its first job on that tip or a later one (a tip it got no job on counts until the next), averaged over miners and tips; it is what the worth prices.",
+                "Intervals count what is independent: latencies by the tip or template whose broadcast they belong to (one block reaches every miner at once), bandwidth by batches of seconds, stale shares and acceptance by the tip they came under. Where both sides share the unit (the network's tips), they are compared paired: a resample draws the same tips for both. Shares go to Fisher's exact test where a count is small. Below {} units on a side there is no interval and nothing is called significant. Significant: the interval excludes zero and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% among the side's rows; a significant row reads better or worse for the operator (lower waits, stale shares and bytes are better; higher acceptance and template value), any other \"no difference shown\", which is not \"no difference\": the interval says how large one could be. Stale work after a block: each miner's wait from the tip change at the node to its first job on that tip or a later one (a tip it got no job on counts until the next), averaged over miners and tips; it is what the worth prices.",
                 analysis::stats::MIN_UNITS,
                 analysis::headline::FDR * 100.0
             )),

@@ -44,14 +44,13 @@ impl RunData {
     /// directories (seeds of one setting, as `scripts/aa-check.sh` writes them), each of
     /// those, in name order.
     pub fn load_runs(path: &Path) -> Result<Vec<RunData>> {
-        let is_run = |p: &Path| p.join(MANIFEST_FILE).is_file() || p.join("events").is_dir();
-        if !path.is_dir() || is_run(path) {
+        if !path.is_dir() || is_run(path).is_ok() {
             return Ok(vec![RunData::load(path)?]);
         }
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(path)?
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.is_dir() && is_run(p))
+            .filter(|p| p.is_dir() && is_run(p).is_ok())
             .collect();
         dirs.sort();
         if dirs.is_empty() {

@@ -51,14 +51,19 @@ pub fn show(run_dir: &Path, t: &Terminal) -> Result<String> {
     })?;
     let summary: Summary = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a summary this tool reads", path.display()))?;
+    Ok(render(&summary, &pools_of(run_dir), t))
+}
+
+/// The pool software each side ran, by side, as the run's manifest names it (none when the
+/// manifest is missing or unreadable: the table then says nothing of pools).
+pub fn pools_of(run_dir: &Path) -> BTreeMap<String, String> {
     let manifest: Option<Manifest> = std::fs::read_to_string(run_dir.join(MANIFEST_FILE))
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok());
-    let pools = (manifest.iter())
+    (manifest.iter())
         .flat_map(|m| m.sides.iter())
         .filter_map(|(side, roles)| Some((side.clone(), roles.pool_software.clone()?)))
-        .collect();
-    Ok(render(&summary, &pools, t))
+        .collect()
 }
 
 /// `pools`: the pool software each side ran, by side (from the run's manifest).
@@ -189,26 +194,33 @@ fn percentiles(d: &Dist) -> String {
 }
 
 /// One row per figure, one column per side.
-fn side_rows(s: &Summary) -> Vec<(&'static str, Vec<String>)> {
+fn side_rows(s: &Summary) -> Vec<(String, Vec<String>)> {
     let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
-    let mut rows: Vec<(&'static str, Vec<String>)> = vec![
-        ("shares submitted (a miner a minute)", vec![]),
-        ("judged: accepted / stale / rejected", vec![]),
-        ("acceptance % (95%)", vec![]),
-        ("stale at the pool % (95%)", vec![]),
-        ("stale by the tip timeline (95%)", vec![]),
-        ("work credited by the pool % (95%)", vec![]),
-        ("blocks found / accepted", vec![]),
-        ("new job ms: p50 / p90 / p99 (n)", vec![]),
-        ("new job after a block ms", vec![]),
-        ("block propagation ms", vec![]),
-        ("stale work after a block, mean ms (95%)", vec![]),
-        ("stale work % at 600 s blocks (95%)", vec![]),
-        ("stale work % at this run's pace (95%)", vec![]),
-        ("template value, mean sats", vec![]),
-        ("work valid / stale / unmatched, miner-s", vec![]),
-        ("farm tx / rx bytes/s", vec![]),
+    let real_blocks = format!(
+        "stale work % at {:.0} s blocks (95%)",
+        s.worth_assumptions.block_interval_s
+    );
+    let labels = [
+        "shares submitted (a miner a minute)",
+        "judged: accepted / stale / rejected",
+        "acceptance % (95%)",
+        "stale at the pool % (95%)",
+        "stale by the tip timeline (95%)",
+        "work credited by the pool % (95%)",
+        "blocks found / accepted",
+        "new job ms: p50 / p90 / p99 (n)",
+        "new job after a block ms",
+        "block propagation ms",
+        "stale work after a block, mean ms (95%)",
+        &real_blocks,
+        "stale work % at this run's pace (95%)",
+        "template value, mean sats",
+        "work valid / stale / unmatched, miner-s",
+        "farm tx / rx bytes/s",
     ];
+    let mut rows: Vec<(String, Vec<String>)> = (labels.into_iter())
+        .map(|l| (l.to_string(), vec![]))
+        .collect();
     for side in s.sides.values() {
         let c = &side.shares;
         let cells = [
@@ -262,30 +274,29 @@ fn side_tables(s: &Summary, t: &Terminal) -> Vec<String> {
         header.extend(names[from..to].iter().map(|n| n.to_string()));
         table.set_header(header);
         for (label, cells) in &rows {
-            let mut row = vec![label.to_string()];
+            let mut row = vec![label.clone()];
             row.extend(cells[from..to].iter().cloned());
             table.add_row(row);
         }
         table.to_string()
     };
-    // The most sides a block holds at their natural widths; one side a block that is
-    // still too wide wraps its cells.
+    // The fewest blocks, as even as they can be (5 sides in two blocks are 3 + 2, not
+    // 4 + 1), whose sides fit side by side at their natural widths; one side a block that
+    // is still too wide wraps its cells.
     let fits = |text: &str| text.lines().all(|l| l.chars().count() <= t.width);
-    let per_block = (1..=names.len())
-        .rev()
-        .find(|&k| {
-            (0..names.len()).step_by(k).all(|from| {
+    let n = names.len();
+    let size = (1..=n)
+        .map(|blocks| n.div_ceil(blocks))
+        .find(|&size| {
+            (0..n).step_by(size).all(|from| {
                 fits(&block(
                     from,
-                    (from + k).min(names.len()),
+                    (from + size).min(n),
                     ContentArrangement::Disabled,
                 ))
             })
         })
         .unwrap_or(1);
-    // Blocks as even as they can be: 4 sides two at most a block are 2 + 2, not 2 + 2.
-    let blocks = names.len().div_ceil(per_block);
-    let size = names.len().div_ceil(blocks);
     let mut out = Vec::new();
     for from in (0..names.len()).step_by(size) {
         if from > 0 {
@@ -326,12 +337,26 @@ fn notes(s: &Summary, t: &Terminal) -> Vec<String> {
     for (name, side) in &s.sides {
         let c = &side.shares;
         let judged = c.accepted + c.pool_stale + c.rejected;
-        if judged < c.submitted {
-            say(format!(
-                "{name}: the pool judged {judged} of the {} shares the miners submitted: a proxy on the side (translator or JDC) sends upstream only shares that meet the pool's target",
-                c.submitted
-            ));
+        if judged >= c.submitted {
+            continue;
         }
+        // A proxy between the miners and the pool forwards only shares that meet the
+        // pool's target; without one, the rest got no verdict in the window.
+        let proxy = match side.config.as_str() {
+            "sv2-a" | "sv2-b" => Some("the JDC"),
+            "sv2-c" => Some("the translator"),
+            _ => None,
+        };
+        say(match proxy {
+            Some(proxy) => format!(
+                "{name}: the pool judged {judged} of the {} shares the miners submitted: {proxy} sends upstream only shares that meet the pool's target",
+                c.submitted
+            ),
+            None => format!(
+                "{name}: the pool judged {judged} of the {} shares the miners submitted; the rest got no verdict in the window",
+                c.submitted
+            ),
+        });
     }
     for (side, tp) in (s.sides.iter()).filter_map(|(n, x)| Some((n, x.template_provider.as_ref()?)))
     {
@@ -476,6 +501,12 @@ pub fn wrap(text: &str, width: usize, indent: &str) -> Vec<String> {
         if len > 0 && len + 1 + word.chars().count() > width {
             lines.push(std::mem::take(&mut line));
         }
+        // A continuation line's indent goes only where the word still fits after it.
+        let indent = if indent.len() + word.chars().count() > width {
+            ""
+        } else {
+            indent
+        };
         if line.is_empty() {
             if !lines.is_empty() {
                 line.push_str(indent);
@@ -500,7 +531,9 @@ mod tests {
         let lines = wrap("one two three four five six", 10, "  ");
         assert_eq!(lines, ["one two", "  three", "  four", "  five six"]);
         assert_eq!(wrap("", 10, "  "), [""]);
-        // A word longer than the width has a line of its own.
+        // A word longer than the width has a line of its own; one that fits only without
+        // the indent goes without it.
         assert_eq!(wrap("a abcdefghijkl b", 5, ""), ["a", "abcdefghijkl", "b"]);
+        assert_eq!(wrap("a abcde", 5, "  "), ["a", "abcde"]);
     }
 }

@@ -400,7 +400,7 @@ fn a_directory_of_runs_is_one_side_of_a_comparison() {
         .unwrap()
         .to_string();
     assert!(
-        err.contains("neither a run directory nor a directory of runs"),
+        err.contains("not a run directory") && err.contains("nor a directory of runs"),
         "{err}"
     );
 }

@@ -81,7 +81,7 @@ impl Tail {
 pub(super) fn progress(s: &Summary, elapsed_ns: u64, total: Duration, interactive: bool) {
     let elapsed_s = elapsed_ns as f64 / 1e9;
     if interactive {
-        // One line that stays one line: a bar, the time left, and the sides' totals.
+        // One line that stays one line: a bar, the time, and the sides' totals.
         let done = (elapsed_s / total.as_secs_f64().max(1e-9)).clamp(0.0, 1.0);
         const BAR: usize = 20;
         let filled = (done * BAR as f64).round() as usize;
@@ -93,13 +93,15 @@ pub(super) fn progress(s: &Summary, elapsed_ns: u64, total: Duration, interactiv
             )
         });
         let line = format!(
-            "[{}{}] {:.0} s, {:.0} s left; shares {shares} (stale {stale}), blocks found {blocks}, network blocks {}",
+            "[{}{}] {:.0}/{:.0} s; shares {shares}, stale {stale}; blocks {blocks} of {}",
             "#".repeat(filled),
             ".".repeat(BAR - filled),
             elapsed_s,
-            (total.as_secs_f64() - elapsed_s).max(0.0),
+            total.as_secs_f64(),
             s.network.blocks
         );
+        // Within an 80-column terminal, or the line wraps and each repaint leaves one.
+        let line: String = line.chars().take(79).collect();
         eprint!("\r{line}\x1b[K");
         return;
     }

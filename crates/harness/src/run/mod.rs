@@ -135,7 +135,8 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     let harness_events = Recorder::to_file(
         &dir.join(EVENTS_DIR).join(format!("{HARNESS_ROLE}.jsonl")),
         HARNESS_ROLE,
-    )?;
+    )
+    .map_err(unstarted)?;
     // The harness is measured like a role: a long run shows whether its cost stays flat.
     let mut own_meter = CpuMeter::new(std::process::id());
     // And the host under them all: a saturated machine inflates every latency.
