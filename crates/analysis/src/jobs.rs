@@ -53,6 +53,9 @@ pub struct JobFacts {
     /// (template value, miner-nanoseconds of valid work on it), by the tip it was on: a
     /// tip's templates follow one mempool, so the tip is the unit of its interval.
     pub value_by_tip: Weighted,
+    /// Each template the side's miners worked on validly, once, by the first moment one of
+    /// them did: `(ns, value in sats)`, in time order. What the side mined over time.
+    pub templates_mined: Vec<(u64, u64)>,
     pub work: WorkTime,
     /// The same, per miner.
     pub work_by_miner: BTreeMap<u32, WorkTime>,
@@ -82,6 +85,8 @@ impl Ns {
 pub(crate) struct WorkNs {
     total: Ns,
     by_miner: BTreeMap<u32, Ns>,
+    /// By template (the moment it was built, its value): the first valid work on it.
+    first_on: BTreeMap<(u64, u64), u64>,
 }
 
 /// A stretch of one miner's time on one job under one network tip.
@@ -109,6 +114,12 @@ impl WorkNs {
                 self.total.valid += ns;
                 mine.valid += ns;
                 value_by_tip.push(piece.prev_hash, t.value_sats as f64, ns as f64);
+                // The earliest, whichever order the pieces come in (by miner or in time).
+                let first = self
+                    .first_on
+                    .entry((t.t_ns, t.value_sats))
+                    .or_insert(piece.from);
+                *first = (*first).min(piece.from);
             }
             _ => {
                 self.total.unmatched += ns;
@@ -120,6 +131,10 @@ impl WorkNs {
     pub(crate) fn finish(&self, facts: &mut JobFacts) {
         facts.work = self.total.secs();
         facts.work_by_miner = self.by_miner.iter().map(|(m, w)| (*m, w.secs())).collect();
+        facts.templates_mined = (self.first_on.iter())
+            .map(|(&(_, value), &from)| (from, value))
+            .collect();
+        facts.templates_mined.sort_unstable();
     }
 }
 

@@ -151,6 +151,10 @@ pub struct SideSummary {
     /// The side's template value against the network's best, both means.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_value_vs_network: Option<Delta>,
+    /// Each template the side's miners mined on validly, once, at the first moment one
+    /// did: `(seconds into the window, sats)`, in time order. The report draws it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub templates_mined: Vec<(f64, f64)>,
     /// Miner-seconds of valid, stale and unmatched work in the window.
     #[serde(default)]
     pub work_s: WorkTime,
@@ -402,6 +406,12 @@ pub fn assemble(
                     .mean
                     .zip(network_value.mean)
                     .map(|(side, network)| Delta::of(side, network)),
+                templates_mined: (jobs.templates_mined.iter())
+                    .map(|&(ns, value)| {
+                        let s = ns.saturating_sub(window.start_ns) as f64 / 1e9;
+                        (s, value as f64)
+                    })
+                    .collect(),
                 work_s: jobs.work,
                 stale_work_pct: cluster_mean(&stale_per_tip).within(0.0, 100.0),
                 pool_stale_work_pct: cluster_mean(&pool_stale_per_tip).within(0.0, 100.0),
@@ -750,6 +760,12 @@ mod tests {
         let mean = side.template_value_sats.mean.unwrap();
         let expected = (100.0 * (4.98 + 4.97) + 300.0 * 1.031) / (4.98 + 4.97 + 1.031);
         assert!((mean - expected).abs() < 1e-6, "{mean} vs {expected}");
+        // Mined over time: A (100 sats) from 1.07 s, when miner 0 began on it, B (300)
+        // from 6.05 s; each once, however many miners mined it.
+        let mined: Vec<(f64, f64)> = (side.templates_mined.iter())
+            .map(|&(t, v)| ((t * 1e3).round() / 1e3, v))
+            .collect();
+        assert_eq!(mined, [(1.07, 100.0), (6.05, 300.0)]);
         let vs_network = side.template_value_vs_network.as_ref().unwrap();
         assert!((vs_network.delta - (expected - 200.0)).abs() < 1e-6);
         assert_eq!(s.network.blocks, 2);

@@ -562,22 +562,11 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
             })
             .collect(),
     }];
-    for (name, roles) in run.manifest.iter().flat_map(|m| m.sides.iter()) {
+    // What each side's miners mined on, as the analysis tied their jobs to templates.
+    for (name, side) in &summary.sides {
         series.push(Series {
-            name: format!("{name} pool's templates"),
-            points: run
-                .events
-                .iter()
-                // The pool's templates as it gets them: from the tap in front of its
-                // Template Provider when the run started one.
-                .filter(|r| r.role == *roles.template_role.as_ref().unwrap_or(&roles.pool_role))
-                .filter_map(|r| match r.event {
-                    Event::PoolTemplate { value_sats, .. } => {
-                        Some((secs(r.t_ns, origin), value_sats as f64))
-                    }
-                    _ => None,
-                })
-                .collect(),
+            name: format!("{name}: templates mined"),
+            points: side.templates_mined.clone(),
         });
     }
     let tenths: Vec<Vec<String>> = (summary.sides.iter())

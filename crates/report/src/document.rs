@@ -84,10 +84,10 @@ impl Document {
             for b in &s.blocks {
                 match b {
                     Block::Para(t) => {
-                        let _ = write!(out, "<p>{}</p>", escape(t));
+                        let _ = write!(out, "<p>{}</p>", inline_code(&escape(t)));
                     }
                     Block::Note(t) => {
-                        let _ = write!(out, r#"<p class="note">{}</p>"#, escape(t));
+                        let _ = write!(out, r#"<p class="note">{}</p>"#, inline_code(&escape(t)));
                     }
                     Block::Table { head, rows } => {
                         out.push_str("<table><thead><tr>");
@@ -98,7 +98,7 @@ impl Document {
                         for r in rows {
                             out.push_str("<tr>");
                             for c in r {
-                                let _ = write!(out, "<td>{}</td>", escape(c));
+                                let _ = write!(out, "<td>{}</td>", inline_code(&escape(c)));
                             }
                             out.push_str("</tr>");
                         }
@@ -116,12 +116,47 @@ impl Document {
     }
 }
 
+/// `text` in backticks as code, as the Markdown of the same report shows it; an odd
+/// backtick out stays as it is.
+fn inline_code(escaped: &str) -> String {
+    let parts: Vec<&str> = escaped.split('`').collect();
+    if parts.len().is_multiple_of(2) {
+        return escaped.to_string();
+    }
+    let mut out = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(out, "<code>{part}</code>");
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
 const STYLE: &str = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1d2330;max-width:980px;margin:0 auto;padding:24px}\
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;border-bottom:1px solid #d8dce4;padding-bottom:4px;margin-top:32px}\
 header p{color:#5a6274;margin:0}nav ol{columns:2;color:#5a6274}\
-table{border-collapse:collapse;margin:10px 0;font-variant-numeric:tabular-nums}th,td{border:1px solid #d8dce4;padding:4px 8px;text-align:left}td:first-child{white-space:nowrap}\
+table{border-collapse:collapse;margin:10px 0;font-variant-numeric:tabular-nums;width:100%;table-layout:fixed}th,td{border:1px solid #d8dce4;padding:4px 8px;text-align:left;overflow-wrap:anywhere}\
+code{font-family:ui-monospace,monospace;font-size:13px;background:#f2f4f8;padding:0 3px;border-radius:3px}\
 th{background:#f2f4f8}.note{background:#fff7e0;border-left:4px solid #e8b600;padding:6px 10px}\
 figure{margin:12px 0}.chart{width:100%;max-width:720px;height:auto;font-family:inherit}\
 .chart .title{font-size:14px;font-weight:600}.chart .tick,.chart .legend{font-size:11px;fill:#3b4252}\
 .chart .label{font-size:12px;fill:#3b4252}.chart .axis{stroke:#3b4252}.chart .grid{stroke:#e6e9ef}\
 .chart .empty{font-size:14px;fill:#8a90a0}@media print{nav{display:none}section{break-inside:avoid-page}}";
+
+#[cfg(test)]
+mod tests {
+    use super::inline_code;
+
+    #[test]
+    fn backticks_become_code_in_html() {
+        assert_eq!(
+            inline_code("run `make run` or `make test`"),
+            "run <code>make run</code> or <code>make test</code>"
+        );
+        // An odd one out is left alone.
+        assert_eq!(inline_code("a ` b"), "a ` b");
+        assert_eq!(inline_code("none"), "none");
+    }
+}

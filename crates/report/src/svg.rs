@@ -11,6 +11,18 @@ const BOTTOM: f64 = 45.0;
 const COLORS: &[&str] = &[
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf",
 ];
+/// After the colours, the dashes: 21 series before a (colour, dash) pair repeats.
+const DASHES: &[&str] = &["none", "7 3", "2 3"];
+/// The legend's line height.
+const LEGEND_STEP: f64 = 18.0;
+
+/// Series `i`'s colour and dash.
+fn style(i: usize) -> (&'static str, &'static str) {
+    (
+        COLORS[i % COLORS.len()],
+        DASHES[(i / COLORS.len()) % DASHES.len()],
+    )
+}
 
 /// Series with at most this many points get a marker on each.
 const MARKED_POINTS: usize = 24;
@@ -74,10 +86,12 @@ fn chart(
         y0 = y0.min(y);
         y1 = y1.max(y);
     }
+    // Tall enough for every series' legend entry.
+    let h = H.max(TOP + LEGEND_STEP * series.len() as f64 + 10.0);
     let mut out = String::new();
     let _ = write!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" class="chart" role="img" aria-label="{t}"><text x="{LEFT}" y="18" class="title">{t}</text>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h}" class="chart" role="img" aria-label="{t}"><text x="{LEFT}" y="18" class="title">{t}</text>"#,
         t = escape(title)
     );
     if x0 > x1 {
@@ -85,7 +99,7 @@ fn chart(
             out,
             r#"<text x="{}" y="{}" class="empty">no samples</text></svg>"#,
             W / 2.0 - 40.0,
-            H / 2.0
+            h / 2.0
         );
         return out;
     }
@@ -100,12 +114,12 @@ fn chart(
         y0 -= (y1 - y0).max(1e-9);
     }
     let px = |x: f64| LEFT + (x - x0) / (x1 - x0) * (W - LEFT - RIGHT);
-    let py = |y: f64| H - BOTTOM - (y - y0) / (y1 - y0) * (H - TOP - BOTTOM);
+    let py = |y: f64| h - BOTTOM - (y - y0) / (y1 - y0) * (h - TOP - BOTTOM);
     // Axes, ticks and labels.
     let _ = write!(
         out,
         r#"<line x1="{LEFT}" y1="{b}" x2="{r}" y2="{b}" class="axis"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b}" class="axis"/>"#,
-        b = H - BOTTOM,
+        b = h - BOTTOM,
         r = W - RIGHT
     );
     for i in 0..=4 {
@@ -115,7 +129,7 @@ fn chart(
             out,
             r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="grid"/>"#,
             px(xv),
-            H - BOTTOM + 16.0,
+            h - BOTTOM + 16.0,
             number(xv),
             LEFT - 6.0,
             py(yv) + 4.0,
@@ -129,15 +143,15 @@ fn chart(
         out,
         r#"<text x="{:.1}" y="{:.1}" class="label" text-anchor="middle">{}</text><text x="14" y="{:.1}" class="label" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text>"#,
         LEFT + (W - LEFT - RIGHT) / 2.0,
-        H - 8.0,
+        h - 8.0,
         escape(x_label),
-        TOP + (H - TOP - BOTTOM) / 2.0,
-        TOP + (H - TOP - BOTTOM) / 2.0,
+        TOP + (h - TOP - BOTTOM) / 2.0,
+        TOP + (h - TOP - BOTTOM) / 2.0,
         escape(y_label)
     );
     // Bands under the lines: the upper edge left to right, the lower back.
     for (i, band) in bands.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
-        let color = COLORS[i % COLORS.len()];
+        let (color, _) = style(i);
         let upper = band.iter().map(|&(x, _, hi)| (x, hi));
         let lower = band.iter().rev().map(|&(x, lo, _)| (x, lo));
         let points: Vec<String> = (upper.chain(lower))
@@ -150,7 +164,7 @@ fn chart(
         );
     }
     for (i, s) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
+        let (color, dash) = style(i);
         let mut path = String::new();
         let mut last: Option<(f64, f64)> = None;
         for &(x, y) in &s.points {
@@ -190,14 +204,24 @@ fn chart(
                 );
             }
         }
+        // A path only where there is a line to draw: every path drawn has points.
+        if !path.is_empty() {
+            let _ = write!(
+                out,
+                r#"<path d="{path}" fill="none" stroke="{color}" stroke-width="1.8" stroke-dasharray="{dash}"/>"#
+            );
+        }
+        let y = TOP + 13.5 + LEGEND_STEP * i as f64;
         let _ = write!(
             out,
-            r#"<path d="{path}" fill="none" stroke="{color}" stroke-width="1.8"/><rect x="{:.1}" y="{:.1}" width="12" height="3" fill="{color}"/><text x="{:.1}" y="{:.1}" class="legend">{}</text>"#,
-            W - RIGHT + 10.0,
-            TOP + 12.0 + 18.0 * i as f64,
-            W - RIGHT + 26.0,
-            TOP + 16.0 + 18.0 * i as f64,
-            escape(&if sparse {
+            r#"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{color}" stroke-width="3" stroke-dasharray="{dash}"/><text x="{:.1}" y="{:.1}" class="legend">{}</text>"#,
+            W - RIGHT + 8.0,
+            W - RIGHT + 24.0,
+            W - RIGHT + 28.0,
+            y + 2.5,
+            escape(&if s.points.is_empty() {
+                format!("{} (no data)", s.name)
+            } else if sparse {
                 format!("{} (n = {}, too few)", s.name, s.points.len())
             } else {
                 s.name.clone()
@@ -320,11 +344,11 @@ mod tests {
                 },
             ],
         );
-        assert_eq!(svg.matches("<path").count(), 2);
+        // Three points of a CDF: markers, no curve through them, and no empty path.
+        assert_eq!(svg.matches("<path").count(), 1);
         assert!(svg.contains("b&lt;&amp;&gt; (n = 3, too few)"));
-        // Three points of a CDF: markers, no curve through them.
         assert_eq!(svg.matches("<circle").count(), 3);
-        assert!(svg.contains(r#"<path d="" "#));
+        assert!(!svg.contains(r#"d="""#));
         assert!(line_chart("t", "x", "y", &[], false).contains("no samples"));
         let one = Series {
             name: "one".into(),
@@ -340,6 +364,39 @@ mod tests {
             cdf(&[3.0, 1.0, 2.0]),
             vec![(1.0, 1.0 / 3.0), (2.0, 2.0 / 3.0), (3.0, 1.0)]
         );
+    }
+
+    #[test]
+    fn every_series_has_its_own_look_and_a_legend_inside_the_chart() {
+        // 24 series, as the report's CPU chart has roles: one with no points.
+        let series: Vec<Series> = (0..24)
+            .map(|i| Series {
+                name: format!("role-{i}"),
+                points: if i == 5 {
+                    vec![]
+                } else {
+                    (0..30).map(|t| (f64::from(t), f64::from(i * t))).collect()
+                },
+            })
+            .collect();
+        let svg = line_chart("t", "x", "y", &series, false);
+        let height: f64 = svg
+            .split("viewBox=\"0 0 640 ")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|h| h.parse().ok())
+            .unwrap();
+        assert_eq!(svg.matches(r#"class="legend""#).count(), 24);
+        // The last entry's text (its baseline 16 below the first's top) inside the chart.
+        let last = TOP + 16.0 + LEGEND_STEP * 23.0;
+        assert!(last < height, "{last} falls off a chart {height} high");
+        // Every path drawn has points; the empty series is said so, not drawn.
+        assert_eq!(svg.matches("<path").count(), 23);
+        assert!(!svg.contains(r#"d="""#));
+        assert!(svg.contains("role-5 (no data)"));
+        // No two of 21 series look alike.
+        let looks: std::collections::BTreeSet<_> = (0..21).map(style).collect();
+        assert_eq!(looks.len(), 21);
     }
 
     #[test]
