@@ -565,7 +565,7 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
     // What each side's miners mined on, as the analysis tied their jobs to templates.
     for (name, side) in &summary.sides {
         series.push(Series {
-            name: format!("{name}: templates mined"),
+            name: name.clone(),
             points: side.templates_mined.clone(),
         });
     }
@@ -609,7 +609,7 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
                 rows,
             },
             Block::Para("Accepted counts where the pool decides; stale means the share's job was outdated when the miner submitted it (the pool's own stale verdict, after the link, is shown apart, in percent of its verdicts). Stale work is the miners' time on an outdated job (from each tip change to each miner's first job on that tip or a later one, at most until the next tip, over miners x window): what counted stale shares estimate, resolved in minutes instead of hours. At the pool it also holds the shares in flight: sent fresh, they cross the link one way after the pool, beside the node, has moved on. Every side's miners are set to the same shares a minute (a fixed difficulty where a pool takes one); per miner a minute shows what each side got, so a pool that moves its own difficulty shows here. Work credited is the difficulty of the shares the pool accepted, summed, in percent of the work the side's miners did at their hashrate over the window: what the pool pays for, about 100% when nothing is lost (a few hundred shares put it within about 10%).".into()),
-            Block::Chart { title: "Template value over time".into(), svg: line_chart("Template value over time", "seconds into the measured window", "sats", &series, true) },
+            Block::Chart { title: "Template value over time".into(), svg: line_chart("Template value over time: the network's best, and what each side mined", "seconds into the measured window", "sats", &series, true) },
         ],
     };
     if !tenths.is_empty() {
