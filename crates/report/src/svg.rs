@@ -113,6 +113,10 @@ fn chart(
         y1 = y0 + y0.abs().max(1.0) * 0.1;
         y0 -= (y1 - y0).max(1e-9);
     }
+    // Round ticks: each axis widened to whole steps of 1, 2, 2.5 or 5 times a power of ten
+    // (a run's first second at 0.577 s starts the axis at 0).
+    let (x0, x1, x_step) = round_axis(x0, x1);
+    let (y0, y1, y_step) = round_axis(y0, y1);
     let px = |x: f64| LEFT + (x - x0) / (x1 - x0) * (W - LEFT - RIGHT);
     let py = |y: f64| h - BOTTOM - (y - y0) / (y1 - y0) * (h - TOP - BOTTOM);
     // Axes, ticks and labels.
@@ -122,15 +126,19 @@ fn chart(
         b = h - BOTTOM,
         r = W - RIGHT
     );
-    for i in 0..=4 {
-        let f = f64::from(i) / 4.0;
-        let (xv, yv) = (x0 + f * (x1 - x0), y0 + f * (y1 - y0));
+    for xv in ticks(x0, x1, x_step) {
         let _ = write!(
             out,
-            r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="grid"/>"#,
+            r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text>"#,
             px(xv),
             h - BOTTOM + 16.0,
             number(xv),
+        );
+    }
+    for yv in ticks(y0, y1, y_step) {
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="grid"/>"#,
             LEFT - 6.0,
             py(yv) + 4.0,
             number(yv),
@@ -230,6 +238,25 @@ fn chart(
     }
     out.push_str("</svg>");
     out
+}
+
+/// `[lo, hi]` widened to whole steps, the step 1, 2, 2.5 or 5 times a power of ten that
+/// makes about four of them.
+fn round_axis(lo: f64, hi: f64) -> (f64, f64, f64) {
+    let raw = (hi - lo) / 4.0;
+    let power = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * power);
+    ((lo / step).floor() * step, (hi / step).ceil() * step, step)
+}
+
+/// The ticks from `lo` to `hi` a `step` apart (both ends whole steps).
+fn ticks(lo: f64, hi: f64, step: f64) -> impl Iterator<Item = f64> {
+    let n = ((hi - lo) / step).round() as i64;
+    (0..=n).map(move |i| lo + i as f64 * step)
 }
 
 /// The empirical CDF of `samples`: (value, share of samples at or below it).
@@ -397,6 +424,35 @@ mod tests {
         // No two of 21 series look alike.
         let looks: std::collections::BTreeSet<_> = (0..21).map(style).collect();
         assert_eq!(looks.len(), 21);
+    }
+
+    #[test]
+    fn axes_are_whole_steps_from_round_numbers() {
+        // Seconds of a run from its first sample at 0.577 s to 299.4 s: 0 to 300 by 100.
+        assert_eq!(round_axis(0.577, 299.4), (0.0, 300.0, 100.0));
+        // Template values from 312.50M to 313.08M: 312.4M to 313.2M by 0.2M.
+        let (lo, hi, step) = round_axis(312_500_000.0, 313_080_000.0);
+        assert_eq!(step, 200_000.0);
+        assert_eq!((lo, hi), (312_400_000.0, 313_200_000.0));
+        // A size from zero stays at zero: 0 to 2,351 bytes/s by 1,000.
+        assert_eq!(round_axis(0.0, 2_351.0), (0.0, 3_000.0, 1_000.0));
+        assert_eq!(round_axis(-23.3, 80.0), (-50.0, 100.0, 50.0));
+        let t: Vec<f64> = ticks(0.0, 300.0, 100.0).collect();
+        assert_eq!(t, [0.0, 100.0, 200.0, 300.0]);
+        // The chart prints those ticks.
+        let svg = line_chart(
+            "t",
+            "s",
+            "B/s",
+            &[Series {
+                name: "a".into(),
+                points: vec![(0.577, 10.0), (299.4, 2_351.0)],
+            }],
+            false,
+        );
+        for label in [">0<", ">100<", ">300<", ">1000<", ">3000<"] {
+            assert!(svg.contains(label), "{label}: {svg}");
+        }
     }
 
     #[test]
