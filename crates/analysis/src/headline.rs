@@ -611,6 +611,58 @@ mod tests {
     }
 
     #[test]
+    fn a_significant_rise_reads_better_only_where_more_helps_the_operator() {
+        let rise = |metric| VerdictRow {
+            metric,
+            sv1: Some(10.0),
+            sv2: Some(11.0),
+            delta: Some(1.0),
+            pct: Some(10.0),
+            ci: Some((0.5, 1.5)),
+            p_value: Some(0.001),
+            units: (20, 20),
+            significant: true,
+            no_interval: None,
+            method: Method::Paired,
+            modelled: None,
+            tips_without_work: None,
+        };
+        for metric in Headline::ALL {
+            let more_is_better = matches!(
+                metric,
+                Headline::TemplateValueSats | Headline::AcceptancePct
+            );
+            let up = rise(metric);
+            let down = VerdictRow {
+                delta: Some(-1.0),
+                ci: Some((-1.5, -0.5)),
+                ..up.clone()
+            };
+            let (better, worse) = if more_is_better {
+                (&up, &down)
+            } else {
+                (&down, &up)
+            };
+            assert_eq!(better.reading(), Reading::Better, "{metric:?}");
+            assert_eq!(worse.reading(), Reading::Worse, "{metric:?}");
+            // Not significant: none shown; no interval: said so, whichever way it went.
+            let unsure = VerdictRow {
+                significant: false,
+                ci: Some((-0.5, 2.5)),
+                ..up.clone()
+            };
+            assert_eq!(unsure.reading(), Reading::NoDifferenceShown);
+            let unknown = VerdictRow {
+                significant: false,
+                ci: None,
+                no_interval: Some("too few".into()),
+                ..up.clone()
+            };
+            assert_eq!(unknown.reading(), Reading::NoInterval);
+        }
+    }
+
+    #[test]
     fn too_few_units_is_said_and_never_significant() {
         let m = manifest(vec![sv1_side(), farm_side()]);
         let events = [

@@ -456,6 +456,39 @@ mod tests {
     }
 
     #[test]
+    fn acceptance_and_credited_work_have_their_intervals_worked_by_hand() {
+        let mut m = manifest(vec![sv1_side()]);
+        // Two miners at 0.2 difficulty-1 units a second over the 10 s window: 4 units done.
+        m.sides.get_mut("sv1").unwrap().miner_hashrate = Some(0.2 * 4_294_967_296.0);
+        let mut events: Vec<Record> = (1..=4)
+            .map(|k| judged_at(k * 1_000 * MS, ShareVerdict::Accepted, Some(1.0)))
+            .collect();
+        events.push(judged_at(5_000 * MS, ShareVerdict::Duplicate, Some(1.0)));
+        let (f, _) = run(&m, "sv1", &events);
+        // 4 accepted of 5 judged: Wilson with z = 1.959964, z^2 = 3.841459:
+        // centre (0.8 + 0.384146) / 1.768292 = 0.669655, half-width
+        // 1.959964 x sqrt(0.032 + 0.038415) / 1.768292 = 0.294112: 37.554% to 96.377%.
+        assert_eq!(f.shares.acceptance_pct, Some(80.0));
+        let (lo, hi) = f.shares.acceptance_pct_ci.unwrap();
+        assert!(
+            (lo - 37.554).abs() < 1e-2 && (hi - 96.377).abs() < 1e-2,
+            "{lo} {hi}"
+        );
+        // 4 shares of difficulty 1 credit the 4 units done: 100%. As a Poisson count the
+        // half-width is z x sqrt(4) = 3.919928 units: (4 - 3.92) / 4 = 2.002%,
+        // (4 + 3.92) / 4 = 197.998%; 1.96 / sqrt(4) = 98% either side.
+        assert_eq!(f.pool_work.credited_pct, Some(100.0));
+        let (lo, hi) = f.pool_work.credited_pct_ci.unwrap();
+        assert!(
+            (lo - 2.0018).abs() < 1e-3 && (hi - 197.9982).abs() < 1e-3,
+            "{lo} {hi}"
+        );
+        // Nothing credited, or no work known: no interval.
+        let (none, _) = run(&m, "sv1", &events[4..]);
+        assert_eq!(none.pool_work.credited_pct_ci, None);
+    }
+
+    #[test]
     fn window_edges_belong_to_the_window() {
         let mut m = manifest(vec![sv1_side()]);
         m.window_start_ns = 1_000 * MS;

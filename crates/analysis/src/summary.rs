@@ -798,6 +798,18 @@ mod tests {
     }
 
     #[test]
+    fn the_block_pace_is_the_window_over_the_networks_blocks() {
+        let m = manifest(vec![sv1_side()]);
+        // Two tips in the 10 s window: a block every 5 s at this run's pace.
+        let s = computed(&m, &run(), &[]);
+        assert_eq!(s.network.blocks, 2);
+        assert_eq!(s.network.block_interval_s, Some(5.0));
+        // No block: no pace.
+        let quiet = computed(&m, &[], &[]);
+        assert_eq!(quiet.network.block_interval_s, None);
+    }
+
+    #[test]
     fn a_live_summary_in_warm_up_has_no_duration_and_no_data() {
         let mut m = manifest(vec![sv1_side()]);
         m.window_start_ns = 5_000 * MS;
