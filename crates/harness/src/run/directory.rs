@@ -92,6 +92,31 @@ pub(super) fn write_interim(
     Ok(at)
 }
 
+/// A run directory this run made, removed again if the run ends before its roles start:
+/// a run that cannot start leaves nothing behind; one that started roles keeps their logs.
+pub(super) struct Unstarted(Option<PathBuf>);
+
+impl Unstarted {
+    /// Before anything is written to `dir`: only a directory that did not exist is removed
+    /// (never an `--out` the user had).
+    pub(super) fn new(dir: &Path) -> Unstarted {
+        Unstarted((!dir.exists()).then(|| dir.to_path_buf()))
+    }
+
+    /// The roles start: the directory stays, whatever happens next.
+    pub(super) fn roles_start(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Unstarted {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
 /// Writes `manifest.json` and `summary.json`.
 pub(super) fn write_results(dir: &Path, manifest: &Manifest, summary: &Summary) -> Result<()> {
     std::fs::write(

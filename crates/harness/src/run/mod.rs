@@ -93,18 +93,10 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         .with_context(|| format!("cannot make {} absolute", dir.display()))?;
     // Fail before anything is written when the metrics port is taken.
     let metrics_listener = live::bind_metrics(opts.metrics_bind).await?;
-    // A run that cannot start leaves no directory of its own behind; one that started
-    // roles keeps their logs.
-    let fresh = !dir.exists();
-    let unstarted = |e: anyhow::Error| {
-        if fresh {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        e
-    };
-    directory::prepare(&dir, &opts.scenario).map_err(unstarted)?;
+    let unstarted = directory::Unstarted::new(&dir);
+    directory::prepare(&dir, &opts.scenario)?;
     if opts.scenario.placement.isolate {
-        opts.launcher.cpus = Some(crate::process::isolated_cpus().map_err(unstarted)?);
+        opts.launcher.cpus = Some(crate::process::isolated_cpus()?);
     }
     let mut collector = None;
     match (
@@ -116,16 +108,13 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
                 pool_nodes: opts.scenario.placement.pool_nodes.clone(),
                 farm_nodes: opts.scenario.placement.farm_nodes.clone(),
             });
-            let containers =
-                Containers::start(&opts.launcher.exe, &dir, swarm).map_err(unstarted)?;
+            let containers = Containers::start(&opts.launcher.exe, &dir, swarm)?;
             opts.launcher.events = EventsTo::Collector(containers.collector_addr());
             opts.launcher.containers = Some(Arc::new(containers));
         }
         (Engine::Process, EventsSink::Collector) => {
             let bind = SocketAddr::from(([127, 0, 0, 1], 0));
-            let started = Collector::start(bind, dir.join(EVENTS_DIR))
-                .await
-                .map_err(unstarted)?;
+            let started = Collector::start(bind, dir.join(EVENTS_DIR)).await?;
             opts.launcher.events = EventsTo::Collector(started.addr);
             collector = Some(started);
         }
@@ -135,8 +124,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     let harness_events = Recorder::to_file(
         &dir.join(EVENTS_DIR).join(format!("{HARNESS_ROLE}.jsonl")),
         HARNESS_ROLE,
-    )
-    .map_err(unstarted)?;
+    )?;
     // The harness is measured like a role: a long run shows whether its cost stays flat.
     let mut own_meter = CpuMeter::new(std::process::id());
     // And the host under them all: a saturated machine inflates every latency.
@@ -148,6 +136,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     let mut host_meter = HostMeter::new(&dir, &run_cpus);
 
     let mut roles: Vec<RoleProcess> = Vec::new();
+    unstarted.roles_start();
     let mut started = start_roles(&opts, &dir, &mut roles).await;
     // Measuring across a clock known no better than this would measure the clock.
     if let (Ok(_), Some(collector)) = (&started, &collector) {
