@@ -253,6 +253,7 @@ mod tests {
             t_ns,
             role: role.into(),
             cpu_pct,
+            cpu_s: None,
             rss_bytes,
             host: None,
         }

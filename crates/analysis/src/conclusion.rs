@@ -71,7 +71,7 @@ fn conclusion(
             each.join(", ")
         ));
     } else if let Some(w) = worth.iter().find(|w| w.sats_per_day.is_none()) {
-        parts.push(format!("worth: {}", w.how));
+        parts.push(format!("worth not priced, {}", w.how));
     }
     for (h, what) in [
         (Headline::FarmRxBytesPerS, "farm download"),
@@ -104,10 +104,15 @@ fn new_block_work(r: &VerdictRow) -> String {
     let interval = match (r.ci, &r.no_interval) {
         (Some((lo, hi)), _) if d <= 0.0 => format!(" [{:.1}, {:.1}]", -hi, -lo),
         (Some((lo, hi)), _) => format!(" [{lo:.1}, {hi:.1}]"),
-        (None, Some(why)) => format!(" ({why})"),
+        (None, Some(why)) => format!(", {why}"),
         (None, None) => String::new(),
     };
-    let pct = r.pct.map_or(String::new(), |p| format!(" ({p:+.0}%)"));
+    // Whole percents, tenths below one; none where even a tenth rounds to nothing.
+    let pct = match r.pct {
+        Some(p) if p.abs() >= 1.0 => format!(" ({p:+.0}%)"),
+        Some(p) if p.abs() >= 0.05 => format!(" ({p:+.1}%)"),
+        _ => String::new(),
+    };
     let verdict = if r.ci.is_some() && !r.significant {
         ", no difference shown"
     } else {
@@ -129,18 +134,24 @@ fn short(h: Headline) -> &'static str {
     }
 }
 
-/// Sats with a sign, to the precision a day's worth needs: tenths below 100; what rounds
-/// to nothing has no sign.
+/// Sats with a sign, to the precision a day's worth needs: whole sats from 100, tenths
+/// from 1, two significant digits below (a small farm's worth is a fraction of a sat that
+/// a farm a hundred times larger is paid in whole ones); under a thousandth is nothing,
+/// without a sign.
 fn sats(x: f64) -> String {
-    let text = if x.abs() < 100.0 {
-        format!("{x:+.1}")
-    } else {
-        format!("{x:+.0}")
-    };
-    match text.trim_start_matches(['+', '-']) {
-        "0.0" | "0" => "0.0".into(),
-        _ => text,
+    let size = x.abs();
+    if size < 1e-3 {
+        return "0".into();
     }
+    let places = if size >= 100.0 {
+        0
+    } else if size >= 1.0 {
+        1
+    } else {
+        // Two significant digits: 0.15, 0.015, 0.0015.
+        (1 - size.log10().floor() as i32) as usize
+    };
+    format!("{x:+.places$}")
 }
 
 fn kilobytes(bytes_per_s: f64) -> String {
@@ -199,6 +210,37 @@ mod tests {
         assert_eq!(c.worth_sats_per_day, None);
         assert!(c.text.contains("0.2 ms sooner"), "{}", c.text);
         assert!(c.text.contains("no difference shown"), "{}", c.text);
-        assert!(c.text.contains("worth: too few"), "{}", c.text);
+        assert!(
+            c.text
+                .contains("worth not priced, too few (n = 3 and 3 tips; 5 needed)"),
+            "{}",
+            c.text
+        );
+        // A fifth of a percent is said in tenths, not rounded to "-0%".
+        assert!(c.text.contains("sooner (-0.4%) [-0.6, 1.0]"), "{}", c.text);
+    }
+
+    #[test]
+    fn too_few_is_said_once_and_a_percent_that_rounds_to_nothing_not_at_all() {
+        let mut few = row(Headline::NewPrevhashJobMs, 50.0, 49.99, None);
+        few.no_interval = Some("too few (n = 3 and 3 tips; 5 needed)".into());
+        let a = WorthAssumptions::default();
+        let c = conclusion("sv2-c", &[few.clone()], &worth(&[few], &a, 3e8), &a);
+        // -0.02% rounds to nothing at a tenth: no percent at all.
+        assert_eq!(
+            c.text,
+            "sv2-c: miners reach new-block work 0.0 ms sooner, too few (n = 3 and 3 tips; 5 needed)"
+        );
+    }
+
+    #[test]
+    fn a_small_farms_worth_keeps_two_significant_digits() {
+        // 0.0152 sats a day at 1 PH/s is 1.52 at 100 PH/s: both said, neither as "0.0".
+        assert_eq!(sats(0.0152), "+0.015");
+        assert_eq!(sats(-0.152), "-0.15");
+        assert_eq!(sats(1.52), "+1.5");
+        assert_eq!(sats(152.4), "+152");
+        assert_eq!(sats(0.0004), "0");
+        assert_eq!(sats(-0.0), "0");
     }
 }

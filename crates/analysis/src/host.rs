@@ -150,6 +150,7 @@ mod tests {
             t_ns: t_s * 1_000_000_000,
             role: HOST_ROLE.into(),
             cpu_pct: busy * 2.0,
+            cpu_s: None,
             rss_bytes: 0,
             host: Some(HostReading {
                 core_busy_pct: cores.to_vec(),

@@ -24,6 +24,7 @@ pub mod latency;
 pub mod manifest;
 pub mod paths;
 pub mod published;
+pub mod resources;
 pub mod shares;
 pub mod stats;
 pub mod stream;

@@ -178,7 +178,12 @@ pub struct SideRoles {
 pub struct Sample {
     pub t_ns: u64,
     pub role: String,
+    /// CPU since the previous sample, percent of one core.
     pub cpu_pct: f64,
+    /// The process's CPU time so far, user and system, seconds (its kernel ticks); absent
+    /// for the host and in runs from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
     pub rss_bytes: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostReading>,

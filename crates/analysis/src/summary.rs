@@ -9,8 +9,9 @@ use crate::input::RunInput;
 use crate::jobs::{side_jobs, JobFacts, WorkTime};
 use crate::manifest::{Manifest, Sample, Stopped, Window, MANIFEST_FILE};
 use crate::paths::{path_readings, PathReadings};
+use crate::resources::{resources, series_dist};
 use crate::shares::{side_shares, ShareFacts};
-use crate::stats::{cluster_mean, series_mean, with_interval, Clustered, Estimate};
+use crate::stats::{cluster_mean, series_mean, Clustered, Estimate};
 use crate::timeline::Timeline;
 use crate::worth::{seed_reading, worth, SeedReading, WorthAssumptions, WorthRow};
 use crate::Unmatched;
@@ -22,6 +23,7 @@ use std::path::Path;
 
 pub use crate::bandwidth::{link_rates, Bandwidth, Direction};
 pub use crate::declaration::JobDeclarationSummary;
+pub use crate::resources::RoleResources;
 pub use crate::shares::{BlockCounts, PoolWork, ShareCounts};
 
 pub const SCHEMA: &str = "stratum-bench.summary.v1";
@@ -234,12 +236,6 @@ pub struct LatencySamples {
     /// The farm's bytes per second, second by second through the window.
     pub farm_tx_per_s: Vec<f64>,
     pub farm_rx_per_s: Vec<f64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RoleResources {
-    pub cpu_pct: Dist,
-    pub rss_bytes: Dist,
 }
 
 /// Reads a run directory and computes its summary. Unreadable lines of the event and
@@ -535,26 +531,6 @@ fn baseline_default() -> String {
     BASELINE.to_string()
 }
 
-/// A role's CPU and memory samples in the window.
-fn resources(samples: &[Sample], role: &str, window: Window) -> RoleResources {
-    let mine: Vec<&Sample> = samples
-        .iter()
-        .filter(|s| s.role == role && window.contains(s.t_ns))
-        .collect();
-    let cpu: Vec<f64> = mine.iter().map(|s| s.cpu_pct).collect();
-    let rss: Vec<f64> = mine.iter().map(|s| s.rss_bytes as f64).collect();
-    RoleResources {
-        cpu_pct: series_dist(&cpu),
-        rss_bytes: series_dist(&rss),
-    }
-}
-
-/// The distribution of a series sampled every second, with the interval of its mean by
-/// batch means (one run's precision: a run against another is a run-level question).
-fn series_dist(xs: &[f64]) -> Dist {
-    with_interval(Dist::of(xs), &series_mean(xs))
-}
-
 /// What the relays and taps themselves added, per role and direction (each writes one
 /// summary at its end).
 fn per_role(
@@ -705,6 +681,7 @@ mod tests {
                 t_ns: 2_000 * MS,
                 role: "pool".into(),
                 cpu_pct: 10.0,
+                cpu_s: None,
                 rss_bytes: 1_000,
                 host: None,
             },
@@ -712,6 +689,7 @@ mod tests {
                 t_ns: 2_000 * MS,
                 role: "node".into(),
                 cpu_pct: 50.0,
+                cpu_s: None,
                 rss_bytes: 9_000,
                 host: None,
             },
@@ -719,6 +697,7 @@ mod tests {
                 t_ns: 3_000 * MS,
                 role: HARNESS_ROLE.into(),
                 cpu_pct: 4.0,
+                cpu_s: None,
                 rss_bytes: 4_000,
                 host: None,
             },

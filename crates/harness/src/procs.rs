@@ -23,9 +23,8 @@ impl CpuMeter {
         CpuMeter { pid, last: None }
     }
 
-    /// CPU use since the previous call, in percent of one core, and resident bytes.
-    /// `None` once the process is gone (or on the first call for CPU).
-    pub fn sample(&mut self) -> Option<(Option<f64>, u64)> {
+    /// The process's CPU and memory now. `None` once the process is gone.
+    pub fn sample(&mut self) -> Option<ProcReading> {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
         // Fields after the command name (which may hold spaces) in parentheses.
         let rest = &stat[stat.rfind(')')? + 2..];
@@ -35,13 +34,29 @@ impl CpuMeter {
         let statm = std::fs::read_to_string(format!("/proc/{}/statm", self.pid)).ok()?;
         let rss = statm.split_whitespace().nth(1)?.parse::<u64>().ok()? * page_size();
         let now = Instant::now();
-        let cpu = self.last.map(|(t, prev)| {
+        let cpu_pct = self.last.map(|(t, prev)| {
             let secs = now.duration_since(t).as_secs_f64().max(1e-6);
             (ticks.saturating_sub(prev)) as f64 / clock_ticks() / secs * 100.0
         });
         self.last = Some((now, ticks));
-        Some((cpu, rss))
+        Some(ProcReading {
+            cpu_pct,
+            cpu_s: ticks as f64 / clock_ticks(),
+            rss_bytes: rss,
+        })
     }
+}
+
+/// One reading of a process.
+#[derive(Debug, Clone, Copy)]
+pub struct ProcReading {
+    /// CPU use since the previous reading, in percent of one core (`None` on the first).
+    pub cpu_pct: Option<f64>,
+    /// CPU time the process has used since it started, user and system, in seconds: its
+    /// kernel ticks (10 ms each), so a rate over several seconds resolves a fraction of a
+    /// tick a second where one second's rate moves in whole percents of a core.
+    pub cpu_s: f64,
+    pub rss_bytes: u64,
 }
 
 /// The process listening for TCP on `addr` (or on every address at its port), found
@@ -114,18 +129,23 @@ mod tests {
     #[test]
     fn measures_this_process() {
         let mut m = CpuMeter::new(std::process::id());
-        let (cpu, rss) = m.sample().unwrap();
-        assert!(cpu.is_none());
-        assert!(rss > 1_000_000);
+        let first = m.sample().unwrap();
+        assert!(first.cpu_pct.is_none());
+        assert!(first.rss_bytes > 1_000_000);
         let t = Instant::now();
         let mut x = 0u64;
         while t.elapsed().as_millis() < 200 {
             x = x.wrapping_add(std::hint::black_box(1));
         }
-        let (cpu, _) = m.sample().unwrap();
+        let second = m.sample().unwrap();
         assert!(
-            cpu.unwrap() > 30.0,
-            "a busy loop shows as CPU: {cpu:?} ({x})"
+            second.cpu_pct.unwrap() > 30.0,
+            "a busy loop shows as CPU: {second:?} ({x})"
+        );
+        // The running total grew by the loop's CPU time, at least most of its 200 ms.
+        assert!(
+            second.cpu_s - first.cpu_s >= 0.1,
+            "{first:?} then {second:?}"
         );
         assert!(CpuMeter::new(u32::MAX - 1).sample().is_none());
     }

@@ -4,8 +4,9 @@ use crate::document::{Block, Document, Section};
 use crate::readings;
 use crate::run_data::RunData;
 use crate::svg::{cdf, cdf_chart, estimate, grouped, line_chart, number, percent, signed, Series};
-use analysis::bandwidth::{link_counters, link_rates};
 use analysis::headline::Headline;
+use analysis::manifest::Window;
+use analysis::resources::RoleResources;
 use analysis::stats::Clustered;
 use analysis::summary::SideSummary;
 use probe::{Dist, Event};
@@ -37,14 +38,22 @@ pub fn build(run: &RunData) -> Document {
     sections.push(context(run));
     match &run.summary {
         Some(summary) => {
-            let origin = run.manifest.as_ref().map_or(0, |m| m.window_start_ns);
+            // Without a manifest nothing says where the window was: everything is drawn.
+            let window = run.manifest.as_ref().map_or(
+                Window {
+                    start_ns: 0,
+                    end_ns: u64::MAX,
+                },
+                |m| m.window(),
+            );
+            let origin = window.start_ns;
             sections.push(readings_section(summary));
             sections.push(shares_section(run, summary, origin));
             sections.push(latency_section(summary));
-            sections.push(bandwidth_section(run, summary, origin));
-            sections.push(roles_section(run, origin));
+            sections.push(bandwidth_section(summary));
+            sections.push(roles_section(run, summary, window));
             if let Some(health) = &summary.host {
-                sections.push(host_section(run, health, origin));
+                sections.push(host_section(run, health, window));
             }
             if run.scenario_value("name").as_deref() == Some("seed-context") {
                 sections.push(published_section(summary));
@@ -695,20 +704,22 @@ fn latency_section(summary: &analysis::Summary) -> Section {
 }
 
 /// Bytes per second across each side's link, per direction, second by second.
-fn bandwidth_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Section {
+fn bandwidth_section(summary: &analysis::Summary) -> Section {
+    // Second k of the window is drawn at its end, k + 1 s.
+    let per_second = |bytes: &[f64]| -> Points {
+        (bytes.iter().enumerate())
+            .map(|(k, b)| (k as f64 + 1.0, *b))
+            .collect()
+    };
     let mut series = Vec::new();
-    for (name, roles) in run.manifest.iter().flat_map(|m| m.sides.iter()) {
-        let rates = link_rates(&link_counters(&run.events, &roles.link_role));
-        let rate = |pick: fn(&(u64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
-            rates.iter().map(|r| (secs(r.0, origin), pick(r))).collect()
-        };
+    for (name, side) in &summary.sides {
         series.push(Series {
             name: format!("{name} farm tx"),
-            points: rate(|c| c.1),
+            points: per_second(&side.samples.farm_tx_per_s),
         });
         series.push(Series {
             name: format!("{name} farm rx"),
-            points: rate(|c| c.2),
+            points: per_second(&side.samples.farm_rx_per_s),
         });
     }
     let rows = summary
@@ -740,56 +751,66 @@ fn bandwidth_section(run: &RunData, summary: &analysis::Summary, origin: u64) ->
         blocks: vec![
             Block::Chart { title: "Bandwidth over time".into(), svg: line_chart("Farm bandwidth over time", "seconds into the measured window", "bytes per second", &series, false) },
             Block::Table { head: ["side", "farm tx B/s", "farm rx B/s", "pool tx B/s", "pool rx B/s", "of farm rx: tx relay (modelled)", "of farm tx / rx: compact blocks (modelled)", "emulation feed tx / rx (in no total)"].map(String::from).to_vec(), rows },
-            Block::Para("Application bytes crossing the emulated WAN link, means over the measured window. The farm's tx is the pool's rx. A farm with its own node (configurations A, B) also exchanges transactions and blocks with the network, modelled as a real node moves them: transaction relay (inv, getdata, tx) and blocks as BIP152 compact blocks (short ids, the prefilled coinbase, and the transactions its mempool lacked); those are part of the farm's totals. The emulation's own whole-block feed between the nodes is shown apart and counted in no total.".into()),
+            Block::Para("Application bytes crossing the emulated WAN link, means over the measured window (the chart draws its seconds; the warm-up's connections and first jobs, a burst, are not drawn). The farm's tx is the pool's rx. A farm with its own node (configurations A, B) also exchanges transactions and blocks with the network, modelled as a real node moves them: transaction relay (inv, getdata, tx) and blocks as BIP152 compact blocks (short ids, the prefilled coinbase, and the transactions its mempool lacked); those are part of the farm's totals. The emulation's own whole-block feed between the nodes is shown apart and counted in no total.".into()),
         ],
     }
 }
 
-/// (seconds, value) pairs of one time series.
-type Points = Vec<(f64, f64)>;
-
-fn roles_section(run: &RunData, origin: u64) -> Section {
-    let mut by_role: BTreeMap<&str, (Points, Points)> = BTreeMap::new();
-    // The host is a section of its own.
-    for s in run.samples.iter().filter(|s| s.host.is_none()) {
-        let e = by_role.entry(&s.role).or_default();
-        let t = secs(s.t_ns, origin);
-        e.0.push((t, s.cpu_pct));
-        e.1.push((t, s.rss_bytes as f64 / 1e6));
+/// Each role's CPU in cores and memory over the measured window: the charts from the
+/// samples in it, the table from the summary.
+fn roles_section(run: &RunData, summary: &analysis::Summary, window: Window) -> Section {
+    let mut roles: BTreeMap<&str, &RoleResources> = BTreeMap::new();
+    for side in summary.sides.values() {
+        roles.extend(side.roles.iter().map(|(r, v)| (r.as_str(), v)));
     }
-    let cpu: Vec<Series> = by_role
-        .iter()
-        .map(|(r, v)| Series {
-            name: r.to_string(),
-            points: v.0.clone(),
+    let node = run.manifest.as_ref().map(|m| m.node_role.as_str());
+    if let (Some(node), Some(r)) = (node, &summary.network.node) {
+        roles.insert(node, r);
+    }
+    if let Some(r) = &summary.harness {
+        roles.insert(analysis::summary::HARNESS_ROLE, r);
+    }
+    let origin = window.start_ns;
+    let cpu: Vec<Series> = (roles.keys())
+        .map(|role| Series {
+            name: role.to_string(),
+            points: (analysis::resources::cpu_cores(&run.samples, role, window).into_iter())
+                .map(|(t, cores)| (secs(t, origin), cores))
+                .collect(),
         })
         .collect();
-    let rss: Vec<Series> = by_role
-        .iter()
-        .map(|(r, v)| Series {
-            name: r.to_string(),
-            points: v.1.clone(),
+    let rss: Vec<Series> = (roles.keys())
+        .map(|role| Series {
+            name: role.to_string(),
+            points: (run.samples.iter())
+                .filter(|s| s.role == *role && window.contains(s.t_ns))
+                .map(|s| (secs(s.t_ns, origin), s.rss_bytes as f64 / 1e6))
+                .collect(),
         })
         .collect();
-    let rows = by_role
-        .iter()
-        .map(|(r, v)| {
-            let c: Vec<f64> = v.0.iter().map(|p| p.1).collect();
-            let m: Vec<f64> = v.1.iter().map(|p| p.1).collect();
-            let (dc, dm) = (Dist::of(&c), Dist::of(&m));
-            let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.1}"));
-            vec![r.to_string(), f(dc.mean), f(dc.p99), f(dm.p50), f(dm.max)]
+    let f = |x: Option<f64>, places: usize| x.map_or("-".into(), |v| format!("{v:.places$}"));
+    let rows = (roles.iter())
+        .map(|(role, r)| {
+            let mb = |x: Option<f64>| f(x.map(|b| b / 1e6), 1);
+            vec![
+                role.to_string(),
+                f(r.cpu_cores.mean, 3),
+                f(r.cpu_cores.max, 3),
+                mb(r.rss_bytes.p50),
+                mb(r.rss_bytes.max),
+            ]
         })
         .collect();
+    let span = analysis::resources::CPU_SPAN_S;
     Section {
         title: "Roles: CPU and memory".into(),
         blocks: vec![
             Block::Chart {
                 title: "CPU over time".into(),
                 svg: line_chart(
-                    "CPU per role",
+                    &format!("CPU per role, each point its CPU time over {span:.0} s"),
                     "seconds into the measured window",
-                    "% of one core",
+                    "cores",
                     &cpu,
                     false,
                 ),
@@ -807,8 +828,8 @@ fn roles_section(run: &RunData, origin: u64) -> Section {
             Block::Table {
                 head: [
                     "role",
-                    "CPU % mean",
-                    "CPU % p99",
+                    "CPU cores, mean",
+                    &format!("CPU cores, busiest {span:.0} s"),
                     "RSS MB p50",
                     "RSS MB max",
                 ]
@@ -816,15 +837,20 @@ fn roles_section(run: &RunData, origin: u64) -> Section {
                 .to_vec(),
                 rows,
             },
+            Block::Para(format!("The measured window only (the warm-up's connections and first jobs are not drawn). CPU is the process's own CPU time (user and system, in the kernel's 10 ms ticks) over each {span:.0} s, in cores: 0.010 is a hundredth of one core. One second's reading moves in whole hundredths, so a role using a few thousandths would read 0 or 0.01 at random.")),
         ],
     }
 }
 
+/// (seconds, value) pairs of one time series.
+type Points = Vec<(f64, f64)>;
+
 /// The machine under the roles: its CPU per core, memory and load over the window, and
 /// whether it was saturated.
-fn host_section(run: &RunData, health: &analysis::host::HostHealth, origin: u64) -> Section {
+fn host_section(run: &RunData, health: &analysis::host::HostHealth, window: Window) -> Section {
     let host: Vec<(f64, &analysis::manifest::HostReading)> = (run.samples.iter())
-        .filter_map(|s| Some((secs(s.t_ns, origin), s.host.as_ref()?)))
+        .filter(|s| window.contains(s.t_ns))
+        .filter_map(|s| Some((secs(s.t_ns, window.start_ns), s.host.as_ref()?)))
         .collect();
     let cores = host
         .iter()

@@ -69,8 +69,13 @@ pub fn pools_of(run_dir: &Path) -> BTreeMap<String, String> {
 /// `pools`: the pool software each side ran, by side (from the run's manifest).
 pub fn render(s: &Summary, pools: &BTreeMap<String, String>, t: &Terminal) -> String {
     let mut out = Vec::new();
-    for c in s.conclusions.values() {
-        out.extend(wrap(&c.text, t.width, "  "));
+    for (side, c) in &s.conclusions {
+        let mut lines = wrap(&c.text, t.width, "  ");
+        // The side's name, bold on a terminal: where each bottom line starts.
+        if let Some(rest) = (lines.first_mut()).and_then(|l| l.strip_prefix(side.as_str())) {
+            lines[0] = format!("{}{rest}", paint(t, BOLD, side));
+        }
+        out.extend(lines);
     }
     out.push(String::new());
     out.extend(wrap(&context(s), t.width, "  "));
@@ -82,11 +87,8 @@ pub fn render(s: &Summary, pools: &BTreeMap<String, String>, t: &Terminal) -> St
     out.extend(notes(s, t));
     let host_warning = s.host.as_ref().and_then(|h| h.warning.as_ref());
     if let Some(warning) = host_warning {
-        out.extend(wrap(
-            &format!("WARNING host saturated: {warning}; latencies marked [host-saturated]"),
-            t.width,
-            "  ",
-        ));
+        let text = format!("WARNING host saturated: {warning}; latencies marked [host-saturated]");
+        out.extend((wrap(&text, t.width, "  ").iter()).map(|l| paint(t, YELLOW, l)));
     }
     for (side, rows) in &s.verdict {
         out.push(String::new());
@@ -490,6 +492,18 @@ fn table(t: &Terminal, arrangement: ContentArrangement) -> Table {
         table.force_no_tty();
     }
     table
+}
+
+const BOLD: &str = "\x1b[1m";
+const YELLOW: &str = "\x1b[33m";
+
+/// `text` in an ANSI style on a terminal, as it is elsewhere.
+fn paint(t: &Terminal, style: &str, text: &str) -> String {
+    if t.colour {
+        format!("{style}{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
 }
 
 /// Words wrapped to `width` columns, lines after the first indented.

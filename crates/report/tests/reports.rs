@@ -2,6 +2,7 @@
 
 use analysis::manifest::{LinkParams, Manifest, Sample, SideRoles};
 use probe::{Event, Record, ShareVerdict, TipCause};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -111,6 +112,21 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
         }
     }
     let mut samples = String::new();
+    // Ten seconds of warm-up before the window, with memory no second of the window has.
+    for sec in 0..10u64 {
+        for role in ["node", "pool-sv1", "link-sv1", "miners-sv1"] {
+            let s = Sample {
+                t_ns: t0 - (10 - sec) * S,
+                role: role.into(),
+                cpu_pct: 90.0,
+                cpu_s: Some(0.9 * sec as f64),
+                rss_bytes: WARM_UP_RSS,
+                host: None,
+            };
+            samples.push_str(&(serde_json::to_string(&s).unwrap() + "\n"));
+        }
+    }
+    let mut cpu_s: BTreeMap<&str, f64> = BTreeMap::new();
     for sec in 0..=300u64 {
         let t = t0 + sec * S;
         link.push(rec(
@@ -127,10 +143,15 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
             ("link-sv1", 0.5),
             ("miners-sv1", 3.0),
         ] {
+            let pct = cpu + (sec % 3) as f64;
+            // The running total the percentages come from.
+            let total = cpu_s.entry(role).or_insert(9.0);
+            *total += pct / 100.0;
             let s = Sample {
                 t_ns: t,
                 role: role.into(),
-                cpu_pct: cpu + (sec % 3) as f64,
+                cpu_pct: pct,
+                cpu_s: Some(*total),
                 rss_bytes: 30_000_000,
                 host: None,
             };
@@ -341,6 +362,70 @@ fn the_html_report_has_every_section_with_charts_and_renders_cleanly() {
         &text[..200.min(text.len())]
     );
     let _ = std::fs::remove_dir_all(&profile);
+}
+
+/// What no second of the fake run's window holds: its warm-up's memory.
+const WARM_UP_RSS: u64 = 777_000_000;
+
+#[test]
+fn the_roles_table_is_summary_json_s_and_the_charts_draw_the_window_only() {
+    let dir = fake_run("roles", 50);
+    report::write_report(&dir, false).unwrap();
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let summary: analysis::Summary =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let section = md.split("## Roles: CPU and memory").nth(1).unwrap();
+    let mut rows = 0;
+    let node = summary
+        .network
+        .node
+        .as_ref()
+        .map(|r| ("node".to_string(), r));
+    for (role, r) in summary.sides["sv1"]
+        .roles
+        .iter()
+        .chain(node.iter().map(|(n, r)| (n, *r)))
+    {
+        let f = |x: Option<f64>, places: usize| format!("{:.places$}", x.unwrap());
+        let row = format!(
+            "| {role} | {} | {} | {} | {} |",
+            f(r.cpu_cores.mean, 3),
+            f(r.cpu_cores.max, 3),
+            f(r.rss_bytes.p50.map(|b| b / 1e6), 1),
+            f(r.rss_bytes.max.map(|b| b / 1e6), 1),
+        );
+        assert!(section.contains(&row), "{row} not in {section}");
+        rows += 1;
+    }
+    assert_eq!(rows, 4);
+    // pool-sv1 used 2, 3, 4% of a core in turn: 0.03 core, from its running total; the
+    // warm-up's 0.9 core and 777 MB are in neither the table nor the charts.
+    let pool = &summary.sides["sv1"].roles["pool-sv1"];
+    assert!(
+        (pool.cpu_cores.mean.unwrap() - 0.03).abs() < 0.001,
+        "{pool:?}"
+    );
+    assert_eq!(pool.rss_bytes.max, Some(30e6));
+    // Each chart's highest y tick: the CPU chart's within 0.1 core, the memory chart's
+    // within 40 MB (the warm-up would take them to 1 core and 800 MB).
+    let section = (html.rsplit("Roles: CPU and memory").next())
+        .and_then(|s| s.split("<section").next())
+        .unwrap();
+    let top: Vec<f64> = (section.split("<svg").skip(1))
+        .map(|svg| {
+            (svg.split(r#"text-anchor="end">"#).skip(1))
+                .filter_map(|t| t.split('<').next()?.parse::<f64>().ok())
+                .fold(0.0, f64::max)
+        })
+        .collect();
+    assert_eq!(top.len(), 2, "{section}");
+    assert!(top[0] > 0.0 && top[0] <= 0.1, "CPU axis to {}", top[0]);
+    assert!(
+        top[1] >= 30.0 && top[1] <= 40.0,
+        "memory axis to {}",
+        top[1]
+    );
 }
 
 #[test]

@@ -123,4 +123,11 @@ fn readings_are_coloured_only_when_asked() {
         },
     );
     assert!(text.contains("\x1b["), "{text}");
+    // Each bottom line starts with its side's name in bold.
+    for side in summary().conclusions.keys() {
+        assert!(
+            (text.lines()).any(|l| l.starts_with(&format!("\x1b[1m{side}\x1b[0m: "))),
+            "{side}: {text}"
+        );
+    }
 }

@@ -376,7 +376,6 @@ async fn measure(
     };
     let sender_cpu_before = sender_cpu();
     let t_start = probe::mono_ns();
-    let cpu_clock = Instant::now();
     let mut asked = Vec::with_capacity(opts.rounds);
     for _ in 0..opts.rounds {
         let t = probe::mono_ns();
@@ -392,7 +391,6 @@ async fn measure(
         tokio::time::sleep(Duration::from_millis(1000 + u64::from(n) / 10)).await;
     }
     let sender_cpu_after = sender_cpu();
-    let elapsed = cpu_clock.elapsed().as_secs_f64();
 
     // A sender that learns of blocks by polling (NOMP, every 500 ms) may still be sending
     // the last one on a loaded machine: wait for every miner, up to a bound, before
@@ -439,8 +437,8 @@ async fn measure(
         // The sender's CPU over the rounds (it is otherwise idle), per fan-out.
         sender_cpu_ms_per_round: match (sender_cpu_before, sender_cpu_after) {
             // Zero ticks is below the kernel's 10 ms resolution, not zero: left unknown.
-            (Some(_), Some((Some(pct), _))) if !rounds.is_empty() && pct > 0.0 => {
-                Some(pct / 100.0 * elapsed * 1e3 / rounds.len() as f64)
+            (Some(before), Some(after)) if !rounds.is_empty() && after.cpu_s > before.cpu_s => {
+                Some((after.cpu_s - before.cpu_s) * 1e3 / rounds.len() as f64)
             }
             _ => None,
         },

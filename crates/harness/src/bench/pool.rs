@@ -143,7 +143,7 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
     let mut idle_rss = meter_of(roles, "pool")
         .or(foreign.as_mut())
         .and_then(CpuMeter::sample)
-        .map(|(_, rss)| rss);
+        .map(|r| r.rss_bytes);
     let mut steps = Vec::new();
     let mut offered = opts.rate;
     for k in 0..opts.max_steps {
@@ -258,7 +258,7 @@ async fn measure_step(
             .await?;
             let idle = meter_of(roles, &pool_name)
                 .and_then(CpuMeter::sample)
-                .map(|(_, rss)| rss);
+                .map(|r| r.rss_bytes);
             let spec = RoleSpec::Sv2Miners {
                 config: sv2::fleet::FleetConfig {
                     pool: pool.pool,
@@ -331,7 +331,7 @@ async fn measure_step(
     let secs = (to - from) as f64 / 1e9;
     let accepted_per_s = accepted as f64 / secs;
     let latency = Dist::of(&latencies);
-    let cpu = pool_sample.and_then(|(cpu, _)| cpu);
+    let cpu = pool_sample.and_then(|r| r.cpu_pct);
     let step = StepResult {
         offered_per_s: offered,
         submitted: submitted_at.len() as u64,
@@ -352,7 +352,7 @@ async fn measure_step(
         pool_cpu_us_per_share: cpu
             .filter(|_| accepted > 0)
             .map(|c| c / 100.0 * 1e6 / accepted_per_s),
-        pool_rss_bytes: pool_sample.map(|(_, rss)| rss),
+        pool_rss_bytes: pool_sample.map(|r| r.rss_bytes),
     };
     Ok((step, idle_rss))
 }

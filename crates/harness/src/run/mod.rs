@@ -228,14 +228,15 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
             .map(|r| (r.name.as_str(), &mut r.meter))
             .chain([(HARNESS_ROLE, &mut own_meter)]);
         for (name, meter) in meters {
-            if let Some((cpu, rss)) = meter.sample() {
-                let cpu = cpu.unwrap_or(0.0);
-                gauges.insert(name.to_string(), (cpu, rss));
+            if let Some(reading) = meter.sample() {
+                let cpu = reading.cpu_pct.unwrap_or(0.0);
+                gauges.insert(name.to_string(), (cpu, reading.rss_bytes));
                 let sample = Sample {
                     t_ns: now,
                     role: name.to_string(),
                     cpu_pct: cpu,
-                    rss_bytes: rss,
+                    cpu_s: Some(reading.cpu_s),
+                    rss_bytes: reading.rss_bytes,
                     host: None,
                 };
                 writeln!(samples_file, "{}", serde_json::to_string(&sample)?)?;
@@ -249,6 +250,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
                 t_ns: now,
                 role: HOST_ROLE.to_string(),
                 cpu_pct: r.busy_pct * r.core_busy_pct.len() as f64,
+                cpu_s: None,
                 rss_bytes: r.mem_total_bytes.saturating_sub(r.mem_available_bytes),
                 host: Some(second.reading),
             };
