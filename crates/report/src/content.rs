@@ -794,7 +794,7 @@ fn roles_section(run: &RunData, summary: &analysis::Summary, window: Window) -> 
             let mb = |x: Option<f64>| f(x.map(|b| b / 1e6), 1);
             vec![
                 role.to_string(),
-                f(r.cpu_cores.mean, 3),
+                f(r.cpu_cores.mean, 4),
                 f(r.cpu_cores.max, 3),
                 mb(r.rss_bytes.p50),
                 mb(r.rss_bytes.max),
@@ -837,7 +837,7 @@ fn roles_section(run: &RunData, summary: &analysis::Summary, window: Window) -> 
                 .to_vec(),
                 rows,
             },
-            Block::Para(format!("The measured window only (the warm-up's connections and first jobs are not drawn). CPU is the process's own CPU time (user and system, in the kernel's 10 ms ticks) over each {span:.0} s, in cores: 0.010 is a hundredth of one core. One second's reading moves in whole hundredths, so a role using a few thousandths would read 0 or 0.01 at random.")),
+            Block::Para(format!("The measured window only (the warm-up's connections and first jobs are not drawn). CPU is the process's own CPU time (user and system, in the kernel's 10 ms ticks) over each {span:.0} s, in cores: 0.010 is a hundredth of one core. One second's reading moves in whole hundredths, so a role using a few thousandths would read 0 or 0.01 at random; each {span:.0} s resolves 0.002, and the mean, the window's total over its length, a ten-thousandth in a minute or more.")),
         ],
     }
 }

@@ -132,7 +132,7 @@ fn chart(
             r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text>"#,
             px(xv),
             h - BOTTOM + 16.0,
-            number(xv),
+            tick_label(xv, x_step),
         );
     }
     for yv in ticks(y0, y1, y_step) {
@@ -141,7 +141,7 @@ fn chart(
             r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="grid"/>"#,
             LEFT - 6.0,
             py(yv) + 4.0,
-            number(yv),
+            tick_label(yv, y_step),
             py(yv),
             W - RIGHT,
             py(yv)
@@ -251,6 +251,21 @@ fn round_axis(lo: f64, hi: f64) -> (f64, f64, f64) {
         .find(|&s| s >= raw)
         .unwrap_or(10.0 * power);
     ((lo / step).floor() * step, (hi / step).ceil() * step, step)
+}
+
+/// A tick's label: as many decimals as its axis's step has, the same on every tick (0.000,
+/// 0.005, 0.010; 0, 20, 40); from ten thousand, in k, M or G.
+fn tick_label(v: f64, step: f64) -> String {
+    if v.abs() >= 1e4 {
+        return number(v);
+    }
+    let places = (0..6)
+        .find(|&d| {
+            let scaled = step * 10f64.powi(d);
+            (scaled - scaled.round()).abs() < 1e-6 * scaled.max(1.0)
+        })
+        .unwrap_or(6) as usize;
+    format!("{v:.places$}")
 }
 
 /// The ticks from `lo` to `hi` a `step` apart (both ends whole steps).
@@ -453,6 +468,16 @@ mod tests {
         for label in [">0<", ">100<", ">300<", ">1000<", ">3000<"] {
             assert!(svg.contains(label), "{label}: {svg}");
         }
+    }
+
+    #[test]
+    fn tick_labels_have_their_steps_decimals() {
+        assert_eq!(tick_label(0.0, 0.005), "0.000");
+        assert_eq!(tick_label(0.015, 0.005), "0.015");
+        assert_eq!(tick_label(0.5, 0.25), "0.50");
+        assert_eq!(tick_label(40.0, 20.0), "40");
+        assert_eq!(tick_label(2.5, 2.5), "2.5");
+        assert_eq!(tick_label(25_000.0, 5_000.0), "25.0k");
     }
 
     #[test]

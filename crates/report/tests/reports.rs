@@ -390,7 +390,7 @@ fn the_roles_table_is_summary_json_s_and_the_charts_draw_the_window_only() {
         let f = |x: Option<f64>, places: usize| format!("{:.places$}", x.unwrap());
         let row = format!(
             "| {role} | {} | {} | {} | {} |",
-            f(r.cpu_cores.mean, 3),
+            f(r.cpu_cores.mean, 4),
             f(r.cpu_cores.max, 3),
             f(r.rss_bytes.p50.map(|b| b / 1e6), 1),
             f(r.rss_bytes.max.map(|b| b / 1e6), 1),
