@@ -1,8 +1,10 @@
 //! What the scale benchmarks write: plain data the benches produce and the report reads.
 //! Each bench writes one JSON file (named here) into its output directory.
 
-use probe::Dist;
+use probe::stats::percentile;
+use probe::{Dist, Event, Record};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// `bench fanout`'s results, one per miner count.
 pub const FANOUT_FILE: &str = "fanout.json";
@@ -258,9 +260,318 @@ pub struct TemplateCase {
     pub samples_ms: Vec<f64>,
 }
 
+/// One step of the pool bench from its fleet's events: every share submitted in the
+/// window `(from, to)` (ns) and its answer, whenever that came; `pool` the pool process's
+/// CPU over the window (percent of a core) and memory at its end, when it was measured.
+pub fn step_result(
+    events: &[Record],
+    (from, to): (u64, u64),
+    offered_per_s: f64,
+    pool: Option<(Option<f64>, u64)>,
+    p99_bound_ms: f64,
+) -> StepResult {
+    let mut submitted_at: HashMap<(u32, u64), u64> = HashMap::new();
+    let mut answers: HashMap<(u32, u64), (u64, bool)> = HashMap::new();
+    for r in events {
+        match r.event {
+            Event::ShareSubmitted {
+                miner, share_id, ..
+            } if (from..to).contains(&r.t_ns) => {
+                submitted_at.insert((miner, share_id), r.t_ns);
+            }
+            Event::ShareAnswered {
+                miner,
+                share_id,
+                accepted,
+                ..
+            } => {
+                answers.insert((miner, share_id), (r.t_ns, accepted));
+            }
+            _ => {}
+        }
+    }
+    let mut latencies = Vec::with_capacity(submitted_at.len());
+    let (mut accepted, mut errors) = (0u64, 0u64);
+    for (key, t_sub) in &submitted_at {
+        match answers.get(key) {
+            Some((t_ans, true)) => {
+                accepted += 1;
+                latencies.push(t_ans.saturating_sub(*t_sub) as f64 / 1e6);
+            }
+            _ => errors += 1,
+        }
+    }
+    let secs = to.saturating_sub(from) as f64 / 1e9;
+    let accepted_per_s = accepted as f64 / secs;
+    let latency = Dist::of(&latencies);
+    let submitted = submitted_at.len() as u64;
+    let cpu = pool.and_then(|(cpu, _)| cpu);
+    StepResult {
+        offered_per_s,
+        submitted,
+        accepted,
+        errors,
+        accepted_per_s,
+        p95_ms: percentile(&latencies, 0.95),
+        verdict: judge(
+            offered_per_s,
+            submitted,
+            errors,
+            accepted_per_s,
+            latency.p99,
+            p99_bound_ms,
+        ),
+        latency_ms: latency,
+        pool_cpu_pct: cpu,
+        pool_cpu_us_per_share: cpu
+            .filter(|_| accepted > 0)
+            .map(|c| c / 100.0 * 1e6 / accepted_per_s),
+        pool_rss_bytes: pool.map(|(_, rss)| rss),
+    }
+}
+
+/// The ramp's rule: a step is sustained when (almost) every share was accepted, the pool
+/// answered as fast as it was asked, and the p99 stayed within the bound.
+pub fn judge(
+    offered_per_s: f64,
+    submitted: u64,
+    errors: u64,
+    accepted_per_s: f64,
+    p99_ms: Option<f64>,
+    bound_ms: f64,
+) -> Verdict {
+    if submitted == 0 {
+        return Verdict::Stop(
+            "no share was submitted (is the fleet able to reach the pool?)".into(),
+        );
+    }
+    if errors as f64 > 0.001 * submitted as f64 {
+        return Verdict::Stop(format!(
+            "{errors} of {submitted} shares rejected or unanswered"
+        ));
+    }
+    if let Some(p99) = p99_ms.filter(|p| *p > bound_ms) {
+        return Verdict::Stop(format!(
+            "share response p99 {p99:.2} ms passed the {bound_ms} ms bound"
+        ));
+    }
+    if accepted_per_s < 0.9 * offered_per_s {
+        return Verdict::Stop(format!(
+            "saturated: {accepted_per_s:.0} shares/s answered of {offered_per_s:.0} offered"
+        ));
+    }
+    Verdict::Sustained
+}
+
+/// Deliveries of one round's job, each miner counted once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Round {
+    pub delivered: Vec<f64>,
+    pub missing: u32,
+}
+
+/// Ties each new block's start `(hash, t_ns)` to the miners' receipts of work on it
+/// `(miner, prev_hash, t_ns)`: a miner's first receipt counts, repeats do not; a miner
+/// without one is missing.
+pub fn account(
+    starts: &[(String, u64)],
+    receipts: &[(u32, String, u64)],
+    miners: u32,
+) -> Vec<Round> {
+    let mut first: HashMap<(&str, u32), u64> = HashMap::new();
+    for (miner, block, t) in receipts {
+        let e = first.entry((block.as_str(), *miner)).or_insert(*t);
+        *e = (*e).min(*t);
+    }
+    starts
+        .iter()
+        .map(|(block, t0)| {
+            let delivered: Vec<f64> = (0..miners)
+                .filter_map(|m| first.get(&(block.as_str(), m)))
+                .map(|t| t.saturating_sub(*t0) as f64 / 1e6)
+                .collect();
+            Round {
+                missing: miners - delivered.len() as u32,
+                delivered,
+            }
+        })
+        .collect()
+}
+
+/// A fan-out's figures from its rounds: each round's last and first miner, every
+/// delivery, the miners never reached, and the last miner's median per miner.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deliveries {
+    pub last_miner_ms: Dist,
+    pub first_miner_ms: Dist,
+    pub delivery_ms: Dist,
+    pub missing: u64,
+    /// The median round's last delivery over the miners, in microseconds a miner.
+    pub us_per_miner: Option<f64>,
+}
+
+impl Deliveries {
+    pub fn of(rounds: &[Round], miners: u32) -> Deliveries {
+        let last: Vec<f64> = (rounds.iter())
+            .filter_map(|r| r.delivered.iter().copied().reduce(f64::max))
+            .collect();
+        let first: Vec<f64> = (rounds.iter())
+            .filter_map(|r| r.delivered.iter().copied().reduce(f64::min))
+            .collect();
+        let all: Vec<f64> = (rounds.iter())
+            .flat_map(|r| r.delivered.iter().copied())
+            .collect();
+        let last_miner_ms = Dist::of(&last);
+        Deliveries {
+            us_per_miner: last_miner_ms.p50.map(|ms| ms * 1e3 / f64::from(miners)),
+            last_miner_ms,
+            first_miner_ms: Dist::of(&first),
+            delivery_ms: Dist::of(&all),
+            missing: rounds.iter().map(|r| u64::from(r.missing)).sum(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_miner_counts_once_and_the_missing_are_reported() {
+        let ms = 1_000_000;
+        let starts = vec![("a".to_string(), 10 * ms), ("b".to_string(), 100 * ms)];
+        let receipts = vec![
+            (0, "a".to_string(), 11 * ms),
+            (1, "a".to_string(), 13 * ms),
+            (1, "a".to_string(), 12 * ms), // work on block a twice: its first arrival counts
+            (2, "a".to_string(), 15 * ms),
+            (0, "b".to_string(), 101 * ms),
+            (2, "b".to_string(), 104 * ms), // miner 1 never got b
+            (7, "b".to_string(), 105 * ms), // not one of the 3 miners
+        ];
+        let rounds = account(&starts, &receipts, 3);
+        assert_eq!(
+            rounds[0],
+            Round {
+                delivered: vec![1.0, 2.0, 5.0],
+                missing: 0
+            }
+        );
+        assert_eq!(
+            rounds[1],
+            Round {
+                delivered: vec![1.0, 4.0],
+                missing: 1
+            }
+        );
+    }
+
+    #[test]
+    fn a_fan_outs_figures_from_its_rounds() {
+        // Rounds of 3 miners: 1, 2, 5 ms; then 1, 4 ms and one never reached.
+        let rounds = [
+            Round {
+                delivered: vec![1.0, 2.0, 5.0],
+                missing: 0,
+            },
+            Round {
+                delivered: vec![1.0, 4.0],
+                missing: 1,
+            },
+        ];
+        let d = Deliveries::of(&rounds, 3);
+        // Last miners 5 and 4 ms: median (nearest rank) 4 ms, 4,000 us / 3 miners.
+        assert_eq!(d.last_miner_ms.p50, Some(4.0));
+        assert_eq!(d.last_miner_ms.max, Some(5.0));
+        assert!((d.us_per_miner.unwrap() - 4_000.0 / 3.0).abs() < 1e-9);
+        assert_eq!(d.first_miner_ms.mean, Some(1.0));
+        // Every delivery: 13 ms over 5.
+        assert_eq!(d.delivery_ms.count, 5);
+        assert!((d.delivery_ms.mean.unwrap() - 2.6).abs() < 1e-12);
+        assert_eq!(d.missing, 1);
+    }
+
+    #[test]
+    fn the_ramp_stops_for_errors_latency_or_saturation() {
+        assert_eq!(
+            judge(1000.0, 10_000, 0, 995.0, Some(0.8), 5.0),
+            Verdict::Sustained
+        );
+        // 0.1% errors are tolerated, more are not.
+        assert_eq!(
+            judge(1000.0, 10_000, 10, 995.0, Some(0.8), 5.0),
+            Verdict::Sustained
+        );
+        assert!(
+            matches!(judge(1000.0, 10_000, 11, 995.0, Some(0.8), 5.0), Verdict::Stop(w) if w.contains("11 of 10000"))
+        );
+        assert!(
+            matches!(judge(1000.0, 10_000, 0, 995.0, Some(7.5), 5.0), Verdict::Stop(w) if w.contains("7.50 ms"))
+        );
+        assert!(
+            matches!(judge(1000.0, 8_000, 0, 800.0, Some(0.8), 5.0), Verdict::Stop(w) if w.contains("saturated"))
+        );
+        assert!(
+            matches!(judge(1000.0, 0, 0, 0.0, None, 5.0), Verdict::Stop(w) if w.contains("no share"))
+        );
+    }
+
+    #[test]
+    fn a_step_counts_the_windows_shares_and_their_answers() {
+        let rec = |t_ms: u64, event: Event| Record {
+            t_ns: t_ms * 1_000_000,
+            role: "fleet".into(),
+            event,
+        };
+        let sent = |miner: u32, share_id: u64| Event::ShareSubmitted {
+            miner,
+            share_id,
+            job_id: "1".into(),
+            prev_hash: "p".into(),
+            block_hash: None,
+        };
+        let answer = |miner: u32, share_id: u64, accepted: bool| Event::ShareAnswered {
+            miner,
+            share_id,
+            accepted,
+            error: None,
+        };
+        // A window of 1 s (1,000 to 2,000 ms): three shares in it, answered after 2 ms
+        // and 4 ms, and one rejected; one before it, whose answer counts for nothing.
+        let events = vec![
+            rec(900, sent(0, 1)),
+            rec(905, answer(0, 1, true)),
+            rec(1_100, sent(0, 2)),
+            rec(1_102, answer(0, 2, true)),
+            rec(1_200, sent(1, 1)),
+            rec(1_204, answer(1, 1, true)),
+            rec(1_300, sent(1, 2)),
+            rec(1_301, answer(1, 2, false)),
+        ];
+        let s = step_result(
+            &events,
+            (1_000_000_000, 2_000_000_000),
+            3.0,
+            Some((Some(50.0), 7)),
+            5.0,
+        );
+        assert_eq!((s.submitted, s.accepted, s.errors), (3, 2, 1));
+        assert_eq!(s.accepted_per_s, 2.0);
+        assert_eq!(s.latency_ms.count, 2);
+        assert_eq!(s.latency_ms.mean, Some(3.0));
+        assert_eq!(s.p95_ms, Some(4.0));
+        // Half a core for 2 shares a second: 0.5 s / 2 = 250,000 us a share.
+        assert_eq!(s.pool_cpu_us_per_share, Some(250_000.0));
+        assert_eq!(s.pool_rss_bytes, Some(7));
+        // One error in three is more than 0.1%: the ramp stops there.
+        assert_eq!(
+            s.verdict,
+            Verdict::Stop("1 of 3 shares rejected or unanswered".into())
+        );
+        // No pool measured: no CPU figures.
+        let s = step_result(&events, (1_000_000_000, 2_000_000_000), 3.0, None, 5.0);
+        assert_eq!((s.pool_cpu_pct, s.pool_cpu_us_per_share), (None, None));
+    }
 
     #[test]
     fn cpus_split_in_halves_with_the_load_on_the_rest() {

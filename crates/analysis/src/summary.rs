@@ -7,7 +7,7 @@ use crate::bandwidth::{
 use crate::headline::{verdict, VerdictRow, BASELINE};
 use crate::input::RunInput;
 use crate::jobs::{side_jobs, JobFacts, WorkTime};
-use crate::manifest::{Manifest, Sample, Stopped, Window, MANIFEST_FILE};
+use crate::manifest::{Manifest, Sample, SideRoles, Stopped, Window, MANIFEST_FILE};
 use crate::paths::{path_readings, PathReadings};
 use crate::resources::{resources, series_dist};
 use crate::shares::{side_shares, ShareFacts};
@@ -341,119 +341,17 @@ pub fn assemble(
     let window = m.window();
     let network_value = series_dist(&timeline.network_values);
 
-    let sides: BTreeMap<String, SideSummary> = m
-        .sides
-        .iter()
+    let sides: BTreeMap<String, SideSummary> = (m.sides.iter())
         .map(|(name, side)| {
-            let (jobs, shares) = facts.remove(name).unwrap_or_default();
-            let farm_node = side.farm_node_role.as_deref().map(|farm| FarmNodeTraffic {
-                tx_relay: tx_relay_counters(events.iter().copied(), farm),
-                block_relay: block_relay_counters(events.iter().copied(), farm),
-                feed: side
-                    .feed_link_role
-                    .as_deref()
-                    .map(|feed| link_counters(events.iter().copied(), feed))
-                    .unwrap_or_default(),
-            });
-            let link = link_counters(events.iter().copied(), &side.link_role);
-            let bandwidth = side_bandwidth(&link, farm_node.as_ref(), window);
-            let farm_per_s = farm_rate_series(&link, farm_node.as_ref(), window);
-            let link_rtt_ms = side.link_rtt_ms.unwrap_or(m.link.rtt_ms);
-            let stale_per_tip = stale_work_per_tip(&jobs.stale_wait_ms, 0.0, side.miners, window);
-            let pool_stale_per_tip =
-                stale_work_per_tip(&jobs.stale_wait_ms, link_rtt_ms / 2.0, side.miners, window);
-            let new_job_ms = jobs.new_job_ms.dist();
-            let new_prevhash_job_ms = jobs.new_prevhash_job_ms.dist();
-            // One bootstrap for the wait's distribution and its share at the real pace.
-            let stale_wait_ms = jobs.stale_wait_ms.dist();
-            let stale_wait = Estimate::mean_of(&stale_wait_ms);
-            let real_block_ms = m.worth.block_interval_s * 1e3;
-            let stale_work_real_pct = Estimate {
-                point: stale_wait.point.map(|w| w / real_block_ms * 100.0),
-                ci: (stale_wait.ci)
-                    .map(|(lo, hi)| (lo / real_block_ms * 100.0, hi / real_block_ms * 100.0)),
-                units: stale_wait.units,
+            let facts = facts.remove(name).unwrap_or_default();
+            let at = SideInputs {
+                m,
+                timeline,
+                events,
+                samples,
+                network_value_mean: network_value.mean,
             };
-            let block_propagation_ms = shares.block_propagation_ms.dist();
-            let value = jobs.value_by_tip.dist();
-            let summary = SideSummary {
-                config: side.config.clone(),
-                miners: side.miners,
-                link_rtt_ms,
-                farm_node: side.farm_node_role.is_some(),
-                stale_wait_ms,
-                tips_without_work: jobs.tips_without_job,
-                stale_work_real_pct,
-                shares: shares.shares,
-                pool_work: shares.pool_work,
-                blocks: shares.blocks,
-                readings: path_readings(
-                    side,
-                    link_rtt_ms,
-                    &new_job_ms,
-                    &new_prevhash_job_ms,
-                    &block_propagation_ms,
-                ),
-                block_propagation_ms,
-                new_job_ms,
-                new_prevhash_job_ms,
-                template_value_sats: value.clone(),
-                template_value_vs_network: value
-                    .mean
-                    .zip(network_value.mean)
-                    .map(|(side, network)| Delta::of(side, network)),
-                templates_mined: (jobs.templates_mined.iter())
-                    .map(|&(ns, value)| {
-                        let s = ns.saturating_sub(window.start_ns) as f64 / 1e9;
-                        (s, value as f64)
-                    })
-                    .collect(),
-                work_s: jobs.work,
-                stale_work_pct: cluster_mean(&stale_per_tip).within(0.0, 100.0),
-                pool_stale_work_pct: cluster_mean(&pool_stale_per_tip).within(0.0, 100.0),
-                by_hashrate: crate::farm::by_hashrate(
-                    &m.per_miner.hashrate_factor,
-                    side.miner_hashrate,
-                    &shares.by_miner,
-                    &jobs.work_by_miner,
-                    window.secs(),
-                ),
-                bandwidth_bytes_per_s: bandwidth,
-                farm_rates: FarmRates {
-                    tx: series_mean(&farm_per_s.iter().map(|r| r.0).collect::<Vec<_>>()),
-                    rx: series_mean(&farm_per_s.iter().map(|r| r.1).collect::<Vec<_>>()),
-                    pool_both: series_mean(
-                        &(farm_rate_series(&link, None, window).iter())
-                            .map(|r| r.0 + r.1)
-                            .collect::<Vec<_>>(),
-                    ),
-                },
-                job_declaration: side
-                    .job_declaration_role
-                    .as_deref()
-                    .map(|role| crate::declaration::job_declaration(events, role, window)),
-                template_provider: side.template_role.as_deref().map(|role| {
-                    crate::template_provider::template_provider(timeline, events, role, window)
-                }),
-                roles: side
-                    .roles
-                    .iter()
-                    .filter(|role| **role != m.node_role)
-                    .map(|role| (role.clone(), resources(samples, role, window)))
-                    .collect(),
-                samples: LatencySamples {
-                    new_job_ms: jobs.new_job_ms,
-                    new_prevhash_job_ms: jobs.new_prevhash_job_ms,
-                    block_propagation_ms: shares.block_propagation_ms,
-                    template_value: jobs.value_by_tip,
-                    stale_wait_ms: jobs.stale_wait_ms,
-                    stale_by_tip: shares.stale_by_tip,
-                    accepted_by_tip: shares.accepted_by_tip,
-                    farm_tx_per_s: farm_per_s.iter().map(|r| r.0).collect(),
-                    farm_rx_per_s: farm_per_s.iter().map(|r| r.1).collect(),
-                },
-            };
-            (name.clone(), summary)
+            (name.clone(), side_summary(&at, side, facts))
         })
         .collect();
 
@@ -524,6 +422,148 @@ pub fn assemble(
         stopped: m.stopped.clone(),
         clock_uncertainty_ms,
         clock_limited,
+    }
+}
+
+/// What every side's summary is computed from.
+struct SideInputs<'a> {
+    m: &'a Manifest,
+    timeline: &'a Timeline<'a>,
+    events: &'a [&'a Record],
+    samples: &'a [Sample],
+    network_value_mean: Option<f64>,
+}
+
+/// One side's summary from its job and share facts, its link's and farm node's
+/// counters, and its roles' samples.
+fn side_summary(
+    at: &SideInputs,
+    side: &SideRoles,
+    (jobs, shares): (JobFacts, ShareFacts),
+) -> SideSummary {
+    let SideInputs {
+        m,
+        timeline,
+        events,
+        samples,
+        ..
+    } = *at;
+    let window = m.window();
+    let farm_node = farm_node_traffic(events, side);
+    let link = link_counters(events.iter().copied(), &side.link_role);
+    let bandwidth = side_bandwidth(&link, farm_node.as_ref(), window);
+    let farm_per_s = farm_rate_series(&link, farm_node.as_ref(), window);
+    let link_rtt_ms = side.link_rtt_ms.unwrap_or(m.link.rtt_ms);
+    let stale_per_tip = stale_work_per_tip(&jobs.stale_wait_ms, 0.0, side.miners, window);
+    let pool_stale_per_tip =
+        stale_work_per_tip(&jobs.stale_wait_ms, link_rtt_ms / 2.0, side.miners, window);
+    let new_job_ms = jobs.new_job_ms.dist();
+    let new_prevhash_job_ms = jobs.new_prevhash_job_ms.dist();
+    // One bootstrap for the wait's distribution and its share at the real pace.
+    let stale_wait_ms = jobs.stale_wait_ms.dist();
+    let stale_work_real_pct =
+        share_of_a_block(&Estimate::mean_of(&stale_wait_ms), m.worth.block_interval_s);
+    let block_propagation_ms = shares.block_propagation_ms.dist();
+    let value = jobs.value_by_tip.dist();
+    SideSummary {
+        config: side.config.clone(),
+        miners: side.miners,
+        link_rtt_ms,
+        farm_node: side.farm_node_role.is_some(),
+        stale_wait_ms,
+        tips_without_work: jobs.tips_without_job,
+        stale_work_real_pct,
+        shares: shares.shares,
+        pool_work: shares.pool_work,
+        blocks: shares.blocks,
+        readings: path_readings(
+            side,
+            link_rtt_ms,
+            &new_job_ms,
+            &new_prevhash_job_ms,
+            &block_propagation_ms,
+        ),
+        block_propagation_ms,
+        new_job_ms,
+        new_prevhash_job_ms,
+        template_value_sats: value.clone(),
+        template_value_vs_network: value
+            .mean
+            .zip(at.network_value_mean)
+            .map(|(side, network)| Delta::of(side, network)),
+        templates_mined: (jobs.templates_mined.iter())
+            .map(|&(ns, value)| {
+                let s = ns.saturating_sub(window.start_ns) as f64 / 1e9;
+                (s, value as f64)
+            })
+            .collect(),
+        work_s: jobs.work,
+        stale_work_pct: cluster_mean(&stale_per_tip).within(0.0, 100.0),
+        pool_stale_work_pct: cluster_mean(&pool_stale_per_tip).within(0.0, 100.0),
+        by_hashrate: crate::farm::by_hashrate(
+            &m.per_miner.hashrate_factor,
+            side.miner_hashrate,
+            &shares.by_miner,
+            &jobs.work_by_miner,
+            window.secs(),
+        ),
+        bandwidth_bytes_per_s: bandwidth,
+        farm_rates: FarmRates {
+            tx: series_mean(&farm_per_s.iter().map(|r| r.0).collect::<Vec<_>>()),
+            rx: series_mean(&farm_per_s.iter().map(|r| r.1).collect::<Vec<_>>()),
+            pool_both: series_mean(
+                &(farm_rate_series(&link, None, window).iter())
+                    .map(|r| r.0 + r.1)
+                    .collect::<Vec<_>>(),
+            ),
+        },
+        job_declaration: side
+            .job_declaration_role
+            .as_deref()
+            .map(|role| crate::declaration::job_declaration(events, role, window)),
+        template_provider: side.template_role.as_deref().map(|role| {
+            crate::template_provider::template_provider(timeline, events, role, window)
+        }),
+        roles: side
+            .roles
+            .iter()
+            .filter(|role| **role != m.node_role)
+            .map(|role| (role.clone(), resources(samples, role, window)))
+            .collect(),
+        samples: LatencySamples {
+            new_job_ms: jobs.new_job_ms,
+            new_prevhash_job_ms: jobs.new_prevhash_job_ms,
+            block_propagation_ms: shares.block_propagation_ms,
+            template_value: jobs.value_by_tip,
+            stale_wait_ms: jobs.stale_wait_ms,
+            stale_by_tip: shares.stale_by_tip,
+            accepted_by_tip: shares.accepted_by_tip,
+            farm_tx_per_s: farm_per_s.iter().map(|r| r.0).collect(),
+            farm_rx_per_s: farm_per_s.iter().map(|r| r.1).collect(),
+        },
+    }
+}
+
+/// A farm node's modelled relay and its feed link, as link counters.
+fn farm_node_traffic(events: &[&Record], side: &SideRoles) -> Option<FarmNodeTraffic> {
+    let farm = side.farm_node_role.as_deref()?;
+    Some(FarmNodeTraffic {
+        tx_relay: tx_relay_counters(events.iter().copied(), farm),
+        block_relay: block_relay_counters(events.iter().copied(), farm),
+        feed: (side.feed_link_role.as_deref())
+            .map(|feed| link_counters(events.iter().copied(), feed))
+            .unwrap_or_default(),
+    })
+}
+
+/// A wait after each block as a share of the time between blocks at `block_interval_s`,
+/// percent, with its interval: the stale work a real network's pace would give.
+fn share_of_a_block(wait_ms: &Estimate, block_interval_s: f64) -> Estimate {
+    let block_ms = block_interval_s * 1e3;
+    Estimate {
+        point: wait_ms.point.map(|w| w / block_ms * 100.0),
+        ci: (wait_ms.ci).map(|(lo, hi)| (lo / block_ms * 100.0, hi / block_ms * 100.0)),
+        units: wait_ms.units,
     }
 }
 

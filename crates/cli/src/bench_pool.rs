@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use harness::bench::pool::{PoolBenchOptions, PoolTarget};
-use node::config::humantime_serde_compat::parse_duration;
+use model::duration::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
 

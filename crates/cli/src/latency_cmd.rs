@@ -3,7 +3,7 @@
 use analysis::latency::LatencyReport;
 use anyhow::Result;
 use clap::Args;
-use node::config::humantime_serde_compat::parse_duration;
+use model::duration::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
 

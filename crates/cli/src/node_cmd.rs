@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use node::config::humantime_serde_compat::parse_duration;
+use model::duration::parse_duration;
 use node::{
     Difficulty, MempoolConfig, MempoolPreset, NodeConfig, NodeHandle, NodeOptions, RpcAuth,
 };

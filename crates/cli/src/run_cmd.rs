@@ -52,7 +52,7 @@ pub struct RunArgs {
     precision: f64,
     /// Every so long through the measured window (10m, 30s), a snapshot of the run so far
     /// with its report: interim/<seconds measured>s/report.html in the run directory.
-    #[arg(long, value_parser = node::config::humantime_serde_compat::parse_duration)]
+    #[arg(long, value_parser = model::duration::parse_duration)]
     report_every: Option<Duration>,
     /// Test only: ROLE=NS runs that role's clock NS nanoseconds apart from the host's, as
     /// another host's would be (with `placement.events = "collector"`).
@@ -118,7 +118,7 @@ impl WorthArgs {
 
 /// A block interval as `600s`, `10m` or `600`: positive.
 pub fn parse_block_interval(text: &str) -> Result<Duration, String> {
-    let d = node::config::humantime_serde_compat::parse_duration(text)?;
+    let d = model::duration::parse_duration(text)?;
     if d.is_zero() {
         return Err(format!(
             "{text:?}: a block interval must be above zero (600s, 10m)"

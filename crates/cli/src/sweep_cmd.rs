@@ -76,9 +76,7 @@ pub async fn run(args: SweepArgs) -> Result<()> {
     let scenario = Scenario::load(&args.scenario, &common_sets)?;
     let plan = Plan::resolve(&args.vary, args.zip, args.repeat, scenario.sweep.as_ref())?;
     harness::sweep::validate_points(&args.scenario, &plan, &common_sets)?;
-    let worth = args.worth.assumptions()?;
     let slots = job_slots(args.jobs)?;
-    let scenario_text = std::fs::read_to_string(&args.scenario)?;
     // What every run gets beyond its point, in the order `run` takes it.
     let mut common_args = args.worth.to_args();
     for set in &common_sets {
@@ -111,23 +109,22 @@ pub async fn run(args: SweepArgs) -> Result<()> {
         values: plan.vary.iter().map(|v| v.values.clone()).collect(),
         zip: plan.zip,
         repeat: plan.repeat,
-        scenario_digest: digest(&scenario_text),
+        scenario_digest: digest(&std::fs::read_to_string(&args.scenario)?),
         common_args,
         jobs: slots.len(),
         run_s: (scenario.duration + scenario.warmup).as_secs_f64(),
-        worth,
+        worth: args.worth.assumptions()?,
         runs: planned,
         analysis: None,
     };
     resume_from(&dir, &mut record)?;
     record.save(&dir)?;
-    let done_before = record.count(RunStatus::Done);
     eprintln!(
         "sweep {} into {}: {} run(s), {} already done; about {:.0} s each",
         record.name,
         dir.display(),
         record.runs.len(),
-        done_before,
+        record.count(RunStatus::Done),
         record.run_s
     );
 
@@ -138,60 +135,111 @@ pub async fn run(args: SweepArgs) -> Result<()> {
             flag.store(true, std::sync::atomic::Ordering::SeqCst);
         }
     });
+    Runs::new(&record, &slots)
+        .all(&args.scenario, &dir, &mut record, &interrupted)
+        .await?;
+    written(&dir, interrupted.load(std::sync::atomic::Ordering::SeqCst))
+}
 
-    let pending: Vec<usize> = (0..record.runs.len())
-        .filter(|&i| record.runs[i].status != RunStatus::Done)
-        .collect();
-    let mut queue = pending.into_iter();
-    let mut running: Vec<Running> = Vec::new();
-    let mut free: Vec<usize> = (0..slots.len()).rev().collect();
-    let mut progress = Progress::new(record.run_s, slots.len());
-    let mut signalled = false;
-    loop {
-        let stopping = interrupted.load(std::sync::atomic::Ordering::SeqCst);
-        if stopping && !signalled {
-            signalled = true;
-            eprintln!("\ninterrupted: letting the runs under way write what they have");
-            for r in &running {
-                if let Some(pid) = r.child.id() {
-                    // SAFETY: kill(2) on our own child's pid.
-                    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+/// The sweep's runs under way, the CPU slots free for the next, and the progress line.
+struct Runs<'a> {
+    slots: &'a [Option<Vec<usize>>],
+    running: Vec<Running>,
+    free: Vec<usize>,
+    progress: Progress,
+}
+
+impl<'a> Runs<'a> {
+    fn new(record: &SweepRecord, slots: &'a [Option<Vec<usize>>]) -> Runs<'a> {
+        Runs {
+            slots,
+            running: Vec::new(),
+            free: (0..slots.len()).rev().collect(),
+            progress: Progress::new(record.run_s, slots.len()),
+        }
+    }
+
+    /// Runs every run not done yet, as many at once as there are slots, until all have
+    /// ended; on Ctrl-C, lets the runs under way write what they have and starts none.
+    async fn all(
+        mut self,
+        scenario: &Path,
+        dir: &Path,
+        record: &mut SweepRecord,
+        interrupted: &std::sync::atomic::AtomicBool,
+    ) -> Result<()> {
+        let pending: Vec<usize> = (0..record.runs.len())
+            .filter(|&i| record.runs[i].status != RunStatus::Done)
+            .collect();
+        let mut queue = pending.into_iter();
+        let mut signalled = false;
+        loop {
+            let stopping = interrupted.load(std::sync::atomic::Ordering::SeqCst);
+            if stopping && !signalled {
+                signalled = true;
+                eprintln!("\ninterrupted: letting the runs under way write what they have");
+                for r in &self.running {
+                    if let Some(pid) = r.child.id() {
+                        // SAFETY: kill(2) on our own child's pid.
+                        unsafe { libc::kill(pid as i32, libc::SIGINT) };
+                    }
                 }
             }
+            while !stopping && !self.free.is_empty() {
+                let Some(index) = queue.next() else { break };
+                self.start(scenario, dir, record, index)?;
+            }
+            if self.running.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            self.reap(dir, record, stopping)?;
+            self.progress.draw(record, &self.running);
         }
-        while !stopping && !free.is_empty() {
-            let Some(index) = queue.next() else { break };
-            let slot = free.pop().expect("checked");
-            match spawn_run(&args.scenario, &dir, &record, index, slots[slot].as_deref()) {
-                Ok(child) => running.push(Running {
-                    index,
-                    child,
-                    started: Instant::now(),
-                    slot,
-                }),
-                Err(e) => {
-                    // This run cannot start (its release gone, the disk full): said, and on.
-                    free.push(slot);
-                    let run = &mut record.runs[index];
-                    run.status = RunStatus::Failed;
-                    run.error = Some(format!("{e:#}"));
-                    eprintln!("\n{} failed to start: {e:#}", run.run.name);
-                    record.save(&dir)?;
-                }
+        self.progress.clear();
+        Ok(())
+    }
+
+    /// Starts run `index` in a free slot; a run that cannot start (its release gone, the
+    /// disk full) is recorded as failed, and the sweep goes on.
+    fn start(
+        &mut self,
+        scenario: &Path,
+        dir: &Path,
+        record: &mut SweepRecord,
+        index: usize,
+    ) -> Result<()> {
+        let slot = self.free.pop().expect("a free slot");
+        match spawn_run(scenario, dir, record, index, self.slots[slot].as_deref()) {
+            Ok(child) => self.running.push(Running {
+                index,
+                child,
+                started: Instant::now(),
+                slot,
+            }),
+            Err(e) => {
+                self.free.push(slot);
+                let run = &mut record.runs[index];
+                run.status = RunStatus::Failed;
+                run.error = Some(format!("{e:#}"));
+                eprintln!("\n{} failed to start: {e:#}", run.run.name);
+                record.save(dir)?;
             }
         }
-        if running.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        Ok(())
+    }
+
+    /// Records every run that has ended: whole (its summary, written by a run that ended
+    /// by itself), interrupted, or failed with the reason its log gives.
+    fn reap(&mut self, dir: &Path, record: &mut SweepRecord, stopping: bool) -> Result<()> {
         let mut i = 0;
-        while i < running.len() {
-            let Some(exit) = running[i].child.try_wait()? else {
+        while i < self.running.len() {
+            let Some(exit) = self.running[i].child.try_wait()? else {
                 i += 1;
                 continue;
             };
-            let r = running.swap_remove(i);
-            free.push(r.slot);
+            let r = self.running.swap_remove(i);
+            self.free.push(r.slot);
             let wall = r.started.elapsed().as_secs_f64();
             let run = &mut record.runs[r.index];
             run.wall_s = Some(wall);
@@ -209,7 +257,7 @@ pub async fn run(args: SweepArgs) -> Result<()> {
                 run.error = Some(if stopping {
                     "stopped by Ctrl-C: the same command again runs it from the start".into()
                 } else {
-                    failure(&dir, &run.run.name, exit)
+                    failure(dir, &run.run.name, exit)
                 });
                 eprintln!(
                     "\n{} {}: {}",
@@ -219,15 +267,17 @@ pub async fn run(args: SweepArgs) -> Result<()> {
                 );
             } else {
                 run.error = None;
-                progress.finished(wall);
+                self.progress.finished(wall);
             }
-            record.save(&dir)?;
+            record.save(dir)?;
         }
-        progress.draw(&record, &running);
+        Ok(())
     }
-    progress.clear();
+}
 
-    let (record, written) = report::sweep::write(&dir)?;
+/// The sweep's report, and what it says at the end: the slopes, the files, the failures.
+fn written(dir: &Path, interrupted: bool) -> Result<()> {
+    let (record, written) = report::sweep::write(dir)?;
     print!("{}", slopes_text(&record));
     let failed = record.count(RunStatus::Failed);
     println!(
@@ -244,7 +294,7 @@ pub async fn run(args: SweepArgs) -> Result<()> {
             String::new()
         }
     );
-    if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+    if interrupted {
         println!(
             "(interrupted: the report covers the runs done; run the same command again to go on)"
         );

@@ -3,7 +3,7 @@
 use analysis::tap::TapSummary;
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use node::config::humantime_serde_compat::parse_duration;
+use model::duration::parse_duration;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -93,7 +93,7 @@ pub async fn start_builtin(
 /// The SRI pool, as SV2 miners (or a translator) reach it.
 pub struct SriPool {
     pub pool: SocketAddr,
-    pub keys: node::tdp::AuthorityKeys,
+    pub keys: sv2_wire::AuthorityKeys,
     pub rpc: bitcoind_rpc::RpcClient,
 }
 
@@ -112,7 +112,7 @@ pub async fn start_template_provider(
     out: &Path,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<TemplateProvider> {
-    let tp_keys = node::tdp::AuthorityKeys::generate();
+    let tp_keys = sv2_wire::AuthorityKeys::generate();
     let tdp = node::tdp::TdpOptions {
         bind: "127.0.0.1:0".parse()?,
         keys: tp_keys.clone(),
@@ -138,16 +138,16 @@ pub async fn start_sri_pool(
     shares_per_minute: f64,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SriPool> {
-    let keys = node::tdp::AuthorityKeys::generate();
+    let keys = sv2_wire::AuthorityKeys::generate();
     let params = sri::PoolParams {
-        listen: crate::run::free_local_port()?,
+        listen: crate::limits::free_local_port()?,
         authority_public: keys.public,
         authority_secret: keys.secret,
         templates: sri::TemplateSource::Tdp {
             address: tp.tdp,
             public: tp.tp_public,
         },
-        payout_script_hex: crate::run::payout_script().to_hex_string(),
+        payout_script_hex: payout_script().to_hex_string(),
         signature: "stratum-bench bench".into(),
         shares_per_minute,
         share_batch_size: 1,
@@ -177,7 +177,7 @@ pub async fn start_translator(
     roles.push(tap);
     let tap_addr: SocketAddr = ready_field(&ready, "listen", "tap")?.parse()?;
     let params = sri::TranslatorParams {
-        listen: crate::run::free_local_port()?,
+        listen: crate::limits::free_local_port()?,
         upstream: tap_addr,
         upstream_public: pool.keys.public,
         user_identity: "stratum-bench-fanout".into(),
@@ -196,4 +196,12 @@ pub async fn start_translator(
     .context("cannot start SRI's translator")?;
     roles.push(translator);
     Ok(ready_field(&ready, "listen", "translator")?.parse()?)
+}
+
+/// Where the pools under test pay: anyone-can-spend P2WSH(OP_TRUE), as the simulated
+/// network's own miners do.
+pub(crate) fn payout_script() -> bitcoin::ScriptBuf {
+    bitcoin::ScriptBuf::new_p2wsh(&bitcoin::WScriptHash::from_raw_hash(
+        bitcoin::hashes::Hash::hash(&[0x51]),
+    ))
 }

@@ -4,11 +4,77 @@
 //! pool core, from npm); any other pool is a `command` and a `config_template`.
 
 use crate::process::RoleProcess;
-use crate::scenario::ExternalSv1Pool;
 use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+
+/// An SV1 pool that is not ours, on an SV1 side: an adapter shipped with stratum-bench
+/// (`kind`), or any pool as a `command` and a `config_template` whose placeholders
+/// (`{rpc_url}`, `{listen_port}`, ...) the harness fills in.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExternalSv1Pool {
+    /// An adapter: `nomp`, or `public-pool` (your build, at `program`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// A program and its arguments, split as a shell would (quotes group words; nothing
+    /// is expanded); `{config}` is the filled-in config file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The pool's program, for `{program}` in `command`: one field to point at a build
+    /// (`--set sv1_pools.<label>.program=/path/to/ckpool`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// The config file with placeholders, relative to the scenario file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_template: Option<PathBuf>,
+    /// The directory the pool runs in (placeholders filled, created if missing), for a
+    /// pool that reads its files from where it starts (goPool's `data/`). Default: the
+    /// run directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
+    /// Where the filled-in config is written, relative to `workdir` (goPool reads
+    /// `data/config/config.toml`). Default: `roles/<pool role>.conf` in the run directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_path: Option<PathBuf>,
+    /// More config files the pool reads, each a template filled like `config_template`
+    /// and written at its `path` in `workdir` (goPool's `data/config/tuning.toml`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<PoolFile>,
+    /// What the side's miners authorize as, before `.<index>`; placeholders filled
+    /// (goPool wants a payout address: `"{payout_address}"`). Default: `<side>-miner`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_prefix: Option<String>,
+    /// The pool's name and version in reports (default: the kind, or the program).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// How it learns of blocks and refreshes jobs, in words, for the report (an adapter
+    /// says its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// Run the pool in a network namespace of its own, joined to the run by a veth pair
+    /// (for a pool that listens on every interface; needs root). Default: the adapter's
+    /// (on for public-pool), else off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolate_network: Option<bool>,
+    /// The side's miners send `mining.suggest_difficulty` with the side's difficulty, for
+    /// a pool that honours it and would otherwise start them at its own. Default: the
+    /// adapter's (on for public-pool), else off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggest_difficulty: Option<bool>,
+}
+
+/// A config file of an external pool: a template, and where it goes in the pool's workdir.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolFile {
+    /// Relative to the scenario file.
+    pub template: PathBuf,
+    /// Relative to the pool's `workdir`.
+    pub path: PathBuf,
+}
 
 /// What the harness fills in, by placeholder (`{rpc_url}` in a template).
 pub const PLACEHOLDERS: &[(&str, &str)] = &[
@@ -206,127 +272,147 @@ pub struct Resolved {
 /// checks its placeholders; `field` names it in errors.
 pub fn resolve(pool: &ExternalSv1Pool, base: &Path, field: &str) -> Result<Resolved> {
     match (&pool.kind, &pool.command) {
-        (Some(kind), None) => {
-            let adapter = ADAPTERS.iter().find(|a| a.name == kind).with_context(|| {
-                format!(
-                    "scenario field `{field}.kind`: unknown pool kind {kind:?} (this build has {:?}; any other pool is a `command` with a `config_template`)",
-                    kinds()
-                )
-            })?;
-            let program = match (adapter.program, &pool.program) {
-                (Some(_), Some(program)) => {
-                    check_placeholders(program, &format!("scenario field `{field}.program`"))?;
-                    Some(program.clone())
-                }
-                (Some(what), None) => bail!(
-                    "scenario field `{field}.program`: the {kind} pool is built by you; give {what} (`--set {field}.program=/path`)"
-                ),
-                (None, _) => None,
-            };
-            if adapter.listens_everywhere && pool.isolate_network == Some(false) {
-                bail!("scenario field `{field}.isolate_network`: the {kind} pool listens on every interface; it runs only in a network namespace of its own");
-            }
-            let given = [
-                ("program", adapter.program.is_none() && pool.program.is_some()),
-                ("config_template", pool.config_template.is_some()),
-                ("workdir", pool.workdir.is_some()),
-                ("config_path", pool.config_path.is_some()),
-                ("files", !pool.files.is_empty()),
-            ];
-            if let Some((name, _)) = given.iter().find(|(_, set)| *set) {
-                bail!("scenario field `{field}.{name}`: an adapter (`kind`) brings its own; give it with a `command` instead");
-            }
-            Ok(Resolved {
-                name: pool.name.clone().unwrap_or_else(|| kind.clone()),
-                command: adapter.command.into(),
-                program,
-                template: Some(adapter.template.into()),
-                workdir: adapter.workdir.map(String::from),
-                config_path: adapter.config_path.map(PathBuf::from),
-                files: Vec::new(),
-                worker_prefix: (pool.worker_prefix.clone())
-                    .or(adapter.worker_prefix.map(String::from)),
-                adapter: Some(adapter),
-                policy: Some(adapter.policy.into()),
-                suggest_difficulty: pool.suggest_difficulty.unwrap_or(adapter.suggest_difficulty),
-                isolate_network: pool.isolate_network.unwrap_or(adapter.listens_everywhere),
-            })
-        }
-        (None, Some(command)) => {
-            check_placeholders(command, &format!("scenario field `{field}.command`"))?;
-            match shlex::split(command) {
-                None => bail!("scenario field `{field}.command`: a quote is not closed"),
-                Some(words) if words.is_empty() => {
-                    bail!("scenario field `{field}.command`: is empty: name a program")
-                }
-                Some(_) => {}
-            }
-            if let Some(workdir) = &pool.workdir {
-                check_placeholders(workdir, &format!("scenario field `{field}.workdir`"))?;
-            }
-            match &pool.program {
-                Some(program) => {
-                    check_placeholders(program, &format!("scenario field `{field}.program`"))?
-                }
-                None if placeholders_in(command).contains(&"program") => bail!(
-                    "scenario field `{field}.command`: uses {{program}}: give `{field}.program`"
-                ),
-                None => {}
-            }
-            if let Some(prefix) = &pool.worker_prefix {
-                check_placeholders(prefix, &format!("scenario field `{field}.worker_prefix`"))?;
-            }
-            if let Some(path) = &pool.config_path {
-                inside_workdir(pool, path, &format!("{field}.config_path"))?;
-            }
-            let template = match &pool.config_template {
-                Some(path) => Some(read_template(base, path, &format!("{field}.config_template"))?),
-                None => None,
-            };
-            let mut files = Vec::new();
-            for (i, file) in pool.files.iter().enumerate() {
-                let field = format!("{field}.files[{i}]");
-                inside_workdir(pool, &file.path, &format!("{field}.path"))?;
-                let text = read_template(base, &file.template, &format!("{field}.template"))?;
-                files.push((file.path.clone(), text));
-            }
-            let all_config: String = template
-                .iter()
-                .chain(files.iter().map(|f| &f.1))
-                .map(String::as_str)
-                .collect();
-            let policy = [
-                pool.policy.clone(),
-                (!all_config.is_empty()).then(|| config_policy(&all_config)),
-            ]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join("; ");
-            Ok(Resolved {
-                name: pool.name.clone().unwrap_or_else(|| {
-                    let program = pool.program.as_deref().or(command.split_whitespace().next());
-                    let program = program.unwrap_or("pool");
-                    program.rsplit('/').next().unwrap_or(program).to_string()
-                }),
-                command: command.clone(),
-                program: pool.program.clone(),
-                template,
-                workdir: pool.workdir.clone(),
-                config_path: pool.config_path.clone(),
-                files,
-                worker_prefix: pool.worker_prefix.clone(),
-                adapter: None,
-                policy: (!policy.is_empty()).then_some(policy),
-                suggest_difficulty: pool.suggest_difficulty.unwrap_or(false),
-                isolate_network: pool.isolate_network.unwrap_or(false),
-            })
-        }
+        (Some(kind), None) => resolve_adapter(pool, kind, field),
+        (None, Some(command)) => resolve_command(pool, command, base, field),
         _ => bail!(
             "scenario field `{field}`: give either `kind` (one of {:?}) or `command` (with a `config_template`), not both or neither",
             kinds()
         ),
     }
+}
+
+/// A pool by `kind`: the adapter shipped here, and what the entry may add to it.
+fn resolve_adapter(pool: &ExternalSv1Pool, kind: &str, field: &str) -> Result<Resolved> {
+    let adapter = ADAPTERS.iter().find(|a| a.name == kind).with_context(|| {
+        format!(
+            "scenario field `{field}.kind`: unknown pool kind {kind:?} (this build has {:?}; any other pool is a `command` with a `config_template`)",
+            kinds()
+        )
+    })?;
+    let program = match (adapter.program, &pool.program) {
+        (Some(_), Some(program)) => {
+            check_placeholders(program, &format!("scenario field `{field}.program`"))?;
+            Some(program.clone())
+        }
+        (Some(what), None) => bail!(
+            "scenario field `{field}.program`: the {kind} pool is built by you; give {what} (`--set {field}.program=/path`)"
+        ),
+        (None, _) => None,
+    };
+    if adapter.listens_everywhere && pool.isolate_network == Some(false) {
+        bail!("scenario field `{field}.isolate_network`: the {kind} pool listens on every interface; it runs only in a network namespace of its own");
+    }
+    let given = [
+        (
+            "program",
+            adapter.program.is_none() && pool.program.is_some(),
+        ),
+        ("config_template", pool.config_template.is_some()),
+        ("workdir", pool.workdir.is_some()),
+        ("config_path", pool.config_path.is_some()),
+        ("files", !pool.files.is_empty()),
+    ];
+    if let Some((name, _)) = given.iter().find(|(_, set)| *set) {
+        bail!("scenario field `{field}.{name}`: an adapter (`kind`) brings its own; give it with a `command` instead");
+    }
+    Ok(Resolved {
+        name: pool.name.clone().unwrap_or_else(|| kind.to_string()),
+        command: adapter.command.into(),
+        program,
+        template: Some(adapter.template.into()),
+        workdir: adapter.workdir.map(String::from),
+        config_path: adapter.config_path.map(PathBuf::from),
+        files: Vec::new(),
+        worker_prefix: (pool.worker_prefix.clone()).or(adapter.worker_prefix.map(String::from)),
+        adapter: Some(adapter),
+        policy: Some(adapter.policy.into()),
+        suggest_difficulty: pool
+            .suggest_difficulty
+            .unwrap_or(adapter.suggest_difficulty),
+        isolate_network: pool.isolate_network.unwrap_or(adapter.listens_everywhere),
+    })
+}
+
+/// A pool as a `command` of the user's, with its config templates read and checked.
+fn resolve_command(
+    pool: &ExternalSv1Pool,
+    command: &str,
+    base: &Path,
+    field: &str,
+) -> Result<Resolved> {
+    check_placeholders(command, &format!("scenario field `{field}.command`"))?;
+    match shlex::split(command) {
+        None => bail!("scenario field `{field}.command`: a quote is not closed"),
+        Some(words) if words.is_empty() => {
+            bail!("scenario field `{field}.command`: is empty: name a program")
+        }
+        Some(_) => {}
+    }
+    if let Some(workdir) = &pool.workdir {
+        check_placeholders(workdir, &format!("scenario field `{field}.workdir`"))?;
+    }
+    match &pool.program {
+        Some(program) => check_placeholders(program, &format!("scenario field `{field}.program`"))?,
+        None if placeholders_in(command).contains(&"program") => {
+            bail!("scenario field `{field}.command`: uses {{program}}: give `{field}.program`")
+        }
+        None => {}
+    }
+    if let Some(prefix) = &pool.worker_prefix {
+        check_placeholders(prefix, &format!("scenario field `{field}.worker_prefix`"))?;
+    }
+    if let Some(path) = &pool.config_path {
+        inside_workdir(pool, path, &format!("{field}.config_path"))?;
+    }
+    let template = match &pool.config_template {
+        Some(path) => Some(read_template(
+            base,
+            path,
+            &format!("{field}.config_template"),
+        )?),
+        None => None,
+    };
+    let mut files = Vec::new();
+    for (i, file) in pool.files.iter().enumerate() {
+        let field = format!("{field}.files[{i}]");
+        inside_workdir(pool, &file.path, &format!("{field}.path"))?;
+        let text = read_template(base, &file.template, &format!("{field}.template"))?;
+        files.push((file.path.clone(), text));
+    }
+    let all_config: String = template
+        .iter()
+        .chain(files.iter().map(|f| &f.1))
+        .map(String::as_str)
+        .collect();
+    let policy = [
+        pool.policy.clone(),
+        (!all_config.is_empty()).then(|| config_policy(&all_config)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join("; ");
+    Ok(Resolved {
+        name: pool.name.clone().unwrap_or_else(|| {
+            let program = pool
+                .program
+                .as_deref()
+                .or(command.split_whitespace().next());
+            let program = program.unwrap_or("pool");
+            program.rsplit('/').next().unwrap_or(program).to_string()
+        }),
+        command: command.to_string(),
+        program: pool.program.clone(),
+        template,
+        workdir: pool.workdir.clone(),
+        config_path: pool.config_path.clone(),
+        files,
+        worker_prefix: pool.worker_prefix.clone(),
+        adapter: None,
+        policy: (!policy.is_empty()).then_some(policy),
+        suggest_difficulty: pool.suggest_difficulty.unwrap_or(false),
+        isolate_network: pool.isolate_network.unwrap_or(false),
+    })
 }
 
 /// A template's text, its placeholders checked; `field` names it in errors.
@@ -401,14 +487,41 @@ pub struct Site<'a> {
     pub cache_dir: &'a Path,
 }
 
-/// A started pool, where it listens, and what the side's miners authorize as there.
+/// A started pool, where it listens, and what the side's miners authorize as there
+/// (`None`: whatever the run gives any side's miners).
 pub struct Started {
     pub process: RoleProcess,
     pub listen: SocketAddr,
-    pub worker_prefix: String,
+    pub worker_prefix: Option<String>,
 }
 
 impl Resolved {
+    /// The pool's config and its other files, filled in: the config at `config`, the
+    /// others at their paths in `workdir`.
+    fn write_configs(
+        &self,
+        config: &Path,
+        workdir: Option<&Path>,
+        values: &BTreeMap<&str, String>,
+    ) -> Result<()> {
+        let extra = (self.files.iter())
+            .filter_map(|(path, text)| workdir.map(|dir| (dir.join(path), text)));
+        for (path, text) in (self.template.as_ref())
+            .map(|t| (config.to_path_buf(), t))
+            .into_iter()
+            .chain(extra)
+        {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("cannot create {}", parent.display()))?;
+            }
+            // A pool's config holds the RPC password.
+            probe::private::write(&path, fill(text, values))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        Ok(())
+    }
+
     /// Installs an adapter if needed, fills in the config, starts the pool as role `name`
     /// listening on `listen`'s port (at `listen`, or at its end of the veth pair when it
     /// runs in a namespace of its own), and waits until it accepts connections.
@@ -495,25 +608,7 @@ impl Resolved {
             _ => roles_dir.join(format!("{name}.conf")),
         };
         values.insert("config", config.display().to_string());
-        let extra = self
-            .files
-            .iter()
-            .filter_map(|(path, text)| workdir.as_ref().map(|dir| (dir.join(path), text)));
-        for (path, text) in self
-            .template
-            .as_ref()
-            .map(|t| (config.clone(), t))
-            .into_iter()
-            .chain(extra)
-        {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .with_context(|| format!("cannot create {}", parent.display()))?;
-            }
-            // A pool's config holds the RPC password.
-            probe::private::write(&path, fill(text, &values))
-                .with_context(|| format!("cannot write {}", path.display()))?;
-        }
+        self.write_configs(&config, workdir.as_deref(), &values)?;
         let argv = shlex::split(&fill(&self.command, &values))
             .with_context(|| format!("role {name}: a quote in its command is not closed"))?;
         let argv: Vec<String> = (netns.iter().flat_map(|ns| ns.exec_prefix()))
@@ -539,10 +634,7 @@ impl Resolved {
         Ok(Started {
             process,
             listen,
-            worker_prefix: self.worker_prefix.as_ref().map_or_else(
-                || crate::run::default_worker_prefix(side),
-                |p| fill(p, &values),
-            ),
+            worker_prefix: self.worker_prefix.as_ref().map(|p| fill(p, &values)),
         })
     }
 }

@@ -1,6 +1,8 @@
-//! File descriptors: every miner costs one in the fleet and the pool and two in the link.
+//! What the machine allows a run: file descriptors (every miner costs one in the fleet and
+//! the pool and two in the link) and loopback ports.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
+use std::net::SocketAddr;
 
 /// Descriptors a role needs beyond its connections (files, listeners, runtime).
 const SLACK: u64 = 256;
@@ -138,6 +140,27 @@ pub fn ephemeral_range() -> (u16, u16) {
             Some((it.next()?, it.next_back()?))
         })
         .unwrap_or((32_768, 60_999))
+}
+
+/// A loopback port free now, for a role that must be told its port up front.
+///
+/// Taken below the ephemeral range when there is room: a port the kernel hands out for
+/// outgoing connections could be given to another connection (a miner's, say) between
+/// this check and the role binding it.
+pub(crate) fn free_local_port() -> Result<SocketAddr> {
+    use rand::Rng;
+    let (ephemeral_low, _) = ephemeral_range();
+    if ephemeral_low > 20_000 {
+        let mut rng = rand::thread_rng();
+        for _ in 0..64 {
+            let port = rng.gen_range(10_000..ephemeral_low);
+            if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+                return Ok(listener.local_addr()?);
+            }
+        }
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("no free local port")?;
+    Ok(listener.local_addr()?)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use crate::host::{HostSecond, CPU_MODES};
 use analysis::stream::Observed;
 use analysis::summary::ROLE_EXITED;
 use analysis::Summary;
+use anyhow::{Context, Result};
 use probe::ShareVerdict;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -16,6 +17,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 
 /// Upper bounds (seconds, Prometheus' base unit) of the latency histogram buckets.
@@ -134,116 +136,9 @@ impl Default for LiveMetrics {
             host_fs_avail: Family::default(),
             host_fs_size: Family::default(),
         };
-        // Counters are registered without `_total`: the library adds it to their samples.
-        let e = &mut m.exposition;
-        e.register_counter(
-            "stratum_bench_shares",
-            "Shares in the measured window by side and outcome: submitted; stale when the job was outdated at submission; accepted, pool_stale and rejected as the pool judged them.",
-            m.shares.clone(),
-        );
-        e.register_counter(
-            "stratum_bench_blocks",
-            "Blocks found by a side's miners, and those the node accepted.",
-            m.blocks.clone(),
-        );
-        e.register_counter(
-            "stratum_bench_network_blocks",
-            "Tip changes of the simulated network in the measured window.",
-            m.network_blocks.clone(),
-        );
-        e.register_counter(
-            "stratum_bench_role_exits",
-            "Roles that exited during the run (any exit before the run stops them is a failure).",
-            m.role_exits.clone(),
-        );
-        e.register_counter(
-            "stratum_bench_unmatched",
-            "Events that could not be tied to their counterpart, by kind.",
-            m.unmatched.clone(),
-        );
-        e.register_counter(
-            "node_cpu_seconds",
-            "Seconds the host's CPUs spent in each mode since the run started (node exporter's name).",
-            m.host_cpu_seconds.clone(),
-        );
-        let r = &mut e.registry;
-        r.register(
-            // node exporter's node_memory_MemTotal_bytes, renamed: its camelCase fails
-            // promtool's lint, which the exposition is held to.
-            "stratum_bench_host_memory_total_bytes",
-            "The host's memory (node exporter: node_memory_MemTotal_bytes).",
-            m.host_memory_total.clone(),
-        );
-        r.register(
-            "stratum_bench_host_memory_available_bytes",
-            "The host's memory available to start new work without swapping (node exporter: node_memory_MemAvailable_bytes).",
-            m.host_memory_available.clone(),
-        );
-        for (name, gauge) in ["node_load1", "node_load5", "node_load15"]
-            .into_iter()
-            .zip(&m.host_load)
-        {
-            r.register(
-                name,
-                "The host's load average (node exporter's name).",
-                gauge.clone(),
-            );
-        }
-        r.register(
-            "node_filesystem_avail_bytes",
-            "Bytes available on the filesystem of the run directory (node exporter's name).",
-            m.host_fs_avail.clone(),
-        );
-        r.register(
-            "node_filesystem_size_bytes",
-            "Size of the filesystem of the run directory (node exporter's name).",
-            m.host_fs_size.clone(),
-        );
-        r.register(
-            "stratum_bench_new_job_seconds",
-            "From the node producing a template to a miner receiving the first job on it.",
-            m.new_job.clone(),
-        );
-        r.register(
-            "stratum_bench_new_prevhash_job_seconds",
-            "From a tip change at the node to a miner receiving a job on the new prev hash.",
-            m.new_prevhash_job.clone(),
-        );
-        r.register(
-            "stratum_bench_block_propagation_seconds",
-            "From a miner submitting a block-level share to the node accepting the block.",
-            m.block_propagation.clone(),
-        );
-        r.register(
-            "stratum_bench_template_value_sats",
-            "Time-weighted mean value (subsidy + fees) of the templates a side's miners mined on.",
-            m.template_value.clone(),
-        );
-        r.register(
-            "stratum_bench_network_template_value_sats",
-            "Mean value of the best template the network could build.",
-            m.network_template_value.clone(),
-        );
-        r.register(
-            "stratum_bench_bandwidth_bytes_per_second",
-            "Application bytes per second across the WAN link, by side, site and direction.",
-            m.bandwidth.clone(),
-        );
-        r.register(
-            "stratum_bench_role_cpu_percent",
-            "CPU use of each role process, in percent of one core (last second).",
-            m.role_cpu.clone(),
-        );
-        r.register(
-            "stratum_bench_role_rss_bytes",
-            "Resident memory of each role process.",
-            m.role_rss.clone(),
-        );
-        r.register(
-            "stratum_bench_link_rtt_seconds",
-            "The round trip of each side's emulated WAN link, as configured.",
-            m.link_rtt.clone(),
-        );
+        m.register_counters();
+        m.register_host();
+        m.register_run();
         m
     }
 }
@@ -291,6 +186,130 @@ impl Exposition {
 }
 
 impl LiveMetrics {
+    /// The run's counters: shares, blocks, exits, unmatched events.
+    fn register_counters(&mut self) {
+        // Counters are registered without `_total`: the library adds it to their samples.
+        let e = &mut self.exposition;
+        e.register_counter(
+            "stratum_bench_shares",
+            "Shares in the measured window by side and outcome: submitted; stale when the job was outdated at submission; accepted, pool_stale and rejected as the pool judged theself.",
+            self.shares.clone(),
+        );
+        e.register_counter(
+            "stratum_bench_blocks",
+            "Blocks found by a side's miners, and those the node accepted.",
+            self.blocks.clone(),
+        );
+        e.register_counter(
+            "stratum_bench_network_blocks",
+            "Tip changes of the simulated network in the measured window.",
+            self.network_blocks.clone(),
+        );
+        e.register_counter(
+            "stratum_bench_role_exits",
+            "Roles that exited during the run (any exit before the run stops them is a failure).",
+            self.role_exits.clone(),
+        );
+        e.register_counter(
+            "stratum_bench_unmatched",
+            "Events that could not be tied to their counterpart, by kind.",
+            self.unmatched.clone(),
+        );
+    }
+
+    /// The host's CPU, memory, load and filesystem, by node exporter's names where promtool allows them.
+    fn register_host(&mut self) {
+        let e = &mut self.exposition;
+        e.register_counter(
+            "node_cpu_seconds",
+            "Seconds the host's CPUs spent in each mode since the run started (node exporter's name).",
+            self.host_cpu_seconds.clone(),
+        );
+        let r = &mut e.registry;
+        r.register(
+            // node exporter's node_memory_MemTotal_bytes, renamed: its camelCase fails
+            // promtool's lint, which the exposition is held to.
+            "stratum_bench_host_memory_total_bytes",
+            "The host's memory (node exporter: node_memory_MemTotal_bytes).",
+            self.host_memory_total.clone(),
+        );
+        r.register(
+            "stratum_bench_host_memory_available_bytes",
+            "The host's memory available to start new work without swapping (node exporter: node_memory_MemAvailable_bytes).",
+            self.host_memory_available.clone(),
+        );
+        for (name, gauge) in ["node_load1", "node_load5", "node_load15"]
+            .into_iter()
+            .zip(&self.host_load)
+        {
+            r.register(
+                name,
+                "The host's load average (node exporter's name).",
+                gauge.clone(),
+            );
+        }
+        r.register(
+            "node_filesystem_avail_bytes",
+            "Bytes available on the filesystem of the run directory (node exporter's name).",
+            self.host_fs_avail.clone(),
+        );
+        r.register(
+            "node_filesystem_size_bytes",
+            "Size of the filesystem of the run directory (node exporter's name).",
+            self.host_fs_size.clone(),
+        );
+    }
+
+    /// The run's distributions and gauges: latencies, template values, bandwidth, roles' CPU and memory, link round trips.
+    fn register_run(&mut self) {
+        let r = &mut self.exposition.registry;
+        r.register(
+            "stratum_bench_new_job_seconds",
+            "From the node producing a template to a miner receiving the first job on it.",
+            self.new_job.clone(),
+        );
+        r.register(
+            "stratum_bench_new_prevhash_job_seconds",
+            "From a tip change at the node to a miner receiving a job on the new prev hash.",
+            self.new_prevhash_job.clone(),
+        );
+        r.register(
+            "stratum_bench_block_propagation_seconds",
+            "From a miner submitting a block-level share to the node accepting the block.",
+            self.block_propagation.clone(),
+        );
+        r.register(
+            "stratum_bench_template_value_sats",
+            "Time-weighted mean value (subsidy + fees) of the templates a side's miners mined on.",
+            self.template_value.clone(),
+        );
+        r.register(
+            "stratum_bench_network_template_value_sats",
+            "Mean value of the best template the network could build.",
+            self.network_template_value.clone(),
+        );
+        r.register(
+            "stratum_bench_bandwidth_bytes_per_second",
+            "Application bytes per second across the WAN link, by side, site and direction.",
+            self.bandwidth.clone(),
+        );
+        r.register(
+            "stratum_bench_role_cpu_percent",
+            "CPU use of each role process, in percent of one core (last second).",
+            self.role_cpu.clone(),
+        );
+        r.register(
+            "stratum_bench_role_rss_bytes",
+            "Resident memory of each role process.",
+            self.role_rss.clone(),
+        );
+        r.register(
+            "stratum_bench_link_rtt_seconds",
+            "The round trip of each side's emulated WAN link, as configured.",
+            self.link_rtt.clone(),
+        );
+    }
+
     /// What the streams learned from the events consumed since the last call.
     pub fn observe(&self, observed: &[(String, Observed)], network_blocks: u64) {
         self.network_blocks.inc_by(network_blocks);
@@ -443,6 +462,20 @@ impl LiveMetrics {
     pub fn render(&self) -> String {
         self.exposition.render()
     }
+}
+
+/// Binds the metrics address up front, so a port in use fails the run before anything starts.
+pub(crate) async fn bind_metrics(bind: SocketAddr) -> Result<tokio::net::TcpListener> {
+    let listener = tokio::net::TcpListener::bind(bind).await.with_context(|| {
+        format!(
+            "cannot serve metrics on {bind} (port {} in use? choose another with --metrics-bind)",
+            bind.port()
+        )
+    })?;
+    // The address bound, not the one asked for: `--metrics-bind 127.0.0.1:0` takes any port.
+    let addr = listener.local_addr()?;
+    eprintln!("metrics on http://{addr}/metrics, live dashboard on http://{addr}/");
+    Ok(listener)
 }
 
 #[cfg(test)]

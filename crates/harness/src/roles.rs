@@ -74,7 +74,7 @@ pub enum RoleSpec {
 
 impl RoleSpec {
     /// A tap on any loopback port, answering as the pool (`keys`) in front of `upstream`.
-    pub fn tap(upstream: SocketAddr, keys: &node::tdp::AuthorityKeys) -> RoleSpec {
+    pub fn tap(upstream: SocketAddr, keys: &sv2_wire::AuthorityKeys) -> RoleSpec {
         RoleSpec::sv2_tap(upstream, keys, None)
     }
 
@@ -83,14 +83,14 @@ impl RoleSpec {
     pub fn template_tap(
         upstream: SocketAddr,
         upstream_public: stratum_apps::key_utils::Secp256k1PublicKey,
-        keys: &node::tdp::AuthorityKeys,
+        keys: &sv2_wire::AuthorityKeys,
     ) -> RoleSpec {
         RoleSpec::sv2_tap(upstream, keys, Some(upstream_public))
     }
 
     fn sv2_tap(
         upstream: SocketAddr,
-        keys: &node::tdp::AuthorityKeys,
+        keys: &sv2_wire::AuthorityKeys,
         upstream_public: Option<stratum_apps::key_utils::Secp256k1PublicKey>,
     ) -> RoleSpec {
         RoleSpec::Sv2Tap {
@@ -130,7 +130,7 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
             ipc_data_dir,
             peer,
         } => {
-            let node = node::NodeHandle::start(node::NodeOptions {
+            let options = node::NodeOptions {
                 config,
                 rpc_bind: SocketAddr::new(bind_ip, 0),
                 auth: node::RpcAuth::UserPassword {
@@ -146,17 +146,8 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
                 tdp,
                 ipc_data_dir,
                 peer,
-            })
-            .await?;
-            ready(json!({
-                "rpc": node.rpc_addr,
-                "zmq": node.zmq_endpoint,
-                "zmq_hashblock": node.zmq_hashblock_endpoint,
-                "tdp": node.tdp_addr,
-                "start_mono_ns": node.start_mono_ns(),
-            }));
-            terminated().await;
-            node.shutdown().await?;
+            };
+            run_node(options).await?;
         }
         RoleSpec::Sv1Pool { config } => {
             let pool = sv1::pool::PoolHandle::start(config, recorder.clone()).await?;
@@ -164,45 +155,7 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
             terminated().await;
             pool.stop();
         }
-        RoleSpec::Link { routes } => {
-            let stats = Arc::new(link::LinkStats::default());
-            let mut relays = Vec::new();
-            for route in routes {
-                relays.push(
-                    link::Relay::start_counted(
-                        route.listen,
-                        route.upstream,
-                        route.config,
-                        stats.clone(),
-                    )
-                    .await?,
-                );
-            }
-            let listening: Vec<SocketAddr> = relays.iter().map(|r| r.listen_addr).collect();
-            ready(json!({ "listen": listening }));
-            let bytes = |stats: &link::LinkStats| Event::LinkBytes {
-                up_bytes: stats.up.bytes(),
-                down_bytes: stats.down.bytes(),
-            };
-            let (counted, counting) = (stats.clone(), recorder.clone());
-            let sampler = tokio::spawn(async move {
-                let mut tick = tokio::time::interval(Duration::from_secs(1));
-                loop {
-                    tick.tick().await;
-                    counting.record(bytes(&counted));
-                }
-            });
-            terminated().await;
-            sampler.abort();
-            recorder.record(bytes(&stats));
-            recorder.record(Event::LinkLateness {
-                up_ms: stats.up.lateness_ns.dist(1e6),
-                down_ms: stats.down.lateness_ns.dist(1e6),
-            });
-            for relay in relays {
-                relay.stop();
-            }
-        }
+        RoleSpec::Link { routes } => run_link(routes, &recorder).await?,
         RoleSpec::Sv1Miners { config } => {
             let fleet = sv1::fleet::FleetHandle::start(config, recorder.clone())?;
             ready(json!({}));
@@ -255,6 +208,58 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
         }
     }
     recorder.close()
+}
+
+/// The node until the run ends, its addresses in its READY line.
+async fn run_node(options: node::NodeOptions) -> Result<()> {
+    let node = node::NodeHandle::start(options).await?;
+    ready(json!({
+        "rpc": node.rpc_addr,
+        "zmq": node.zmq_endpoint,
+        "zmq_hashblock": node.zmq_hashblock_endpoint,
+        "tdp": node.tdp_addr,
+        "start_mono_ns": node.start_mono_ns(),
+    }));
+    terminated().await;
+    node.shutdown().await
+}
+
+/// A side's link: a relay per route, its bytes counted every second and its lateness at
+/// the end.
+async fn run_link(routes: Vec<LinkRoute>, recorder: &Recorder) -> Result<()> {
+    let stats = Arc::new(link::LinkStats::default());
+    let mut relays = Vec::new();
+    for route in routes {
+        relays.push(
+            link::Relay::start_counted(route.listen, route.upstream, route.config, stats.clone())
+                .await?,
+        );
+    }
+    let listening: Vec<SocketAddr> = relays.iter().map(|r| r.listen_addr).collect();
+    ready(json!({ "listen": listening }));
+    let bytes = |stats: &link::LinkStats| Event::LinkBytes {
+        up_bytes: stats.up.bytes(),
+        down_bytes: stats.down.bytes(),
+    };
+    let (counted, counting) = (stats.clone(), recorder.clone());
+    let sampler = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            counting.record(bytes(&counted));
+        }
+    });
+    terminated().await;
+    sampler.abort();
+    recorder.record(bytes(&stats));
+    recorder.record(Event::LinkLateness {
+        up_ms: stats.up.lateness_ns.dist(1e6),
+        down_ms: stats.down.lateness_ns.dist(1e6),
+    });
+    for relay in relays {
+        relay.stop();
+    }
+    Ok(())
 }
 
 /// Runs an SRI app until the run ends; an app that stops by itself ends the role with

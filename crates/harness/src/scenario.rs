@@ -1,8 +1,9 @@
 //! Scenario files: what a run does, in TOML, with `--set key=value` overrides. A bad
 //! file or override is reported with the field's path and the problem.
 
+pub use crate::external_pool::{ExternalSv1Pool, PoolFile};
 use anyhow::{bail, Context, Result};
-use node::config::humantime_serde_compat as dur;
+use model::duration as dur;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
@@ -126,7 +127,7 @@ pub struct Scenario {
     pub node: Option<RealNode>,
     /// What `stratum-bench sweep` varies when no `--vary` is given (`run` ignores it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<crate::sweep::SweepSection>,
+    pub sweep: Option<SweepSection>,
 }
 
 /// A real bitcoind (or any node with its RPC and ZMQ), reached as its pools reach it.
@@ -222,70 +223,26 @@ pub enum EventsSink {
     Collector,
 }
 
-/// An SV1 pool that is not ours, on an SV1 side: an adapter shipped with stratum-bench
-/// (`kind`), or any pool as a `command` and a `config_template` whose placeholders
-/// (`{rpc_url}`, `{listen_port}`, ...) the harness fills in.
+/// What a scenario file's `[sweep]` table says (`scenarios/sweep-rtt.toml`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ExternalSv1Pool {
-    /// An adapter: `nomp`, or `public-pool` (your build, at `program`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// A program and its arguments, split as a shell would (quotes group words; nothing
-    /// is expanded); `{config}` is the filled-in config file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    /// The pool's program, for `{program}` in `command`: one field to point at a build
-    /// (`--set sv1_pools.<label>.program=/path/to/ckpool`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub program: Option<String>,
-    /// The config file with placeholders, relative to the scenario file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config_template: Option<std::path::PathBuf>,
-    /// The directory the pool runs in (placeholders filled, created if missing), for a
-    /// pool that reads its files from where it starts (goPool's `data/`). Default: the
-    /// run directory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workdir: Option<String>,
-    /// Where the filled-in config is written, relative to `workdir` (goPool reads
-    /// `data/config/config.toml`). Default: `roles/<pool role>.conf` in the run directory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config_path: Option<std::path::PathBuf>,
-    /// More config files the pool reads, each a template filled like `config_template`
-    /// and written at its `path` in `workdir` (goPool's `data/config/tuning.toml`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub files: Vec<PoolFile>,
-    /// What the side's miners authorize as, before `.<index>`; placeholders filled
-    /// (goPool wants a payout address: `"{payout_address}"`). Default: `<side>-miner`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worker_prefix: Option<String>,
-    /// The pool's name and version in reports (default: the kind, or the program).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// How it learns of blocks and refreshes jobs, in words, for the report (an adapter
-    /// says its own).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy: Option<String>,
-    /// Run the pool in a network namespace of its own, joined to the run by a veth pair
-    /// (for a pool that listens on every interface; needs root). Default: the adapter's
-    /// (on for public-pool), else off.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub isolate_network: Option<bool>,
-    /// The side's miners send `mining.suggest_difficulty` with the side's difficulty, for
-    /// a pool that honours it and would otherwise start them at its own. Default: the
-    /// adapter's (on for public-pool), else off.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suggest_difficulty: Option<bool>,
+pub struct SweepSection {
+    /// `[[sweep.vary]] key = "link.rtt_ms"  values = [10, 50, 100]`.
+    #[serde(default)]
+    pub vary: Vec<VarySection>,
+    /// Pair the lists value by value instead of crossing them.
+    #[serde(default)]
+    pub zip: bool,
+    /// Runs per point, each with its own seed.
+    #[serde(default)]
+    pub repeat: Option<u32>,
 }
 
-/// A config file of an external pool: a template, and where it goes in the pool's workdir.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PoolFile {
-    /// Relative to the scenario file.
-    pub template: std::path::PathBuf,
-    /// Relative to the pool's `workdir`.
-    pub path: std::path::PathBuf,
+pub struct VarySection {
+    pub key: String,
+    pub values: Vec<toml::Value>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -790,14 +747,29 @@ impl Scenario {
     }
 
     fn check(&self) -> Result<()> {
-        let fail = |field: &str, problem: String| -> Result<()> {
-            bail!("scenario field `{field}`: {problem}")
-        };
+        self.check_placement()?;
+        if self.sides.is_empty() {
+            fail("sides", "name at least one side".into())?;
+        }
+        self.check_node()?;
+        self.check_sides()?;
+        self.check_roles()?;
+        self.check_farm_node()?;
+        self.check_times()?;
+        self.check_network()?;
+        self.check_sv1_pools()?;
+        self.check_link()?;
+        self.check_miners()
+    }
+
+    /// What each engine can run: CPU sets are per host, and a program of yours or another
+    /// pool runs as a process only.
+    fn check_placement(&self) -> Result<()> {
         if self.placement.engine == Engine::Swarm && self.placement.isolate {
             fail(
-                "placement.isolate",
-                "CPU sets are per host; with the swarm engine, put the farm on nodes of its own (placement.farm_nodes)".into(),
-            )?;
+            "placement.isolate",
+            "CPU sets are per host; with the swarm engine, put the farm on nodes of its own (placement.farm_nodes)".into(),
+        )?;
         }
         if self.placement.engine != Engine::Process {
             // What runs in a container is the stratum-bench image: nothing else is in it.
@@ -814,57 +786,65 @@ impl Scenario {
                 }
             }
         }
-        if self.sides.is_empty() {
-            fail("sides", "name at least one side".into())?;
+        Ok(())
+    }
+
+    /// A real node: its addresses, its chain, and the Mining IPC its SV2 sides need.
+    fn check_node(&self) -> Result<()> {
+        let Some(node) = &self.node else {
+            return Ok(());
+        };
+        if !node.url.starts_with("http://") {
+            fail(
+                "node.url",
+                format!("{:?} is not http://HOST:PORT (the node's RPC)", node.url),
+            )?;
         }
-        if let Some(node) = &self.node {
-            if !node.url.starts_with("http://") {
+        if !node.zmq.starts_with("tcp://") {
+            fail(
+                "node.zmq",
+                format!(
+                    "{:?} is not tcp://HOST:PORT (the node's -zmqpubhashblock)",
+                    node.zmq
+                ),
+            )?;
+        }
+        if let Some(chain) = node.chain.as_deref().filter(|c| !CHAINS.contains(c)) {
+            fail("node.chain", format!("{chain:?} is none of {CHAINS:?}"))?;
+        }
+        let sv2 = (self.sides.iter()).find(|x| Config::of_side(x) != Some(Config::Sv1));
+        if let (Some(side), None) = (sv2, &node.ipc) {
+            fail(
+                "node.ipc",
+                format!("side {side:?} takes its templates from the node's Mining IPC: give its socket (`ipc = \"<datadir>/<chain>/node.sock\"`, Bitcoin Core v31 started with -ipcbind=unix), or leave the side out"),
+            )?;
+        }
+        if let Some(ipc) = &node.ipc {
+            if node.chain.as_deref() == Some("test") {
                 fail(
-                    "node.url",
-                    format!("{:?} is not http://HOST:PORT (the node's RPC)", node.url),
-                )?;
-            }
-            if !node.zmq.starts_with("tcp://") {
-                fail(
-                    "node.zmq",
-                    format!(
-                        "{:?} is not tcp://HOST:PORT (the node's -zmqpubhashblock)",
-                        node.zmq
-                    ),
-                )?;
-            }
-            if let Some(chain) = node.chain.as_deref().filter(|c| !CHAINS.contains(c)) {
-                fail("node.chain", format!("{chain:?} is none of {CHAINS:?}"))?;
-            }
-            let sv2 = (self.sides.iter()).find(|x| Config::of_side(x) != Some(Config::Sv1));
-            if let (Some(side), None) = (sv2, &node.ipc) {
-                fail(
-                    "node.ipc",
-                    format!("side {side:?} takes its templates from the node's Mining IPC: give its socket (`ipc = \"<datadir>/<chain>/node.sock\"`, Bitcoin Core v31 started with -ipcbind=unix), or leave the side out"),
-                )?;
-            }
-            if let Some(ipc) = &node.ipc {
-                if node.chain.as_deref() == Some("test") {
-                    fail(
-                        "node.chain",
-                        format!("testnet3 has no Mining IPC network in the SRI pool (mainnet, testnet4, signet, regtest): {} cannot serve SV2 sides", ipc.display()),
-                    )?;
-                }
-            }
-            if self.placement.engine != Engine::Process {
-                fail(
-                    "node",
-                    "a real node runs with placement.engine = \"process\" only".into(),
+                    "node.chain",
+                    format!("testnet3 has no Mining IPC network in the SRI pool (mainnet, testnet4, signet, regtest): {} cannot serve SV2 sides", ipc.display()),
                 )?;
             }
         }
+        if self.placement.engine != Engine::Process {
+            fail(
+                "node",
+                "a real node runs with placement.engine = \"process\" only".into(),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Every side is a known configuration, named once, and the baseline is one of them.
+    fn check_sides(&self) -> Result<()> {
         for side in &self.sides {
             if Config::of_side(side).is_none() {
                 let known: Vec<&str> = Config::ALL.iter().map(|c| c.name()).collect();
                 fail(
-                    "sides",
-                    format!("unknown side {side:?} (this build runs {known:?}, each alone or with a label after a dash, as sv1-b)"),
-                )?;
+                "sides",
+                format!("unknown side {side:?} (this build runs {known:?}, each alone or with a label after a dash, as sv1-b)"),
+            )?;
             }
         }
         if let Some(baseline) = (self.baseline.as_ref()).filter(|b| !self.sides.contains(b)) {
@@ -880,6 +860,11 @@ impl Scenario {
                 format!("{twice:?} is named twice (give the second a label: {twice}-b)"),
             )?;
         }
+        Ok(())
+    }
+
+    /// Programs of yours in place of roles, and where the SV2 pool takes its templates.
+    fn check_roles(&self) -> Result<()> {
         for (field, role) in self.roles.named() {
             if role.as_ref().is_some_and(|r| r.command.trim().is_empty()) {
                 fail(
@@ -909,6 +894,11 @@ impl Scenario {
                 fail(field, "the SRI pool then takes its templates from the Template Provider, not the node's Mining IPC: leave `sv2.template_provider` at \"tdp\"".into())?;
             }
         }
+        Ok(())
+    }
+
+    /// The farm's node and the SV2 farm's share batches.
+    fn check_farm_node(&self) -> Result<()> {
         if !(0.0..=1.0).contains(&self.farm_node.mempool_overlap) {
             fail(
                 "farm_node.mempool_overlap",
@@ -930,6 +920,11 @@ impl Scenario {
         if self.sv2.share_batch_size == 0 {
             fail("sv2.share_batch_size", "must be at least 1".into())?;
         }
+        Ok(())
+    }
+
+    /// Every time is positive where it must be and at most a year.
+    fn check_times(&self) -> Result<()> {
         if self.duration.is_zero() {
             fail("duration", "must be longer than zero".into())?;
         }
@@ -945,6 +940,11 @@ impl Scenario {
                 fail(field, format!("{d:?} is longer than a year"))?;
             }
         }
+        Ok(())
+    }
+
+    /// The simulated network: its share of the hashrate, its block pace, its mempool.
+    fn check_network(&self) -> Result<()> {
         if !(self.network.hashrate_share > 0.0 && self.network.hashrate_share <= 1.0) {
             fail(
                 "network.hashrate_share",
@@ -957,6 +957,11 @@ impl Scenario {
         if let Err(e) = node::MempoolPreset::parse(&self.network.mempool) {
             fail("network.mempool", e)?;
         }
+        Ok(())
+    }
+
+    /// Each other SV1 pool is run by a side.
+    fn check_sv1_pools(&self) -> Result<()> {
         for label in self.sv1_pools.keys() {
             let side = format!("sv1-{label}");
             if !self.sides.contains(&side) {
@@ -966,6 +971,11 @@ impl Scenario {
                 )?;
             }
         }
+        Ok(())
+    }
+
+    /// The link's delays, per side and for all, and its rate.
+    fn check_link(&self) -> Result<()> {
         for (side, rtt) in &self.link.side_rtt_ms {
             if !self.sides.contains(side) {
                 fail(
@@ -1006,6 +1016,11 @@ impl Scenario {
                 fail("link.bandwidth_mbps", format!("{b} is not a positive rate"))?;
             }
         }
+        Ok(())
+    }
+
+    /// The fleet: its size, its share rate, its hashrate, and blocks several shares long.
+    fn check_miners(&self) -> Result<()> {
         if self.miners.count == 0 {
             fail("miners.count", "needs at least one miner".into())?;
         }
@@ -1031,12 +1046,12 @@ impl Scenario {
         let per_block = self.hashes_per_block();
         if per_block < 4.0 * self.miners.hashes_per_share {
             fail(
-                "network.block_interval",
-                format!(
-                    "blocks would take {per_block:.0} hashes, less than 4 shares' worth ({:.0}): lengthen it, lower network.hashrate_share or raise miners.shares_per_min",
-                    4.0 * self.miners.hashes_per_share
-                ),
-            )?;
+            "network.block_interval",
+            format!(
+                "blocks would take {per_block:.0} hashes, less than 4 shares' worth ({:.0}): lengthen it, lower network.hashrate_share or raise miners.shares_per_min",
+                4.0 * self.miners.hashes_per_share
+            ),
+        )?;
         }
         Ok(())
     }
@@ -1109,6 +1124,11 @@ const MAX_TIME: Duration = Duration::from_secs(365 * 86_400);
 /// Duration's range would not convert at all).
 fn is_delay_ms(ms: f64) -> bool {
     (0.0..=3_600_000.0).contains(&ms)
+}
+
+/// A scenario field's problem, as every check words it.
+fn fail(field: &str, problem: String) -> Result<()> {
+    bail!("scenario field `{field}`: {problem}")
 }
 
 #[cfg(test)]

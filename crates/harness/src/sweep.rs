@@ -3,7 +3,7 @@
 //! as the scenario it will run before anything runs, so a key the scenario has no field
 //! for, or a value the field cannot take, is an error naming both up front.
 
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, SweepSection, VarySection};
 use analysis::sweep::{PointRun, BUILTIN, RELEASE_KEY};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -56,38 +56,15 @@ impl Vary {
     }
 }
 
-/// What a scenario file's `[sweep]` table says (`scenarios/sweep-rtt.toml`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SweepSection {
-    /// `[[sweep.vary]] key = "link.rtt_ms"  values = [10, 50, 100]`.
-    #[serde(default)]
-    pub vary: Vec<VarySection>,
-    /// Pair the lists value by value instead of crossing them.
-    #[serde(default)]
-    pub zip: bool,
-    /// Runs per point, each with its own seed.
-    #[serde(default)]
-    pub repeat: Option<u32>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VarySection {
-    pub key: String,
-    pub values: Vec<toml::Value>,
-}
-
-impl VarySection {
-    fn to_vary(&self) -> Result<Vary> {
-        let values = (self.values.iter())
-            .map(|v| match v {
-                toml::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            })
-            .collect();
-        Vary::new(self.key.clone(), values).with_context(|| "scenario field `sweep.vary`")
-    }
+/// A `[[sweep.vary]]` entry as the sweep's axis.
+fn vary_of(section: &VarySection) -> Result<Vary> {
+    let values = (section.values.iter())
+        .map(|v| match v {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    Vary::new(section.key.clone(), values).with_context(|| "scenario field `sweep.vary`")
 }
 
 /// The whole plan.
@@ -111,11 +88,7 @@ impl Plan {
             let section = section.filter(|s| !s.vary.is_empty()).context(
                 "nothing to vary: give --vary KEY=V1,V2 (link.rtt_ms=10,100), or a scenario with a [[sweep.vary]] table",
             )?;
-            section
-                .vary
-                .iter()
-                .map(VarySection::to_vary)
-                .collect::<Result<_>>()?
+            section.vary.iter().map(vary_of).collect::<Result<_>>()?
         } else {
             args.iter().map(|a| Vary::parse(a)).collect::<Result<_>>()?
         };

@@ -60,6 +60,38 @@ impl Running {
         }
     }
 
+    /// The tap of `protocol` on `listen`, in front of `upstream`; an SV2 tap with the
+    /// pool's `keys` decodes what it relays.
+    async fn start(
+        protocol: &Protocol,
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        keys: Option<sv2_wire::AuthorityKeys>,
+        recorder: &Recorder,
+    ) -> Result<Running> {
+        Ok(match protocol {
+            Protocol::Sv1 => Running::Sv1(
+                sv1::tap::Sv1Tap::start(
+                    sv1::tap::Sv1TapConfig { listen, upstream },
+                    recorder.clone(),
+                )
+                .await?,
+            ),
+            Protocol::Sv2 { .. } => Running::Sv2(
+                sv2::tap::Tap::start(
+                    sv2::tap::TapConfig {
+                        listen,
+                        pool: upstream,
+                        keys,
+                        upstream_public: None,
+                    },
+                    recorder.clone(),
+                )
+                .await?,
+            ),
+        })
+    }
+
     fn stop(&self) {
         match self {
             Running::Sv1(t) => t.stop(),
@@ -82,7 +114,7 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
         Protocol::Sv2 {
             authority_secret_key: Some(text),
         } => Some(
-            node::tdp::AuthorityKeys::from_secret(text)
+            sv2_wire::AuthorityKeys::from_secret(text)
                 .context("--authority-secret-key: not an SV2 authority secret key")?,
         ),
         _ => None,
@@ -110,34 +142,11 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
         None => None,
     };
     let metrics = match opts.metrics_bind {
-        Some(bind) => Some(crate::run::live::bind_metrics(bind).await?),
+        Some(bind) => Some(crate::metrics::bind_metrics(bind).await?),
         None => None,
     };
     let recorder = Recorder::to_file(&events.join("tap.jsonl"), "tap")?;
-    let tap = match protocol {
-        Protocol::Sv1 => Running::Sv1(
-            sv1::tap::Sv1Tap::start(
-                sv1::tap::Sv1TapConfig {
-                    listen: opts.listen,
-                    upstream,
-                },
-                recorder.clone(),
-            )
-            .await?,
-        ),
-        Protocol::Sv2 { .. } => Running::Sv2(
-            sv2::tap::Tap::start(
-                sv2::tap::TapConfig {
-                    listen: opts.listen,
-                    pool: upstream,
-                    keys,
-                    upstream_public: None,
-                },
-                recorder.clone(),
-            )
-            .await?,
-        ),
-    };
+    let tap = Running::start(&protocol, opts.listen, upstream, keys, &recorder).await?;
     eprintln!(
         "{} tap on {} in front of {} (up to {capacity} connections{}); events in {}",
         setup.protocol.to_uppercase(),
@@ -151,21 +160,8 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
         opts.out.display()
     );
     let mut tasks = Vec::new();
-    if let Some(mut sub) = hashblock {
-        let recorder = recorder.clone();
-        tasks.push(tokio::spawn(async move {
-            loop {
-                match sv1::hashblock::next_block(&mut sub).await {
-                    Ok(hash) => recorder.record(Event::NodeBlockAnnounced {
-                        hash: hash.to_string(),
-                    }),
-                    Err(e) => {
-                        tracing::warn!(error = %format!("{e:#}"), "the node's ZMQ");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                }
-            }
-        }));
+    if let Some(sub) = hashblock {
+        tasks.push(record_hashblocks(sub, recorder.clone()));
     }
     if let Some(listener) = metrics {
         let exposition = Arc::new(exposition(tap.stats()));
@@ -200,6 +196,26 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
     let summary = analysis::tap::summarize_dir(&opts.out);
     write_json(&opts.out.join(analysis::manifest::SUMMARY_FILE), &summary)?;
     Ok(summary)
+}
+
+/// Records each block the node announces on its ZMQ hashblock, as it arrives.
+fn record_hashblocks(
+    mut sub: sv1::hashblock::Subscription,
+    recorder: Recorder,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            match sv1::hashblock::next_block(&mut sub).await {
+                Ok(hash) => recorder.record(Event::NodeBlockAnnounced {
+                    hash: hash.to_string(),
+                }),
+                Err(e) => {
+                    tracing::warn!(error = %format!("{e:#}"), "the node's ZMQ");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    })
 }
 
 /// The tap's counters as Prometheus metrics.

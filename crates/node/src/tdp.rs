@@ -26,7 +26,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use stratum_apps::network_helpers::accept_noise_connection;
-use stratum_apps::network_helpers::noise_stream::NoiseTcpWriteHalf;
+use stratum_apps::network_helpers::noise_stream::{NoiseTcpReadHalf, NoiseTcpWriteHalf};
 use stratum_apps::stratum_core::binary_sv2::{
     B016MOwned, B0255Owned, B064KOwned, Seq0255Owned, Seq064KOwned, Str0255Owned, U256Owned,
 };
@@ -43,7 +43,6 @@ use stratum_apps::stratum_core::template_distribution_sv2::{
     SetNewPrevHashOwned, SubmitSolution,
 };
 use stratum_apps::utils::protocol_message_type::{protocol_message_type, MessageType};
-use stratum_apps::utils::types::OutboundFrame;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -55,14 +54,14 @@ const PROTOCOL_VERSION: u16 = 2;
 const CERT_VALIDITY_S: u64 = 24 * 3600;
 
 /// The authority key pair a Template Provider signs its Noise certificates with.
-pub use sv2::keys::AuthorityKeys;
+pub use sv2_wire::AuthorityKeys;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TdpOptions {
     pub bind: SocketAddr,
     pub keys: AuthorityKeys,
     /// How often the current template is offered on the same tip.
-    #[serde(with = "crate::config::humantime_serde_compat")]
+    #[serde(with = "model::duration")]
     pub interval: Duration,
     /// Minimum fee gain for an update on the same tip to be sent.
     pub fee_threshold_sats: u64,
@@ -136,53 +135,7 @@ async fn serve(
             .map_err(|e| anyhow::anyhow!("Noise handshake failed: {e}"))?;
     let (mut reader, mut writer) = noise.into_split();
 
-    // SetupConnection comes first, for the template distribution protocol. The frame is
-    // dropped before the reader moves on: a read half dropped while one of its frames lives
-    // spins forever (buffer_sv2 waits for every slice of its pool to come back).
-    let (protocol, min_version, max_version) = {
-        let mut frame = reader
-            .read_frame()
-            .await
-            .map_err(|e| anyhow::anyhow!("no SetupConnection: {e}"))?;
-        let header = frame.header();
-        if protocol_message_type(header.ext_type(), header.msg_type()) != MessageType::Common {
-            bail!(
-                "expected SetupConnection, got message type {:#x}",
-                header.msg_type()
-            );
-        }
-        let setup = CommonMessages::try_from((header.msg_type(), frame.payload()))
-            .map_err(|e| anyhow::anyhow!("malformed common message: {e:?}"))?;
-        let CommonMessages::SetupConnection(setup) = setup else {
-            bail!("expected SetupConnection, got {setup}");
-        };
-        (setup.protocol, setup.min_version, setup.max_version)
-    };
-    let error = if protocol != Protocol::TemplateDistributionProtocol {
-        Some("unsupported-protocol")
-    } else if min_version > PROTOCOL_VERSION || max_version < PROTOCOL_VERSION {
-        Some("protocol-version-mismatch")
-    } else {
-        None
-    };
-    if let Some(code) = error {
-        let reply = SetupConnectionErrorOwned {
-            flags: 0,
-            error_code: Str0255Owned::try_from(code.as_bytes().to_vec()).expect("short code"),
-        };
-        send(
-            &mut writer,
-            AnyMessageOwned::Common(CommonMessagesOwned::SetupConnectionError(reply)),
-        )
-        .await?;
-        bail!("refused SetupConnection: {code}");
-    }
-    let success = SetupConnectionSuccess {
-        used_version: PROTOCOL_VERSION,
-        flags: 0,
-    };
-    send(&mut writer, AnyMessageOwned::Common(success.into())).await?;
-    tracing::info!("TDP client set up");
+    set_up_connection(&mut reader, &mut writer).await?;
 
     // A reader task decodes frames, since a frame read cannot be cancelled halfway.
     let (tx, mut inbound) = mpsc::unbounded_channel();
@@ -232,7 +185,7 @@ async fn serve(
                     }
                     Inbound::RequestTransactionData { template_id } => {
                         let template = sent.get(&template_id).cloned();
-                        send(&mut writer, transaction_data(template_id, template)).await?;
+                        sv2_wire::send(&mut writer, transaction_data(template_id, template), "the TDP client").await?;
                     }
                     Inbound::Solution(s) => match sent.get(&s.template_id) {
                         Some(t) => submit_solution(&shared, t, s),
@@ -270,7 +223,7 @@ async fn serve(
                 let policy = refresh.policy();
                 match update.filter(|t| last.as_ref().is_some_and(|l| policy.worth_sending(l.fees, t.fees))) {
                     Some(t) => {
-                        send(&mut writer, new_template(&t, false)).await?;
+                        sv2_wire::send(&mut writer, new_template(&t, false), "the TDP client").await?;
                         sent.insert(t.id, t.clone());
                         last = Some(t);
                         refresh.restart(Instant::now());
@@ -282,9 +235,69 @@ async fn serve(
     }
 }
 
-async fn read_inbound(
-    reader: &mut stratum_apps::network_helpers::noise_stream::NoiseTcpReadHalf,
-) -> Result<Inbound> {
+/// Answers the client's SetupConnection: success for the template distribution protocol
+/// at our version, else the SV2 error code, and the connection ends.
+async fn set_up_connection(
+    reader: &mut NoiseTcpReadHalf,
+    writer: &mut NoiseTcpWriteHalf,
+) -> Result<()> {
+    // SetupConnection comes first, for the template distribution protocol. The frame is
+    // dropped before the reader moves on: a read half dropped while one of its frames lives
+    // spins forever (buffer_sv2 waits for every slice of its pool to come back).
+    let (protocol, min_version, max_version) = {
+        let mut frame = reader
+            .read_frame()
+            .await
+            .map_err(|e| anyhow::anyhow!("no SetupConnection: {e}"))?;
+        let header = frame.header();
+        if protocol_message_type(header.ext_type(), header.msg_type()) != MessageType::Common {
+            bail!(
+                "expected SetupConnection, got message type {:#x}",
+                header.msg_type()
+            );
+        }
+        let setup = CommonMessages::try_from((header.msg_type(), frame.payload()))
+            .map_err(|e| anyhow::anyhow!("malformed common message: {e:?}"))?;
+        let CommonMessages::SetupConnection(setup) = setup else {
+            bail!("expected SetupConnection, got {setup}");
+        };
+        (setup.protocol, setup.min_version, setup.max_version)
+    };
+    let error = if protocol != Protocol::TemplateDistributionProtocol {
+        Some("unsupported-protocol")
+    } else if min_version > PROTOCOL_VERSION || max_version < PROTOCOL_VERSION {
+        Some("protocol-version-mismatch")
+    } else {
+        None
+    };
+    if let Some(code) = error {
+        let reply = SetupConnectionErrorOwned {
+            flags: 0,
+            error_code: Str0255Owned::try_from(code.as_bytes().to_vec()).expect("short code"),
+        };
+        sv2_wire::send(
+            writer,
+            AnyMessageOwned::Common(CommonMessagesOwned::SetupConnectionError(reply)),
+            "the TDP client",
+        )
+        .await?;
+        bail!("refused SetupConnection: {code}");
+    }
+    let success = SetupConnectionSuccess {
+        used_version: PROTOCOL_VERSION,
+        flags: 0,
+    };
+    sv2_wire::send(
+        writer,
+        AnyMessageOwned::Common(success.into()),
+        "the TDP client",
+    )
+    .await?;
+    tracing::info!("TDP client set up");
+    Ok(())
+}
+
+async fn read_inbound(reader: &mut NoiseTcpReadHalf) -> Result<Inbound> {
     let frame = reader
         .read_frame()
         .await
@@ -338,7 +351,7 @@ async fn send_new_tip(shared: &Shared, writer: &mut NoiseTcpWriteHalf) -> Result
         let t = state.build_template();
         (t, state.header_time())
     };
-    send(writer, new_template(&template, true)).await?;
+    sv2_wire::send(writer, new_template(&template, true), "the TDP client").await?;
     let prev = SetNewPrevHashOwned {
         template_id: template.id,
         prev_hash: U256Owned::from(template.prev_hash.to_byte_array()),
@@ -346,9 +359,10 @@ async fn send_new_tip(shared: &Shared, writer: &mut NoiseTcpWriteHalf) -> Result
         n_bits: template.bits.to_consensus(),
         target: U256Owned::from(template.target().to_le_bytes()),
     };
-    send(
+    sv2_wire::send(
         writer,
         AnyMessageOwned::TemplateDistribution(TemplateDistributionOwned::SetNewPrevHash(prev)),
+        "the TDP client",
     )
     .await?;
     Ok(template)
@@ -445,13 +459,4 @@ pub(crate) fn submit_solution(shared: &Shared, template: &Template, s: Solution)
         None => tracing::info!(%hash, "block from SubmitSolution accepted"),
         Some(reason) => tracing::info!(%hash, %reason, "block from SubmitSolution rejected"),
     }
-}
-
-async fn send(writer: &mut NoiseTcpWriteHalf, msg: AnyMessageOwned) -> Result<()> {
-    let frame = OutboundFrame::from_message(msg)
-        .map_err(|e| anyhow::anyhow!("cannot frame a message: {e:?}"))?;
-    writer
-        .write_frame(frame)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot write to the TDP client: {e}"))
 }

@@ -5,7 +5,7 @@ mod common;
 
 use bitcoin::hashes::Hash;
 use bitcoin::{Block, BlockHash, CompactTarget, Target, TxMerkleNode};
-use node::tdp::{AuthorityKeys, TdpOptions};
+use node::tdp::TdpOptions;
 use node::tdp_client::TdpClient;
 use node::{MempoolConfig, MempoolPreset, NodeConfig, NodeHandle, NodeOptions};
 use std::net::SocketAddr;
@@ -18,6 +18,7 @@ use stratum_apps::stratum_core::parsers_sv2::{AnyMessageOwned, TemplateDistribut
 use stratum_apps::stratum_core::template_distribution_sv2::{
     NewTemplateOwned, RequestTransactionDataOwned, SetNewPrevHashOwned, SubmitSolutionOwned,
 };
+use sv2_wire::AuthorityKeys;
 use tokio::io::AsyncWriteExt;
 
 async fn start() -> (NodeHandle, SocketAddr, AuthorityKeys) {

@@ -213,44 +213,8 @@ fn context(run: &RunData) -> Section {
             rows.push(row(&format!("{side}'s pool"), format!("{pool}: {policy}")));
         }
     }
-    if s("sides").contains("sv2") {
-        let linked = run
-            .host
-            .as_ref()
-            .and_then(|h| h.get("sri_releases")?.as_array().cloned())
-            .map(|r| {
-                r.iter()
-                    .filter_map(|v| v.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_else(|| "-".into());
-        let mut sri = format!("{linked} (crates.io, linked in)");
-        for role in ["pool", "translator"] {
-            let command = s(&format!("roles.{role}.command"));
-            if command != "-" {
-                sri.push_str(&format!("; {role} replaced by `{command}`"));
-            }
-        }
-        rows.push(row("SRI roles under test", sri));
-    }
-    if let Some(h) = &run.host {
-        let g = |k: &str| {
-            h.get(k)
-                .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
-                .unwrap_or_default()
-        };
-        rows.push(row(
-            "machine",
-            format!(
-                "{}, {} cores, {:.1} GiB",
-                g("cpu_model"),
-                g("cores"),
-                h["memory_bytes"].as_f64().unwrap_or(0.0) / 1073741824.0
-            ),
-        ));
-        rows.push(row("OS / kernel", format!("{} / {}", g("os"), g("kernel"))));
-    }
+    rows.extend(sri_row(run));
+    rows.extend(run.host.as_ref().map(machine_rows).into_iter().flatten());
     Section {
         title: "Context".into(),
         blocks: vec![Block::Table {
@@ -258,6 +222,55 @@ fn context(run: &RunData) -> Section {
             rows,
         }],
     }
+}
+
+/// The SRI releases linked in, and any role a program of the user's replaced, when a
+/// side runs SV2.
+fn sri_row(run: &RunData) -> Option<Vec<String>> {
+    let s = |p: &str| run.scenario_value(p).unwrap_or_else(|| "-".into());
+    if !s("sides").contains("sv2") {
+        return None;
+    }
+    let linked = run
+        .host
+        .as_ref()
+        .and_then(|h| h.get("sri_releases")?.as_array().cloned())
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_else(|| "-".into());
+    let mut sri = format!("{linked} (crates.io, linked in)");
+    for role in ["pool", "translator"] {
+        let command = s(&format!("roles.{role}.command"));
+        if command != "-" {
+            sri.push_str(&format!("; {role} replaced by `{command}`"));
+        }
+    }
+    Some(row("SRI roles under test", sri))
+}
+
+/// The machine the run had: its CPU, cores, memory and OS (`host.json`).
+fn machine_rows(h: &serde_json::Value) -> Vec<Vec<String>> {
+    let g = |k: &str| {
+        h.get(k)
+            .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
+            .unwrap_or_default()
+    };
+    vec![
+        row(
+            "machine",
+            format!(
+                "{}, {} cores, {:.1} GiB",
+                g("cpu_model"),
+                g("cores"),
+                h["memory_bytes"].as_f64().unwrap_or(0.0) / 1073741824.0
+            ),
+        ),
+        row("OS / kernel", format!("{} / {}", g("os"), g("kernel"))),
+    ]
 }
 
 /// A row of a [`dist_head`] table: `name`, `d`'s cells and its mean's interval.

@@ -74,18 +74,6 @@ fn chart(
     step: bool,
     cdf: bool,
 ) -> String {
-    let all = series.iter().flat_map(|s| s.points.iter().copied());
-    let band_ends = (bands.iter().flatten()).flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]);
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for (x, y) in all
-        .chain(band_ends)
-        .filter(|p| p.0.is_finite() && p.1.is_finite())
-    {
-        x0 = x0.min(x);
-        x1 = x1.max(x);
-        y0 = y0.min(y);
-        y1 = y1.max(y);
-    }
     // Tall enough for every series' legend entry.
     let h = H.max(TOP + LEGEND_STEP * series.len() as f64 + 10.0);
     let mut out = String::new();
@@ -94,7 +82,7 @@ fn chart(
         r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h}" class="chart" role="img" aria-label="{t}"><text x="{LEFT}" y="18" class="title">{t}</text>"#,
         t = escape(title)
     );
-    if x0 > x1 {
+    let Some(frame) = Frame::of(series, bands, h) else {
         let _ = write!(
             out,
             r#"<text x="{}" y="{}" class="empty">no samples</text></svg>"#,
@@ -102,68 +90,15 @@ fn chart(
             h / 2.0
         );
         return out;
-    }
-    if y0 > 0.0 && y0 < (y1 - y0) * 2.0 {
-        y0 = 0.0; // start at zero unless that would flatten the lines
-    }
-    if (x1 - x0).abs() < f64::EPSILON {
-        x1 = x0 + 1.0;
-    }
-    if (y1 - y0).abs() < f64::EPSILON {
-        y1 = y0 + y0.abs().max(1.0) * 0.1;
-        y0 -= (y1 - y0).max(1e-9);
-    }
-    // Round ticks: each axis widened to whole steps of 1, 2, 2.5 or 5 times a power of ten
-    // (a run's first second at 0.577 s starts the axis at 0).
-    let (x0, x1, x_step) = round_axis(x0, x1);
-    let (y0, y1, y_step) = round_axis(y0, y1);
-    let px = |x: f64| LEFT + (x - x0) / (x1 - x0) * (W - LEFT - RIGHT);
-    let py = |y: f64| h - BOTTOM - (y - y0) / (y1 - y0) * (h - TOP - BOTTOM);
-    // Axes, ticks and labels.
-    let _ = write!(
-        out,
-        r#"<line x1="{LEFT}" y1="{b}" x2="{r}" y2="{b}" class="axis"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b}" class="axis"/>"#,
-        b = h - BOTTOM,
-        r = W - RIGHT
-    );
-    for xv in ticks(x0, x1, x_step) {
-        let _ = write!(
-            out,
-            r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text>"#,
-            px(xv),
-            h - BOTTOM + 16.0,
-            tick_label(xv, x_step),
-        );
-    }
-    for yv in ticks(y0, y1, y_step) {
-        let _ = write!(
-            out,
-            r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="grid"/>"#,
-            LEFT - 6.0,
-            py(yv) + 4.0,
-            tick_label(yv, y_step),
-            py(yv),
-            W - RIGHT,
-            py(yv)
-        );
-    }
-    let _ = write!(
-        out,
-        r#"<text x="{:.1}" y="{:.1}" class="label" text-anchor="middle">{}</text><text x="14" y="{:.1}" class="label" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text>"#,
-        LEFT + (W - LEFT - RIGHT) / 2.0,
-        h - 8.0,
-        escape(x_label),
-        TOP + (h - TOP - BOTTOM) / 2.0,
-        TOP + (h - TOP - BOTTOM) / 2.0,
-        escape(y_label)
-    );
+    };
+    frame.axes(&mut out, x_label, y_label);
     // Bands under the lines: the upper edge left to right, the lower back.
     for (i, band) in bands.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
         let (color, _) = style(i);
         let upper = band.iter().map(|&(x, _, hi)| (x, hi));
         let lower = band.iter().rev().map(|&(x, lo, _)| (x, lo));
         let points: Vec<String> = (upper.chain(lower))
-            .map(|(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .map(|(x, y)| format!("{:.1},{:.1}", frame.px(x), frame.py(y)))
             .collect();
         let _ = write!(
             out,
@@ -172,26 +107,126 @@ fn chart(
         );
     }
     for (i, s) in series.iter().enumerate() {
+        frame.series(&mut out, i, s, step, cdf);
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// Where a chart's values land: its axes, each (from, to, step), and its height.
+struct Frame {
+    x: (f64, f64, f64),
+    y: (f64, f64, f64),
+    h: f64,
+}
+
+impl Frame {
+    /// The axes that hold every point and band edge, widened to round steps; `None`
+    /// without a finite point.
+    fn of(series: &[Series], bands: &[Vec<(f64, f64, f64)>], h: f64) -> Option<Frame> {
+        let all = series.iter().flat_map(|s| s.points.iter().copied());
+        let band_ends = (bands.iter().flatten()).flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]);
+        let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+        for (x, y) in all
+            .chain(band_ends)
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+        {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y0 = y0.min(y);
+            y1 = y1.max(y);
+        }
+        if x0 > x1 {
+            return None;
+        }
+        if y0 > 0.0 && y0 < (y1 - y0) * 2.0 {
+            y0 = 0.0; // start at zero unless that would flatten the lines
+        }
+        if (x1 - x0).abs() < f64::EPSILON {
+            x1 = x0 + 1.0;
+        }
+        if (y1 - y0).abs() < f64::EPSILON {
+            y1 = y0 + y0.abs().max(1.0) * 0.1;
+            y0 -= (y1 - y0).max(1e-9);
+        }
+        // Round ticks: each axis widened to whole steps of 1, 2, 2.5 or 5 times a power of
+        // ten (a run's first second at 0.577 s starts the axis at 0).
+        Some(Frame {
+            x: round_axis(x0, x1),
+            y: round_axis(y0, y1),
+            h,
+        })
+    }
+
+    fn px(&self, x: f64) -> f64 {
+        LEFT + (x - self.x.0) / (self.x.1 - self.x.0) * (W - LEFT - RIGHT)
+    }
+
+    fn py(&self, y: f64) -> f64 {
+        self.h - BOTTOM - (y - self.y.0) / (self.y.1 - self.y.0) * (self.h - TOP - BOTTOM)
+    }
+
+    /// Axes, ticks, grid lines and labels.
+    fn axes(&self, out: &mut String, x_label: &str, y_label: &str) {
+        let h = self.h;
+        let _ = write!(
+            out,
+            r#"<line x1="{LEFT}" y1="{b}" x2="{r}" y2="{b}" class="axis"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b}" class="axis"/>"#,
+            b = h - BOTTOM,
+            r = W - RIGHT
+        );
+        let (x0, x1, x_step) = self.x;
+        for xv in ticks(x0, x1, x_step) {
+            let _ = write!(
+                out,
+                r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text>"#,
+                self.px(xv),
+                h - BOTTOM + 16.0,
+                tick_label(xv, x_step),
+            );
+        }
+        let (y0, y1, y_step) = self.y;
+        for yv in ticks(y0, y1, y_step) {
+            let _ = write!(
+                out,
+                r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="grid"/>"#,
+                LEFT - 6.0,
+                self.py(yv) + 4.0,
+                tick_label(yv, y_step),
+                self.py(yv),
+                W - RIGHT,
+                self.py(yv)
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" class="label" text-anchor="middle">{}</text><text x="14" y="{:.1}" class="label" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text>"#,
+            LEFT + (W - LEFT - RIGHT) / 2.0,
+            h - 8.0,
+            escape(x_label),
+            TOP + (h - TOP - BOTTOM) / 2.0,
+            TOP + (h - TOP - BOTTOM) / 2.0,
+            escape(y_label)
+        );
+    }
+
+    /// Series `i`: its line (a staircase with `step`), its points where they are few, and
+    /// its legend entry.
+    fn series(&self, out: &mut String, i: usize, s: &Series, step: bool, cdf: bool) {
         let (color, dash) = style(i);
         let mut path = String::new();
         let mut last: Option<(f64, f64)> = None;
         for &(x, y) in &s.points {
+            let (px, py) = (self.px(x), self.py(y));
             match last {
                 None => {
-                    let _ = write!(path, "M{:.1},{:.1}", px(x), py(y));
+                    let _ = write!(path, "M{px:.1},{py:.1}");
                 }
                 Some((_, ly)) if step => {
-                    let _ = write!(
-                        path,
-                        " L{:.1},{:.1} L{:.1},{:.1}",
-                        px(x),
-                        py(ly),
-                        px(x),
-                        py(y)
-                    );
+                    let _ = write!(path, " L{px:.1},{:.1} L{px:.1},{py:.1}", self.py(ly));
                 }
                 Some(_) => {
-                    let _ = write!(path, " L{:.1},{:.1}", px(x), py(y));
+                    let _ = write!(path, " L{px:.1},{py:.1}");
                 }
             }
             last = Some((x, y));
@@ -207,8 +242,8 @@ fn chart(
                 let _ = write!(
                     out,
                     r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"/>"#,
-                    px(x),
-                    py(y)
+                    self.px(x),
+                    self.py(y)
                 );
             }
         }
@@ -236,8 +271,6 @@ fn chart(
             })
         );
     }
-    out.push_str("</svg>");
-    out
 }
 
 /// `[lo, hi]` widened to whole steps, the step 1, 2, 2.5 or 5 times a power of ten that

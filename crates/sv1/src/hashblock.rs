@@ -5,8 +5,11 @@ use bitcoin::BlockHash;
 use std::time::Duration;
 use zeromq::{Socket, SocketRecv, SubSocket};
 
+/// A subscription to a node's `hashblock` topic.
+pub type Subscription = SubSocket;
+
 /// A subscription to `hashblock` at `endpoint` (`tcp://HOST:PORT`), within 5 s.
-pub async fn subscribe(endpoint: &str) -> Result<SubSocket> {
+pub async fn subscribe(endpoint: &str) -> Result<Subscription> {
     let mut sub = SubSocket::new();
     let subscribed = async {
         sub.connect(endpoint).await?;
@@ -21,7 +24,7 @@ pub async fn subscribe(endpoint: &str) -> Result<SubSocket> {
 
 /// The next block hash announced: bitcoind sends its 32 bytes in display (big-endian)
 /// order, after the topic; other topics and malformed messages are skipped, with a log.
-pub async fn next_block(sub: &mut SubSocket) -> Result<BlockHash> {
+pub async fn next_block(sub: &mut Subscription) -> Result<BlockHash> {
     loop {
         let msg = sub.recv().await.context("ZMQ receive failed")?;
         let frames: Vec<&[u8]> = msg.iter().map(|f| f.as_ref()).collect();

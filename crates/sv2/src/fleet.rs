@@ -44,7 +44,6 @@ use stratum_apps::stratum_core::parsers_sv2::{
     AnyMessageOwned, CommonMessages, CommonMessagesOwned, Mining, MiningOwned,
 };
 use stratum_apps::utils::protocol_message_type::{protocol_message_type, MessageType};
-use stratum_apps::utils::types::OutboundFrame;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
@@ -267,9 +266,10 @@ async fn run_miner(
     // Bit 0 of the flags, REQUIRES_STANDARD_JOBS: header-only mining.
     let flags = u32::from(cfg.channel == ChannelKind::Standard);
     let (reader, mut writer) = connect(cfg, index, flags).await?;
-    send(
+    sv2_wire::send(
         &mut writer,
         AnyMessageOwned::Mining(open_channel(cfg, 1, index)),
+        "the pool",
     )
     .await?;
     let lan = cfg.per_miner.lan_delay(index);
@@ -292,7 +292,7 @@ async fn run_miner(
                 let _ = outgoing_tx.send((mono_ns(), message));
             }
             Some((_, message)) = outgoing.recv() => {
-                if let Err(e) = send(&mut writer, message).await {
+                if let Err(e) = sv2_wire::send(&mut writer, message, "the pool").await {
                     break Err(e);
                 }
             }
@@ -312,9 +312,10 @@ async fn run_group(cfg: &FleetConfig, members: Vec<Member>, recorder: &Recorder)
     let mut miners = Vec::with_capacity(members.len());
     let mut forwarders = Vec::with_capacity(members.len());
     for (k, member) in members.into_iter().enumerate() {
-        send(
+        sv2_wire::send(
             &mut writer,
             AnyMessageOwned::Mining(open_channel(cfg, k as u32, member.index)),
+            "the pool",
         )
         .await?;
         miners.push(Miner::new(member.index, cfg.channel, member.slot));
@@ -366,7 +367,7 @@ async fn run_group(cfg: &FleetConfig, members: Vec<Member>, recorder: &Recorder)
                 let _ = outgoing_tx.send((mono_ns(), message));
             }
             Some((_, message)) = outgoing.recv() => {
-                if let Err(e) = send(&mut writer, message).await {
+                if let Err(e) = sv2_wire::send(&mut writer, message, "the pool").await {
                     break Err(e);
                 }
             }
@@ -447,9 +448,10 @@ pub async fn set_up_mining(
         firmware: text(env!("CARGO_PKG_VERSION")),
         device_id: text(device_id),
     };
-    send(
+    sv2_wire::send(
         writer,
         AnyMessageOwned::Common(CommonMessagesOwned::SetupConnection(setup)),
+        "the pool",
     )
     .await?;
     // Scoped: a read half dropped while one of its frames lives spins forever.
@@ -850,13 +852,4 @@ pub(crate) fn decode_mining(mut frame: SerializedFrame) -> Result<Option<MiningO
     let msg = Mining::try_from((header.msg_type(), frame.payload()))
         .map_err(|e| anyhow::anyhow!("malformed mining message: {e:?}"))?;
     Ok(Some(msg.into_owned()))
-}
-
-async fn send(writer: &mut NoiseTcpWriteHalf, msg: AnyMessageOwned) -> Result<()> {
-    let frame = OutboundFrame::from_message(msg)
-        .map_err(|e| anyhow::anyhow!("cannot frame a message: {e:?}"))?;
-    writer
-        .write_frame(frame)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot write to the pool: {e}"))
 }

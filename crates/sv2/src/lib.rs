@@ -3,5 +3,4 @@
 
 pub mod fleet;
 pub mod fuzzing;
-pub mod keys;
 pub mod tap;

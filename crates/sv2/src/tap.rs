@@ -20,7 +20,6 @@
 //! the pool with a key the run made and records each template as the pool gets it: a
 //! NewTemplate for now at once, a future one with the SetNewPrevHash that activates it.
 
-use crate::keys::AuthorityKeys;
 use anyhow::{Context, Result};
 use bitcoin::hashes::Hash;
 use parking_lot::Mutex;
@@ -41,6 +40,7 @@ use stratum_apps::stratum_core::noise_sv2;
 use stratum_apps::stratum_core::parsers_sv2::{JobDeclaration, Mining, TemplateDistribution};
 use stratum_apps::utils::protocol_message_type::{protocol_message_type, MessageType};
 use stratum_apps::utils::types::OutboundFrame;
+use sv2_wire::AuthorityKeys;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 

@@ -11,7 +11,7 @@
 use crate::builtin::{start_builtin, start_sri_pool, start_template_provider, start_translator};
 use crate::process::{stop_all, Launcher, RoleProcess};
 use crate::roles::RoleSpec;
-use analysis::bench::{FanoutMode, FanoutResult, FanoutVia, FANOUT_FILE};
+use analysis::bench::{account, Deliveries, FanoutMode, FanoutResult, FanoutVia, FANOUT_FILE};
 use anyhow::{Context, Result};
 use probe::{Dist, Event, Record};
 use std::collections::{HashMap, HashSet};
@@ -38,41 +38,6 @@ pub struct ForeignNode {
     pub url: String,
     pub user: String,
     pub password: String,
-}
-
-/// Deliveries of one round's job, each miner counted once.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Round {
-    pub delivered: Vec<f64>,
-    pub missing: u32,
-}
-
-/// Ties each new block's start `(hash, t_ns)` to the miners' receipts of work on it
-/// `(miner, prev_hash, t_ns)`: a miner's first receipt counts, repeats do not; a miner
-/// without one is missing.
-pub fn account(
-    starts: &[(String, u64)],
-    receipts: &[(u32, String, u64)],
-    miners: u32,
-) -> Vec<Round> {
-    let mut first: HashMap<(&str, u32), u64> = HashMap::new();
-    for (miner, block, t) in receipts {
-        let e = first.entry((block.as_str(), *miner)).or_insert(*t);
-        *e = (*e).min(*t);
-    }
-    starts
-        .iter()
-        .map(|(block, t0)| {
-            let delivered: Vec<f64> = (0..miners)
-                .filter_map(|m| first.get(&(block.as_str(), m)))
-                .map(|t| t.saturating_sub(*t0) as f64 / 1e6)
-                .collect();
-            Round {
-                missing: miners - delivered.len() as u32,
-                delivered,
-            }
-        })
-        .collect()
 }
 
 pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
@@ -339,37 +304,8 @@ async fn measure(
         fleets.push((dir.join(format!("events/{name}.jsonl")), first));
         first += count;
     }
-    let receipts = || -> Vec<(u32, String, u64)> {
-        fleets
-            .iter()
-            .flat_map(|(events, offset)| {
-                read_lenient(events)
-                    .into_iter()
-                    .filter_map(move |r| match r.event {
-                        Event::JobReceived {
-                            miner, prev_hash, ..
-                        } => Some((miner + offset, prev_hash, r.t_ns)),
-                        _ => None,
-                    })
-            })
-            .collect()
-    };
     // Every miner has its first job before anything is measured.
-    let deadline = Instant::now() + Duration::from_secs(60 + u64::from(n) / 200);
-    loop {
-        let have: HashSet<u32> = receipts().into_iter().map(|(m, _, _)| m).collect();
-        if have.len() as u32 == n {
-            break;
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "only {} of {n} miners got work from the {} (see {}/logs)",
-            have.len(),
-            opts.via.name(),
-            dir.display()
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
+    wait_for_work(&fleets, n, opts, dir).await?;
     let mut sender_cpu = || {
         let role = sender.role?;
         crate::process::meter_of(roles, role)?.sample()
@@ -398,25 +334,13 @@ async fn measure(
     let straggle = Instant::now() + Duration::from_secs(10 + u64::from(n) / 200);
     let rounds = loop {
         let starts = sender.origin.starts(dir, t_start, &asked);
-        let rounds = account(&starts, &receipts(), n);
+        let rounds = account(&starts, &receipts(&fleets), n);
         if rounds.iter().all(|r| r.missing == 0) || Instant::now() >= straggle {
             break rounds;
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
-    let last: Vec<f64> = rounds
-        .iter()
-        .filter_map(|r| r.delivered.iter().copied().reduce(f64::max))
-        .collect();
-    let earliest: Vec<f64> = rounds
-        .iter()
-        .filter_map(|r| r.delivered.iter().copied().reduce(f64::min))
-        .collect();
-    let all: Vec<f64> = rounds
-        .iter()
-        .flat_map(|r| r.delivered.iter().copied())
-        .collect();
-    let last_dist = Dist::of(&last);
+    let deliveries = Deliveries::of(&rounds, n);
     let writes = match (opts.via, opts.mode) {
         (FanoutVia::Sv1Pool, FanoutMode::Tcp) => sender_writes(dir, t_start),
         _ => Vec::new(),
@@ -427,13 +351,13 @@ async fn measure(
         mode: opts.mode,
         miners: n,
         rounds: rounds.len(),
-        us_per_miner: last_dist.p50.map(|ms| ms * 1e3 / f64::from(n)),
-        last_miner_ms: last_dist,
-        first_miner_ms: Dist::of(&earliest),
+        us_per_miner: deliveries.us_per_miner,
+        last_miner_ms: deliveries.last_miner_ms,
+        first_miner_ms: deliveries.first_miner_ms,
         sender_us_per_miner: writes_dist.p50.map(|ms| ms * 1e3 / f64::from(n)),
         sender_writes_ms: writes_dist,
-        delivery_ms: Dist::of(&all),
-        missing: rounds.iter().map(|r| u64::from(r.missing)).sum(),
+        delivery_ms: deliveries.delivery_ms,
+        missing: deliveries.missing,
         // The sender's CPU over the rounds (it is otherwise idle), per fan-out.
         sender_cpu_ms_per_round: match (sender_cpu_before, sender_cpu_after) {
             // Zero ticks is below the kernel's 10 ms resolution, not zero: left unknown.
@@ -448,6 +372,48 @@ async fn measure(
         group_size,
         cpus: opts.launcher.cpus.clone(),
     })
+}
+
+/// Every miner's receipts of work, `(miner, prev_hash, t_ns)`, from the fleets' event
+/// files: fleet `i` numbers its miners from zero, so its receipts are offset by its first.
+fn receipts(fleets: &[(PathBuf, u32)]) -> Vec<(u32, String, u64)> {
+    (fleets.iter())
+        .flat_map(|(events, offset)| {
+            read_lenient(events)
+                .into_iter()
+                .filter_map(move |r| match r.event {
+                    Event::JobReceived {
+                        miner, prev_hash, ..
+                    } => Some((miner + offset, prev_hash, r.t_ns)),
+                    _ => None,
+                })
+        })
+        .collect()
+}
+
+/// Waits until each of the `n` miners has had a job, within a minute and a bit more for
+/// many miners.
+async fn wait_for_work(
+    fleets: &[(PathBuf, u32)],
+    n: u32,
+    opts: &FanoutOptions,
+    dir: &Path,
+) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60 + u64::from(n) / 200);
+    loop {
+        let have: HashSet<u32> = receipts(fleets).into_iter().map(|(m, _, _)| m).collect();
+        if have.len() as u32 == n {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "only {} of {n} miners got work from the {} (see {}/logs)",
+            have.len(),
+            opts.via.name(),
+            dir.display()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 }
 
 /// Our SV1 pool's own fan-out times (ms): from each clean job's broadcast event to its
@@ -534,36 +500,6 @@ pub fn write_floor(n: u32, len: usize) -> Result<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_miner_counts_once_and_the_missing_are_reported() {
-        let ms = 1_000_000;
-        let starts = vec![("a".to_string(), 10 * ms), ("b".to_string(), 100 * ms)];
-        let receipts = vec![
-            (0, "a".to_string(), 11 * ms),
-            (1, "a".to_string(), 13 * ms),
-            (1, "a".to_string(), 12 * ms), // work on block a twice: its first arrival counts
-            (2, "a".to_string(), 15 * ms),
-            (0, "b".to_string(), 101 * ms),
-            (2, "b".to_string(), 104 * ms), // miner 1 never got b
-            (7, "b".to_string(), 105 * ms), // not one of the 3 miners
-        ];
-        let rounds = account(&starts, &receipts, 3);
-        assert_eq!(
-            rounds[0],
-            Round {
-                delivered: vec![1.0, 2.0, 5.0],
-                missing: 0
-            }
-        );
-        assert_eq!(
-            rounds[1],
-            Round {
-                delivered: vec![1.0, 4.0],
-                missing: 1
-            }
-        );
-    }
 
     #[test]
     fn the_floor_is_measured() {

@@ -7,11 +7,9 @@ use crate::builtin::{start_builtin, start_sri_pool, start_template_provider, Tem
 use crate::process::{meter_of, stop_all, Launcher, RoleProcess};
 use crate::procs::CpuMeter;
 use crate::roles::RoleSpec;
-use analysis::bench::{PoolBenchReport, StepResult, Verdict, POOL_FILE};
+use analysis::bench::{step_result, PoolBenchReport, StepResult, Verdict, POOL_FILE};
 use anyhow::{Context, Result};
-use probe::stats::percentile;
-use probe::{mono_ns, Dist, Event};
-use std::collections::HashMap;
+use probe::mono_ns;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,39 +47,6 @@ pub struct PoolBenchOptions {
     pub share_difficulty: Option<f64>,
     pub out: PathBuf,
     pub launcher: Launcher,
-}
-
-/// The ramp's rule: a step is sustained when (almost) every share was accepted, the pool
-/// answered as fast as it was asked, and the p99 stayed within the bound.
-pub fn judge(
-    offered_per_s: f64,
-    submitted: u64,
-    errors: u64,
-    accepted_per_s: f64,
-    p99_ms: Option<f64>,
-    bound_ms: f64,
-) -> Verdict {
-    if submitted == 0 {
-        return Verdict::Stop(
-            "no share was submitted (is the fleet able to reach the pool?)".into(),
-        );
-    }
-    if errors as f64 > 0.001 * submitted as f64 {
-        return Verdict::Stop(format!(
-            "{errors} of {submitted} shares rejected or unanswered"
-        ));
-    }
-    if let Some(p99) = p99_ms.filter(|p| *p > bound_ms) {
-        return Verdict::Stop(format!(
-            "share response p99 {p99:.2} ms passed the {bound_ms} ms bound"
-        ));
-    }
-    if accepted_per_s < 0.9 * offered_per_s {
-        return Verdict::Stop(format!(
-            "saturated: {accepted_per_s:.0} shares/s answered of {offered_per_s:.0} offered"
-        ));
-    }
-    Verdict::Sustained
 }
 
 pub async fn run(opts: PoolBenchOptions) -> Result<PoolBenchReport> {
@@ -297,92 +262,7 @@ async fn measure_step(
 
     let events =
         probe::recorder::read_events(&opts.out.join("events").join(format!("{name}.jsonl")))?;
-    let mut submitted_at: HashMap<(u32, u64), u64> = HashMap::new();
-    let mut answers: HashMap<(u32, u64), (u64, bool)> = HashMap::new();
-    for r in &events {
-        match r.event {
-            Event::ShareSubmitted {
-                miner, share_id, ..
-            } if (from..to).contains(&r.t_ns) => {
-                submitted_at.insert((miner, share_id), r.t_ns);
-            }
-            Event::ShareAnswered {
-                miner,
-                share_id,
-                accepted,
-                ..
-            } => {
-                answers.insert((miner, share_id), (r.t_ns, accepted));
-            }
-            _ => {}
-        }
-    }
-    let mut latencies = Vec::with_capacity(submitted_at.len());
-    let (mut accepted, mut errors) = (0u64, 0u64);
-    for (key, t_sub) in &submitted_at {
-        match answers.get(key) {
-            Some((t_ans, true)) => {
-                accepted += 1;
-                latencies.push(t_ans.saturating_sub(*t_sub) as f64 / 1e6);
-            }
-            _ => errors += 1,
-        }
-    }
-    let secs = (to - from) as f64 / 1e9;
-    let accepted_per_s = accepted as f64 / secs;
-    let latency = Dist::of(&latencies);
-    let cpu = pool_sample.and_then(|r| r.cpu_pct);
-    let step = StepResult {
-        offered_per_s: offered,
-        submitted: submitted_at.len() as u64,
-        accepted,
-        errors,
-        accepted_per_s,
-        p95_ms: percentile(&latencies, 0.95),
-        verdict: judge(
-            offered,
-            submitted_at.len() as u64,
-            errors,
-            accepted_per_s,
-            latency.p99,
-            opts.p99_bound_ms,
-        ),
-        latency_ms: latency,
-        pool_cpu_pct: cpu,
-        pool_cpu_us_per_share: cpu
-            .filter(|_| accepted > 0)
-            .map(|c| c / 100.0 * 1e6 / accepted_per_s),
-        pool_rss_bytes: pool_sample.map(|r| r.rss_bytes),
-    };
+    let pool = pool_sample.map(|r| (r.cpu_pct, r.rss_bytes));
+    let step = step_result(&events, (from, to), offered, pool, opts.p99_bound_ms);
     Ok((step, idle_rss))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_ramp_stops_for_errors_latency_or_saturation() {
-        assert_eq!(
-            judge(1000.0, 10_000, 0, 995.0, Some(0.8), 5.0),
-            Verdict::Sustained
-        );
-        // 0.1% errors are tolerated, more are not.
-        assert_eq!(
-            judge(1000.0, 10_000, 10, 995.0, Some(0.8), 5.0),
-            Verdict::Sustained
-        );
-        assert!(
-            matches!(judge(1000.0, 10_000, 11, 995.0, Some(0.8), 5.0), Verdict::Stop(w) if w.contains("11 of 10000"))
-        );
-        assert!(
-            matches!(judge(1000.0, 10_000, 0, 995.0, Some(7.5), 5.0), Verdict::Stop(w) if w.contains("7.50 ms"))
-        );
-        assert!(
-            matches!(judge(1000.0, 8_000, 0, 800.0, Some(0.8), 5.0), Verdict::Stop(w) if w.contains("saturated"))
-        );
-        assert!(
-            matches!(judge(1000.0, 0, 0, 0.0, None, 5.0), Verdict::Stop(w) if w.contains("no share"))
-        );
-    }
 }

@@ -95,7 +95,7 @@ async fn measure_builtin(opts: &TemplateOptions, size: usize) -> Result<Template
     mempool.initial_txs = size;
     mempool.tx_rate = 0.0; // the mempool changes only when the benchmark says so
     mempool.max_txs = size.max(1) * 2;
-    let tp_keys = node::tdp::AuthorityKeys::generate();
+    let tp_keys = sv2_wire::AuthorityKeys::generate();
     let node = NodeHandle::start(NodeOptions {
         config: NodeConfig {
             seed: opts.seed,
@@ -182,7 +182,7 @@ async fn measure_builtin(opts: &TemplateOptions, size: usize) -> Result<Template
 /// is left, the median of which is returned beside the times.
 async fn tdp_after_new_block(
     node: &NodeHandle,
-    keys: &node::tdp::AuthorityKeys,
+    keys: &sv2_wire::AuthorityKeys,
     size: usize,
     iterations: usize,
 ) -> Result<(Vec<f64>, usize)> {

@@ -5,11 +5,9 @@ use crate::metrics::{LiveMetrics, RoleGauges};
 use analysis::manifest::EVENTS_DIR;
 use analysis::stream::RunStream;
 use analysis::summary::Summary;
-use anyhow::{Context, Result};
 use parking_lot::Mutex;
 use probe::Record;
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -207,20 +205,6 @@ struct RoleNow {
 /// The live dashboard: one self-contained page (no script or style from elsewhere) that
 /// polls `/live.json`.
 const PAGE: &str = include_str!("live.html");
-
-/// Binds the metrics address up front, so a port in use fails the run before anything starts.
-pub(crate) async fn bind_metrics(bind: SocketAddr) -> Result<tokio::net::TcpListener> {
-    let listener = tokio::net::TcpListener::bind(bind).await.with_context(|| {
-        format!(
-            "cannot serve metrics on {bind} (port {} in use? choose another with --metrics-bind)",
-            bind.port()
-        )
-    })?;
-    // The address bound, not the one asked for: `--metrics-bind 127.0.0.1:0` takes any port.
-    let addr = listener.local_addr()?;
-    eprintln!("metrics on http://{addr}/metrics, live dashboard on http://{addr}/");
-    Ok(listener)
-}
 
 /// Serves `/metrics`, the live page `/` and its data `/live.json` from `live` until aborted.
 pub(super) fn serve_metrics(

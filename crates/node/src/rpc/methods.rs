@@ -25,8 +25,16 @@ macro_rules! sig {
     };
 }
 
-/// Every method, its signature, in `help` order.
-const METHODS: &[(&str, Signature)] = &[
+/// How a method is answered.
+enum Call {
+    /// `getblocktemplate`, light or not: it may wait on a longpoll.
+    Template { light: bool },
+    /// At once, with a JSON result.
+    Json(fn(&Arc<Shared>, &Params) -> Result<Value, RpcError>),
+}
+
+/// Every method: its signature, in `help` order, and how it is answered.
+const METHODS: &[(&str, Signature, Call)] = &[
     (
         "decoderawtransaction",
         sig!(
@@ -35,6 +43,7 @@ const METHODS: &[(&str, Signature)] = &[
             "hexstring",
             "iswitness"
         ),
+        Call::Json(decoderawtransaction),
     ),
     (
         "generatetoaddress",
@@ -45,12 +54,18 @@ const METHODS: &[(&str, Signature)] = &[
             "address",
             "maxtries"
         ),
+        Call::Json(generatetoaddress),
     ),
     (
         "getaddressinfo",
         sig!("getaddressinfo \"address\"", 1, "address"),
+        Call::Json(|_, p| Ok(address_json(p.required_str(0)?))),
     ),
-    ("getbestblockhash", sig!("getbestblockhash", 0)),
+    (
+        "getbestblockhash",
+        sig!("getbestblockhash", 0),
+        Call::Json(|shared, _| Ok(json!(shared.sync().tip_hash().to_string()))),
+    ),
     (
         "getblock",
         sig!(
@@ -59,10 +74,23 @@ const METHODS: &[(&str, Signature)] = &[
             "blockhash",
             "verbosity"
         ),
+        Call::Json(getblock),
     ),
-    ("getblockchaininfo", sig!("getblockchaininfo", 0)),
-    ("getblockcount", sig!("getblockcount", 0)),
-    ("getblockhash", sig!("getblockhash height", 1, "height")),
+    (
+        "getblockchaininfo",
+        sig!("getblockchaininfo", 0),
+        Call::Json(getblockchaininfo),
+    ),
+    (
+        "getblockcount",
+        sig!("getblockcount", 0),
+        Call::Json(|shared, _| Ok(json!(shared.sync().chain().height()))),
+    ),
+    (
+        "getblockhash",
+        sig!("getblockhash height", 1, "height"),
+        Call::Json(getblockhash),
+    ),
     (
         "getblockheader",
         sig!(
@@ -71,6 +99,7 @@ const METHODS: &[(&str, Signature)] = &[
             "blockhash",
             "verbose"
         ),
+        Call::Json(getblockheader),
     ),
     (
         "getblocktemplate",
@@ -79,6 +108,7 @@ const METHODS: &[(&str, Signature)] = &[
             0,
             "template_request"
         ),
+        Call::Template { light: false },
     ),
     (
         "getblocktemplatelight",
@@ -87,11 +117,28 @@ const METHODS: &[(&str, Signature)] = &[
             0,
             "template_request"
         ),
+        Call::Template { light: true },
     ),
-    ("getconnectioncount", sig!("getconnectioncount", 0)),
-    ("getdifficulty", sig!("getdifficulty", 0)),
-    ("getmempoolinfo", sig!("getmempoolinfo", 0)),
-    ("getmininginfo", sig!("getmininginfo", 0)),
+    (
+        "getconnectioncount",
+        sig!("getconnectioncount", 0),
+        Call::Json(|_, _| Ok(json!(8))),
+    ),
+    (
+        "getdifficulty",
+        sig!("getdifficulty", 0),
+        Call::Json(|shared, _| Ok(json!(difficulty(&shared.sync())))),
+    ),
+    (
+        "getmempoolinfo",
+        sig!("getmempoolinfo", 0),
+        Call::Json(getmempoolinfo),
+    ),
+    (
+        "getmininginfo",
+        sig!("getmininginfo", 0),
+        Call::Json(getmininginfo),
+    ),
     (
         "getnetworkhashps",
         sig!(
@@ -100,9 +147,18 @@ const METHODS: &[(&str, Signature)] = &[
             "nblocks",
             "height"
         ),
+        Call::Json(|shared, _| Ok(json!(network_hashps(&shared.sync())))),
     ),
-    ("getnetworkinfo", sig!("getnetworkinfo", 0)),
-    ("getpeerinfo", sig!("getpeerinfo", 0)),
+    (
+        "getnetworkinfo",
+        sig!("getnetworkinfo", 0),
+        Call::Json(getnetworkinfo),
+    ),
+    (
+        "getpeerinfo",
+        sig!("getpeerinfo", 0),
+        Call::Json(|_, _| Ok(json!([]))),
+    ),
     (
         "getrawmempool",
         sig!(
@@ -111,16 +167,26 @@ const METHODS: &[(&str, Signature)] = &[
             "verbose",
             "mempool_sequence"
         ),
+        Call::Json(getrawmempool),
     ),
-    ("getrpcinfo", sig!("getrpcinfo", 0)),
-    ("getzmqnotifications", sig!("getzmqnotifications", 0)),
-    ("help", sig!("help ( \"command\" )", 0, "command")),
-    ("ping", sig!("ping", 0)),
+    ("getrpcinfo", sig!("getrpcinfo", 0), Call::Json(getrpcinfo)),
+    (
+        "getzmqnotifications",
+        sig!("getzmqnotifications", 0),
+        Call::Json(getzmqnotifications),
+    ),
+    (
+        "help",
+        sig!("help ( \"command\" )", 0, "command"),
+        Call::Json(|_, p| Ok(json!(help(p.str(0)?)?))),
+    ),
+    ("ping", sig!("ping", 0), Call::Json(|_, _| Ok(Value::Null))),
     (
         "preciousblock",
         sig!("preciousblock \"blockhash\"", 1, "blockhash"),
+        Call::Json(preciousblock),
     ),
-    ("stop", sig!("stop", 0)),
+    ("stop", sig!("stop", 0), Call::Json(stop)),
     (
         "submitblock",
         sig!(
@@ -129,6 +195,7 @@ const METHODS: &[(&str, Signature)] = &[
             "hexdata",
             "dummy"
         ),
+        Call::Json(|shared, p| submit_block(shared, p.required_str(0)?)),
     ),
     (
         "submitblocklight",
@@ -138,11 +205,17 @@ const METHODS: &[(&str, Signature)] = &[
             "hexdata",
             "job_id"
         ),
+        Call::Json(|shared, p| submit_block_light(shared, p.required_str(0)?, p.required_str(1)?)),
     ),
-    ("uptime", sig!("uptime", 0)),
+    (
+        "uptime",
+        sig!("uptime", 0),
+        Call::Json(|shared, _| Ok(json!(shared.started.elapsed().as_secs()))),
+    ),
     (
         "validateaddress",
         sig!("validateaddress \"address\"", 1, "address"),
+        Call::Json(|_, p| Ok(address_json(p.required_str(0)?))),
     ),
 ];
 
@@ -153,224 +226,226 @@ pub async fn dispatch(
     method: &str,
     raw: Value,
 ) -> Result<Reply, RpcError> {
-    let Some((_, sig)) = METHODS.iter().find(|(name, _)| *name == method) else {
+    let Some((_, sig, call)) = METHODS.iter().find(|(name, ..)| *name == method) else {
         return Err(RpcError::new(RPC_METHOD_NOT_FOUND, "Method not found"));
     };
     let p = Params::parse(sig, raw)?;
-    let json = |v: Value| Ok(Reply::Json(v));
-    match method {
-        "getblocktemplate" => get_block_template(shared, client, &p, false).await,
-        "getblocktemplatelight" => get_block_template(shared, client, &p, true).await,
-        "submitblocklight" => json(submit_block_light(
-            shared,
-            p.required_str(0)?,
-            p.required_str(1)?,
-        )?),
-        "submitblock" => json(submit_block(shared, p.required_str(0)?)?),
-        "getbestblockhash" => json(json!(shared.sync().tip_hash().to_string())),
-        "getblockcount" => json(json!(shared.sync().chain().height())),
-        "getblockhash" => {
-            let height = p.u64(0)?.expect("required");
-            let state = shared.sync();
-            let chain = state.chain();
-            let hash = u32::try_from(height).ok().and_then(|h| {
-                (chain.at_height(h).map(|b| b.hash))
-                    .or_else(|| chain.ancestry().header(h).map(|a| a.block_hash()))
-            });
-            let hash = hash
-                .ok_or_else(|| RpcError::new(RPC_INVALID_PARAMETER, "Block height out of range"))?;
-            json(json!(hash.to_string()))
-        }
-        "getblockheader" => {
-            let hash = parse_hash(p.required_str(0)?)?;
-            let verbose = p.bool(1)?.unwrap_or(true);
-            let state = shared.sync();
-            let header = match state.chain().get(&hash) {
-                Some(block) if verbose => return json(header_json(&state, block)),
-                Some(block) => block.block.header,
-                None => {
-                    let (height, header) = find_ancestor(&state, &hash)?;
-                    if verbose {
-                        return json(ancestor_json(&state, height, &header));
-                    }
-                    header
-                }
-            };
-            json(json!(bitcoin::consensus::encode::serialize_hex(&header)))
-        }
-        "preciousblock" => {
-            // The emulated network never reorganises: a known block is already as precious
-            // as it can be; an unknown one is bitcoind's error.
-            let hash = parse_hash(p.required_str(0)?)?;
-            let state = shared.sync();
-            if state.chain().get(&hash).is_none() {
-                find_ancestor(&state, &hash)?;
-            }
-            json(Value::Null)
-        }
-        "getblock" => {
-            let hash = parse_hash(p.required_str(0)?)?;
-            let verbosity = p.verbosity(1, 1)?;
-            let state = shared.sync();
-            if state.chain().get(&hash).is_none() && find_ancestor(&state, &hash).is_ok() {
-                return Err(RpcError::new(
-                    super::RPC_MISC_ERROR,
-                    "Block not available (pruned data)",
-                ));
-            }
-            let block = find_block(&state, &hash)?;
-            if verbosity == 0 {
-                return json(json!(bitcoin::consensus::encode::serialize_hex(
-                    &block.block
-                )));
-            }
-            let mut v = header_json(&state, block);
-            let b = &block.block;
-            v["size"] = json!(b.total_size());
-            v["strippedsize"] = json!(crate::validate::stripped_size(b));
-            v["weight"] = json!(b.weight().to_wu());
-            v["tx"] = if verbosity >= 2 {
-                Value::Array(b.txdata.iter().map(tx_json).collect())
-            } else {
-                Value::Array(
-                    b.txdata
-                        .iter()
-                        .map(|t| json!(t.compute_txid().to_string()))
-                        .collect(),
-                )
-            };
-            json(v)
-        }
-        "getblockchaininfo" => {
-            let state = shared.sync();
-            let tip = state.chain().tip();
-            json(json!({
-                "chain": CHAIN,
-                "blocks": tip.height,
-                "headers": tip.height,
-                "bestblockhash": tip.hash.to_string(),
-                "bits": format!("{:08x}", tip.block.header.bits.to_consensus()),
-                "target": hex::encode(tip.block.header.target().to_be_bytes()),
-                "difficulty": difficulty(&state),
-                "time": tip.block.header.time,
-                "mediantime": tip.median_time,
-                "verificationprogress": 1.0,
-                "initialblockdownload": false,
-                "chainwork": hex::encode(tip.chainwork),
-                "size_on_disk": 0,
-                // Below the base block the node keeps headers only, as a pruned node does.
-                "pruned": state.chain().base_height() > 0,
-                "warnings": [],
-            }))
-        }
-        "getmininginfo" => {
-            let state = shared.sync();
-            let tip = state.chain().tip();
-            json(json!({
-                "blocks": tip.height,
-                "currentblockweight": tip.block.weight().to_wu(),
-                "currentblocktx": tip.block.txdata.len() - 1,
-                "bits": format!("{:08x}", state.bits().to_consensus()),
-                "difficulty": difficulty(&state),
-                "target": hex::encode(bitcoin::Target::from_compact(state.bits()).to_be_bytes()),
-                "networkhashps": network_hashps(&state),
-                "pooledtx": state.mempool().len(),
-                "chain": CHAIN,
-                "warnings": [],
-            }))
-        }
-        "getnetworkhashps" => json(json!(network_hashps(&shared.sync()))),
-        "getdifficulty" => json(json!(difficulty(&shared.sync()))),
-        "getmempoolinfo" => {
-            let state = shared.sync();
-            let m = state.mempool();
-            json(json!({
-                "loaded": true,
-                "size": m.len(),
-                "bytes": m.total_weight().div_ceil(4),
-                "usage": m.total_weight(),
-                "total_fee": m.total_fees() as f64 / 1e8,
-                "maxmempool": 300_000_000,
-                "mempoolminfee": 0.00001,
-                "minrelaytxfee": 0.00001,
-                "incrementalrelayfee": 0.00001,
-                "unbroadcastcount": 0,
-                "fullrbf": true,
-            }))
-        }
-        "getrawmempool" => {
-            let state = shared.sync();
-            let ids: Vec<Value> = state
-                .mempool()
-                .txids()
-                .map(|t| json!(t.to_string()))
-                .collect();
-            json(Value::Array(ids))
-        }
-        "getnetworkinfo" => json(json!({
-            "version": 290000,
-            "subversion": concat!("/Satoshi:29.0.0/stratum-bench:", env!("CARGO_PKG_VERSION"), "/"),
-            "protocolversion": 70016,
-            "localservices": "0000000000000409",
-            "localservicesnames": ["NETWORK", "WITNESS", "NETWORK_LIMITED"],
-            "localrelay": true,
-            "timeoffset": 0,
-            "networkactive": true,
-            "connections": 8,
-            "connections_in": 0,
-            "connections_out": 8,
-            "networks": [],
-            "relayfee": 0.00001,
-            "incrementalfee": 0.00001,
-            "localaddresses": [],
-            "warnings": [],
-        })),
-        "getconnectioncount" => json(json!(8)),
-        "getpeerinfo" => json(json!([])),
-        "getrpcinfo" => json(json!({
-            "active_commands": [{"method": "getrpcinfo", "duration": 0}],
-            "logpath": "",
-        })),
-        "getzmqnotifications" => json(Value::Array(
-            shared
-                .zmq_endpoint()
-                .map(|addr| {
-                    ["pubhashblock", "pubrawblock"]
-                        .iter()
-                        .map(|t| json!({"type": t, "address": addr, "hwm": 1000}))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        )),
-        "uptime" => json(json!(shared.started.elapsed().as_secs())),
-        "ping" => json(Value::Null),
-        "help" => json(json!(help(p.str(0)?)?)),
-        "stop" => {
-            shared.request_stop();
-            json(json!("stratum-bench node stopping"))
-        }
-        "validateaddress" | "getaddressinfo" => json(address_json(p.required_str(0)?)),
-        "decoderawtransaction" => {
-            let tx: Transaction = decode_hex(p.required_str(0)?)
-                .map_err(|_| RpcError::new(RPC_DESERIALIZATION_ERROR, "TX decode failed"))?;
-            json(tx_json(&tx))
-        }
-        "generatetoaddress" => {
-            let n = p.u64(0)?.expect("required");
-            let address = parse_address(p.required_str(1)?)?;
-            let mut hashes = Vec::new();
-            let mut state = shared.sync();
-            let mut tips = Vec::new();
-            for _ in 0..n.min(1000) {
-                let tip = state.mine_network_block(Some(address.script_pubkey()));
-                hashes.push(json!(tip.hash.to_string()));
-                tips.push(tip);
-            }
-            shared.announce(&tips);
-            json(Value::Array(hashes))
-        }
-        other => unreachable!("method {other} is in METHODS but not dispatched"),
+    match call {
+        Call::Template { light } => get_block_template(shared, client, &p, *light).await,
+        Call::Json(answer) => answer(shared, &p).map(Reply::Json),
     }
+}
+
+fn getblockhash(shared: &Arc<Shared>, p: &Params) -> Result<Value, RpcError> {
+    let height = p.u64(0)?.expect("required");
+    let state = shared.sync();
+    let chain = state.chain();
+    let hash = u32::try_from(height).ok().and_then(|h| {
+        (chain.at_height(h).map(|b| b.hash))
+            .or_else(|| chain.ancestry().header(h).map(|a| a.block_hash()))
+    });
+    let hash =
+        hash.ok_or_else(|| RpcError::new(RPC_INVALID_PARAMETER, "Block height out of range"))?;
+    Ok(json!(hash.to_string()))
+}
+
+fn getblockheader(shared: &Arc<Shared>, p: &Params) -> Result<Value, RpcError> {
+    let hash = parse_hash(p.required_str(0)?)?;
+    let verbose = p.bool(1)?.unwrap_or(true);
+    let state = shared.sync();
+    let header = match state.chain().get(&hash) {
+        Some(block) if verbose => return Ok(header_json(&state, block)),
+        Some(block) => block.block.header,
+        None => {
+            let (height, header) = find_ancestor(&state, &hash)?;
+            if verbose {
+                return Ok(ancestor_json(&state, height, &header));
+            }
+            header
+        }
+    };
+    Ok(json!(bitcoin::consensus::encode::serialize_hex(&header)))
+}
+
+fn preciousblock(shared: &Arc<Shared>, p: &Params) -> Result<Value, RpcError> {
+    // The emulated network never reorganises: a known block is already as precious
+    // as it can be; an unknown one is bitcoind's error.
+    let hash = parse_hash(p.required_str(0)?)?;
+    let state = shared.sync();
+    if state.chain().get(&hash).is_none() {
+        find_ancestor(&state, &hash)?;
+    }
+    Ok(Value::Null)
+}
+
+fn getblock(shared: &Arc<Shared>, p: &Params) -> Result<Value, RpcError> {
+    let hash = parse_hash(p.required_str(0)?)?;
+    let verbosity = p.verbosity(1, 1)?;
+    let state = shared.sync();
+    if state.chain().get(&hash).is_none() && find_ancestor(&state, &hash).is_ok() {
+        return Err(RpcError::new(
+            super::RPC_MISC_ERROR,
+            "Block not available (pruned data)",
+        ));
+    }
+    let block = find_block(&state, &hash)?;
+    if verbosity == 0 {
+        return Ok(json!(bitcoin::consensus::encode::serialize_hex(
+            &block.block
+        )));
+    }
+    let mut v = header_json(&state, block);
+    let b = &block.block;
+    v["size"] = json!(b.total_size());
+    v["strippedsize"] = json!(crate::validate::stripped_size(b));
+    v["weight"] = json!(b.weight().to_wu());
+    v["tx"] = if verbosity >= 2 {
+        Value::Array(b.txdata.iter().map(tx_json).collect())
+    } else {
+        Value::Array(
+            b.txdata
+                .iter()
+                .map(|t| json!(t.compute_txid().to_string()))
+                .collect(),
+        )
+    };
+    Ok(v)
+}
+
+fn getblockchaininfo(shared: &Arc<Shared>, _p: &Params) -> Result<Value, RpcError> {
+    let state = shared.sync();
+    let tip = state.chain().tip();
+    Ok(json!({
+        "chain": CHAIN,
+        "blocks": tip.height,
+        "headers": tip.height,
+        "bestblockhash": tip.hash.to_string(),
+        "bits": format!("{:08x}", tip.block.header.bits.to_consensus()),
+        "target": hex::encode(tip.block.header.target().to_be_bytes()),
+        "difficulty": difficulty(&state),
+        "time": tip.block.header.time,
+        "mediantime": tip.median_time,
+        "verificationprogress": 1.0,
+        "initialblockdownload": false,
+        "chainwork": hex::encode(tip.chainwork),
+        "size_on_disk": 0,
+        // Below the base block the node keeps headers only, as a pruned node does.
+        "pruned": state.chain().base_height() > 0,
+        "warnings": [],
+    }))
+}
+
+fn getmininginfo(shared: &Arc<Shared>, _p: &Params) -> Result<Value, RpcError> {
+    let state = shared.sync();
+    let tip = state.chain().tip();
+    Ok(json!({
+        "blocks": tip.height,
+        "currentblockweight": tip.block.weight().to_wu(),
+        "currentblocktx": tip.block.txdata.len() - 1,
+        "bits": format!("{:08x}", state.bits().to_consensus()),
+        "difficulty": difficulty(&state),
+        "target": hex::encode(bitcoin::Target::from_compact(state.bits()).to_be_bytes()),
+        "networkhashps": network_hashps(&state),
+        "pooledtx": state.mempool().len(),
+        "chain": CHAIN,
+        "warnings": [],
+    }))
+}
+
+fn getmempoolinfo(shared: &Arc<Shared>, _p: &Params) -> Result<Value, RpcError> {
+    let state = shared.sync();
+    let m = state.mempool();
+    Ok(json!({
+        "loaded": true,
+        "size": m.len(),
+        "bytes": m.total_weight().div_ceil(4),
+        "usage": m.total_weight(),
+        "total_fee": m.total_fees() as f64 / 1e8,
+        "maxmempool": 300_000_000,
+        "mempoolminfee": 0.00001,
+        "minrelaytxfee": 0.00001,
+        "incrementalrelayfee": 0.00001,
+        "unbroadcastcount": 0,
+        "fullrbf": true,
+    }))
+}
+
+fn getrawmempool(shared: &Arc<Shared>, _p: &Params) -> Result<Value, RpcError> {
+    let state = shared.sync();
+    let ids: Vec<Value> = state
+        .mempool()
+        .txids()
+        .map(|t| json!(t.to_string()))
+        .collect();
+    Ok(Value::Array(ids))
+}
+
+fn getnetworkinfo(_shared: &Arc<Shared>, _p: &Params) -> Result<Value, RpcError> {
+    Ok(json!({
+        "version": 290000,
+        "subversion": concat!("/Satoshi:29.0.0/stratum-bench:", env!("CARGO_PKG_VERSION"), "/"),
+        "protocolversion": 70016,
+        "localservices": "0000000000000409",
+        "localservicesnames": ["NETWORK", "WITNESS", "NETWORK_LIMITED"],
+        "localrelay": true,
+        "timeoffset": 0,
+        "networkactive": true,
+        "connections": 8,
+        "connections_in": 0,
+        "connections_out": 8,
+        "networks": [],
+        "relayfee": 0.00001,
+        "incrementalfee": 0.00001,
+        "localaddresses": [],
+        "warnings": [],
+    }))
+}
+
+fn getrpcinfo(_shared: &Arc<Shared>, _p: &Params) -> Result<Value, RpcError> {
+    Ok(json!({
+        "active_commands": [{"method": "getrpcinfo", "duration": 0}],
+        "logpath": "",
+    }))
+}
+
+fn getzmqnotifications(shared: &Arc<Shared>, _p: &Params) -> Result<Value, RpcError> {
+    Ok(Value::Array(
+        shared
+            .zmq_endpoint()
+            .map(|addr| {
+                ["pubhashblock", "pubrawblock"]
+                    .iter()
+                    .map(|t| json!({"type": t, "address": addr, "hwm": 1000}))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    ))
+}
+
+fn stop(shared: &Arc<Shared>, _p: &Params) -> Result<Value, RpcError> {
+    shared.request_stop();
+    Ok(json!("stratum-bench node stopping"))
+}
+
+fn decoderawtransaction(_shared: &Arc<Shared>, p: &Params) -> Result<Value, RpcError> {
+    let tx: Transaction = decode_hex(p.required_str(0)?)
+        .map_err(|_| RpcError::new(RPC_DESERIALIZATION_ERROR, "TX decode failed"))?;
+    Ok(tx_json(&tx))
+}
+
+fn generatetoaddress(shared: &Arc<Shared>, p: &Params) -> Result<Value, RpcError> {
+    let n = p.u64(0)?.expect("required");
+    let address = parse_address(p.required_str(1)?)?;
+    let mut hashes = Vec::new();
+    let mut state = shared.sync();
+    let mut tips = Vec::new();
+    for _ in 0..n.min(1000) {
+        let tip = state.mine_network_block(Some(address.script_pubkey()));
+        hashes.push(json!(tip.hash.to_string()));
+        tips.push(tip);
+    }
+    shared.announce(&tips);
+    Ok(Value::Array(hashes))
 }
 
 async fn get_block_template(
@@ -732,13 +807,13 @@ fn help(command: Option<&str>) -> Result<String, RpcError> {
     match command {
         None => Ok(METHODS
             .iter()
-            .map(|(_, s)| s.usage)
+            .map(|(_, s, _)| s.usage)
             .collect::<Vec<_>>()
             .join("\n")),
         Some(name) => METHODS
             .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, s)| s.usage.to_string())
+            .find(|(n, ..)| *n == name)
+            .map(|(_, s, _)| s.usage.to_string())
             .ok_or_else(|| {
                 RpcError::new(
                     super::RPC_MISC_ERROR,

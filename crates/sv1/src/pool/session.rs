@@ -319,6 +319,25 @@ impl Session {
         wire::ok(id, Value::Object(result))
     }
 
+    /// The merkle root of `job` with `extranonce2`: the last one again when a miner's
+    /// shares keep to one job and extranonce2, as most do.
+    fn merkle_root(
+        &mut self,
+        job_id: &str,
+        job: &crate::job::Job,
+        extranonce2: &[u8],
+    ) -> bitcoin::TxMerkleNode {
+        let en2 = u64::from_be_bytes(extranonce2.try_into().expect("8 bytes"));
+        match &self.last_root {
+            Some((id, en, root)) if id == job_id && *en == en2 => *root,
+            _ => {
+                let root = job.merkle_root(&self.extranonce1, extranonce2);
+                self.last_root = Some((job_id.to_string(), en2, root));
+                root
+            }
+        }
+    }
+
     fn submit(&mut self, id: &Value, params: &Value, shared: &Arc<Shared>) -> Value {
         let worker = params
             .get(0)
@@ -390,24 +409,10 @@ impl Session {
         if ntime < job.job.ntime || ntime > job.job.ntime + 7200 {
             return reject(ShareVerdict::Invalid, codes::OTHER, "ntime out of range");
         }
-        let mut version = job.job.version;
-        if let Some(bits) = field(5) {
-            let Ok(bits) = u32::from_str_radix(bits, 16) else {
-                return reject(
-                    ShareVerdict::Invalid,
-                    codes::OTHER,
-                    "Malformed version bits",
-                );
-            };
-            if bits & !self.version_mask != 0 {
-                return reject(
-                    ShareVerdict::Invalid,
-                    codes::OTHER,
-                    "Version bits outside the mask",
-                );
-            }
-            version = ((job.job.version as u32 & !self.version_mask) | bits) as i32;
-        }
+        let version = match rolled_version(job.job.version, field(5), self.version_mask) {
+            Ok(version) => version,
+            Err(problem) => return reject(ShareVerdict::Invalid, codes::OTHER, problem),
+        };
         let en2 = u64::from_be_bytes(extranonce2.clone().try_into().expect("8 bytes"));
         if !self
             .seen
@@ -415,14 +420,7 @@ impl Session {
         {
             return reject(ShareVerdict::Duplicate, codes::DUPLICATE, "Duplicate share");
         }
-        let merkle_root = match &self.last_root {
-            Some((id, en, root)) if *id == job_id && *en == en2 => *root,
-            _ => {
-                let root = job.job.merkle_root(&self.extranonce1, &extranonce2);
-                self.last_root = Some((job_id.clone(), en2, root));
-                root
-            }
-        };
+        let merkle_root = self.merkle_root(&job_id, &job.job, &extranonce2);
         let header = job.job.header_on(merkle_root, ntime, nonce, version);
         let hash = header.block_hash();
         let required = self
@@ -459,6 +457,19 @@ impl Session {
         }
         wire::ok(id, json!(true))
     }
+}
+
+/// The header version a share rolled to: the job's, with the bits the miner sent (field
+/// 5 of `mining.submit`, hex) in place of the mask's; an error says what is wrong with them.
+fn rolled_version(job_version: i32, bits: Option<&str>, mask: u32) -> Result<i32, &'static str> {
+    let Some(bits) = bits else {
+        return Ok(job_version);
+    };
+    let bits = u32::from_str_radix(bits, 16).map_err(|_| "Malformed version bits")?;
+    if bits & !mask != 0 {
+        return Err("Version bits outside the mask");
+    }
+    Ok(((job_version as u32 & !mask) | bits) as i32)
 }
 
 /// Sends a solved block to the node without holding up the miner's reply.

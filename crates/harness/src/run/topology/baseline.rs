@@ -107,7 +107,7 @@ pub(super) async fn start_sv1_side(
                 started.listen,
                 Some(resolved.name),
                 resolved.policy,
-                started.worker_prefix,
+                (started.worker_prefix).unwrap_or_else(|| default_worker_prefix(side)),
                 suggest,
             )
         }

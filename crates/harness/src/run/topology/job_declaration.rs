@@ -70,35 +70,13 @@ pub(super) async fn start_sv2_jd_side(
     let jd_tap_spec = RoleSpec::tap(jds_via_link, &pool_keys);
     let jd_tap_addr = spawn_listening(opts, dir, &jd_tap, &jd_tap_spec, roles).await?;
     let jdc = format!("jdc-{side}");
-    let jdc_keys = node::tdp::AuthorityKeys::generate();
-    let jdc_params = sri::JdcParams {
-        listen: if farm_port == 0 || Config::of_side(side) == Some(Config::Sv2A) {
-            free_local_port()?
-        } else {
-            SocketAddr::from(([127, 0, 0, 1], farm_port))
-        },
-        authority_public: jdc_keys.public,
-        authority_secret: jdc_keys.secret,
+    let upstream = JdcUpstream {
         templates: jdc_templates,
         pool: pool_via_link,
-        jds: jd_tap_addr,
         pool_public: pool_keys.public,
-        user_identity: format!("stratum-bench-{side}"),
-        solo_payout_script_hex: payout_script().to_hex_string(),
-        signature: format!("stratum-bench {side} farm"),
-        shares_per_minute: s.miners.shares_per_min,
-        share_batch_size: s.sv2.share_batch_size,
+        jds: jd_tap_addr,
     };
-    let jdc_addr = spawn_sri(
-        opts,
-        dir,
-        &jdc,
-        s.roles.jdc.as_ref(),
-        (jdc_params.listen, sri::jdc_config(&jdc_params)),
-        RoleSpec::SriJdc { params: jdc_params },
-        roles,
-    )
-    .await?;
+    let (jdc_addr, jdc_keys) = spawn_jdc(opts, dir, side, farm_port, upstream, roles).await?;
 
     let mut side_roles = vec![node_role(s).to_string(), pool, tap.clone(), link.clone()];
     side_roles.extend(
@@ -109,33 +87,16 @@ pub(super) async fn start_sv2_jd_side(
     side_roles.extend([jd_tap.clone(), jdc]);
     let miners = if Config::of_side(side) == Some(Config::Sv2B) {
         eprintln!(
-            "{side}: SV2 miners connect to {jdc_addr} (the SRI JDC, farm site; key {})",
+            "{side}: SV2 miners connect to {jdc_addr} (the SRI JDC, farm site)\n  with key {}",
             jdc_keys.public
         );
         spawn_sv2_miners(opts, dir, side, jdc_addr, jdc_keys.public, roles).await?
     } else {
-        let translator = format!("translator-{side}");
-        let translator_addr = spawn_translator(
-            opts,
-            dir,
-            &translator,
-            farm_port,
-            (jdc_addr, jdc_keys.public),
-            roles,
-        )
-        .await?;
+        let upstream = (jdc_addr, jdc_keys.public);
+        let (translator, miners) =
+            spawn_translated_miners(opts, dir, side, farm_port, upstream, roles).await?;
         side_roles.push(translator);
-        eprintln!(
-            "{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"
-        );
-        spawn_sv1_miners(
-            opts,
-            dir,
-            (side, &default_worker_prefix(side), None),
-            translator_addr,
-            roles,
-        )
-        .await?
+        miners
     };
     side_roles.push(miners.clone());
     Ok(SideRoles {
@@ -155,6 +116,58 @@ pub(super) async fn start_sv2_jd_side(
         pool_policy: None,
         template_role: None,
     })
+}
+
+/// What a side's JDC connects to: its templates, the pool and the JDS (both across the
+/// side's link).
+struct JdcUpstream {
+    templates: sri::TemplateSource,
+    pool: SocketAddr,
+    pool_public: Secp256k1PublicKey,
+    jds: SocketAddr,
+}
+
+/// The side's JDC (`jdc-<side>`): where its miners or translator connect, and the key it
+/// signs with.
+async fn spawn_jdc(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    farm_port: u16,
+    upstream: JdcUpstream,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<(SocketAddr, sv2_wire::AuthorityKeys)> {
+    let s = &opts.scenario;
+    let jdc_keys = sv2_wire::AuthorityKeys::generate();
+    let jdc_params = sri::JdcParams {
+        listen: if farm_port == 0 || Config::of_side(side) == Some(Config::Sv2A) {
+            free_local_port()?
+        } else {
+            SocketAddr::from(([127, 0, 0, 1], farm_port))
+        },
+        authority_public: jdc_keys.public,
+        authority_secret: jdc_keys.secret,
+        templates: upstream.templates,
+        pool: upstream.pool,
+        jds: upstream.jds,
+        pool_public: upstream.pool_public,
+        user_identity: format!("stratum-bench-{side}"),
+        solo_payout_script_hex: payout_script().to_hex_string(),
+        signature: format!("stratum-bench {side} farm"),
+        shares_per_minute: s.miners.shares_per_min,
+        share_batch_size: s.sv2.share_batch_size,
+    };
+    let jdc_addr = spawn_sri(
+        opts,
+        dir,
+        &format!("jdc-{side}"),
+        s.roles.jdc.as_ref(),
+        (jdc_params.listen, sri::jdc_config(&jdc_params)),
+        RoleSpec::SriJdc { params: jdc_params },
+        roles,
+    )
+    .await?;
+    Ok((jdc_addr, jdc_keys))
 }
 
 /// The roles of a farm's own node: the node, and the link its feed from the network's

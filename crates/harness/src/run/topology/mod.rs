@@ -13,6 +13,8 @@ use baseline::{start_sv1_side, PoolNode};
 use job_declaration::{start_sv2_jd_side, FarmNode};
 use template_provider::{start_sv2_pool_side, PoolTemplates};
 
+use crate::builtin::payout_script;
+use crate::limits::free_local_port;
 use crate::process::{ready_field, RoleProcess};
 use crate::roles::{LinkRoute, RoleSpec};
 use crate::scenario::{Config, RealNode, Scenario};
@@ -36,17 +38,10 @@ fn pool_rpc_user(side: &str) -> String {
     format!("{RPC_USER}.{side}")
 }
 
-/// Starts the node, then per side the pool, link and miners; returns the sides' roles.
-pub(crate) async fn start_roles(
-    opts: &RunOptions,
-    dir: &Path,
-    roles: &mut Vec<RoleProcess>,
-) -> Result<BTreeMap<String, SideRoles>> {
-    let s = &opts.scenario;
-    if let Some(real) = &s.node {
-        return start_on_real_node(opts, dir, real, roles).await;
-    }
-    let password = format!("{:x}", mono_ns() ^ u64::from(std::process::id()));
+/// The simulated network's node as the scenario sets it: its seed, block pace, hashrate
+/// share and difficulty, its mempool, and a time base fixed now, so a farm's node builds
+/// on the very same base block.
+fn node_config(s: &Scenario) -> Result<node::NodeConfig> {
     let mut mempool = node::MempoolConfig::preset(
         node::MempoolPreset::parse(&s.network.mempool).map_err(anyhow::Error::msg)?,
     );
@@ -54,7 +49,7 @@ pub(crate) async fn start_roles(
     let now_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs() as u32;
-    let node_cfg = node::NodeConfig {
+    Ok(node::NodeConfig {
         seed: s.seed,
         block_interval: s.network.block_interval,
         hashrate_share: s.network.hashrate_share,
@@ -66,7 +61,21 @@ pub(crate) async fn start_roles(
         mempool,
         template_refresh: s.network.template_refresh,
         follower: None,
-    };
+    })
+}
+
+/// Starts the node, then per side the pool, link and miners; returns the sides' roles.
+pub(crate) async fn start_roles(
+    opts: &RunOptions,
+    dir: &Path,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<BTreeMap<String, SideRoles>> {
+    let s = &opts.scenario;
+    if let Some(real) = &s.node {
+        return start_on_real_node(opts, dir, real, roles).await;
+    }
+    let password = format!("{:x}", mono_ns() ^ u64::from(std::process::id()));
+    let node_cfg = node_config(s)?;
     // The SV2 sides' template provider: the node's TDP face, or its Mining IPC face (the
     // only one the pool runs its JDS with).
     let configs: Vec<Config> = s.sides.iter().filter_map(|x| Config::of_side(x)).collect();
@@ -77,7 +86,7 @@ pub(crate) async fn start_roles(
     let own_tp = s.roles.template_provider.as_ref().filter(|_| sv2);
     let tdp = (sv2 && !ipc && own_tp.is_none()).then(|| node::tdp::TdpOptions {
         bind: "127.0.0.1:0".parse().expect("an address"),
-        keys: node::tdp::AuthorityKeys::generate(),
+        keys: sv2_wire::AuthorityKeys::generate(),
         interval: s.pool.job_refresh,
         fee_threshold_sats: s.pool.refresh_fee_threshold_sats,
     });
@@ -529,6 +538,34 @@ fn wan(s: &Scenario, side: &str) -> link::LinkConfig {
     }
 }
 
+/// SV1 miners through the side's SRI translator (`translator-<side>`, on the farm's port
+/// when the scenario gives one), in front of `upstream` (a JDC or the link) with its key;
+/// returns the translator's and the miners' role names.
+async fn spawn_translated_miners(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    farm_port: u16,
+    upstream: (SocketAddr, Secp256k1PublicKey),
+    roles: &mut Vec<RoleProcess>,
+) -> Result<(String, String)> {
+    let translator = format!("translator-{side}");
+    let translator_addr =
+        spawn_translator(opts, dir, &translator, farm_port, upstream, roles).await?;
+    eprintln!(
+        "{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"
+    );
+    let miners = spawn_sv1_miners(
+        opts,
+        dir,
+        (side, &default_worker_prefix(side), None),
+        translator_addr,
+        roles,
+    )
+    .await?;
+    Ok((translator, miners))
+}
+
 /// The SV1 miners of `side`, authorizing as `<worker_prefix>.<index>`, asking for a
 /// difficulty when given one.
 async fn spawn_sv1_miners(
@@ -563,35 +600,6 @@ async fn spawn_sv1_miners(
     Ok(miners)
 }
 
-/// Where the pools under test pay: anyone-can-spend P2WSH(OP_TRUE), as the simulated
-/// network's own miners do.
-pub(crate) fn payout_script() -> bitcoin::ScriptBuf {
-    bitcoin::ScriptBuf::new_p2wsh(&bitcoin::WScriptHash::from_raw_hash(
-        bitcoin::hashes::Hash::hash(&[0x51]),
-    ))
-}
-
-/// A loopback port free now, for a role that must be told its port up front.
-///
-/// Taken below the ephemeral range when there is room: a port the kernel hands out for
-/// outgoing connections could be given to another connection (a miner's, say) between
-/// this check and the role binding it.
-pub(crate) fn free_local_port() -> Result<SocketAddr> {
-    use rand::Rng;
-    let (ephemeral_low, _) = crate::limits::ephemeral_range();
-    if ephemeral_low > 20_000 {
-        let mut rng = rand::thread_rng();
-        for _ in 0..64 {
-            let port = rng.gen_range(10_000..ephemeral_low);
-            if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
-                return Ok(listener.local_addr()?);
-            }
-        }
-    }
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("no free local port")?;
-    Ok(listener.local_addr()?)
-}
-
 /// Starts a role and keeps it in `roles` (so it is stopped with the others).
 async fn spawn(
     opts: &RunOptions,
@@ -608,7 +616,7 @@ async fn spawn(
 /// The pool site of an SV2 side: the SRI pool and the tap in front of it.
 struct PoolSite {
     /// The pool's authority keys, made for the run (the taps answer with them).
-    keys: node::tdp::AuthorityKeys,
+    keys: sv2_wire::AuthorityKeys,
     pool: String,
     tap: String,
     tap_addr: SocketAddr,
@@ -627,7 +635,7 @@ async fn spawn_pool_site(
     roles: &mut Vec<RoleProcess>,
 ) -> Result<PoolSite> {
     let s = &opts.scenario;
-    let keys = node::tdp::AuthorityKeys::generate();
+    let keys = sv2_wire::AuthorityKeys::generate();
     let pool = format!("pool-{side}");
     let params = sri::PoolParams {
         listen: free_local_port()?,

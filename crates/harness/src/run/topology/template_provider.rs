@@ -38,7 +38,7 @@ pub(super) async fn start_sv2_pool_side(
     if Config::of_side(side) == Some(Config::Sv2D) {
         let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
         eprintln!(
-            "{side}: SV2 miners connect to {link_addr} (farm side of the link; pool key {})",
+            "{side}: SV2 miners connect to {link_addr} (farm side of the link)\n  with pool key {}",
             keys.public
         );
         let miners = spawn_sv2_miners(opts, dir, side, link_addr, keys.public, roles).await?;
@@ -46,27 +46,9 @@ pub(super) async fn start_sv2_pool_side(
         return Ok(side_roles((&miners, &tap, &link), &started));
     }
     let (link, link_addr) = spawn_link(opts, dir, side, 0, tap_addr, roles).await?;
-    let translator = format!("translator-{side}");
-    let translator_addr = spawn_translator(
-        opts,
-        dir,
-        &translator,
-        farm_port,
-        (link_addr, keys.public),
-        roles,
-    )
-    .await?;
-    eprintln!(
-        "{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"
-    );
-    let miners = spawn_sv1_miners(
-        opts,
-        dir,
-        (side, &default_worker_prefix(side), None),
-        translator_addr,
-        roles,
-    )
-    .await?;
+    let upstream = (link_addr, keys.public);
+    let (translator, miners) =
+        spawn_translated_miners(opts, dir, side, farm_port, upstream, roles).await?;
     let started = [&pool[..], &tap, &link, &translator, &miners];
     Ok(side_roles((&miners, &tap, &link), &started))
 }
@@ -119,7 +101,7 @@ impl PoolTemplates {
         let provider = format!("template-provider-{side}");
         let (address, public) =
             start_template_provider(opts, dir, &provider, command, node, roles).await?;
-        let keys = node::tdp::AuthorityKeys::generate();
+        let keys = sv2_wire::AuthorityKeys::generate();
         let tap = format!("tap-templates-{side}");
         let spec = RoleSpec::template_tap(address, public, &keys);
         let source = sri::TemplateSource::Tdp {

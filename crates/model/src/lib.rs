@@ -1,0 +1,6 @@
+//! The run as typed values, parsed once where they come in (a scenario file, a flag) and
+//! used as such by every crate after.
+//!
+//! [`duration`]: durations as scenario files and flags write them (`"5s"`, `"1m30s"`).
+
+pub mod duration;
