@@ -76,7 +76,9 @@ pub async fn run(args: SweepArgs) -> Result<()> {
     let scenario = Scenario::load(&args.scenario, &common_sets)?;
     let plan = Plan::resolve(&args.vary, args.zip, args.repeat, scenario.sweep.as_ref())?;
     harness::sweep::validate_points(&args.scenario, &plan, &common_sets)?;
+    let worth = args.worth.assumptions()?;
     let slots = job_slots(args.jobs)?;
+    let scenario_text = std::fs::read_to_string(&args.scenario)?;
     // What every run gets beyond its point, in the order `run` takes it.
     let mut common_args = args.worth.to_args();
     for set in &common_sets {
@@ -109,11 +111,11 @@ pub async fn run(args: SweepArgs) -> Result<()> {
         values: plan.vary.iter().map(|v| v.values.clone()).collect(),
         zip: plan.zip,
         repeat: plan.repeat,
-        scenario_digest: digest(&std::fs::read_to_string(&args.scenario)?),
+        scenario_digest: digest(&scenario_text),
         common_args,
         jobs: slots.len(),
         run_s: (scenario.duration + scenario.warmup).as_secs_f64(),
-        worth: args.worth.assumptions()?,
+        worth,
         runs: planned,
         analysis: None,
     };
@@ -209,7 +211,7 @@ impl<'a> Runs<'a> {
         record: &mut SweepRecord,
         index: usize,
     ) -> Result<()> {
-        let slot = self.free.pop().expect("a free slot");
+        let slot = self.free.pop().expect("checked");
         match spawn_run(scenario, dir, record, index, self.slots[slot].as_deref()) {
             Ok(child) => self.running.push(Running {
                 index,

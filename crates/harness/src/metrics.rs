@@ -192,7 +192,7 @@ impl LiveMetrics {
         let e = &mut self.exposition;
         e.register_counter(
             "stratum_bench_shares",
-            "Shares in the measured window by side and outcome: submitted; stale when the job was outdated at submission; accepted, pool_stale and rejected as the pool judged theself.",
+            "Shares in the measured window by side and outcome: submitted; stale when the job was outdated at submission; accepted, pool_stale and rejected as the pool judged them.",
             self.shares.clone(),
         );
         e.register_counter(

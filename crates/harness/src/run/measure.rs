@@ -78,6 +78,7 @@ impl Measuring {
         meters: Meters,
         live: Live,
     ) -> Result<Measuring> {
+        let samples_file = std::fs::File::create(dir.join(SAMPLES_FILE))?;
         // Every event is read once, in time order, into the streaming analysis: the
         // harness holds what identity matching needs, not the run.
         let mut stream = RunStream::new(manifest, REORDER_HORIZON.as_nanos() as u64);
@@ -93,7 +94,7 @@ impl Measuring {
             total: opts.scenario.warmup + opts.scenario.duration,
             interactive: std::io::stderr().is_terminal(),
             meters,
-            samples_file: std::fs::File::create(dir.join(SAMPLES_FILE))?,
+            samples_file,
             samples: Vec::new(),
             tail: Tail::new(dir.join(EVENTS_DIR)),
             stream,
