@@ -11,7 +11,8 @@ MIN_RUST="1.88"
 # (stratum-pool-sha256) against our node in the tests; chromium prints and checks the HTML
 # report, poppler-utils reads the PDF back; libzmq3-dev is the libzmq the node publishes
 # its ZMQ notifications with, as bitcoind does; docker.io runs roles in containers (the
-# image every role runs from, internal networks, the collector) in the tests.
+# image every role runs from, internal networks, the collector) in the tests, and
+# docker-compose starts what `stratum-bench deploy` writes.
 declare -A DEBS=(
   [build-essential]="cc"
   [pkg-config]="pkg-config"
@@ -24,6 +25,7 @@ declare -A DEBS=(
   [chromium]="chromium"
   [poppler-utils]="pdftotext"
   [docker.io]="dockerd"
+  [docker-compose]="docker-compose"
 )
 
 missing=()

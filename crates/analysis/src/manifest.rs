@@ -41,6 +41,10 @@ pub struct Manifest {
     /// Set in an interim snapshot's manifest (`run --report-every`): the run went on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interim: Option<Interim>,
+    /// A deployment's plan (`stratum-bench deploy`): its window counts from the moment
+    /// its last role started, which [`Manifest::start_at`] sets once the run is collected.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub awaiting_start: bool,
 }
 
 /// Where a run was when an interim snapshot of it was taken.
@@ -95,6 +99,60 @@ impl Manifest {
             start_ns: self.window_start_ns,
             end_ns: self.window_end_ns,
         }
+    }
+
+    /// Every role the run starts, the node's first.
+    pub fn roles(&self) -> Vec<String> {
+        let mut roles = vec![self.node_role.clone()];
+        for side in self.sides.values() {
+            for role in &side.roles {
+                if !roles.contains(role) {
+                    roles.push(role.clone());
+                }
+            }
+        }
+        roles
+    }
+
+    /// A deployment's plan, its roles started by `started_ns` and its last event at
+    /// `last_ns`: the window moved from the plan's offsets to that start, and ended at the
+    /// last event when the deployment was stopped before the window's end.
+    pub fn start_at(&mut self, started_ns: u64, last_ns: u64) {
+        if !self.awaiting_start {
+            return;
+        }
+        self.window_start_ns += started_ns;
+        self.window_end_ns =
+            (self.window_end_ns + started_ns).min(last_ns.max(self.window_start_ns));
+        self.awaiting_start = false;
+    }
+}
+
+/// When a deployment's roles had all started, from each role's first event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeploymentStart {
+    /// The latest first event of the roles that sent any.
+    pub at_ns: u64,
+    /// The plan's roles that sent none: they never started, or their events never came.
+    pub silent: Vec<String>,
+}
+
+/// When the roles of `m` had all started, from each role's first event (`first`, by role):
+/// the harness starts its window's clock once every role is ready, and a role's first
+/// event is its recorder's start. An error when no role of the plan sent any.
+pub fn deployment_start(
+    m: &Manifest,
+    first: &BTreeMap<String, u64>,
+) -> Result<DeploymentStart, String> {
+    let roles = m.roles();
+    let at_ns = roles.iter().filter_map(|r| first.get(r)).max().copied();
+    let silent = roles
+        .into_iter()
+        .filter(|r| !first.contains_key(r))
+        .collect();
+    match at_ns {
+        Some(at_ns) => Ok(DeploymentStart { at_ns, silent }),
+        None => Err("no role of the deployment sent an event: the collector heard nothing".into()),
     }
 }
 
@@ -218,4 +276,58 @@ pub struct HostReading {
     /// `cpu.stat`, cgroup v1 or v2), ms; absent without a readable cgroup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttled_ms: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{farm_side, manifest, sv1_side, MS};
+
+    /// A deployment planned with 2 s of warm-up and 10 s measured: its roles' first events
+    /// at 5.000 s (node), 5.300 s (pool), 6.250 s (miners) on the collector's clock, the
+    /// farm side's roles silent. The window opens 2 s after the last start, 8.250 s, and
+    /// ends 10 s later, 18.250 s; stopped at 12.000 s, it ends there.
+    #[test]
+    fn a_deployments_window_opens_after_its_last_role_started() {
+        let mut m = manifest(vec![sv1_side(), farm_side()]);
+        m.window_start_ns = 2_000 * MS;
+        m.window_end_ns = 12_000 * MS;
+        m.awaiting_start = true;
+        let first = BTreeMap::from([
+            ("node".to_string(), 5_000 * MS),
+            ("pool".to_string(), 5_300 * MS),
+            ("miners".to_string(), 6_250 * MS),
+            // Not a role of the plan: it sets nothing.
+            ("stranger".to_string(), 9_000 * MS),
+        ]);
+        let started = deployment_start(&m, &first).unwrap();
+        assert_eq!(started.at_ns, 6_250 * MS);
+        let farm_roles = &m.sides["sv2-a"].roles;
+        let silent: Vec<&String> = farm_roles.iter().filter(|r| *r != "node").collect();
+        assert_eq!(started.silent.iter().collect::<Vec<_>>(), silent);
+
+        let mut whole = m.clone();
+        whole.start_at(started.at_ns, 30_000 * MS);
+        assert_eq!(
+            (whole.window_start_ns, whole.window_end_ns),
+            (8_250 * MS, 18_250 * MS)
+        );
+        assert!(!whole.awaiting_start);
+        // Started once, it is not moved again.
+        whole.start_at(1_000 * MS, 30_000 * MS);
+        assert_eq!(whole.window_start_ns, 8_250 * MS);
+
+        let mut cut = m.clone();
+        cut.start_at(started.at_ns, 12_000 * MS);
+        assert_eq!(
+            (cut.window_start_ns, cut.window_end_ns),
+            (8_250 * MS, 12_000 * MS)
+        );
+        // Stopped in its warm-up, the window is empty, not reversed.
+        let mut early = m.clone();
+        early.start_at(started.at_ns, 7_000 * MS);
+        assert_eq!(early.window().secs(), 0.0);
+
+        assert!(deployment_start(&m, &BTreeMap::new()).is_err());
+    }
 }

@@ -4,6 +4,7 @@ mod bench_fanout;
 mod bench_link;
 mod bench_pool;
 mod bench_template;
+mod deploy_cmd;
 mod latency_cmd;
 mod node_cmd;
 mod report_cmd;
@@ -96,8 +97,17 @@ enum Command {
     /// Other hosts get it with `docker save TAG | ssh HOST docker load`. Example:
     ///
     ///   stratum-bench image --tag stratum-bench:dev
-    #[command(hide = true)]
     Image(run_cmd::ImageArgs),
+    /// Write a scenario's run as a compose file, for starting the roles yourself.
+    ///
+    /// Writes DIR/compose.yaml (every role and the events collector as services of the
+    /// `stratum-bench image`, the pool and farm sites on internal networks joined only by
+    /// each side's link, no port published, each role's spec in its environment), DIR/run/
+    /// (where the collector writes the run) and DIR/README.md (how to start it with
+    /// `docker compose` or `docker stack deploy`, stop it, and read the run). Example:
+    ///
+    ///   stratum-bench deploy scenarios/sv1-vs-sv2.toml --out deploy/ --duration 10m
+    Deploy(deploy_cmd::DeployArgs),
     /// Measure a real deployment: a relay in front of a real pool, recording what crosses it.
     #[command(subcommand)]
     Tap(tap_cmd::TapCommand),
@@ -162,6 +172,7 @@ fn main() -> ExitCode {
             Command::Role(args) => done(run_cmd::role(args).await),
             Command::Collect(args) => done(run_cmd::collect(args).await),
             Command::Image(args) => done(run_cmd::image(args)),
+            Command::Deploy(args) => done(deploy_cmd::run(args).await),
             Command::Report(args) => done(report_cmd::report(args)),
             Command::Compare(args) => report_cmd::compare(args),
             Command::Export(args) => done(report_cmd::export(args)),

@@ -179,8 +179,16 @@ pub fn parse_hashrate(text: &str) -> Result<f64, String> {
 #[derive(Args)]
 pub struct RoleArgs {
     /// Role spec (JSON) the harness wrote.
-    #[arg(long)]
-    spec: PathBuf,
+    #[arg(
+        long,
+        required_unless_present = "spec_env",
+        conflicts_with = "spec_env"
+    )]
+    spec: Option<PathBuf>,
+    /// The role spec itself, from this environment variable (a deployment's services
+    /// carry theirs so, on any host).
+    #[arg(long, value_name = "VAR")]
+    spec_env: Option<String>,
     /// Events file to append to (roles on the harness's host).
     #[arg(
         long,
@@ -203,6 +211,16 @@ pub struct RoleArgs {
     /// where the spec says 127.0.0.1 and for --bind-ip.
     #[arg(long, conflicts_with = "bind_ip")]
     own_address_in: Option<String>,
+    /// A deployed role (`stratum-bench deploy`): the name its own address resolves to, used
+    /// where the spec says 127.0.0.1 and for --bind-ip.
+    #[arg(long, conflicts_with_all = ["bind_ip", "own_address_in"])]
+    own_name: Option<String>,
+    /// A deployed role: where its spec says STAND_IN, the address NAME resolves to.
+    #[arg(long, value_name = "STAND_IN=NAME", requires = "own_name")]
+    resolve: Vec<String>,
+    /// A deployed role: start once HOST:PORT accepts connections (a role before it).
+    #[arg(long, value_name = "HOST:PORT", requires = "own_name")]
+    after: Vec<String>,
     /// Test only: run this role's clock this many nanoseconds apart from the host's.
     #[arg(long, hide = true, allow_hyphen_values = true)]
     test_clock_shift_ns: Option<i64>,
@@ -302,6 +320,8 @@ pub async fn role(args: RoleArgs) -> Result<()> {
     if let Some(shift) = args.test_clock_shift_ns {
         probe::clock::shift_for_test(shift);
     }
+    // A deployed role settles before it records: its first event marks its start.
+    let (spec, bind_ip) = spec_of(&args).await?;
     let recorder = match (&args.events, &args.collector, &args.journal) {
         (Some(events), _, _) => probe::Recorder::to_file(events, &args.name)?,
         (None, Some(collector), Some(journal)) => {
@@ -309,18 +329,35 @@ pub async fn role(args: RoleArgs) -> Result<()> {
         }
         _ => anyhow::bail!("give --events FILE, or --collector ADDR with --journal FILE"),
     };
-    let (spec, bind_ip) = match &args.own_address_in {
-        None => (args.spec.clone(), args.bind_ip),
-        Some(cidr) => {
-            let own = harness::container::own_address_in(cidr)?;
-            let text = std::fs::read_to_string(&args.spec)
-                .with_context(|| format!("cannot read role spec {}", args.spec.display()))?;
-            let spec = std::env::temp_dir().join(format!("{}.json", args.name));
-            probe::private::write(&spec, text.replace("127.0.0.1", &own.to_string()))?;
-            (spec, own.into())
-        }
-    };
     harness::roles::run_role(&spec, recorder, bind_ip).await
+}
+
+/// The role's spec file, its addresses its own in a container; and the address it binds.
+async fn spec_of(args: &RoleArgs) -> Result<(PathBuf, std::net::IpAddr)> {
+    let spec = match (&args.spec, &args.spec_env) {
+        (Some(path), _) => path.clone(),
+        (None, Some(var)) => {
+            let text = std::env::var(var)
+                .with_context(|| format!("--spec-env {var}: the variable is not set"))?;
+            let path = std::env::temp_dir().join(format!("{}.given.json", args.name));
+            probe::private::write(&path, text)?;
+            path
+        }
+        (None, None) => anyhow::bail!("give --spec FILE or --spec-env VAR"),
+    };
+    let own = match (&args.own_address_in, &args.own_name) {
+        (Some(cidr), _) => Some(harness::container::own_address_in(cidr)?.into()),
+        (None, Some(name)) => Some(harness::deploy::lookup(name).await?),
+        (None, None) => None,
+    };
+    Ok(match own {
+        None => (spec, args.bind_ip),
+        Some(own) => {
+            let settled =
+                harness::deploy::settle(&spec, &args.name, own, &args.resolve, &args.after).await?;
+            (settled, own)
+        }
+    })
 }
 
 #[derive(Args)]
@@ -334,10 +371,18 @@ pub struct CollectArgs {
     /// Where each clock's offset and uncertainty go at the end (JSON).
     #[arg(long)]
     clocks: PathBuf,
+    /// A deployment's run directory (`stratum-bench deploy`): at the end, set its window
+    /// from when its last role started and write its summary.
+    #[arg(long, value_name = "DIR")]
+    finish: Option<PathBuf>,
 }
 
 pub async fn collect(args: CollectArgs) -> Result<()> {
-    harness::collector::serve_until_stopped(args.listen, args.events, &args.clocks).await
+    harness::collector::serve_until_stopped(args.listen, args.events, &args.clocks).await?;
+    match &args.finish {
+        Some(dir) => harness::deploy::finish_collected(dir),
+        None => Ok(()),
+    }
 }
 
 #[derive(Args)]

@@ -56,6 +56,7 @@ fn node_spec(path: &Path) {
         tdp: None,
         ipc_data_dir: None,
         peer: None,
+        ports: Default::default(),
     };
     std::fs::write(path, serde_json::to_string(&spec).unwrap()).unwrap();
 }

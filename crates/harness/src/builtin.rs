@@ -40,6 +40,7 @@ async fn start_node(
         tdp,
         ipc_data_dir: None,
         peer: None,
+        ports: Default::default(),
     };
     let (node, ready) = RoleProcess::spawn(launcher, out, "node", &node_spec).await?;
     roles.push(node);

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod builtin;
 pub mod collector;
 pub mod container;
+pub mod deploy;
 pub mod external_pool;
 pub mod fuzzing;
 pub mod host;

@@ -59,6 +59,8 @@ pub struct Launcher {
     /// With the Docker engine: each role in a container of its own (events then go to
     /// the collector container).
     pub containers: Option<std::sync::Arc<Containers>>,
+    /// A deployment's plan: roles are planned, not started (`stratum-bench deploy`).
+    pub plan: Option<std::sync::Arc<crate::deploy::Plan>>,
 }
 
 /// Where a role's events go.
@@ -79,6 +81,7 @@ impl Launcher {
             clock_shifts: BTreeMap::new(),
             cpus: None,
             containers: None,
+            plan: None,
         }
     }
 
@@ -326,7 +329,7 @@ impl RoleProcess {
         listen: SocketAddr,
     ) -> Result<RoleProcess> {
         anyhow::ensure!(
-            launcher.containers.is_none(),
+            launcher.containers.is_none() && launcher.plan.is_none(),
             "role {name} (`{}`) is not stratum-bench: it runs as a process only",
             argv.join(" ")
         );

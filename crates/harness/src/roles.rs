@@ -31,6 +31,9 @@ pub enum RoleSpec {
         /// The node a farm's node follows (its config says it is a follower).
         #[serde(default)]
         peer: Option<node::peer::PeerOptions>,
+        /// The ports its RPC and ZMQ publishers bind: 0 for any, fixed in a deployment.
+        #[serde(default)]
+        ports: NodePorts,
     },
     Sv1Pool {
         config: sv1::pool::PoolConfig,
@@ -104,6 +107,77 @@ impl RoleSpec {
     }
 }
 
+/// The ports a node role binds of its own accord (0: any free one).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct NodePorts {
+    pub rpc: u16,
+    pub zmq: u16,
+    pub zmq_hashblock: u16,
+}
+
+impl RoleSpec {
+    /// Gives every port the role would pick itself one from `next`: what lets a plan tell
+    /// other roles where it will listen before it starts.
+    pub fn fix_ports(&mut self, next: &mut impl FnMut() -> u16) {
+        let mut fix = |port: &mut u16| {
+            if *port == 0 {
+                *port = next();
+            }
+        };
+        let mut listens: Vec<&mut SocketAddr> = Vec::new();
+        match self {
+            RoleSpec::Node { ports, tdp, .. } => {
+                for port in [&mut ports.rpc, &mut ports.zmq, &mut ports.zmq_hashblock] {
+                    fix(port);
+                }
+                listens.extend(tdp.as_mut().map(|t| &mut t.bind));
+            }
+            RoleSpec::Sv1Pool { config } => listens.push(&mut config.listen),
+            RoleSpec::Link { routes } => listens.extend(routes.iter_mut().map(|r| &mut r.listen)),
+            RoleSpec::Sv1Miners { .. } | RoleSpec::Sv2Miners { .. } => {}
+            RoleSpec::SriPool { params } => {
+                listens.push(&mut params.listen);
+                listens.extend(params.jds_listen.as_mut());
+            }
+            RoleSpec::SriTranslator { params } => listens.push(&mut params.listen),
+            RoleSpec::SriJdc { params } => listens.push(&mut params.listen),
+            RoleSpec::Sv2Tap { config } => listens.push(&mut config.listen),
+            RoleSpec::Sv1Tap { config } => listens.push(&mut config.listen),
+            RoleSpec::RpcTap { config } => listens.push(&mut config.listen),
+        }
+        for addr in listens {
+            let mut port = addr.port();
+            fix(&mut port);
+            addr.set_port(port);
+        }
+    }
+
+    /// The READY line a role of this spec, its ports fixed, announces when it stands at
+    /// `at`: a plan's stand-in for the line (the node's start time it cannot know).
+    pub fn planned_ready(&self, at: IpAddr) -> serde_json::Value {
+        let here = |addr: SocketAddr| SocketAddr::new(at, addr.port());
+        match self {
+            RoleSpec::Node { ports, tdp, .. } => json!({
+                "rpc": SocketAddr::new(at, ports.rpc),
+                "zmq": format!("tcp://{}", SocketAddr::new(at, ports.zmq)),
+                "zmq_hashblock": format!("tcp://{}", SocketAddr::new(at, ports.zmq_hashblock)),
+                "tdp": tdp.as_ref().map(|t| here(t.bind)),
+            }),
+            RoleSpec::Link { routes } => {
+                json!({ "listen": routes.iter().map(|r| here(r.listen)).collect::<Vec<_>>() })
+            }
+            RoleSpec::Sv1Miners { .. } | RoleSpec::Sv2Miners { .. } => json!({}),
+            RoleSpec::Sv1Pool { config } => json!({ "listen": here(config.listen) }),
+            RoleSpec::SriPool { params } => json!({ "listen": here(params.listen) }),
+            RoleSpec::SriTranslator { params } => json!({ "listen": here(params.listen) }),
+            RoleSpec::SriJdc { params } => json!({ "listen": here(params.listen) }),
+            RoleSpec::Sv2Tap { config } => json!({ "listen": here(config.listen) }),
+            RoleSpec::Sv1Tap { config } => json!({ "listen": here(config.listen) }),
+            RoleSpec::RpcTap { config } => json!({ "listen": here(config.listen) }),
+        }
+    }
+}
+
 /// One relayed service: the farm connects to `listen`, the relay connects to `upstream`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LinkRoute {
@@ -129,18 +203,22 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
             tdp,
             ipc_data_dir,
             peer,
+            ports,
         } => {
             let options = node::NodeOptions {
                 config,
-                rpc_bind: SocketAddr::new(bind_ip, 0),
+                rpc_bind: SocketAddr::new(bind_ip, ports.rpc),
                 auth: node::RpcAuth::UserPassword {
                     user: rpc_user,
                     password: rpc_password,
                 },
-                zmq_bind: Some(format!("tcp://{bind_ip}:0")),
+                zmq_bind: Some(format!("tcp://{}", SocketAddr::new(bind_ip, ports.zmq))),
                 // What a pool's hashblock subscription is given, as a bitcoind set up with
                 // one address per topic.
-                zmq_hashblock_bind: Some(format!("tcp://{bind_ip}:0")),
+                zmq_hashblock_bind: Some(format!(
+                    "tcp://{}",
+                    SocketAddr::new(bind_ip, ports.zmq_hashblock)
+                )),
                 recorder: recorder.clone(),
                 value_sample_interval: Duration::from_secs(1),
                 tdp,

@@ -762,6 +762,16 @@ impl Scenario {
         self.check_miners()
     }
 
+    /// The scenario with its roles in containers (the Docker engine, unless it names the
+    /// swarm), checked again: what runs only as a process is refused by its field.
+    pub fn in_containers(mut self) -> Result<Scenario> {
+        if self.placement.engine == Engine::Process {
+            self.placement.engine = Engine::Docker;
+        }
+        self.check()?;
+        Ok(self)
+    }
+
     /// What each engine can run: CPU sets are per host, and a program of yours or another
     /// pool runs as a process only.
     fn check_placement(&self) -> Result<()> {

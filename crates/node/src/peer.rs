@@ -27,8 +27,48 @@ pub struct PeerOptions {
     /// The peer's ZMQ publisher, `tcp://host:port`.
     pub zmq: String,
     /// The peer's virtual time zero on this host's monotonic clock: both nodes draw the
-    /// same transaction stream at the same moments.
+    /// same transaction stream at the same moments. None: asked of the peer at start (a
+    /// deployment's nodes start on their own), which must then share this host's clock.
+    pub start_mono_ns: Option<u64>,
+}
+
+/// The non-Core RPC method that tells a follower its peer's virtual time zero.
+pub const CLOCK_METHOD: &str = "getsimulationclock";
+
+/// What [`CLOCK_METHOD`] answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SimulationClock {
+    /// Virtual time zero on the node's monotonic clock.
     pub start_mono_ns: u64,
+    /// The clock it is read on (`probe::clock::clock_id`).
+    pub clock: String,
+}
+
+/// The peer's virtual time zero: as given, or asked of the peer (retried for up to
+/// `patience` while it starts), refused when the peer reads another host's clock.
+pub async fn peer_start(opts: &PeerOptions, patience: Duration) -> anyhow::Result<u64> {
+    if let Some(start) = opts.start_mono_ns {
+        return Ok(start);
+    }
+    let rpc = bitcoind_rpc::RpcClient::new(&opts.rpc_url, &opts.rpc_user, &opts.rpc_password);
+    let deadline = tokio::time::Instant::now() + patience;
+    let answer: SimulationClock = loop {
+        match rpc.call(CLOCK_METHOD, serde_json::json!([])).await {
+            Ok(answer) => break answer,
+            Err(e) if tokio::time::Instant::now() >= deadline => {
+                anyhow::bail!("the peer at {} did not say its clock: {e}", opts.rpc_url)
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    };
+    let own = probe::clock::clock_id();
+    anyhow::ensure!(
+        answer.clock == own,
+        "the peer at {} reads clock {} and this node {own}: a follower shares its peer's host",
+        opts.rpc_url,
+        answer.clock
+    );
+    Ok(answer.start_mono_ns)
 }
 
 /// Starts both directions: blocks from the peer, and `blocks` (submitted here) to it.

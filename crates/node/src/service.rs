@@ -10,6 +10,9 @@ use bitcoin::BlockHash;
 use parking_lot::{Mutex, MutexGuard};
 use probe::{mono_ns, Recorder};
 use rand::Rng;
+
+/// How long a follower waits for its peer to say its clock (a deployment starts both at once).
+const PEER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -264,7 +267,10 @@ impl NodeHandle {
             false => (None, None),
         };
         let mut shared = Shared::new(state, user, password);
-        shared.start_mono_ns = opts.peer.as_ref().map_or_else(mono_ns, |p| p.start_mono_ns);
+        shared.start_mono_ns = match &opts.peer {
+            Some(peer) => crate::peer::peer_start(peer, PEER_PATIENCE).await?,
+            None => mono_ns(),
+        };
         shared.zmq = zmq;
         shared.zmq_endpoint = zmq_endpoint.clone();
         shared.to_peer = to_peer;

@@ -57,7 +57,7 @@ async fn a_follower_fetches_the_blocks_it_missed_and_follows_the_tip() {
             rpc_user: "u".into(),
             rpc_password: "p".into(),
             zmq: network.zmq_endpoint.clone().unwrap(),
-            start_mono_ns: network.start_mono_ns(),
+            start_mono_ns: Some(network.start_mono_ns()),
         }),
         ..common::loopback(NodeConfig {
             block_interval: Duration::from_secs(100_000),

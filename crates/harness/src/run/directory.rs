@@ -118,7 +118,7 @@ impl Drop for Unstarted {
 }
 
 /// Writes `manifest.json` and `summary.json`.
-pub(super) fn write_results(dir: &Path, manifest: &Manifest, summary: &Summary) -> Result<()> {
+pub(crate) fn write_results(dir: &Path, manifest: &Manifest, summary: &Summary) -> Result<()> {
     std::fs::write(
         dir.join(MANIFEST_FILE),
         serde_json::to_string_pretty(manifest)?,

@@ -5,6 +5,7 @@
 //! and progress in [`live`], and the run directory's naming in [`directory`].
 
 mod directory;
+pub(crate) use directory::write_results;
 pub(crate) mod live;
 mod measure;
 pub(crate) mod topology;
@@ -183,7 +184,11 @@ async fn start(
 
 /// The run as the analysis reads it: the window from `t0` (every role started), the
 /// link, the sides and what worth is priced at.
-fn manifest_of(opts: &RunOptions, t0: u64, sides: BTreeMap<String, SideRoles>) -> Manifest {
+pub(crate) fn manifest_of(
+    opts: &RunOptions,
+    t0: u64,
+    sides: BTreeMap<String, SideRoles>,
+) -> Manifest {
     let s = &opts.scenario;
     Manifest {
         scenario: s.name.clone(),
@@ -205,6 +210,7 @@ fn manifest_of(opts: &RunOptions, t0: u64, sides: BTreeMap<String, SideRoles>) -
         clocks: Vec::new(),
         per_miner: s.per_miner(),
         interim: None,
+        awaiting_start: false,
     }
 }
 

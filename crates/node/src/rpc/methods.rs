@@ -208,6 +208,16 @@ const METHODS: &[(&str, Signature, Call)] = &[
         Call::Json(|shared, p| submit_block_light(shared, p.required_str(0)?, p.required_str(1)?)),
     ),
     (
+        crate::peer::CLOCK_METHOD,
+        sig!("getsimulationclock", 0),
+        Call::Json(|shared, _| {
+            Ok(json!(crate::peer::SimulationClock {
+                start_mono_ns: shared.start_mono_ns(),
+                clock: probe::clock::clock_id(),
+            }))
+        }),
+    ),
+    (
         "uptime",
         sig!("uptime", 0),
         Call::Json(|shared, _| Ok(json!(shared.started.elapsed().as_secs()))),

@@ -136,7 +136,10 @@ pub(super) async fn start_sv1_side(
     .await?;
     let tap_addr: SocketAddr = ready_field(&tap_ready, "listen", &tap)?.parse()?;
     let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
-    eprintln!("{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)");
+    tell(
+        opts,
+        format!("{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)"),
+    );
     let miners =
         spawn_sv1_miners(opts, dir, (side, &worker_prefix, suggest), link_addr, roles).await?;
     Ok(SideRoles {

@@ -86,9 +86,12 @@ pub(super) async fn start_sv2_jd_side(
     );
     side_roles.extend([jd_tap.clone(), jdc]);
     let miners = if Config::of_side(side) == Some(Config::Sv2B) {
-        eprintln!(
-            "{side}: SV2 miners connect to {jdc_addr} (the SRI JDC, farm site)\n  with key {}",
-            jdc_keys.public
+        tell(
+            opts,
+            format!(
+                "{side}: SV2 miners connect to {jdc_addr} (the SRI JDC, farm site)\n  with key {}",
+                jdc_keys.public
+            ),
         );
         spawn_sv2_miners(opts, dir, side, jdc_addr, jdc_keys.public, roles).await?
     } else {
@@ -238,6 +241,7 @@ async fn spawn_farm_node(
                 zmq: format!("tcp://{zmq_via_link}"),
                 start_mono_ns: network.start_mono_ns,
             }),
+            ports: Default::default(),
         },
         roles,
     )

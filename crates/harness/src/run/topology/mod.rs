@@ -107,6 +107,7 @@ pub(crate) async fn start_roles(
             tdp,
             ipc_data_dir: ipc_data_dir.clone(),
             peer: None,
+            ports: Default::default(),
         },
         roles,
     )
@@ -137,10 +138,8 @@ pub(crate) async fn start_roles(
             .and_then(|z| z.strip_prefix("tcp://"))
             .context("the node publishes no ZMQ endpoint")?
             .parse()?,
-        start_mono_ns: ready
-            .get("start_mono_ns")
-            .and_then(Value::as_u64)
-            .context("the node did not say when it started")?,
+        // A deployment's plan cannot know it: the farm's node then asks.
+        start_mono_ns: ready.get("start_mono_ns").and_then(Value::as_u64),
         config: node_cfg,
         ipc: ipc_templates,
     };
@@ -400,7 +399,7 @@ struct NetworkNode {
     rpc: SocketAddr,
     password: String,
     zmq: SocketAddr,
-    start_mono_ns: u64,
+    start_mono_ns: Option<u64>,
     config: node::NodeConfig,
     /// Its Mining IPC face, as a pool's template source.
     ipc: Option<sri::TemplateSource>,
@@ -552,8 +551,9 @@ async fn spawn_translated_miners(
     let translator = format!("translator-{side}");
     let translator_addr =
         spawn_translator(opts, dir, &translator, farm_port, upstream, roles).await?;
-    eprintln!(
-        "{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"
+    tell(
+        opts,
+        format!("{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"),
     );
     let miners = spawn_sv1_miners(
         opts,
@@ -600,7 +600,15 @@ async fn spawn_sv1_miners(
     Ok(miners)
 }
 
-/// Starts a role and keeps it in `roles` (so it is stopped with the others).
+/// Says where a started role listens; a plan's stand-in addresses are nobody's to use.
+fn tell(opts: &RunOptions, line: String) {
+    if opts.launcher.plan.is_none() {
+        eprintln!("{line}");
+    }
+}
+
+/// Starts a role and keeps it in `roles` (so it is stopped with the others); a plan's
+/// role is only planned.
 async fn spawn(
     opts: &RunOptions,
     dir: &Path,
@@ -608,6 +616,9 @@ async fn spawn(
     spec: &RoleSpec,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<Value> {
+    if let Some(plan) = &opts.launcher.plan {
+        return plan.add(name, spec);
+    }
     let (role, ready) = RoleProcess::spawn(&opts.launcher, dir, name, spec).await?;
     roles.push(role);
     Ok(ready)

@@ -37,9 +37,12 @@ pub(super) async fn start_sv2_pool_side(
     } = spawn_pool_site(opts, dir, side, templates, None, roles).await?;
     if Config::of_side(side) == Some(Config::Sv2D) {
         let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
-        eprintln!(
-            "{side}: SV2 miners connect to {link_addr} (farm side of the link)\n  with pool key {}",
-            keys.public
+        tell(
+            opts,
+            format!(
+                "{side}: SV2 miners connect to {link_addr} (farm side of the link)\n  with pool key {}",
+                keys.public
+            ),
         );
         let miners = spawn_sv2_miners(opts, dir, side, link_addr, keys.public, roles).await?;
         let started = [&pool[..], &tap, &link, &miners];

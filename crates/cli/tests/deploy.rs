@@ -1,0 +1,285 @@
+//! `stratum-bench deploy`: the default scenario as a compose file that `docker-compose`
+//! accepts (and `docker stack config`, where the client has it), every role on its site's
+//! internal network with nothing published; started with `docker-compose` it runs, and
+//! its collector writes the run, whose work crossed the links. Needs a Docker daemon and
+//! docker-compose: `make test` installs and starts them.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// `stratum-bench deploy scenarios/sv1-vs-sv2.toml --out out ARGS`.
+fn deploy(out: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(common::exe())
+        .arg("deploy")
+        .arg(common::scenario("sv1-vs-sv2"))
+        .arg("--out")
+        .arg(out)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `docker-compose -f FILE -p PROJECT ARGS`, required to succeed; its stdout.
+fn compose(file: &Path, project: &str, args: &[&str]) -> String {
+    let out = Command::new("docker-compose")
+        .arg("-f")
+        .arg(file)
+        .args(["-p", project])
+        .args(args)
+        .output()
+        .expect("docker-compose runs (apt-get install docker-compose; make deps does it)");
+    assert!(
+        out.status.success(),
+        "docker-compose {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn strings(yaml: &Yaml) -> Vec<String> {
+    yaml.as_vec()
+        .map(|v| {
+            v.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The values following each `flag` in a command.
+fn after_flag(command: &[String], flag: &str) -> Vec<String> {
+    command
+        .windows(2)
+        .filter(|w| w[0] == flag)
+        .map(|w| w[1].clone())
+        .collect()
+}
+
+#[test]
+fn deploy_writes_a_compose_file_of_internal_networks_that_docker_compose_accepts() {
+    let out = common::out_dir("deploy-file");
+    common::succeed(deploy(&out, &["--duration", "60s"]));
+    let file = out.join("compose.yaml");
+    // The specs in it hold the node's password: the owner's only.
+    let mode = std::os::unix::fs::PermissionsExt::mode(&file.metadata().unwrap().permissions());
+    assert_eq!(mode & 0o077, 0, "compose.yaml is {mode:o}");
+    compose(&file, "check", &["config", "--quiet"]);
+    let services = compose(&file, "check", &["config", "--services"]);
+    let stack = Command::new("docker")
+        .args(["stack", "config", "--help"])
+        .output();
+    if stack.is_ok_and(|o| o.status.success()) {
+        let out = Command::new("docker")
+            .args(["stack", "config", "-c"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "docker stack config: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        eprintln!("this docker client has no `stack config`: checked with docker-compose only");
+    }
+
+    let manifest: analysis::Manifest =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run/manifest.json")).unwrap())
+            .unwrap();
+    assert!(manifest.awaiting_start);
+    assert_eq!(
+        (manifest.window_start_ns, manifest.window_end_ns),
+        (20_000_000_000, 80_000_000_000),
+        "the window planned from the start: 20 s of warm-up, 60 s measured"
+    );
+    let mut expected: BTreeSet<String> = manifest.roles().into_iter().collect();
+    expected.insert("collector".into());
+    let listed: BTreeSet<String> = services.lines().map(String::from).collect();
+    assert_eq!(listed, expected);
+
+    let doc = &YamlLoader::load_from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()[0];
+    let networks = doc["networks"].as_hash().unwrap();
+    assert_eq!(networks.len(), 3);
+    for (name, network) in networks {
+        assert_eq!(network["internal"].as_bool(), Some(true), "{name:?}");
+    }
+    // Each role's name on its home network, and the networks each one is on.
+    let mut aliases: BTreeMap<String, String> = BTreeMap::new();
+    let mut on: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (name, service) in doc["services"].as_hash().unwrap() {
+        let name = name.as_str().unwrap().to_string();
+        assert!(service["ports"].is_badvalue(), "{name} publishes a port");
+        assert!(service["network_mode"].is_badvalue(), "{name}");
+        for (net, settings) in service["networks"].as_hash().unwrap() {
+            let net = net.as_str().unwrap().to_string();
+            for alias in strings(&settings["aliases"]) {
+                aliases.insert(alias, net.clone());
+            }
+            on.entry(name.clone()).or_default().insert(net);
+        }
+    }
+    let sites = |role: &str| -> BTreeSet<&str> {
+        let kind = role.split('-').next().unwrap();
+        match kind {
+            "node" if role == "node" => BTreeSet::from(["pool", "control"]),
+            "pool" | "tap" => BTreeSet::from(["pool", "control"]),
+            "link" | "feed" => BTreeSet::from(["pool", "farm", "control"]),
+            _ => BTreeSet::from(["farm", "control"]),
+        }
+    };
+    for role in manifest.roles() {
+        let service = &doc["services"][role.as_str()];
+        let nets: BTreeSet<&str> = on[&role].iter().map(String::as_str).collect();
+        assert_eq!(nets, sites(&role), "{role}'s networks");
+        let command = strings(&service["command"]);
+        let spec_text = service["environment"]["STRATUM_BENCH_SPEC"]
+            .as_str()
+            .unwrap();
+        let spec: harness::roles::RoleSpec =
+            serde_json::from_str(&spec_text.replace("$$", "$")).unwrap();
+        let spec_json = serde_json::to_string(&spec).unwrap();
+        // Every stand-in its spec names is resolved by a name it reaches.
+        let resolved: BTreeMap<String, String> = after_flag(&command, "--resolve")
+            .into_iter()
+            .map(|pair| {
+                let (stand_in, name) = pair.split_once('=').unwrap();
+                (stand_in.to_string(), name.to_string())
+            })
+            .collect();
+        for host in 100..250 {
+            let stand_in = format!("198.18.1.{host}");
+            if spec_json.contains(&format!("{stand_in}:")) {
+                assert!(
+                    resolved.contains_key(&stand_in),
+                    "{role}: {stand_in} unresolved"
+                );
+            }
+        }
+        let mut names: Vec<String> = resolved.values().cloned().collect();
+        for waited in after_flag(&command, "--after") {
+            names.push(waited.rsplit_once(':').unwrap().0.to_string());
+        }
+        for name in &names {
+            let net = aliases
+                .get(name)
+                .unwrap_or_else(|| panic!("{role}: {name} is nobody"));
+            assert!(nets.contains(net.as_str()), "{role} cannot reach {name}");
+        }
+        assert_eq!(after_flag(&command, "--own-name").len(), 1, "{role}");
+    }
+
+    // What runs only as a process is refused by its field, and nothing is written.
+    let refused_out = common::out_dir("deploy-refused");
+    let refused = deploy(&refused_out, &["--set", "roles.pool.command=/opt/pool_sv2"]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("roles.pool") && said.contains("process"),
+        "{said}"
+    );
+    assert!(!refused_out.join("compose.yaml").exists());
+}
+
+/// Removes a deployment's containers, networks and volume, however the test ends.
+struct Down<'a>(&'a Path, &'a str);
+
+impl Drop for Down<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("docker-compose")
+            .arg("-f")
+            .arg(self.0)
+            .args(["-p", self.1, "down", "--volumes"])
+            .output();
+    }
+}
+
+#[test]
+fn a_deployment_started_with_docker_compose_runs_and_its_collector_writes_the_run() {
+    let out = common::out_dir("deploy-run");
+    // Tips every 2 s or so, as the containers' own test of this scenario.
+    let args = [
+        "--duration",
+        "30s",
+        "--set",
+        "warmup=10s",
+        "--set",
+        "network.block_interval=2s",
+    ];
+    common::succeed(deploy(&out, &args));
+    let image = Command::new(common::exe()).arg("image").output().unwrap();
+    common::succeed(image);
+    let file = out.join("compose.yaml");
+    let project = format!("sbdeploy{}", std::process::id());
+    let _down = Down(&file, &project);
+    compose(&file, &project, &["up", "--detach"]);
+    // Every role starts within seconds; the window opens 10 s after the last and lasts
+    // 30 s.
+    std::thread::sleep(std::time::Duration::from_secs(60));
+    compose(&file, &project, &["down", "--volumes"]);
+
+    let run = out.join("run");
+    let manifest: analysis::Manifest =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    assert!(!manifest.awaiting_start, "the collector set the window");
+    assert_eq!(manifest.window().secs(), 30.0);
+    for role in manifest.roles() {
+        assert!(
+            !common::events(&run, &role).is_empty(),
+            "{role}'s events reached the run"
+        );
+    }
+    let summary = common::summary(&run);
+    assert!(
+        !summary["unmatched"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.starts_with("role_without_events")),
+        "{}",
+        summary["unmatched"]
+    );
+    for side in ["sv1", "sv2-a", "sv2-c", "sv2-d"] {
+        let shares = &summary["sides"][side]["shares"];
+        assert!(shares["accepted"].as_u64().unwrap() > 0, "{side}: {shares}");
+    }
+    // Every byte between the sites crossed a link: a new block's job reaches the miners
+    // no sooner than the link's one-way delay, 50 ms (A's farm node hears of the block
+    // farm_node.propagation_ms after the network's node, and builds the job itself).
+    let csv = out.join("csv");
+    common::succeed(
+        Command::new(common::exe())
+            .arg("export")
+            .arg(&run)
+            .arg("--csv")
+            .arg(&csv)
+            .output()
+            .unwrap(),
+    );
+    let latencies = std::fs::read_to_string(csv.join("latencies.csv")).unwrap();
+    for (side, floor_ms) in [
+        ("sv1", 50.0),
+        ("sv2-a", 20.0),
+        ("sv2-c", 50.0),
+        ("sv2-d", 50.0),
+    ] {
+        let times: Vec<f64> = latencies
+            .lines()
+            .filter_map(|l| {
+                let [s, metric, ms] = l.split(',').collect::<Vec<_>>()[..] else {
+                    return None;
+                };
+                (s == side && metric == "new_prevhash_job_ms").then(|| ms.parse().unwrap())
+            })
+            .collect();
+        assert!(!times.is_empty(), "{side}: no new-block job");
+        let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
+        assert!(
+            fastest >= floor_ms,
+            "{side}: a new-block job in {fastest} ms"
+        );
+    }
+}

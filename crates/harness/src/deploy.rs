@@ -1,0 +1,612 @@
+//! `stratum-bench deploy`: the run a scenario describes, written out for users who start
+//! the roles themselves (`docker compose up`, `docker stack deploy`) instead of started.
+//!
+//! The plan is the run's own topology with no role started: each role's spec is written
+//! with every port fixed, and what its READY line would say is handed to the roles after
+//! it, with an address that stands in for it (198.18.1.x, the benchmarking range, which no
+//! host has). In the deployment each role has a name on its site's internal network
+//! (`pool-sv1.pool`, `link-sv1.farm`); at start it puts its own address where its spec says
+//! 127.0.0.1 and the others' where it says their stand-ins, then waits until every role it
+//! is told of listens, as the harness would have started those before it.
+//! Events go to the collector, which at its stop fixes the window and writes the summary.
+
+use crate::container::{default_tag, Site};
+use crate::process::Launcher;
+use crate::roles::RoleSpec;
+use crate::run::{RunOptions, PLACEMENT_FILE};
+use crate::scenario::Scenario;
+use analysis::manifest::{Manifest, EVENTS_DIR, MANIFEST_FILE, SUMMARY_FILE};
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+
+/// The run directory inside every role's container (the image has it): role specs,
+/// journals, the nodes' Mining IPC sockets.
+pub const RUN_DIR: &str = "/run/bench";
+/// Where the collector writes the run, inside its container (`OUT/run` on the host).
+const COLLECTED: &str = "/collected";
+/// The collector's name and port on the control network.
+const COLLECTOR: &str = "collector.control:7000";
+/// The compose file `deploy` writes.
+pub const COMPOSE_FILE: &str = "compose.yaml";
+/// The first port a role's fixed ports are taken from.
+const FIRST_PORT: u16 = 4000;
+/// Stand-ins go from 198.18.1.100 up: three digits each, so none is the start of another.
+const FIRST_STAND_IN: u8 = 100;
+
+/// One role as the plan has it.
+#[derive(Debug, Clone)]
+struct PlannedRole {
+    name: String,
+    site: Site,
+    /// The address that stands for it in the specs of the roles after it.
+    stand_in: Ipv4Addr,
+    spec: RoleSpec,
+    /// The ports its READY line announces.
+    ports: Vec<u16>,
+}
+
+impl PlannedRole {
+    /// The network it listens on: its site's (a link listens at the farm).
+    fn home(&self) -> &'static str {
+        match self.site {
+            Site::Pool => "pool",
+            Site::Farm | Site::Link => "farm",
+        }
+    }
+
+    /// Its name on its home network.
+    fn alias(&self) -> String {
+        format!("{}.{}", self.name, self.home())
+    }
+
+    /// The run's networks it is on (besides the control network).
+    fn networks(&self) -> &'static [&'static str] {
+        match self.site {
+            Site::Pool => &["pool"],
+            Site::Farm => &["farm"],
+            Site::Link => &["farm", "pool"],
+        }
+    }
+
+    fn reaches(&self, other: &PlannedRole) -> bool {
+        self.networks().contains(&other.home())
+    }
+
+    /// Whether its spec (`spec`, as JSON) is told of `other`: by its stand-in, or by the
+    /// directory `other` serves Mining IPC in (the socket is on the run's volume).
+    fn is_told_of(spec: &str, other: &PlannedRole) -> bool {
+        let ipc = match &other.spec {
+            RoleSpec::Node {
+                ipc_data_dir: Some(dir),
+                ..
+            } => Some(serde_json::to_string(dir).unwrap_or_default()),
+            _ => None,
+        };
+        spec.contains(&other.stand_in.to_string()) || ipc.is_some_and(|dir| spec.contains(&dir))
+    }
+}
+
+/// The roles of a run, planned in the order the harness would start them.
+#[derive(Debug, Default)]
+pub struct Plan {
+    roles: parking_lot::Mutex<Vec<PlannedRole>>,
+}
+
+impl Plan {
+    /// Plans role `name` of `spec`: its ports fixed, a stand-in address given; returns what
+    /// its READY line will say, at the stand-in.
+    pub fn add(&self, name: &str, spec: &RoleSpec) -> Result<Value> {
+        let mut roles = self.roles.lock();
+        let stand_in = u8::try_from(roles.len())
+            .ok()
+            .and_then(|n| n.checked_add(FIRST_STAND_IN))
+            .filter(|&host| host < 250)
+            .map(|host| Ipv4Addr::new(198, 18, 1, host))
+            .context("a deployment holds at most 150 roles")?;
+        let mut spec = spec.clone();
+        let mut next = FIRST_PORT..;
+        spec.fix_ports(&mut || next.next().expect("ports to spare"));
+        let ready = spec.planned_ready(IpAddr::V4(stand_in));
+        roles.push(PlannedRole {
+            name: name.into(),
+            site: Site::of(name),
+            stand_in,
+            ports: ports_in(&ready),
+            spec,
+        });
+        Ok(ready)
+    }
+
+    fn roles(&self) -> Vec<PlannedRole> {
+        self.roles.lock().clone()
+    }
+}
+
+/// The ports of the addresses in a READY line (`HOST:PORT`, `tcp://HOST:PORT`, lists).
+fn ports_in(ready: &Value) -> Vec<u16> {
+    let mut ports = Vec::new();
+    let mut strings: Vec<&Value> = ready
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(_, v)| v)
+        .collect();
+    while let Some(value) = strings.pop() {
+        match value {
+            Value::String(text) => {
+                let addr = text.strip_prefix("tcp://").unwrap_or(text);
+                ports.extend(addr.parse::<std::net::SocketAddr>().ok().map(|a| a.port()));
+            }
+            Value::Array(items) => strings.extend(items),
+            _ => {}
+        }
+    }
+    ports.sort_unstable();
+    ports
+}
+
+/// What `deploy` wrote.
+pub struct Deployment {
+    pub dir: PathBuf,
+    pub roles: usize,
+}
+
+/// Writes the deployment of `scenario` to `out`: `compose.yaml` (every role, its spec in
+/// its environment), `run/` (the manifest and scenario the collector completes) and a
+/// README.
+pub async fn deploy(
+    scenario: Scenario,
+    worth: analysis::worth::WorthAssumptions,
+    out: &Path,
+) -> Result<Deployment> {
+    let out = std::path::absolute(out)
+        .with_context(|| format!("cannot make {} absolute", out.display()))?;
+    let plan = std::sync::Arc::new(Plan::default());
+    let exe = std::env::current_exe().context("cannot find the stratum-bench executable")?;
+    let opts = RunOptions {
+        scenario,
+        out: Some(out.clone()),
+        metrics_bind: ([127, 0, 0, 1], 0).into(),
+        worth,
+        until_known_pct: None,
+        launcher: Launcher {
+            plan: Some(plan.clone()),
+            ..Launcher::local(&exe)
+        },
+        cut_collector_after: None,
+        interim_reports: None,
+    };
+    let mut none = Vec::new();
+    let sides = crate::run::topology::start_roles(&opts, Path::new(RUN_DIR), &mut none).await?;
+    anyhow::ensure!(none.is_empty(), "a plan starts no role");
+    let roles = plan.roles();
+    let manifest = Manifest {
+        awaiting_start: true,
+        ..crate::run::manifest_of(&opts, 0, sides)
+    };
+    write(&out, &opts.scenario, &manifest, &roles)?;
+    Ok(Deployment {
+        dir: out,
+        roles: roles.len(),
+    })
+}
+
+fn write(
+    out: &Path,
+    scenario: &Scenario,
+    manifest: &Manifest,
+    roles: &[PlannedRole],
+) -> Result<()> {
+    let run = out.join("run");
+    std::fs::create_dir_all(run.join(EVENTS_DIR))
+        .with_context(|| format!("cannot create {}", run.display()))?;
+    std::fs::write(
+        run.join(MANIFEST_FILE),
+        serde_json::to_string_pretty(manifest)?,
+    )?;
+    std::fs::write(
+        run.join("scenario.toml"),
+        toml::to_string(scenario).context("scenario serialises")?,
+    )?;
+    let compose = compose(scenario, roles, &run)?;
+    // The specs in it hold the run's RPC password and the pools' authority keys.
+    probe::private::write(&out.join(COMPOSE_FILE), yaml(&compose))?;
+    std::fs::write(out.join("README.md"), readme(scenario, roles, out))?;
+    Ok(())
+}
+
+/// The compose file: the collector and every role, on the pool, farm and control networks
+/// (internal, no port published), each role's spec in its environment (where `docker
+/// compose`, `docker-compose` 1.29 and a swarm's hosts all have it).
+fn compose(scenario: &Scenario, roles: &[PlannedRole], run: &Path) -> Result<Value> {
+    let image = default_tag();
+    let never_restart = json!({ "condition": "none" });
+    let mut services = serde_json::Map::new();
+    services.insert(
+        "collector".into(),
+        json!({
+            "image": image,
+            "command": [
+                "collect", "--listen", "0.0.0.0:7000",
+                "--events", format!("{COLLECTED}/{EVENTS_DIR}"),
+                "--clocks", format!("{COLLECTED}/{}", crate::container::CLOCKS_FILE),
+                "--finish", COLLECTED,
+            ],
+            "networks": { "control": { "aliases": ["collector.control"] } },
+            "volumes": [format!("{}:{COLLECTED}", run.display())],
+            // It writes the summary when it stops, after every role has handed over.
+            "stop_grace_period": "5m",
+            "restart": "no",
+            "deploy": {
+                "restart_policy": never_restart,
+                "placement": { "constraints": ["node.role == manager"] },
+            },
+        }),
+    );
+    for (i, role) in roles.iter().enumerate() {
+        let (args, after) = role_args(role, &roles[..i])?;
+        let mut networks = serde_json::Map::new();
+        networks.insert(role.home().into(), json!({ "aliases": [role.alias()] }));
+        for net in role.networks().iter().filter(|n| **n != role.home()) {
+            networks.insert((*net).into(), json!({}));
+        }
+        networks.insert("control".into(), json!({}));
+        let constraint = match role.site {
+            Site::Farm => &scenario.placement.farm_nodes,
+            Site::Pool | Site::Link => &scenario.placement.pool_nodes,
+        };
+        services.insert(
+            role.name.clone(),
+            json!({
+                "image": image,
+                "command": args,
+                "environment": {
+                    "RUST_LOG": crate::container::role_log_filter(),
+                    // Compose reads `$` as the start of a variable; `$$` is one `$`.
+                    SPEC_VARIABLE: serde_json::to_string(&role.spec)?.replace('$', "$$"),
+                },
+                "networks": networks,
+                "volumes": [format!("run:{RUN_DIR}")],
+                "depends_on": std::iter::once("collector".to_string()).chain(after).collect::<Vec<_>>(),
+                // Time to hand its last events to the collector.
+                "stop_grace_period": "30s",
+                "restart": "no",
+                "deploy": {
+                    "restart_policy": never_restart,
+                    "endpoint_mode": "dnsrr",
+                    "placement": { "constraints": [constraint] },
+                },
+            }),
+        );
+    }
+    let network = json!({ "internal": true });
+    Ok(json!({
+        "version": "3.8",
+        "services": services,
+        "networks": { "pool": network, "farm": network, "control": network },
+        "volumes": { "run": {} },
+    }))
+}
+
+/// The environment variable a deployed role's spec is in.
+const SPEC_VARIABLE: &str = "STRATUM_BENCH_SPEC";
+
+/// `stratum-bench ARGS` of `role`, planned after the roles `before` it; and the roles it
+/// waits for: those its spec is told of, as the harness would have started them first.
+fn role_args(role: &PlannedRole, before: &[PlannedRole]) -> Result<(Vec<String>, Vec<String>)> {
+    let mut args: Vec<String> = [
+        "role",
+        "--spec-env",
+        SPEC_VARIABLE,
+        "--name",
+        &role.name,
+        "--collector",
+        COLLECTOR,
+        "--journal",
+        &format!("{RUN_DIR}/journals/{}.jsonl", role.name),
+        "--own-name",
+        &role.alias(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let spec = serde_json::to_string(&role.spec)?;
+    let mut after = Vec::new();
+    for other in before.iter().filter(|o| PlannedRole::is_told_of(&spec, o)) {
+        anyhow::ensure!(
+            role.reaches(other),
+            "role {} is told of {}, which its site's network does not reach",
+            role.name,
+            other.name
+        );
+        let stand_in = other.stand_in.to_string();
+        if spec.contains(&stand_in) {
+            args.extend(["--resolve".into(), format!("{stand_in}={}", other.alias())]);
+        }
+        for port in &other.ports {
+            args.extend(["--after".into(), format!("{}:{port}", other.alias())]);
+        }
+        after.push(other.name.clone());
+    }
+    Ok((args, after))
+}
+
+/// YAML of a JSON value, keys in their order.
+fn yaml(value: &Value) -> String {
+    use yaml_rust2::Yaml;
+    fn convert(value: &Value) -> Yaml {
+        match value {
+            Value::Null => Yaml::Null,
+            Value::Bool(b) => Yaml::Boolean(*b),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => Yaml::Integer(i),
+                None => Yaml::Real(n.to_string()),
+            },
+            Value::String(s) => Yaml::String(s.clone()),
+            Value::Array(items) => Yaml::Array(items.iter().map(convert).collect()),
+            Value::Object(map) => Yaml::Hash(
+                map.iter()
+                    .map(|(k, v)| (Yaml::String(k.clone()), convert(v)))
+                    .collect(),
+            ),
+        }
+    }
+    let mut text = String::new();
+    yaml_rust2::YamlEmitter::new(&mut text)
+        .dump(&convert(value))
+        .expect("a string takes any YAML");
+    text + "\n"
+}
+
+/// The deployment's README: what it is, how to start it, stop it and read the run.
+fn readme(scenario: &Scenario, roles: &[PlannedRole], out: &Path) -> String {
+    let image = default_tag();
+    let window = scenario.warmup + scenario.duration;
+    let list: Vec<String> = roles
+        .iter()
+        .map(|r| format!("- `{}` ({} site)", r.name, r.home()))
+        .collect();
+    format!(
+        include_str!("deploy_readme.md"),
+        name = scenario.name,
+        sides = scenario.sides.join(", "),
+        roles = list.join("\n"),
+        image = image,
+        out = out.display(),
+        warmup = scenario.warmup.as_secs(),
+        duration = scenario.duration.as_secs(),
+        window = window.as_secs() + 5,
+        compose = COMPOSE_FILE,
+        placement = PLACEMENT_FILE,
+        summary = SUMMARY_FILE,
+    )
+}
+
+/// At the collector's stop (`collect --finish DIR`), a deployment's run directory: the
+/// window set from when its last role started, then the summary, as `run` writes them.
+/// A directory whose manifest is not a deployment's is left as it is.
+pub fn finish_collected(dir: &Path) -> Result<()> {
+    let path = dir.join(MANIFEST_FILE);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut manifest: Manifest = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a run's manifest", path.display()))?;
+    if !manifest.awaiting_start {
+        return Ok(());
+    }
+    let mut first = std::collections::BTreeMap::new();
+    let mut last_ns = 0;
+    analysis::input::each_event(dir, |r| {
+        let at = first.entry(r.role.clone()).or_insert(r.t_ns);
+        *at = (*at).min(r.t_ns);
+        last_ns = last_ns.max(r.t_ns);
+    });
+    let started =
+        analysis::manifest::deployment_start(&manifest, &first).map_err(anyhow::Error::msg)?;
+    manifest.start_at(started.at_ns, last_ns);
+    let (mut summary, _) = analysis::stream::summarize_dir(dir, &manifest, |_| {})
+        .with_context(|| format!("cannot summarize {}", dir.display()))?;
+    for role in started.silent {
+        tracing::error!(
+            role,
+            "role sent no event: it did not start, or its events never came"
+        );
+        summary
+            .unmatched
+            .insert(format!("role_without_events:{role}"), 1);
+    }
+    crate::run::write_results(dir, &manifest, &summary)?;
+    tracing::info!(dir = %dir.display(), "deployment's run summarised");
+    Ok(())
+}
+
+/// How long a deployed role waits for a name to resolve or a role before it to listen.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// The address `name` resolves to, asked again while the name is not yet known (a
+/// deployment's roles start in any order), for up to [`PATIENCE`].
+pub async fn lookup(name: &str) -> Result<IpAddr> {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let found = tokio::net::lookup_host((name, 0))
+            .await
+            .ok()
+            .and_then(|mut addrs| addrs.find(|a| a.is_ipv4()).map(|a| a.ip()));
+        match found {
+            Some(ip) => return Ok(ip),
+            None if tokio::time::Instant::now() >= deadline => {
+                anyhow::bail!("{name} did not resolve within {} s", PATIENCE.as_secs())
+            }
+            None => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
+        }
+    }
+}
+
+/// A deployed role's spec made its own: `own` where it says 127.0.0.1, and where it says
+/// another role's stand-in, that role's address (`resolve`: `STAND_IN=NAME` pairs); then
+/// waits until every `HOST:PORT` of `after` accepts a connection. Returns the new spec's
+/// path.
+pub async fn settle(
+    spec: &Path,
+    role: &str,
+    own: IpAddr,
+    resolve: &[String],
+    after: &[String],
+) -> Result<PathBuf> {
+    let mut text = std::fs::read_to_string(spec)
+        .with_context(|| format!("cannot read role spec {}", spec.display()))?;
+    text = text.replace("127.0.0.1", &own.to_string());
+    for pair in resolve {
+        let (stand_in, name) = pair
+            .split_once('=')
+            .with_context(|| format!("--resolve {pair}: expected STAND_IN=NAME"))?;
+        let ip = lookup(name).await?;
+        text = text.replace(stand_in, &ip.to_string());
+    }
+    let settled = std::env::temp_dir().join(format!("{role}.json"));
+    probe::private::write(&settled, text)?;
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    for addr in after {
+        while tokio::net::TcpStream::connect(addr.as_str()).await.is_err() {
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "{addr} did not listen within {} s: the role before this one did not start",
+                PATIENCE.as_secs()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+        tracing::debug!(addr, "listening");
+    }
+    Ok(settled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(ipc: Option<&str>) -> RoleSpec {
+        RoleSpec::Node {
+            config: node::NodeConfig::default(),
+            rpc_user: "u".into(),
+            rpc_password: "p".into(),
+            tdp: None,
+            ipc_data_dir: ipc.map(PathBuf::from),
+            peer: None,
+            ports: Default::default(),
+        }
+    }
+
+    fn tap(upstream: &str) -> RoleSpec {
+        RoleSpec::tap(
+            upstream.parse().unwrap(),
+            &sv2_wire::AuthorityKeys::generate(),
+        )
+    }
+
+    fn link(upstream: &str) -> RoleSpec {
+        RoleSpec::Link {
+            routes: vec![crate::roles::LinkRoute {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                upstream: upstream.parse().unwrap(),
+                config: link::LinkConfig::from_rtt(std::time::Duration::from_millis(100)),
+            }],
+        }
+    }
+
+    fn listen(ready: &Value) -> String {
+        ready["listen"].as_str().unwrap().to_string()
+    }
+
+    /// A node, the tap in front of a pool-site role, a link, a farm role behind it: each
+    /// told of the one before it resolves that one's name on its own network and waits for
+    /// its ports, and no other; the node's ports are fixed from 4000 and announced at its
+    /// stand-in; a role told of the node's Mining IPC directory waits for the node.
+    #[test]
+    fn each_role_resolves_and_waits_for_the_roles_its_spec_is_told_of() {
+        let plan = Plan::default();
+        let ready = plan
+            .add("node", &node(Some("/run/bench/node-ipc")))
+            .unwrap();
+        assert_eq!(ready["rpc"], "198.18.1.100:4000");
+        assert_eq!(ready["zmq"], "tcp://198.18.1.100:4001");
+        assert_eq!(ready["zmq_hashblock"], "tcp://198.18.1.100:4002");
+        let tap_ready = plan
+            .add("tap-x", &tap(ready["rpc"].as_str().unwrap()))
+            .unwrap();
+        assert_eq!(listen(&tap_ready), "198.18.1.101:4000");
+        let link_ready = plan.add("link-x", &link(&listen(&tap_ready))).unwrap();
+        let farm_end = link_ready["listen"][0].as_str().unwrap();
+        assert_eq!(farm_end, "198.18.1.102:4000");
+        plan.add("translator-x", &tap(farm_end)).unwrap();
+        let roles = plan.roles();
+        assert_eq!(roles[0].ports, [4000, 4001, 4002]);
+
+        let args = |i: usize| role_args(&roles[i], &roles[..i]).unwrap();
+        let (tap_args, tap_after) = args(1);
+        assert!(tap_args
+            .windows(2)
+            .any(|w| w == ["--own-name", "tap-x.pool"]));
+        assert!(tap_args
+            .windows(2)
+            .any(|w| w == ["--resolve", "198.18.1.100=node.pool"]));
+        let waits: Vec<&String> = (tap_args.windows(2))
+            .filter(|w| w[0] == "--after")
+            .map(|w| &w[1])
+            .collect();
+        assert_eq!(
+            waits,
+            ["node.pool:4000", "node.pool:4001", "node.pool:4002"]
+        );
+        assert_eq!(tap_after, ["node"]);
+
+        let (link_args, link_after) = args(2);
+        assert!(link_args
+            .windows(2)
+            .any(|w| w == ["--own-name", "link-x.farm"]));
+        assert!(link_args
+            .windows(2)
+            .any(|w| w == ["--resolve", "198.18.1.101=tap-x.pool"]));
+        assert_eq!(link_after, ["tap-x"]);
+
+        let (farm_args, farm_after) = args(3);
+        assert!(farm_args
+            .windows(2)
+            .any(|w| w == ["--resolve", "198.18.1.102=link-x.farm"]));
+        assert!(farm_args
+            .windows(2)
+            .any(|w| w == ["--after", "link-x.farm:4000"]));
+        assert_eq!(farm_after, ["link-x"]);
+
+        // Told of the node's IPC directory only: it waits for the node, resolving nothing.
+        let by_ipc = PlannedRole {
+            name: "pool-y".into(),
+            site: Site::Pool,
+            stand_in: Ipv4Addr::new(198, 18, 1, 200),
+            spec: node(Some("/run/bench/node-ipc")),
+            ports: Vec::new(),
+        };
+        let (ipc_args, ipc_after) = role_args(&by_ipc, &roles[..1]).unwrap();
+        assert_eq!(ipc_after, ["node"]);
+        assert!(!ipc_args.contains(&"--resolve".to_string()));
+        // A farm role told of a pool-site role directly would cross no link: refused.
+        let crossing = PlannedRole {
+            name: "miners-z".into(),
+            site: Site::Farm,
+            ..roles[1].clone()
+        };
+        let refused = role_args(&crossing, &roles[..1]).unwrap_err().to_string();
+        assert!(refused.contains("miners-z is told of node"), "{refused}");
+    }
+
+    /// The compose file's YAML keeps the keys' order and quotes what YAML would read as
+    /// another type.
+    #[test]
+    fn yaml_keeps_order_and_quotes_what_would_change_type() {
+        let text = yaml(&json!({ "version": "3.8", "b": ["no", "x y"], "a": { "n": 3 } }));
+        assert_eq!(
+            text,
+            "---\nversion: \"3.8\"\nb:\n  - \"no\"\n  - x y\na:\n  n: 3\n"
+        );
+    }
+}
