@@ -11,7 +11,7 @@ use std::path::PathBuf;
 pub struct DeployArgs {
     /// Scenario file (TOML), for example scenarios/sv1-vs-sv2.toml.
     scenario: PathBuf,
-    /// Where the compose file, the role specs, the README and the run's directory go.
+    /// Where the compose file, its README and the run's directory (`run/`) go; a new one.
     #[arg(long)]
     out: PathBuf,
     /// Measured duration, overriding the scenario's (for example 60s, 5m).

@@ -378,6 +378,9 @@ pub struct CollectArgs {
 }
 
 pub async fn collect(args: CollectArgs) -> Result<()> {
+    if let Some(dir) = &args.finish {
+        harness::deploy::awaiting_collection(dir)?;
+    }
     harness::collector::serve_until_stopped(args.listen, args.events, &args.clocks).await?;
     match &args.finish {
         Some(dir) => harness::deploy::finish_collected(dir),

@@ -44,13 +44,22 @@ fn report_export_compare_and_show_refuse_a_directory_that_is_not_a_run() {
 #[test]
 fn internal_commands_are_hidden_from_the_help_but_still_run() {
     let help = text(&stratum_bench(&["--help"]).stdout);
-    for shown in ["run", "show", "scenarios", "report", "compare", "sweep"] {
+    for shown in [
+        "run",
+        "show",
+        "scenarios",
+        "report",
+        "compare",
+        "sweep",
+        "deploy",
+        "image",
+    ] {
         assert!(
             help.lines().any(|l| l.trim_start().starts_with(shown)),
             "{shown}: {help}"
         );
     }
-    for hidden in ["role", "collect", "image"] {
+    for hidden in ["role", "collect"] {
         assert!(
             !help.lines().any(|l| l.trim_start().starts_with(hidden)),
             "{hidden} is listed: {help}"

@@ -252,42 +252,7 @@ fn the_default_scenario_apart(name: &str, placement: &[&str]) {
             .collect();
         assert!(missing.is_empty(), "{side} lacks {missing:?}");
     }
-    for side in ["sv1", "sv2-a", "sv2-c", "sv2-d"] {
-        let shares = &summary["sides"][side]["shares"];
-        assert!(shares["accepted"].as_u64().unwrap() > 0, "{side}: {shares}");
-    }
-    let csv = out.join("csv");
-    let exported = Command::new(common::exe())
-        .arg("export")
-        .arg(&out)
-        .arg("--csv")
-        .arg(&csv)
-        .output()
-        .unwrap();
-    common::succeed(exported);
-    let latencies = std::fs::read_to_string(csv.join("latencies.csv")).unwrap();
-    for (side, floor_ms) in [
-        ("sv1", 50.0),
-        ("sv2-a", 20.0),
-        ("sv2-c", 50.0),
-        ("sv2-d", 50.0),
-    ] {
-        let times: Vec<f64> = latencies
-            .lines()
-            .filter_map(|l| {
-                let [s, metric, ms] = l.split(',').collect::<Vec<_>>()[..] else {
-                    return None;
-                };
-                (s == side && metric == "new_prevhash_job_ms").then(|| ms.parse().unwrap())
-            })
-            .collect();
-        assert!(times.len() >= 3, "{side}: {times:?}");
-        let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
-        assert!(
-            fastest >= floor_ms,
-            "{side}: a new-block job in {fastest} ms"
-        );
-    }
+    common::default_sides_worked_across_their_links(&out, &out.join("csv"));
     // Nothing is left behind: the containers and services are gone.
     let left = docker(&["ps", "-a", "--format", "{{.Names}}"]);
     let services = docker(&["service", "ls", "--format", "{{.Name}}"]);

@@ -1,11 +1,10 @@
 //! The senders a benchmark starts: our node, with the built-in SV1 pool or the real SRI
 //! pool (and, in front of it, SRI's translator), each as its own process.
 
-use crate::process::{ready_field, Launcher, RoleProcess};
-use crate::roles::RoleSpec;
+use crate::process::{Launcher, RoleProcess};
+use crate::roles::{announced, Ready, RoleSpec};
 use anyhow::{Context, Result};
 use probe::mono_ns;
-use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -24,7 +23,7 @@ async fn start_node(
     out: &Path,
     tdp: Option<node::tdp::TdpOptions>,
     roles: &mut Vec<RoleProcess>,
-) -> Result<(Value, String, String)> {
+) -> Result<(Ready, String, String)> {
     let password = format!("{:x}", mono_ns());
     let mut mempool = node::MempoolConfig::preset(node::MempoolPreset::Testnet);
     mempool.tx_rate = 0.0;
@@ -44,7 +43,7 @@ async fn start_node(
     };
     let (node, ready) = RoleProcess::spawn(launcher, out, "node", &node_spec).await?;
     roles.push(node);
-    let rpc_url = format!("http://{}", ready_field(&ready, "rpc", "node")?);
+    let rpc_url = format!("http://{}", announced(&ready.rpc, "rpc", "node")?);
     Ok((ready, rpc_url, password))
 }
 
@@ -64,10 +63,7 @@ pub async fn start_builtin(
             rpc_url: rpc_url.clone(),
             rpc_user: "bench".into(),
             rpc_password: password.clone(),
-            zmq: ready
-                .get("zmq")
-                .and_then(|z| z.as_str())
-                .map(str::to_string),
+            zmq: ready.zmq.clone(),
             payout_script: bitcoin::ScriptBuf::new_op_return([0u8; 4]),
             coinbase_tag: "/stratum-bench pool bench/".into(),
             job_refresh: Duration::from_secs(3600),
@@ -86,7 +82,7 @@ pub async fn start_builtin(
     let (pool, ready) = RoleProcess::spawn(launcher, out, "pool", &pool_spec).await?;
     roles.push(pool);
     Ok(Builtin {
-        pool: ready_field(&ready, "listen", "pool")?.parse()?,
+        pool: announced(&ready.listen, "listen", "pool")?,
         rpc: bitcoind_rpc::RpcClient::new(&rpc_url, "bench", &password),
     })
 }
@@ -122,7 +118,7 @@ pub async fn start_template_provider(
     };
     let (ready, rpc_url, password) = start_node(launcher, out, Some(tdp), roles).await?;
     Ok(TemplateProvider {
-        tdp: ready_field(&ready, "tdp", "node")?.parse()?,
+        tdp: announced(&ready.tdp, "tdp", "node")?,
         tp_public: tp_keys.public,
         rpc_url,
         password,
@@ -158,7 +154,7 @@ pub async fn start_sri_pool(
         RoleProcess::spawn(launcher, out, name, &RoleSpec::SriPool { params }).await?;
     roles.push(pool);
     Ok(SriPool {
-        pool: ready_field(&ready, "listen", name)?.parse()?,
+        pool: announced(&ready.listen, "listen", name)?,
         keys,
         rpc: bitcoind_rpc::RpcClient::new(&tp.rpc_url, "bench", &tp.password),
     })
@@ -176,7 +172,7 @@ pub async fn start_translator(
     let tap_spec = RoleSpec::tap(pool.pool, &pool.keys);
     let (tap, ready) = RoleProcess::spawn(launcher, out, "tap", &tap_spec).await?;
     roles.push(tap);
-    let tap_addr: SocketAddr = ready_field(&ready, "listen", "tap")?.parse()?;
+    let tap_addr = announced(&ready.listen, "listen", "tap")?;
     let params = sri::TranslatorParams {
         listen: crate::limits::free_local_port()?,
         upstream: tap_addr,
@@ -196,7 +192,7 @@ pub async fn start_translator(
     .await
     .context("cannot start SRI's translator")?;
     roles.push(translator);
-    Ok(ready_field(&ready, "listen", "translator")?.parse()?)
+    announced(&ready.listen, "listen", "translator")
 }
 
 /// Where the pools under test pay: anyone-can-spend P2WSH(OP_TRUE), as the simulated

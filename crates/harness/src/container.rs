@@ -173,6 +173,23 @@ pub enum Site {
 }
 
 impl Site {
+    /// The network a role of this site listens on (a link at the farm's end).
+    pub fn home(self) -> &'static str {
+        match self {
+            Site::Pool => "pool",
+            Site::Farm | Site::Link => "farm",
+        }
+    }
+
+    /// The site networks a role of this site is on (besides the control network).
+    pub fn networks(self) -> &'static [&'static str] {
+        match self {
+            Site::Pool => &["pool"],
+            Site::Farm => &["farm"],
+            Site::Link => &["farm", "pool"],
+        }
+    }
+
     /// A role's site, from the name the run gives it: the network's node, pools, their
     /// Template Providers and the taps in front of them at the pool; links and the nodes'
     /// feed between the sites; everything else (miners, translators, JDCs, the farm's

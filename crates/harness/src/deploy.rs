@@ -12,7 +12,7 @@
 
 use crate::container::{default_tag, Site};
 use crate::process::Launcher;
-use crate::roles::RoleSpec;
+use crate::roles::{Ready, RoleSpec};
 use crate::run::{RunOptions, PLACEMENT_FILE};
 use crate::scenario::Scenario;
 use analysis::manifest::{Manifest, EVENTS_DIR, MANIFEST_FILE, SUMMARY_FILE};
@@ -48,12 +48,8 @@ struct PlannedRole {
 }
 
 impl PlannedRole {
-    /// The network it listens on: its site's (a link listens at the farm).
     fn home(&self) -> &'static str {
-        match self.site {
-            Site::Pool => "pool",
-            Site::Farm | Site::Link => "farm",
-        }
+        self.site.home()
     }
 
     /// Its name on its home network.
@@ -61,30 +57,34 @@ impl PlannedRole {
         format!("{}.{}", self.name, self.home())
     }
 
-    /// The run's networks it is on (besides the control network).
-    fn networks(&self) -> &'static [&'static str] {
-        match self.site {
-            Site::Pool => &["pool"],
-            Site::Farm => &["farm"],
-            Site::Link => &["farm", "pool"],
+    fn reaches(&self, other: &PlannedRole) -> bool {
+        self.site.networks().contains(&other.home())
+    }
+
+    /// The directory it serves Mining IPC in (on the run's volume), if it does.
+    fn ipc_dir(&self) -> Option<&Path> {
+        match &self.spec {
+            RoleSpec::Node { ipc_data_dir, .. } => ipc_data_dir.as_deref(),
+            _ => None,
         }
     }
 
-    fn reaches(&self, other: &PlannedRole) -> bool {
-        self.networks().contains(&other.home())
-    }
-
-    /// Whether its spec (`spec`, as JSON) is told of `other`: by its stand-in, or by the
-    /// directory `other` serves Mining IPC in (the socket is on the run's volume).
-    fn is_told_of(spec: &str, other: &PlannedRole) -> bool {
-        let ipc = match &other.spec {
-            RoleSpec::Node {
-                ipc_data_dir: Some(dir),
-                ..
-            } => Some(serde_json::to_string(dir).unwrap_or_default()),
-            _ => None,
-        };
-        spec.contains(&other.stand_in.to_string()) || ipc.is_some_and(|dir| spec.contains(&dir))
+    /// What a role whose spec (`spec`, as JSON) is told of this one waits for: its ports,
+    /// and its Mining IPC socket when the spec names its directory (a socket is served
+    /// after the ports open). None when the spec is not told of it.
+    fn waited_by(&self, spec: &str) -> Option<Vec<String>> {
+        let by_address = spec.contains(&self.stand_in.to_string());
+        let ipc = self
+            .ipc_dir()
+            .filter(|dir| serde_json::to_string(dir).is_ok_and(|quoted| spec.contains(&quoted)));
+        if !by_address && ipc.is_none() {
+            return None;
+        }
+        let mut waits: Vec<String> = (self.ports.iter())
+            .map(|port| format!("{}:{port}", self.alias()))
+            .collect();
+        waits.extend(ipc.map(|dir| format!("unix:{}", node::ipc::socket_path(dir).display())));
+        Some(waits)
     }
 }
 
@@ -96,8 +96,8 @@ pub struct Plan {
 
 impl Plan {
     /// Plans role `name` of `spec`: its ports fixed, a stand-in address given; returns what
-    /// its READY line will say, at the stand-in.
-    pub fn add(&self, name: &str, spec: &RoleSpec) -> Result<Value> {
+    /// it will announce, at the stand-in.
+    pub fn add(&self, name: &str, spec: &RoleSpec) -> Result<Ready> {
         let mut roles = self.roles.lock();
         let stand_in = u8::try_from(roles.len())
             .ok()
@@ -109,11 +109,16 @@ impl Plan {
         let mut next = FIRST_PORT..;
         spec.fix_ports(&mut || next.next().expect("ports to spare"));
         let ready = spec.planned_ready(IpAddr::V4(stand_in));
+        let mut ports = ready.ports();
+        // The pool's JDS, in its process, is not in its READY line.
+        if let RoleSpec::SriPool { params } = &spec {
+            ports.extend(params.jds_listen.map(|jds| jds.port()));
+        }
         roles.push(PlannedRole {
             name: name.into(),
             site: Site::of(name),
             stand_in,
-            ports: ports_in(&ready),
+            ports,
             spec,
         });
         Ok(ready)
@@ -122,29 +127,6 @@ impl Plan {
     fn roles(&self) -> Vec<PlannedRole> {
         self.roles.lock().clone()
     }
-}
-
-/// The ports of the addresses in a READY line (`HOST:PORT`, `tcp://HOST:PORT`, lists).
-fn ports_in(ready: &Value) -> Vec<u16> {
-    let mut ports = Vec::new();
-    let mut strings: Vec<&Value> = ready
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(_, v)| v)
-        .collect();
-    while let Some(value) = strings.pop() {
-        match value {
-            Value::String(text) => {
-                let addr = text.strip_prefix("tcp://").unwrap_or(text);
-                ports.extend(addr.parse::<std::net::SocketAddr>().ok().map(|a| a.port()));
-            }
-            Value::Array(items) => strings.extend(items),
-            _ => {}
-        }
-    }
-    ports.sort_unstable();
-    ports
 }
 
 /// What `deploy` wrote.
@@ -163,6 +145,14 @@ pub async fn deploy(
 ) -> Result<Deployment> {
     let out = std::path::absolute(out)
         .with_context(|| format!("cannot make {} absolute", out.display()))?;
+    // A deployment's run is its own: events appended to another's would mix two runs.
+    let planned = out.join("run").join(MANIFEST_FILE);
+    anyhow::ensure!(
+        !planned.exists(),
+        "{} holds a deployment already ({}): write this one to another --out",
+        out.display(),
+        planned.display()
+    );
     let plan = std::sync::Arc::new(Plan::default());
     let exe = std::env::current_exe().context("cannot find the stratum-bench executable")?;
     let opts = RunOptions {
@@ -249,7 +239,7 @@ fn compose(scenario: &Scenario, roles: &[PlannedRole], run: &Path) -> Result<Val
         let (args, after) = role_args(role, &roles[..i])?;
         let mut networks = serde_json::Map::new();
         networks.insert(role.home().into(), json!({ "aliases": [role.alias()] }));
-        for net in role.networks().iter().filter(|n| **n != role.home()) {
+        for net in role.site.networks().iter().filter(|n| **n != role.home()) {
             networks.insert((*net).into(), json!({}));
         }
         networks.insert("control".into(), json!({}));
@@ -313,7 +303,10 @@ fn role_args(role: &PlannedRole, before: &[PlannedRole]) -> Result<(Vec<String>,
     .to_vec();
     let spec = serde_json::to_string(&role.spec)?;
     let mut after = Vec::new();
-    for other in before.iter().filter(|o| PlannedRole::is_told_of(&spec, o)) {
+    for other in before {
+        let Some(waits) = other.waited_by(&spec) else {
+            continue;
+        };
         anyhow::ensure!(
             role.reaches(other),
             "role {} is told of {}, which its site's network does not reach",
@@ -324,8 +317,8 @@ fn role_args(role: &PlannedRole, before: &[PlannedRole]) -> Result<(Vec<String>,
         if spec.contains(&stand_in) {
             args.extend(["--resolve".into(), format!("{stand_in}={}", other.alias())]);
         }
-        for port in &other.ports {
-            args.extend(["--after".into(), format!("{}:{port}", other.alias())]);
+        for wait in waits {
+            args.extend(["--after".into(), wait]);
         }
         after.push(other.name.clone());
     }
@@ -365,7 +358,10 @@ fn readme(scenario: &Scenario, roles: &[PlannedRole], out: &Path) -> String {
     let window = scenario.warmup + scenario.duration;
     let list: Vec<String> = roles
         .iter()
-        .map(|r| format!("- `{}` ({} site)", r.name, r.home()))
+        .map(|r| match r.site {
+            Site::Link => format!("- `{}` (between the sites)", r.name),
+            site => format!("- `{}` ({} site)", r.name, site.home()),
+        })
         .collect();
     format!(
         include_str!("deploy_readme.md"),
@@ -383,18 +379,27 @@ fn readme(scenario: &Scenario, roles: &[PlannedRole], out: &Path) -> String {
     )
 }
 
-/// At the collector's stop (`collect --finish DIR`), a deployment's run directory: the
-/// window set from when its last role started, then the summary, as `run` writes them.
-/// A directory whose manifest is not a deployment's is left as it is.
-pub fn finish_collected(dir: &Path) -> Result<()> {
+/// The plan's manifest in a deployment's run directory, once it is known to await its
+/// run: a run collected and finished already is not collected into again (its events
+/// would mix with the next run's).
+pub fn awaiting_collection(dir: &Path) -> Result<Manifest> {
     let path = dir.join(MANIFEST_FILE);
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let mut manifest: Manifest = serde_json::from_str(&text)
+    let manifest: Manifest = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a run's manifest", path.display()))?;
-    if !manifest.awaiting_start {
-        return Ok(());
-    }
+    anyhow::ensure!(
+        manifest.awaiting_start,
+        "{} is a finished run: deploy again (stratum-bench deploy) to measure again",
+        dir.display()
+    );
+    Ok(manifest)
+}
+
+/// At the collector's stop (`collect --finish DIR`), a deployment's run directory: the
+/// window set from when its last role started, then the summary, as `run` writes them.
+pub fn finish_collected(dir: &Path) -> Result<()> {
+    let mut manifest = awaiting_collection(dir)?;
     let mut first = std::collections::BTreeMap::new();
     let mut last_ns = 0;
     analysis::input::each_event(dir, |r| {
@@ -405,6 +410,11 @@ pub fn finish_collected(dir: &Path) -> Result<()> {
     let started =
         analysis::manifest::deployment_start(&manifest, &first).map_err(anyhow::Error::msg)?;
     manifest.start_at(started.at_ns, last_ns);
+    let clocks = dir.join(crate::container::CLOCKS_FILE);
+    manifest.clocks = std::fs::read_to_string(&clocks)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .with_context(|| format!("the collector wrote no readable {}", clocks.display()))?;
     let (mut summary, _) = analysis::stream::summarize_dir(dir, &manifest, |_| {})
         .with_context(|| format!("cannot summarize {}", dir.display()))?;
     for role in started.silent {
@@ -445,8 +455,8 @@ pub async fn lookup(name: &str) -> Result<IpAddr> {
 
 /// A deployed role's spec made its own: `own` where it says 127.0.0.1, and where it says
 /// another role's stand-in, that role's address (`resolve`: `STAND_IN=NAME` pairs); then
-/// waits until every `HOST:PORT` of `after` accepts a connection. Returns the new spec's
-/// path.
+/// waits until every `HOST:PORT` (or `unix:PATH`) of `after` accepts a connection.
+/// Returns the new spec's path.
 pub async fn settle(
     spec: &Path,
     role: &str,
@@ -467,8 +477,12 @@ pub async fn settle(
     let settled = std::env::temp_dir().join(format!("{role}.json"));
     probe::private::write(&settled, text)?;
     let deadline = tokio::time::Instant::now() + PATIENCE;
+    let accepts = async |addr: &str| match addr.strip_prefix("unix:") {
+        Some(path) => tokio::net::UnixStream::connect(path).await.is_ok(),
+        None => tokio::net::TcpStream::connect(addr).await.is_ok(),
+    };
     for addr in after {
-        while tokio::net::TcpStream::connect(addr.as_str()).await.is_err() {
+        while !accepts(addr).await {
             anyhow::ensure!(
                 tokio::time::Instant::now() < deadline,
                 "{addr} did not listen within {} s: the role before this one did not start",
@@ -514,10 +528,6 @@ mod tests {
         }
     }
 
-    fn listen(ready: &Value) -> String {
-        ready["listen"].as_str().unwrap().to_string()
-    }
-
     /// A node, the tap in front of a pool-site role, a link, a farm role behind it: each
     /// told of the one before it resolves that one's name on its own network and waits for
     /// its ports, and no other; the node's ports are fixed from 4000 and announced at its
@@ -528,17 +538,25 @@ mod tests {
         let ready = plan
             .add("node", &node(Some("/run/bench/node-ipc")))
             .unwrap();
-        assert_eq!(ready["rpc"], "198.18.1.100:4000");
-        assert_eq!(ready["zmq"], "tcp://198.18.1.100:4001");
-        assert_eq!(ready["zmq_hashblock"], "tcp://198.18.1.100:4002");
-        let tap_ready = plan
-            .add("tap-x", &tap(ready["rpc"].as_str().unwrap()))
-            .unwrap();
-        assert_eq!(listen(&tap_ready), "198.18.1.101:4000");
-        let link_ready = plan.add("link-x", &link(&listen(&tap_ready))).unwrap();
-        let farm_end = link_ready["listen"][0].as_str().unwrap();
+        let rpc = ready.rpc.unwrap().to_string();
+        assert_eq!(rpc, "198.18.1.100:4000");
+        assert_eq!(ready.zmq.as_deref(), Some("tcp://198.18.1.100:4001"));
+        assert_eq!(
+            ready.zmq_hashblock.as_deref(),
+            Some("tcp://198.18.1.100:4002")
+        );
+        assert_eq!(ready.start_mono_ns, None, "a plan cannot know it");
+        let tap_at = plan
+            .add("tap-x", &tap(&rpc))
+            .unwrap()
+            .listen
+            .unwrap()
+            .to_string();
+        assert_eq!(tap_at, "198.18.1.101:4000");
+        let link_ready = plan.add("link-x", &link(&tap_at)).unwrap();
+        let farm_end = link_ready.routes[0].to_string();
         assert_eq!(farm_end, "198.18.1.102:4000");
-        plan.add("translator-x", &tap(farm_end)).unwrap();
+        plan.add("translator-x", &tap(&farm_end)).unwrap();
         let roles = plan.roles();
         assert_eq!(roles[0].ports, [4000, 4001, 4002]);
 
@@ -589,6 +607,11 @@ mod tests {
         let (ipc_args, ipc_after) = role_args(&by_ipc, &roles[..1]).unwrap();
         assert_eq!(ipc_after, ["node"]);
         assert!(!ipc_args.contains(&"--resolve".to_string()));
+        // Its socket too: the node serves it after its ports open.
+        let socket = "unix:/run/bench/node-ipc/regtest/node.sock".to_string();
+        assert!(ipc_args
+            .windows(2)
+            .any(|w| w == ["--after".to_string(), socket.clone()]));
         // A farm role told of a pool-site role directly would cross no link: refused.
         let crossing = PlannedRole {
             name: "miners-z".into(),

@@ -2,11 +2,10 @@
 
 use crate::container::Containers;
 use crate::procs::CpuMeter;
-use crate::roles::{RoleSpec, READY_PREFIX};
+use crate::roles::{Ready, RoleSpec, READY_PREFIX};
 pub use analysis::bench::CpuSplit;
 use analysis::manifest::EVENTS_DIR;
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -204,7 +203,7 @@ impl RoleProcess {
         dir: &Path,
         name: &str,
         spec: &RoleSpec,
-    ) -> Result<(RoleProcess, Value)> {
+    ) -> Result<(RoleProcess, Ready)> {
         for sub in ["logs", EVENTS_DIR] {
             std::fs::create_dir_all(dir.join(sub))?;
         }
@@ -271,7 +270,7 @@ impl RoleProcess {
         let wait = async {
             while let Some(line) = lines.next_line().await? {
                 if let Some(json) = line.strip_prefix(READY_PREFIX) {
-                    return Ok::<_, anyhow::Error>(Some(serde_json::from_str::<Value>(json)?));
+                    return Ok::<_, anyhow::Error>(Some(serde_json::from_str::<Ready>(json)?));
                 }
             }
             Ok(None)
@@ -297,7 +296,7 @@ impl RoleProcess {
                         "role as a swarm service"
                     );
                 }
-                tracing::info!(role = name, %ready, "role ready");
+                tracing::info!(role = name, ?ready, "role ready");
                 Ok((role, ready))
             }
             Ok(Ok(None)) | Ok(Err(_)) => {
@@ -443,13 +442,4 @@ pub fn meter_of<'a>(roles: &'a mut [RoleProcess], name: &str) -> Option<&'a mut 
         .iter_mut()
         .find(|r| r.name == name)
         .map(|r| &mut r.meter)
-}
-
-/// A field of a READY announcement.
-pub fn ready_field(ready: &Value, key: &str, role: &str) -> Result<String> {
-    ready
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .with_context(|| format!("role {role} announced no `{key}`"))
 }

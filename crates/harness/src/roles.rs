@@ -7,15 +7,77 @@
 use anyhow::{Context, Result};
 use probe::{Event, Recorder};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What announces a role is ready, followed by a JSON object of its addresses.
+/// What announces a role is ready, followed by its [`Ready`] as JSON.
 pub const READY_PREFIX: &str = "READY ";
+
+/// What a role announces once it serves: where the others reach it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ready {
+    /// Where it takes connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<SocketAddr>,
+    /// A link's farm-side address of each of its routes, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<SocketAddr>,
+    /// A node's RPC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc: Option<SocketAddr>,
+    /// A node's ZMQ publishers, `tcp://HOST:PORT`: every topic, and `hashblock` alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zmq: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zmq_hashblock: Option<String>,
+    /// A node's Template Distribution face.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tdp: Option<SocketAddr>,
+    /// A node's virtual time zero on its host's monotonic clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_mono_ns: Option<u64>,
+    /// An RPC tap's Mining IPC socket, in front of a real node's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipc: Option<std::path::PathBuf>,
+}
+
+impl Ready {
+    /// A role that takes connections at `addr` and announces nothing else.
+    pub fn listening(addr: SocketAddr) -> Ready {
+        Ready {
+            listen: Some(addr),
+            ..Ready::default()
+        }
+    }
+
+    /// The ports of every TCP address it announces, in order.
+    pub fn ports(&self) -> Vec<u16> {
+        let zmq = |endpoint: &Option<String>| -> Option<SocketAddr> {
+            endpoint.as_deref()?.strip_prefix("tcp://")?.parse().ok()
+        };
+        let mut ports: Vec<u16> = (self.listen.iter())
+            .chain(&self.routes)
+            .chain(&self.rpc)
+            .chain(&self.tdp)
+            .copied()
+            .chain(zmq(&self.zmq))
+            .chain(zmq(&self.zmq_hashblock))
+            .map(|addr| addr.port())
+            .collect();
+        ports.sort_unstable();
+        ports
+    }
+}
+
+/// A field of role `role`'s READY announcement the caller needs, or an error naming it.
+pub fn announced<T: Clone>(field: &Option<T>, key: &str, role: &str) -> Result<T> {
+    field
+        .clone()
+        .with_context(|| format!("role {role} announced no `{key}`"))
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -152,28 +214,32 @@ impl RoleSpec {
         }
     }
 
-    /// The READY line a role of this spec, its ports fixed, announces when it stands at
-    /// `at`: a plan's stand-in for the line (the node's start time it cannot know).
-    pub fn planned_ready(&self, at: IpAddr) -> serde_json::Value {
+    /// What a role of this spec, its ports fixed, announces when it stands at `at`: a
+    /// plan's stand-in for its READY line (with no node's start time, which a plan cannot
+    /// know, and no RPC tap's socket: a real node is never planned).
+    pub fn planned_ready(&self, at: IpAddr) -> Ready {
         let here = |addr: SocketAddr| SocketAddr::new(at, addr.port());
+        let zmq = |port: u16| Some(format!("tcp://{}", SocketAddr::new(at, port)));
         match self {
-            RoleSpec::Node { ports, tdp, .. } => json!({
-                "rpc": SocketAddr::new(at, ports.rpc),
-                "zmq": format!("tcp://{}", SocketAddr::new(at, ports.zmq)),
-                "zmq_hashblock": format!("tcp://{}", SocketAddr::new(at, ports.zmq_hashblock)),
-                "tdp": tdp.as_ref().map(|t| here(t.bind)),
-            }),
-            RoleSpec::Link { routes } => {
-                json!({ "listen": routes.iter().map(|r| here(r.listen)).collect::<Vec<_>>() })
-            }
-            RoleSpec::Sv1Miners { .. } | RoleSpec::Sv2Miners { .. } => json!({}),
-            RoleSpec::Sv1Pool { config } => json!({ "listen": here(config.listen) }),
-            RoleSpec::SriPool { params } => json!({ "listen": here(params.listen) }),
-            RoleSpec::SriTranslator { params } => json!({ "listen": here(params.listen) }),
-            RoleSpec::SriJdc { params } => json!({ "listen": here(params.listen) }),
-            RoleSpec::Sv2Tap { config } => json!({ "listen": here(config.listen) }),
-            RoleSpec::Sv1Tap { config } => json!({ "listen": here(config.listen) }),
-            RoleSpec::RpcTap { config } => json!({ "listen": here(config.listen) }),
+            RoleSpec::Node { ports, tdp, .. } => Ready {
+                rpc: Some(SocketAddr::new(at, ports.rpc)),
+                zmq: zmq(ports.zmq),
+                zmq_hashblock: zmq(ports.zmq_hashblock),
+                tdp: tdp.as_ref().map(|t| here(t.bind)),
+                ..Ready::default()
+            },
+            RoleSpec::Link { routes } => Ready {
+                routes: routes.iter().map(|r| here(r.listen)).collect(),
+                ..Ready::default()
+            },
+            RoleSpec::Sv1Miners { .. } | RoleSpec::Sv2Miners { .. } => Ready::default(),
+            RoleSpec::Sv1Pool { config } => Ready::listening(here(config.listen)),
+            RoleSpec::SriPool { params } => Ready::listening(here(params.listen)),
+            RoleSpec::SriTranslator { params } => Ready::listening(here(params.listen)),
+            RoleSpec::SriJdc { params } => Ready::listening(here(params.listen)),
+            RoleSpec::Sv2Tap { config } => Ready::listening(here(config.listen)),
+            RoleSpec::Sv1Tap { config } => Ready::listening(here(config.listen)),
+            RoleSpec::RpcTap { config } => Ready::listening(here(config.listen)),
         }
     }
 }
@@ -229,20 +295,20 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
         }
         RoleSpec::Sv1Pool { config } => {
             let pool = sv1::pool::PoolHandle::start(config, recorder.clone()).await?;
-            ready(json!({"listen": pool.listen_addr}));
+            ready(&Ready::listening(pool.listen_addr));
             terminated().await;
             pool.stop();
         }
         RoleSpec::Link { routes } => run_link(routes, &recorder).await?,
         RoleSpec::Sv1Miners { config } => {
             let fleet = sv1::fleet::FleetHandle::start(config, recorder.clone())?;
-            ready(json!({}));
+            ready(&Ready::default());
             terminated().await;
             fleet.stop().await;
         }
         RoleSpec::Sv2Miners { config } => {
             let fleet = sv2::fleet::FleetHandle::start(config, recorder.clone())?;
-            ready(json!({}));
+            ready(&Ready::default());
             terminated().await;
             fleet.stop().await;
         }
@@ -263,21 +329,23 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
         }
         RoleSpec::Sv2Tap { config } => {
             let tap = sv2::tap::Tap::start(config, recorder.clone()).await?;
-            ready(json!({"listen": tap.listen_addr}));
+            ready(&Ready::listening(tap.listen_addr));
             terminated().await;
             recorder.record(tap.stats.latency_event());
             tap.stop();
         }
         RoleSpec::RpcTap { config } => {
             let tap = crate::rpc_tap::RpcTap::start(config, recorder.clone()).await?;
-            let ipc = tap.ipc.as_ref().map(|ipc| ipc.socket.clone());
-            ready(json!({"listen": tap.listen_addr, "ipc": ipc}));
+            ready(&Ready {
+                ipc: tap.ipc.as_ref().map(|ipc| ipc.socket.clone()),
+                ..Ready::listening(tap.listen_addr)
+            });
             terminated().await;
             tap.stop();
         }
         RoleSpec::Sv1Tap { config } => {
             let tap = sv1::tap::Sv1Tap::start(config, recorder.clone()).await?;
-            ready(json!({"listen": tap.listen_addr}));
+            ready(&Ready::listening(tap.listen_addr));
             terminated().await;
             for event in tap.stats.final_events() {
                 recorder.record(event);
@@ -291,13 +359,14 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
 /// The node until the run ends, its addresses in its READY line.
 async fn run_node(options: node::NodeOptions) -> Result<()> {
     let node = node::NodeHandle::start(options).await?;
-    ready(json!({
-        "rpc": node.rpc_addr,
-        "zmq": node.zmq_endpoint,
-        "zmq_hashblock": node.zmq_hashblock_endpoint,
-        "tdp": node.tdp_addr,
-        "start_mono_ns": node.start_mono_ns(),
-    }));
+    ready(&Ready {
+        rpc: Some(node.rpc_addr),
+        zmq: node.zmq_endpoint.clone(),
+        zmq_hashblock: node.zmq_hashblock_endpoint.clone(),
+        tdp: node.tdp_addr,
+        start_mono_ns: Some(node.start_mono_ns()),
+        ..Ready::default()
+    });
     terminated().await;
     node.shutdown().await
 }
@@ -313,8 +382,10 @@ async fn run_link(routes: Vec<LinkRoute>, recorder: &Recorder) -> Result<()> {
                 .await?,
         );
     }
-    let listening: Vec<SocketAddr> = relays.iter().map(|r| r.listen_addr).collect();
-    ready(json!({ "listen": listening }));
+    ready(&Ready {
+        routes: relays.iter().map(|r| r.listen_addr).collect(),
+        ..Ready::default()
+    });
     let bytes = |stats: &link::LinkStats| Event::LinkBytes {
         up_bytes: stats.up.bytes(),
         down_bytes: stats.down.bytes(),
@@ -348,7 +419,7 @@ async fn run_sri(app: sri::App, config: &Path, listen: SocketAddr) -> Result<()>
         .wait_listening(listen, Duration::from_secs(25))
         .await
         .with_context(|| format!("{app:?} did not start (config {})", config.display()))?;
-    ready(json!({ "listen": listen }));
+    ready(&Ready::listening(listen));
     let ended = tokio::select! {
         _ = terminated() => None,
         result = running.finished() => Some(result),
@@ -365,9 +436,10 @@ async fn run_sri(app: sri::App, config: &Path, listen: SocketAddr) -> Result<()>
     }
 }
 
-fn ready(addresses: serde_json::Value) {
+fn ready(announced: &Ready) {
+    let json = serde_json::to_string(announced).expect("a READY line serialises");
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{READY_PREFIX}{addresses}");
+    let _ = writeln!(out, "{READY_PREFIX}{json}");
     let _ = out.flush();
 }
 

@@ -44,8 +44,8 @@ pub struct SimulationClock {
     pub clock: String,
 }
 
-/// The peer's virtual time zero: as given, or asked of the peer (retried for up to
-/// `patience` while it starts), refused when the peer reads another host's clock.
+/// The peer's virtual time zero: as given, or asked of the peer (again while it cannot be
+/// reached, for up to `patience`), refused when the peer reads another host's clock.
 pub async fn peer_start(opts: &PeerOptions, patience: Duration) -> anyhow::Result<u64> {
     if let Some(start) = opts.start_mono_ns {
         return Ok(start);
@@ -55,10 +55,13 @@ pub async fn peer_start(opts: &PeerOptions, patience: Duration) -> anyhow::Resul
     let answer: SimulationClock = loop {
         match rpc.call(CLOCK_METHOD, serde_json::json!([])).await {
             Ok(answer) => break answer,
-            Err(e) if tokio::time::Instant::now() >= deadline => {
-                anyhow::bail!("the peer at {} did not say its clock: {e}", opts.rpc_url)
+            // Not listening yet: it is starting.
+            Err(bitcoind_rpc::RpcCallError::Transport(_))
+                if tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(200)).await
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            Err(e) => anyhow::bail!("the peer at {} did not say its clock: {e}", opts.rpc_url),
         }
     };
     let own = probe::clock::clock_id();

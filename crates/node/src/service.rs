@@ -10,15 +10,16 @@ use bitcoin::BlockHash;
 use parking_lot::{Mutex, MutexGuard};
 use probe::{mono_ns, Recorder};
 use rand::Rng;
-
-/// How long a follower waits for its peer to say its clock (a deployment starts both at once).
-const PEER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+
+/// How long a follower waits for its peer to say its clock (a deployment starts both at
+/// once).
+const PEER_PATIENCE: Duration = Duration::from_secs(120);
 
 /// How RPC clients authenticate, as with bitcoind.
 #[derive(Debug, Clone)]

@@ -57,7 +57,8 @@ async fn a_follower_fetches_the_blocks_it_missed_and_follows_the_tip() {
             rpc_user: "u".into(),
             rpc_password: "p".into(),
             zmq: network.zmq_endpoint.clone().unwrap(),
-            start_mono_ns: Some(network.start_mono_ns()),
+            // Asked of the peer, as a deployment's farm node does.
+            start_mono_ns: None,
         }),
         ..common::loopback(NodeConfig {
             block_interval: Duration::from_secs(100_000),
@@ -73,6 +74,11 @@ async fn a_follower_fetches_the_blocks_it_missed_and_follows_the_tip() {
     })
     .await
     .unwrap();
+    assert_eq!(
+        follower.start_mono_ns(),
+        network.start_mono_ns(),
+        "one virtual clock"
+    );
     // The two blocks published before it subscribed: fetched at subscription.
     assert!(
         same_tip(&network, &follower, Duration::from_secs(2)).await,

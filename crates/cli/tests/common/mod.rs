@@ -364,3 +364,48 @@ pub fn load_page(url: &str, profile: &Path, shot: &Path) -> (String, Vec<u8>, Ve
         console,
     )
 }
+
+/// Every side of the default scenario's run in `run` had shares accepted, and every byte
+/// between its sites crossed its link: a new block's job reached the miners no sooner than
+/// the link's one-way delay, 50 ms (A's farm node hears of the block
+/// farm_node.propagation_ms after the network's node, and builds the job itself), at 3
+/// tips or more a side. The run's CSV export goes to `csv`.
+pub fn default_sides_worked_across_their_links(run: &Path, csv: &Path) {
+    let summary = summary(run);
+    for side in ["sv1", "sv2-a", "sv2-c", "sv2-d"] {
+        let shares = &summary["sides"][side]["shares"];
+        assert!(shares["accepted"].as_u64().unwrap() > 0, "{side}: {shares}");
+    }
+    succeed(
+        Command::new(exe())
+            .arg("export")
+            .arg(run)
+            .arg("--csv")
+            .arg(csv)
+            .output()
+            .unwrap(),
+    );
+    let latencies = std::fs::read_to_string(csv.join("latencies.csv")).unwrap();
+    for (side, floor_ms) in [
+        ("sv1", 50.0),
+        ("sv2-a", 20.0),
+        ("sv2-c", 50.0),
+        ("sv2-d", 50.0),
+    ] {
+        let times: Vec<f64> = latencies
+            .lines()
+            .filter_map(|l| {
+                let [s, metric, ms] = l.split(',').collect::<Vec<_>>()[..] else {
+                    return None;
+                };
+                (s == side && metric == "new_prevhash_job_ms").then(|| ms.parse().unwrap())
+            })
+            .collect();
+        assert!(times.len() >= 3, "{side}: {times:?}");
+        let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
+        assert!(
+            fastest >= floor_ms,
+            "{side}: a new-block job in {fastest} ms"
+        );
+    }
+}

@@ -170,6 +170,17 @@ const METHODS: &[(&str, Signature, Call)] = &[
         Call::Json(getrawmempool),
     ),
     ("getrpcinfo", sig!("getrpcinfo", 0), Call::Json(getrpcinfo)),
+    // Not bitcoind's: a follower's peer's virtual time zero (a deployment's farm node).
+    (
+        crate::peer::CLOCK_METHOD,
+        sig!("getsimulationclock", 0),
+        Call::Json(|shared, _| {
+            Ok(json!(crate::peer::SimulationClock {
+                start_mono_ns: shared.start_mono_ns(),
+                clock: probe::clock::clock_id(),
+            }))
+        }),
+    ),
     (
         "getzmqnotifications",
         sig!("getzmqnotifications", 0),
@@ -206,16 +217,6 @@ const METHODS: &[(&str, Signature, Call)] = &[
             "job_id"
         ),
         Call::Json(|shared, p| submit_block_light(shared, p.required_str(0)?, p.required_str(1)?)),
-    ),
-    (
-        crate::peer::CLOCK_METHOD,
-        sig!("getsimulationclock", 0),
-        Call::Json(|shared, _| {
-            Ok(json!(crate::peer::SimulationClock {
-                start_mono_ns: shared.start_mono_ns(),
-                clock: probe::clock::clock_id(),
-            }))
-        }),
     ),
     (
         "uptime",

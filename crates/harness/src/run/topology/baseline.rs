@@ -63,7 +63,7 @@ async fn builtin_sv1_pool(
         roles,
     )
     .await?;
-    let pool_addr: SocketAddr = ready_field(&pool_ready, "listen", pool)?.parse()?;
+    let pool_addr = announced(&pool_ready.listen, "listen", pool)?;
     Ok(pool_addr)
 }
 
@@ -134,7 +134,7 @@ pub(super) async fn start_sv1_side(
         roles,
     )
     .await?;
-    let tap_addr: SocketAddr = ready_field(&tap_ready, "listen", &tap)?.parse()?;
+    let tap_addr = announced(&tap_ready.listen, "listen", &tap)?;
     let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
     tell(
         opts,

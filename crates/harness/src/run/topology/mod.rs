@@ -15,13 +15,12 @@ use template_provider::{start_sv2_pool_side, PoolTemplates};
 
 use crate::builtin::payout_script;
 use crate::limits::free_local_port;
-use crate::process::{ready_field, RoleProcess};
-use crate::roles::{LinkRoute, RoleSpec};
+use crate::process::RoleProcess;
+use crate::roles::{announced, LinkRoute, Ready, RoleSpec};
 use crate::scenario::{Config, RealNode, Scenario};
 use analysis::manifest::SideRoles;
 use anyhow::{Context, Result};
 use probe::mono_ns;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -112,14 +111,15 @@ pub(crate) async fn start_roles(
         roles,
     )
     .await?;
-    let rpc = ready_field(&ready, "rpc", NODE)?;
-    let zmq = ready.get("zmq").and_then(Value::as_str).map(str::to_string);
-    let zmq_hashblock = ready.get("zmq_hashblock").and_then(Value::as_str);
+    let rpc = announced(&ready.rpc, "rpc", NODE)?;
+    let rpc_text = rpc.to_string();
+    let zmq = ready.zmq.clone();
+    let zmq_hashblock = ready.zmq_hashblock.as_deref();
     let ipc_templates =
         (ipc_data_dir.as_ref()).map(|data_dir| ipc_source(s, data_dir.clone(), "regtest"));
     let templates = match (tp_public, own_tp, &ipc_data_dir) {
         (Some(public), _, _) => Some(PoolTemplates::Node(sri::TemplateSource::Tdp {
-            address: ready_field(&ready, "tdp", NODE)?.parse()?,
+            address: announced(&ready.tdp, "tdp", NODE)?,
             public,
         })),
         (None, Some(command), Some(data_dir)) => Some(PoolTemplates::Own {
@@ -131,7 +131,7 @@ pub(crate) async fn start_roles(
         _ => ipc_templates.clone().map(PoolTemplates::Node),
     };
     let network = NetworkNode {
-        rpc: rpc.parse()?,
+        rpc,
         password: password.clone(),
         zmq: zmq
             .as_deref()
@@ -139,7 +139,12 @@ pub(crate) async fn start_roles(
             .context("the node publishes no ZMQ endpoint")?
             .parse()?,
         // A deployment's plan cannot know it: the farm's node then asks.
-        start_mono_ns: ready.get("start_mono_ns").and_then(Value::as_u64),
+        start_mono_ns: match ready.start_mono_ns {
+            None if opts.launcher.plan.is_none() => {
+                anyhow::bail!("the node did not say when it started")
+            }
+            start => start,
+        },
         config: node_cfg,
         ipc: ipc_templates,
     };
@@ -151,7 +156,7 @@ pub(crate) async fn start_roles(
         let side_roles = match config {
             Config::Sv1 => {
                 let node = PoolNode {
-                    rpc: &rpc,
+                    rpc: &rpc_text,
                     user: None,
                     password: &password,
                     zmq: zmq.as_deref(),
@@ -227,7 +232,7 @@ async fn start_on_real_node(
         roles,
     )
     .await?;
-    let rpc = ready_field(&ready, "listen", NODE_TAP)?;
+    let rpc = announced(&ready.listen, "listen", NODE_TAP)?.to_string();
     // The pools ask the node through the tap, and hear of blocks from it directly.
     let node = PoolNode {
         rpc: &rpc,
@@ -438,7 +443,7 @@ async fn spawn_listening(
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SocketAddr> {
     let ready = spawn(opts, dir, name, spec, roles).await?;
-    Ok(ready_field(&ready, "listen", name)?.parse()?)
+    announced(&ready.listen, "listen", name)
 }
 
 /// Starts an SRI role: the pinned build linked into stratum-bench (`spec`), or the
@@ -502,14 +507,9 @@ async fn spawn_link_routes(
 ) -> Result<(String, Vec<SocketAddr>)> {
     let link = link.to_string();
     let count = routes.len();
-    let ready = spawn(opts, dir, &link, &RoleSpec::Link { routes }, roles).await?;
-    let listening: Vec<SocketAddr> = ready
-        .get("listen")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|a| a.as_str()?.parse().ok())
-        .collect();
+    let listening = spawn(opts, dir, &link, &RoleSpec::Link { routes }, roles)
+        .await?
+        .routes;
     anyhow::ensure!(
         listening.len() == count,
         "{link} announced {} of its {count} routes",
@@ -615,7 +615,7 @@ async fn spawn(
     name: &str,
     spec: &RoleSpec,
     roles: &mut Vec<RoleProcess>,
-) -> Result<Value> {
+) -> Result<Ready> {
     if let Some(plan) = &opts.launcher.plan {
         return plan.add(name, spec);
     }
