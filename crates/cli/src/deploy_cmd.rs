@@ -25,10 +25,9 @@ pub struct DeployArgs {
 }
 
 pub async fn run(args: DeployArgs) -> Result<()> {
-    let mut scenario = Scenario::load(&args.scenario, &args.overrides)?.in_containers()?;
-    if let Some(duration) = args.duration {
-        scenario.duration = duration;
-    }
+    let scenario = Scenario::load(&args.scenario, &args.overrides)?
+        .measured_for(args.duration)?
+        .in_containers()?;
     let worth = args.worth.assumptions()?;
     let deployment = harness::deploy::deploy(scenario, worth, &args.out).await?;
     let dir = deployment.dir.display();

@@ -15,8 +15,8 @@ pub struct RunArgs {
     #[arg(long)]
     out: Option<PathBuf>,
     /// Measured duration, overriding the scenario's (for example 60s, 5m).
-    #[arg(long)]
-    duration: Option<String>,
+    #[arg(long, value_parser = model::duration::parse_duration)]
+    duration: Option<Duration>,
     /// Override any scenario field: --set network.block_interval=10s --set link.rtt_ms=100
     #[arg(long = "set", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
@@ -244,10 +244,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         );
     }
     overrides.extend(args.overrides);
-    if let Some(d) = args.duration {
-        overrides.push(format!("duration={d}"));
-    }
-    let scenario = Scenario::load(&args.scenario, &overrides)?;
+    let scenario = Scenario::load(&args.scenario, &overrides)?.measured_for(args.duration)?;
     let worth = args.worth.assumptions()?;
     if args.check {
         println!("{} is valid; a run would start:", args.scenario.display());

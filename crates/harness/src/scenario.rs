@@ -762,6 +762,15 @@ impl Scenario {
         self.check_miners()
     }
 
+    /// The scenario measured for `duration` instead of its own (`--duration`), checked.
+    pub fn measured_for(mut self, duration: Option<Duration>) -> Result<Scenario> {
+        if let Some(duration) = duration {
+            self.duration = duration;
+            self.check()?;
+        }
+        Ok(self)
+    }
+
     /// The scenario with its roles in containers (the Docker engine, unless it names the
     /// swarm), checked again: what runs only as a process is refused by its field.
     pub fn in_containers(mut self) -> Result<Scenario> {
