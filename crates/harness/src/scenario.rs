@@ -322,17 +322,23 @@ pub struct Sv2 {
     /// The translator opens one upstream channel for all SV1 miners (true) or one each.
     #[serde(default)]
     pub aggregate_channels: bool,
-    /// How the SRI pool gets templates from the node: `tdp` (the SV2 Template
-    /// Distribution Protocol) or `ipc` (Bitcoin Core's Mining IPC).
-    #[serde(default = "default_template_provider")]
-    pub template_provider: String,
+    /// How the SRI pool gets templates from the node.
+    #[serde(default)]
+    pub template_provider: NodeTemplates,
     /// The channels our SV2 miners open: `extended` or `standard` (header-only).
     #[serde(default)]
     pub channel: sv2::fleet::ChannelKind,
 }
 
-fn default_template_provider() -> String {
-    "tdp".into()
+/// Where the SRI pool of sides C and D takes the node's templates from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeTemplates {
+    /// The node's SV2 Template Distribution Protocol face.
+    #[default]
+    Tdp,
+    /// The node's Bitcoin Core Mining IPC face.
+    Ipc,
 }
 
 impl Default for Sv2 {
@@ -340,7 +346,7 @@ impl Default for Sv2 {
         Sv2 {
             share_batch_size: default_batch(),
             aggregate_channels: false,
-            template_provider: default_template_provider(),
+            template_provider: NodeTemplates::default(),
             channel: Default::default(),
         }
     }
@@ -892,15 +898,6 @@ impl Scenario {
                 )?;
             }
         }
-        if !["tdp", "ipc"].contains(&self.sv2.template_provider.as_str()) {
-            fail(
-                "sv2.template_provider",
-                format!(
-                    "{:?} is neither \"tdp\" nor \"ipc\"",
-                    self.sv2.template_provider
-                ),
-            )?;
-        }
         if self.roles.template_provider.is_some() {
             let field = "roles.template_provider.command";
             let pool_templates = (self.sides.iter())
@@ -909,7 +906,7 @@ impl Scenario {
             if !pool_templates {
                 fail(field, "no side takes the pool's templates from a Template Provider: add side \"sv2-c\" or \"sv2-d\", or leave the role out".into())?;
             }
-            if self.sv2.template_provider == "ipc" {
+            if self.sv2.template_provider == NodeTemplates::Ipc {
                 fail(field, "the SRI pool then takes its templates from the Template Provider, not the node's Mining IPC: leave `sv2.template_provider` at \"tdp\"".into())?;
             }
         }
@@ -1242,6 +1239,11 @@ shares_per_min = 10
             r#"sv2.template_provider="ipc""#.into(),
         ]);
         assert!(over_ipc.contains("sv2.template_provider"), "{over_ipc}");
+        let unknown = problem(&[r#"sv2.template_provider="rpc""#.into()]);
+        assert!(
+            unknown.contains("sv2.template_provider") && unknown.contains("`tdp` or `ipc`"),
+            "{unknown}"
+        );
         let empty = problem(&[
             r#"roles.template_provider.command=" ""#.into(),
             sides(r#"["sv2-d"]"#),

@@ -80,7 +80,7 @@ pub(crate) async fn start_roles(
     let configs: Vec<Config> = s.sides.iter().filter_map(|x| Config::of_side(x)).collect();
     let sv2 = configs.iter().any(|c| c.pool_templates());
     let ipc_sides = configs.iter().any(|c| c.declares_jobs());
-    let ipc = s.sv2.template_provider == "ipc";
+    let ipc = s.sv2.template_provider == crate::scenario::NodeTemplates::Ipc;
     // A Template Provider of the scenario's takes the node's templates over its IPC.
     let own_tp = s.roles.template_provider.as_ref().filter(|_| sv2);
     let tdp = (sv2 && !ipc && own_tp.is_none()).then(|| node::tdp::TdpOptions {
