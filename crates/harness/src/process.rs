@@ -296,7 +296,7 @@ impl RoleProcess {
                         "role as a swarm service"
                     );
                 }
-                tracing::info!(role = name, ?ready, "role ready");
+                tracing::info!(role = name, %ready, "role ready");
                 Ok((role, ready))
             }
             Ok(Ok(None)) | Ok(Err(_)) => {

@@ -72,6 +72,14 @@ impl Ready {
     }
 }
 
+/// As it is announced and logged: JSON.
+impl std::fmt::Display for Ready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let json = serde_json::to_string(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(&json)
+    }
+}
+
 /// A field of role `role`'s READY announcement the caller needs, or an error naming it.
 pub fn announced<T: Clone>(field: &Option<T>, key: &str, role: &str) -> Result<T> {
     field
@@ -437,9 +445,8 @@ async fn run_sri(app: sri::App, config: &Path, listen: SocketAddr) -> Result<()>
 }
 
 fn ready(announced: &Ready) {
-    let json = serde_json::to_string(announced).expect("a READY line serialises");
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{READY_PREFIX}{json}");
+    let _ = writeln!(out, "{READY_PREFIX}{announced}");
     let _ = out.flush();
 }
 

@@ -8,12 +8,87 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
 
+/// One side of a run: its name as the scenario gives it (`sv2-a`, or `sv1-b` for a second
+/// SV1 side), and the configuration it runs, read from the name once, when the scenario
+/// is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Side {
+    name: String,
+    pub config: Config,
+}
+
+impl Side {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl TryFrom<String> for Side {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Side, String> {
+        match Config::of_side(&name) {
+            Some(config) => Ok(Side { name, config }),
+            None => Err(format!(
+                "unknown side {name:?} (this build runs {:?}, each alone or with a label after a dash, as sv1-b)",
+                Config::names()
+            )),
+        }
+    }
+}
+
+impl From<Side> for String {
+    fn from(side: Side) -> String {
+        side.name
+    }
+}
+
+/// A side is used where its name is: in role names, keys and messages.
+impl std::ops::Deref for Side {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.name
+    }
+}
+
+impl std::borrow::Borrow<str> for Side {
+    fn borrow(&self) -> &str {
+        &self.name
+    }
+}
+
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+impl PartialEq<str> for Side {
+    fn eq(&self, other: &str) -> bool {
+        self.name == other
+    }
+}
+
+impl PartialEq<&str> for Side {
+    fn eq(&self, other: &&str) -> bool {
+        self.name == *other
+    }
+}
+
+impl PartialEq<String> for Side {
+    fn eq(&self, other: &String) -> bool {
+        &self.name == other
+    }
+}
+
 /// The configurations this build can run: the SV1 baseline; configuration A (SV1 miners
 /// -> SRI translator -> SRI JDC with the farm's node -> WAN -> SRI pool + JDS);
 /// configuration B (SV2 miners -> JDC -> WAN -> pool + JDS); configuration C (SV1 miners
 /// -> SRI translator -> WAN -> SRI pool, the node as Template Provider); configuration D
 /// (SV2 miners -> WAN -> SRI pool).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Config {
     Sv1,
     Sv2A,
@@ -73,6 +148,11 @@ impl Config {
         })
     }
 
+    /// The names of every configuration, for messages.
+    pub fn names() -> Vec<&'static str> {
+        Config::ALL.iter().map(|c| c.name()).collect()
+    }
+
     /// The farm declares its own jobs (a JDC with its own node).
     pub fn declares_jobs(self) -> bool {
         matches!(self, Config::Sv2A | Config::Sv2B)
@@ -97,7 +177,7 @@ pub struct Scenario {
     #[serde(default = "default_seed")]
     pub seed: u64,
     /// Configurations run side by side on the same network and link.
-    pub sides: Vec<String>,
+    pub sides: Vec<Side>,
     /// The side every other is set against in the verdict and the worth (default `sv1`):
     /// `baseline = "sv2-c"` with sides `["sv2-c", "sv2-c-b"]` is an A/A check of C.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -704,9 +784,7 @@ impl Scenario {
             format!("roles run as: {:?}", self.placement.engine).to_lowercase(),
         ];
         for side in &self.sides {
-            let Some(config) = Config::of_side(side) else {
-                continue;
-            };
+            let config = side.config;
             let mut line = format!(
                 "{side}: {}; link round trip {} ms",
                 config.path(),
@@ -750,6 +828,16 @@ impl Scenario {
         (Config::of_side(side) == Some(Config::Sv1))
             .then(|| self.sv1_pools.get(label))
             .flatten()
+    }
+
+    /// Whether a side of the run is called `name`.
+    pub fn has_side(&self, name: &str) -> bool {
+        self.sides.iter().any(|s| s == name)
+    }
+
+    /// The sides' names, in the scenario's order.
+    pub fn side_names(&self) -> Vec<&str> {
+        self.sides.iter().map(Side::name).collect()
     }
 
     fn check(&self) -> Result<()> {
@@ -837,7 +925,7 @@ impl Scenario {
         if let Some(chain) = node.chain.as_deref().filter(|c| !CHAINS.contains(c)) {
             fail("node.chain", format!("{chain:?} is none of {CHAINS:?}"))?;
         }
-        let sv2 = (self.sides.iter()).find(|x| Config::of_side(x) != Some(Config::Sv1));
+        let sv2 = (self.sides.iter()).find(|x| x.config != Config::Sv1);
         if let (Some(side), None) = (sv2, &node.ipc) {
             fail(
                 "node.ipc",
@@ -863,23 +951,17 @@ impl Scenario {
 
     /// Every side is a known configuration, named once, and the baseline is one of them.
     fn check_sides(&self) -> Result<()> {
-        for side in &self.sides {
-            if Config::of_side(side).is_none() {
-                let known: Vec<&str> = Config::ALL.iter().map(|c| c.name()).collect();
-                fail(
-                "sides",
-                format!("unknown side {side:?} (this build runs {known:?}, each alone or with a label after a dash, as sv1-b)"),
-            )?;
-            }
-        }
-        if let Some(baseline) = (self.baseline.as_ref()).filter(|b| !self.sides.contains(b)) {
+        if let Some(baseline) = (self.baseline.as_ref()).filter(|b| !self.has_side(b)) {
             fail(
                 "baseline",
-                format!("{baseline:?} is not one of the sides {:?}", self.sides),
+                format!(
+                    "{baseline:?} is not one of the sides {:?}",
+                    self.side_names()
+                ),
             )?;
         }
         let mut seen = std::collections::HashSet::new();
-        if let Some(twice) = self.sides.iter().find(|s| !seen.insert(s.as_str())) {
+        if let Some(twice) = self.sides.iter().find(|s| !seen.insert(s.name())) {
             fail(
                 "sides",
                 format!("{twice:?} is named twice (give the second a label: {twice}-b)"),
@@ -900,9 +982,7 @@ impl Scenario {
         }
         if self.roles.template_provider.is_some() {
             let field = "roles.template_provider.command";
-            let pool_templates = (self.sides.iter())
-                .filter_map(|x| Config::of_side(x))
-                .any(|c| c.pool_templates());
+            let pool_templates = self.sides.iter().any(|x| x.config.pool_templates());
             if !pool_templates {
                 fail(field, "no side takes the pool's templates from a Template Provider: add side \"sv2-c\" or \"sv2-d\", or leave the role out".into())?;
             }
@@ -980,7 +1060,7 @@ impl Scenario {
     fn check_sv1_pools(&self) -> Result<()> {
         for label in self.sv1_pools.keys() {
             let side = format!("sv1-{label}");
-            if !self.sides.contains(&side) {
+            if !self.has_side(&side) {
                 fail(
                     &format!("sv1_pools.{label}"),
                     format!("no side runs it: add {side:?} to sides"),
@@ -993,12 +1073,12 @@ impl Scenario {
     /// The link's delays, per side and for all, and its rate.
     fn check_link(&self) -> Result<()> {
         for (side, rtt) in &self.link.side_rtt_ms {
-            if !self.sides.contains(side) {
+            if !self.has_side(side) {
                 fail(
                     "link.side_rtt_ms",
                     format!(
                         "names {side:?}, which is not one of the sides {:?}",
-                        self.sides
+                        self.side_names()
                     ),
                 )?;
             }

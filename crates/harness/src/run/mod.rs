@@ -203,7 +203,7 @@ pub(crate) fn manifest_of(
         sides,
         baseline: s.baseline.clone(),
         start_order: (s.start_order().into_iter())
-            .map(|i| s.sides[i].clone())
+            .map(|i| s.sides[i].to_string())
             .collect(),
         worth: opts.worth.clone(),
         stopped: None,

@@ -71,7 +71,7 @@ async fn builtin_sv1_pool(
 pub(super) async fn start_sv1_side(
     opts: &RunOptions,
     dir: &Path,
-    side: &str,
+    side: &Side,
     node: &PoolNode<'_>,
     farm_port: u16,
     roles: &mut Vec<RoleProcess>,

@@ -20,7 +20,7 @@ pub(super) enum FarmNode<'a> {
 pub(super) async fn start_sv2_jd_side(
     opts: &RunOptions,
     dir: &Path,
-    side: &str,
+    side: &Side,
     farm: FarmNode<'_>,
     farm_port: u16,
     roles: &mut Vec<RoleProcess>,
@@ -85,7 +85,7 @@ pub(super) async fn start_sv2_jd_side(
             .flat_map(|f| [f.feed_link.clone(), f.node.clone()]),
     );
     side_roles.extend([jd_tap.clone(), jdc]);
-    let miners = if Config::of_side(side) == Some(Config::Sv2B) {
+    let miners = if side.config == Config::Sv2B {
         tell(
             opts,
             format!(
@@ -103,7 +103,7 @@ pub(super) async fn start_sv2_jd_side(
     };
     side_roles.push(miners.clone());
     Ok(SideRoles {
-        config: config_name(side),
+        config: side.config.name().into(),
         miners: s.miners.count,
         miner_hashrate: Some(s.miner_hashrate()),
         miners_role: miners,
@@ -135,7 +135,7 @@ struct JdcUpstream {
 async fn spawn_jdc(
     opts: &RunOptions,
     dir: &Path,
-    side: &str,
+    side: &Side,
     farm_port: u16,
     upstream: JdcUpstream,
     roles: &mut Vec<RoleProcess>,
@@ -143,7 +143,7 @@ async fn spawn_jdc(
     let s = &opts.scenario;
     let jdc_keys = sv2_wire::AuthorityKeys::generate();
     let jdc_params = sri::JdcParams {
-        listen: if farm_port == 0 || Config::of_side(side) == Some(Config::Sv2A) {
+        listen: if farm_port == 0 || side.config == Config::Sv2A {
             free_local_port()?
         } else {
             SocketAddr::from(([127, 0, 0, 1], farm_port))

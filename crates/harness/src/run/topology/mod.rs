@@ -17,7 +17,7 @@ use crate::builtin::payout_script;
 use crate::limits::free_local_port;
 use crate::process::RoleProcess;
 use crate::roles::{announced, LinkRoute, Ready, RoleSpec};
-use crate::scenario::{Config, RealNode, Scenario};
+use crate::scenario::{Config, RealNode, Scenario, Side};
 use analysis::manifest::SideRoles;
 use anyhow::{Context, Result};
 use probe::mono_ns;
@@ -77,7 +77,7 @@ pub(crate) async fn start_roles(
     let node_cfg = node_config(s)?;
     // The SV2 sides' template provider: the node's TDP face, or its Mining IPC face (the
     // only one the pool runs its JDS with).
-    let configs: Vec<Config> = s.sides.iter().filter_map(|x| Config::of_side(x)).collect();
+    let configs: Vec<Config> = s.sides.iter().map(|x| x.config).collect();
     let sv2 = configs.iter().any(|c| c.pool_templates());
     let ipc_sides = configs.iter().any(|c| c.declares_jobs());
     let ipc = s.sv2.template_provider == crate::scenario::NodeTemplates::Ipc;
@@ -152,8 +152,7 @@ pub(crate) async fn start_roles(
     for i in s.start_order() {
         let side = &s.sides[i];
         let farm_port = s.farm_port(i);
-        let config = Config::of_side(side).context("the scenario names only known sides")?;
-        let side_roles = match config {
+        let side_roles = match side.config {
             Config::Sv1 => {
                 let node = PoolNode {
                     rpc: &rpc_text,
@@ -174,7 +173,7 @@ pub(crate) async fn start_roles(
                 start_sv2_jd_side(opts, dir, side, farm, farm_port, roles).await?
             }
         };
-        sides.insert(side.clone(), side_roles);
+        sides.insert(side.to_string(), side_roles);
     }
     Ok(sides)
 }
@@ -261,19 +260,19 @@ async fn start_on_real_node(
     for i in opts.scenario.start_order() {
         let side = &opts.scenario.sides[i];
         let farm_port = opts.scenario.farm_port(i);
-        let roles = match (Config::of_side(side), &tap_data_dir, &templates) {
-            (Some(Config::Sv2C | Config::Sv2D), _, Some(templates)) => {
+        let roles = match (side.config, &tap_data_dir, &templates) {
+            (Config::Sv2C | Config::Sv2D, _, Some(templates)) => {
                 start_sv2_pool_side(opts, dir, side, templates, farm_port, roles).await?
             }
             // The JDC on the same node as the pool's JDS, through the same tap.
-            (Some(Config::Sv2A | Config::Sv2B), Some(data_dir), _) => {
+            (Config::Sv2A | Config::Sv2B, Some(data_dir), _) => {
                 let templates = ipc_source(&opts.scenario, data_dir.clone(), network);
                 let farm = FarmNode::Shared(templates);
                 start_sv2_jd_side(opts, dir, side, farm, farm_port, roles).await?
             }
             _ => start_sv1_side(opts, dir, side, &node, farm_port, roles).await?,
         };
-        sides.insert(side.clone(), roles);
+        sides.insert(side.to_string(), roles);
     }
     Ok(sides)
 }
@@ -519,11 +518,6 @@ async fn spawn_link_routes(
 }
 
 /// `side`'s own link round trip, when the scenario gives it one.
-/// The name of the configuration `side` runs (what the manifest records of it).
-fn config_name(side: &str) -> String {
-    Config::of_side(side).map_or_else(|| side.to_string(), |c| c.name().to_string())
-}
-
 fn side_rtt(s: &Scenario, side: &str) -> Option<f64> {
     s.link.side_rtt_ms.get(side).copied()
 }
@@ -688,12 +682,12 @@ async fn spawn_pool_site(
 /// role it started (`roles`, after the network's node).
 fn pool_side_roles(
     s: &Scenario,
-    side: &str,
+    side: &Side,
     (miners, tap, link): (&str, &str, &str),
     roles: &[&str],
 ) -> SideRoles {
     SideRoles {
-        config: config_name(side),
+        config: side.config.name().into(),
         miners: s.miners.count,
         miner_hashrate: Some(s.miner_hashrate()),
         miners_role: miners.into(),

@@ -10,7 +10,7 @@ use super::*;
 pub(super) async fn start_sv2_pool_side(
     opts: &RunOptions,
     dir: &Path,
-    side: &str,
+    side: &Side,
     templates: &PoolTemplates,
     farm_port: u16,
     roles: &mut Vec<RoleProcess>,
@@ -35,7 +35,7 @@ pub(super) async fn start_sv2_pool_side(
         tap_addr,
         ..
     } = spawn_pool_site(opts, dir, side, templates, None, roles).await?;
-    if Config::of_side(side) == Some(Config::Sv2D) {
+    if side.config == Config::Sv2D {
         let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
         tell(
             opts,
