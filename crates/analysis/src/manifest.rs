@@ -94,6 +94,16 @@ pub struct Stopped {
 }
 
 impl Manifest {
+    /// The manifest of run directory `run_dir`.
+    pub fn read(run_dir: &std::path::Path) -> anyhow::Result<Manifest> {
+        use anyhow::Context;
+        let path = run_dir.join(MANIFEST_FILE);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("{} has no {MANIFEST_FILE}", run_dir.display()))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a manifest of this version", path.display()))
+    }
+
     pub fn window(&self) -> Window {
         Window {
             start_ns: self.window_start_ns,

@@ -7,7 +7,7 @@ use crate::bandwidth::{
 use crate::headline::{verdict, VerdictRow, BASELINE};
 use crate::input::RunInput;
 use crate::jobs::{side_jobs, JobFacts, WorkTime};
-use crate::manifest::{Manifest, Sample, SideRoles, Stopped, Window, MANIFEST_FILE};
+use crate::manifest::{Manifest, Sample, SideRoles, Stopped, Window};
 use crate::paths::{path_readings, PathReadings};
 use crate::resources::{resources, series_dist};
 use crate::shares::{side_shares, ShareFacts};
@@ -15,7 +15,7 @@ use crate::stats::{cluster_mean, series_mean, Clustered, Estimate};
 use crate::timeline::Timeline;
 use crate::worth::{seed_reading, worth, SeedReading, WorthAssumptions, WorthRow};
 use crate::Unmatched;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use probe::{Dist, Event, Record};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -241,11 +241,7 @@ pub struct LatencySamples {
 /// Reads a run directory and computes its summary. Unreadable lines of the event and
 /// sample files are counted under `unmatched`, by file and line, never fatal.
 pub fn summarize(run_dir: &Path) -> Result<Summary> {
-    let manifest: Manifest = serde_json::from_str(
-        &std::fs::read_to_string(run_dir.join(MANIFEST_FILE))
-            .with_context(|| format!("{} has no {MANIFEST_FILE}", run_dir.display()))?,
-    )
-    .with_context(|| format!("{MANIFEST_FILE} is not a manifest of this version"))?;
+    let manifest = Manifest::read(run_dir)?;
     let input = RunInput::read(run_dir);
     let mut summary = compute(&manifest, &input.events, &input.samples);
     for place in input.unreadable {

@@ -331,30 +331,27 @@ pub async fn role(args: RoleArgs) -> Result<()> {
 
 /// The role's spec file, its addresses its own in a container; and the address it binds.
 async fn spec_of(args: &RoleArgs) -> Result<(PathBuf, std::net::IpAddr)> {
-    let spec = match (&args.spec, &args.spec_env) {
-        (Some(path), _) => path.clone(),
-        (None, Some(var)) => {
-            let text = std::env::var(var)
-                .with_context(|| format!("--spec-env {var}: the variable is not set"))?;
-            let path = std::env::temp_dir().join(format!("{}.given.json", args.name));
-            probe::private::write(&path, text)?;
-            path
-        }
-        (None, None) => anyhow::bail!("give --spec FILE or --spec-env VAR"),
-    };
     let own = match (&args.own_address_in, &args.own_name) {
         (Some(cidr), _) => Some(harness::container::own_address_in(cidr)?.into()),
         (None, Some(name)) => Some(harness::deploy::lookup(name).await?),
         (None, None) => None,
     };
-    Ok(match own {
-        None => (spec, args.bind_ip),
-        Some(own) => {
-            let settled =
-                harness::deploy::settle(&spec, &args.name, own, &args.resolve, &args.after).await?;
-            (settled, own)
-        }
-    })
+    let text = match (&args.spec, &args.spec_env, own) {
+        // As the harness wrote it.
+        (Some(path), _, None) => return Ok((path.clone(), args.bind_ip)),
+        (Some(path), _, Some(_)) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read role spec {}", path.display()))?,
+        (None, Some(var), _) => std::env::var(var)
+            .with_context(|| format!("--spec-env {var}: the variable is not set"))?,
+        (None, None, _) => anyhow::bail!("give --spec FILE or --spec-env VAR"),
+    };
+    let text = match own {
+        Some(own) => harness::deploy::settle(text, own, &args.resolve, &args.after).await?,
+        None => text,
+    };
+    let path = std::env::temp_dir().join(format!("{}.json", args.name));
+    probe::private::write(&path, text)?;
+    Ok((path, own.unwrap_or(args.bind_ip)))
 }
 
 #[derive(Args)]
@@ -375,12 +372,13 @@ pub struct CollectArgs {
 }
 
 pub async fn collect(args: CollectArgs) -> Result<()> {
-    if let Some(dir) = &args.finish {
-        harness::deploy::awaiting_collection(dir)?;
-    }
-    harness::collector::serve_until_stopped(args.listen, args.events, &args.clocks).await?;
-    match &args.finish {
-        Some(dir) => harness::deploy::finish_collected(dir),
+    let deployment = (args.finish.as_ref())
+        .map(|dir| harness::deploy::awaiting_collection(dir).map(|plan| (dir, plan)))
+        .transpose()?;
+    let clocks =
+        harness::collector::serve_until_stopped(args.listen, args.events, &args.clocks).await?;
+    match deployment {
+        Some((dir, plan)) => harness::deploy::finish_collected(dir, plan, clocks),
         None => Ok(()),
     }
 }

@@ -235,13 +235,14 @@ pub async fn check_offsets(
 
 /// `stratum-bench collect`: a collector on its own, for roles in containers or on other
 /// hosts, writing into `events_dir` until SIGTERM or Ctrl-C, and every clock's estimate
-/// as JSON into `clocks_file` after every round of probes and at the end. It must run on
-/// the harness's host: its clock is the one events are put on.
+/// as JSON into `clocks_file` after every round of probes and at the end; returns the
+/// last estimates. It must run on the harness's host: its clock is the one events are
+/// put on.
 pub async fn serve_until_stopped(
     listen: SocketAddr,
     events_dir: PathBuf,
     clocks_file: &std::path::Path,
-) -> Result<()> {
+) -> Result<Vec<ClockOffset>> {
     std::fs::create_dir_all(&events_dir)
         .with_context(|| format!("cannot create {}", events_dir.display()))?;
     let collector = Collector::start(listen, events_dir).await?;
@@ -266,7 +267,8 @@ pub async fn serve_until_stopped(
         }
     }
     collector.probe_again().await;
-    write(&collector)
+    write(&collector)?;
+    Ok(collector.clocks())
 }
 
 async fn serve(shared: &Shared, stream: TcpStream, connection: u64) -> Result<()> {

@@ -181,6 +181,15 @@ impl Site {
         }
     }
 
+    /// Of a swarm's placement constraints for the pool's nodes and the farm's, the one a
+    /// role of this site takes: a link stands with the pool.
+    pub fn nodes<'a>(self, pool_nodes: &'a str, farm_nodes: &'a str) -> &'a str {
+        match self {
+            Site::Farm => farm_nodes,
+            Site::Pool | Site::Link => pool_nodes,
+        }
+    }
+
     /// The site networks a role of this site is on (besides the control network).
     pub fn networks(self) -> &'static [&'static str] {
         match self {
@@ -430,11 +439,7 @@ impl Containers {
         let sites = self.swarm.as_ref().context("a swarm run")?;
         let site = Site::of(name);
         let (home, other) = self.networks_of(site);
-        // A link stands with the pool's site.
-        let constraint = match site {
-            Site::Farm => &sites.farm_nodes,
-            Site::Pool | Site::Link => &sites.pool_nodes,
-        };
+        let constraint = site.nodes(&sites.pool_nodes, &sites.farm_nodes);
         let service = format!("{}-{name}", self.prefix);
         let config = format!("{service}-spec");
         docker(&["config", "create", &config, &spec.to_string_lossy()])

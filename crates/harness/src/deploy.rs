@@ -48,17 +48,13 @@ struct PlannedRole {
 }
 
 impl PlannedRole {
-    fn home(&self) -> &'static str {
-        self.site.home()
-    }
-
     /// Its name on its home network.
     fn alias(&self) -> String {
-        format!("{}.{}", self.name, self.home())
+        format!("{}.{}", self.name, self.site.home())
     }
 
     fn reaches(&self, other: &PlannedRole) -> bool {
-        self.site.networks().contains(&other.home())
+        self.site.networks().contains(&other.site.home())
     }
 
     /// The directory it serves Mining IPC in (on the run's volume), if it does.
@@ -109,16 +105,11 @@ impl Plan {
         let mut next = FIRST_PORT..;
         spec.fix_ports(&mut || next.next().expect("ports to spare"));
         let ready = spec.planned_ready(IpAddr::V4(stand_in));
-        let mut ports = ready.ports();
-        // The pool's JDS, in its process, is not in its READY line.
-        if let RoleSpec::SriPool { params } = &spec {
-            ports.extend(params.jds_listen.map(|jds| jds.port()));
-        }
         roles.push(PlannedRole {
             name: name.into(),
             site: Site::of(name),
             stand_in,
-            ports,
+            ports: ready.ports(),
             spec,
         });
         Ok(ready)
@@ -196,10 +187,7 @@ fn write(
         run.join(MANIFEST_FILE),
         serde_json::to_string_pretty(manifest)?,
     )?;
-    std::fs::write(
-        run.join("scenario.toml"),
-        toml::to_string(scenario).context("scenario serialises")?,
-    )?;
+    crate::run::write_scenario(&run, scenario)?;
     let compose = compose(scenario, roles, &run)?;
     // The specs in it hold the run's RPC password and the pools' authority keys.
     probe::private::write(&out.join(COMPOSE_FILE), yaml(&compose))?;
@@ -238,15 +226,23 @@ fn compose(scenario: &Scenario, roles: &[PlannedRole], run: &Path) -> Result<Val
     for (i, role) in roles.iter().enumerate() {
         let (args, after) = role_args(role, &roles[..i])?;
         let mut networks = serde_json::Map::new();
-        networks.insert(role.home().into(), json!({ "aliases": [role.alias()] }));
-        for net in role.site.networks().iter().filter(|n| **n != role.home()) {
+        networks.insert(
+            role.site.home().into(),
+            json!({ "aliases": [role.alias()] }),
+        );
+        for net in role
+            .site
+            .networks()
+            .iter()
+            .filter(|n| **n != role.site.home())
+        {
             networks.insert((*net).into(), json!({}));
         }
         networks.insert("control".into(), json!({}));
-        let constraint = match role.site {
-            Site::Farm => &scenario.placement.farm_nodes,
-            Site::Pool | Site::Link => &scenario.placement.pool_nodes,
-        };
+        let placement = &scenario.placement;
+        let constraint = role
+            .site
+            .nodes(&placement.pool_nodes, &placement.farm_nodes);
         services.insert(
             role.name.clone(),
             json!({
@@ -383,11 +379,7 @@ fn readme(scenario: &Scenario, roles: &[PlannedRole], out: &Path) -> String {
 /// run: a run collected and finished already is not collected into again (its events
 /// would mix with the next run's).
 pub fn awaiting_collection(dir: &Path) -> Result<Manifest> {
-    let path = dir.join(MANIFEST_FILE);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let manifest: Manifest = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a run's manifest", path.display()))?;
+    let manifest = Manifest::read(dir)?;
     anyhow::ensure!(
         manifest.awaiting_start,
         "{} is a finished run: deploy again (stratum-bench deploy) to measure again",
@@ -396,10 +388,14 @@ pub fn awaiting_collection(dir: &Path) -> Result<Manifest> {
     Ok(manifest)
 }
 
-/// At the collector's stop (`collect --finish DIR`), a deployment's run directory: the
-/// window set from when its last role started, then the summary, as `run` writes them.
-pub fn finish_collected(dir: &Path) -> Result<()> {
-    let mut manifest = awaiting_collection(dir)?;
+/// At the collector's stop (`collect --finish DIR`), a deployment's run directory: its
+/// plan's manifest (`awaiting_collection`) given the window from when its last role
+/// started and the collector's `clocks`, then the summary, as `run` writes them.
+pub fn finish_collected(
+    dir: &Path,
+    mut manifest: Manifest,
+    clocks: Vec<analysis::manifest::ClockOffset>,
+) -> Result<()> {
     let mut first = std::collections::BTreeMap::new();
     let mut last_ns = 0;
     analysis::input::each_event(dir, |r| {
@@ -410,11 +406,7 @@ pub fn finish_collected(dir: &Path) -> Result<()> {
     let started =
         analysis::manifest::deployment_start(&manifest, &first).map_err(anyhow::Error::msg)?;
     manifest.start_at(started.at_ns, last_ns);
-    let clocks = dir.join(crate::container::CLOCKS_FILE);
-    manifest.clocks = std::fs::read_to_string(&clocks)
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .with_context(|| format!("the collector wrote no readable {}", clocks.display()))?;
+    manifest.clocks = clocks;
     let (mut summary, _) = analysis::stream::summarize_dir(dir, &manifest, |_| {})
         .with_context(|| format!("cannot summarize {}", dir.display()))?;
     for role in started.silent {
@@ -438,35 +430,42 @@ const PATIENCE: std::time::Duration = std::time::Duration::from_secs(180);
 /// deployment's roles start in any order), for up to [`PATIENCE`].
 pub async fn lookup(name: &str) -> Result<IpAddr> {
     let deadline = tokio::time::Instant::now() + PATIENCE;
+    let found = async || {
+        let mut addrs = tokio::net::lookup_host((name, 0)).await.ok()?;
+        addrs.find(|a| a.is_ipv4()).map(|a| a.ip())
+    };
+    retry_until(deadline, found)
+        .await
+        .with_context(|| format!("{name} did not resolve within {} s", PATIENCE.as_secs()))
+}
+
+/// `attempt` again every 250 ms until it gives a value, or None once `deadline` passes.
+async fn retry_until<T>(
+    deadline: tokio::time::Instant,
+    mut attempt: impl AsyncFnMut() -> Option<T>,
+) -> Option<T> {
     loop {
-        let found = tokio::net::lookup_host((name, 0))
-            .await
-            .ok()
-            .and_then(|mut addrs| addrs.find(|a| a.is_ipv4()).map(|a| a.ip()));
-        match found {
-            Some(ip) => return Ok(ip),
-            None if tokio::time::Instant::now() >= deadline => {
-                anyhow::bail!("{name} did not resolve within {} s", PATIENCE.as_secs())
-            }
-            None => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
+        if let Some(value) = attempt().await {
+            return Some(value);
         }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
 }
 
-/// A deployed role's spec made its own: `own` where it says 127.0.0.1, and where it says
-/// another role's stand-in, that role's address (`resolve`: `STAND_IN=NAME` pairs); then
-/// waits until every `HOST:PORT` (or `unix:PATH`) of `after` accepts a connection.
-/// Returns the new spec's path.
+/// A deployed role's spec (`text`) made its own: `own` where it says 127.0.0.1, and where
+/// it says another role's stand-in, that role's address (`resolve`: `STAND_IN=NAME`
+/// pairs); then waits until every `HOST:PORT` (or `unix:PATH`) of `after` accepts a
+/// connection. Returns the spec.
 pub async fn settle(
-    spec: &Path,
-    role: &str,
+    text: String,
     own: IpAddr,
     resolve: &[String],
     after: &[String],
-) -> Result<PathBuf> {
-    let mut text = std::fs::read_to_string(spec)
-        .with_context(|| format!("cannot read role spec {}", spec.display()))?;
-    text = text.replace("127.0.0.1", &own.to_string());
+) -> Result<String> {
+    let mut text = text.replace("127.0.0.1", &own.to_string());
     for pair in resolve {
         let (stand_in, name) = pair
             .split_once('=')
@@ -474,25 +473,21 @@ pub async fn settle(
         let ip = lookup(name).await?;
         text = text.replace(stand_in, &ip.to_string());
     }
-    let settled = std::env::temp_dir().join(format!("{role}.json"));
-    probe::private::write(&settled, text)?;
     let deadline = tokio::time::Instant::now() + PATIENCE;
-    let accepts = async |addr: &str| match addr.strip_prefix("unix:") {
-        Some(path) => tokio::net::UnixStream::connect(path).await.is_ok(),
-        None => tokio::net::TcpStream::connect(addr).await.is_ok(),
-    };
     for addr in after {
-        while !accepts(addr).await {
-            anyhow::ensure!(
-                tokio::time::Instant::now() < deadline,
+        let accepts = async || match addr.strip_prefix("unix:") {
+            Some(path) => tokio::net::UnixStream::connect(path).await.ok().map(drop),
+            None => tokio::net::TcpStream::connect(addr).await.ok().map(drop),
+        };
+        retry_until(deadline, accepts).await.with_context(|| {
+            format!(
                 "{addr} did not listen within {} s: the role before this one did not start",
                 PATIENCE.as_secs()
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-        }
+            )
+        })?;
         tracing::debug!(addr, "listening");
     }
-    Ok(settled)
+    Ok(text)
 }
 
 #[cfg(test)]

@@ -36,6 +36,9 @@ pub struct Ready {
     /// A node's Template Distribution face.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tdp: Option<SocketAddr>,
+    /// An SRI pool's Job Declarator Server, in its process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jds: Option<SocketAddr>,
     /// A node's virtual time zero on its host's monotonic clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_mono_ns: Option<u64>,
@@ -62,6 +65,7 @@ impl Ready {
             .chain(&self.routes)
             .chain(&self.rpc)
             .chain(&self.tdp)
+            .chain(&self.jds)
             .copied()
             .chain(zmq(&self.zmq))
             .chain(zmq(&self.zmq_hashblock))
@@ -242,7 +246,10 @@ impl RoleSpec {
             },
             RoleSpec::Sv1Miners { .. } | RoleSpec::Sv2Miners { .. } => Ready::default(),
             RoleSpec::Sv1Pool { config } => Ready::listening(here(config.listen)),
-            RoleSpec::SriPool { params } => Ready::listening(here(params.listen)),
+            RoleSpec::SriPool { params } => Ready {
+                jds: params.jds_listen.map(here),
+                ..Ready::listening(here(params.listen))
+            },
             RoleSpec::SriTranslator { params } => Ready::listening(here(params.listen)),
             RoleSpec::SriJdc { params } => Ready::listening(here(params.listen)),
             RoleSpec::Sv2Tap { config } => Ready::listening(here(config.listen)),
@@ -323,17 +330,27 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
         RoleSpec::SriPool { params } => {
             let config = spec_path.with_extension("toml");
             probe::private::write(&config, sri::pool_config(&params)?)?;
-            run_sri(sri::App::Pool, &config, params.listen).await?;
+            let announce = Ready {
+                jds: params.jds_listen,
+                ..Ready::listening(params.listen)
+            };
+            run_sri(sri::App::Pool, &config, announce).await?;
         }
         RoleSpec::SriTranslator { params } => {
             let config = spec_path.with_extension("toml");
             probe::private::write(&config, sri::translator_config(&params))?;
-            run_sri(sri::App::Translator, &config, params.listen).await?;
+            run_sri(
+                sri::App::Translator,
+                &config,
+                Ready::listening(params.listen),
+            )
+            .await?;
         }
         RoleSpec::SriJdc { params } => {
             let config = spec_path.with_extension("toml");
             probe::private::write(&config, sri::jdc_config(&params))?;
-            run_sri(sri::App::JobDeclaratorClient, &config, params.listen).await?;
+            let announce = Ready::listening(params.listen);
+            run_sri(sri::App::JobDeclaratorClient, &config, announce).await?;
         }
         RoleSpec::Sv2Tap { config } => {
             let tap = sv2::tap::Tap::start(config, recorder.clone()).await?;
@@ -419,15 +436,17 @@ async fn run_link(routes: Vec<LinkRoute>, recorder: &Recorder) -> Result<()> {
     Ok(())
 }
 
-/// Runs an SRI app until the run ends; an app that stops by itself ends the role with
-/// its error (the harness records the role's exit).
-async fn run_sri(app: sri::App, config: &Path, listen: SocketAddr) -> Result<()> {
+/// Runs an SRI app until the run ends, announcing `announce` once it listens; an app
+/// that stops by itself ends the role with its error (the harness records the role's
+/// exit).
+async fn run_sri(app: sri::App, config: &Path, announce: Ready) -> Result<()> {
+    let listen = announced(&announce.listen, "listen", &format!("{app:?}"))?;
     let mut running = sri::Running::start(app, config)?;
     running
         .wait_listening(listen, Duration::from_secs(25))
         .await
         .with_context(|| format!("{app:?} did not start (config {})", config.display()))?;
-    ready(&Ready::listening(listen));
+    ready(&announce);
     let ended = tokio::select! {
         _ = terminated() => None,
         result = running.finished() => Some(result),

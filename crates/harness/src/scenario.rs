@@ -823,9 +823,9 @@ impl Scenario {
     }
 
     /// The pool an SV1 side runs when it is not ours.
-    pub fn external_pool(&self, side: &str) -> Option<&ExternalSv1Pool> {
+    pub fn external_pool(&self, side: &Side) -> Option<&ExternalSv1Pool> {
         let label = side.strip_prefix("sv1-")?;
-        (Config::of_side(side) == Some(Config::Sv1))
+        (side.config == Config::Sv1)
             .then(|| self.sv1_pools.get(label))
             .flatten()
     }

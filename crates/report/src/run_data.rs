@@ -86,8 +86,7 @@ impl RunData {
         } else {
             problems.push("no summary.json: the run did not finish writing".into());
         }
-        let manifest: Option<Manifest> =
-            read(MANIFEST_FILE).and_then(|t| serde_json::from_str(&t).ok());
+        let manifest = Manifest::read(dir).ok();
         if let Some(at) = manifest.as_ref().and_then(|m| m.interim.as_ref()) {
             problems.push(format!(
                 "an interim report: {:.0} s of the {:.0} s window measured when it was taken, and the run went on",

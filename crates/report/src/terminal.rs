@@ -6,7 +6,7 @@
 
 use crate::svg::{estimate, grouped, percent, signed};
 use analysis::headline::Reading;
-use analysis::manifest::{Manifest, MANIFEST_FILE, SUMMARY_FILE};
+use analysis::manifest::{Manifest, SUMMARY_FILE};
 use analysis::Summary;
 use anyhow::{Context, Result};
 use comfy_table::{
@@ -57,9 +57,7 @@ pub fn show(run_dir: &Path, t: &Terminal) -> Result<String> {
 /// The pool software each side ran, by side, as the run's manifest names it (none when the
 /// manifest is missing or unreadable: the table then says nothing of pools).
 pub fn pools_of(run_dir: &Path) -> BTreeMap<String, String> {
-    let manifest: Option<Manifest> = std::fs::read_to_string(run_dir.join(MANIFEST_FILE))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok());
+    let manifest = Manifest::read(run_dir).ok();
     (manifest.iter())
         .flat_map(|m| m.sides.iter())
         .filter_map(|(side, roles)| Some((side.clone(), roles.pool_software.clone()?)))

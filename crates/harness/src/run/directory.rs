@@ -44,7 +44,17 @@ pub(super) fn prepare(dir: &Path, scenario: &Scenario) -> Result<()> {
     // Role specs and configs hold the run's RPC password and authority keys: the owner's.
     probe::private::create_dir(&dir.join("roles"))
         .with_context(|| format!("cannot create {}", dir.join("roles").display()))?;
-    // A run directory is shared; a real node's password stays with its owner.
+    write_scenario(dir, scenario)?;
+    std::fs::write(
+        dir.join(crate::host::HOST_FILE),
+        serde_json::to_string_pretty(&crate::host::Host::capture())?,
+    )?;
+    Ok(())
+}
+
+/// Writes `scenario.toml`: the scenario as it runs. A run directory is shared; a real
+/// node's password stays with its owner.
+pub(crate) fn write_scenario(dir: &Path, scenario: &Scenario) -> Result<()> {
     let mut shared = scenario.clone();
     if let Some(node) = &mut shared.node {
         node.rpc_password = "(withheld)".into();
@@ -52,10 +62,6 @@ pub(super) fn prepare(dir: &Path, scenario: &Scenario) -> Result<()> {
     std::fs::write(
         dir.join("scenario.toml"),
         toml::to_string(&shared).context("scenario serialises")?,
-    )?;
-    std::fs::write(
-        dir.join(crate::host::HOST_FILE),
-        serde_json::to_string_pretty(&crate::host::Host::capture())?,
     )?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! and progress in [`live`], and the run directory's naming in [`directory`].
 
 mod directory;
-pub(crate) use directory::write_results;
+pub(crate) use directory::{write_results, write_scenario};
 pub(crate) mod live;
 mod measure;
 pub(crate) mod topology;
