@@ -25,6 +25,7 @@ pub mod manifest;
 pub mod paths;
 pub mod published;
 pub mod resources;
+pub mod security;
 pub mod shares;
 pub mod stats;
 pub mod stream;

@@ -45,6 +45,9 @@ pub struct Manifest {
     /// its last role started, which [`Manifest::start_at`] sets once the run is collected.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub awaiting_start: bool,
+    /// The attacker on every side's link the scenario planned (`link.attack`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<crate::security::PlannedAttack>,
 }
 
 /// Where a run was when an interim snapshot of it was taken.

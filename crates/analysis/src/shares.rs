@@ -70,6 +70,11 @@ pub struct ShareCounts {
 /// Hashes one unit of share difficulty stands for (difficulty 1 is the `1d00ffff` target).
 const HASHES_PER_DIFFICULTY: f64 = 4_294_967_296.0;
 
+/// The hashes a share of `difficulty` stands for.
+pub(crate) fn hashes_of(difficulty: f64) -> f64 {
+    difficulty * HASHES_PER_DIFFICULTY
+}
+
 /// The pool's view of the work, in hashes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PoolWork {
@@ -110,6 +115,8 @@ pub struct ShareFacts {
     pub accepted_by_tip: Counted,
     /// Shares submitted in the window and those stale, per miner.
     pub by_miner: BTreeMap<u32, MinerShares>,
+    /// What an attacker on the side's link took (`analysis::security`).
+    pub attack: crate::security::AttackFacts,
 }
 
 /// One miner's shares in the window.
@@ -128,6 +135,9 @@ pub fn side_shares(
     unmatched: &mut Unmatched,
 ) -> ShareFacts {
     let mut f = ShareFacts::default();
+    for r in events {
+        f.attack.consume(side, window, r);
+    }
     let mut in_window: HashSet<(u32, u64)> = HashSet::new();
     for r in events.iter().filter(|r| r.role == side.miners_role) {
         match &r.event {
@@ -219,7 +229,7 @@ impl ShareFacts {
                 self.shares.accepted += 1;
                 match difficulty {
                     Some(d) => {
-                        let hashes = d * HASHES_PER_DIFFICULTY;
+                        let hashes = hashes_of(d);
                         self.pool_work.credited_hashes += hashes;
                         self.credited_hashes_sq += hashes * hashes;
                     }
@@ -256,21 +266,10 @@ impl ShareFacts {
         f.pool_work.done_hashes = side
             .miner_hashrate
             .map(|h| h * f64::from(side.miners) * window.secs());
-        f.pool_work.credited_pct = f
-            .pool_work
-            .done_hashes
-            .filter(|done| *done > 0.0)
-            .map(|done| f.pool_work.credited_hashes / done * 100.0);
-        f.pool_work.credited_pct_ci = (f.pool_work.done_hashes)
-            .filter(|done| *done > 0.0 && f.pool_work.credited_hashes > 0.0)
-            .map(|done| {
-                let half = Z95 * f.credited_hashes_sq.sqrt();
-                let pct = |hashes: f64| hashes / done * 100.0;
-                (
-                    pct((f.pool_work.credited_hashes - half).max(0.0)),
-                    pct(f.pool_work.credited_hashes + half),
-                )
-            });
+        let credited = (f.pool_work.done_hashes)
+            .and_then(|done| credited_pct(f.pool_work.credited_hashes, f.credited_hashes_sq, done));
+        f.pool_work.credited_pct = credited.map(|(pct, _)| pct);
+        f.pool_work.credited_pct_ci = credited.and_then(|(_, ci)| ci);
         f.shares.acceptance_pct = pct(f.shares.accepted, judged);
         f.shares.acceptance_pct_ci = wilson_pct(f.shares.accepted, judged);
         f.shares.stale_pct = pct(f.shares.stale, f.shares.submitted);
@@ -280,6 +279,24 @@ impl ShareFacts {
         f.shares.pool_stale_pct = pct(f.shares.pool_stale, judged);
         f.shares.pool_stale_pct_ci = wilson_pct(f.shares.pool_stale, judged);
     }
+}
+
+/// Work credited (`hashes`, and their squares summed) in percent of `done` hashes, with
+/// its 95% interval: shares are found as a Poisson process, so the credited sum of
+/// difficulties d has variance sum(d^2) (normal approximation; with one difficulty, a
+/// relative half-width of 1.96 / sqrt(accepted shares)). No interval for nothing credited;
+/// `None` for no work done.
+pub(crate) fn credited_pct(
+    hashes: f64,
+    hashes_sq: f64,
+    done: f64,
+) -> Option<(f64, Option<(f64, f64)>)> {
+    (done > 0.0).then(|| {
+        let pct = |hashes: f64| hashes / done * 100.0;
+        let half = Z95 * hashes_sq.sqrt();
+        let ci = (hashes > 0.0).then(|| (pct((hashes - half).max(0.0)), pct(hashes + half)));
+        (pct(hashes), ci)
+    })
 }
 
 /// The Wilson interval of `part / whole`, in percent.

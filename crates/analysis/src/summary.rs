@@ -10,6 +10,7 @@ use crate::jobs::{side_jobs, JobFacts, WorkTime};
 use crate::manifest::{Manifest, Sample, SideRoles, Stopped, Window};
 use crate::paths::{path_readings, PathReadings};
 use crate::resources::{resources, series_dist};
+use crate::security::side_security;
 use crate::shares::{side_shares, ShareFacts};
 use crate::stats::{cluster_mean, series_mean, Clustered, Estimate};
 use crate::timeline::Timeline;
@@ -72,6 +73,10 @@ pub struct Summary {
     /// saturated (`analysis::host`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<crate::host::HostHealth>,
+    /// Per side, what an attacker on its link took and how soon the side noticed
+    /// (`analysis::security`), when the scenario planned one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub security: BTreeMap<String, crate::security::SideSecurity>,
     /// Events that could not be tied to their counterpart, by kind.
     pub unmatched: BTreeMap<String, u64>,
     /// What ended the measured window, when the run could end it early.
@@ -320,7 +325,11 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
         | Event::IpcTipSeen { .. }
         | Event::NewPrevHashRelayed { .. }
         | Event::Sv2JobRelayed { .. }
-        | Event::EncryptedRead { .. } => false,
+        | Event::EncryptedRead { .. }
+        // An attack's facts are gathered with the shares it took (`ShareFacts::attack`).
+        | Event::AttackBegan { .. }
+        | Event::AttackApplied { .. }
+        | Event::AttackedConnectionClosed { .. } => false,
     }
 }
 
@@ -336,6 +345,29 @@ pub fn assemble(
 ) -> Summary {
     let window = m.window();
     let network_value = series_dist(&timeline.network_values);
+    // A block is worth what the network's templates were, unless the user said.
+    let block_value = m
+        .worth
+        .block_value_sats
+        .or(network_value.mean)
+        .unwrap_or_default();
+    let security = match &m.attack {
+        Some(planned) => (facts.iter())
+            .filter_map(|(name, (_, shares))| {
+                let roles = m.sides.get(name)?;
+                let side = side_security(
+                    roles,
+                    &shares.attack,
+                    planned,
+                    window,
+                    &m.worth,
+                    block_value,
+                )?;
+                Some((name.clone(), side))
+            })
+            .collect(),
+        None => BTreeMap::new(),
+    };
 
     let sides: BTreeMap<String, SideSummary> = (m.sides.iter())
         .map(|(name, side)| {
@@ -364,12 +396,6 @@ pub fn assemble(
     };
     let baseline = m.baseline.clone().unwrap_or_else(baseline_default);
     let verdict_rows = verdict(&sides, &baseline);
-    // A block is worth what the network's templates were, unless the user said.
-    let block_value = m
-        .worth
-        .block_value_sats
-        .or(network_value.mean)
-        .unwrap_or_default();
     let worth_rows: BTreeMap<String, Vec<WorthRow>> = (verdict_rows.iter())
         .map(|(side, rows)| (side.clone(), worth(rows, &m.worth, block_value)))
         .collect();
@@ -414,6 +440,7 @@ pub fn assemble(
         sides,
         harness: sampled(HARNESS_ROLE),
         host: crate::host::health(samples, window),
+        security,
         unmatched: unmatched.0,
         stopped: m.stopped.clone(),
         clock_uncertainty_ms,

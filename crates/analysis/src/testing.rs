@@ -35,6 +35,7 @@ pub fn manifest(sides: Vec<(String, SideRoles)>) -> Manifest {
         clocks: Vec::new(),
         per_miner: Default::default(),
         interim: None,
+        attack: None,
         awaiting_start: false,
     }
 }

@@ -520,6 +520,7 @@ mod tests {
                 upstream: upstream.parse().unwrap(),
                 config: link::LinkConfig::from_rtt(std::time::Duration::from_millis(100)),
             }],
+            attack: None,
         }
     }
 

@@ -116,6 +116,9 @@ pub enum RoleSpec {
     /// each route with its own delays, all bytes counted together.
     Link {
         routes: Vec<LinkRoute>,
+        /// An attacker on the link (scenario `link.attack`), on every route alike.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attack: Option<link::attack::ScheduledAttack>,
     },
     Sv1Miners {
         config: sv1::fleet::FleetConfig,
@@ -207,7 +210,9 @@ impl RoleSpec {
                 listens.extend(tdp.as_mut().map(|t| &mut t.bind));
             }
             RoleSpec::Sv1Pool { config } => listens.push(&mut config.listen),
-            RoleSpec::Link { routes } => listens.extend(routes.iter_mut().map(|r| &mut r.listen)),
+            RoleSpec::Link { routes, .. } => {
+                listens.extend(routes.iter_mut().map(|r| &mut r.listen))
+            }
             RoleSpec::Sv1Miners { .. } | RoleSpec::Sv2Miners { .. } => {}
             RoleSpec::SriPool { params } => {
                 listens.push(&mut params.listen);
@@ -240,7 +245,7 @@ impl RoleSpec {
                 tdp: tdp.as_ref().map(|t| here(t.bind)),
                 ..Ready::default()
             },
-            RoleSpec::Link { routes } => Ready {
+            RoleSpec::Link { routes, .. } => Ready {
                 routes: routes.iter().map(|r| here(r.listen)).collect(),
                 ..Ready::default()
             },
@@ -314,7 +319,7 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
             terminated().await;
             pool.stop();
         }
-        RoleSpec::Link { routes } => run_link(routes, &recorder).await?,
+        RoleSpec::Link { routes, attack } => run_link(routes, attack, &recorder).await?,
         RoleSpec::Sv1Miners { config } => {
             let fleet = sv1::fleet::FleetHandle::start(config, recorder.clone())?;
             ready(&Ready::default());
@@ -396,15 +401,26 @@ async fn run_node(options: node::NodeOptions) -> Result<()> {
     node.shutdown().await
 }
 
-/// A side's link: a relay per route, its bytes counted every second and its lateness at
-/// the end.
-async fn run_link(routes: Vec<LinkRoute>, recorder: &Recorder) -> Result<()> {
+/// A side's link: a relay per route (with the link's attacker, if any), its bytes counted
+/// every second and its lateness at the end.
+async fn run_link(
+    routes: Vec<LinkRoute>,
+    attack: Option<link::attack::ScheduledAttack>,
+    recorder: &Recorder,
+) -> Result<()> {
     let stats = Arc::new(link::LinkStats::default());
+    let attacker = attack.map(|a| link::attack::Attacker::start(a, recorder.clone()));
     let mut relays = Vec::new();
     for route in routes {
         relays.push(
-            link::Relay::start_counted(route.listen, route.upstream, route.config, stats.clone())
-                .await?,
+            link::Relay::start_counted(
+                route.listen,
+                route.upstream,
+                route.config,
+                stats.clone(),
+                attacker.clone(),
+            )
+            .await?,
         );
     }
     ready(&Ready {

@@ -471,6 +471,104 @@ pub struct Link {
     /// miners can join a run; absent means any free port.
     #[serde(default)]
     pub farm_port: Option<u16>,
+    /// An attacker on every side's link alike, from a moment in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<LinkAttack>,
+}
+
+/// `[link.attack]`: what an attacker on the path does, and when it begins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "AttackFields", into = "AttackFields")]
+pub struct LinkAttack {
+    pub attack: link::attack::Attack,
+    /// After the window opens.
+    pub at: Duration,
+}
+
+/// The attack's kinds, as a scenario names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum AttackKind {
+    HijackWorker,
+    Tamper,
+}
+
+/// `[link.attack]` as written: the fields each kind takes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AttackFields {
+    kind: AttackKind,
+    #[serde(with = "dur")]
+    at: Duration,
+    /// hijack-worker: the attacker's worker name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    account: Option<String>,
+    /// tamper: one bit flipped in every this many bytes, each way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    every_bytes: Option<u64>,
+}
+
+/// The worker a hijacker names when the scenario names none.
+const DEFAULT_ATTACKER_ACCOUNT: &str = "attacker.rig";
+/// The longest worker name our SV1 pool takes.
+const MAX_ACCOUNT: usize = 256;
+
+impl TryFrom<AttackFields> for LinkAttack {
+    type Error = String;
+
+    fn try_from(f: AttackFields) -> Result<Self, String> {
+        let attack = match f.kind {
+            AttackKind::HijackWorker => {
+                if f.every_bytes.is_some() {
+                    return Err("`every_bytes` is tamper's; hijack-worker takes `account`".into());
+                }
+                let account = f
+                    .account
+                    .unwrap_or_else(|| DEFAULT_ATTACKER_ACCOUNT.to_string());
+                if account.is_empty()
+                    || account.len() > MAX_ACCOUNT
+                    || account.chars().any(|c| c.is_whitespace() || c.is_control())
+                {
+                    return Err(format!(
+                        "account {account:?} is not a worker name (1 to {MAX_ACCOUNT} characters, no spaces)"
+                    ));
+                }
+                link::attack::Attack::HijackWorker { account }
+            }
+            AttackKind::Tamper => {
+                if f.account.is_some() {
+                    return Err("`account` is hijack-worker's; tamper takes `every_bytes`".into());
+                }
+                match f.every_bytes.unwrap_or(DEFAULT_TAMPER_EVERY) {
+                    0 => return Err("every_bytes must be at least 1".into()),
+                    every_bytes => link::attack::Attack::Tamper { every_bytes },
+                }
+            }
+        };
+        Ok(LinkAttack { attack, at: f.at })
+    }
+}
+
+/// One bit in 100 kB: a few flips a minute on an SV1 miner's stream.
+const DEFAULT_TAMPER_EVERY: u64 = 100_000;
+
+impl From<LinkAttack> for AttackFields {
+    fn from(a: LinkAttack) -> Self {
+        let (kind, account, every_bytes) = match a.attack {
+            link::attack::Attack::HijackWorker { account } => {
+                (AttackKind::HijackWorker, Some(account), None)
+            }
+            link::attack::Attack::Tamper { every_bytes } => {
+                (AttackKind::Tamper, None, Some(every_bytes))
+            }
+        };
+        AttackFields {
+            kind,
+            at: a.at,
+            account,
+            every_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -1112,6 +1210,17 @@ impl Scenario {
                 fail("link.bandwidth_mbps", format!("{b} is not a positive rate"))?;
             }
         }
+        if let Some(attack) = &self.link.attack {
+            if attack.at >= self.duration {
+                fail(
+                    "link.attack.at",
+                    format!(
+                        "{:?} is not inside the {:?} window (from its opening)",
+                        attack.at, self.duration
+                    ),
+                )?;
+            }
+        }
         Ok(())
     }
 
@@ -1329,6 +1438,43 @@ shares_per_min = 10
             sides(r#"["sv2-d"]"#),
         ]);
         assert!(empty.contains("roles.template_provider.command"), "{empty}");
+    }
+
+    #[test]
+    fn an_attack_is_parsed_into_its_kind_and_bad_ones_are_refused_naming_the_field() {
+        let p = write(BASE);
+        let load = |attack: &str| Scenario::load(&p, &[format!("link.attack={{{attack}}}")]);
+        let problem = |attack: &str| format!("{:#}", load(attack).unwrap_err());
+        let hijack = load(r#"kind = "hijack-worker", at = "10s""#).unwrap();
+        assert_eq!(
+            hijack.link.attack,
+            Some(LinkAttack {
+                attack: link::attack::Attack::HijackWorker {
+                    account: DEFAULT_ATTACKER_ACCOUNT.into()
+                },
+                at: Duration::from_secs(10),
+            })
+        );
+        let tamper = load(r#"kind = "tamper", at = "0s", every_bytes = 5000"#).unwrap();
+        assert_eq!(
+            tamper.link.attack.unwrap().attack,
+            link::attack::Attack::Tamper { every_bytes: 5000 }
+        );
+        let unknown = problem(r#"kind = "ddos", at = "10s""#);
+        assert!(
+            unknown.contains("ddos") && unknown.contains("hijack-worker"),
+            "{unknown}"
+        );
+        let late = problem(r#"kind = "tamper", at = "60s""#);
+        assert!(late.contains("link.attack.at"), "{late}");
+        let spaced = problem(r#"kind = "hijack-worker", at = "1s", account = "a b""#);
+        assert!(spaced.contains("account"), "{spaced}");
+        let mixed = problem(r#"kind = "hijack-worker", at = "1s", every_bytes = 9"#);
+        assert!(mixed.contains("every_bytes"), "{mixed}");
+        let zero = problem(r#"kind = "tamper", at = "1s", every_bytes = 0"#);
+        assert!(zero.contains("every_bytes"), "{zero}");
+        let typo = problem(r#"kind = "tamper", at = "1s", evry_bytes = 9"#);
+        assert!(typo.contains("evry_bytes"), "{typo}");
     }
 
     #[test]

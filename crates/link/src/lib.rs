@@ -8,14 +8,17 @@
 //! time each chunk was actually written. Chunks are released against absolute deadlines
 //! by a timer finer than tokio's millisecond wheel ([`timer`]).
 
+pub mod attack;
 pub mod timer;
 
 use anyhow::{Context, Result};
+use attack::{Attacker, Connection};
+use probe::event::LinkEnd;
 use probe::{mono_ns, Histogram};
 use rand::Rng;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -98,16 +101,17 @@ pub struct Relay {
 impl Relay {
     /// Listens on `listen` (the farm side) and relays every connection to `upstream`.
     pub async fn start(listen: SocketAddr, upstream: SocketAddr, cfg: LinkConfig) -> Result<Relay> {
-        Self::start_counted(listen, upstream, cfg, Arc::default()).await
+        Self::start_counted(listen, upstream, cfg, Arc::default(), None).await
     }
 
     /// Like [`Relay::start`], counting into `stats`, which several relays of one link
-    /// (one per service crossing it) may share.
+    /// (one per service crossing it) may share, and with the link's `attacker`, if any.
     pub async fn start_counted(
         listen: SocketAddr,
         upstream: SocketAddr,
         cfg: LinkConfig,
         stats: Arc<LinkStats>,
+        attacker: Option<Arc<Attacker>>,
     ) -> Result<Relay> {
         let listener = TcpListener::bind(listen).await.with_context(|| {
             format!(
@@ -121,8 +125,9 @@ impl Relay {
             loop {
                 let (farm, peer) = probe::listen::accept_next("link", || listener.accept()).await;
                 let stats = shared.clone();
+                let attacked = attacker.as_ref().map(Attacker::connection);
                 tokio::spawn(async move {
-                    if let Err(e) = relay_connection(farm, upstream, cfg, stats).await {
+                    if let Err(e) = relay_connection(farm, upstream, cfg, stats, attacked).await {
                         tracing::info!(%peer, error = %e, "link connection ended");
                     }
                 });
@@ -145,6 +150,7 @@ async fn relay_connection(
     upstream: SocketAddr,
     cfg: LinkConfig,
     stats: Arc<LinkStats>,
+    attacked: Option<Arc<Mutex<Connection>>>,
 ) -> Result<()> {
     let pool = TcpStream::connect(upstream)
         .await
@@ -154,6 +160,10 @@ async fn relay_connection(
     stats.connections.fetch_add(1, Ordering::Relaxed);
     let (farm_r, farm_w) = farm.into_split();
     let (pool_r, pool_w) = pool.into_split();
+    let ends = Ends {
+        attacked,
+        first_closed: Arc::default(),
+    };
     let up = tokio::spawn(pump(
         farm_r,
         pool_w,
@@ -161,6 +171,7 @@ async fn relay_connection(
         cfg,
         stats.clone(),
         Direction::Up,
+        ends.clone(),
     ));
     let down = tokio::spawn(pump(
         pool_r,
@@ -169,10 +180,22 @@ async fn relay_connection(
         cfg,
         stats,
         Direction::Down,
+        ends.clone(),
     ));
     // When either side closes, the other direction finishes delivering what is in flight.
     let _ = tokio::join!(up, down);
+    if let (Some(attacked), Some(&(by, t_ns))) = (&ends.attacked, ends.first_closed.get()) {
+        attacked.lock().unwrap().closed(by, t_ns);
+    }
     Ok(())
+}
+
+/// What both directions of a connection share: the attacker's hold on it, and which end
+/// closed first, when.
+#[derive(Clone)]
+struct Ends {
+    attacked: Option<Arc<Mutex<Connection>>>,
+    first_closed: Arc<OnceLock<(LinkEnd, u64)>>,
 }
 
 /// A chunk of bytes in flight, due for writing at `due_ns`.
@@ -189,6 +212,7 @@ async fn pump(
     cfg: LinkConfig,
     stats: Arc<LinkStats>,
     direction: Direction,
+    ends: Ends,
 ) {
     let (tx, mut rx) = mpsc::unbounded_channel::<InFlight>();
     let writer_stats = stats.clone();
@@ -216,10 +240,25 @@ async fn pump(
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
+            Ok(0) | Err(_) => {
+                let end = match direction {
+                    Direction::Up => LinkEnd::Farm,
+                    Direction::Down => LinkEnd::Pool,
+                };
+                let _ = ends.first_closed.set((end, mono_ns()));
+                break;
+            }
             Ok(n) => n,
         };
         let arrived = mono_ns();
+        let bytes = match &ends.attacked {
+            Some(attacked) => attacked.lock().unwrap().pass(direction, &buf[..n]),
+            None => buf[..n].to_vec(),
+        };
+        if bytes.is_empty() {
+            continue;
+        }
+        let n = bytes.len();
         let sent = match cfg.bandwidth_bps {
             Some(bps) => {
                 wire_free_ns =
@@ -239,7 +278,7 @@ async fn pump(
         if tx
             .send(InFlight {
                 due_ns: last_due_ns,
-                bytes: buf[..n].to_vec(),
+                bytes,
             })
             .is_err()
         {

@@ -16,6 +16,30 @@ pub struct Record {
     pub event: Event,
 }
 
+/// What an attacker on a link did to a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttackAction {
+    /// An SV1 `mining.authorize` now names the attacker's worker.
+    AuthorizeRewritten,
+    /// An SV1 `mining.submit` now names the attacker's worker.
+    SubmitRewritten,
+    /// The attacker authorized its own worker on a connection the farm had opened.
+    OwnWorkerAuthorized,
+    /// A byte of a stream the attacker cannot read (SV2's ciphertext) changed.
+    CiphertextChanged,
+    /// One bit of the stream flipped.
+    ByteFlipped,
+}
+
+/// One end of a connection across the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkEnd {
+    Farm,
+    Pool,
+}
+
 /// Why the tip moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -224,6 +248,17 @@ pub enum Event {
     BlockRelayModelled { received: u64, sent: u64 },
     /// Bytes that crossed the WAN link so far, per direction (sampled every second).
     LinkBytes { up_bytes: u64, down_bytes: u64 },
+    /// An attacker on the link (scenario `link.attack`) began, of this kind.
+    AttackBegan { attack: String },
+    /// The attacker changed a connection's stream (`conn` numbers the link's connections
+    /// from 0), going up (farm to pool) or down, at the moment the bytes reached it.
+    AttackApplied {
+        conn: u64,
+        up: bool,
+        action: AttackAction,
+    },
+    /// A connection the attacker had changed ended; `by` is the end that closed it first.
+    AttackedConnectionClosed { conn: u64, by: LinkEnd },
     /// The link relay's own lateness past due, per direction, in ms (written at the end).
     LinkLateness {
         up_ms: crate::Dist,

@@ -35,6 +35,12 @@ pub fn build(run: &RunData) -> Document {
         sections.push(verdict_section(summary));
         sections.push(worth_section(summary));
     }
+    let planned = run.manifest.as_ref().and_then(|m| m.attack.as_ref());
+    if let Some(security) =
+        (run.summary.as_ref()).and_then(|s| crate::security::section(s, planned))
+    {
+        sections.push(security);
+    }
     sections.push(context(run));
     match &run.summary {
         Some(summary) => {

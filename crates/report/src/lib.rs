@@ -11,6 +11,7 @@ pub mod export;
 pub mod fuzzing;
 pub mod readings;
 pub mod run_data;
+mod security;
 pub mod svg;
 pub mod sweep;
 pub mod tap;

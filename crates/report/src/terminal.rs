@@ -75,6 +75,10 @@ pub fn render(s: &Summary, pools: &BTreeMap<String, String>, t: &Terminal) -> St
         }
         out.extend(lines);
     }
+    for (side, security) in &s.security {
+        let text = crate::security::reading(side, security);
+        out.extend(wrap(&format!("security: {text}"), t.width, "  "));
+    }
     out.push(String::new());
     out.extend(wrap(&context(s), t.width, "  "));
     for (side, pool) in pools {

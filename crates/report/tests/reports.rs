@@ -215,6 +215,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
         clocks: Vec::new(),
         per_miner: Default::default(),
         interim: None,
+        attack: None,
         awaiting_start: false,
     };
     std::fs::write(

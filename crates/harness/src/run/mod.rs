@@ -211,6 +211,19 @@ pub(crate) fn manifest_of(
         per_miner: s.per_miner(),
         interim: None,
         awaiting_start: false,
+        attack: s.link.attack.as_ref().map(planned_attack),
+    }
+}
+
+/// The attack the scenario plans, as the analysis reads it.
+fn planned_attack(a: &crate::scenario::LinkAttack) -> analysis::security::PlannedAttack {
+    analysis::security::PlannedAttack {
+        kind: a.attack.kind().to_string(),
+        at_s: a.at.as_secs_f64(),
+        account: match &a.attack {
+            link::attack::Attack::HijackWorker { account } => Some(account.clone()),
+            link::attack::Attack::Tamper { .. } => None,
+        },
     }
 }
 

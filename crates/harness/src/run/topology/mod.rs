@@ -490,8 +490,16 @@ async fn spawn_link(
         upstream,
         config: wan(&opts.scenario, side),
     };
-    let (link, listening) =
-        spawn_link_routes(opts, dir, &format!("link-{side}"), vec![route], roles).await?;
+    let attack = scheduled_attack(&opts.scenario);
+    let (link, listening) = spawn_link_routes(
+        opts,
+        dir,
+        &format!("link-{side}"),
+        vec![route],
+        attack,
+        roles,
+    )
+    .await?;
     Ok((link, listening[0]))
 }
 
@@ -502,11 +510,12 @@ async fn spawn_link_routes(
     dir: &Path,
     link: &str,
     routes: Vec<LinkRoute>,
+    attack: Option<link::attack::ScheduledAttack>,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<(String, Vec<SocketAddr>)> {
     let link = link.to_string();
     let count = routes.len();
-    let listening = spawn(opts, dir, &link, &RoleSpec::Link { routes }, roles)
+    let listening = spawn(opts, dir, &link, &RoleSpec::Link { routes, attack }, roles)
         .await?
         .routes;
     anyhow::ensure!(
@@ -515,6 +524,19 @@ async fn spawn_link_routes(
         listening.len()
     );
     Ok((link, listening))
+}
+
+/// The scenario's attacker on a side's mining link, timed from the link's start: `at`
+/// into the window, which opens `warmup` after every role started (a moment after the
+/// link). The analysis reads when it began from the link's own record.
+fn scheduled_attack(s: &Scenario) -> Option<link::attack::ScheduledAttack> {
+    s.link
+        .attack
+        .as_ref()
+        .map(|a| link::attack::ScheduledAttack {
+            attack: a.attack.clone(),
+            begins_after: s.warmup + a.at,
+        })
 }
 
 /// `side`'s own link round trip, when the scenario gives it one.

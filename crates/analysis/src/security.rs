@@ -1,0 +1,530 @@
+//! What an attacker on the link (scenario `link.attack`) took from each side, and how soon
+//! the side noticed.
+//!
+//! Per side, from the moment the side's link recorded the attack's start
+//! ([`Event::AttackBegan`]) to the window's end: the work the pool credited (its accepted
+//! shares' difficulty, as hashes) to the attacker's worker and to the farm's, in percent of
+//! the work the farm's miners did meanwhile (their hashrate, a scenario parameter, times
+//! the time); the same before the attack, as the reference. The side's share judge (its
+//! `pool_role`) decides; every other role of the side that judges shares (our SV1 pool
+//! behind its tap) is counted too, as a check. What the miners were told meanwhile says
+//! whether the farm could see anything wrong. Each connection the attacker changed, and the
+//! end that closed it within the window, gives the time to detection: from the attacker's
+//! first change to the close, both as the link saw them.
+//!
+//! Worth: a farm that loses a fraction f of its work loses f of its revenue while the
+//! attack lasts: f x B x V sats a day (B blocks a day, V a block's value,
+//! `analysis::worth`). Denied: the fall of the work credited at all (to anyone) against
+//! before the attack, counted only where the two 95% intervals do not overlap (a fall
+//! within the shares' Poisson noise is priced at 0). Stolen: of what was still credited,
+//! the attacker's part (a split of the pool's own records, without that noise).
+
+use crate::manifest::{SideRoles, Window};
+use crate::shares::{credited_pct, hashes_of};
+use crate::worth::WorthAssumptions;
+use probe::event::LinkEnd;
+use probe::{Dist, Event, Record, ShareVerdict};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The attack a run planned (`link.attack`), as the manifest records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedAttack {
+    /// `hijack-worker` or `tamper`.
+    pub kind: String,
+    /// Seconds into the window it was planned for.
+    pub at_s: f64,
+    /// The worker the attacker credits (hijack-worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+}
+
+/// Work a judge credited: accepted shares, their hashes, and the hashes squared (for the
+/// interval).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Credited {
+    pub shares: u64,
+    pub hashes: f64,
+    pub hashes_sq: f64,
+}
+
+impl Credited {
+    fn add(&mut self, difficulty: Option<f64>) {
+        let hashes = difficulty.map_or(0.0, hashes_of);
+        self.shares += 1;
+        self.hashes += hashes;
+        self.hashes_sq += hashes * hashes;
+    }
+
+    fn plus(self, other: Credited) -> Credited {
+        Credited {
+            shares: self.shares + other.shares,
+            hashes: self.hashes + other.hashes,
+            hashes_sq: self.hashes_sq + other.hashes_sq,
+        }
+    }
+}
+
+/// One connection the attacker changed, as the link saw it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AttackedConnection {
+    pub first_change_ns: u64,
+    pub closed: Option<(LinkEnd, u64)>,
+}
+
+/// The share and connection facts of one side under attack, gathered as events come in
+/// time order (the same rules for a streaming run and a batch one).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AttackFacts {
+    /// When the side's link attacker began.
+    pub began_ns: Option<u64>,
+    /// Work the side's judge credited in the window before the attack began.
+    pub before: Credited,
+    /// After it began: work credited, by judging role and worker.
+    pub after: BTreeMap<String, BTreeMap<String, Credited>>,
+    /// The judge's rejections after it began.
+    pub rejected_after: u64,
+    /// What the miners were told after it began: accepted, rejected.
+    pub told_after: (u64, u64),
+    /// Changes the attacker made, by kind.
+    pub changes: BTreeMap<String, u64>,
+    pub connections: BTreeMap<u64, AttackedConnection>,
+}
+
+impl AttackFacts {
+    /// One record of the run, in time order.
+    pub fn consume(&mut self, side: &SideRoles, window: Window, r: &Record) {
+        if r.role == side.link_role {
+            self.link_event(r);
+        }
+        if !window.contains(r.t_ns) {
+            return;
+        }
+        let after = self
+            .began_ns
+            .is_some_and(|began| r.t_ns >= began.max(window.start_ns));
+        match &r.event {
+            Event::ShareJudged {
+                worker,
+                verdict,
+                difficulty,
+                ..
+            } if side.roles.contains(&r.role) || r.role == side.pool_role => {
+                let judge = r.role == side.pool_role;
+                let accepted = *verdict == ShareVerdict::Accepted;
+                match (after, accepted) {
+                    (false, true) if judge => self.before.add(*difficulty),
+                    (true, true) => (self.after.entry(r.role.clone()).or_default())
+                        .entry(worker.clone())
+                        .or_default()
+                        .add(*difficulty),
+                    (true, false) if judge => self.rejected_after += 1,
+                    _ => {}
+                }
+            }
+            Event::ShareAnswered { accepted, .. } if r.role == side.miners_role && after => {
+                match accepted {
+                    true => self.told_after.0 += 1,
+                    false => self.told_after.1 += 1,
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn link_event(&mut self, r: &Record) {
+        match &r.event {
+            Event::AttackBegan { .. } => {
+                self.began_ns.get_or_insert(r.t_ns);
+            }
+            Event::AttackApplied { conn, action, .. } => {
+                let name = serde_json::to_value(action)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                *self.changes.entry(name).or_default() += 1;
+                self.connections.entry(*conn).or_insert(AttackedConnection {
+                    first_change_ns: r.t_ns,
+                    closed: None,
+                });
+            }
+            Event::AttackedConnectionClosed { conn, by } => {
+                if let Some(c) = self.connections.get_mut(conn) {
+                    c.closed.get_or_insert((*by, r.t_ns));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A share of the work done, in %, with its 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WorkPct {
+    pub pct: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci: Option<(f64, f64)>,
+}
+
+/// One side's figures under attack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideSecurity {
+    pub attack: String,
+    /// Seconds into the window the attack began (0 if before it opened), and how long the
+    /// window ran before and after.
+    pub began_s: f64,
+    pub after_s: f64,
+    /// Accepted shares after the attack began, by the side's judge: the attacker's and
+    /// the farm's; and its rejections.
+    pub attacker_shares: u64,
+    pub farm_shares: u64,
+    pub rejected: u64,
+    /// The attacker's accepted shares by every role of the side that judges shares (the
+    /// pool's own records, and the tap in front of it).
+    pub attacker_shares_by_role: BTreeMap<String, u64>,
+    /// Of the farm's work (its miners' hashrate times the time): credited to the farm
+    /// before the attack; after it, credited to the attacker, and to the farm.
+    pub farm_credited_before: Option<WorkPct>,
+    pub attacker_credited: Option<WorkPct>,
+    pub farm_credited_after: Option<WorkPct>,
+    /// What the farm's miners were told after it began: accepted and rejected answers.
+    pub miners_told_accepted: u64,
+    pub miners_told_rejected: u64,
+    /// Connections the attacker changed, those closed in the window by the pool's end and
+    /// by the farm's, and the time from the attacker's first change to the close.
+    pub connections_changed: u64,
+    pub closed_by_pool: u64,
+    pub closed_by_farm: u64,
+    pub detection_ms: Option<Dist>,
+    /// The attacker's changes, by kind.
+    pub changes: BTreeMap<String, u64>,
+    /// Of the work the pool credited after the attack began, the attacker's part, in %.
+    pub attacker_split_pct: Option<f64>,
+    /// In % of the farm's revenue: lost to anyone's credit (denied; 0 when the fall is
+    /// within the noise), and of the rest, credited to the attacker (stolen); and those in
+    /// sats a day for a farm of the worth assumptions while the attack lasts.
+    pub stolen_pct: Option<f64>,
+    pub denied_pct: Option<f64>,
+    pub stolen_sats_per_day: Option<f64>,
+    pub denied_sats_per_day: Option<f64>,
+}
+
+/// The figures of one side's attack facts over `window` (as it ended); `None` when the
+/// side's link never recorded an attack.
+pub fn side_security(
+    side: &SideRoles,
+    facts: &AttackFacts,
+    planned: &PlannedAttack,
+    window: Window,
+    worth: &WorthAssumptions,
+    block_value: f64,
+) -> Option<SideSecurity> {
+    let began = facts.began_ns?.clamp(window.start_ns, window.end_ns);
+    let before_s = (began - window.start_ns) as f64 / 1e9;
+    let after_s = (window.end_ns - began) as f64 / 1e9;
+    let account = planned.account.as_deref().unwrap_or_default();
+    let judged = facts.after.get(&side.pool_role);
+    let attacker = judged
+        .and_then(|by| by.get(account))
+        .copied()
+        .unwrap_or_default();
+    let farm = (judged.into_iter().flatten())
+        .filter(|(worker, _)| worker.as_str() != account)
+        .fold(Credited::default(), |sum, (_, c)| sum.plus(*c));
+    let farm_hashrate = side.miner_hashrate.map(|h| h * f64::from(side.miners));
+    let of_work = |c: Credited, secs: f64| {
+        let (pct, ci) = credited_pct(c.hashes, c.hashes_sq, farm_hashrate? * secs)?;
+        Some(WorkPct { pct, ci })
+    };
+    let before = of_work(facts.before, before_s);
+    let stolen = of_work(attacker, after_s);
+    let kept = of_work(farm, after_s);
+    let credited_after = attacker.plus(farm);
+    let split = (credited_after.hashes > 0.0).then(|| attacker.hashes / credited_after.hashes);
+    let denied = before
+        .zip(of_work(credited_after, after_s))
+        .map(|(before, after)| shown_fall(before, after));
+    let stolen_share = denied.map(|d| split.unwrap_or(0.0) * (1.0 - d));
+    let revenue_per_day = worth.farm_blocks_per_day() * block_value;
+    let closes: Vec<(LinkEnd, f64)> = (facts.connections.values())
+        .filter_map(|c| {
+            let (by, t) = c.closed.filter(|(_, t)| *t <= window.end_ns)?;
+            Some((by, t.saturating_sub(c.first_change_ns) as f64 / 1e6))
+        })
+        .collect();
+    let detection: Vec<f64> = closes.iter().map(|(_, ms)| *ms).collect();
+    let closed_by = |end: LinkEnd| closes.iter().filter(|(by, _)| *by == end).count() as u64;
+    Some(SideSecurity {
+        attack: planned.kind.clone(),
+        began_s: before_s,
+        after_s,
+        attacker_shares: attacker.shares,
+        farm_shares: farm.shares,
+        rejected: facts.rejected_after,
+        attacker_shares_by_role: (facts.after.iter())
+            .map(|(role, by)| (role.clone(), by.get(account).map_or(0, |c| c.shares)))
+            .collect(),
+        farm_credited_before: before,
+        attacker_credited: stolen,
+        farm_credited_after: kept,
+        attacker_split_pct: split.map(|f| f * 100.0),
+        miners_told_accepted: facts.told_after.0,
+        miners_told_rejected: facts.told_after.1,
+        connections_changed: facts.connections.len() as u64,
+        closed_by_pool: closed_by(LinkEnd::Pool),
+        closed_by_farm: closed_by(LinkEnd::Farm),
+        detection_ms: (!detection.is_empty()).then(|| Dist::of(&detection)),
+        changes: facts.changes.clone(),
+        stolen_pct: stolen_share.map(|f| f * 100.0),
+        denied_pct: denied.map(|f| f * 100.0),
+        stolen_sats_per_day: stolen_share.map(|f| f * revenue_per_day),
+        denied_sats_per_day: denied.map(|f| f * revenue_per_day),
+    })
+}
+
+/// The fall from `before` to `after` as a fraction of `before`, when their 95% intervals do
+/// not overlap; 0 otherwise. Nothing credited has no interval: its upper end is 0.
+fn shown_fall(before: WorkPct, after: WorkPct) -> f64 {
+    let before_low = before.ci.map_or(before.pct, |(lo, _)| lo);
+    let after_high = after.ci.map_or(after.pct, |(_, hi)| hi);
+    if after_high < before_low && before.pct > 0.0 {
+        (1.0 - after.pct / before.pct).max(0.0)
+    } else {
+        0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use probe::event::AttackAction;
+
+    fn at(t_s: f64, role: &str, event: Event) -> Record {
+        Record {
+            t_ns: (t_s * 1e9) as u64,
+            role: role.into(),
+            event,
+        }
+    }
+
+    fn judged(t_s: f64, worker: &str, verdict: ShareVerdict) -> Record {
+        at(
+            t_s,
+            "pool",
+            Event::ShareJudged {
+                worker: worker.into(),
+                job_id: "1".into(),
+                verdict,
+                block_hash: None,
+                reason: None,
+                difficulty: Some(1.0),
+            },
+        )
+    }
+
+    fn accepted(t_s: f64, worker: &str) -> Record {
+        judged(t_s, worker, ShareVerdict::Accepted)
+    }
+
+    fn began(t_s: f64) -> Record {
+        at(
+            t_s,
+            "link",
+            Event::AttackBegan {
+                attack: "hijack-worker".into(),
+            },
+        )
+    }
+
+    fn changed(t_s: f64, conn: u64, action: AttackAction) -> Record {
+        at(
+            t_s,
+            "link",
+            Event::AttackApplied {
+                conn,
+                up: true,
+                action,
+            },
+        )
+    }
+
+    /// Two miners of 2^31 hashes a second each: one share of difficulty 1 (2^32 hashes) a
+    /// second between them.
+    fn side() -> SideRoles {
+        SideRoles {
+            miner_hashrate: Some(2f64.powi(31)),
+            ..crate::testing::sv1_side().1
+        }
+    }
+
+    fn planned() -> PlannedAttack {
+        PlannedAttack {
+            kind: "hijack-worker".into(),
+            at_s: 40.0,
+            account: Some("thief".into()),
+        }
+    }
+
+    fn figures(events: &mut [Record], window: Window, block_value: f64) -> Option<SideSecurity> {
+        events.sort_by_key(|r| r.t_ns);
+        let mut facts = AttackFacts::default();
+        for r in events.iter() {
+            facts.consume(&side(), window, r);
+        }
+        let worth = WorthAssumptions::default();
+        side_security(&side(), &facts, &planned(), window, &worth, block_value)
+    }
+
+    /// A window of 100 s from t = 10 s; the attack begins at 50 s (40 s in). Before it, 40
+    /// shares in 40 s: 100% of the farm's work. After it, 45 shares to the thief and 15 to
+    /// the farm in 60 s: 75% (interval (45 -+ 1.96 sqrt 45) / 60 = 53.09% to 96.91%) and
+    /// 25%, nothing denied. With 1 PH/s of 1 ZH/s at 600 s blocks (1e-6 x 144 = 0.000144
+    /// blocks a day) worth 312,500,000 sats: revenue 45,000 sats a day, 0.75 of it 33,750.
+    #[test]
+    fn a_hijack_is_priced_as_the_share_of_the_farms_work_credited_to_the_attacker() {
+        let window = Window {
+            start_ns: 10_000_000_000,
+            end_ns: 110_000_000_000,
+        };
+        let mut events = vec![began(50.0), changed(50.2, 3, AttackAction::SubmitRewritten)];
+        events.extend((0..40).map(|i| accepted(10.5 + f64::from(i), "farm.1")));
+        // Outside the window: not counted.
+        events.push(accepted(5.0, "farm.1"));
+        events.extend((0..60).map(|i| {
+            let who = if i % 4 == 0 { "farm.1" } else { "thief" };
+            accepted(50.5 + f64::from(i), who)
+        }));
+        events.push(judged(70.0, "thief", ShareVerdict::Stale));
+        // A judge that is not a role of the side: not counted.
+        events.push(at(
+            60.0,
+            "pool-behind",
+            Event::ShareJudged {
+                worker: "thief".into(),
+                job_id: "1".into(),
+                verdict: ShareVerdict::Accepted,
+                block_hash: None,
+                reason: None,
+                difficulty: None,
+            },
+        ));
+        let s = figures(&mut events, window, 312_500_000.0).unwrap();
+        assert_eq!((s.began_s, s.after_s), (40.0, 60.0));
+        assert_eq!((s.attacker_shares, s.farm_shares, s.rejected), (45, 15, 1));
+        assert_eq!(
+            s.attacker_shares_by_role,
+            BTreeMap::from([("pool".into(), 45)])
+        );
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert!(close(s.farm_credited_before.unwrap().pct, 100.0));
+        let stolen = s.attacker_credited.unwrap();
+        assert!(close(stolen.pct, 75.0));
+        let (lo, hi) = stolen.ci.unwrap();
+        assert!(close(
+            lo,
+            (45.0 - 1.959_963_984_540_054 * 45f64.sqrt()) / 60.0 * 100.0
+        ));
+        assert!(
+            (lo - 53.09).abs() < 0.01 && (hi - 96.91).abs() < 0.01,
+            "{lo} {hi}"
+        );
+        assert!(close(s.farm_credited_after.unwrap().pct, 25.0));
+        assert!(close(s.attacker_split_pct.unwrap(), 75.0));
+        assert!(close(s.denied_pct.unwrap(), 0.0));
+        assert!(close(s.stolen_pct.unwrap(), 75.0));
+        assert!(close(s.stolen_sats_per_day.unwrap(), 33_750.0));
+        // Never closed: not detected.
+        assert_eq!(s.connections_changed, 1);
+        assert_eq!(s.detection_ms, None);
+        assert_eq!(s.changes["submit_rewritten"], 1);
+    }
+
+    /// An SV2 session whose ciphertext changed at 50.2 s is closed by the pool's end at
+    /// 50.26 s: detected in 60 ms. Another closes after the window (the run's end): not a
+    /// detection. The farm's shares stop: after the attack the farm is credited nothing and
+    /// the attacker nothing, so all of the 100% it had is denied.
+    #[test]
+    fn a_changed_ciphertext_is_detected_at_the_close_and_what_stops_is_denied_not_stolen() {
+        let window = Window {
+            start_ns: 0,
+            end_ns: 100_000_000_000,
+        };
+        let mut events = vec![
+            began(50.0),
+            changed(50.2, 0, AttackAction::CiphertextChanged),
+            changed(50.3, 1, AttackAction::CiphertextChanged),
+        ];
+        events.extend((0..50).map(|i| accepted(0.5 + f64::from(i), "farm.1")));
+        for (t, conn) in [(50.26, 0), (101.0, 1)] {
+            events.push(at(
+                t,
+                "link",
+                Event::AttackedConnectionClosed {
+                    conn,
+                    by: LinkEnd::Pool,
+                },
+            ));
+        }
+        let s = figures(&mut events, window, 1.0).unwrap();
+        assert_eq!(s.attacker_credited, Some(WorkPct { pct: 0.0, ci: None }));
+        assert_eq!(s.stolen_pct, Some(0.0));
+        assert!((s.denied_pct.unwrap() - 100.0).abs() < 1e-9);
+        assert_eq!((s.connections_changed, s.closed_by_pool), (2, 1));
+        let detection = s.detection_ms.unwrap();
+        assert!(
+            (detection.p50.unwrap() - 60.0).abs() < 1e-6,
+            "{detection:?}"
+        );
+    }
+
+    /// More credited after the attack than before (Poisson noise: 121% against 79%) is no
+    /// fall; all of it credited to the attacker is 100% stolen, never more. A fall within
+    /// the noise (90 shares in 100 s against 100) is priced at nothing denied either.
+    #[test]
+    fn a_fall_within_the_noise_is_not_priced_and_theft_never_exceeds_the_farms_revenue() {
+        let window = Window {
+            start_ns: 0,
+            end_ns: 200_000_000_000,
+        };
+        let mut events = vec![began(100.0)];
+        events.extend((0..79).map(|i| accepted(f64::from(i) * 1.25, "farm.1")));
+        events.extend((0..121).map(|i| accepted(100.1 + f64::from(i) * 0.8, "thief")));
+        let s = figures(&mut events, window, 1.0).unwrap();
+        assert!((s.attacker_credited.unwrap().pct - 121.0).abs() < 1e-9);
+        assert_eq!((s.denied_pct, s.stolen_pct), (Some(0.0), Some(100.0)));
+        let mut events = vec![began(100.0)];
+        events.extend((0..100).map(|i| accepted(f64::from(i), "farm.1")));
+        events.extend((0..90).map(|i| accepted(100.5 + f64::from(i), "farm.1")));
+        let s = figures(&mut events, window, 1.0).unwrap();
+        assert_eq!((s.denied_pct, s.stolen_pct), (Some(0.0), Some(0.0)));
+    }
+
+    #[test]
+    fn without_the_miners_hashrate_there_are_counts_but_no_shares_of_work() {
+        let window = Window {
+            start_ns: 0,
+            end_ns: 100_000_000_000,
+        };
+        let mut facts = AttackFacts::default();
+        for r in [began(50.0), accepted(60.0, "thief")] {
+            facts.consume(&side(), window, &r);
+        }
+        let unknown = SideRoles {
+            miner_hashrate: None,
+            ..side()
+        };
+        let worth = WorthAssumptions::default();
+        let s = side_security(&unknown, &facts, &planned(), window, &worth, 1.0).unwrap();
+        assert_eq!(s.attacker_shares, 1);
+        assert_eq!(
+            (s.attacker_credited, s.stolen_pct, s.denied_pct),
+            (None, None, None)
+        );
+        // No attack recorded: no figures.
+        let none = AttackFacts::default();
+        assert_eq!(
+            side_security(&side(), &none, &planned(), window, &worth, 1.0),
+            None
+        );
+    }
+}

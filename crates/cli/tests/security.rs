@@ -1,0 +1,99 @@
+//! The attacker on the path, measured (scenarios/security.toml, shortened): the classic
+//! hashrate hijack on every side's link from the same moment. SV1 is plaintext: every share
+//! the pool accepts after the attack began is credited to the attacker, by the pool's own
+//! records and by the tap in front of it, while the farm's miners are told nothing but
+//! "accepted" and no session breaks. SV2 is encrypted and authenticated: nothing is
+//! credited to the attacker, and each session it changed ends no sooner than its bytes
+//! reach the pool's end (the link's one-way delay) and within one round trip and a margin
+//! for a loaded machine.
+
+mod common;
+
+use common::{out_dir, run_scenario, summary};
+use serde_json::Value;
+
+/// The link's round trip in the scenario, ms.
+const RTT_MS: f64 = 100.0;
+/// What a loaded 2-core machine may add to a close, ms.
+const SLACK_MS: f64 = 150.0;
+
+#[test]
+fn a_hijack_takes_sv1_work_silently_and_breaks_sv2_sessions_within_a_round_trip() {
+    let out = out_dir("security");
+    let run = run_scenario(
+        "security",
+        &out,
+        &[
+            "--duration",
+            "40s",
+            "--set",
+            "warmup=10s",
+            "--set",
+            "link.attack.at=15s",
+        ],
+    )
+    .output()
+    .unwrap();
+    common::succeed(run);
+    let s = summary(&out);
+    let security = &s["security"];
+    let num = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+
+    let sv1 = &security["sv1"];
+    let stolen = num(&sv1["attacker_shares"]);
+    assert!(stolen > 0.0, "{sv1}");
+    assert_eq!(num(&sv1["farm_shares"]), 0.0, "{sv1}");
+    // By the pool's own records and by the tap in front of it alike.
+    for role in ["pool-sv1", "tap-sv1"] {
+        assert_eq!(
+            num(&sv1["attacker_shares_by_role"][role]),
+            stolen,
+            "{role}: {sv1}"
+        );
+    }
+    // The farm sees nothing wrong: the rejections it was told of are the pool's own (stale
+    // shares; one may straddle the attack's start), every accepted share was answered as
+    // such (but one or two the window's end cut), and no session broke.
+    assert!(
+        num(&sv1["miners_told_rejected"]) <= num(&sv1["rejected"]) + 1.0,
+        "{sv1}"
+    );
+    assert!(num(&sv1["miners_told_accepted"]) + 2.0 >= stolen, "{sv1}");
+    assert_eq!(
+        num(&sv1["closed_by_pool"]) + num(&sv1["closed_by_farm"]),
+        0.0
+    );
+    assert_eq!(num(&sv1["attacker_split_pct"]), 100.0, "{sv1}");
+    assert!(
+        num(&sv1["changes"]["own_worker_authorized"]) >= 1.0,
+        "{sv1}"
+    );
+
+    for side in ["sv2-c", "sv2-d"] {
+        let sv2 = &security[side];
+        assert_eq!(num(&sv2["attacker_shares"]), 0.0, "{side}: {sv2}");
+        assert!(
+            (sv2["attacker_shares_by_role"].as_object().unwrap().values()).all(|n| n == 0),
+            "{side}: {sv2}"
+        );
+        assert_eq!(num(&sv2["stolen_pct"]), 0.0, "{side}: {sv2}");
+        let changed = num(&sv2["connections_changed"]);
+        let closed = num(&sv2["closed_by_pool"]) + num(&sv2["closed_by_farm"]);
+        assert!(changed >= 1.0 && closed == changed, "{side}: {sv2}");
+        let detection = &sv2["detection_ms"];
+        assert!(
+            num(&detection["p50"]) >= RTT_MS / 2.0,
+            "{side}: {detection}"
+        );
+        assert!(
+            num(&detection["max"]) <= RTT_MS + SLACK_MS,
+            "{side}: {detection}"
+        );
+        assert!(num(&sv2["denied_pct"]) > 50.0, "{side}: {sv2}");
+    }
+
+    // The report says it in its own section.
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("## Security"), "no Security section");
+    assert!(report.contains("no session broke: the farm could not tell"));
+}
