@@ -491,6 +491,7 @@ pub struct LinkAttack {
 enum AttackKind {
     HijackWorker,
     Tamper,
+    Inject,
 }
 
 /// `[link.attack]` as written: the fields each kind takes.
@@ -544,6 +545,12 @@ impl TryFrom<AttackFields> for LinkAttack {
                     every_bytes => link::attack::Attack::Tamper { every_bytes },
                 }
             }
+            AttackKind::Inject => {
+                if f.account.is_some() || f.every_bytes.is_some() {
+                    return Err("inject takes neither `account` nor `every_bytes`".into());
+                }
+                link::attack::Attack::Inject
+            }
         };
         Ok(LinkAttack { attack, at: f.at })
     }
@@ -561,6 +568,7 @@ impl From<LinkAttack> for AttackFields {
             link::attack::Attack::Tamper { every_bytes } => {
                 (AttackKind::Tamper, None, Some(every_bytes))
             }
+            link::attack::Attack::Inject => (AttackKind::Inject, None, None),
         };
         AttackFields {
             kind,

@@ -31,6 +31,11 @@ pub enum Attack {
     /// Flips one bit of every `every_bytes`-th byte, each way: line noise, or a middlebox
     /// that mangles what it carries.
     Tamper { every_bytes: u64 },
+    /// Inserts one forged message into each connection once the attack is on, farm to
+    /// pool: on SV1 a `mining.submit` in the farm's worker's name on its current job (the
+    /// pool judges it as the farm's; the attacker hides the answer), on a stream it cannot
+    /// read (SV2) a frame of its own bytes.
+    Inject,
 }
 
 impl Attack {
@@ -39,6 +44,7 @@ impl Attack {
         match self {
             Attack::HijackWorker { .. } => "hijack-worker",
             Attack::Tamper { .. } => "tamper",
+            Attack::Inject => "inject",
         }
     }
 }
@@ -50,8 +56,10 @@ pub struct ScheduledAttack {
     pub begins_after: Duration,
 }
 
-/// The id the attacker gives the authorization it injects: a string no miner uses.
-const INJECTED_ID: &str = "attacker-authorize";
+/// The ids the attacker gives the requests it injects (strings no miner uses), whose
+/// answers it hides.
+const INJECTED_AUTHORIZE: &str = "attacker-authorize";
+const INJECTED_SUBMIT: &str = "attacker-submit";
 
 /// The attacker of one link: shared by its connections.
 pub struct Attacker {
@@ -94,6 +102,8 @@ impl Attacker {
             partial: [Vec::new(), Vec::new()],
             own_worker_authorized: false,
             opaque_changed: false,
+            worker: None,
+            job: None,
             bytes_seen: [0, 0],
             applied: false,
             closed: false,
@@ -119,7 +129,13 @@ pub(crate) struct Connection {
     /// An SV1 line not yet complete, per direction (up, down).
     partial: [Vec<u8>; 2],
     own_worker_authorized: bool,
+    /// Whether the connection's one change of a stream the attacker cannot read (or its
+    /// one injection) is done.
     opaque_changed: bool,
+    /// What the attacker read of an SV1 connection: the farm's worker, and its current
+    /// job's id and time.
+    worker: Option<String>,
+    job: Option<(Value, Value)>,
     bytes_seen: [u64; 2],
     applied: bool,
     closed: bool,
@@ -141,12 +157,11 @@ impl Connection {
                 _ => Protocol::Opaque,
             };
         }
-        match self.attacker.attack.clone() {
-            Attack::Tamper { every_bytes } => self.tamper(direction, chunk, every_bytes),
-            Attack::HijackWorker { account } => match self.protocol {
-                Protocol::Sv1 => self.hijack_lines(direction, chunk, &account),
-                _ => self.change_ciphertext(direction, chunk),
-            },
+        match (self.attacker.attack.clone(), self.protocol) {
+            (Attack::Tamper { every_bytes }, _) => self.tamper(direction, chunk, every_bytes),
+            (attack, Protocol::Sv1) => self.sv1_lines(direction, chunk, &attack),
+            (Attack::HijackWorker { .. }, _) => self.change_ciphertext(direction, chunk),
+            (Attack::Inject, _) => self.inject_frame(direction, chunk),
         }
     }
 
@@ -195,30 +210,97 @@ impl Connection {
         out
     }
 
-    /// SV1 read line by line: complete lines go on (rewritten once the attack is on), a
-    /// partial one waits for its end.
-    fn hijack_lines(&mut self, direction: Direction, chunk: &[u8], account: &str) -> Vec<u8> {
+    /// A stream the attacker cannot read, with a forged frame of its own before the first
+    /// chunk the farm sends once the attack is on: 6 bytes of header and 16 of MAC, what
+    /// the smallest encrypted SV2 frame takes, of bytes no key made.
+    fn inject_frame(&mut self, direction: Direction, chunk: &[u8]) -> Vec<u8> {
+        if direction == Direction::Down || self.opaque_changed || !self.attacker.active() {
+            return chunk.to_vec();
+        }
+        self.opaque_changed = true;
+        let mut out: Vec<u8> = (0..22).map(|_| rand::random::<u8>()).collect();
+        out.extend_from_slice(chunk);
+        self.record(direction, AttackAction::FrameInjected);
+        out
+    }
+
+    /// SV1 read line by line: complete lines go on (changed once the attack is on), a
+    /// partial one waits for its end. The attacker reads every line for the farm's worker
+    /// and current job, and hides the answers to what it injected.
+    fn sv1_lines(&mut self, direction: Direction, chunk: &[u8], attack: &Attack) -> Vec<u8> {
         let mut held = std::mem::take(&mut self.partial[index(direction)]);
         held.extend_from_slice(chunk);
         let complete = held.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         self.partial[index(direction)] = held.split_off(complete);
-        if !self.attacker.active() {
-            return held;
-        }
-        let mut out = Vec::with_capacity(held.len() + 128);
+        let active = self.attacker.active();
+        let mut out = Vec::with_capacity(held.len() + 256);
         for line in held.split_inclusive(|&b| b == b'\n') {
-            match direction {
-                Direction::Up => self.rewrite_request(line, account, &mut out),
-                Direction::Down if is_answer_to_injected(line) => {}
-                Direction::Down => out.extend_from_slice(line),
+            let message = serde_json::from_slice::<Value>(line).ok();
+            if let Some(m) = &message {
+                self.learn(direction, m);
+            }
+            match (direction, active, attack) {
+                (_, false, _) => out.extend_from_slice(line),
+                (Direction::Down, true, _) => {
+                    if !message.as_ref().is_some_and(is_answer_to_injected) {
+                        out.extend_from_slice(line);
+                    }
+                }
+                (Direction::Up, true, Attack::HijackWorker { account }) => {
+                    self.rewrite_request(message, line, account, &mut out)
+                }
+                (Direction::Up, true, _) => {
+                    self.inject_submit(&mut out);
+                    out.extend_from_slice(line);
+                }
             }
         }
         out
     }
 
+    /// The farm's worker (from its authorization) and its current job (from the pool's
+    /// notifications), as the attacker reads them.
+    fn learn(&mut self, direction: Direction, message: &Value) {
+        match (direction, message["method"].as_str()) {
+            (Direction::Up, Some("mining.authorize")) => {
+                self.worker = message["params"][0].as_str().map(str::to_string);
+            }
+            (Direction::Down, Some("mining.notify")) => {
+                let params = &message["params"];
+                self.job = Some((params[0].clone(), params[7].clone()));
+            }
+            _ => {}
+        }
+    }
+
+    /// Once a connection's worker and job are known: a share the farm never found, in its
+    /// worker's name, before the farm's next request.
+    fn inject_submit(&mut self, out: &mut Vec<u8>) {
+        let (Some(worker), Some((job_id, ntime)), false) =
+            (&self.worker, &self.job, self.opaque_changed)
+        else {
+            return;
+        };
+        let forged = serde_json::json!({
+            "id": INJECTED_SUBMIT,
+            "method": "mining.submit",
+            "params": [worker, job_id, "0000000000000000", ntime, "00000000"],
+        });
+        out.extend_from_slice(forged.to_string().as_bytes());
+        out.push(b'\n');
+        self.opaque_changed = true;
+        self.record(Direction::Up, AttackAction::SubmitInjected);
+    }
+
     /// A farm's request, with the attacker's worker in place of the farm's.
-    fn rewrite_request(&mut self, line: &[u8], account: &str, out: &mut Vec<u8>) {
-        let Ok(mut request) = serde_json::from_slice::<Value>(line) else {
+    fn rewrite_request(
+        &mut self,
+        message: Option<Value>,
+        line: &[u8],
+        account: &str,
+        out: &mut Vec<u8>,
+    ) {
+        let Some(mut request) = message else {
             out.extend_from_slice(line);
             return;
         };
@@ -233,7 +315,7 @@ impl Connection {
         };
         if action == AttackAction::SubmitRewritten && !self.own_worker_authorized {
             let authorize = serde_json::json!({
-                "id": INJECTED_ID,
+                "id": INJECTED_AUTHORIZE,
                 "method": "mining.authorize",
                 "params": [account, "x"],
             });
@@ -270,10 +352,9 @@ impl Connection {
     }
 }
 
-/// The pool's answer to the authorization the attacker injected, which the miner never
-/// asked for.
-fn is_answer_to_injected(line: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(line).is_ok_and(|v| v["id"] == INJECTED_ID)
+/// The pool's answer to a request the attacker injected, which the miner never made.
+fn is_answer_to_injected(message: &Value) -> bool {
+    message["id"] == INJECTED_AUTHORIZE || message["id"] == INJECTED_SUBMIT
 }
 
 #[cfg(test)]
@@ -326,7 +407,7 @@ mod tests {
         // The pool's answer to the injected authorization never reaches the miner; the
         // answer to the share does.
         let answers = format!(
-            "{{\"id\":\"{INJECTED_ID}\",\"result\":true,\"error\":null}}\n{{\"id\":7,\"result\":true,\"error\":null}}\n"
+            "{{\"id\":\"{INJECTED_AUTHORIZE}\",\"result\":true,\"error\":null}}\n{{\"id\":7,\"result\":true,\"error\":null}}\n"
         );
         let down = text(c.pass(Direction::Down, answers.as_bytes()));
         assert_eq!(down, "{\"id\":7,\"result\":true,\"error\":null}\n");
@@ -352,6 +433,42 @@ mod tests {
         assert_eq!(changed, vec![32]);
         assert_eq!(c.pass(Direction::Up, &handshake), handshake.to_vec());
         assert_eq!(c.pass(Direction::Down, &handshake), handshake.to_vec());
+    }
+
+    #[test]
+    fn an_injection_forges_one_share_in_the_farms_name_on_its_job_and_hides_the_answer() {
+        let mut c = connection(Attack::Inject, Duration::ZERO);
+        let authorize = b"{\"id\":2,\"method\":\"mining.authorize\",\"params\":[\"farm.1\",\"x\"]}\n";
+        // Before a job is known, nothing can be forged.
+        assert_eq!(c.pass(Direction::Up, authorize), authorize.to_vec());
+        let notify = b"{\"id\":null,\"method\":\"mining.notify\",\"params\":[\"j9\",\"00\",\"01\",\"02\",[],\"20000000\",\"1d00ffff\",\"6553f100\",true]}\n";
+        assert_eq!(c.pass(Direction::Down, notify), notify.to_vec());
+        let submit = b"{\"id\":5,\"method\":\"mining.submit\",\"params\":[\"farm.1\",\"j9\",\"00\",\"6553f100\",\"01\"]}\n";
+        let out = text(c.pass(Direction::Up, submit));
+        let lines: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert_eq!(lines[0]["id"], INJECTED_SUBMIT);
+        assert_eq!(lines[0]["params"][0], "farm.1");
+        assert_eq!(lines[0]["params"][1], "j9");
+        assert_eq!(lines[0]["params"][3], "6553f100");
+        assert_eq!(lines[1]["id"], 5);
+        // Once a connection.
+        assert_eq!(c.pass(Direction::Up, submit), submit.to_vec());
+        let answer = format!("{{\"id\":\"{INJECTED_SUBMIT}\",\"result\":null,\"error\":[23,\"Low difficulty share\",null]}}\n");
+        assert!(c.pass(Direction::Down, answer.as_bytes()).is_empty());
+    }
+
+    #[test]
+    fn an_injection_into_a_stream_it_cannot_read_is_a_frame_of_its_own_bytes_once() {
+        let mut c = connection(Attack::Inject, Duration::ZERO);
+        let frame = [0x77u8; 40];
+        let out = c.pass(Direction::Up, &frame);
+        assert_eq!(out.len(), 62);
+        assert_eq!(&out[22..], &frame[..]);
+        assert_eq!(c.pass(Direction::Up, &frame), frame.to_vec());
     }
 
     #[test]

@@ -30,6 +30,10 @@ pub enum AttackAction {
     CiphertextChanged,
     /// One bit of the stream flipped.
     ByteFlipped,
+    /// An SV1 `mining.submit` the farm never sent, in its worker's name.
+    SubmitInjected,
+    /// Bytes of the attacker's own in a stream it cannot read (SV2), as a frame.
+    FrameInjected,
 }
 
 /// One end of a connection across the link.

@@ -222,7 +222,7 @@ fn planned_attack(a: &crate::scenario::LinkAttack) -> analysis::security::Planne
         at_s: a.at.as_secs_f64(),
         account: match &a.attack {
             link::attack::Attack::HijackWorker { account } => Some(account.clone()),
-            link::attack::Attack::Tamper { .. } => None,
+            link::attack::Attack::Tamper { .. } | link::attack::Attack::Inject => None,
         },
     }
 }
