@@ -22,6 +22,7 @@ pub mod input;
 pub mod jobs;
 pub mod latency;
 pub mod manifest;
+pub mod outage;
 pub mod paths;
 pub mod published;
 pub mod resources;

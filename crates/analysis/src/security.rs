@@ -299,13 +299,7 @@ mod tests {
     use super::*;
     use probe::event::AttackAction;
 
-    fn at(t_s: f64, role: &str, event: Event) -> Record {
-        Record {
-            t_ns: (t_s * 1e9) as u64,
-            role: role.into(),
-            event,
-        }
-    }
+    use crate::testing::rec_s as at;
 
     fn judged(t_s: f64, worker: &str, verdict: ShareVerdict) -> Record {
         at(

@@ -117,6 +117,8 @@ pub struct ShareFacts {
     pub by_miner: BTreeMap<u32, MinerShares>,
     /// What an attacker on the side's link took (`analysis::security`).
     pub attack: crate::security::AttackFacts,
+    /// What outages of the link's far end cost (`analysis::outage`).
+    pub outages: crate::outage::OutageFacts,
 }
 
 /// One miner's shares in the window.
@@ -136,7 +138,7 @@ pub fn side_shares(
 ) -> ShareFacts {
     let mut f = ShareFacts::default();
     for r in events {
-        f.attack.consume(side, window, r);
+        f.on_path(side, window, r);
     }
     let mut in_window: HashSet<(u32, u64)> = HashSet::new();
     for r in events.iter().filter(|r| r.role == side.miners_role) {
@@ -216,6 +218,13 @@ impl ShareFacts {
     }
 
     /// A verdict of the pool in the window, under the network's `tip`.
+    /// What befell the side's link (an attacker, outages) and what it cost, from one
+    /// record in time order: the same for a batch and a streaming run.
+    pub(crate) fn on_path(&mut self, side: &SideRoles, window: Window, r: &Record) {
+        self.attack.consume(side, window, r);
+        self.outages.consume(side, window, r);
+    }
+
     pub(crate) fn judged(
         &mut self,
         tip: Option<&str>,

@@ -217,7 +217,7 @@ impl ShareStream {
     /// One record, in time order.
     pub fn consume(&mut self, r: &Record) {
         let in_window = self.window.contains(r.t_ns);
-        self.facts.attack.consume(&self.side, self.window, r);
+        self.facts.on_path(&self.side, self.window, r);
         if r.role == self.node_role {
             match &r.event {
                 Event::TipChanged { hash, .. } => self.tip = Some(hash.clone()),

@@ -8,6 +8,7 @@ use crate::headline::{verdict, VerdictRow, BASELINE};
 use crate::input::RunInput;
 use crate::jobs::{side_jobs, JobFacts, WorkTime};
 use crate::manifest::{Manifest, Sample, SideRoles, Stopped, Window};
+use crate::outage::{side_outages, SideOutage};
 use crate::paths::{path_readings, PathReadings};
 use crate::resources::{resources, series_dist};
 use crate::security::side_security;
@@ -77,6 +78,10 @@ pub struct Summary {
     /// (`analysis::security`), when the scenario planned one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub security: BTreeMap<String, crate::security::SideSecurity>,
+    /// Per side, what each outage of its pool or JDS cost (`analysis::outage`), when the
+    /// scenario planned any.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub outages: BTreeMap<String, Vec<SideOutage>>,
     /// Events that could not be tied to their counterpart, by kind.
     pub unmatched: BTreeMap<String, u64>,
     /// What ended the measured window, when the run could end it early.
@@ -326,10 +331,13 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
         | Event::NewPrevHashRelayed { .. }
         | Event::Sv2JobRelayed { .. }
         | Event::EncryptedRead { .. }
-        // An attack's facts are gathered with the shares it took (`ShareFacts::attack`).
+        // An attack's and an outage's facts are gathered with the shares they took
+        // (`ShareFacts::on_path`).
         | Event::AttackBegan { .. }
         | Event::AttackApplied { .. }
-        | Event::AttackedConnectionClosed { .. } => false,
+        | Event::AttackedConnectionClosed { .. }
+        | Event::FaultBegan { .. }
+        | Event::FaultEnded { .. } => false,
     }
 }
 
@@ -368,6 +376,13 @@ pub fn assemble(
             .collect(),
         None => BTreeMap::new(),
     };
+    let outages: BTreeMap<String, Vec<SideOutage>> = (facts.iter())
+        .filter_map(|(name, (_, shares))| {
+            let roles = m.sides.get(name)?;
+            let side = side_outages(roles, &shares.outages, window, &m.worth, block_value);
+            (!side.is_empty()).then(|| (name.clone(), side))
+        })
+        .collect();
 
     let sides: BTreeMap<String, SideSummary> = (m.sides.iter())
         .map(|(name, side)| {
@@ -441,6 +456,7 @@ pub fn assemble(
         harness: sampled(HARNESS_ROLE),
         host: crate::host::health(samples, window),
         security,
+        outages,
         unmatched: unmatched.0,
         stopped: m.stopped.clone(),
         clock_uncertainty_ms,

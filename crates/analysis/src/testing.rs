@@ -15,6 +15,11 @@ pub fn rec(t_ns: u64, role: &str, event: Event) -> Record {
     }
 }
 
+/// `rec` at `t_s` seconds.
+pub fn rec_s(t_s: f64, role: &str, event: Event) -> Record {
+    rec((t_s * 1e9) as u64, role, event)
+}
+
 /// A run with a 0-10 s window, a 100 ms link, the network node `node`, and `sides`.
 pub fn manifest(sides: Vec<(String, SideRoles)>) -> Manifest {
     Manifest {

@@ -16,6 +16,8 @@ use serde_json::Value;
 const RTT_MS: f64 = 100.0;
 /// What a loaded 2-core machine may add to a close, ms.
 const SLACK_MS: f64 = 150.0;
+/// Miners a side in the scenario.
+const MINERS: f64 = 4.0;
 
 #[test]
 fn a_hijack_takes_sv1_work_silently_and_breaks_sv2_sessions_within_a_round_trip() {
@@ -77,9 +79,11 @@ fn a_hijack_takes_sv1_work_silently_and_breaks_sv2_sessions_within_a_round_trip(
             "{side}: {sv2}"
         );
         assert_eq!(num(&sv2["stolen_pct"]), 0.0, "{side}: {sv2}");
+        // Miners reconnect and the attacker breaks each new session too: all but those
+        // changed in the window's last moments (one a miner at most) closed in it.
         let changed = num(&sv2["connections_changed"]);
         let closed = num(&sv2["closed_by_pool"]) + num(&sv2["closed_by_farm"]);
-        assert!(changed >= 1.0 && closed == changed, "{side}: {sv2}");
+        assert!(closed >= 1.0 && changed - closed <= MINERS, "{side}: {sv2}");
         let detection = &sv2["detection_ms"];
         assert!(
             num(&detection["p50"]) >= RTT_MS / 2.0,

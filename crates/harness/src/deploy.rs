@@ -521,6 +521,7 @@ mod tests {
                 config: link::LinkConfig::from_rtt(std::time::Duration::from_millis(100)),
             }],
             attack: None,
+            faults: Vec::new(),
         }
     }
 

@@ -119,6 +119,9 @@ pub enum RoleSpec {
         /// An attacker on the link (scenario `link.attack`), on every route alike.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attack: Option<link::attack::ScheduledAttack>,
+        /// Outages of the routes' far ends (scenario `faults`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        faults: Vec<link::fault::ScheduledFault>,
     },
     Sv1Miners {
         config: sv1::fleet::FleetConfig,
@@ -319,7 +322,11 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
             terminated().await;
             pool.stop();
         }
-        RoleSpec::Link { routes, attack } => run_link(routes, attack, &recorder).await?,
+        RoleSpec::Link {
+            routes,
+            attack,
+            faults,
+        } => run_link(routes, attack, faults, &recorder).await?,
         RoleSpec::Sv1Miners { config } => {
             let fleet = sv1::fleet::FleetHandle::start(config, recorder.clone())?;
             ready(&Ready::default());
@@ -406,19 +413,26 @@ async fn run_node(options: node::NodeOptions) -> Result<()> {
 async fn run_link(
     routes: Vec<LinkRoute>,
     attack: Option<link::attack::ScheduledAttack>,
+    faults: Vec<link::fault::ScheduledFault>,
     recorder: &Recorder,
 ) -> Result<()> {
     let stats = Arc::new(link::LinkStats::default());
+    let start_ns = probe::mono_ns();
     let attacker = attack.map(|a| link::attack::Attacker::start(a, recorder.clone()));
+    link::fault::announce(&faults, start_ns, recorder);
     let mut relays = Vec::new();
-    for route in routes {
+    for (i, route) in routes.into_iter().enumerate() {
+        let hazards = link::Hazards {
+            attacker: attacker.clone(),
+            outages: link::fault::outages_of(&faults, i, start_ns),
+        };
         relays.push(
             link::Relay::start_counted(
                 route.listen,
                 route.upstream,
                 route.config,
                 stats.clone(),
-                attacker.clone(),
+                hazards,
             )
             .await?,
         );

@@ -185,6 +185,9 @@ pub struct Scenario {
     pub network: Network,
     pub link: Link,
     pub miners: Miners,
+    /// Outages of every side's pool (or JDS) alike, at given times in the window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<Fault>,
     #[serde(default)]
     pub pool: Pool,
     #[serde(default)]
@@ -556,8 +559,9 @@ impl TryFrom<AttackFields> for LinkAttack {
     }
 }
 
-/// One bit in 100 kB: a few flips a minute on an SV1 miner's stream.
-const DEFAULT_TAMPER_EVERY: u64 = 100_000;
+/// One bit in 20 kB of what a link carries: a flip every minute or so on a side of four
+/// miners.
+const DEFAULT_TAMPER_EVERY: u64 = 20_000;
 
 impl From<LinkAttack> for AttackFields {
     fn from(a: LinkAttack) -> Self {
@@ -602,6 +606,70 @@ pub struct Miners {
     /// or the WAN link), both ways. Every side gets the same draws.
     #[serde(default)]
     pub lan_delay_ms: DelaySpread,
+    /// After a lost connection, a miner connects again this much later (ESP-Miner: 1 s).
+    #[serde(with = "dur", default = "default_reconnect_after")]
+    pub reconnect_after: Duration,
+    /// A failed connect is tried again this often (ESP-Miner: 5 s).
+    #[serde(with = "dur", default = "default_retry_every")]
+    pub retry_every: Duration,
+    /// A pool that sends nothing for this long is given up on and connected to again
+    /// (ESP-Miner's socket receive timeout: 180 s).
+    #[serde(with = "dur", default = "default_silence_timeout")]
+    pub silence_timeout: Duration,
+}
+
+impl Miners {
+    /// How each miner gets its pool back.
+    pub fn reconnect(&self) -> mining::farm::Reconnect {
+        mining::farm::Reconnect {
+            after: self.reconnect_after,
+            retry_every: self.retry_every,
+            silence: self.silence_timeout,
+        }
+    }
+}
+
+fn default_reconnect_after() -> Duration {
+    mining::farm::Reconnect::default().after
+}
+fn default_retry_every() -> Duration {
+    mining::farm::Reconnect::default().retry_every
+}
+fn default_silence_timeout() -> Duration {
+    mining::farm::Reconnect::default().silence
+}
+
+/// `[[faults]]`: the far end of every side's link goes away for a while.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    /// What goes away: `pool` (the side's pool, as its link reaches it) or `jds` (the
+    /// pool's Job Declarator, on the sides that declare jobs).
+    pub target: FaultTarget,
+    /// `drop`: connections close and the port refuses new ones; `stall`: connections stay
+    /// open and nothing crosses.
+    pub kind: link::fault::FaultKind,
+    /// After the window opens.
+    #[serde(with = "dur")]
+    pub at: Duration,
+    #[serde(with = "dur")]
+    pub lasts: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FaultTarget {
+    Pool,
+    Jds,
+}
+
+impl FaultTarget {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultTarget::Pool => "pool",
+            FaultTarget::Jds => "jds",
+        }
+    }
 }
 
 /// How miners' hashrates spread, as multiples of the nominal hashrate with mean 1.
@@ -959,7 +1027,38 @@ impl Scenario {
         self.check_network()?;
         self.check_sv1_pools()?;
         self.check_link()?;
+        self.check_faults()?;
         self.check_miners()
+    }
+
+    /// Each fault inside the window, of some length, and a JDS fault only with a side that
+    /// declares jobs.
+    fn check_faults(&self) -> Result<()> {
+        let declares = (self.sides.iter()).any(|s| matches!(s.config, Config::Sv2A | Config::Sv2B));
+        for (i, f) in self.faults.iter().enumerate() {
+            if f.lasts.is_zero() {
+                fail(
+                    &format!("faults[{i}].lasts"),
+                    "must be longer than zero".into(),
+                )?;
+            }
+            if f.at + f.lasts > self.duration {
+                fail(
+                    &format!("faults[{i}].at"),
+                    format!(
+                        "{:?} and {:?} after it end past the {:?} window",
+                        f.at, f.lasts, self.duration
+                    ),
+                )?;
+            }
+            if f.target == FaultTarget::Jds && !declares {
+                fail(
+                    &format!("faults[{i}].target"),
+                    "`jds` needs a side with a Job Declarator (sv2-a or sv2-b)".into(),
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// The scenario measured for `duration` instead of its own (`--duration`), checked.
@@ -1483,6 +1582,43 @@ shares_per_min = 10
         assert!(zero.contains("every_bytes"), "{zero}");
         let typo = problem(r#"kind = "tamper", at = "1s", evry_bytes = 9"#);
         assert!(typo.contains("evry_bytes"), "{typo}");
+    }
+
+    #[test]
+    fn faults_are_parsed_and_bad_ones_are_refused_naming_the_field() {
+        let p = write(BASE);
+        let load = |faults: &str| Scenario::load(&p, &[format!("faults=[{faults}]")]);
+        let problem = |faults: &str| format!("{:#}", load(faults).unwrap_err());
+        let drop = load(r#"{target="pool", kind="drop", at="10s", lasts="20s"}"#).unwrap();
+        assert_eq!(
+            drop.faults,
+            vec![Fault {
+                target: FaultTarget::Pool,
+                kind: link::fault::FaultKind::Drop,
+                at: Duration::from_secs(10),
+                lasts: Duration::from_secs(20),
+            }]
+        );
+        let late = problem(r#"{target="pool", kind="stall", at="50s", lasts="20s"}"#);
+        assert!(late.contains("faults[0].at"), "{late}");
+        let empty = problem(r#"{target="pool", kind="drop", at="5s", lasts="0s"}"#);
+        assert!(empty.contains("faults[0].lasts"), "{empty}");
+        let jds = problem(r#"{target="jds", kind="drop", at="5s", lasts="5s"}"#);
+        assert!(
+            jds.contains("faults[0].target") && jds.contains("sv2-a"),
+            "{jds}"
+        );
+        let unknown = problem(r#"{target="node", kind="drop", at="5s", lasts="5s"}"#);
+        assert!(
+            unknown.contains("node") && unknown.contains("pool"),
+            "{unknown}"
+        );
+        let kind = problem(r#"{target="pool", kind="flap", at="5s", lasts="5s"}"#);
+        assert!(kind.contains("flap") && kind.contains("stall"), "{kind}");
+        // The firmware timers have ESP-Miner's defaults.
+        let timers = load("").unwrap().miners.reconnect();
+        assert_eq!(timers, mining::farm::Reconnect::default());
+        assert_eq!(timers.retry_every, Duration::from_secs(5));
     }
 
     #[test]

@@ -28,8 +28,8 @@ pub enum Attack {
     /// a stream it cannot read as SV1 (SV2's Noise), its rewrite lands on ciphertext: it
     /// changes one byte of the first chunk each connection sends after the attack began.
     HijackWorker { account: String },
-    /// Flips one bit of every `every_bytes`-th byte, each way: line noise, or a middlebox
-    /// that mangles what it carries.
+    /// Flips one bit of every `every_bytes`-th byte the link carries, each way (counted
+    /// over all its connections): line noise, or a middlebox that mangles what it carries.
     Tamper { every_bytes: u64 },
     /// Inserts one forged message into each connection once the attack is on, farm to
     /// pool: on SV1 a `mining.submit` in the farm's worker's name on its current job (the
@@ -67,6 +67,8 @@ pub struct Attacker {
     begins_at_ns: u64,
     recorder: Recorder,
     connections: AtomicU64,
+    /// Bytes carried since the link started, up and down (for `tamper`).
+    carried: [AtomicU64; 2],
 }
 
 impl Attacker {
@@ -78,6 +80,7 @@ impl Attacker {
             begins_at_ns,
             recorder,
             connections: AtomicU64::new(0),
+            carried: Default::default(),
         });
         let announcing = attacker.clone();
         tokio::spawn(async move {
@@ -104,7 +107,6 @@ impl Attacker {
             opaque_changed: false,
             worker: None,
             job: None,
-            bytes_seen: [0, 0],
             applied: false,
             closed: false,
         }))
@@ -136,7 +138,6 @@ pub(crate) struct Connection {
     /// job's id and time.
     worker: Option<String>,
     job: Option<(Value, Value)>,
-    bytes_seen: [u64; 2],
     applied: bool,
     closed: bool,
 }
@@ -175,9 +176,8 @@ impl Connection {
     }
 
     fn tamper(&mut self, direction: Direction, chunk: &[u8], every_bytes: u64) -> Vec<u8> {
-        let seen = &mut self.bytes_seen[index(direction)];
-        let first = *seen;
-        *seen += chunk.len() as u64;
+        let carried = &self.attacker.carried[index(direction)];
+        let first = carried.fetch_add(chunk.len() as u64, Ordering::Relaxed);
         let mut out = chunk.to_vec();
         if !self.attacker.active() {
             return out;
@@ -367,6 +367,7 @@ mod tests {
             begins_at_ns: mono_ns() + begins_after.as_nanos() as u64,
             recorder: Recorder::disabled(),
             connections: AtomicU64::new(0),
+            carried: Default::default(),
         };
         Arc::into_inner(Arc::new(attacker).connection())
             .unwrap()
@@ -438,7 +439,8 @@ mod tests {
     #[test]
     fn an_injection_forges_one_share_in_the_farms_name_on_its_job_and_hides_the_answer() {
         let mut c = connection(Attack::Inject, Duration::ZERO);
-        let authorize = b"{\"id\":2,\"method\":\"mining.authorize\",\"params\":[\"farm.1\",\"x\"]}\n";
+        let authorize =
+            b"{\"id\":2,\"method\":\"mining.authorize\",\"params\":[\"farm.1\",\"x\"]}\n";
         // Before a job is known, nothing can be forged.
         assert_eq!(c.pass(Direction::Up, authorize), authorize.to_vec());
         let notify = b"{\"id\":null,\"method\":\"mining.notify\",\"params\":[\"j9\",\"00\",\"01\",\"02\",[],\"20000000\",\"1d00ffff\",\"6553f100\",true]}\n";

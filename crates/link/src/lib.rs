@@ -9,10 +9,12 @@
 //! by a timer finer than tokio's millisecond wheel ([`timer`]).
 
 pub mod attack;
+pub mod fault;
 pub mod timer;
 
 use anyhow::{Context, Result};
 use attack::{Attacker, Connection};
+use fault::Outage;
 use probe::event::LinkEnd;
 use probe::{mono_ns, Histogram};
 use rand::Rng;
@@ -101,17 +103,18 @@ pub struct Relay {
 impl Relay {
     /// Listens on `listen` (the farm side) and relays every connection to `upstream`.
     pub async fn start(listen: SocketAddr, upstream: SocketAddr, cfg: LinkConfig) -> Result<Relay> {
-        Self::start_counted(listen, upstream, cfg, Arc::default(), None).await
+        Self::start_counted(listen, upstream, cfg, Arc::default(), Hazards::default()).await
     }
 
     /// Like [`Relay::start`], counting into `stats`, which several relays of one link
-    /// (one per service crossing it) may share, and with the link's `attacker`, if any.
+    /// (one per service crossing it) may share, with the link's attacker and this
+    /// route's outages, if any.
     pub async fn start_counted(
         listen: SocketAddr,
         upstream: SocketAddr,
         cfg: LinkConfig,
         stats: Arc<LinkStats>,
-        attacker: Option<Arc<Attacker>>,
+        hazards: Hazards,
     ) -> Result<Relay> {
         let listener = TcpListener::bind(listen).await.with_context(|| {
             format!(
@@ -121,13 +124,33 @@ impl Relay {
         })?;
         let listen_addr = listener.local_addr()?;
         let shared = stats.clone();
+        let Hazards { attacker, outages } = hazards;
+        let outages: Arc<[Outage]> = outages.into();
         let accept = tokio::spawn(async move {
+            let mut listener = listener;
             loop {
-                let (farm, peer) = probe::listen::accept_next("link", || listener.accept()).await;
+                let next_drop = fault::next_drop(&outages, mono_ns());
+                if let Some(down) = next_drop.filter(|d| d.from_ns <= mono_ns()) {
+                    // The far end is down: the port refuses connections until it is back.
+                    drop(listener);
+                    timer::sleep_until_ns(down.until_ns).await;
+                    listener = rebind(listen_addr).await;
+                    continue;
+                }
+                let accepted = probe::listen::accept_next("link", || listener.accept());
+                let (farm, peer) = match next_drop {
+                    Some(down) => tokio::select! {
+                        accepted = accepted => accepted,
+                        _ = timer::sleep_until_ns(down.from_ns) => continue,
+                    },
+                    None => accepted.await,
+                };
                 let stats = shared.clone();
                 let attacked = attacker.as_ref().map(Attacker::connection);
+                let outages = outages.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = relay_connection(farm, upstream, cfg, stats, attacked).await {
+                    let relayed = relay_connection(farm, upstream, cfg, stats, attacked, outages);
+                    if let Err(e) = relayed.await {
                         tracing::info!(%peer, error = %e, "link connection ended");
                     }
                 });
@@ -145,12 +168,34 @@ impl Relay {
     }
 }
 
+/// What may befall a relay's connections besides delay: an attacker on the path, and
+/// outages of the far end.
+#[derive(Default)]
+pub struct Hazards {
+    pub attacker: Option<Arc<Attacker>>,
+    pub outages: Vec<Outage>,
+}
+
+/// The farm-side port again after an outage; retried while something else holds it.
+async fn rebind(addr: SocketAddr) -> TcpListener {
+    loop {
+        match TcpListener::bind(addr).await {
+            Ok(listener) => return listener,
+            Err(e) => {
+                tracing::warn!(%addr, error = %e, "cannot listen again after the outage; retrying");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
 async fn relay_connection(
     farm: TcpStream,
     upstream: SocketAddr,
     cfg: LinkConfig,
     stats: Arc<LinkStats>,
     attacked: Option<Arc<Mutex<Connection>>>,
+    outages: Arc<[Outage]>,
 ) -> Result<()> {
     let pool = TcpStream::connect(upstream)
         .await
@@ -163,8 +208,9 @@ async fn relay_connection(
     let ends = Ends {
         attacked,
         first_closed: Arc::default(),
+        outages: outages.clone(),
     };
-    let up = tokio::spawn(pump(
+    let mut up = tokio::spawn(pump(
         farm_r,
         pool_w,
         cfg.up_delay,
@@ -173,7 +219,7 @@ async fn relay_connection(
         Direction::Up,
         ends.clone(),
     ));
-    let down = tokio::spawn(pump(
+    let mut down = tokio::spawn(pump(
         pool_r,
         farm_w,
         cfg.down_delay,
@@ -182,8 +228,22 @@ async fn relay_connection(
         Direction::Down,
         ends.clone(),
     ));
-    // When either side closes, the other direction finishes delivering what is in flight.
-    let _ = tokio::join!(up, down);
+    // When either side closes, the other direction finishes delivering what is in flight;
+    // when the far end drops, both close at once, and what is in flight is lost.
+    let aborts = [up.abort_handle(), down.abort_handle()];
+    let relayed = async {
+        let _ = tokio::join!(&mut up, &mut down);
+    };
+    match fault::next_drop(&outages, mono_ns()) {
+        Some(down_at) => tokio::select! {
+            _ = relayed => {}
+            _ = timer::sleep_until_ns(down_at.from_ns) => {
+                aborts.iter().for_each(tokio::task::AbortHandle::abort);
+                let _ = ends.first_closed.set((LinkEnd::Pool, mono_ns()));
+            }
+        },
+        None => relayed.await,
+    }
     if let (Some(attacked), Some(&(by, t_ns))) = (&ends.attacked, ends.first_closed.get()) {
         attacked.lock().unwrap().closed(by, t_ns);
     }
@@ -196,6 +256,7 @@ async fn relay_connection(
 struct Ends {
     attacked: Option<Arc<Mutex<Connection>>>,
     first_closed: Arc<OnceLock<(LinkEnd, u64)>>,
+    outages: Arc<[Outage]>,
 }
 
 /// A chunk of bytes in flight, due for writing at `due_ns`.
@@ -272,7 +333,8 @@ async fn pump(
         } else {
             0
         };
-        last_due_ns = last_due_ns.max(sent + delay_ns + jitter);
+        let due = fault::held_by_stalls(&ends.outages, arrived, sent + delay_ns + jitter);
+        last_due_ns = last_due_ns.max(due);
         dir.bytes.fetch_add(n as u64, Ordering::Relaxed);
         dir.chunks.fetch_add(1, Ordering::Relaxed);
         if tx

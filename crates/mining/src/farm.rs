@@ -45,6 +45,27 @@ impl PerMiner {
     }
 }
 
+/// How a miner gets its pool back, as device firmware does. The defaults are ESP-Miner's
+/// (the Bitaxe firmware): a second's pause after a lost connection, a failed connect
+/// tried again every 5 s, and a pool that sends nothing for 180 s given up on (its socket's
+/// receive timeout).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Reconnect {
+    pub after: Duration,
+    pub retry_every: Duration,
+    pub silence: Duration,
+}
+
+impl Default for Reconnect {
+    fn default() -> Self {
+        Reconnect {
+            after: Duration::from_secs(1),
+            retry_every: Duration::from_secs(5),
+            silence: Duration::from_secs(180),
+        }
+    }
+}
+
 /// One way across a farm's LAN: each item of `rx`, stamped with the moment it was sent
 /// (`now()`'s clock, in nanoseconds), comes out `delay` later, in order, stamped with the
 /// moment it arrives. With no delay `rx` is handed back as it is: no task, no extra hop.

@@ -252,6 +252,15 @@ pub enum Event {
     BlockRelayModelled { received: u64, sent: u64 },
     /// Bytes that crossed the WAN link so far, per direction (sampled every second).
     LinkBytes { up_bytes: u64, down_bytes: u64 },
+    /// An outage of the link's far end (scenario `faults`) began: the `target` it stands
+    /// for (`pool`, `jds`), the `fault` (`drop`, `stall`) and how long it lasts.
+    FaultBegan {
+        target: String,
+        fault: String,
+        lasts_ms: f64,
+    },
+    /// That outage ended.
+    FaultEnded { target: String },
     /// An attacker on the link (scenario `link.attack`) began, of this kind.
     AttackBegan { attack: String },
     /// The attacker changed a connection's stream (`conn` numbers the link's connections

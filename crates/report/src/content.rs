@@ -36,10 +36,9 @@ pub fn build(run: &RunData) -> Document {
         sections.push(worth_section(summary));
     }
     let planned = run.manifest.as_ref().and_then(|m| m.attack.as_ref());
-    if let Some(security) =
-        (run.summary.as_ref()).and_then(|s| crate::security::section(s, planned))
-    {
-        sections.push(security);
+    if let Some(summary) = &run.summary {
+        sections.extend(crate::security::section(summary, planned));
+        sections.extend(crate::outage::section(summary));
     }
     sections.push(context(run));
     match &run.summary {
@@ -423,11 +422,8 @@ fn worth_section(summary: &analysis::Summary) -> Section {
     }
     let mut blocks = vec![
         Block::Para(format!(
-            "For a farm of {} on a network of {} with a block every {:.0} s worth {} sats ({:.6} blocks a day for the farm): what each difference against {} earns or costs it a day. Positive: the side earns more. Intervals carry over from the verdict; a difference the verdict does not call significant may be worth nothing. Set the farm with `run --hashrate 100PH/s` (and `--network-hashrate`, `--block-value-sats`).",
-            analysis::worth::hashrate_label(a.farm_hashrate),
-            analysis::worth::hashrate_label(a.network_hashrate),
-            a.block_interval_s,
-            grouped(a.block_value_sats.unwrap_or_default(), 0),
+            "For {} ({:.6} blocks a day for the farm): what each difference against {} earns or costs it a day. Positive: the side earns more. Intervals carry over from the verdict; a difference the verdict does not call significant may be worth nothing. Set the farm with `run --hashrate 100PH/s` (and `--network-hashrate`, `--block-value-sats`).",
+            crate::readings::the_farm(a),
             a.farm_blocks_per_day(),
             summary.baseline,
         )),

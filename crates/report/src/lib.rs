@@ -9,6 +9,7 @@ mod content;
 pub mod document;
 pub mod export;
 pub mod fuzzing;
+mod outage;
 pub mod readings;
 pub mod run_data;
 mod security;

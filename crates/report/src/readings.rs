@@ -1,6 +1,7 @@
 //! Short generated readings of results: words around numbers the analysis computed (the
 //! published tool's text got its arithmetic wrong; here there is none).
 
+use crate::svg::grouped;
 use analysis::headline::VerdictRow;
 use analysis::paths::PathReading;
 
@@ -38,6 +39,18 @@ pub fn over_path(side: &str, what: &str, p50_ms: f64, path: &PathReading) -> Str
     format!(
         "{side}: {what} p50 {p50_ms:.1} ms; it crosses {}, configured at {:.1} ms, so the roles and relays added {added}.",
         path.crosses, path.delay_ms
+    )
+}
+
+/// The farm every figure in sats is for: "a farm of 1 PH/s on 1 ZH/s with a 600 s block
+/// worth 312,500,000 sats".
+pub fn the_farm(a: &analysis::worth::WorthAssumptions) -> String {
+    format!(
+        "a farm of {} on {} with a {:.0} s block worth {} sats",
+        analysis::worth::hashrate_label(a.farm_hashrate),
+        analysis::worth::hashrate_label(a.network_hashrate),
+        a.block_interval_s,
+        grouped(a.block_value_sats.unwrap_or_default(), 0),
     )
 }
 

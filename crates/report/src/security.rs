@@ -11,7 +11,6 @@ pub(crate) fn section(summary: &Summary, planned: Option<&PlannedAttack>) -> Opt
     if summary.security.is_empty() {
         return None;
     }
-    let a = &summary.worth_assumptions;
     let attack = planned.map_or_else(|| "an attack".to_string(), describe);
     let work = |w: Option<WorkPct>| w.map_or("-".into(), |w| percent(Some(w.pct), w.ci, 1));
     let sats = |v: Option<f64>| v.map_or("-".into(), |v| grouped(v, 0));
@@ -45,11 +44,8 @@ pub(crate) fn section(summary: &Summary, planned: Option<&PlannedAttack>) -> Opt
         .collect();
     let mut blocks = vec![
         Block::Para(format!(
-            "{attack}, on every side's link alike; each side's figures run from the moment its link recorded the attack's start to the window's end. The farm's work is its miners' hashrate (a scenario parameter) times the time; credited work is the accepted shares' difficulty by the side's share judge. Who was credited, and whether a session broke, come from the protocols. The worth is the farm's revenue lost each day the attack lasts, for a farm of {} on {} with a {:.0} s block worth {} sats: denied, the fall of the work credited to anyone against before the attack (priced only where the two 95% intervals do not overlap); stolen, the attacker's part of what was still credited.",
-            analysis::worth::hashrate_label(a.farm_hashrate),
-            analysis::worth::hashrate_label(a.network_hashrate),
-            a.block_interval_s,
-            grouped(a.block_value_sats.unwrap_or_default(), 0),
+            "{attack}, on every side's link alike; each side's figures run from the moment its link recorded the attack's start to the window's end. The farm's work is its miners' hashrate (a scenario parameter) times the time; credited work is the accepted shares' difficulty by the side's share judge. Who was credited, and whether a session broke, come from the protocols. The worth is the farm's revenue lost each day the attack lasts, for {}: denied, the fall of the work credited to anyone against before the attack (priced only where the two 95% intervals do not overlap); stolen, the attacker's part of what was still credited.",
+            crate::readings::the_farm(&summary.worth_assumptions),
         )),
         Block::Table {
             head: [
@@ -139,6 +135,11 @@ pub(crate) fn reading(side: &str, s: &SideSecurity) -> String {
             s.detection_ms.as_ref().and_then(|d| d.p50).map_or("-".into(), |v| format!("{v:.1}")),
             share(s.denied_pct),
             a_day(s.denied_sats_per_day)
+        )
+    } else if s.attacker_shares == 0 && broken == 0 && s.connections_changed > 0 {
+        format!(
+            "{side}: the attacker changed {} sessions and none broke: the pool took what it sent as the farm's ({} shares rejected after the attack began; the miners were told of {}). Nothing was credited to the attacker.",
+            s.connections_changed, s.rejected, s.miners_told_rejected
         )
     } else {
         format!(

@@ -79,6 +79,12 @@ pub fn render(s: &Summary, pools: &BTreeMap<String, String>, t: &Terminal) -> St
         let text = crate::security::reading(side, security);
         out.extend(wrap(&format!("security: {text}"), t.width, "  "));
     }
+    for (side, outages) in &s.outages {
+        for outage in outages {
+            let text = crate::outage::reading(side, outage);
+            out.extend(wrap(&format!("outage: {text}"), t.width, "  "));
+        }
+    }
     out.push(String::new());
     out.extend(wrap(&context(s), t.width, "  "));
     for (side, pool) in pools {

@@ -43,6 +43,9 @@ pub struct FleetConfig {
     /// the same shares per minute from a pool that would otherwise start its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggest_difficulty: Option<f64>,
+    /// How each miner gets its pool back after losing it.
+    #[serde(default)]
+    pub reconnect: mining::farm::Reconnect,
 }
 
 /// A share a hashing thread found, for its miner's connection to send.
@@ -153,6 +156,16 @@ impl FleetHandle {
     }
 }
 
+/// How a session with the pool ended.
+enum Ended {
+    /// The fleet stops.
+    Stopped,
+    /// The connection ended, or the pool went silent: connect again.
+    Lost,
+}
+
+/// One miner, for as long as the fleet runs: a session with the pool, and another after
+/// each it loses, as firmware reconnects.
 async fn run_miner(
     index: u32,
     cfg: FleetConfig,
@@ -161,95 +174,174 @@ async fn run_miner(
     recorder: Recorder,
     mut stop: watch::Receiver<bool>,
 ) {
-    let stream = loop {
-        match TcpStream::connect(cfg.pool).await {
-            Ok(s) => break s,
-            Err(e) => {
-                tracing::debug!(miner = index, error = %e, "cannot connect; retrying");
+    let mut miner = MinerState::new(index);
+    loop {
+        let Some(stream) = connect(&cfg, index, &mut stop).await else {
+            return;
+        };
+        // What was found for a session that ended is never sent (firmware clears its
+        // queue when it reconnects).
+        let unsent = std::iter::from_fn(|| shares.try_recv().ok()).count();
+        if unsent > 0 {
+            tracing::debug!(miner = index, unsent, "shares found without a pool");
+        }
+        miner = MinerState {
+            next_share_id: miner.next_share_id,
+            ..MinerState::new(index)
+        };
+        let session = Session {
+            index,
+            cfg: &cfg,
+            slot: &slot,
+            recorder: &recorder,
+        };
+        match session
+            .run(stream, &mut miner, &mut shares, &mut stop)
+            .await
+        {
+            Ended::Stopped => return,
+            Ended::Lost => {
                 tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                    _ = tokio::time::sleep(cfg.reconnect.after) => {}
                     _ = stop.changed() => return,
                 }
             }
         }
-    };
-    let _ = stream.set_nodelay(true);
-    let (read, mut write) = stream.into_split();
-    let worker = format!("{}.{index}", cfg.worker_prefix);
-    let broadcast = match cfg.broadcast.map(broadcast_listener).transpose() {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::error!(
-                miner = index,
-                error = format!("{e:#}"),
-                "cannot listen for job broadcasts"
-            );
-            return;
-        }
-    };
-    // Both ways across the farm's LAN: what the pool sends reaches the miner, and what the
-    // miner sends leaves for the pool, this much later.
-    let lan = cfg.per_miner.lan_delay(index);
-    let (incoming_tx, incoming) = mpsc::unbounded_channel();
-    let listeners = [
-        Some(tokio::spawn(read_lines(read, incoming_tx.clone()))),
-        broadcast.map(|socket| tokio::spawn(read_datagrams(socket, incoming_tx))),
-    ];
-    let mut incoming = mining::farm::lan_hop(incoming, lan, mono_ns);
-    let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
-    let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
-    let suggest = (cfg.suggest_difficulty)
-        .map(|d| request(json!(3), "mining.suggest_difficulty", json!([d])));
-    let hellos = [
-        Some(request(
-            json!(1),
-            "mining.subscribe",
-            json!(["stratum-bench/0.1"]),
-        )),
-        suggest,
-        Some(request(json!(2), "mining.authorize", json!([worker, "x"]))),
-    ];
-    for hello in hellos.into_iter().flatten() {
-        let _ = outgoing_tx.send((mono_ns(), hello));
     }
-    let mut miner = MinerState::new(index);
+}
+
+/// A connection to the pool, tried every `reconnect.retry_every` until one is made;
+/// `None` when the fleet stops first.
+async fn connect(
+    cfg: &FleetConfig,
+    index: u32,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<TcpStream> {
     loop {
-        tokio::select! {
-            Some((t, message)) = incoming.recv() => match message {
-                FromPool::Message(bytes) => miner.handle(&bytes, t, &slot, &recorder),
-                FromPool::Closed(e) => {
-                    tracing::info!(miner = index, error = %e, "pool connection ended");
-                    break;
-                }
-            },
-            Some(share) = shares.recv() => {
-                let id = miner.next_share_id;
-                miner.next_share_id += 1;
-                let msg = request(json!(id), "mining.submit", json!([
-                    worker,
-                    share.job_id,
-                    hex::encode(&share.extranonce2),
-                    format!("{:08x}", share.ntime),
-                    format!("{:08x}", share.nonce),
-                ]));
-                recorder.record(Event::ShareSubmitted {
-                    miner: index,
-                    share_id: id,
-                    job_id: share.job_id,
-                    prev_hash: share.prev_hash.to_string(),
-                    block_hash: share.block_hash.map(|h| h.to_string()),
-                });
-                let _ = outgoing_tx.send((mono_ns(), msg));
-            }
-            Some((_, msg)) = outgoing.recv() => {
-                if write_json(&mut write, &msg).await.is_err() {
-                    break;
+        match TcpStream::connect(cfg.pool).await {
+            Ok(s) => return Some(s),
+            Err(e) => {
+                tracing::debug!(miner = index, error = %e, "cannot connect; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(cfg.reconnect.retry_every) => {}
+                    _ = stop.changed() => return None,
                 }
             }
-            _ = stop.changed() => break,
         }
     }
-    listeners.into_iter().flatten().for_each(|l| l.abort());
+}
+
+/// What one session of a miner with its pool works with.
+struct Session<'a> {
+    index: u32,
+    cfg: &'a FleetConfig,
+    slot: &'a Arc<Slot>,
+    recorder: &'a Recorder,
+}
+
+impl Session<'_> {
+    /// Subscribes, authorizes and mines on `stream` until the fleet stops, the connection
+    /// ends, or the pool is silent for `reconnect.silence`.
+    async fn run(
+        &self,
+        stream: TcpStream,
+        miner: &mut MinerState,
+        shares: &mut mpsc::UnboundedReceiver<Found>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Ended {
+        let Session {
+            index,
+            cfg,
+            slot,
+            recorder,
+        } = *self;
+        let _ = stream.set_nodelay(true);
+        let (read, mut write) = stream.into_split();
+        let worker = format!("{}.{index}", cfg.worker_prefix);
+        let broadcast = match cfg.broadcast.map(broadcast_listener).transpose() {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!(
+                    miner = index,
+                    error = format!("{e:#}"),
+                    "cannot listen for job broadcasts"
+                );
+                return Ended::Stopped;
+            }
+        };
+        // Both ways across the farm's LAN: what the pool sends reaches the miner, and what the
+        // miner sends leaves for the pool, this much later.
+        let lan = cfg.per_miner.lan_delay(index);
+        let (incoming_tx, incoming) = mpsc::unbounded_channel();
+        let listeners = [
+            Some(tokio::spawn(read_lines(read, incoming_tx.clone()))),
+            broadcast.map(|socket| tokio::spawn(read_datagrams(socket, incoming_tx))),
+        ];
+        let mut incoming = mining::farm::lan_hop(incoming, lan, mono_ns);
+        let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
+        let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
+        let suggest = (cfg.suggest_difficulty)
+            .map(|d| request(json!(3), "mining.suggest_difficulty", json!([d])));
+        let hellos = [
+            Some(request(
+                json!(1),
+                "mining.subscribe",
+                json!(["stratum-bench/0.1"]),
+            )),
+            suggest,
+            Some(request(json!(2), "mining.authorize", json!([worker, "x"]))),
+        ];
+        for hello in hellos.into_iter().flatten() {
+            let _ = outgoing_tx.send((mono_ns(), hello));
+        }
+        let silence = tokio::time::sleep(cfg.reconnect.silence);
+        tokio::pin!(silence);
+        let ended = loop {
+            tokio::select! {
+                Some((t, message)) = incoming.recv() => match message {
+                    FromPool::Message(bytes) => {
+                        silence.as_mut().reset(tokio::time::Instant::now() + cfg.reconnect.silence);
+                        miner.handle(&bytes, t, slot, recorder)
+                    }
+                    FromPool::Closed(e) => {
+                        tracing::info!(miner = index, error = %e, "pool connection ended");
+                        break Ended::Lost;
+                    }
+                },
+                _ = &mut silence => {
+                    tracing::info!(miner = index, "the pool is silent; connecting again");
+                    break Ended::Lost;
+                }
+                Some(share) = shares.recv() => {
+                    let id = miner.next_share_id;
+                    miner.next_share_id += 1;
+                    let msg = request(json!(id), "mining.submit", json!([
+                        worker,
+                        share.job_id,
+                        hex::encode(&share.extranonce2),
+                        format!("{:08x}", share.ntime),
+                        format!("{:08x}", share.nonce),
+                    ]));
+                    recorder.record(Event::ShareSubmitted {
+                        miner: index,
+                        share_id: id,
+                        job_id: share.job_id,
+                        prev_hash: share.prev_hash.to_string(),
+                        block_hash: share.block_hash.map(|h| h.to_string()),
+                    });
+                    let _ = outgoing_tx.send((mono_ns(), msg));
+                }
+                Some((_, msg)) = outgoing.recv() => {
+                    if write_json(&mut write, &msg).await.is_err() {
+                        break Ended::Lost;
+                    }
+                }
+                _ = stop.changed() => break Ended::Stopped,
+            }
+        };
+        listeners.into_iter().flatten().for_each(|l| l.abort());
+        ended
+    }
 }
 
 /// What reaches a miner from its pool, with the moment it did.

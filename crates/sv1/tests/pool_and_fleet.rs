@@ -145,6 +145,7 @@ fn farm(
 ) -> FleetHandle {
     FleetHandle::start(
         FleetConfig {
+            reconnect: Default::default(),
             pool: pool.listen_addr,
             miners,
             hashrate,

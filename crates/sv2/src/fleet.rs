@@ -72,6 +72,9 @@ pub struct FleetConfig {
     pub channels_per_connection: u32,
     /// Threads that hash for all the miners.
     pub hash_threads: usize,
+    /// How a miner (on a connection of its own) gets its pool back after losing it.
+    #[serde(default)]
+    pub reconnect: mining::farm::Reconnect,
 }
 
 fn one() -> u32 {
@@ -125,7 +128,7 @@ impl FleetHandle {
                     let leader = index - index % group;
                     let run = async {
                         if group == 1 {
-                            return run_miner(index, &cfg, &slot, shares, &recorder).await;
+                            return run_reconnecting(index, &cfg, &slot, shares, &recorder).await;
                         }
                         registry.lock().insert(index, Member { index, slot, shares });
                         if index != leader {
@@ -256,12 +259,40 @@ pub(crate) struct Miner {
     pending: BTreeMap<u32, u64>,
 }
 
-async fn run_miner(
+/// A miner on a connection of its own, for as long as the fleet runs: a session, and
+/// another `reconnect.after` each it loses, as firmware reconnects.
+async fn run_reconnecting(
     index: u32,
     cfg: &FleetConfig,
     slot: &Arc<Slot>,
     mut shares: mpsc::UnboundedReceiver<Found>,
     recorder: &Recorder,
+) -> Result<()> {
+    let mut next_share_id = 1u64;
+    loop {
+        // What was found for a session that ended is never sent.
+        while shares.try_recv().is_ok() {}
+        let ended = run_miner(index, cfg, slot, &mut shares, recorder, &mut next_share_id).await;
+        if let Err(e) = ended {
+            tracing::info!(
+                miner = index,
+                error = format!("{e:#}"),
+                "session with the pool ended"
+            );
+        }
+        tokio::time::sleep(cfg.reconnect.after).await;
+    }
+}
+
+/// One session with the pool: until its connection ends or the pool is silent for
+/// `reconnect.silence`.
+async fn run_miner(
+    index: u32,
+    cfg: &FleetConfig,
+    slot: &Arc<Slot>,
+    shares: &mut mpsc::UnboundedReceiver<Found>,
+    recorder: &Recorder,
+    next_share_id: &mut u64,
 ) -> Result<()> {
     // Bit 0 of the flags, REQUIRES_STANDARD_JOBS: header-only mining.
     let flags = u32::from(cfg.channel == ChannelKind::Standard);
@@ -278,17 +309,20 @@ async fn run_miner(
     let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
     let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
     let mut miner = Miner::new(index, cfg.channel, slot.clone());
-    let mut next_share_id = 1u64;
+    let silence = tokio::time::sleep(cfg.reconnect.silence);
+    tokio::pin!(silence);
     let result = loop {
         tokio::select! {
             got = frames.recv() => {
                 let Some((t, msg)) = got else { break Ok(()) };
+                silence.as_mut().reset(tokio::time::Instant::now() + cfg.reconnect.silence);
                 if let Err(e) = miner.handle(&msg, t, recorder) {
                     break Err(e);
                 }
             }
+            _ = &mut silence => break Err(anyhow::anyhow!("the pool is silent")),
             Some(found) = shares.recv() => {
-                let message = miner.submission(found, &mut next_share_id, recorder);
+                let message = miner.submission(found, next_share_id, recorder);
                 let _ = outgoing_tx.send((mono_ns(), message));
             }
             Some((_, message)) = outgoing.recv() => {
@@ -413,7 +447,7 @@ async fn connect(
             Ok(s) => break s,
             Err(e) => {
                 tracing::debug!(miner = index, error = %e, "cannot connect; retrying");
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                tokio::time::sleep(cfg.reconnect.retry_every).await;
             }
         }
     };

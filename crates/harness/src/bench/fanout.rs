@@ -247,6 +247,7 @@ fn fleet_spec(
     match sender.sv2_key {
         None => RoleSpec::Sv1Miners {
             config: sv1::fleet::FleetConfig {
+                reconnect: Default::default(),
                 pool: sender.miners_connect,
                 miners: count,
                 hashrate: 1.0,
@@ -260,6 +261,7 @@ fn fleet_spec(
         },
         Some(key) => RoleSpec::Sv2Miners {
             config: sv2::fleet::FleetConfig {
+                reconnect: Default::default(),
                 pool: sender.miners_connect,
                 pool_public: key,
                 miners: count,

@@ -194,6 +194,7 @@ async fn measure_step(
             false,
             RoleSpec::Sv1Miners {
                 config: sv1::fleet::FleetConfig {
+                    reconnect: Default::default(),
                     pool: *pool,
                     miners: opts.miners,
                     hashrate: per_miner * hashes_per_share,
@@ -226,6 +227,7 @@ async fn measure_step(
                 .map(|r| r.rss_bytes);
             let spec = RoleSpec::Sv2Miners {
                 config: sv2::fleet::FleetConfig {
+                    reconnect: Default::default(),
                     pool: pool.pool,
                     pool_public: pool.keys.public,
                     miners: opts.miners,

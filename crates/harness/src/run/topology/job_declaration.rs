@@ -52,7 +52,7 @@ pub(super) async fn start_sv2_jd_side(
             route(tap_addr, wan(s, side)),
             route(jds_listen, wan(s, side)),
         ],
-        scheduled_attack(s),
+        on_path(s),
         roles,
     )
     .await?;
@@ -207,7 +207,7 @@ async fn spawn_farm_node(
         dir,
         &format!("feed-{side}"),
         vec![route(network.zmq, p2p), route(network.rpc, p2p)],
-        None,
+        OnPath::default(),
         roles,
     )
     .await?;

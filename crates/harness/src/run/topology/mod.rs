@@ -17,7 +17,7 @@ use crate::builtin::payout_script;
 use crate::limits::free_local_port;
 use crate::process::RoleProcess;
 use crate::roles::{announced, LinkRoute, Ready, RoleSpec};
-use crate::scenario::{Config, RealNode, Scenario, Side};
+use crate::scenario::{Config, FaultTarget, RealNode, Scenario, Side};
 use analysis::manifest::SideRoles;
 use anyhow::{Context, Result};
 use probe::mono_ns;
@@ -390,6 +390,7 @@ async fn spawn_sv2_miners(
                 channels_per_connection: 1,
                 hash_threads: s.miners.hash_threads,
                 per_miner: s.per_miner(),
+                reconnect: s.miners.reconnect(),
             },
         },
         roles,
@@ -490,13 +491,13 @@ async fn spawn_link(
         upstream,
         config: wan(&opts.scenario, side),
     };
-    let attack = scheduled_attack(&opts.scenario);
+    let hazards = on_path(&opts.scenario);
     let (link, listening) = spawn_link_routes(
         opts,
         dir,
         &format!("link-{side}"),
         vec![route],
-        attack,
+        hazards,
         roles,
     )
     .await?;
@@ -510,14 +511,17 @@ async fn spawn_link_routes(
     dir: &Path,
     link: &str,
     routes: Vec<LinkRoute>,
-    attack: Option<link::attack::ScheduledAttack>,
+    hazards: OnPath,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<(String, Vec<SocketAddr>)> {
     let link = link.to_string();
     let count = routes.len();
-    let listening = spawn(opts, dir, &link, &RoleSpec::Link { routes, attack }, roles)
-        .await?
-        .routes;
+    let spec = RoleSpec::Link {
+        routes,
+        attack: hazards.attack,
+        faults: hazards.faults,
+    };
+    let listening = spawn(opts, dir, &link, &spec, roles).await?.routes;
     anyhow::ensure!(
         listening.len() == count,
         "{link} announced {} of its {count} routes",
@@ -526,17 +530,35 @@ async fn spawn_link_routes(
     Ok((link, listening))
 }
 
-/// The scenario's attacker on a side's mining link, timed from the link's start: `at`
-/// into the window, which opens `warmup` after every role started (a moment after the
-/// link). The analysis reads when it began from the link's own record.
-fn scheduled_attack(s: &Scenario) -> Option<link::attack::ScheduledAttack> {
-    s.link
-        .attack
-        .as_ref()
-        .map(|a| link::attack::ScheduledAttack {
-            attack: a.attack.clone(),
-            begins_after: s.warmup + a.at,
+/// What befalls a link besides delay: the scenario's attacker and outages.
+#[derive(Default)]
+struct OnPath {
+    attack: Option<link::attack::ScheduledAttack>,
+    faults: Vec<link::fault::ScheduledFault>,
+}
+
+/// The scenario's attacker and outages on a side's mining link (route 0 its pool, route
+/// 1 its JDS where it has one), timed from the link's start: `at` into the window, which
+/// opens `warmup` after every role started (a moment after the link). The analysis reads
+/// when each began from the link's own record.
+fn on_path(s: &Scenario) -> OnPath {
+    let attack = (s.link.attack.as_ref()).map(|a| link::attack::ScheduledAttack {
+        attack: a.attack.clone(),
+        begins_after: s.warmup + a.at,
+    });
+    let faults = (s.faults.iter())
+        .map(|f| link::fault::ScheduledFault {
+            kind: f.kind,
+            target: f.target.name().to_string(),
+            routes: vec![match f.target {
+                FaultTarget::Pool => 0,
+                FaultTarget::Jds => 1,
+            }],
+            begins_after: s.warmup + f.at,
+            lasts: f.lasts,
         })
+        .collect();
+    OnPath { attack, faults }
 }
 
 /// `side`'s own link round trip, when the scenario gives it one.
@@ -608,6 +630,7 @@ async fn spawn_sv1_miners(
                 broadcast: None,
                 per_miner: s.per_miner(),
                 suggest_difficulty,
+                reconnect: s.miners.reconnect(),
             },
         },
         roles,

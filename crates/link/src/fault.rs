@@ -1,0 +1,153 @@
+//! Outages on the link (scenario `[[faults]]`): what a farm sees when its pool (or the
+//! pool's Job Declarator) goes away for a while. A `drop` is a pool that stopped: every
+//! connection closes and the port refuses new ones until it is back. A `stall` is a pool
+//! that hangs: connections stay open and nothing crosses, either way, until it ends. The
+//! link records when each began and ended ([`Event::FaultBegan`], [`Event::FaultEnded`]).
+
+use probe::{Event, Recorder};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How the far end fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    Drop,
+    Stall,
+}
+
+impl FaultKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Drop => "drop",
+            FaultKind::Stall => "stall",
+        }
+    }
+}
+
+/// A fault of some of a link's routes, timed from the link's start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduledFault {
+    pub kind: FaultKind,
+    /// What the routes stand for, for the record (`pool`, `jds`).
+    pub target: String,
+    /// The routes it cuts, by their place in the link's list.
+    pub routes: Vec<usize>,
+    pub begins_after: Duration,
+    pub lasts: Duration,
+}
+
+/// A fault of one route, on the monotonic clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outage {
+    pub kind: FaultKind,
+    pub from_ns: u64,
+    pub until_ns: u64,
+}
+
+impl Outage {
+    fn covers(&self, t_ns: u64) -> bool {
+        (self.from_ns..self.until_ns).contains(&t_ns)
+    }
+}
+
+/// The outages of route `route` among `faults`, from `start_ns` (the link's start).
+pub fn outages_of(faults: &[ScheduledFault], route: usize, start_ns: u64) -> Vec<Outage> {
+    (faults.iter())
+        .filter(|f| f.routes.contains(&route))
+        .map(|f| {
+            let from_ns = start_ns + f.begins_after.as_nanos() as u64;
+            Outage {
+                kind: f.kind,
+                from_ns,
+                until_ns: from_ns + f.lasts.as_nanos() as u64,
+            }
+        })
+        .collect()
+}
+
+/// The first drop not yet over at `now_ns`: when the port must stop listening.
+pub(crate) fn next_drop(outages: &[Outage], now_ns: u64) -> Option<Outage> {
+    (outages.iter())
+        .filter(|o| o.kind == FaultKind::Drop && o.until_ns > now_ns)
+        .min_by_key(|o| o.from_ns)
+        .copied()
+}
+
+/// When a chunk read at `arrived_ns` and due at `due_ns` may be written: not before a stall
+/// it arrived in is over.
+pub(crate) fn held_by_stalls(outages: &[Outage], arrived_ns: u64, due_ns: u64) -> u64 {
+    (outages.iter())
+        .filter(|o| o.kind == FaultKind::Stall && o.covers(arrived_ns))
+        .fold(due_ns, |due, o| due.max(o.until_ns))
+}
+
+/// Records each fault's start and end as they happen.
+pub fn announce(faults: &[ScheduledFault], start_ns: u64, recorder: &Recorder) {
+    for fault in faults {
+        let (fault, recorder) = (fault.clone(), recorder.clone());
+        tokio::spawn(async move {
+            let from_ns = start_ns + fault.begins_after.as_nanos() as u64;
+            crate::timer::sleep_until_ns(from_ns).await;
+            recorder.record(Event::FaultBegan {
+                target: fault.target.clone(),
+                fault: fault.kind.name().to_string(),
+                lasts_ms: fault.lasts.as_secs_f64() * 1e3,
+            });
+            crate::timer::sleep_until_ns(from_ns + fault.lasts.as_nanos() as u64).await;
+            recorder.record(Event::FaultEnded {
+                target: fault.target,
+            });
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(kind: FaultKind, routes: Vec<usize>, at_s: u64, lasts_s: u64) -> ScheduledFault {
+        ScheduledFault {
+            kind,
+            target: "pool".into(),
+            routes,
+            begins_after: Duration::from_secs(at_s),
+            lasts: Duration::from_secs(lasts_s),
+        }
+    }
+
+    #[test]
+    fn a_route_gets_the_faults_that_name_it_on_the_links_clock() {
+        let faults = [
+            fault(FaultKind::Drop, vec![0], 10, 5),
+            fault(FaultKind::Stall, vec![1], 20, 3),
+        ];
+        let pool = outages_of(&faults, 0, 1_000);
+        assert_eq!(
+            pool,
+            vec![Outage {
+                kind: FaultKind::Drop,
+                from_ns: 10_000_001_000,
+                until_ns: 15_000_001_000
+            }]
+        );
+        assert_eq!(outages_of(&faults, 1, 0)[0].kind, FaultKind::Stall);
+        assert!(outages_of(&faults, 2, 0).is_empty());
+        // A drop not over yet is next, even once begun; one over is not.
+        assert_eq!(next_drop(&pool, 12_000_000_000), pool.first().copied());
+        assert_eq!(next_drop(&pool, 16_000_000_000), None);
+    }
+
+    #[test]
+    fn a_chunk_read_in_a_stall_waits_for_its_end_and_others_keep_their_time() {
+        let stall = [Outage {
+            kind: FaultKind::Stall,
+            from_ns: 100,
+            until_ns: 200,
+        }];
+        assert_eq!(held_by_stalls(&stall, 150, 160), 200);
+        assert_eq!(held_by_stalls(&stall, 150, 250), 250);
+        assert_eq!(held_by_stalls(&stall, 90, 120), 120);
+        assert_eq!(held_by_stalls(&stall, 200, 210), 210);
+    }
+}
