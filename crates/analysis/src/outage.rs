@@ -10,7 +10,11 @@
 //!
 //! Worth: a farm whose miners all lose t seconds of work loses t / 86,400 of a day's
 //! revenue, B x V x t / 86,400 sats (B blocks a day, V a block's value), and B x t / 86,400
-//! blocks in expectation (`analysis::worth`).
+//! blocks in expectation (`analysis::worth`); miners of unequal hashrates weigh by it.
+//!
+//! Only a pool that drops is priced this way. A stall keeps the miners on their job (their
+//! shares wait and mostly count), and a JDS away leaves them the JDC's jobs: their next job
+//! says nothing of work lost, so those faults get their counts and no price.
 
 use crate::manifest::{SideRoles, Window};
 use crate::worth::WorthAssumptions;
@@ -109,22 +113,25 @@ pub struct SideOutage {
     /// accepted after.
     pub accepted_during: u64,
     pub first_accepted_after_s: Option<f64>,
-    /// Seconds of work each miner lost on average (those not back: until the window's
-    /// end), the blocks a farm of the worth assumptions misses with them in expectation,
-    /// and their worth in sats.
-    pub lost_s_per_miner: f64,
-    pub blocks_missed: f64,
-    pub lost_sats: f64,
+    /// Seconds of work each miner lost on average, weighed by hashrate (those not back:
+    /// until the window's end), the blocks a farm of the worth assumptions misses with them
+    /// in expectation, and their worth in sats; `None` but for a pool that drops.
+    pub lost_s_per_miner: Option<f64>,
+    pub blocks_missed: Option<f64>,
+    pub lost_sats: Option<f64>,
 }
 
 /// The cost of each fault the side's link recorded, over `window` (as it ended).
 pub fn side_outages(
     side: &SideRoles,
     facts: &OutageFacts,
+    hashrate_factor: &[f64],
     window: Window,
     worth: &WorthAssumptions,
     block_value: f64,
 ) -> Vec<SideOutage> {
+    let weight = |miner: u32| hashrate_factor.get(miner as usize).copied().unwrap_or(1.0);
+    let total_weight: f64 = (0..side.miners).map(weight).sum();
     let secs = |ns: u64| ns as f64 / 1e9;
     (facts.faults.iter())
         .map(|f| {
@@ -136,13 +143,21 @@ pub fn side_outages(
                 .map(|t| secs(t.saturating_sub(ended)))
                 .collect();
             let back = f.first_job.len() as u32;
-            let not_back = side.miners.saturating_sub(back);
             let until_end = secs(window.end_ns.saturating_sub(f.began_ns));
-            let lost_s_per_miner = match side.miners {
-                0 => 0.0,
-                n => (without.iter().sum::<f64>() + f64::from(not_back) * until_end) / f64::from(n),
-            };
-            let blocks_missed = worth.farm_blocks_per_day() * lost_s_per_miner / SECONDS_PER_DAY;
+            // Each miner's lost time, weighed by its hashrate; one not back, until the end.
+            let lost: f64 = (0..side.miners)
+                .map(|m| {
+                    let t = f
+                        .first_job
+                        .get(&m)
+                        .map_or(until_end, |t| secs(t.saturating_sub(f.began_ns)));
+                    weight(m) * t
+                })
+                .sum();
+            let priced = f.fault == "drop" && f.target == "pool" && total_weight > 0.0;
+            let lost_s_per_miner = priced.then(|| lost / total_weight);
+            let blocks_missed =
+                lost_s_per_miner.map(|t| worth.farm_blocks_per_day() * t / SECONDS_PER_DAY);
             SideOutage {
                 target: f.target.clone(),
                 fault: f.fault.clone(),
@@ -159,7 +174,7 @@ pub fn side_outages(
                     .map(|t| secs(t.saturating_sub(ended))),
                 lost_s_per_miner,
                 blocks_missed,
-                lost_sats: blocks_missed * block_value,
+                lost_sats: blocks_missed.map(|b| b * block_value),
             }
         })
         .collect()
@@ -244,7 +259,7 @@ mod tests {
             facts.consume(&side, window, r);
         }
         let worth = WorthAssumptions::default();
-        let [o] = &side_outages(&side, &facts, window, &worth, 312_500_000.0)[..] else {
+        let [o] = &side_outages(&side, &facts, &[], window, &worth, 312_500_000.0)[..] else {
             panic!("one fault");
         };
         assert_eq!((o.target.as_str(), o.fault.as_str()), ("pool", "drop"));
@@ -258,15 +273,20 @@ mod tests {
         assert!(close(recovery.p50.unwrap(), 1.5) && close(recovery.max.unwrap(), 6.0));
         assert_eq!(o.accepted_during, 1);
         assert!(close(o.first_accepted_after_s.unwrap(), 3.0));
-        assert!(close(o.lost_s_per_miner, 23.75));
-        assert!((o.blocks_missed / 3.958_333e-8 - 1.0).abs() < 1e-5);
-        assert!((o.lost_sats - 12.369_79).abs() < 1e-3, "{}", o.lost_sats);
+        assert!(close(o.lost_s_per_miner.unwrap(), 23.75));
+        assert!((o.blocks_missed.unwrap() / 3.958_333e-8 - 1.0).abs() < 1e-5);
+        assert!((o.lost_sats.unwrap() - 12.369_79).abs() < 1e-3);
+        // Miner 1 hashing three times as fast as miner 0 weighs three times as much:
+        // (21.5 + 3 x 26) / 4 = 24.875 s.
+        let weighed = side_outages(&side, &facts, &[0.5, 1.5], window, &worth, 1.0);
+        assert!(close(weighed[0].lost_s_per_miner.unwrap(), 24.875));
     }
 
-    /// A miner never back counts until the window's end: the fault at 40 s, the window
-    /// ending at 100 s, one miner back at 62 s (22 s) and one not (60 s): 41 s each.
+    /// A miner never back counts until the window's end: the pool drops at 40 s, the
+    /// window ends at 100 s, one miner is back at 62 s (22 s) and one not (60 s): 41 s
+    /// each. The same as a stall is counted and not priced.
     #[test]
-    fn a_miner_never_back_counts_until_the_windows_end() {
+    fn a_miner_never_back_counts_until_the_windows_end_and_a_stall_is_not_priced() {
         let side = crate::testing::sv1_side().1;
         let window = Window {
             start_ns: 0,
@@ -278,7 +298,7 @@ mod tests {
                 "link",
                 Event::FaultBegan {
                     target: "pool".into(),
-                    fault: "stall".into(),
+                    fault: "drop".into(),
                     lasts_ms: 10_000.0,
                 },
             ),
@@ -297,9 +317,13 @@ mod tests {
         for r in &events {
             facts.consume(&side, window, r);
         }
-        let o = &side_outages(&side, &facts, window, &WorthAssumptions::default(), 1.0)[0];
+        let worth = WorthAssumptions::default();
+        let o = &side_outages(&side, &facts, &[], window, &worth, 1.0)[0];
         assert_eq!((o.miners, o.back), (2, 1));
-        assert!((o.lost_s_per_miner - 41.0).abs() < 1e-9);
+        assert!((o.lost_s_per_miner.unwrap() - 41.0).abs() < 1e-9);
         assert_eq!(o.first_accepted_after_s, None);
+        facts.faults[0].fault = "stall".into();
+        let o = &side_outages(&side, &facts, &[], window, &worth, 1.0)[0];
+        assert_eq!((o.back, o.lost_s_per_miner, o.lost_sats), (1, None, None));
     }
 }

@@ -27,10 +27,13 @@ use probe::{Dist, Event, Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The exact 95% upper bound of a Poisson mean when none was seen (-ln 0.025).
+const ZERO_SHARES_UPPER: f64 = 3.688_879_454;
+
 /// The attack a run planned (`link.attack`), as the manifest records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedAttack {
-    /// `hijack-worker` or `tamper`.
+    /// `hijack-worker`, `tamper` or `inject`.
     pub kind: String,
     /// Seconds into the window it was planned for.
     pub at_s: f64,
@@ -94,7 +97,7 @@ pub struct AttackFacts {
 impl AttackFacts {
     /// One record of the run, in time order.
     pub fn consume(&mut self, side: &SideRoles, window: Window, r: &Record) {
-        if r.role == side.link_role {
+        if r.role == side.link_role && r.t_ns <= window.end_ns {
             self.link_event(r);
         }
         if !window.contains(r.t_ns) {
@@ -170,8 +173,8 @@ pub struct WorkPct {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SideSecurity {
     pub attack: String,
-    /// Seconds into the window the attack began (0 if before it opened), and how long the
-    /// window ran before and after.
+    /// Seconds into the window the attack began (0 if before it opened: the window before
+    /// it is the reference), and how long the window ran after it.
     pub began_s: f64,
     pub after_s: f64,
     /// Accepted shares after the attack began, by the side's judge: the attacker's and
@@ -241,8 +244,15 @@ pub fn side_security(
     let kept = of_work(farm, after_s);
     let credited_after = attacker.plus(farm);
     let split = (credited_after.hashes > 0.0).then(|| attacker.hashes / credited_after.hashes);
+    let mut after = of_work(credited_after, after_s);
+    if let (0, Some(a), Some(h)) = (credited_after.shares, after.as_mut(), farm_hashrate) {
+        // Nothing credited: the exact Poisson 95% upper bound is 3.689 shares, of the size
+        // the shares before the attack had.
+        let share = facts.before.hashes / facts.before.shares.max(1) as f64;
+        a.ci = Some((0.0, ZERO_SHARES_UPPER * share / (h * after_s) * 100.0));
+    }
     let denied = before
-        .zip(of_work(credited_after, after_s))
+        .zip(after)
         .map(|(before, after)| shown_fall(before, after));
     let stolen_share = denied.map(|d| split.unwrap_or(0.0) * (1.0 - d));
     let revenue_per_day = worth.farm_blocks_per_day() * block_value;
@@ -283,7 +293,7 @@ pub fn side_security(
 }
 
 /// The fall from `before` to `after` as a fraction of `before`, when their 95% intervals do
-/// not overlap; 0 otherwise. Nothing credited has no interval: its upper end is 0.
+/// not overlap; 0 otherwise.
 fn shown_fall(before: WorkPct, after: WorkPct) -> f64 {
     let before_low = before.ci.map_or(before.pct, |(lo, _)| lo);
     let after_high = after.ci.map_or(after.pct, |(_, hi)| hi);

@@ -217,7 +217,6 @@ impl ShareFacts {
         }
     }
 
-    /// A verdict of the pool in the window, under the network's `tip`.
     /// What befell the side's link (an attacker, outages) and what it cost, from one
     /// record in time order: the same for a batch and a streaming run.
     pub(crate) fn on_path(&mut self, side: &SideRoles, window: Window, r: &Record) {
@@ -225,6 +224,7 @@ impl ShareFacts {
         self.outages.consume(side, window, r);
     }
 
+    /// A verdict of the pool in the window, under the network's `tip`.
     pub(crate) fn judged(
         &mut self,
         tip: Option<&str>,

@@ -379,7 +379,15 @@ pub fn assemble(
     let outages: BTreeMap<String, Vec<SideOutage>> = (facts.iter())
         .filter_map(|(name, (_, shares))| {
             let roles = m.sides.get(name)?;
-            let side = side_outages(roles, &shares.outages, window, &m.worth, block_value);
+            let factors = &m.per_miner.hashrate_factor;
+            let side = side_outages(
+                roles,
+                &shares.outages,
+                factors,
+                window,
+                &m.worth,
+                block_value,
+            );
             (!side.is_empty()).then(|| (name.clone(), side))
         })
         .collect();

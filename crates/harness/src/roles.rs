@@ -419,6 +419,11 @@ async fn run_link(
     let stats = Arc::new(link::LinkStats::default());
     let start_ns = probe::mono_ns();
     let attacker = attack.map(|a| link::attack::Attacker::start(a, recorder.clone()));
+    // A fault of a route this link does not carry (the JDS of a side without one) is not
+    // this link's.
+    let faults: Vec<_> = (faults.into_iter())
+        .filter(|f| f.routes.iter().all(|r| *r < routes.len()))
+        .collect();
     link::fault::announce(&faults, start_ns, recorder);
     let mut relays = Vec::new();
     for (i, route) in routes.into_iter().enumerate() {

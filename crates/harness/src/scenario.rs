@@ -512,6 +512,10 @@ struct AttackFields {
     every_bytes: Option<u64>,
 }
 
+/// The window before an attack: its shares are what the attack's are set against, and the
+/// links begin their attacks a few seconds apart at most (each from its own start).
+const MIN_BEFORE_ATTACK: Duration = Duration::from_secs(10);
+
 /// The worker a hijacker names when the scenario names none.
 const DEFAULT_ATTACKER_ACCOUNT: &str = "attacker.rig";
 /// The longest worker name our SV1 pool takes.
@@ -1318,6 +1322,15 @@ impl Scenario {
             }
         }
         if let Some(attack) = &self.link.attack {
+            if attack.at < MIN_BEFORE_ATTACK {
+                fail(
+                    "link.attack.at",
+                    format!(
+                        "{:?} leaves too little of the window before the attack (at least {:?}): the shares before it are the reference",
+                        attack.at, MIN_BEFORE_ATTACK
+                    ),
+                )?;
+            }
             if attack.at >= self.duration {
                 fail(
                     "link.attack.at",
@@ -1335,6 +1348,17 @@ impl Scenario {
     fn check_miners(&self) -> Result<()> {
         if self.miners.count == 0 {
             fail("miners.count", "needs at least one miner".into())?;
+        }
+        for (field, timer) in [
+            ("miners.retry_every", self.miners.retry_every),
+            ("miners.silence_timeout", self.miners.silence_timeout),
+        ] {
+            if timer.is_zero() {
+                fail(
+                    field,
+                    "must be longer than zero (a miner would spin)".into(),
+                )?;
+            }
         }
         if !(self.miners.shares_per_min > 0.0 && self.miners.shares_per_min.is_finite()) {
             fail(
@@ -1562,7 +1586,9 @@ shares_per_min = 10
                 at: Duration::from_secs(10),
             })
         );
-        let tamper = load(r#"kind = "tamper", at = "0s", every_bytes = 5000"#).unwrap();
+        let tamper = load(r#"kind = "tamper", at = "10s", every_bytes = 5000"#).unwrap();
+        let early = problem(r#"kind = "tamper", at = "2s""#);
+        assert!(early.contains("link.attack.at"), "{early}");
         assert_eq!(
             tamper.link.attack.unwrap().attack,
             link::attack::Attack::Tamper { every_bytes: 5000 }

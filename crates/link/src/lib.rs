@@ -289,6 +289,9 @@ async fn pump(
         }
         let _ = to.shutdown().await;
     });
+    // A pump aborted (the far end dropped) takes its writer with it: what is in flight is
+    // lost, not delivered late.
+    let _writer_goes_too = AbortOnDrop(writer.abort_handle());
 
     let dir = stats.direction(direction);
     let delay_ns = delay.as_nanos() as u64;
@@ -333,7 +336,7 @@ async fn pump(
         } else {
             0
         };
-        let due = fault::held_by_stalls(&ends.outages, arrived, sent + delay_ns + jitter);
+        let due = fault::held_by_stalls(&ends.outages, arrived, sent + jitter, delay_ns);
         last_due_ns = last_due_ns.max(due);
         dir.bytes.fetch_add(n as u64, Ordering::Relaxed);
         dir.chunks.fetch_add(1, Ordering::Relaxed);
@@ -349,6 +352,15 @@ async fn pump(
     }
     drop(tx);
     let _ = writer.await;
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// A TCP echo peer on `addr`: the far end for measuring what the link itself adds.

@@ -27,15 +27,16 @@ pub(crate) fn section(summary: &Summary) -> Option<Section> {
                 o.accepted_during.to_string(),
                 o.first_accepted_after_s
                     .map_or("-".into(), |s| format!("{s:.1}")),
-                format!("{:.1}", o.lost_s_per_miner),
-                format!("{:.3e}", o.blocks_missed),
-                grouped(o.lost_sats, 1),
+                o.lost_s_per_miner
+                    .map_or("not priced".into(), |s| format!("{s:.1}")),
+                o.blocks_missed.map_or("-".into(), |b| format!("{b:.3e}")),
+                o.lost_sats.map_or("-".into(), |s| grouped(s, 1)),
             ]
         })
         .collect();
     let mut blocks = vec![
         Block::Para(format!(
-            "The far end of every side's link went away alike: `drop` closes every connection and refuses new ones, as a pool that stopped; `stall` keeps them open with nothing crossing, as a pool that hangs. Each miner is without valid work from the fault's start to its first job after it (its firmware's reconnect timers are scenario parameters: `miners.reconnect_after`, `miners.retry_every`, `miners.silence_timeout`); a miner not back by the window's end counts until then. The cost is that lost time at {}.",
+            "The far end of every side's link went away alike: `drop` closes every connection and refuses new ones, as a pool that stopped; `stall` keeps them open with nothing crossing, as a pool that hangs. Each miner is without valid work from the fault's start to its first job after it (its firmware's reconnect timers are scenario parameters: `miners.reconnect_after`, `miners.retry_every`, `miners.silence_timeout`); a miner not back by the window's end counts until then. The cost of a pool that drops is that lost time, weighed by the miners' hashrates, at {}; a stall or a JDS away leaves the miners their job, so their next one says nothing of work lost, and is not priced.",
             crate::readings::the_farm(&summary.worth_assumptions),
         )),
         Block::Table {
@@ -81,21 +82,28 @@ fn seconds(d: Option<&Dist>) -> String {
 /// One outage's cost to one side in a sentence (the report's and the terminal's).
 pub(crate) fn reading(side: &str, o: &SideOutage) -> String {
     let what = format!("the {} {} of {:.0} s", o.target, o.fault, o.lasted_s);
+    let cost = match (o.lost_s_per_miner, o.lost_sats) {
+        (Some(lost), Some(sats)) => format!(
+            "{lost:.1} s of work lost a miner ({} sats for the farm)",
+            grouped(sats, 1)
+        ),
+        _ => format!(
+            "not priced: a {} leaves the miners their job, so their next one says nothing of work lost ({} shares accepted during it)",
+            if o.target == "jds" { "JDS away" } else { "stall" },
+            o.accepted_during
+        ),
+    };
     if o.back < o.miners {
         format!(
-            "{side}: after {what}, {} of {} miners had no work again by the window's end; {:.1} s of work lost a miner ({} sats for the farm).",
+            "{side}: after {what}, {} of {} miners had no new job by the window's end; {cost}.",
             o.miners - o.back,
             o.miners,
-            o.lost_s_per_miner,
-            grouped(o.lost_sats, 1)
         )
     } else {
         format!(
-            "{side}: {what} left miners without work {} s (median; {} s after it ended); {:.1} s of work lost a miner ({} sats for the farm).",
+            "{side}: {what} left miners without a new job {} s (median; {} s after it ended); {cost}.",
             o.without_work_s.as_ref().and_then(|d| d.p50).map_or("-".into(), |v| format!("{v:.1}")),
             o.recovery_s.as_ref().and_then(|d| d.p50).map_or("-".into(), |v| format!("{v:.1}")),
-            o.lost_s_per_miner,
-            grouped(o.lost_sats, 1)
         )
     }
 }

@@ -54,6 +54,20 @@ pub fn the_farm(a: &analysis::worth::WorthAssumptions) -> String {
     )
 }
 
+/// What a reader of the verdict must know of a run with an attacker or outages: they are
+/// in its numbers.
+pub fn hazards_caveat(s: &analysis::Summary) -> Option<String> {
+    let what = match (s.security.is_empty(), s.outages.is_empty()) {
+        (true, true) => return None,
+        (false, true) => "an attacker on every side's link (section Security)",
+        (true, false) => "outages of every side's pool (section Outage)",
+        (false, false) => "an attacker on every side's link and outages of its pool (sections Security and Outage)",
+    };
+    Some(format!(
+        "This run had {what}: the verdict and the worth include what they did to each side (its miners without work count as stale work); the section tells the two apart."
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

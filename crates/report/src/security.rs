@@ -122,7 +122,7 @@ pub(crate) fn reading(side: &str, s: &SideSecurity) -> String {
     };
     if s.attacker_shares > 0 && broken == 0 {
         format!(
-            "{side}: the attacker was credited {}{} of the farm's work and no session broke: the farm could not tell (its miners were told {} shares accepted, {} rejected).",
+            "{side}: the attacker took {}{} of the farm's revenue and no session broke: the farm could not tell (its miners were told {} shares accepted, {} rejected).",
             share(s.stolen_pct),
             a_day(s.stolen_sats_per_day),
             s.miners_told_accepted,

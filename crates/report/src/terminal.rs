@@ -75,6 +75,9 @@ pub fn render(s: &Summary, pools: &BTreeMap<String, String>, t: &Terminal) -> St
         }
         out.extend(lines);
     }
+    if let Some(caveat) = crate::readings::hazards_caveat(s) {
+        out.extend(wrap(&caveat, t.width, "  "));
+    }
     for (side, security) in &s.security {
         let text = crate::security::reading(side, security);
         out.extend(wrap(&format!("security: {text}"), t.width, "  "));

@@ -180,7 +180,7 @@ async fn run_miner(
             return;
         };
         // What was found for a session that ended is never sent (firmware clears its
-        // queue when it reconnects).
+        // queue when it reconnects), and nothing is found before the new session's job.
         let unsent = std::iter::from_fn(|| shares.try_recv().ok()).count();
         if unsent > 0 {
             tracing::debug!(miner = index, unsent, "shares found without a pool");
@@ -201,6 +201,8 @@ async fn run_miner(
         {
             Ended::Stopped => return,
             Ended::Lost => {
+                // Without a pool the job is dead: nothing to hash until the next one.
+                slot.set(None);
                 tokio::select! {
                     _ = tokio::time::sleep(cfg.reconnect.after) => {}
                     _ = stop.changed() => return,

@@ -280,6 +280,8 @@ async fn run_reconnecting(
                 "session with the pool ended"
             );
         }
+        // Without a pool the job is dead: nothing to hash until the next session's.
+        slot.set(None);
         tokio::time::sleep(cfg.reconnect.after).await;
     }
 }
