@@ -36,7 +36,7 @@ pub(crate) fn section(summary: &Summary) -> Option<Section> {
         .collect();
     let mut blocks = vec![
         Block::Para(format!(
-            "The far end of every side's link went away alike: `drop` closes every connection and refuses new ones, as a pool that stopped; `stall` keeps them open with nothing crossing, as a pool that hangs. Each miner is without valid work from the fault's start to its first job after it (its firmware's reconnect timers are scenario parameters: `miners.reconnect_after`, `miners.retry_every`, `miners.silence_timeout`); a miner not back by the window's end counts until then. The cost of a pool that drops is that lost time, weighed by the miners' hashrates, at {}; a stall or a JDS away leaves the miners their job, so their next one says nothing of work lost, and is not priced.",
+            "The far end of every side's link went away alike: `drop` closes every connection and refuses new ones, as a pool that stopped; `stall` keeps them open and holds what is sent until its end, as a pool that hangs. Each miner is without valid work from the fault's start to its first job after it (its firmware's reconnect timers are scenario parameters: `miners.reconnect_after`, `miners.retry_every`, `miners.silence_timeout`); a miner not back by the window's end counts until then. The cost of a pool that drops is that lost time, weighed by the miners' hashrates, at {}; a stall or a JDS away leaves the miners their job, so their next one says nothing of work lost, and is not priced.",
             crate::readings::the_farm(&summary.worth_assumptions),
         )),
         Block::Table {
