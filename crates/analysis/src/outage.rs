@@ -37,6 +37,8 @@ pub struct FaultSeen {
     pub accepted_during: u64,
     /// The judge's first accepted share after it ended.
     pub first_accepted_after_end: Option<u64>,
+    /// The judge's rejections from its start until that share.
+    pub rejected_until_back: u64,
 }
 
 /// The faults of one side's link, gathered as events come in time order (the same rules
@@ -74,15 +76,17 @@ impl OutageFacts {
                     f.first_job.entry(*miner).or_insert(r.t_ns);
                 }
             }
-            Event::ShareJudged { verdict, .. }
-                if r.role == side.pool_role && *verdict == ShareVerdict::Accepted =>
-            {
+            Event::ShareJudged { verdict, .. } if r.role == side.pool_role => {
                 for f in &mut self.faults {
-                    match f.ended_ns {
-                        None => f.accepted_during += 1,
-                        Some(_) => {
+                    match (*verdict == ShareVerdict::Accepted, f.ended_ns) {
+                        (true, None) => f.accepted_during += 1,
+                        (true, Some(_)) => {
                             f.first_accepted_after_end.get_or_insert(r.t_ns);
                         }
+                        (false, _) if f.first_accepted_after_end.is_none() => {
+                            f.rejected_until_back += 1
+                        }
+                        (false, _) => {}
                     }
                 }
             }
@@ -109,10 +113,12 @@ pub struct SideOutage {
     pub without_work_s: Option<Dist>,
     pub shortest_without_work_s: Option<f64>,
     pub recovery_s: Option<Dist>,
-    /// The judge's accepted shares while it lasted, and seconds from its end to the first
-    /// accepted after.
+    /// The judge's accepted shares while it lasted, seconds from its end to the first
+    /// accepted after, and the shares it rejected until then (a stall's held shares, a
+    /// session's last ones).
     pub accepted_during: u64,
     pub first_accepted_after_s: Option<f64>,
+    pub rejected_until_back: u64,
     /// Seconds of work each miner lost on average, weighed by hashrate (those not back:
     /// until the window's end), the blocks a farm of the worth assumptions misses with them
     /// in expectation, and their worth in sats; `None` but for a pool that drops.
@@ -169,6 +175,7 @@ pub fn side_outages(
                 shortest_without_work_s: without.iter().copied().reduce(f64::min),
                 recovery_s: (!recovery.is_empty()).then(|| Dist::of(&recovery)),
                 accepted_during: f.accepted_during,
+                rejected_until_back: f.rejected_until_back,
                 first_accepted_after_s: f
                     .first_accepted_after_end
                     .map(|t| secs(t.saturating_sub(ended))),
@@ -201,19 +208,27 @@ mod tests {
         )
     }
 
-    fn accepted(t_s: f64) -> Record {
+    fn judged(t_s: f64, verdict: ShareVerdict) -> Record {
         at(
             t_s,
             "pool",
             Event::ShareJudged {
                 worker: "farm.1".into(),
                 job_id: "1".into(),
-                verdict: ShareVerdict::Accepted,
+                verdict,
                 block_hash: None,
                 reason: None,
                 difficulty: Some(1.0),
             },
         )
+    }
+
+    fn accepted(t_s: f64) -> Record {
+        judged(t_s, ShareVerdict::Accepted)
+    }
+
+    fn rejected(t_s: f64) -> Record {
+        judged(t_s, ShareVerdict::Stale)
     }
 
     /// A window from 0 to 100 s; the pool drops at 40 s for 20 s. Miner 0 has a job again
@@ -241,6 +256,7 @@ mod tests {
                 },
             ),
             accepted(45.0),
+            rejected(50.0),
             at(
                 60.0,
                 "link",
@@ -249,7 +265,10 @@ mod tests {
                 },
             ),
             job(61.5, 0),
+            rejected(62.0),
             accepted(63.0),
+            // Once one was accepted after the end, rejections are no longer the fault's.
+            rejected(64.0),
             job(66.0, 1),
             job(70.0, 0),
             accepted(71.0),
@@ -271,7 +290,7 @@ mod tests {
         assert!(close(o.shortest_without_work_s.unwrap(), 21.5));
         let recovery = o.recovery_s.clone().unwrap();
         assert!(close(recovery.p50.unwrap(), 1.5) && close(recovery.max.unwrap(), 6.0));
-        assert_eq!(o.accepted_during, 1);
+        assert_eq!((o.accepted_during, o.rejected_until_back), (1, 2));
         assert!(close(o.first_accepted_after_s.unwrap(), 3.0));
         assert!(close(o.lost_s_per_miner.unwrap(), 23.75));
         assert!((o.blocks_missed.unwrap() / 3.958_333e-8 - 1.0).abs() < 1e-5);

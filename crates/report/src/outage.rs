@@ -25,6 +25,7 @@ pub(crate) fn section(summary: &Summary) -> Option<Section> {
                 seconds(o.without_work_s.as_ref()),
                 seconds(o.recovery_s.as_ref()),
                 o.accepted_during.to_string(),
+                o.rejected_until_back.to_string(),
                 o.first_accepted_after_s
                     .map_or("-".into(), |s| format!("{s:.1}")),
                 o.lost_s_per_miner
@@ -47,6 +48,7 @@ pub(crate) fn section(summary: &Summary) -> Option<Section> {
                 "without work, s (median, max)",
                 "after its end, s (median, max)",
                 "shares accepted during",
+                "rejected until one is accepted after",
                 "first accepted after its end, s",
                 "lost a miner, s",
                 "blocks missed",
@@ -88,9 +90,10 @@ pub(crate) fn reading(side: &str, o: &SideOutage) -> String {
             grouped(sats, 1)
         ),
         _ => format!(
-            "not priced: a {} leaves the miners their job, so their next one says nothing of work lost ({} shares accepted during it)",
+            "not priced: a {} leaves the miners their job, so their next one says nothing of work lost ({} shares accepted during it, {} rejected until one was accepted after it)",
             if o.target == "jds" { "JDS away" } else { "stall" },
-            o.accepted_during
+            o.accepted_during,
+            o.rejected_until_back
         ),
     };
     if o.back < o.miners {
