@@ -289,6 +289,54 @@ pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary 
     assemble(m, &timeline, &events, samples, facts, unmatched)
 }
 
+/// What befell each side's link, per side: what an attacker took (`analysis::security`)
+/// and what outages cost (`analysis::outage`).
+struct OnPath {
+    security: BTreeMap<String, crate::security::SideSecurity>,
+    outages: BTreeMap<String, Vec<SideOutage>>,
+}
+
+fn on_path(
+    m: &Manifest,
+    facts: &BTreeMap<String, (JobFacts, ShareFacts)>,
+    block_value: f64,
+) -> OnPath {
+    let window = m.window();
+    let security = match &m.attack {
+        Some(planned) => (facts.iter())
+            .filter_map(|(name, (_, shares))| {
+                let roles = m.sides.get(name)?;
+                let side = side_security(
+                    roles,
+                    &shares.attack,
+                    planned,
+                    window,
+                    &m.worth,
+                    block_value,
+                )?;
+                Some((name.clone(), side))
+            })
+            .collect(),
+        None => BTreeMap::new(),
+    };
+    let outages: BTreeMap<String, Vec<SideOutage>> = (facts.iter())
+        .filter_map(|(name, (_, shares))| {
+            let roles = m.sides.get(name)?;
+            let factors = &m.per_miner.hashrate_factor;
+            let side = side_outages(
+                roles,
+                &shares.outages,
+                factors,
+                window,
+                &m.worth,
+                block_value,
+            );
+            (!side.is_empty()).then(|| (name.clone(), side))
+        })
+        .collect();
+    OnPath { security, outages }
+}
+
 /// Whether the summary reads `event` beyond the job and share rules: what a streaming run
 /// keeps of its events. Those kept grow in number with time, not with miners or shares
 /// (a connection's end, once per miner, is the exception); per-connection relays of jobs,
@@ -359,39 +407,7 @@ pub fn assemble(
         .block_value_sats
         .or(network_value.mean)
         .unwrap_or_default();
-    let security = match &m.attack {
-        Some(planned) => (facts.iter())
-            .filter_map(|(name, (_, shares))| {
-                let roles = m.sides.get(name)?;
-                let side = side_security(
-                    roles,
-                    &shares.attack,
-                    planned,
-                    window,
-                    &m.worth,
-                    block_value,
-                )?;
-                Some((name.clone(), side))
-            })
-            .collect(),
-        None => BTreeMap::new(),
-    };
-    let outages: BTreeMap<String, Vec<SideOutage>> = (facts.iter())
-        .filter_map(|(name, (_, shares))| {
-            let roles = m.sides.get(name)?;
-            let factors = &m.per_miner.hashrate_factor;
-            let side = side_outages(
-                roles,
-                &shares.outages,
-                factors,
-                window,
-                &m.worth,
-                block_value,
-            );
-            (!side.is_empty()).then(|| (name.clone(), side))
-        })
-        .collect();
-
+    let OnPath { security, outages } = on_path(m, &facts, block_value);
     let sides: BTreeMap<String, SideSummary> = (m.sides.iter())
         .map(|(name, side)| {
             let facts = facts.remove(name).unwrap_or_default();
