@@ -22,8 +22,6 @@ use probe::{Dist, Event, Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-const SECONDS_PER_DAY: f64 = 86_400.0;
-
 /// One fault of a side's link, as its events came in.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FaultSeen {
@@ -162,8 +160,7 @@ pub fn side_outages(
                 .sum();
             let priced = f.fault == "drop" && f.target == "pool" && total_weight > 0.0;
             let lost_s_per_miner = priced.then(|| lost / total_weight);
-            let blocks_missed =
-                lost_s_per_miner.map(|t| worth.farm_blocks_per_day() * t / SECONDS_PER_DAY);
+            let blocks_missed = lost_s_per_miner.map(|t| worth.farm_blocks_in(t));
             SideOutage {
                 target: f.target.clone(),
                 fault: f.fault.clone(),
@@ -223,6 +220,26 @@ mod tests {
         )
     }
 
+    /// The pool dropping at `t_s` for `lasts_s`, as the link records it.
+    fn began(t_s: f64, lasts_s: f64) -> Record {
+        let fault = Event::FaultBegan {
+            target: "pool".into(),
+            fault: "drop".into(),
+            lasts_ms: lasts_s * 1e3,
+        };
+        at(t_s, "link", fault)
+    }
+
+    fn ended(t_s: f64) -> Record {
+        at(
+            t_s,
+            "link",
+            Event::FaultEnded {
+                target: "pool".into(),
+            },
+        )
+    }
+
     fn accepted(t_s: f64) -> Record {
         judged(t_s, ShareVerdict::Accepted)
     }
@@ -246,24 +263,10 @@ mod tests {
         };
         let events = [
             job(10.0, 0),
-            at(
-                40.0,
-                "link",
-                Event::FaultBegan {
-                    target: "pool".into(),
-                    fault: "drop".into(),
-                    lasts_ms: 20_000.0,
-                },
-            ),
+            began(40.0, 20.0),
             accepted(45.0),
             rejected(50.0),
-            at(
-                60.0,
-                "link",
-                Event::FaultEnded {
-                    target: "pool".into(),
-                },
-            ),
+            ended(60.0),
             job(61.5, 0),
             rejected(62.0),
             accepted(63.0),
@@ -312,22 +315,8 @@ mod tests {
             end_ns: 100_000_000_000,
         };
         let events = [
-            at(
-                40.0,
-                "link",
-                Event::FaultBegan {
-                    target: "pool".into(),
-                    fault: "drop".into(),
-                    lasts_ms: 10_000.0,
-                },
-            ),
-            at(
-                50.0,
-                "link",
-                Event::FaultEnded {
-                    target: "pool".into(),
-                },
-            ),
+            began(40.0, 10.0),
+            ended(50.0),
             job(62.0, 0),
             // After the window: not seen.
             job(101.0, 1),

@@ -20,7 +20,7 @@
 //! the attacker's part (a split of the pool's own records, without that noise).
 
 use crate::manifest::{SideRoles, Window};
-use crate::shares::{credited_pct, hashes_of};
+use crate::shares::Credited;
 use crate::worth::WorthAssumptions;
 use probe::event::LinkEnd;
 use probe::{Dist, Event, Record, ShareVerdict};
@@ -40,32 +40,6 @@ pub struct PlannedAttack {
     /// The worker the attacker credits (hijack-worker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
-}
-
-/// Work a judge credited: accepted shares, their hashes, and the hashes squared (for the
-/// interval).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Credited {
-    pub shares: u64,
-    pub hashes: f64,
-    pub hashes_sq: f64,
-}
-
-impl Credited {
-    fn add(&mut self, difficulty: Option<f64>) {
-        let hashes = difficulty.map_or(0.0, hashes_of);
-        self.shares += 1;
-        self.hashes += hashes;
-        self.hashes_sq += hashes * hashes;
-    }
-
-    fn plus(self, other: Credited) -> Credited {
-        Credited {
-            shares: self.shares + other.shares,
-            hashes: self.hashes + other.hashes,
-            hashes_sq: self.hashes_sq + other.hashes_sq,
-        }
-    }
 }
 
 /// One connection the attacker changed, as the link saw it.
@@ -236,7 +210,7 @@ pub fn side_security(
         .fold(Credited::default(), |sum, (_, c)| sum.plus(*c));
     let farm_hashrate = side.miner_hashrate.map(|h| h * f64::from(side.miners));
     let of_work = |c: Credited, secs: f64| {
-        let (pct, ci) = credited_pct(c.hashes, c.hashes_sq, farm_hashrate? * secs)?;
+        let (pct, ci) = c.pct_of(farm_hashrate? * secs)?;
         Some(WorkPct { pct, ci })
     };
     let before = of_work(facts.before, before_s);

@@ -103,8 +103,8 @@ pub struct BlockCounts {
 pub struct ShareFacts {
     pub shares: ShareCounts,
     pub pool_work: PoolWork,
-    /// The accepted shares' hashes squared, summed: the credited work's variance.
-    pub credited_hashes_sq: f64,
+    /// The accepted shares of known difficulty: the credited work and its variance.
+    pub credited: Credited,
     pub blocks: BlockCounts,
     /// By block: each is its own unit.
     pub block_propagation_ms: Clustered,
@@ -237,11 +237,7 @@ impl ShareFacts {
             ShareVerdict::Accepted => {
                 self.shares.accepted += 1;
                 match difficulty {
-                    Some(d) => {
-                        let hashes = hashes_of(d);
-                        self.pool_work.credited_hashes += hashes;
-                        self.credited_hashes_sq += hashes * hashes;
-                    }
+                    Some(d) => self.credited.add(Some(d)),
                     None => self.pool_work.accepted_without_difficulty += 1,
                 }
             }
@@ -275,8 +271,8 @@ impl ShareFacts {
         f.pool_work.done_hashes = side
             .miner_hashrate
             .map(|h| h * f64::from(side.miners) * window.secs());
-        let credited = (f.pool_work.done_hashes)
-            .and_then(|done| credited_pct(f.pool_work.credited_hashes, f.credited_hashes_sq, done));
+        f.pool_work.credited_hashes = f.credited.hashes;
+        let credited = (f.pool_work.done_hashes).and_then(|done| f.credited.pct_of(done));
         f.pool_work.credited_pct = credited.map(|(pct, _)| pct);
         f.pool_work.credited_pct_ci = credited.and_then(|(_, ci)| ci);
         f.shares.acceptance_pct = pct(f.shares.accepted, judged);
@@ -290,22 +286,44 @@ impl ShareFacts {
     }
 }
 
-/// Work credited (`hashes`, and their squares summed) in percent of `done` hashes, with
-/// its 95% interval: shares are found as a Poisson process, so the credited sum of
-/// difficulties d has variance sum(d^2) (normal approximation; with one difficulty, a
-/// relative half-width of 1.96 / sqrt(accepted shares)). No interval for nothing credited;
-/// `None` for no work done.
-pub(crate) fn credited_pct(
-    hashes: f64,
-    hashes_sq: f64,
-    done: f64,
-) -> Option<(f64, Option<(f64, f64)>)> {
-    (done > 0.0).then(|| {
-        let pct = |hashes: f64| hashes / done * 100.0;
-        let half = Z95 * hashes_sq.sqrt();
-        let ci = (hashes > 0.0).then(|| (pct((hashes - half).max(0.0)), pct(hashes + half)));
-        (pct(hashes), ci)
-    })
+/// Work a judge credited: accepted shares, their hashes, and the hashes squared (for the
+/// interval).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Credited {
+    pub shares: u64,
+    pub hashes: f64,
+    pub hashes_sq: f64,
+}
+
+impl Credited {
+    pub(crate) fn add(&mut self, difficulty: Option<f64>) {
+        let hashes = difficulty.map_or(0.0, hashes_of);
+        self.shares += 1;
+        self.hashes += hashes;
+        self.hashes_sq += hashes * hashes;
+    }
+
+    pub(crate) fn plus(self, other: Credited) -> Credited {
+        Credited {
+            shares: self.shares + other.shares,
+            hashes: self.hashes + other.hashes,
+            hashes_sq: self.hashes_sq + other.hashes_sq,
+        }
+    }
+
+    /// In percent of `done` hashes, with its 95% interval: shares are found as a Poisson
+    /// process, so the credited sum of difficulties d has variance sum(d^2) (normal
+    /// approximation; with one difficulty, a relative half-width of 1.96 / sqrt(accepted
+    /// shares)). No interval for nothing credited; `None` for no work done.
+    pub fn pct_of(&self, done: f64) -> Option<(f64, Option<(f64, f64)>)> {
+        (done > 0.0).then(|| {
+            let pct = |hashes: f64| hashes / done * 100.0;
+            let half = Z95 * self.hashes_sq.sqrt();
+            let ci = (self.hashes > 0.0)
+                .then(|| (pct((self.hashes - half).max(0.0)), pct(self.hashes + half)));
+            (pct(self.hashes), ci)
+        })
+    }
 }
 
 /// The Wilson interval of `part / whole`, in percent.

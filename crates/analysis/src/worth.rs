@@ -57,6 +57,11 @@ impl WorthAssumptions {
     pub fn farm_blocks_per_day(&self) -> f64 {
         self.farm_hashrate / self.network_hashrate * SECONDS_PER_DAY / self.block_interval_s
     }
+
+    /// Blocks the farm finds in expectation in `seconds` of its work.
+    pub fn farm_blocks_in(&self, seconds: f64) -> f64 {
+        self.farm_blocks_per_day() * seconds / SECONDS_PER_DAY
+    }
 }
 
 /// Hashes per second with the largest SI prefix that keeps a number of at least 1:
