@@ -212,6 +212,10 @@ pub struct SideRoles {
     pub miners_role: String,
     /// Where share acceptance is decided.
     pub pool_role: String,
+    /// Where it is decided for the side's backup pool (scenario `backup.pool`), when it
+    /// has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup_pool_role: Option<String>,
     pub link_role: String,
     /// This side's link round trip, when it differs from the scenario's.
     #[serde(default)]
@@ -241,6 +245,13 @@ pub struct SideRoles {
     /// where the pool's templates are seen as it gets them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_role: Option<String>,
+}
+
+impl SideRoles {
+    /// Whether `role` decides the side's shares: its pool's tap, or its backup pool's.
+    pub fn judges(&self, role: &str) -> bool {
+        self.pool_role == role || self.backup_pool_role.as_deref() == Some(role)
+    }
 }
 
 /// One resource sample of one role process, or of the host (role [`HOST_ROLE`]: its CPU

@@ -12,6 +12,12 @@
 //! revenue, B x V x t / 86,400 sats (B blocks a day, V a block's value), and B x t / 86,400
 //! blocks in expectation (`analysis::worth`); miners of unequal hashrates weigh by it.
 //!
+//! With a backup pool (scenario `backup.pool`), the first job after the fault began is the
+//! backup's, so the time without work is the failover: the firmware's failures in a row
+//! and the round trips to the backup. The backup's judge says when it accepted its first
+//! share, and a miner's turn back to its primary ([`Event::PoolSwitched`]) costs it the
+//! time from leaving the backup to its first job on the primary, which counts as lost too.
+//!
 //! Only a pool that drops is priced this way. A stall keeps the miners on their job (their
 //! shares wait and mostly count), and a JDS away leaves them the JDC's jobs: their next job
 //! says nothing of work lost, so those faults get their counts and no price.
@@ -37,6 +43,14 @@ pub struct FaultSeen {
     pub first_accepted_after_end: Option<u64>,
     /// The judge's rejections from its start until that share.
     pub rejected_until_back: u64,
+    /// Each miner's turn to its backup pool after the fault began.
+    pub to_backup: BTreeMap<u32, u64>,
+    /// Each miner's turn back to its primary after that, and its first job after the turn.
+    pub to_primary: BTreeMap<u32, (u64, Option<u64>)>,
+    /// The backup judge's accepted shares while the fault lasted, and its first accepted
+    /// share after the fault began.
+    pub accepted_on_backup: u64,
+    pub first_accepted_on_backup: Option<u64>,
 }
 
 /// The faults of one side's link, gathered as events come in time order (the same rules
@@ -72,6 +86,29 @@ impl OutageFacts {
             Event::JobReceived { miner, .. } if r.role == side.miners_role => {
                 for f in &mut self.faults {
                     f.first_job.entry(*miner).or_insert(r.t_ns);
+                    if let Some((_, job @ None)) = f.to_primary.get_mut(miner) {
+                        *job = Some(r.t_ns);
+                    }
+                }
+            }
+            Event::PoolSwitched { miner, to } if r.role == side.miners_role => {
+                for f in &mut self.faults {
+                    if to == "backup" {
+                        f.to_backup.entry(*miner).or_insert(r.t_ns);
+                    } else if f.to_backup.contains_key(miner) {
+                        f.to_primary.entry(*miner).or_insert((r.t_ns, None));
+                    }
+                }
+            }
+            Event::ShareJudged { verdict, .. }
+                if side.backup_pool_role.as_ref() == Some(&r.role)
+                    && *verdict == ShareVerdict::Accepted =>
+            {
+                for f in &mut self.faults {
+                    if f.ended_ns.is_none() {
+                        f.accepted_on_backup += 1;
+                    }
+                    f.first_accepted_on_backup.get_or_insert(r.t_ns);
                 }
             }
             Event::ShareJudged { verdict, .. } if r.role == side.pool_role => {
@@ -117,6 +154,23 @@ pub struct SideOutage {
     pub accepted_during: u64,
     pub first_accepted_after_s: Option<f64>,
     pub rejected_until_back: u64,
+    /// With a backup pool: the miners that turned to it, seconds from the fault's start to
+    /// its first accepted share, and the shares it accepted while the fault lasted.
+    #[serde(default)]
+    pub failed_over: u32,
+    #[serde(default)]
+    pub first_accepted_on_backup_s: Option<f64>,
+    #[serde(default)]
+    pub accepted_on_backup: u64,
+    /// The miners back on their primary from the backup, seconds from the fault's end to
+    /// each one's turn back (when a check of the primary found it serving), and each one's
+    /// time without work on the way (counted in the time lost).
+    #[serde(default)]
+    pub returned: u32,
+    #[serde(default)]
+    pub returned_after_end_s: Option<Dist>,
+    #[serde(default)]
+    pub return_gap_s: Option<Dist>,
     /// Seconds of work each miner lost on average, weighed by hashrate (those not back:
     /// until the window's end), the blocks a farm of the worth assumptions misses with them
     /// in expectation, and their worth in sats; `None` but for a pool that drops.
@@ -148,6 +202,14 @@ pub fn side_outages(
                 .collect();
             let back = f.first_job.len() as u32;
             let until_end = secs(window.end_ns.saturating_sub(f.began_ns));
+            // On the way back to the primary: from the turn to the first job (or the end).
+            let gap = |(turn, job): &(u64, Option<u64>)| {
+                secs(job.unwrap_or(window.end_ns).saturating_sub(*turn))
+            };
+            let returned_after: Vec<f64> = (f.to_primary.values())
+                .map(|(turn, _)| secs(turn.saturating_sub(ended)))
+                .collect();
+            let gaps: Vec<f64> = f.to_primary.values().map(gap).collect();
             // Each miner's lost time, weighed by its hashrate; one not back, until the end.
             let lost: f64 = (0..side.miners)
                 .map(|m| {
@@ -155,7 +217,7 @@ pub fn side_outages(
                         .first_job
                         .get(&m)
                         .map_or(until_end, |t| secs(t.saturating_sub(f.began_ns)));
-                    weight(m) * t
+                    weight(m) * (t + f.to_primary.get(&m).map_or(0.0, gap))
                 })
                 .sum();
             let priced = f.fault == "drop" && f.target == "pool" && total_weight > 0.0;
@@ -176,6 +238,15 @@ pub fn side_outages(
                 first_accepted_after_s: f
                     .first_accepted_after_end
                     .map(|t| secs(t.saturating_sub(ended))),
+                failed_over: f.to_backup.len() as u32,
+                first_accepted_on_backup_s: f
+                    .first_accepted_on_backup
+                    .map(|t| secs(t.saturating_sub(f.began_ns))),
+                accepted_on_backup: f.accepted_on_backup,
+                returned: f.to_primary.len() as u32,
+                returned_after_end_s: (!returned_after.is_empty())
+                    .then(|| Dist::of(&returned_after)),
+                return_gap_s: (!gaps.is_empty()).then(|| Dist::of(&gaps)),
                 lost_s_per_miner,
                 blocks_missed,
                 lost_sats: blocks_missed.map(|b| b * block_value),
@@ -302,6 +373,70 @@ mod tests {
         // (21.5 + 3 x 26) / 4 = 24.875 s.
         let weighed = side_outages(&side, &facts, &[0.5, 1.5], window, &worth, 1.0);
         assert!(close(weighed[0].lost_s_per_miner.unwrap(), 24.875));
+    }
+
+    fn switched(t_s: f64, miner: u32, to: &str) -> Record {
+        let to = to.into();
+        at(t_s, "miners", Event::PoolSwitched { miner, to })
+    }
+
+    fn on_backup(t_s: f64) -> Record {
+        let mut r = accepted(t_s);
+        r.role = "tap-backup".into();
+        r
+    }
+
+    /// A backup pool: the pool drops at 40 s for 60 s in a 0 to 200 s window. Both miners
+    /// turn to the backup at 51 s (1 s pause, two 5 s retries: their third failure) and
+    /// have its job at 51.3 s: 11.3 s without work each. The backup accepts at 52 s (12 s
+    /// after the start) and 60 s, while the fault lasts, and at 110 s, after it. The fault
+    /// ends at 100 s; miner 0 turns back at 111 s (11 s after the end) and has the
+    /// primary's job at 112.2 s (1.2 s without work on the way); miner 1 turns back at 171
+    /// s and is without work to the window's end (29 s). Lost: (11.3 + 1.2 + 11.3 + 29) / 2
+    /// = 26.4 s a miner.
+    #[test]
+    fn a_failover_costs_the_time_to_the_backups_job_and_the_way_back() {
+        let (mut side, window) = (
+            crate::testing::sv1_side().1,
+            Window {
+                start_ns: 0,
+                end_ns: 200_000_000_000,
+            },
+        );
+        side.backup_pool_role = Some("tap-backup".into());
+        let events = [
+            job(10.0, 0),
+            began(40.0, 60.0),
+            switched(51.0, 0, "backup"),
+            switched(51.0, 1, "backup"),
+            job(51.3, 0),
+            job(51.3, 1),
+            on_backup(52.0),
+            on_backup(60.0),
+            ended(100.0),
+            on_backup(110.0),
+            switched(111.0, 0, "primary"),
+            job(112.2, 0),
+            accepted(113.0),
+            switched(171.0, 1, "primary"),
+        ];
+        let mut facts = OutageFacts::default();
+        for r in &events {
+            facts.consume(&side, window, r);
+        }
+        let worth = WorthAssumptions::default();
+        let o = &side_outages(&side, &facts, &[], window, &worth, 1.0)[0];
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert_eq!((o.back, o.failed_over, o.returned), (2, 2, 2));
+        assert!(close(o.without_work_s.clone().unwrap().max.unwrap(), 11.3));
+        assert!(close(o.first_accepted_on_backup_s.unwrap(), 12.0));
+        assert_eq!((o.accepted_on_backup, o.accepted_during), (2, 0));
+        let turned = o.returned_after_end_s.clone().unwrap();
+        assert!(close(turned.mean.unwrap(), 41.0) && close(turned.max.unwrap(), 71.0));
+        let gaps = o.return_gap_s.clone().unwrap();
+        assert!(close(gaps.mean.unwrap(), 15.1) && close(gaps.max.unwrap(), 29.0));
+        assert!(close(o.first_accepted_after_s.unwrap(), 13.0));
+        assert!(close(o.lost_s_per_miner.unwrap(), 26.4));
     }
 
     /// A miner never back counts until the window's end: the pool drops at 40 s, the

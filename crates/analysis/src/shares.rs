@@ -178,7 +178,7 @@ pub fn side_shares(
     let mut judged = 0;
     for r in events
         .iter()
-        .filter(|r| r.role == side.pool_role && window.contains(r.t_ns))
+        .filter(|r| side.judges(&r.role) && window.contains(r.t_ns))
     {
         if let Event::ShareJudged {
             verdict,

@@ -267,7 +267,7 @@ impl ShareStream {
                 _ => {}
             }
         }
-        if r.role == self.side.pool_role && in_window {
+        if self.side.judges(&r.role) && in_window {
             if let Event::ShareJudged {
                 verdict,
                 difficulty,

@@ -385,7 +385,8 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
         | Event::AttackApplied { .. }
         | Event::AttackedConnectionClosed { .. }
         | Event::FaultBegan { .. }
-        | Event::FaultEnded { .. } => false,
+        | Event::FaultEnded { .. }
+        | Event::PoolSwitched { .. } => false,
     }
 }
 

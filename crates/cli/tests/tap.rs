@@ -80,6 +80,7 @@ fn an_sv1_tap_counts_what_the_pool_counts_on_500_connections() {
     let fleet_spec = harness::roles::RoleSpec::Sv1Miners {
         config: sv1::fleet::FleetConfig {
             reconnect: Default::default(),
+            backup: None,
             pool: SocketAddr::from(([127, 0, 0, 1], tap_port)),
             miners: MINERS,
             hashrate: 1_000.0,
@@ -260,6 +261,7 @@ fn an_sv2_tap_with_the_pools_key_reports_verdicts_and_without_it_bytes_only() {
         let spec = harness::roles::RoleSpec::Sv2Miners {
             config: sv2::fleet::FleetConfig {
                 reconnect: Default::default(),
+                backup: None,
                 pool: SocketAddr::from(([127, 0, 0, 1], port)),
                 // The tap with the key proves the pool's own authority.
                 pool_public: sri.keys.public,

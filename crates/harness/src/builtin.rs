@@ -175,8 +175,10 @@ pub async fn start_translator(
     let tap_addr = announced(&ready.listen, "listen", "tap")?;
     let params = sri::TranslatorParams {
         listen: crate::limits::free_local_port()?,
-        upstream: tap_addr,
-        upstream_public: pool.keys.public,
+        upstreams: vec![sri::Upstream {
+            address: tap_addr,
+            public: pool.keys.public,
+        }],
         user_identity: "stratum-bench-fanout".into(),
         // Nominal: the miners only listen.
         miner_hashrate: 1e6,

@@ -188,6 +188,9 @@ pub struct Scenario {
     /// Outages of every side's pool (or JDS) alike, at given times in the window.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<Fault>,
+    /// What every side falls back on when its pool goes away.
+    #[serde(default)]
+    pub backup: Backup,
     #[serde(default)]
     pub pool: Pool,
     #[serde(default)]
@@ -620,6 +623,14 @@ pub struct Miners {
     /// (ESP-Miner's socket receive timeout: 180 s).
     #[serde(with = "dur", default = "default_silence_timeout")]
     pub silence_timeout: Duration,
+    /// Failures in a row (a refused connect, a lost session) before a miner turns to its
+    /// backup pool (ESP-Miner: 3).
+    #[serde(default = "default_failover_after")]
+    pub failover_after: u32,
+    /// How often a miner on its backup checks whether its primary serves work again
+    /// (ESP-Miner: 60 s).
+    #[serde(with = "dur", default = "default_primary_check_every")]
+    pub primary_check_every: Duration,
 }
 
 impl Miners {
@@ -629,8 +640,29 @@ impl Miners {
             after: self.reconnect_after,
             retry_every: self.retry_every,
             silence: self.silence_timeout,
+            failover_after: self.failover_after,
+            primary_check_every: self.primary_check_every,
         }
     }
+}
+
+fn default_failover_after() -> u32 {
+    mining::farm::Reconnect::default().failover_after
+}
+fn default_primary_check_every() -> Duration {
+    mining::farm::Reconnect::default().primary_check_every
+}
+
+/// `[backup]`: what every side falls back on when its pool goes away.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Backup {
+    /// A second pool of the side's own kind, behind the side's link on a route of its own
+    /// (its own tap): SV1 and SV2 miners turn to it as their firmware does, and SRI's
+    /// translator as its upstream list says. The sides that declare jobs (A, B) have
+    /// their JDC's fallback to solo mining instead, always.
+    #[serde(default)]
+    pub pool: bool,
 }
 
 fn default_reconnect_after() -> Duration {
@@ -1032,7 +1064,22 @@ impl Scenario {
         self.check_sv1_pools()?;
         self.check_link()?;
         self.check_faults()?;
+        self.check_backup()?;
         self.check_miners()
+    }
+
+    /// A backup pool is built of our own roles: another SV1 pool of yours is not doubled.
+    fn check_backup(&self) -> Result<()> {
+        if !self.backup.pool {
+            return Ok(());
+        }
+        if let Some(side) = (self.sides.iter()).find(|s| self.external_pool(s).is_some()) {
+            fail(
+                "backup.pool",
+                format!("side {side} runs another SV1 pool; a backup of it is not started (use the built-in pool's side, or no backup)"),
+            )?;
+        }
+        Ok(())
     }
 
     /// Each fault inside the window, of some length, and a JDS fault only with a side that
@@ -1349,9 +1396,16 @@ impl Scenario {
         if self.miners.count == 0 {
             fail("miners.count", "needs at least one miner".into())?;
         }
+        if self.miners.failover_after == 0 {
+            fail(
+                "miners.failover_after",
+                "must be at least 1 failure".into(),
+            )?;
+        }
         for (field, timer) in [
             ("miners.retry_every", self.miners.retry_every),
             ("miners.silence_timeout", self.miners.silence_timeout),
+            ("miners.primary_check_every", self.miners.primary_check_every),
         ] {
             if timer.is_zero() {
                 fail(
@@ -1645,6 +1699,14 @@ shares_per_min = 10
         let timers = load("").unwrap().miners.reconnect();
         assert_eq!(timers, mining::farm::Reconnect::default());
         assert_eq!(timers.retry_every, Duration::from_secs(5));
+        assert_eq!(timers.failover_after, 3);
+        assert_eq!(timers.primary_check_every, Duration::from_secs(60));
+        let with = |o: &str| Scenario::load(&p, &[o.to_string()]);
+        assert!(with("backup.pool=true").unwrap().backup.pool);
+        let never = format!("{:#}", with("miners.failover_after=0").unwrap_err());
+        assert!(never.contains("miners.failover_after"), "{never}");
+        let typo = format!("{:#}", with("backup.pools=true").unwrap_err());
+        assert!(typo.contains("pools"), "{typo}");
     }
 
     #[test]

@@ -46,14 +46,29 @@ impl PerMiner {
 }
 
 /// How a miner gets its pool back, as device firmware does. The defaults are ESP-Miner's
-/// (the Bitaxe firmware): a second's pause after a lost connection, a failed connect
-/// tried again every 5 s, and a pool that sends nothing for 180 s given up on (its socket's
-/// receive timeout).
+/// (the Bitaxe firmware, stratum_task.c): a second's pause after a lost connection, a
+/// failed connect tried again every 5 s, a pool that sends nothing for 180 s given up on
+/// (its socket's receive timeout), the other pool after 3 failures in a row, and while on
+/// the backup, a check of the primary every 60 s.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Reconnect {
     pub after: Duration,
     pub retry_every: Duration,
     pub silence: Duration,
+    /// Failures in a row (a refused connect, a lost session) before the other pool.
+    #[serde(default = "default_failover_after")]
+    pub failover_after: u32,
+    /// How often a miner on its backup checks whether the primary serves work again.
+    #[serde(default = "default_primary_check_every")]
+    pub primary_check_every: Duration,
+}
+
+fn default_failover_after() -> u32 {
+    3
+}
+
+fn default_primary_check_every() -> Duration {
+    Duration::from_secs(60)
 }
 
 impl Default for Reconnect {
@@ -62,9 +77,101 @@ impl Default for Reconnect {
             after: Duration::from_secs(1),
             retry_every: Duration::from_secs(5),
             silence: Duration::from_secs(180),
+            failover_after: default_failover_after(),
+            primary_check_every: default_primary_check_every(),
         }
     }
 }
+
+/// Which of its pools a miner mines on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolChoice {
+    Primary,
+    Backup,
+}
+
+impl PoolChoice {
+    /// As events name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PoolChoice::Primary => "primary",
+            PoolChoice::Backup => "backup",
+        }
+    }
+}
+
+/// A miner's choice between its primary pool and its backup, as ESP-Miner makes it: every
+/// failure (a refused connect, a lost session) counts, a pool's answer clears the count,
+/// and at `failover_after` in a row the miner turns to the other pool. Without a backup it
+/// keeps trying the one it has.
+#[derive(Debug, Clone)]
+pub struct Failover {
+    has_backup: bool,
+    after: u32,
+    failures: u32,
+    on: PoolChoice,
+}
+
+impl Failover {
+    pub fn new(has_backup: bool, reconnect: &Reconnect) -> Failover {
+        Failover {
+            has_backup,
+            after: reconnect.failover_after.max(1),
+            failures: 0,
+            on: PoolChoice::Primary,
+        }
+    }
+
+    /// The pool to connect to next.
+    pub fn pool(&self) -> PoolChoice {
+        self.on
+    }
+
+    /// The pool answered: its failures are forgotten.
+    pub fn answered(&mut self) {
+        self.failures = 0;
+    }
+
+    /// A connect was refused or a session lost; the pool turned to, if this one turned it.
+    pub fn failed(&mut self) -> Option<PoolChoice> {
+        self.failures += 1;
+        if self.failures < self.after || !self.has_backup {
+            self.failures %= self.after;
+            return None;
+        }
+        self.failures = 0;
+        self.on = match self.on {
+            PoolChoice::Primary => PoolChoice::Backup,
+            PoolChoice::Backup => PoolChoice::Primary,
+        };
+        Some(self.on)
+    }
+
+    /// The primary answered a check: back to it.
+    pub fn back_to_primary(&mut self) {
+        self.failures = 0;
+        self.on = PoolChoice::Primary;
+    }
+}
+
+/// Resolves once `check` (the primary serves work) holds, tried every `every`: how a
+/// miner on its backup learns its primary is back (ESP-Miner's heartbeat).
+pub async fn primary_back<F, Fut>(every: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    loop {
+        tokio::time::sleep(every).await;
+        if check().await {
+            return;
+        }
+    }
+}
+
+/// How long a check of the primary waits for its work (ESP-Miner's heartbeat socket
+/// timeout).
+pub const PRIMARY_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One way across a farm's LAN: each item of `rx`, stamped with the moment it was sent
 /// (`now()`'s clock, in nanoseconds), comes out `delay` later, in order, stamped with the
@@ -131,6 +238,46 @@ mod tests {
         let mut out = lan_hop(rx, Duration::ZERO, now);
         tx.send((7, 1)).unwrap();
         assert_eq!(out.recv().await, Some((7, 1)), "the stamp is untouched");
+    }
+
+    #[test]
+    fn a_miner_turns_to_its_backup_after_three_failures_in_a_row() {
+        let mut f = Failover::new(true, &Reconnect::default());
+        // A lost session, then two refused connects: the third failure turns it.
+        assert_eq!((f.failed(), f.failed()), (None, None));
+        assert_eq!(f.failed(), Some(PoolChoice::Backup));
+        assert_eq!(f.pool(), PoolChoice::Backup);
+        // The backup answers; its failures count from zero.
+        f.answered();
+        assert_eq!((f.failed(), f.failed()), (None, None));
+        f.answered();
+        assert_eq!(f.failed(), None);
+        f.back_to_primary();
+        assert_eq!(f.pool(), PoolChoice::Primary);
+        // An answer between failures clears them: no switch.
+        f.failed();
+        f.failed();
+        f.answered();
+        assert_eq!(f.failed(), None);
+        // Without a backup a miner keeps to its pool.
+        let mut alone = Failover::new(false, &Reconnect::default());
+        assert!((0..10).all(|_| alone.failed().is_none()));
+        assert_eq!(alone.pool(), PoolChoice::Primary);
+    }
+
+    #[tokio::test]
+    async fn the_primary_is_checked_every_interval_until_it_answers() {
+        let start = std::time::Instant::now();
+        let mut asked = 0;
+        primary_back(Duration::from_millis(40), || {
+            asked += 1;
+            let answers = asked == 3;
+            async move { answers }
+        })
+        .await;
+        assert_eq!(asked, 3);
+        // Three intervals, with slack for a loaded machine.
+        assert!(start.elapsed() >= Duration::from_millis(120));
     }
 
     #[test]

@@ -261,6 +261,9 @@ pub enum Event {
     },
     /// That outage ended.
     FaultEnded { target: String },
+    /// A miner turned to its other pool (`to`: `backup` or `primary`), as its firmware
+    /// does after failures in a row, or once a check found its primary serving again.
+    PoolSwitched { miner: u32, to: String },
     /// An attacker on the link (scenario `link.attack`) began, of this kind.
     AttackBegan { attack: String },
     /// The attacker changed a connection's stream (`conn` numbers the link's connections

@@ -194,6 +194,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                         miner_hashrate: Some(4_294_967_296.0 / 10.0),
                         miners_role: "miners-sv1".into(),
                         pool_role: "pool-sv1".into(),
+                        backup_pool_role: None,
                         link_role: "link-sv1".into(),
                         link_rtt_ms: None,
                         farm_node_role: None,

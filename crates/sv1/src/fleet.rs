@@ -11,6 +11,7 @@ use crate::wire::{read_line, request, write_json};
 use anyhow::Result;
 use bitcoin::{BlockHash, Target};
 use probe::{mono_ns, Event, Recorder};
+use mining::farm::{Failover, PoolChoice};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -46,6 +47,20 @@ pub struct FleetConfig {
     /// How each miner gets its pool back after losing it.
     #[serde(default)]
     pub reconnect: mining::farm::Reconnect,
+    /// The backup pool each miner turns to after `reconnect.failover_after` failures in a
+    /// row (firmware's fallback pool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<SocketAddr>,
+}
+
+impl FleetConfig {
+    /// Where `choice` is.
+    fn address(&self, choice: PoolChoice) -> SocketAddr {
+        match (choice, self.backup) {
+            (PoolChoice::Backup, Some(backup)) => backup,
+            _ => self.pool,
+        }
+    }
 }
 
 /// A share a hashing thread found, for its miner's connection to send.
@@ -162,10 +177,12 @@ enum Ended {
     Stopped,
     /// The connection ended, or the pool went silent: connect again.
     Lost,
+    /// The miner is on its backup and its primary serves work again.
+    PrimaryBack,
 }
 
-/// One miner, for as long as the fleet runs: a session with the pool, and another after
-/// each it loses, as firmware reconnects.
+/// One miner, for as long as the fleet runs: a session with its pool, and another after
+/// each it loses, as firmware reconnects (to its backup after failures in a row).
 async fn run_miner(
     index: u32,
     cfg: FleetConfig,
@@ -175,9 +192,27 @@ async fn run_miner(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut miner = MinerState::new(index);
+    let mut failover = Failover::new(cfg.backup.is_some(), &cfg.reconnect);
+    let mut last = PoolChoice::Primary;
     loop {
-        let Some(stream) = connect(&cfg, index, &mut stop).await else {
-            return;
+        let choice = failover.pool();
+        if choice != last {
+            recorder.record(Event::PoolSwitched {
+                miner: index,
+                to: choice.name().into(),
+            });
+            last = choice;
+        }
+        let stream = match TcpStream::connect(cfg.address(choice)).await {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::debug!(miner = index, error = %e, "cannot connect; retrying");
+                failover.failed();
+                tokio::select! {
+                    _ = tokio::time::sleep(cfg.reconnect.retry_every) => continue,
+                    _ = stop.changed() => return,
+                }
+            }
         };
         // What was found for a session that ended is never sent (firmware clears its
         // queue when it reconnects), and nothing is found before the new session's job.
@@ -195,42 +230,51 @@ async fn run_miner(
             slot: &slot,
             recorder: &recorder,
         };
-        match session
-            .run(stream, &mut miner, &mut shares, &mut stop)
-            .await
-        {
+        let ended = session
+            .run(stream, &mut miner, &mut failover, &mut shares, &mut stop)
+            .await;
+        // Without a pool the job is dead: nothing to hash until the next one.
+        slot.set(None);
+        match ended {
             Ended::Stopped => return,
             Ended::Lost => {
-                // Without a pool the job is dead: nothing to hash until the next one.
-                slot.set(None);
-                tokio::select! {
-                    _ = tokio::time::sleep(cfg.reconnect.after) => {}
-                    _ = stop.changed() => return,
-                }
+                failover.failed();
             }
+            Ended::PrimaryBack => failover.back_to_primary(),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(cfg.reconnect.after) => {}
+            _ = stop.changed() => return,
         }
     }
 }
 
-/// A connection to the pool, tried every `reconnect.retry_every` until one is made;
-/// `None` when the fleet stops first.
-async fn connect(
-    cfg: &FleetConfig,
-    index: u32,
-    stop: &mut watch::Receiver<bool>,
-) -> Option<TcpStream> {
-    loop {
-        match TcpStream::connect(cfg.pool).await {
-            Ok(s) => return Some(s),
-            Err(e) => {
-                tracing::debug!(miner = index, error = %e, "cannot connect; retrying");
-                tokio::select! {
-                    _ = tokio::time::sleep(cfg.reconnect.retry_every) => {}
-                    _ = stop.changed() => return None,
-                }
+/// Whether the pool at `pool` serves work: a `mining.notify` within the check's time of
+/// subscribing and authorizing as `worker` (ESP-Miner's heartbeat of its primary).
+async fn serves_work(pool: SocketAddr, worker: String) -> bool {
+    let check = async {
+        let stream = TcpStream::connect(pool).await.ok()?;
+        let (read, mut write) = stream.into_split();
+        let subscribe = request(json!(1), "mining.subscribe", json!(["stratum-bench/0.1"]));
+        let authorize = request(json!(2), "mining.authorize", json!([worker, "x"]));
+        write_json(&mut write, &subscribe).await.ok()?;
+        write_json(&mut write, &authorize).await.ok()?;
+        let mut read = BufReader::new(read);
+        let mut line = Vec::new();
+        loop {
+            read_line(&mut read, &mut line).await.ok()?;
+            let notify = br#""mining.notify""#;
+            if line.windows(notify.len()).any(|w| w == notify) {
+                return Some(());
             }
+            line.clear();
         }
-    }
+    };
+    tokio::time::timeout(mining::farm::PRIMARY_CHECK_TIMEOUT, check)
+        .await
+        .ok()
+        .flatten()
+        .is_some()
 }
 
 /// What one session of a miner with its pool works with.
@@ -248,6 +292,7 @@ impl Session<'_> {
         &self,
         stream: TcpStream,
         miner: &mut MinerState,
+        failover: &mut Failover,
         shares: &mut mpsc::UnboundedReceiver<Found>,
         stop: &mut watch::Receiver<bool>,
     ) -> Ended {
@@ -298,11 +343,22 @@ impl Session<'_> {
         }
         let silence = tokio::time::sleep(cfg.reconnect.silence);
         tokio::pin!(silence);
+        // On the backup, the primary is checked now and then; on the primary, never.
+        let on_backup = failover.pool() == PoolChoice::Backup;
+        let primary_back = async {
+            if !on_backup {
+                return std::future::pending().await;
+            }
+            let every = cfg.reconnect.primary_check_every;
+            mining::farm::primary_back(every, || serves_work(cfg.pool, worker.clone())).await
+        };
+        tokio::pin!(primary_back);
         let ended = loop {
             tokio::select! {
                 Some((t, message)) = incoming.recv() => match message {
                     FromPool::Message(bytes) => {
                         silence.as_mut().reset(tokio::time::Instant::now() + cfg.reconnect.silence);
+                        failover.answered();
                         miner.handle(&bytes, t, slot, recorder)
                     }
                     FromPool::Closed(e) => {
@@ -337,6 +393,10 @@ impl Session<'_> {
                     if write_json(&mut write, &msg).await.is_err() {
                         break Ended::Lost;
                     }
+                }
+                _ = &mut primary_back => {
+                    tracing::info!(miner = index, "the primary serves work again");
+                    break Ended::PrimaryBack;
                 }
                 _ = stop.changed() => break Ended::Stopped,
             }

@@ -146,6 +146,7 @@ fn farm(
     FleetHandle::start(
         FleetConfig {
             reconnect: Default::default(),
+            backup: None,
             pool: pool.listen_addr,
             miners,
             hashrate,

@@ -20,6 +20,7 @@
 //! a batch).
 
 use anyhow::{bail, Context, Result};
+use mining::farm::{Failover, PoolChoice};
 use bitcoin::block::{Header, Version};
 use bitcoin::hashes::Hash;
 use bitcoin::{BlockHash, CompactTarget, Target, TxMerkleNode};
@@ -75,6 +76,27 @@ pub struct FleetConfig {
     /// How a miner (on a connection of its own) gets its pool back after losing it.
     #[serde(default)]
     pub reconnect: mining::farm::Reconnect,
+    /// The backup pool a miner on a connection of its own turns to after
+    /// `reconnect.failover_after` failures in a row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<BackupPool>,
+}
+
+/// A backup pool: its address and authority key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BackupPool {
+    pub address: SocketAddr,
+    pub public: Secp256k1PublicKey,
+}
+
+impl FleetConfig {
+    /// Where `choice` is, and its authority key.
+    fn upstream(&self, choice: PoolChoice) -> (SocketAddr, Secp256k1PublicKey) {
+        match (choice, &self.backup) {
+            (PoolChoice::Backup, Some(b)) => (b.address, b.public),
+            _ => (self.pool, self.pool_public),
+        }
+    }
 }
 
 fn one() -> u32 {
@@ -260,7 +282,8 @@ pub(crate) struct Miner {
 }
 
 /// A miner on a connection of its own, for as long as the fleet runs: a session, and
-/// another `reconnect.after` each it loses, as firmware reconnects.
+/// another `reconnect.after` each it loses, as firmware reconnects (to its backup after
+/// failures in a row, and back once its primary serves again).
 async fn run_reconnecting(
     index: u32,
     cfg: &FleetConfig,
@@ -269,73 +292,173 @@ async fn run_reconnecting(
     recorder: &Recorder,
 ) -> Result<()> {
     let mut next_share_id = 1u64;
+    let mut failover = Failover::new(cfg.backup.is_some(), &cfg.reconnect);
+    let mut last = PoolChoice::Primary;
     loop {
+        let choice = failover.pool();
+        if choice != last {
+            recorder.record(Event::PoolSwitched {
+                miner: index,
+                to: choice.name().into(),
+            });
+            last = choice;
+        }
+        let (address, public) = cfg.upstream(choice);
+        let stream = match TcpStream::connect(address).await {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::debug!(miner = index, error = %e, "cannot connect; retrying");
+                failover.failed();
+                tokio::time::sleep(cfg.reconnect.retry_every).await;
+                continue;
+            }
+        };
         // What was found for a session that ended is never sent.
         while shares.try_recv().is_ok() {}
-        let ended = run_miner(index, cfg, slot, &mut shares, recorder, &mut next_share_id).await;
-        if let Err(e) = ended {
-            tracing::info!(
-                miner = index,
-                error = format!("{e:#}"),
-                "session with the pool ended"
-            );
-        }
+        let session = Session {
+            index,
+            cfg,
+            slot,
+            recorder,
+        };
+        let ended = session
+            .run(
+                (stream, address, public),
+                &mut failover,
+                &mut shares,
+                &mut next_share_id,
+            )
+            .await;
         // Without a pool the job is dead: nothing to hash until the next session's.
         slot.set(None);
+        match ended {
+            Ok(Ended::PrimaryBack) => failover.back_to_primary(),
+            Ok(Ended::Lost) => {
+                failover.failed();
+            }
+            Err(e) => {
+                tracing::info!(
+                    miner = index,
+                    error = format!("{e:#}"),
+                    "session with the pool ended"
+                );
+                failover.failed();
+            }
+        }
         tokio::time::sleep(cfg.reconnect.after).await;
     }
 }
 
-/// One session with the pool: until its connection ends or the pool is silent for
-/// `reconnect.silence`.
-async fn run_miner(
+/// How a session ended, when not by an error.
+enum Ended {
+    /// The pool closed the connection.
+    Lost,
+    /// The miner is on its backup and its primary serves work again.
+    PrimaryBack,
+}
+
+/// What one session of a miner with its pool works with.
+struct Session<'a> {
     index: u32,
-    cfg: &FleetConfig,
-    slot: &Arc<Slot>,
-    shares: &mut mpsc::UnboundedReceiver<Found>,
-    recorder: &Recorder,
-    next_share_id: &mut u64,
-) -> Result<()> {
-    // Bit 0 of the flags, REQUIRES_STANDARD_JOBS: header-only mining.
-    let flags = u32::from(cfg.channel == ChannelKind::Standard);
-    let (reader, mut writer) = connect(cfg, index, flags).await?;
-    sv2_wire::send(
-        &mut writer,
-        AnyMessageOwned::Mining(open_channel(cfg, 1, index)),
-        "the pool",
-    )
-    .await?;
-    let lan = cfg.per_miner.lan_delay(index);
-    let (read_task, frames) = read_frames(reader, index);
-    let mut frames = mining::farm::lan_hop(frames, lan, mono_ns);
-    let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
-    let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
-    let mut miner = Miner::new(index, cfg.channel, slot.clone());
-    let silence = tokio::time::sleep(cfg.reconnect.silence);
-    tokio::pin!(silence);
-    let result = loop {
-        tokio::select! {
-            got = frames.recv() => {
-                let Some((t, msg)) = got else { break Ok(()) };
-                silence.as_mut().reset(tokio::time::Instant::now() + cfg.reconnect.silence);
-                if let Err(e) = miner.handle(&msg, t, recorder) {
-                    break Err(e);
+    cfg: &'a FleetConfig,
+    slot: &'a Arc<Slot>,
+    recorder: &'a Recorder,
+}
+
+impl Session<'_> {
+    /// One session with the pool on `stream` (to `address`, whose key is `public`): until
+    /// its connection ends, the pool is silent for `reconnect.silence`, or, on the backup,
+    /// the primary serves again.
+    async fn run(
+        &self,
+        (stream, address, public): (TcpStream, SocketAddr, Secp256k1PublicKey),
+        failover: &mut Failover,
+        shares: &mut mpsc::UnboundedReceiver<Found>,
+        next_share_id: &mut u64,
+    ) -> Result<Ended> {
+        let Session {
+            index,
+            cfg,
+            slot,
+            recorder,
+        } = *self;
+        // Bit 0 of the flags, REQUIRES_STANDARD_JOBS: header-only mining.
+        let flags = u32::from(cfg.channel == ChannelKind::Standard);
+        let device_id = format!("{}.{index}", cfg.user_prefix);
+        let (reader, mut writer) = establish(stream, public, address, &device_id, flags).await?;
+        failover.answered();
+        sv2_wire::send(
+            &mut writer,
+            AnyMessageOwned::Mining(open_channel(cfg, 1, index)),
+            "the pool",
+        )
+        .await?;
+        let lan = cfg.per_miner.lan_delay(index);
+        let (read_task, frames) = read_frames(reader, index);
+        let mut frames = mining::farm::lan_hop(frames, lan, mono_ns);
+        let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
+        let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
+        let mut miner = Miner::new(index, cfg.channel, slot.clone());
+        let silence = tokio::time::sleep(cfg.reconnect.silence);
+        tokio::pin!(silence);
+        // On the backup, the primary is checked now and then; on the primary, never.
+        let on_backup = failover.pool() == PoolChoice::Backup;
+        let primary_back = async {
+            if !on_backup {
+                return std::future::pending().await;
+            }
+            let every = cfg.reconnect.primary_check_every;
+            let check = || serves_work(cfg.pool, cfg.pool_public, device_id.clone(), flags);
+            mining::farm::primary_back(every, check).await
+        };
+        tokio::pin!(primary_back);
+        let result = loop {
+            tokio::select! {
+                got = frames.recv() => {
+                    let Some((t, msg)) = got else { break Ok(Ended::Lost) };
+                    silence.as_mut().reset(tokio::time::Instant::now() + cfg.reconnect.silence);
+                    if let Err(e) = miner.handle(&msg, t, recorder) {
+                        break Err(e);
+                    }
+                }
+                _ = &mut silence => break Err(anyhow::anyhow!("the pool is silent")),
+                _ = &mut primary_back => {
+                    tracing::info!(miner = index, "the primary serves work again");
+                    break Ok(Ended::PrimaryBack);
+                }
+                Some(found) = shares.recv() => {
+                    let message = miner.submission(found, next_share_id, recorder);
+                    let _ = outgoing_tx.send((mono_ns(), message));
+                }
+                Some((_, message)) = outgoing.recv() => {
+                    if let Err(e) = sv2_wire::send(&mut writer, message, "the pool").await {
+                        break Err(e);
+                    }
                 }
             }
-            _ = &mut silence => break Err(anyhow::anyhow!("the pool is silent")),
-            Some(found) = shares.recv() => {
-                let message = miner.submission(found, next_share_id, recorder);
-                let _ = outgoing_tx.send((mono_ns(), message));
-            }
-            Some((_, message)) = outgoing.recv() => {
-                if let Err(e) = sv2_wire::send(&mut writer, message, "the pool").await {
-                    break Err(e);
-                }
-            }
-        }
+        };
+        read_task.abort();
+        result
+    }
+}
+
+/// Whether the pool at `pool` (whose key is `public`) serves: its Noise handshake and a
+/// successful SetupConnection within the check's time (the SV2 form of ESP-Miner's
+/// heartbeat of its primary).
+async fn serves_work(
+    pool: SocketAddr,
+    public: Secp256k1PublicKey,
+    device_id: String,
+    flags: u32,
+) -> bool {
+    let check = async {
+        let stream = TcpStream::connect(pool).await?;
+        establish(stream, public, pool, &device_id, flags).await
     };
-    read_task.abort();
-    result
+    matches!(
+        tokio::time::timeout(mining::farm::PRIMARY_CHECK_TIMEOUT, check).await,
+        Ok(Ok(_))
+    )
 }
 
 /// One connection carrying the standard channels of `members`, grouped by the pool: a
@@ -453,13 +576,25 @@ async fn connect(
             }
         }
     };
+    let device_id = format!("{}.{index}", cfg.user_prefix);
+    establish(stream, cfg.pool_public, cfg.pool, &device_id, flags).await
+}
+
+/// The Noise handshake with the pool at `endpoint` (authenticated by `public`) on
+/// `stream`, and SetupConnection as `device_id` with `flags`.
+async fn establish(
+    stream: TcpStream,
+    public: Secp256k1PublicKey,
+    endpoint: SocketAddr,
+    device_id: &str,
+    flags: u32,
+) -> Result<(NoiseTcpReadHalf, NoiseTcpWriteHalf)> {
     let _ = stream.set_nodelay(true);
-    let noise = connect_with_noise(stream, Some(cfg.pool_public))
+    let noise = connect_with_noise(stream, Some(public))
         .await
         .map_err(|e| anyhow::anyhow!("Noise handshake with the pool failed: {e}"))?;
     let (mut reader, mut writer) = noise.into_split();
-    let device_id = format!("{}.{index}", cfg.user_prefix);
-    set_up_mining(&mut reader, &mut writer, cfg.pool, &device_id, flags).await?;
+    set_up_mining(&mut reader, &mut writer, endpoint, device_id, flags).await?;
     Ok((reader, writer))
 }
 

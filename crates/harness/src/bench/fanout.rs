@@ -248,6 +248,7 @@ fn fleet_spec(
         None => RoleSpec::Sv1Miners {
             config: sv1::fleet::FleetConfig {
                 reconnect: Default::default(),
+                backup: None,
                 pool: sender.miners_connect,
                 miners: count,
                 hashrate: 1.0,
@@ -262,6 +263,7 @@ fn fleet_spec(
         Some(key) => RoleSpec::Sv2Miners {
             config: sv2::fleet::FleetConfig {
                 reconnect: Default::default(),
+                backup: None,
                 pool: sender.miners_connect,
                 pool_public: key,
                 miners: count,

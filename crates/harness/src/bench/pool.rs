@@ -195,6 +195,7 @@ async fn measure_step(
             RoleSpec::Sv1Miners {
                 config: sv1::fleet::FleetConfig {
                     reconnect: Default::default(),
+                    backup: None,
                     pool: *pool,
                     miners: opts.miners,
                     hashrate: per_miner * hashes_per_share,
@@ -228,6 +229,7 @@ async fn measure_step(
             let spec = RoleSpec::Sv2Miners {
                 config: sv2::fleet::FleetConfig {
                     reconnect: Default::default(),
+                    backup: None,
                     pool: pool.pool,
                     pool_public: pool.keys.public,
                     miners: opts.miners,

@@ -121,27 +121,31 @@ pub(super) async fn start_sv1_side(
     };
     // The same hop every SV2 side crosses: a tap on the pool site, where verdicts are read.
     let tap = format!("tap-{side}");
-    let tap_ready = spawn(
-        opts,
-        dir,
-        &tap,
-        &RoleSpec::Sv1Tap {
-            config: sv1::tap::Sv1TapConfig {
-                listen: "127.0.0.1:0".parse()?,
-                upstream: pool_addr,
-            },
-        },
-        roles,
-    )
-    .await?;
-    let tap_addr = announced(&tap_ready.listen, "listen", &tap)?;
-    let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
+    let tap_addr = spawn_sv1_tap(opts, dir, &tap, pool_addr, roles).await?;
+    // A backup: another of our pools on the same node, with its own tap.
+    let backup = match s.backup.pool {
+        true => {
+            let label = format!("{side}-backup");
+            let (pool, tap) = (format!("pool-{label}"), format!("tap-{label}"));
+            let pool_addr = builtin_sv1_pool(opts, dir, &label, &pool, node, roles).await?;
+            let tap_addr = spawn_sv1_tap(opts, dir, &tap, pool_addr, roles).await?;
+            Some((pool, tap, tap_addr))
+        }
+        false => None,
+    };
+    let upstreams = (tap_addr, backup.as_ref().map(|b| b.2));
+    let (link, link_addr, backup_addr) =
+        spawn_link(opts, dir, side, farm_port, upstreams, roles).await?;
     tell(
         opts,
         format!("{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)"),
     );
-    let miners =
-        spawn_sv1_miners(opts, dir, (side, &worker_prefix, suggest), link_addr, roles).await?;
+    let pools = (link_addr, backup_addr);
+    let miners = spawn_sv1_miners(opts, dir, (side, &worker_prefix, suggest), pools, roles).await?;
+    let mut started = vec![&pool[..], &tap, &link, &miners];
+    if let Some((pool, tap, _)) = &backup {
+        started.extend([&pool[..], tap]);
+    }
     Ok(SideRoles {
         pool_software: Some(pool_name.unwrap_or_else(|| {
             format!("stratum-bench's built-in SV1 pool {}", env!("CARGO_PKG_VERSION"))
@@ -149,6 +153,24 @@ pub(super) async fn start_sv1_side(
         pool_policy: pool_policy.or_else(|| {
             Some("ZMQ hashblock, a job on every new tip and after pool.job_refresh, one write per job, vardiff".into())
         }),
-        ..pool_side_roles(s, side, (&miners, &tap, &link), &[&pool, &tap, &link, &miners])
+        backup_pool_role: backup.as_ref().map(|(_, tap, _)| tap.clone()),
+        ..pool_side_roles(s, side, (&miners, &tap, &link), &started)
     })
+}
+
+/// The tap in front of an SV1 pool at `pool`: where it listens.
+async fn spawn_sv1_tap(
+    opts: &RunOptions,
+    dir: &Path,
+    tap: &str,
+    pool: SocketAddr,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<SocketAddr> {
+    let spec = RoleSpec::Sv1Tap {
+        config: sv1::tap::Sv1TapConfig {
+            listen: "127.0.0.1:0".parse()?,
+            upstream: pool,
+        },
+    };
+    spawn_listening(opts, dir, tap, &spec, roles).await
 }

@@ -52,7 +52,7 @@ pub(super) async fn start_sv2_jd_side(
             route(tap_addr, wan(s, side)),
             route(jds_listen, wan(s, side)),
         ],
-        on_path(s),
+        on_path(s, Some(1)),
         roles,
     )
     .await?;
@@ -94,9 +94,10 @@ pub(super) async fn start_sv2_jd_side(
                 jdc_keys.public
             ),
         );
-        spawn_sv2_miners(opts, dir, side, jdc_addr, jdc_keys.public, roles).await?
+        let jdc = (jdc_addr, jdc_keys.public);
+        spawn_sv2_miners(opts, dir, side, jdc, None, roles).await?
     } else {
-        let upstream = (jdc_addr, jdc_keys.public);
+        let upstream = vec![(jdc_addr, jdc_keys.public)];
         let (translator, miners) =
             spawn_translated_miners(opts, dir, side, farm_port, upstream, roles).await?;
         side_roles.push(translator);
@@ -109,6 +110,7 @@ pub(super) async fn start_sv2_jd_side(
         miner_hashrate: Some(s.miner_hashrate()),
         miners_role: miners,
         pool_role: tap,
+        backup_pool_role: None,
         link_role: link,
         link_rtt_ms: side_rtt(s, side),
         farm_node_hop_ms: farm_node.as_ref().map(|_| s.farm_node.propagation_ms),

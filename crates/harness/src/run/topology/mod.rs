@@ -328,13 +328,13 @@ fn node_problem(info: &ChainInfo, real: &RealNode) -> Option<String> {
 }
 
 /// SRI's translator on the farm site (on `farm_port`, 0 for any) for the SV1 miners, with
-/// `upstream` (an SV2 pool, or a JDC) and its key.
+/// its `upstreams` (SV2 pools, or a JDC) and their keys, tried in order.
 async fn spawn_translator(
     opts: &RunOptions,
     dir: &Path,
     name: &str,
     farm_port: u16,
-    (upstream, upstream_public): (SocketAddr, Secp256k1PublicKey),
+    upstreams: Vec<(SocketAddr, Secp256k1PublicKey)>,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<SocketAddr> {
     let s = &opts.scenario;
@@ -344,8 +344,9 @@ async fn spawn_translator(
         } else {
             SocketAddr::from(([127, 0, 0, 1], farm_port))
         },
-        upstream,
-        upstream_public,
+        upstreams: (upstreams.into_iter())
+            .map(|(address, public)| sri::Upstream { address, public })
+            .collect(),
         user_identity: format!("stratum-bench-{name}"),
         miner_hashrate: s.miner_hashrate(),
         shares_per_minute: s.miners.shares_per_min,
@@ -363,13 +364,14 @@ async fn spawn_translator(
     .await
 }
 
-/// Our SV2 miners, connecting to `upstream` (a pool, a JDC, or the link) with its key.
+/// Our SV2 miners, connecting to `upstream` (a pool, a JDC, or the link) with its key, and
+/// turning to `backup` as firmware does when there is one.
 async fn spawn_sv2_miners(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
-    upstream: SocketAddr,
-    upstream_public: Secp256k1PublicKey,
+    (upstream, upstream_public): (SocketAddr, Secp256k1PublicKey),
+    backup: Option<sv2::fleet::BackupPool>,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<String> {
     let s = &opts.scenario;
@@ -391,6 +393,7 @@ async fn spawn_sv2_miners(
                 hash_threads: s.miners.hash_threads,
                 per_miner: s.per_miner(),
                 reconnect: s.miners.reconnect(),
+                backup,
             },
         },
         roles,
@@ -476,32 +479,30 @@ async fn spawn_sri(
     }
 }
 
-/// The WAN link of a side with one route, from the farm (`farm_port`, 0 for any) to
-/// `upstream`.
+/// The WAN link of a side from the farm (`farm_port`, 0 for any) to `upstream`, and to
+/// its `backup` pool on a second route when it has one; the farm-side address of each.
 async fn spawn_link(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
     farm_port: u16,
-    upstream: SocketAddr,
+    (upstream, backup): (SocketAddr, Option<SocketAddr>),
     roles: &mut Vec<RoleProcess>,
-) -> Result<(String, SocketAddr)> {
-    let route = LinkRoute {
-        listen: SocketAddr::from(([127, 0, 0, 1], farm_port)),
+) -> Result<(String, SocketAddr, Option<SocketAddr>)> {
+    let route = |listen: SocketAddr, upstream| LinkRoute {
+        listen,
         upstream,
         config: wan(&opts.scenario, side),
     };
-    let hazards = on_path(&opts.scenario);
-    let (link, listening) = spawn_link_routes(
-        opts,
-        dir,
-        &format!("link-{side}"),
-        vec![route],
-        hazards,
-        roles,
-    )
-    .await?;
-    Ok((link, listening[0]))
+    let farm = SocketAddr::from(([127, 0, 0, 1], farm_port));
+    let any = SocketAddr::from(([127, 0, 0, 1], 0));
+    let routes = std::iter::once(route(farm, upstream))
+        .chain(backup.map(|b| route(any, b)))
+        .collect();
+    let hazards = on_path(&opts.scenario, None);
+    let (link, listening) =
+        spawn_link_routes(opts, dir, &format!("link-{side}"), routes, hazards, roles).await?;
+    Ok((link, listening[0], listening.get(1).copied()))
 }
 
 /// The WAN link of a side carrying several services; returns the link's role and the
@@ -537,25 +538,29 @@ struct OnPath {
     faults: Vec<link::fault::ScheduledFault>,
 }
 
-/// The scenario's attacker and outages on a side's mining link (route 0 its pool, route
-/// 1 its JDS where it has one), timed from the link's start: `at` into the window, which
-/// opens `warmup` after every role started (a moment after the link). The analysis reads
-/// when each began from the link's own record.
-fn on_path(s: &Scenario) -> OnPath {
+/// The scenario's attacker and outages on a side's mining link (route 0 its pool, and
+/// `jds_route` its JDS where it has one; a backup pool's route never fails), timed from
+/// the link's start: `at` into the window, which opens `warmup` after every role started
+/// (a moment after the link). The analysis reads when each began from the link's own
+/// record.
+fn on_path(s: &Scenario, jds_route: Option<usize>) -> OnPath {
     let attack = (s.link.attack.as_ref()).map(|a| link::attack::ScheduledAttack {
         attack: a.attack.clone(),
         begins_after: s.warmup + a.at,
     });
     let faults = (s.faults.iter())
-        .map(|f| link::fault::ScheduledFault {
-            kind: f.kind,
-            target: f.target.name().to_string(),
-            routes: vec![match f.target {
+        .filter_map(|f| {
+            let route = match f.target {
                 FaultTarget::Pool => 0,
-                FaultTarget::Jds => 1,
-            }],
-            begins_after: s.warmup + f.at,
-            lasts: f.lasts,
+                FaultTarget::Jds => jds_route?,
+            };
+            Some(link::fault::ScheduledFault {
+                kind: f.kind,
+                target: f.target.name().to_string(),
+                routes: vec![route],
+                begins_after: s.warmup + f.at,
+                lasts: f.lasts,
+            })
         })
         .collect();
     OnPath { attack, faults }
@@ -576,19 +581,20 @@ fn wan(s: &Scenario, side: &str) -> link::LinkConfig {
 }
 
 /// SV1 miners through the side's SRI translator (`translator-<side>`, on the farm's port
-/// when the scenario gives one), in front of `upstream` (a JDC or the link) with its key;
-/// returns the translator's and the miners' role names.
+/// when the scenario gives one), in front of its `upstreams` (a JDC, or the link to the
+/// pool and to its backup) with their keys; returns the translator's and the miners' role
+/// names.
 async fn spawn_translated_miners(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
     farm_port: u16,
-    upstream: (SocketAddr, Secp256k1PublicKey),
+    upstreams: Vec<(SocketAddr, Secp256k1PublicKey)>,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<(String, String)> {
     let translator = format!("translator-{side}");
     let translator_addr =
-        spawn_translator(opts, dir, &translator, farm_port, upstream, roles).await?;
+        spawn_translator(opts, dir, &translator, farm_port, upstreams, roles).await?;
     tell(
         opts,
         format!("{side}: SV1 miners connect to stratum+tcp://{translator_addr} (the SRI translator, farm site)"),
@@ -597,7 +603,7 @@ async fn spawn_translated_miners(
         opts,
         dir,
         (side, &default_worker_prefix(side), None),
-        translator_addr,
+        (translator_addr, None),
         roles,
     )
     .await?;
@@ -605,12 +611,12 @@ async fn spawn_translated_miners(
 }
 
 /// The SV1 miners of `side`, authorizing as `<worker_prefix>.<index>`, asking for a
-/// difficulty when given one.
+/// difficulty when given one, on `pool` (and its backup, when there is one).
 async fn spawn_sv1_miners(
     opts: &RunOptions,
     dir: &Path,
     (side, worker_prefix, suggest_difficulty): (&str, &str, Option<f64>),
-    pool: SocketAddr,
+    (pool, backup): (SocketAddr, Option<SocketAddr>),
     roles: &mut Vec<RoleProcess>,
 ) -> Result<String> {
     let s = &opts.scenario;
@@ -631,6 +637,7 @@ async fn spawn_sv1_miners(
                 per_miner: s.per_miner(),
                 suggest_difficulty,
                 reconnect: s.miners.reconnect(),
+                backup,
             },
         },
         roles,
@@ -737,6 +744,7 @@ fn pool_side_roles(
         miner_hashrate: Some(s.miner_hashrate()),
         miners_role: miners.into(),
         pool_role: tap.into(),
+        backup_pool_role: None,
         link_role: link.into(),
         link_rtt_ms: side_rtt(s, side),
         farm_node_role: None,

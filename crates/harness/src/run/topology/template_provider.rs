@@ -34,9 +34,25 @@ pub(super) async fn start_sv2_pool_side(
         tap,
         tap_addr,
         ..
-    } = spawn_pool_site(opts, dir, side, templates, None, roles).await?;
-    if side.config == Config::Sv2D {
-        let (link, link_addr) = spawn_link(opts, dir, side, farm_port, tap_addr, roles).await?;
+    } = spawn_pool_site(opts, dir, side, templates.clone(), None, roles).await?;
+    // A backup: another SRI pool on the same templates, with its own tap.
+    let backup = match s.backup.pool {
+        true => {
+            let label = format!("{side}-backup");
+            Some(spawn_pool_site(opts, dir, &label, templates, None, roles).await?)
+        }
+        false => None,
+    };
+    let backup_tap = backup.as_ref().map(|b| b.tap_addr);
+    let farm = if side.config == Config::Sv2D { farm_port } else { 0 };
+    let (link, link_addr, backup_addr) =
+        spawn_link(opts, dir, side, farm, (tap_addr, backup_tap), roles).await?;
+    let backup_upstream = (backup.as_ref()).zip(backup_addr).map(|(b, address)| (address, b.keys.public));
+    let mut started = vec![&pool[..], &tap, &link];
+    if let Some(b) = &backup {
+        started.extend([&b.pool[..], &b.tap]);
+    }
+    let (miners, translator) = if side.config == Config::Sv2D {
         tell(
             opts,
             format!(
@@ -44,16 +60,21 @@ pub(super) async fn start_sv2_pool_side(
                 keys.public
             ),
         );
-        let miners = spawn_sv2_miners(opts, dir, side, link_addr, keys.public, roles).await?;
-        let started = [&pool[..], &tap, &link, &miners];
-        return Ok(side_roles((&miners, &tap, &link), &started));
-    }
-    let (link, link_addr) = spawn_link(opts, dir, side, 0, tap_addr, roles).await?;
-    let upstream = (link_addr, keys.public);
-    let (translator, miners) =
-        spawn_translated_miners(opts, dir, side, farm_port, upstream, roles).await?;
-    let started = [&pool[..], &tap, &link, &translator, &miners];
-    Ok(side_roles((&miners, &tap, &link), &started))
+        let backup = backup_upstream.map(|(address, public)| sv2::fleet::BackupPool { address, public });
+        let upstream = (link_addr, keys.public);
+        (spawn_sv2_miners(opts, dir, side, upstream, backup, roles).await?, None)
+    } else {
+        let upstreams = std::iter::once((link_addr, keys.public)).chain(backup_upstream).collect();
+        let (translator, miners) =
+            spawn_translated_miners(opts, dir, side, farm_port, upstreams, roles).await?;
+        (miners, Some(translator))
+    };
+    started.extend(translator.as_deref());
+    started.push(&miners);
+    Ok(SideRoles {
+        backup_pool_role: backup.as_ref().map(|b| b.tap.clone()),
+        ..side_roles((&miners, &tap, &link), &started)
+    })
 }
 
 /// Where sides C and D get their templates.
