@@ -179,6 +179,13 @@ pub struct SideOutage {
     pub lost_sats: Option<f64>,
 }
 
+impl SideOutage {
+    /// Whether a backup pool took part: miners turned to it, or it accepted shares.
+    pub fn used_backup(&self) -> bool {
+        self.failed_over > 0 || self.first_accepted_on_backup_s.is_some() || self.returned > 0
+    }
+}
+
 /// The cost of each fault the side's link recorded, over `window` (as it ended).
 pub fn side_outages(
     side: &SideRoles,

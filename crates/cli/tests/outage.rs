@@ -5,6 +5,12 @@
 //! connect after the outage (the timers set it: 1 s, then every 2 s, so 11 s for a 10 s
 //! outage) and the handshakes' round trips after it (one for SV1, three for SV2), with a
 //! margin for a loaded machine; no share is accepted while the pool is gone.
+//!
+//! With a backup pool, the failover takes the configured timers and the round trips: the
+//! lost session and each refused connect are failures, and at the third in a row the miner
+//! turns to its backup (1 s, then 2 s twice: 5 s after the drop), whose job comes one round
+//! trip (SV1) or three (SV2) after it connects. On the backup, the miner checks its primary
+//! every 10 s and returns once it serves.
 
 mod common;
 
@@ -86,4 +92,109 @@ fn an_outage_of_d_seconds_costs_each_miner_d_seconds_and_its_firmwares_retry() {
     }
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("## Outage"), "no Outage section");
+}
+
+/// The failover the timers set: after the lost session's pause, `failover_after - 1`
+/// refused connects a retry interval apart, then the backup.
+const FAILOVER_AFTER: f64 = 3.0;
+const PRIMARY_CHECK_EVERY_S: f64 = 10.0;
+
+fn failover_s() -> f64 {
+    RECONNECT_AFTER_S + (FAILOVER_AFTER - 1.0) * RETRY_EVERY_S
+}
+
+#[test]
+fn with_a_backup_the_failover_takes_the_firmwares_timers_and_the_round_trips() {
+    let out = out_dir("failover");
+    let run = run_scenario(
+        "failover",
+        &out,
+        &[
+            "--duration",
+            "40s",
+            "--set",
+            "warmup=10s",
+            "--set",
+            "sides=[\"sv1\", \"sv2-c\", \"sv2-d\"]",
+            "--set",
+            "faults=[{target=\"pool\", kind=\"drop\", at=\"10s\", lasts=\"10s\"}]",
+            "--set",
+            "miners.reconnect_after=1s",
+            "--set",
+            "miners.retry_every=2s",
+            "--set",
+            "miners.failover_after=3",
+            "--set",
+            "miners.primary_check_every=10s",
+        ],
+    )
+    .output()
+    .unwrap();
+    common::succeed(run);
+    let s = summary(&out);
+    let num = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    // To the backup's job: the connect's handshakes (SV1: subscribe and authorize; SV2:
+    // Noise, setup, channel). The checks of the primary are timed from the session's
+    // start (SV1: its connect; SV2: after Noise and setup), and each takes SV1 one round
+    // trip to a job, SV2 two (Noise, setup). Back: the pause and the handshakes again.
+    for (side, round_trips, (start_trips, check_trips)) in
+        [("sv1", 1.0, (0.0, 1.0)), ("sv2-d", 3.0, (2.0, 2.0))]
+    {
+        let o = &s["outages"][side][0];
+        let expected = failover_s() + round_trips * RTT_S;
+        assert_eq!(
+            o["back"], o["miners"],
+            "{side}: every miner on the backup: {o}"
+        );
+        assert_eq!(o["failed_over"], o["miners"], "{side}: {o}");
+        let shortest = num(&o["shortest_without_work_s"]);
+        assert!(
+            shortest >= expected - 0.05,
+            "{side}: {o} (expected {expected} s)"
+        );
+        let most = num(&o["without_work_s"]["max"]);
+        assert!(
+            most <= expected + SLACK_S,
+            "{side}: {o} (expected {expected} s)"
+        );
+        // Nothing accepted by the dropped pool, and the backup's shares while it was gone.
+        assert_eq!(num(&o["accepted_during"]), 0.0, "{side}: {o}");
+        assert!(num(&o["accepted_on_backup"]) > 0.0, "{side}: {o}");
+        let first = num(&o["first_accepted_on_backup_s"]);
+        assert!(first >= expected - 0.05, "{side}: {o}");
+        // Back on the primary at the first check after its end: the backup session began
+        // at `failover_s`, its checks come every 10 s after it.
+        assert_eq!(o["returned"], o["miners"], "{side}: every miner back: {o}");
+        let checks = ((OUTAGE_S - failover_s()) / PRIMARY_CHECK_EVERY_S).ceil();
+        let turned = failover_s() + start_trips * RTT_S + checks * PRIMARY_CHECK_EVERY_S - OUTAGE_S
+            + check_trips * RTT_S;
+        let turned_back = &o["returned_after_end_s"];
+        assert!(
+            num(&turned_back["p50"]) >= turned - 0.05
+                && num(&turned_back["max"]) <= turned + SLACK_S,
+            "{side}: {turned_back} (expected {turned} s)"
+        );
+        let gap = RECONNECT_AFTER_S + round_trips * RTT_S;
+        let way_back = &o["return_gap_s"];
+        assert!(
+            num(&way_back["p50"]) >= gap - 0.05 && num(&way_back["max"]) <= gap + SLACK_S,
+            "{side}: {way_back} (expected {gap} s)"
+        );
+        // Lost: the failover and the way back, a miner.
+        let lost = num(&o["lost_s_per_miner"]);
+        assert!(
+            lost >= expected + gap - 0.1 && lost <= expected + gap + 2.0 * SLACK_S,
+            "{side}: {o}"
+        );
+    }
+    // SRI's translator turns to its second upstream by itself; its miners follow through
+    // it, and the backup accepts their shares.
+    let c = &s["outages"]["sv2-c"][0];
+    assert_eq!(c["back"], c["miners"], "sv2-c: {c}");
+    assert!(num(&c["accepted_on_backup"]) > 0.0, "sv2-c: {c}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("miners turned to the backup"),
+        "no backup table in the Outage section"
+    );
 }

@@ -1397,15 +1397,15 @@ impl Scenario {
             fail("miners.count", "needs at least one miner".into())?;
         }
         if self.miners.failover_after == 0 {
-            fail(
-                "miners.failover_after",
-                "must be at least 1 failure".into(),
-            )?;
+            fail("miners.failover_after", "must be at least 1 failure".into())?;
         }
         for (field, timer) in [
             ("miners.retry_every", self.miners.retry_every),
             ("miners.silence_timeout", self.miners.silence_timeout),
-            ("miners.primary_check_every", self.miners.primary_check_every),
+            (
+                "miners.primary_check_every",
+                self.miners.primary_check_every,
+            ),
         ] {
             if timer.is_zero() {
                 fail(

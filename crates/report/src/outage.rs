@@ -37,7 +37,7 @@ pub(crate) fn section(summary: &Summary) -> Option<Section> {
         .collect();
     let mut blocks = vec![
         Block::Para(format!(
-            "The far end of every side's link went away alike: `drop` closes every connection and refuses new ones, as a pool that stopped; `stall` keeps them open and holds what is sent until its end, as a pool that hangs. Each miner is without valid work from the fault's start to its first job after it (its firmware's reconnect timers are scenario parameters: `miners.reconnect_after`, `miners.retry_every`, `miners.silence_timeout`); a miner not back by the window's end counts until then. The cost of a pool that drops is that lost time, weighed by the miners' hashrates, at {}; a stall or a JDS away leaves the miners their job, so their next one says nothing of work lost, and is not priced.",
+            "The far end of every side's link went away alike: `drop` closes every connection and refuses new ones, as a pool that stopped; `stall` keeps them open and holds what is sent until its end, as a pool that hangs. Each miner is without valid work from the fault's start to its first job after it (its firmware's timers are scenario parameters: `miners.reconnect_after`, `miners.retry_every`, `miners.silence_timeout`, and with a backup `miners.failover_after` and `miners.primary_check_every`); a miner not back by the window's end counts until then. The cost of a pool that drops is that lost time, weighed by the miners' hashrates, at {}; a stall or a JDS away leaves the miners their job, so their next one says nothing of work lost, and is not priced.",
             crate::readings::the_farm(&summary.worth_assumptions),
         )),
         Block::Table {
@@ -59,6 +59,10 @@ pub(crate) fn section(summary: &Summary) -> Option<Section> {
             rows,
         },
     ];
+    if let Some(table) = backups(summary) {
+        blocks.push(Block::Para("With a backup pool (scenario `backup.pool`): each miner's time without work above ends at the backup's first job. The firmware turns to it after `miners.failover_after` failures in a row and, while on it, checks its primary every `miners.primary_check_every`; the time without work on the way back counts in the time lost. A translator turns to its next upstream by itself, so its miners' turns are not seen; its backup's first accepted share is.".into()));
+        blocks.push(table);
+    }
     blocks.extend(
         (summary.outages.iter())
             .flat_map(|(side, outages)| outages.iter().map(move |o| (side, o)))
@@ -67,6 +71,42 @@ pub(crate) fn section(summary: &Summary) -> Option<Section> {
     Some(Section {
         title: "Outage".into(),
         blocks,
+    })
+}
+
+/// The backups' part of each outage, where a side had one; `None` where none did.
+fn backups(summary: &Summary) -> Option<Block> {
+    let rows: Vec<Vec<String>> = (summary.outages.iter())
+        .flat_map(|(side, outages)| outages.iter().map(move |o| (side, o)))
+        .filter(|(_, o)| o.used_backup())
+        .map(|(side, o)| {
+            vec![
+                side.clone(),
+                format!("{} {} at {:.1} s", o.target, o.fault, o.began_s),
+                format!("{} of {}", o.failed_over, o.miners),
+                o.first_accepted_on_backup_s
+                    .map_or("-".into(), |s| format!("{s:.1}")),
+                o.accepted_on_backup.to_string(),
+                format!("{} of {}", o.returned, o.miners),
+                seconds(o.returned_after_end_s.as_ref()),
+                seconds(o.return_gap_s.as_ref()),
+            ]
+        })
+        .collect();
+    (!rows.is_empty()).then(|| Block::Table {
+        head: [
+            "side",
+            "fault",
+            "miners turned to the backup",
+            "backup's first accepted share, s after the start",
+            "accepted on the backup during",
+            "miners back on the primary",
+            "turned back, s after the end (median, max)",
+            "without work on the way back, s (median, max)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
     })
 }
 
@@ -96,7 +136,23 @@ pub(crate) fn reading(side: &str, o: &SideOutage) -> String {
             o.rejected_until_back
         ),
     };
-    if o.back < o.miners {
+    let backup = match o.first_accepted_on_backup_s {
+        Some(first) => format!(
+            " Its backup accepted a first share {first:.1} s after the start{}.",
+            match o.returned {
+                0 => String::new(),
+                n => format!(
+                    "; {n} of {} miners were back on the primary {} s after its end (median)",
+                    o.miners,
+                    (o.returned_after_end_s.as_ref())
+                        .and_then(|d| d.p50)
+                        .map_or("-".into(), |v| format!("{v:.1}"))
+                ),
+            }
+        ),
+        None => String::new(),
+    };
+    let sentence = if o.back < o.miners {
         format!(
             "{side}: after {what}, {} of {} miners had no new job by the window's end; {cost}.",
             o.miners - o.back,
@@ -108,5 +164,6 @@ pub(crate) fn reading(side: &str, o: &SideOutage) -> String {
             o.without_work_s.as_ref().and_then(|d| d.p50).map_or("-".into(), |v| format!("{v:.1}")),
             o.recovery_s.as_ref().and_then(|d| d.p50).map_or("-".into(), |v| format!("{v:.1}")),
         )
-    }
+    };
+    sentence + &backup
 }

@@ -10,8 +10,8 @@ use crate::job::Job;
 use crate::wire::{read_line, request, write_json};
 use anyhow::Result;
 use bitcoin::{BlockHash, Target};
-use probe::{mono_ns, Event, Recorder};
 use mining::farm::{Failover, PoolChoice};
+use probe::{mono_ns, Event, Recorder};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -240,7 +240,15 @@ async fn run_miner(
             Ended::Lost => {
                 failover.failed();
             }
-            Ended::PrimaryBack => failover.back_to_primary(),
+            Ended::PrimaryBack => {
+                // It leaves the backup now: the way back starts here.
+                failover.back_to_primary();
+                last = PoolChoice::Primary;
+                recorder.record(Event::PoolSwitched {
+                    miner: index,
+                    to: last.name().into(),
+                });
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(cfg.reconnect.after) => {}

@@ -20,10 +20,10 @@
 //! a batch).
 
 use anyhow::{bail, Context, Result};
-use mining::farm::{Failover, PoolChoice};
 use bitcoin::block::{Header, Version};
 use bitcoin::hashes::Hash;
 use bitcoin::{BlockHash, CompactTarget, Target, TxMerkleNode};
+use mining::farm::{Failover, PoolChoice};
 use probe::{mono_ns, Event, Recorder};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -332,7 +332,15 @@ async fn run_reconnecting(
         // Without a pool the job is dead: nothing to hash until the next session's.
         slot.set(None);
         match ended {
-            Ok(Ended::PrimaryBack) => failover.back_to_primary(),
+            Ok(Ended::PrimaryBack) => {
+                // It leaves the backup now: the way back starts here.
+                failover.back_to_primary();
+                last = PoolChoice::Primary;
+                recorder.record(Event::PoolSwitched {
+                    miner: index,
+                    to: last.name().into(),
+                });
+            }
             Ok(Ended::Lost) => {
                 failover.failed();
             }

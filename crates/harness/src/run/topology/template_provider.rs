@@ -44,10 +44,16 @@ pub(super) async fn start_sv2_pool_side(
         false => None,
     };
     let backup_tap = backup.as_ref().map(|b| b.tap_addr);
-    let farm = if side.config == Config::Sv2D { farm_port } else { 0 };
+    let farm = if side.config == Config::Sv2D {
+        farm_port
+    } else {
+        0
+    };
     let (link, link_addr, backup_addr) =
         spawn_link(opts, dir, side, farm, (tap_addr, backup_tap), roles).await?;
-    let backup_upstream = (backup.as_ref()).zip(backup_addr).map(|(b, address)| (address, b.keys.public));
+    let backup_upstream = (backup.as_ref())
+        .zip(backup_addr)
+        .map(|(b, address)| (address, b.keys.public));
     let mut started = vec![&pool[..], &tap, &link];
     if let Some(b) = &backup {
         started.extend([&b.pool[..], &b.tap]);
@@ -60,11 +66,17 @@ pub(super) async fn start_sv2_pool_side(
                 keys.public
             ),
         );
-        let backup = backup_upstream.map(|(address, public)| sv2::fleet::BackupPool { address, public });
+        let backup =
+            backup_upstream.map(|(address, public)| sv2::fleet::BackupPool { address, public });
         let upstream = (link_addr, keys.public);
-        (spawn_sv2_miners(opts, dir, side, upstream, backup, roles).await?, None)
+        (
+            spawn_sv2_miners(opts, dir, side, upstream, backup, roles).await?,
+            None,
+        )
     } else {
-        let upstreams = std::iter::once((link_addr, keys.public)).chain(backup_upstream).collect();
+        let upstreams = std::iter::once((link_addr, keys.public))
+            .chain(backup_upstream)
+            .collect();
         let (translator, miners) =
             spawn_translated_miners(opts, dir, side, farm_port, upstreams, roles).await?;
         (miners, Some(translator))
