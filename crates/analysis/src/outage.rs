@@ -227,7 +227,9 @@ pub fn side_outages(
                     weight(m) * (t + f.to_primary.get(&m).map_or(0.0, gap))
                 })
                 .sum();
-            let priced = f.fault == "drop" && f.target == "pool" && total_weight > 0.0;
+            // The pool gone, or the whole link with it.
+            let pool_gone = f.target == "pool" || f.target == "link";
+            let priced = f.fault == "drop" && pool_gone && total_weight > 0.0;
             let lost_s_per_miner = priced.then(|| lost / total_weight);
             let blocks_missed = lost_s_per_miner.map(|t| worth.farm_blocks_in(t));
             SideOutage {

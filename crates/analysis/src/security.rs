@@ -17,7 +17,11 @@
 //! `analysis::worth`). Denied: the fall of the work credited at all (to anyone) against
 //! before the attack, counted only where the two 95% intervals do not overlap (a fall
 //! within the shares' Poisson noise is priced at 0). Stolen: of what was still credited,
-//! the attacker's part (a split of the pool's own records, without that noise).
+//! the attacker's part (a split of the pool's own records, without that noise). A job
+//! hijack credits the attacker nothing at the pool: it takes the blocks of the work done
+//! on the jobs it rewrote (the link names each), so its stolen part is the share of the
+//! farm's shares sent on those jobs, the blocks it expects from them; the pool's credit
+//! lost with them is denied.
 
 use crate::manifest::{SideRoles, Window};
 use crate::shares::Credited;
@@ -33,7 +37,7 @@ const ZERO_SHARES_UPPER: f64 = 3.688_879_454;
 /// The attack a run planned (`link.attack`), as the manifest records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedAttack {
-    /// `hijack-worker`, `tamper` or `inject`.
+    /// `hijack-worker`, `hijack-job`, `tamper` or `inject`.
     pub kind: String,
     /// Seconds into the window it was planned for.
     pub at_s: f64,
@@ -66,6 +70,13 @@ pub struct AttackFacts {
     /// Changes the attacker made, by kind.
     pub changes: BTreeMap<String, u64>,
     pub connections: BTreeMap<u64, AttackedConnection>,
+    /// The jobs whose coinbase the attacker made pay itself (a job hijack), by id.
+    pub rewritten_jobs: std::collections::BTreeSet<String>,
+    /// The farm's shares after it began: all, those on a job paying the attacker, and the
+    /// blocks among the latter.
+    pub submitted_after: u64,
+    pub on_attacker_payout: u64,
+    pub blocks_for_attacker: u64,
 }
 
 impl AttackFacts {
@@ -99,6 +110,15 @@ impl AttackFacts {
                     _ => {}
                 }
             }
+            Event::ShareSubmitted {
+                job_id, block_hash, ..
+            } if r.role == side.miners_role && after => {
+                self.submitted_after += 1;
+                if self.rewritten_jobs.contains(job_id) {
+                    self.on_attacker_payout += 1;
+                    self.blocks_for_attacker += u64::from(block_hash.is_some());
+                }
+            }
             Event::ShareAnswered { accepted, .. } if r.role == side.miners_role && after => {
                 match accepted {
                     true => self.told_after.0 += 1,
@@ -114,7 +134,13 @@ impl AttackFacts {
             Event::AttackBegan { .. } => {
                 self.began_ns.get_or_insert(r.t_ns);
             }
-            Event::AttackApplied { conn, action, .. } => {
+            Event::AttackApplied {
+                conn,
+                action,
+                job_id,
+                ..
+            } => {
+                self.rewritten_jobs.extend(job_id.iter().cloned());
                 let name = serde_json::to_value(action)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
@@ -177,6 +203,13 @@ pub struct SideSecurity {
     pub changes: BTreeMap<String, u64>,
     /// Of the work the pool credited after the attack began, the attacker's part, in %.
     pub attacker_split_pct: Option<f64>,
+    /// A job hijack: of the shares the farm's miners sent after it began, those on a job
+    /// whose coinbase paid the attacker, in %; and the blocks they found on such jobs
+    /// (each pays the attacker, and the pool rejects it as a share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hashed_for_attacker_pct: Option<f64>,
+    #[serde(default)]
+    pub blocks_for_attacker: u64,
     /// In % of the farm's revenue: lost to anyone's credit (denied; 0 when the fall is
     /// within the noise), and of the rest, credited to the attacker (stolen); and those in
     /// sats a day for a farm of the worth assumptions while the attack lasts.
@@ -228,7 +261,14 @@ pub fn side_security(
     let denied = before
         .zip(after)
         .map(|(before, after)| shown_fall(before, after));
-    let stolen_share = denied.map(|d| split.unwrap_or(0.0) * (1.0 - d));
+    // A job hijack takes the blocks of the work done on its jobs (and the pool's credit
+    // with them: denied); another attack takes its split of what is still credited.
+    let hashed_for_attacker = (planned.kind == "hijack-job" && facts.submitted_after > 0)
+        .then(|| facts.on_attacker_payout as f64 / facts.submitted_after as f64);
+    let stolen_share = match hashed_for_attacker {
+        Some(hashed) => Some(hashed),
+        None => denied.map(|d| split.unwrap_or(0.0) * (1.0 - d)),
+    };
     let revenue_per_day = worth.farm_blocks_per_day() * block_value;
     let closes: Vec<(LinkEnd, f64)> = (facts.connections.values())
         .filter_map(|c| {
@@ -252,6 +292,8 @@ pub fn side_security(
         attacker_credited: stolen,
         farm_credited_after: kept,
         attacker_split_pct: split.map(|f| f * 100.0),
+        hashed_for_attacker_pct: hashed_for_attacker.map(|f| f * 100.0),
+        blocks_for_attacker: facts.blocks_for_attacker,
         miners_told_accepted: facts.told_after.0,
         miners_told_rejected: facts.told_after.1,
         connections_changed: facts.connections.len() as u64,
@@ -322,6 +364,7 @@ mod tests {
                 conn,
                 up: true,
                 action,
+                job_id: None,
             },
         )
     }
@@ -415,6 +458,79 @@ mod tests {
         assert_eq!(s.connections_changed, 1);
         assert_eq!(s.detection_ms, None);
         assert_eq!(s.changes["submit_rewritten"], 1);
+    }
+
+    /// A job hijack from 50 s in a window of 0 to 100 s: before it, 50 shares accepted in
+    /// 50 s (100% of the farm's work). The attacker rewrites jobs j2 and j3; after it, the
+    /// miners send 10 shares on j1 (a job from before) and 30 on j2 and j3, one of them a
+    /// block; the pool rejects all 40. Stolen: 30 of 40 shares, 75% of the farm's revenue,
+    /// 33,750 sats a day of 45,000 (1 PH/s of 1 ZH/s at 600 s blocks worth 312,500,000);
+    /// denied: the pool's credit, all of the 100%.
+    #[test]
+    fn a_job_hijack_takes_the_blocks_of_the_work_on_its_jobs_and_the_pool_credits_nothing() {
+        let window = Window {
+            start_ns: 0,
+            end_ns: 100_000_000_000,
+        };
+        let rewritten = |t_s: f64, job: &str| {
+            let action = AttackAction::JobRewritten;
+            let job_id = Some(job.to_string());
+            at(
+                t_s,
+                "link",
+                Event::AttackApplied {
+                    conn: 0,
+                    up: false,
+                    action,
+                    job_id,
+                },
+            )
+        };
+        let submitted = |t_s: f64, job: &str, block: bool| {
+            at(
+                t_s,
+                "miners",
+                Event::ShareSubmitted {
+                    miner: 0,
+                    share_id: (t_s * 10.0) as u64,
+                    job_id: job.into(),
+                    prev_hash: "p".into(),
+                    block_hash: block.then(|| "b".into()),
+                },
+            )
+        };
+        let mut events = vec![began(50.0), rewritten(50.1, "j2"), rewritten(60.0, "j3")];
+        events.extend((0..50).map(|i| accepted(0.5 + f64::from(i), "farm.1")));
+        events.extend((0..10).map(|i| submitted(50.05 + f64::from(i) / 1000.0, "j1", false)));
+        events.extend((0..30).map(|i| {
+            let job = if i < 15 { "j2" } else { "j3" };
+            submitted(51.0 + f64::from(i), job, i == 20)
+        }));
+        events.extend(
+            (0..40).map(|i| judged(51.5 + f64::from(i), "farm.1", ShareVerdict::LowDifficulty)),
+        );
+        events.sort_by_key(|r| r.t_ns);
+        let mut facts = AttackFacts::default();
+        for r in &events {
+            facts.consume(&side(), window, r);
+        }
+        let planned = PlannedAttack {
+            kind: "hijack-job".into(),
+            at_s: 50.0,
+            account: None,
+        };
+        let worth = WorthAssumptions::default();
+        let s = side_security(&side(), &facts, &planned, window, &worth, 312_500_000.0).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert!(close(s.hashed_for_attacker_pct.unwrap(), 75.0));
+        assert_eq!(
+            (s.blocks_for_attacker, s.rejected, s.farm_shares),
+            (1, 40, 0)
+        );
+        assert!(close(s.stolen_pct.unwrap(), 75.0));
+        assert!(close(s.stolen_sats_per_day.unwrap(), 33_750.0));
+        assert!(close(s.denied_pct.unwrap(), 100.0));
+        assert_eq!(s.changes["job_rewritten"], 2);
     }
 
     /// An SV2 session whose ciphertext changed at 50.2 s is closed by the pool's end at

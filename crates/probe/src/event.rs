@@ -34,6 +34,8 @@ pub enum AttackAction {
     SubmitInjected,
     /// Bytes of the attacker's own in a stream it cannot read (SV2), as a frame.
     FrameInjected,
+    /// An SV1 `mining.notify` whose coinbase now pays the attacker.
+    JobRewritten,
 }
 
 /// One end of a connection across the link.
@@ -272,6 +274,9 @@ pub enum Event {
         conn: u64,
         up: bool,
         action: AttackAction,
+        /// The SV1 job it changed (a job hijack), by the pool's id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        job_id: Option<String>,
     },
     /// A connection the attacker had changed ended; `by` is the end that closed it first.
     AttackedConnectionClosed { conn: u64, by: LinkEnd },

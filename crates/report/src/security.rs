@@ -120,7 +120,17 @@ pub(crate) fn reading(side: &str, s: &SideSecurity) -> String {
             format!(" ({} sats a day)", grouped(v, 0))
         })
     };
-    if s.attacker_shares > 0 && broken == 0 {
+    if let (Some(hashed), 0) = (s.hashed_for_attacker_pct, broken) {
+        format!(
+            "{side}: {hashed:.0}% of the farm's shares were on jobs whose coinbase paid the attacker, who takes the blocks of that work ({} found){}; the pool rejected {} shares meanwhile, and the miners were told of {}: the farm loses {} of its pool income{}.",
+            s.blocks_for_attacker,
+            a_day(s.stolen_sats_per_day),
+            s.rejected,
+            s.miners_told_rejected,
+            share(s.denied_pct),
+            a_day(s.denied_sats_per_day)
+        )
+    } else if s.attacker_shares > 0 && broken == 0 {
         format!(
             "{side}: the attacker took {}{} of the farm's revenue and no session broke: the farm could not tell (its miners were told {} shares accepted, {} rejected).",
             share(s.stolen_pct),

@@ -222,7 +222,9 @@ fn planned_attack(a: &crate::scenario::LinkAttack) -> analysis::security::Planne
         at_s: a.at.as_secs_f64(),
         account: match &a.attack {
             link::attack::Attack::HijackWorker { account } => Some(account.clone()),
-            link::attack::Attack::Tamper { .. } | link::attack::Attack::Inject => None,
+            link::attack::Attack::HijackJob { .. }
+            | link::attack::Attack::Tamper { .. }
+            | link::attack::Attack::Inject => None,
         },
     }
 }

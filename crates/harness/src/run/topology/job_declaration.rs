@@ -52,7 +52,7 @@ pub(super) async fn start_sv2_jd_side(
             route(tap_addr, wan(s, side)),
             route(jds_listen, wan(s, side)),
         ],
-        on_path(s, Some(1)),
+        on_path(s, 2, Some(1)),
         roles,
     )
     .await?;

@@ -496,10 +496,10 @@ async fn spawn_link(
     };
     let farm = SocketAddr::from(([127, 0, 0, 1], farm_port));
     let any = SocketAddr::from(([127, 0, 0, 1], 0));
-    let routes = std::iter::once(route(farm, upstream))
+    let routes: Vec<LinkRoute> = std::iter::once(route(farm, upstream))
         .chain(backup.map(|b| route(any, b)))
         .collect();
-    let hazards = on_path(&opts.scenario, None);
+    let hazards = on_path(&opts.scenario, routes.len(), None);
     let (link, listening) =
         spawn_link_routes(opts, dir, &format!("link-{side}"), routes, hazards, roles).await?;
     Ok((link, listening[0], listening.get(1).copied()))
@@ -538,26 +538,27 @@ struct OnPath {
     faults: Vec<link::fault::ScheduledFault>,
 }
 
-/// The scenario's attacker and outages on a side's mining link (route 0 its pool, and
-/// `jds_route` its JDS where it has one; a backup pool's route never fails), timed from
-/// the link's start: `at` into the window, which opens `warmup` after every role started
-/// (a moment after the link). The analysis reads when each began from the link's own
-/// record.
-fn on_path(s: &Scenario, jds_route: Option<usize>) -> OnPath {
+/// The scenario's attacker and outages on a side's mining link of `route_count` routes
+/// (route 0 its pool, and `jds_route` its JDS where it has one; a backup pool's route
+/// fails only with the whole link), timed from the link's start: `at` into the window,
+/// which opens `warmup` after every role started (a moment after the link). The analysis
+/// reads when each began from the link's own record.
+fn on_path(s: &Scenario, route_count: usize, jds_route: Option<usize>) -> OnPath {
     let attack = (s.link.attack.as_ref()).map(|a| link::attack::ScheduledAttack {
         attack: a.attack.clone(),
         begins_after: s.warmup + a.at,
     });
     let faults = (s.faults.iter())
         .filter_map(|f| {
-            let route = match f.target {
-                FaultTarget::Pool => 0,
-                FaultTarget::Jds => jds_route?,
+            let routes = match f.target {
+                FaultTarget::Pool => vec![0],
+                FaultTarget::Jds => vec![jds_route?],
+                FaultTarget::Link => (0..route_count).collect(),
             };
             Some(link::fault::ScheduledFault {
                 kind: f.kind,
                 target: f.target.name().to_string(),
-                routes: vec![route],
+                routes,
                 begins_after: s.warmup + f.at,
                 lasts: f.lasts,
             })
@@ -764,6 +765,34 @@ fn pool_side_roles(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Which routes of a link each fault cuts: the pool its first, the JDS its own where
+    /// the link has one, the whole link all of them (a backup pool's too).
+    #[test]
+    fn a_fault_cuts_its_targets_routes_and_a_link_fault_cuts_them_all() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/outage.toml");
+        let faults = r#"faults=[{target="pool", kind="drop", at="5s", lasts="5s"}, {target="jds", kind="stall", at="5s", lasts="5s"}, {target="link", kind="drop", at="20s", lasts="5s"}]"#;
+        let s = Scenario::load(&path, &[faults.to_string()]).unwrap();
+        let routes = |hazards: OnPath| -> Vec<(String, Vec<usize>)> {
+            (hazards.faults.into_iter())
+                .map(|f| (f.target, f.routes))
+                .collect()
+        };
+        // A pool side with a backup: no JDS, so its fault is not this link's.
+        assert_eq!(
+            routes(on_path(&s, 2, None)),
+            vec![("pool".into(), vec![0]), ("link".into(), vec![0, 1])]
+        );
+        // A side declaring jobs: pool, JDS.
+        assert_eq!(
+            routes(on_path(&s, 2, Some(1))),
+            vec![
+                ("pool".into(), vec![0]),
+                ("jds".into(), vec![1]),
+                ("link".into(), vec![0, 1])
+            ]
+        );
+    }
 
     #[test]
     fn a_node_in_initial_block_download_or_on_another_chain_is_refused() {
