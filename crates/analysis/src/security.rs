@@ -210,6 +210,9 @@ pub struct SideSecurity {
     pub hashed_for_attacker_pct: Option<f64>,
     #[serde(default)]
     pub blocks_for_attacker: u64,
+    /// The shares the farm's miners sent after it began.
+    #[serde(default)]
+    pub shares_sent_after: u64,
     /// In % of the farm's revenue: lost to anyone's credit (denied; 0 when the fall is
     /// within the noise), and of the rest, credited to the attacker (stolen); and those in
     /// sats a day for a farm of the worth assumptions while the attack lasts.
@@ -294,6 +297,7 @@ pub fn side_security(
         attacker_split_pct: split.map(|f| f * 100.0),
         hashed_for_attacker_pct: hashed_for_attacker.map(|f| f * 100.0),
         blocks_for_attacker: facts.blocks_for_attacker,
+        shares_sent_after: facts.submitted_after,
         miners_told_accepted: facts.told_after.0,
         miners_told_rejected: facts.told_after.1,
         connections_changed: facts.connections.len() as u64,

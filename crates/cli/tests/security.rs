@@ -44,7 +44,9 @@ fn a_hijack_takes_sv1_work_silently_and_breaks_sv2_sessions_within_a_round_trip(
     let sv1 = &security["sv1"];
     let stolen = num(&sv1["attacker_shares"]);
     assert!(stolen > 0.0, "{sv1}");
-    assert_eq!(num(&sv1["farm_shares"]), 0.0, "{sv1}");
+    // A share crossing the link as the attack began reaches the pool the one-way delay
+    // later, the farm's: at 80 shares a minute and 50 ms, one in 15 runs has one.
+    assert!(num(&sv1["farm_shares"]) <= 1.0, "{sv1}");
     // By the pool's own records and by the tap in front of it alike.
     for role in ["pool-sv1", "tap-sv1"] {
         assert_eq!(
@@ -100,4 +102,72 @@ fn a_hijack_takes_sv1_work_silently_and_breaks_sv2_sessions_within_a_round_trip(
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("## Security"), "no Security section");
     assert!(report.contains("no session broke: the farm could not tell"));
+}
+
+/// A job hijack on SV1 and D: on SV1 the attacker rewrites every job's payout, so nearly
+/// all the farm's shares after it (but those sent on jobs from before) hash for the
+/// attacker's coinbase; the pool, building its own, credits the farm nothing of them and
+/// tells the miners so (unlike a worker hijack, the farm can see it). On D the rewrite
+/// lands on ciphertext and the session breaks within a round trip.
+#[test]
+fn a_job_hijack_takes_sv1_blocks_and_the_pools_credit_and_breaks_sv2_sessions() {
+    let out = out_dir("security-job");
+    let run = run_scenario(
+        "security",
+        &out,
+        &[
+            "--duration",
+            "40s",
+            "--set",
+            "warmup=10s",
+            "--set",
+            "sides=[\"sv1\", \"sv2-d\"]",
+            "--set",
+            "link.attack={kind=\"hijack-job\", at=\"10s\"}",
+            // A job every 5 s: the attacker rewrites the first one after it began.
+            "--set",
+            "pool.job_refresh=5s",
+        ],
+    )
+    .output()
+    .unwrap();
+    common::succeed(run);
+    let s = summary(&out);
+    let num = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    let sv1 = &s["security"]["sv1"];
+    assert!(num(&sv1["changes"]["job_rewritten"]) >= MINERS, "{sv1}");
+    // The job from before the attack (5 s at most of its 30) carries some shares; the
+    // rest are on the attacker's coinbase, and the pool, building its own, credits none of
+    // them: it accepts the farm's shares on the old job at most, and says the rest are bad.
+    let hashed = num(&sv1["hashed_for_attacker_pct"]);
+    assert!(hashed >= 50.0, "{sv1}");
+    assert_eq!(num(&sv1["stolen_pct"]), hashed, "{sv1}");
+    let sent = num(&sv1["shares_sent_after"]);
+    let on_old_jobs = sent * (1.0 - hashed / 100.0);
+    assert!(num(&sv1["farm_shares"]) <= on_old_jobs + 1.0, "{sv1}");
+    assert_eq!(num(&sv1["attacker_shares"]), 0.0, "{sv1}");
+    assert!(
+        num(&sv1["rejected"]) >= sent * hashed / 100.0 - 2.0,
+        "{sv1}"
+    );
+    assert!(num(&sv1["miners_told_rejected"]) >= 5.0, "{sv1}");
+    assert_eq!(
+        num(&sv1["closed_by_pool"]) + num(&sv1["closed_by_farm"]),
+        0.0,
+        "{sv1}"
+    );
+    let d = &s["security"]["sv2-d"];
+    assert_eq!(num(&d["attacker_shares"]), 0.0, "{d}");
+    assert!(num(&d["changes"]["ciphertext_changed"]) >= 1.0, "{d}");
+    let closed = num(&d["closed_by_pool"]) + num(&d["closed_by_farm"]);
+    assert!(closed >= 1.0, "{d}");
+    // The pool's chunk is changed on its way down: the farm's end sees it half a round
+    // trip later.
+    let detection = &d["detection_ms"];
+    assert!(num(&detection["max"]) <= RTT_MS + SLACK_MS, "{detection}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("whose coinbase paid the attacker"),
+        "no job hijack sentence"
+    );
 }

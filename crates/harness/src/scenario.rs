@@ -587,9 +587,11 @@ impl TryFrom<AttackFields> for LinkAttack {
                     Ok(payout) if (1..=MAX_SCRIPT).contains(&payout.len()) => {
                         link::attack::Attack::HijackJob { payout }
                     }
-                    _ => return Err(format!(
+                    _ => {
+                        return Err(format!(
                         "payout {text:?} is not an output script in hex (1 to {MAX_SCRIPT} bytes)"
-                    )),
+                    ))
+                    }
                 }
             }
             AttackKind::Tamper => match f.every_bytes.unwrap_or(DEFAULT_TAMPER_EVERY) {
