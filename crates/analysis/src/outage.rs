@@ -18,11 +18,15 @@
 //! share, and a miner's turn back to its primary ([`Event::PoolSwitched`]) costs it the
 //! time from leaving the backup to its first job on the primary, which counts as lost too.
 //!
-//! Only a pool that drops is priced this way. A stall keeps the miners on their job (their
-//! shares wait and mostly count), and a JDS away leaves them the JDC's jobs: their next job
-//! says nothing of work lost, so those faults get their counts and no price.
+//! A pool that drops (or the whole link) is priced this way. A stall keeps the miners on
+//! their job (their shares wait and mostly count), and a JDS away leaves them the JDC's
+//! jobs: their next job says nothing of work lost. What they lose is the work the judge
+//! rejects from the fault's start until it accepts a share again (shares held through a
+//! block come stale): its difficulty as hashes over the farm's hashrate is the seconds of
+//! the farm's work lost, priced the same way.
 
 use crate::manifest::{SideRoles, Window};
+use crate::shares::Credited;
 use crate::worth::WorthAssumptions;
 use probe::{Dist, Event, Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
@@ -41,8 +45,9 @@ pub struct FaultSeen {
     pub accepted_during: u64,
     /// The judge's first accepted share after it ended.
     pub first_accepted_after_end: Option<u64>,
-    /// The judge's rejections from its start until that share.
+    /// The judge's rejections from its start until that share, and their work.
     pub rejected_until_back: u64,
+    pub rejected_work: Credited,
     /// Each miner's turn to its backup pool after the fault began.
     pub to_backup: BTreeMap<u32, u64>,
     /// Each miner's turn back to its primary after that, and its first job after the turn.
@@ -111,7 +116,11 @@ impl OutageFacts {
                     f.first_accepted_on_backup.get_or_insert(r.t_ns);
                 }
             }
-            Event::ShareJudged { verdict, .. } if r.role == side.pool_role => {
+            Event::ShareJudged {
+                verdict,
+                difficulty,
+                ..
+            } if r.role == side.pool_role => {
                 for f in &mut self.faults {
                     match (*verdict == ShareVerdict::Accepted, f.ended_ns) {
                         (true, None) => f.accepted_during += 1,
@@ -119,7 +128,8 @@ impl OutageFacts {
                             f.first_accepted_after_end.get_or_insert(r.t_ns);
                         }
                         (false, _) if f.first_accepted_after_end.is_none() => {
-                            f.rejected_until_back += 1
+                            f.rejected_until_back += 1;
+                            f.rejected_work.add(*difficulty);
                         }
                         (false, _) => {}
                     }
@@ -172,9 +182,15 @@ pub struct SideOutage {
     #[serde(default)]
     pub return_gap_s: Option<Dist>,
     /// Seconds of work each miner lost on average, weighed by hashrate (those not back:
-    /// until the window's end), the blocks a farm of the worth assumptions misses with them
-    /// in expectation, and their worth in sats; `None` but for a pool that drops.
+    /// until the window's end; for a stall or a JDS away, the work the judge rejected
+    /// until it accepted again, over the farm's hashrate), the blocks a farm of the worth
+    /// assumptions misses with them in expectation, and their worth in sats; `None` for a
+    /// stall without the miners' hashrate.
     pub lost_s_per_miner: Option<f64>,
+    /// Whether that loss is the rejected work (a stall, a JDS away) rather than time
+    /// without work.
+    #[serde(default)]
+    pub lost_is_rejected_work: bool,
     pub blocks_missed: Option<f64>,
     pub lost_sats: Option<f64>,
 }
@@ -227,10 +243,18 @@ pub fn side_outages(
                     weight(m) * (t + f.to_primary.get(&m).map_or(0.0, gap))
                 })
                 .sum();
-            // The pool gone, or the whole link with it.
+            // The pool gone, or the whole link with it: its time without work. Otherwise
+            // the miners kept their job: the work the judge rejected until it accepted
+            // again, as seconds of the farm's work (its hashrate a scenario parameter).
             let pool_gone = f.target == "pool" || f.target == "link";
-            let priced = f.fault == "drop" && pool_gone && total_weight > 0.0;
-            let lost_s_per_miner = priced.then(|| lost / total_weight);
+            let farm_hashrate = side.miner_hashrate.map(|h| h * total_weight);
+            let without_work = f.fault == "drop" && pool_gone;
+            let lost_s_per_miner = match without_work {
+                true => (total_weight > 0.0).then(|| lost / total_weight),
+                false => farm_hashrate
+                    .filter(|h| *h > 0.0)
+                    .map(|h| f.rejected_work.hashes / h),
+            };
             let blocks_missed = lost_s_per_miner.map(|t| worth.farm_blocks_in(t));
             SideOutage {
                 target: f.target.clone(),
@@ -257,6 +281,7 @@ pub fn side_outages(
                     .then(|| Dist::of(&returned_after)),
                 return_gap_s: (!gaps.is_empty()).then(|| Dist::of(&gaps)),
                 lost_s_per_miner,
+                lost_is_rejected_work: !without_work,
                 blocks_missed,
                 lost_sats: blocks_missed.map(|b| b * block_value),
             }
@@ -450,7 +475,7 @@ mod tests {
 
     /// A miner never back counts until the window's end: the pool drops at 40 s, the
     /// window ends at 100 s, one miner is back at 62 s (22 s) and one not (60 s): 41 s
-    /// each. The same as a stall is counted and not priced.
+    /// each. The same as a stall, without the miners' hashrate, is counted and not priced.
     #[test]
     fn a_miner_never_back_counts_until_the_windows_end_and_a_stall_is_not_priced() {
         let side = crate::testing::sv1_side().1;
@@ -477,5 +502,46 @@ mod tests {
         facts.faults[0].fault = "stall".into();
         let o = &side_outages(&side, &facts, &[], window, &worth, 1.0)[0];
         assert_eq!((o.back, o.lost_s_per_miner, o.lost_sats), (1, None, None));
+    }
+
+    /// A stall from 40 s to 50 s; a block came meanwhile, so the three shares held through
+    /// it (difficulty 1 each, 2^32 hashes) are rejected when it ends, and a fourth after an
+    /// accepted one is not the stall's. Two miners of 2^31 hashes a second: 3 x 2^32 /
+    /// 2^32 = 3 s of the farm's work lost, 0.000144 x 3 / 86,400 = 5e-9 blocks, 1.5625
+    /// sats at 312,500,000.
+    #[test]
+    fn a_stall_costs_the_work_its_judge_rejected_until_it_accepted_again() {
+        let side = SideRoles {
+            miner_hashrate: Some(2f64.powi(31)),
+            ..crate::testing::sv1_side().1
+        };
+        let window = Window {
+            start_ns: 0,
+            end_ns: 100_000_000_000,
+        };
+        let stall = Event::FaultBegan {
+            target: "pool".into(),
+            fault: "stall".into(),
+            lasts_ms: 10_000.0,
+        };
+        let events = [
+            at(40.0, "link", stall),
+            ended(50.0),
+            rejected(50.1),
+            rejected(50.1),
+            rejected(50.2),
+            accepted(52.0),
+            rejected(53.0),
+        ];
+        let mut facts = OutageFacts::default();
+        for r in &events {
+            facts.consume(&side, window, r);
+        }
+        let worth = WorthAssumptions::default();
+        let o = &side_outages(&side, &facts, &[], window, &worth, 312_500_000.0)[0];
+        assert_eq!(o.rejected_until_back, 3);
+        assert!((o.lost_s_per_miner.unwrap() - 3.0).abs() < 1e-9);
+        assert!((o.blocks_missed.unwrap() / 5e-9 - 1.0).abs() < 1e-9);
+        assert!((o.lost_sats.unwrap() - 1.5625).abs() < 1e-6);
     }
 }

@@ -28,8 +28,11 @@ pub(crate) fn section(summary: &Summary) -> Option<Section> {
                 o.rejected_until_back.to_string(),
                 o.first_accepted_after_s
                     .map_or("-".into(), |s| format!("{s:.1}")),
-                o.lost_s_per_miner
-                    .map_or("not priced".into(), |s| format!("{s:.1}")),
+                match (o.lost_s_per_miner, o.lost_is_rejected_work) {
+                    (Some(s), false) => format!("{s:.1}"),
+                    (Some(s), true) => format!("{s:.1} (rejected work)"),
+                    (None, _) => "not priced".into(),
+                },
                 o.blocks_missed.map_or("-".into(), |b| format!("{b:.3e}")),
                 o.lost_sats.map_or("-".into(), |s| grouped(s, 1)),
             ]
@@ -37,7 +40,7 @@ pub(crate) fn section(summary: &Summary) -> Option<Section> {
         .collect();
     let mut blocks = vec![
         Block::Para(format!(
-            "The far end of every side's link went away alike: `drop` closes every connection and refuses new ones, as a pool that stopped; `stall` keeps them open and holds what is sent until its end, as a pool that hangs. Each miner is without valid work from the fault's start to its first job after it (its firmware's timers are scenario parameters: `miners.reconnect_after`, `miners.retry_every`, `miners.silence_timeout`, and with a backup `miners.failover_after` and `miners.primary_check_every`); a miner not back by the window's end counts until then. The cost of a pool that drops is that lost time, weighed by the miners' hashrates, at {}; a stall or a JDS away leaves the miners their job, so their next one says nothing of work lost, and is not priced.",
+            "The far end of every side's link went away alike: `drop` closes every connection and refuses new ones, as a pool that stopped; `stall` keeps them open and holds what is sent until its end, as a pool that hangs. Each miner is without valid work from the fault's start to its first job after it (its firmware's timers are scenario parameters: `miners.reconnect_after`, `miners.retry_every`, `miners.silence_timeout`, and with a backup `miners.failover_after` and `miners.primary_check_every`); a miner not back by the window's end counts until then. The cost of a pool (or link) that drops is that lost time, weighed by the miners' hashrates, at {}; a stall or a JDS away leaves the miners their job, so their next one says nothing of work lost: their cost is the work the pool rejected from its start until it accepted a share again (shares held through a block come stale), as seconds of the farm's work.",
             crate::readings::the_farm(&summary.worth_assumptions),
         )),
         Block::Table {
@@ -124,16 +127,20 @@ fn seconds(d: Option<&Dist>) -> String {
 /// One outage's cost to one side in a sentence (the report's and the terminal's).
 pub(crate) fn reading(side: &str, o: &SideOutage) -> String {
     let what = format!("the {} {} of {:.0} s", o.target, o.fault, o.lasted_s);
-    let cost = match (o.lost_s_per_miner, o.lost_sats) {
-        (Some(lost), Some(sats)) => format!(
+    let cost = match (o.lost_s_per_miner, o.lost_sats, o.lost_is_rejected_work) {
+        (Some(lost), Some(sats), false) => format!(
             "{lost:.1} s of work lost a miner ({} sats for the farm)",
             grouped(sats, 1)
         ),
-        _ => format!(
-            "not priced: a {} leaves the miners their job, so their next one says nothing of work lost ({} shares accepted during it, {} rejected until one was accepted after it)",
-            if o.target == "jds" { "JDS away" } else { "stall" },
+        (Some(lost), Some(sats), true) => format!(
+            "the miners kept their job, and the pool rejected {} shares until it accepted one after it ({} accepted during it): {lost:.1} s of the farm's work lost ({} sats for the farm)",
+            o.rejected_until_back,
             o.accepted_during,
-            o.rejected_until_back
+            grouped(sats, 1)
+        ),
+        _ => format!(
+            "not priced without the miners' hashrate ({} shares accepted during it, {} rejected until one was accepted after it)",
+            o.accepted_during, o.rejected_until_back
         ),
     };
     let backup = match o.first_accepted_on_backup_s {

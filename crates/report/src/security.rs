@@ -16,9 +16,16 @@ pub(crate) fn section(summary: &Summary, planned: Option<&PlannedAttack>) -> Opt
     let sats = |v: Option<f64>| v.map_or("-".into(), |v| grouped(v, 0));
     let rows = (summary.security.iter())
         .map(|(side, s)| {
+            let to_attacker = match s.hashed_for_attacker_pct {
+                Some(hashed) => format!(
+                    "{}; hashed on its coinbase: {hashed:.1}% of the farm's shares",
+                    work(s.attacker_credited)
+                ),
+                None => work(s.attacker_credited),
+            };
             vec![
                 side.clone(),
-                work(s.attacker_credited),
+                to_attacker,
                 format!(
                     "{} (before: {})",
                     work(s.farm_credited_after),
@@ -44,7 +51,7 @@ pub(crate) fn section(summary: &Summary, planned: Option<&PlannedAttack>) -> Opt
         .collect();
     let mut blocks = vec![
         Block::Para(format!(
-            "{attack}, on every side's link alike; each side's figures run from the moment its link recorded the attack's start to the window's end. The farm's work is its miners' hashrate (a scenario parameter) times the time; credited work is the accepted shares' difficulty by the side's share judge. Who was credited, and whether a session broke, come from the protocols. The worth is the farm's revenue lost each day the attack lasts, for {}: denied, the fall of the work credited to anyone against before the attack (priced only where the two 95% intervals do not overlap); stolen, the attacker's part of what was still credited.",
+            "{attack}, on every side's link alike; each side's figures run from the moment its link recorded the attack's start to the window's end. The farm's work is its miners' hashrate (a scenario parameter) times the time; credited work is the accepted shares' difficulty by the side's share judge. Who was credited, and whether a session broke, come from the protocols. The worth is the farm's revenue lost each day the attack lasts, for {}: denied, the fall of the work credited to anyone against before the attack (priced only where the two 95% intervals do not overlap); stolen, the attacker's part of what was still credited (of a job hijack, which the pool credits nothing: the part of the farm's shares hashed on the attacker's coinbase, whose blocks pay it).",
             crate::readings::the_farm(&summary.worth_assumptions),
         )),
         Block::Table {
