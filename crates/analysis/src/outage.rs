@@ -48,9 +48,13 @@ pub struct FaultSeen {
     /// The judge's rejections from its start until that share, and their work.
     pub rejected_until_back: u64,
     pub rejected_work: Credited,
-    /// Each miner's turn to its backup pool after the fault began.
+    /// Each miner's turn to its backup pool after the fault began, and those that had a
+    /// job from it.
     pub to_backup: BTreeMap<u32, u64>,
-    /// Each miner's turn back to its primary after that, and its first job after the turn.
+    pub worked_on_backup: std::collections::BTreeSet<u32>,
+    /// Each miner's turn back to its primary after working on the backup, and its first
+    /// job after the turn. (A turn back after failures on a backup that never served, as
+    /// when the whole link is down, is a step of the failover, not a return.)
     pub to_primary: BTreeMap<u32, (u64, Option<u64>)>,
     /// The backup judge's accepted shares while the fault lasted, and its first accepted
     /// share after the fault began.
@@ -93,14 +97,17 @@ impl OutageFacts {
                     f.first_job.entry(*miner).or_insert(r.t_ns);
                     if let Some((_, job @ None)) = f.to_primary.get_mut(miner) {
                         *job = Some(r.t_ns);
+                    } else if f.to_backup.contains_key(miner) && !f.to_primary.contains_key(miner) {
+                        f.worked_on_backup.insert(*miner);
                     }
                 }
             }
+            // A turn, and the backup's shares, belong to the latest fault.
             Event::PoolSwitched { miner, to } if r.role == side.miners_role => {
-                for f in &mut self.faults {
+                if let Some(f) = self.faults.last_mut() {
                     if to == "backup" {
                         f.to_backup.entry(*miner).or_insert(r.t_ns);
-                    } else if f.to_backup.contains_key(miner) {
+                    } else if f.worked_on_backup.contains(miner) {
                         f.to_primary.entry(*miner).or_insert((r.t_ns, None));
                     }
                 }
@@ -109,7 +116,7 @@ impl OutageFacts {
                 if side.backup_pool_role.as_ref() == Some(&r.role)
                     && *verdict == ShareVerdict::Accepted =>
             {
-                for f in &mut self.faults {
+                if let Some(f) = self.faults.last_mut() {
                     if f.ended_ns.is_none() {
                         f.accepted_on_backup += 1;
                     }
@@ -471,6 +478,39 @@ mod tests {
         assert!(close(gaps.mean.unwrap(), 15.1) && close(gaps.max.unwrap(), 29.0));
         assert!(close(o.first_accepted_after_s.unwrap(), 13.0));
         assert!(close(o.lost_s_per_miner.unwrap(), 26.4));
+    }
+
+    /// The whole link drops at 40 s for 30 s: the backup is down too. The miner turns to
+    /// it at 51 s, gets nothing, turns back at 66 s after three more failures, and has the
+    /// primary's job at 71.1 s. That turn back is a step of the failover, not a return:
+    /// 31.1 s lost, once.
+    #[test]
+    fn a_turn_back_from_a_backup_that_never_served_is_no_return() {
+        let (mut side, window) = (
+            crate::testing::sv1_side().1,
+            Window {
+                start_ns: 0,
+                end_ns: 100_000_000_000,
+            },
+        );
+        side.miners = 1;
+        side.backup_pool_role = Some("tap-backup".into());
+        let events = [
+            began(40.0, 30.0),
+            switched(51.0, 0, "backup"),
+            switched(66.0, 0, "primary"),
+            ended(70.0),
+            job(71.1, 0),
+        ];
+        let mut facts = OutageFacts::default();
+        for r in &events {
+            facts.consume(&side, window, r);
+        }
+        let worth = WorthAssumptions::default();
+        let o = &side_outages(&side, &facts, &[], window, &worth, 1.0)[0];
+        assert_eq!((o.failed_over, o.returned), (1, 0));
+        assert!((o.lost_s_per_miner.unwrap() - 31.1).abs() < 1e-6);
+        assert_eq!(o.return_gap_s, None);
     }
 
     /// A miner never back counts until the window's end: the pool drops at 40 s, the

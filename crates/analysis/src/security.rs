@@ -20,8 +20,10 @@
 //! the attacker's part (a split of the pool's own records, without that noise). A job
 //! hijack credits the attacker nothing at the pool: it takes the blocks of the work done
 //! on the jobs it rewrote (the link names each), so its stolen part is the share of the
-//! farm's shares sent on those jobs, the blocks it expects from them; the pool's credit
-//! lost with them is denied.
+//! farm's shares sent on those jobs, the blocks it expects from them; of the farm's fall
+//! in credit, what is left beyond that is denied. (Shares are tied to a rewritten job by
+//! its id, which the pool gives every connection alike: a job sent as the attack began,
+//! rewritten on some connections and not yet on others, counts for all.)
 
 use crate::manifest::{SideRoles, Window};
 use crate::shares::Credited;
@@ -264,13 +266,15 @@ pub fn side_security(
     let denied = before
         .zip(after)
         .map(|(before, after)| shown_fall(before, after));
-    // A job hijack takes the blocks of the work done on its jobs (and the pool's credit
-    // with them: denied); another attack takes its split of what is still credited.
+    // A job hijack takes the blocks of the work done on its jobs: of the farm's loss, that
+    // is the stolen part (tied by job id, without the shares' noise), the rest denied.
+    // Another attack takes its split of what is still credited. The two add up to the
+    // farm's loss.
     let hashed_for_attacker = (planned.kind == "hijack-job" && facts.submitted_after > 0)
         .then(|| facts.on_attacker_payout as f64 / facts.submitted_after as f64);
-    let stolen_share = match hashed_for_attacker {
-        Some(hashed) => Some(hashed),
-        None => denied.map(|d| split.unwrap_or(0.0) * (1.0 - d)),
+    let (stolen_share, denied) = match hashed_for_attacker {
+        Some(hashed) => (Some(hashed), denied.map(|d| (d - hashed).max(0.0))),
+        None => (denied.map(|d| split.unwrap_or(0.0) * (1.0 - d)), denied),
     };
     let revenue_per_day = worth.farm_blocks_per_day() * block_value;
     let closes: Vec<(LinkEnd, f64)> = (facts.connections.values())
@@ -467,9 +471,10 @@ mod tests {
     /// A job hijack from 50 s in a window of 0 to 100 s: before it, 50 shares accepted in
     /// 50 s (100% of the farm's work). The attacker rewrites jobs j2 and j3; after it, the
     /// miners send 10 shares on j1 (a job from before) and 30 on j2 and j3, one of them a
-    /// block; the pool rejects all 40. Stolen: 30 of 40 shares, 75% of the farm's revenue,
-    /// 33,750 sats a day of 45,000 (1 PH/s of 1 ZH/s at 600 s blocks worth 312,500,000);
-    /// denied: the pool's credit, all of the 100%.
+    /// block; the pool rejects all 40. The farm loses all of its credit; of that, the 30 of
+    /// 40 shares on the attacker's coinbase are stolen, 75% of the farm's revenue, 33,750
+    /// sats a day of 45,000 (1 PH/s of 1 ZH/s at 600 s blocks worth 312,500,000); the rest,
+    /// 25%, denied.
     #[test]
     fn a_job_hijack_takes_the_blocks_of_the_work_on_its_jobs_and_the_pool_credits_nothing() {
         let window = Window {
@@ -533,7 +538,7 @@ mod tests {
         );
         assert!(close(s.stolen_pct.unwrap(), 75.0));
         assert!(close(s.stolen_sats_per_day.unwrap(), 33_750.0));
-        assert!(close(s.denied_pct.unwrap(), 100.0));
+        assert!(close(s.denied_pct.unwrap(), 25.0));
         assert_eq!(s.changes["job_rewritten"], 2);
     }
 

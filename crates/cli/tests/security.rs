@@ -141,7 +141,6 @@ fn a_job_hijack_takes_sv1_blocks_and_the_pools_credit_and_breaks_sv2_sessions() 
     // them: it accepts the farm's shares on the old job at most, and says the rest are bad.
     let hashed = num(&sv1["hashed_for_attacker_pct"]);
     assert!(hashed >= 50.0, "{sv1}");
-    assert_eq!(num(&sv1["stolen_pct"]), hashed, "{sv1}");
     let sent = num(&sv1["shares_sent_after"]);
     let on_old_jobs = sent * (1.0 - hashed / 100.0);
     assert!(num(&sv1["farm_shares"]) <= on_old_jobs + 1.0, "{sv1}");

@@ -304,14 +304,13 @@ impl Connection {
             }
             // The answer to mining.subscribe: [subscriptions, extranonce1, extranonce2 size].
             (Direction::Down, None) => {
-                if let Some(size) = message["result"][2]
-                    .as_u64()
-                    .filter(|s| (1..=32).contains(s))
-                {
-                    self.extranonce2_size = size as usize;
-                }
-                if let Some(extranonce1) = message["result"][1].as_str() {
+                let result = &message["result"];
+                if let (Some(extranonce1), Some(size)) = (
+                    result[1].as_str(),
+                    result[2].as_u64().filter(|s| (1..=32).contains(s)),
+                ) {
                     self.extranonce1_size = extranonce1.len() / 2;
+                    self.extranonce2_size = size as usize;
                 }
             }
             _ => {}
@@ -578,7 +577,7 @@ mod tests {
     #[test]
     fn a_job_hijack_redirects_the_paying_outputs_and_keeps_the_commitment() {
         let (coinb1, coinb2) = split_coinbase();
-        // A bare-key script, longer than the pool's: the length changes with it.
+        // A 40-byte script, longer than the pool's: the output's length changes with it.
         let payout = vec![0x51; 40];
         let redirected = redirect_payout(&coinb1, &coinb2, 12, &payout).unwrap();
         let mut expected = coinb2[..5].to_vec();

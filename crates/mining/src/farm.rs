@@ -110,6 +110,8 @@ pub struct Failover {
     after: u32,
     failures: u32,
     on: PoolChoice,
+    /// The choice last told (`turned`).
+    told: PoolChoice,
 }
 
 impl Failover {
@@ -119,6 +121,7 @@ impl Failover {
             after: reconnect.failover_after.max(1),
             failures: 0,
             on: PoolChoice::Primary,
+            told: PoolChoice::Primary,
         }
     }
 
@@ -132,25 +135,43 @@ impl Failover {
         self.failures = 0;
     }
 
-    /// A connect was refused or a session lost; the pool turned to, if this one turned it.
-    pub fn failed(&mut self) -> Option<PoolChoice> {
+    /// A connect was refused or a session lost: at the last failure allowed in a row, the
+    /// miner will connect to its other pool.
+    pub fn failed(&mut self) {
         self.failures += 1;
         if self.failures < self.after || !self.has_backup {
             self.failures %= self.after;
-            return None;
+            return;
         }
         self.failures = 0;
         self.on = match self.on {
             PoolChoice::Primary => PoolChoice::Backup,
             PoolChoice::Backup => PoolChoice::Primary,
         };
-        Some(self.on)
     }
 
     /// The primary answered a check: back to it.
     pub fn back_to_primary(&mut self) {
         self.failures = 0;
         self.on = PoolChoice::Primary;
+    }
+
+    /// The pool the miner turned to since it was last asked, if it turned: when firmware
+    /// flips its choice (ESP-Miner: at its next connect after the failures, or at once
+    /// when a check found its primary serving), which is when a fleet records the turn.
+    pub fn turned(&mut self) -> Option<PoolChoice> {
+        (self.on != self.told).then(|| {
+            self.told = self.on;
+            self.on
+        })
+    }
+
+    /// Records miner `miner`'s turn to its other pool, if it turned.
+    pub fn record_turn(&mut self, miner: u32, recorder: &probe::Recorder) {
+        if let Some(to) = self.turned() {
+            let to = to.name().into();
+            recorder.record(probe::Event::PoolSwitched { miner, to });
+        }
     }
 }
 
@@ -244,25 +265,32 @@ mod tests {
     fn a_miner_turns_to_its_backup_after_three_failures_in_a_row() {
         let mut f = Failover::new(true, &Reconnect::default());
         // A lost session, then two refused connects: the third failure turns it.
-        assert_eq!((f.failed(), f.failed()), (None, None));
-        assert_eq!(f.failed(), Some(PoolChoice::Backup));
+        f.failed();
+        f.failed();
+        assert_eq!((f.pool(), f.turned()), (PoolChoice::Primary, None));
+        f.failed();
         assert_eq!(f.pool(), PoolChoice::Backup);
+        // Told once.
+        assert_eq!((f.turned(), f.turned()), (Some(PoolChoice::Backup), None));
         // The backup answers; its failures count from zero.
         f.answered();
-        assert_eq!((f.failed(), f.failed()), (None, None));
+        f.failed();
+        f.failed();
         f.answered();
-        assert_eq!(f.failed(), None);
+        f.failed();
+        assert_eq!(f.pool(), PoolChoice::Backup);
         f.back_to_primary();
-        assert_eq!(f.pool(), PoolChoice::Primary);
+        assert_eq!(f.turned(), Some(PoolChoice::Primary));
         // An answer between failures clears them: no switch.
         f.failed();
         f.failed();
         f.answered();
-        assert_eq!(f.failed(), None);
+        f.failed();
+        assert_eq!((f.pool(), f.turned()), (PoolChoice::Primary, None));
         // Without a backup a miner keeps to its pool.
         let mut alone = Failover::new(false, &Reconnect::default());
-        assert!((0..10).all(|_| alone.failed().is_none()));
-        assert_eq!(alone.pool(), PoolChoice::Primary);
+        (0..10).for_each(|_| alone.failed());
+        assert_eq!((alone.pool(), alone.turned()), (PoolChoice::Primary, None));
     }
 
     #[tokio::test]
@@ -276,7 +304,7 @@ mod tests {
         })
         .await;
         assert_eq!(asked, 3);
-        // Three intervals, with slack for a loaded machine.
+        // Three intervals at least (a loaded machine may take longer).
         assert!(start.elapsed() >= Duration::from_millis(120));
     }
 

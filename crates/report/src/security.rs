@@ -129,7 +129,7 @@ pub(crate) fn reading(side: &str, s: &SideSecurity) -> String {
     };
     if let (Some(hashed), 0) = (s.hashed_for_attacker_pct, broken) {
         format!(
-            "{side}: {hashed:.0}% of the farm's shares were on jobs whose coinbase paid the attacker, who takes the blocks of that work ({} found){}; the pool rejected {} shares meanwhile, and the miners were told of {}: the farm loses {} of its pool income{}.",
+            "{side}: {hashed:.0}% of the farm's shares were on jobs whose coinbase paid the attacker, who takes the blocks of that work ({} found){}; the pool rejected {} shares meanwhile, and the miners were told of {}; a further {} of the farm's income is lost to anyone{}.",
             s.blocks_for_attacker,
             a_day(s.stolen_sats_per_day),
             s.rejected,

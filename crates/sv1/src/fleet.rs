@@ -193,16 +193,9 @@ async fn run_miner(
 ) {
     let mut miner = MinerState::new(index);
     let mut failover = Failover::new(cfg.backup.is_some(), &cfg.reconnect);
-    let mut last = PoolChoice::Primary;
     loop {
+        failover.record_turn(index, &recorder);
         let choice = failover.pool();
-        if choice != last {
-            recorder.record(Event::PoolSwitched {
-                miner: index,
-                to: choice.name().into(),
-            });
-            last = choice;
-        }
         let stream = match TcpStream::connect(cfg.address(choice)).await {
             Ok(stream) => stream,
             Err(e) => {
@@ -243,11 +236,7 @@ async fn run_miner(
             Ended::PrimaryBack => {
                 // It leaves the backup now: the way back starts here.
                 failover.back_to_primary();
-                last = PoolChoice::Primary;
-                recorder.record(Event::PoolSwitched {
-                    miner: index,
-                    to: last.name().into(),
-                });
+                failover.record_turn(index, &recorder);
             }
         }
         tokio::select! {

@@ -90,6 +90,11 @@ pub struct BackupPool {
 }
 
 impl FleetConfig {
+    /// What miner `index` calls itself in SetupConnection.
+    fn device_id(&self, index: u32) -> String {
+        format!("{}.{index}", self.user_prefix)
+    }
+
     /// Where `choice` is, and its authority key.
     fn upstream(&self, choice: PoolChoice) -> (SocketAddr, Secp256k1PublicKey) {
         match (choice, &self.backup) {
@@ -293,16 +298,9 @@ async fn run_reconnecting(
 ) -> Result<()> {
     let mut next_share_id = 1u64;
     let mut failover = Failover::new(cfg.backup.is_some(), &cfg.reconnect);
-    let mut last = PoolChoice::Primary;
     loop {
+        failover.record_turn(index, recorder);
         let choice = failover.pool();
-        if choice != last {
-            recorder.record(Event::PoolSwitched {
-                miner: index,
-                to: choice.name().into(),
-            });
-            last = choice;
-        }
         let (address, public) = cfg.upstream(choice);
         let stream = match TcpStream::connect(address).await {
             Ok(stream) => stream,
@@ -335,11 +333,7 @@ async fn run_reconnecting(
             Ok(Ended::PrimaryBack) => {
                 // It leaves the backup now: the way back starts here.
                 failover.back_to_primary();
-                last = PoolChoice::Primary;
-                recorder.record(Event::PoolSwitched {
-                    miner: index,
-                    to: last.name().into(),
-                });
+                failover.record_turn(index, recorder);
             }
             Ok(Ended::Lost) => {
                 failover.failed();
@@ -392,7 +386,7 @@ impl Session<'_> {
         } = *self;
         // Bit 0 of the flags, REQUIRES_STANDARD_JOBS: header-only mining.
         let flags = u32::from(cfg.channel == ChannelKind::Standard);
-        let device_id = format!("{}.{index}", cfg.user_prefix);
+        let device_id = cfg.device_id(index);
         let (reader, mut writer) = establish(stream, public, address, &device_id, flags).await?;
         failover.answered();
         sv2_wire::send(
@@ -416,7 +410,7 @@ impl Session<'_> {
                 return std::future::pending().await;
             }
             let every = cfg.reconnect.primary_check_every;
-            let check = || serves_work(cfg.pool, cfg.pool_public, device_id.clone(), flags);
+            let check = || serves_work(cfg, index, flags);
             mining::farm::primary_back(every, check).await
         };
         tokio::pin!(primary_back);
@@ -450,22 +444,28 @@ impl Session<'_> {
     }
 }
 
-/// Whether the pool at `pool` (whose key is `public`) serves: its Noise handshake and a
-/// successful SetupConnection within the check's time (the SV2 form of ESP-Miner's
-/// heartbeat of its primary).
-async fn serves_work(
-    pool: SocketAddr,
-    public: Secp256k1PublicKey,
-    device_id: String,
-    flags: u32,
-) -> bool {
+/// Whether the primary serves work: its Noise handshake, a successful SetupConnection and
+/// a job on a channel opened as miner `index`'s, within the check's time (the SV2 form of
+/// ESP-Miner's heartbeat of its primary).
+async fn serves_work(cfg: &FleetConfig, index: u32, flags: u32) -> bool {
     let check = async {
-        let stream = TcpStream::connect(pool).await?;
-        establish(stream, public, pool, &device_id, flags).await
+        let stream = TcpStream::connect(cfg.pool).await?;
+        let device_id = cfg.device_id(index);
+        let (mut reader, mut writer) =
+            establish(stream, cfg.pool_public, cfg.pool, &device_id, flags).await?;
+        let open = AnyMessageOwned::Mining(open_channel(cfg, 1, index));
+        sv2_wire::send(&mut writer, open, "the pool").await?;
+        loop {
+            if let Some(MiningOwned::NewExtendedMiningJob(_) | MiningOwned::NewMiningJob(_)) =
+                read_mining(&mut reader).await?
+            {
+                return anyhow::Ok(());
+            }
+        }
     };
     matches!(
         tokio::time::timeout(mining::farm::PRIMARY_CHECK_TIMEOUT, check).await,
-        Ok(Ok(_))
+        Ok(Ok(()))
     )
 }
 
@@ -584,7 +584,7 @@ async fn connect(
             }
         }
     };
-    let device_id = format!("{}.{index}", cfg.user_prefix);
+    let device_id = cfg.device_id(index);
     establish(stream, cfg.pool_public, cfg.pool, &device_id, flags).await
 }
 

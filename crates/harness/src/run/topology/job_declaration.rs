@@ -209,7 +209,7 @@ async fn spawn_farm_node(
         dir,
         &format!("feed-{side}"),
         vec![route(network.zmq, p2p), route(network.rpc, p2p)],
-        OnPath::default(),
+        on_feed(&opts.scenario, 2),
         roles,
     )
     .await?;

@@ -567,6 +567,17 @@ fn on_path(s: &Scenario, route_count: usize, jds_route: Option<usize>) -> OnPath
     OnPath { attack, faults }
 }
 
+/// What befalls the link carrying a farm node's feed (its `route_count` routes): the
+/// farm's WAN going away (a `link` fault) and nothing else; no attacker.
+fn on_feed(s: &Scenario, route_count: usize) -> OnPath {
+    let OnPath { faults, .. } = on_path(s, route_count, None);
+    let link = FaultTarget::Link.name();
+    OnPath {
+        attack: None,
+        faults: faults.into_iter().filter(|f| f.target == link).collect(),
+    }
+}
+
 /// `side`'s own link round trip, when the scenario gives it one.
 fn side_rtt(s: &Scenario, side: &str) -> Option<f64> {
     s.link.side_rtt_ms.get(side).copied()
@@ -792,6 +803,8 @@ mod tests {
                 ("link".into(), vec![0, 1])
             ]
         );
+        // A farm node's feed goes with the WAN only.
+        assert_eq!(routes(on_feed(&s, 2)), vec![("link".into(), vec![0, 1])]);
     }
 
     #[test]
