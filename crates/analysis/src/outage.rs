@@ -161,7 +161,8 @@ pub struct SideOutage {
     pub miners: u32,
     pub back: u32,
     /// Per miner back: seconds from the fault's start to its first job (and the shortest
-    /// of them: none may be back before the pool is), and from the fault's end.
+    /// of them: none may be back before the pool is, without a backup), and, for those
+    /// back after the fault ended, from its end.
     pub without_work_s: Option<Dist>,
     pub shortest_without_work_s: Option<f64>,
     pub recovery_s: Option<Dist>,
@@ -227,8 +228,11 @@ pub fn side_outages(
             let without: Vec<f64> = (f.first_job.values())
                 .map(|t| secs(t.saturating_sub(f.began_ns)))
                 .collect();
+            // Of the miners whose work came back after the fault ended (not from a
+            // backup or their own JDC while it lasted).
             let recovery: Vec<f64> = (f.first_job.values())
-                .map(|t| secs(t.saturating_sub(ended)))
+                .filter(|t| **t >= ended)
+                .map(|t| secs(t - ended))
                 .collect();
             let back = f.first_job.len() as u32;
             let until_end = secs(window.end_ns.saturating_sub(f.began_ns));
@@ -469,6 +473,8 @@ mod tests {
         let o = &side_outages(&side, &facts, &[], window, &worth, 1.0)[0];
         let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
         assert_eq!((o.back, o.failed_over, o.returned), (2, 2, 2));
+        // Both had work again before the primary was back: no recovery after its end.
+        assert_eq!(o.recovery_s, None);
         assert!(close(o.without_work_s.clone().unwrap().max.unwrap(), 11.3));
         assert!(close(o.first_accepted_on_backup_s.unwrap(), 12.0));
         assert_eq!((o.accepted_on_backup, o.accepted_during), (2, 0));

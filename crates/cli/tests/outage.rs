@@ -14,8 +14,7 @@
 
 mod common;
 
-use common::{out_dir, run_scenario, summary};
-use serde_json::Value;
+use common::{num, run_to_summary};
 
 /// The outage, and the firmware timers the test sets, in seconds.
 const OUTAGE_S: f64 = 10.0;
@@ -35,10 +34,9 @@ fn first_connect_back_s() -> f64 {
 
 #[test]
 fn an_outage_of_d_seconds_costs_each_miner_d_seconds_and_its_firmwares_retry() {
-    let out = out_dir("outage");
-    let run = run_scenario(
+    let (out, s) = run_to_summary(
         "outage",
-        &out,
+        "outage",
         &[
             "--duration",
             "35s",
@@ -53,12 +51,7 @@ fn an_outage_of_d_seconds_costs_each_miner_d_seconds_and_its_firmwares_retry() {
             "--set",
             "miners.retry_every=2s",
         ],
-    )
-    .output()
-    .unwrap();
-    common::succeed(run);
-    let s = summary(&out);
-    let num = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    );
     // Subscribe and authorize (SV1); Noise handshake, setup and channel (SV2).
     for (side, round_trips) in [("sv1", 1.0), ("sv2-d", 3.0)] {
         let expected = first_connect_back_s() + round_trips * RTT_S;
@@ -105,10 +98,9 @@ fn failover_s() -> f64 {
 
 #[test]
 fn with_a_backup_the_failover_takes_the_firmwares_timers_and_the_round_trips() {
-    let out = out_dir("failover");
-    let run = run_scenario(
+    let (out, s) = run_to_summary(
         "failover",
-        &out,
+        "failover",
         &[
             "--duration",
             "40s",
@@ -127,12 +119,7 @@ fn with_a_backup_the_failover_takes_the_firmwares_timers_and_the_round_trips() {
             "--set",
             "miners.primary_check_every=10s",
         ],
-    )
-    .output()
-    .unwrap();
-    common::succeed(run);
-    let s = summary(&out);
-    let num = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    );
     // To the backup's job: the connect's handshakes (SV1: subscribe and authorize; SV2:
     // Noise, setup, channel). The checks of the primary are timed from the session's
     // start (SV1: its connect; SV2: after Noise and setup), and each takes the handshakes

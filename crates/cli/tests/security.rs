@@ -9,8 +9,7 @@
 
 mod common;
 
-use common::{out_dir, run_scenario, summary};
-use serde_json::Value;
+use common::{num, run_to_summary};
 
 /// The link's round trip in the scenario, ms.
 const RTT_MS: f64 = 100.0;
@@ -21,10 +20,9 @@ const MINERS: f64 = 4.0;
 
 #[test]
 fn a_hijack_takes_sv1_work_silently_and_breaks_sv2_sessions_within_a_round_trip() {
-    let out = out_dir("security");
-    let run = run_scenario(
+    let (out, s) = run_to_summary(
         "security",
-        &out,
+        "security",
         &[
             "--duration",
             "40s",
@@ -33,13 +31,8 @@ fn a_hijack_takes_sv1_work_silently_and_breaks_sv2_sessions_within_a_round_trip(
             "--set",
             "link.attack.at=15s",
         ],
-    )
-    .output()
-    .unwrap();
-    common::succeed(run);
-    let s = summary(&out);
+    );
     let security = &s["security"];
-    let num = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
 
     let sv1 = &security["sv1"];
     let stolen = num(&sv1["attacker_shares"]);
@@ -111,10 +104,9 @@ fn a_hijack_takes_sv1_work_silently_and_breaks_sv2_sessions_within_a_round_trip(
 /// lands on ciphertext and the session breaks within a round trip.
 #[test]
 fn a_job_hijack_takes_sv1_blocks_and_the_pools_credit_and_breaks_sv2_sessions() {
-    let out = out_dir("security-job");
-    let run = run_scenario(
+    let (out, s) = run_to_summary(
         "security",
-        &out,
+        "security-job",
         &[
             "--duration",
             "40s",
@@ -128,12 +120,7 @@ fn a_job_hijack_takes_sv1_blocks_and_the_pools_credit_and_breaks_sv2_sessions() 
             "--set",
             "pool.job_refresh=5s",
         ],
-    )
-    .output()
-    .unwrap();
-    common::succeed(run);
-    let s = summary(&out);
-    let num = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    );
     let sv1 = &s["security"]["sv1"];
     assert!(num(&sv1["changes"]["job_rewritten"]) >= MINERS, "{sv1}");
     // The job from before the attack (5 s at most of its 30) carries some shares; the

@@ -2,5 +2,7 @@
 //! used as such by every crate after.
 //!
 //! [`duration`]: durations as scenario files and flags write them (`"5s"`, `"1m30s"`).
+//! [`host`]: the machine a run ran on (`host.json`).
 
 pub mod duration;
+pub mod host;

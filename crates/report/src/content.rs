@@ -181,16 +181,8 @@ fn context(run: &RunData) -> Section {
         ),
         row("SV1 pool job refresh", s("pool.job_refresh")),
     ];
-    let tool = run
-        .host
-        .as_ref()
-        .and_then(|h| {
-            Some(format!(
-                "{} ({})",
-                h.get("tool_version")?.as_str()?,
-                h.get("git_commit")?.as_str()?
-            ))
-        })
+    let tool = (run.host.as_ref())
+        .map(|h| format!("{} ({})", h.tool_version, h.git_commit))
         .unwrap_or_else(|| "-".into());
     let node = match run.scenario_value("node.url") {
         Some(url) => {
@@ -236,16 +228,8 @@ fn sri_row(run: &RunData) -> Option<Vec<String>> {
     if !s("sides").contains("sv2") {
         return None;
     }
-    let linked = run
-        .host
-        .as_ref()
-        .and_then(|h| h.get("sri_releases")?.as_array().cloned())
-        .map(|r| {
-            r.iter()
-                .filter_map(|v| v.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
+    let linked = (run.host.as_ref())
+        .map(|h| h.sri_releases.join(", "))
         .unwrap_or_else(|| "-".into());
     let mut sri = format!("{linked} (crates.io, linked in)");
     for role in ["pool", "translator"] {
@@ -258,23 +242,18 @@ fn sri_row(run: &RunData) -> Option<Vec<String>> {
 }
 
 /// The machine the run had: its CPU, cores, memory and OS (`host.json`).
-fn machine_rows(h: &serde_json::Value) -> Vec<Vec<String>> {
-    let g = |k: &str| {
-        h.get(k)
-            .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
-            .unwrap_or_default()
-    };
+fn machine_rows(h: &model::host::Host) -> Vec<Vec<String>> {
     vec![
         row(
             "machine",
             format!(
                 "{}, {} cores, {:.1} GiB",
-                g("cpu_model"),
-                g("cores"),
-                h["memory_bytes"].as_f64().unwrap_or(0.0) / 1073741824.0
+                h.cpu_model,
+                h.cores,
+                h.memory_bytes as f64 / 1073741824.0
             ),
         ),
-        row("OS / kernel", format!("{} / {}", g("os"), g("kernel"))),
+        row("OS / kernel", format!("{} / {}", h.os, h.kernel)),
     ]
 }
 

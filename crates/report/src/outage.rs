@@ -166,10 +166,16 @@ pub(crate) fn reading(side: &str, o: &SideOutage) -> String {
             o.miners,
         )
     } else {
+        let after_end = match o.recovery_s.as_ref().and_then(|d| d.p50) {
+            Some(v) => format!("median; {v:.1} s after it ended"),
+            None => "median; all had work again before it ended".into(),
+        };
         format!(
-            "{side}: {what} left miners without a new job {} s (median; {} s after it ended); {cost}.",
-            o.without_work_s.as_ref().and_then(|d| d.p50).map_or("-".into(), |v| format!("{v:.1}")),
-            o.recovery_s.as_ref().and_then(|d| d.p50).map_or("-".into(), |v| format!("{v:.1}")),
+            "{side}: {what} left miners without a new job {} s ({after_end}); {cost}.",
+            o.without_work_s
+                .as_ref()
+                .and_then(|d| d.p50)
+                .map_or("-".into(), |v| format!("{v:.1}")),
         )
     };
     sentence + &backup

@@ -28,7 +28,7 @@ pub struct RunData {
     pub summary: Option<Summary>,
     pub manifest: Option<Manifest>,
     pub scenario: Option<toml::Table>,
-    pub host: Option<serde_json::Value>,
+    pub host: Option<model::host::Host>,
     /// The events whose number grows with time, not with miners or shares (templates,
     /// tips, link byte counts): what the report draws beyond the summary.
     pub events: Vec<Record>,
@@ -141,7 +141,7 @@ impl RunData {
             summary,
             manifest,
             scenario: read("scenario.toml").and_then(|t| t.parse().ok()),
-            host: read("host.json").and_then(|t| serde_json::from_str(&t).ok()),
+            host: read(model::host::HOST_FILE).and_then(|t| serde_json::from_str(&t).ok()),
             events,
             event_counts,
             samples,

@@ -317,6 +317,20 @@ pub fn events(dir: &Path, role: &str) -> Vec<serde_json::Value> {
 }
 
 /// Requires a successful run, showing its output otherwise.
+/// `stratum-bench run` of scenario `name` with `args` into a scratch directory named
+/// `out_name`, which must succeed: the directory and its summary.
+pub fn run_to_summary(name: &str, out_name: &str, args: &[&str]) -> (PathBuf, serde_json::Value) {
+    let out = out_dir(out_name);
+    succeed(run_scenario(name, &out, args).output().unwrap());
+    let summary = summary(&out);
+    (out, summary)
+}
+
+/// A summary's number; the test fails naming the value that is not one.
+pub fn num(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
 pub fn succeed(out: std::process::Output) {
     assert!(
         out.status.success(),

@@ -46,8 +46,8 @@ pub(super) fn prepare(dir: &Path, scenario: &Scenario) -> Result<()> {
         .with_context(|| format!("cannot create {}", dir.join("roles").display()))?;
     write_scenario(dir, scenario)?;
     std::fs::write(
-        dir.join(crate::host::HOST_FILE),
-        serde_json::to_string_pretty(&crate::host::Host::capture())?,
+        dir.join(model::host::HOST_FILE),
+        serde_json::to_string_pretty(&crate::host::capture())?,
     )?;
     Ok(())
 }
@@ -85,7 +85,7 @@ pub(super) fn write_interim(
         EVENTS_DIR,
         SAMPLES_FILE,
         "scenario.toml",
-        crate::host::HOST_FILE,
+        model::host::HOST_FILE,
     ] {
         let link = at.join(shared);
         if !link.exists() {

@@ -1,0 +1,20 @@
+//! The machine a run ran on, and the build that ran it (`host.json`).
+
+use serde::{Deserialize, Serialize};
+
+/// The file in a run directory that holds it.
+pub const HOST_FILE: &str = "host.json";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Host {
+    pub cpu_model: String,
+    pub cores: usize,
+    pub memory_bytes: u64,
+    pub os: String,
+    pub kernel: String,
+    pub tool_version: String,
+    pub git_commit: String,
+    /// The SRI role releases linked into this build.
+    #[serde(default)]
+    pub sri_releases: Vec<String>,
+}
