@@ -1,7 +1,8 @@
 //! A run directory's event and sample files, read so that a half-written or damaged file
 //! loses only its bad lines: each is named by file and line, never fatal.
 
-use crate::manifest::{Sample, EVENTS_DIR, SAMPLES_FILE};
+use crate::manifest::Sample;
+use model::run_dir::{EVENTS_DIR, SAMPLES_FILE};
 use probe::Record;
 use serde::de::DeserializeOwned;
 use std::path::Path;

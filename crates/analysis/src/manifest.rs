@@ -1,13 +1,9 @@
 //! What the harness tells the analysis about a run: which role is which.
 
 pub use mining::farm::PerMiner;
+use model::run_dir::MANIFEST_FILE;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-pub const MANIFEST_FILE: &str = "manifest.json";
-pub const SAMPLES_FILE: &str = "samples.jsonl";
-pub const EVENTS_DIR: &str = "events";
-pub const SUMMARY_FILE: &str = "summary.json";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {

@@ -2,12 +2,12 @@
 //! `stratum-bench run` process of its own, then the curves.
 
 use crate::run_cmd::WorthArgs;
-use analysis::manifest::SUMMARY_FILE;
 use analysis::sweep::{RunRecord, RunStatus, SweepRecord, POINTS_DIR, SWEEP_FILE};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use harness::sweep::Plan;
 use harness::Scenario;
+use model::run_dir::SUMMARY_FILE;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

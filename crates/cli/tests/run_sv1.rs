@@ -283,12 +283,20 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
     // The node serves its clients one after another, so within one run identical sides
     // can differ by a fraction of a ms in when their jobs come (A/A runs here: up to about
     // 1 ms), and compared paired by tip such a difference is real and can be significant;
-    // across seeds the start order, and with it the sign, is drawn at random. Whatever the
-    // order, identical sides stay within 2 ms of each other, a tenth of the link's one
-    // way, and differ in nothing else.
+    // across seeds the start order, and with it the sign, is drawn at random. A block
+    // crosses the same processes the other way, scheduled on the same 2 cores: a clean
+    // check here once found identical sides' blocks 0.45 ms apart (36.90 and 37.35 ms over
+    // 8 and 7 blocks), significant at that spread. Whatever the order, identical sides stay
+    // within 2 ms of each other, a tenth of the link's one way, and differ in nothing else.
+    let latencies = [
+        "new_job_ms",
+        "new_prevhash_job_ms",
+        "stale_wait_ms",
+        "block_propagation_ms",
+    ];
     for row in rows {
         let metric = row["metric"].as_str().unwrap();
-        if ["new_job_ms", "new_prevhash_job_ms", "stale_wait_ms"].contains(&metric) {
+        if latencies.contains(&metric) {
             let d = row["delta"].as_f64().unwrap();
             assert!(d.abs() < 2.0, "A/A differs by {d} ms: {row}");
         } else {

@@ -316,7 +316,7 @@ impl Containers {
             prefix,
         };
         let mount = containers.mount();
-        let events = run_dir.join(analysis::manifest::EVENTS_DIR);
+        let events = run_dir.join(model::run_dir::EVENTS_DIR);
         let collector = containers.collector_name();
         docker(&[
             "run",
@@ -336,7 +336,7 @@ impl Containers {
             "--events",
             &events.to_string_lossy(),
             "--clocks",
-            &run_dir.join(CLOCKS_FILE).to_string_lossy(),
+            &run_dir.join(model::run_dir::CLOCKS_FILE).to_string_lossy(),
         ])
         .context("cannot start the collector container")?;
         Ok(containers)
@@ -560,7 +560,7 @@ impl Containers {
     /// writes its estimates every round of probes), with the figures.
     pub async fn check_clocks(&self, bound: std::time::Duration) -> Result<()> {
         let expected: Vec<String> = self.placed.lock().iter().map(|p| p.role.clone()).collect();
-        let file = self.run_dir.join(CLOCKS_FILE);
+        let file = self.run_dir.join(model::run_dir::CLOCKS_FILE);
         let read = || -> Vec<analysis::manifest::ClockOffset> {
             std::fs::read_to_string(&file)
                 .ok()
@@ -579,7 +579,7 @@ impl Containers {
     /// removes the containers, the networks and the image.
     pub fn finish(mut self) -> Result<Vec<analysis::manifest::ClockOffset>> {
         let stopped = docker(&["stop", &self.collector_name()]);
-        let clocks_file = self.run_dir.join(CLOCKS_FILE);
+        let clocks_file = self.run_dir.join(model::run_dir::CLOCKS_FILE);
         let clocks = stopped.and_then(|_| {
             let text = std::fs::read_to_string(&clocks_file)
                 .with_context(|| format!("the collector wrote no {}", clocks_file.display()))?;
@@ -744,9 +744,6 @@ fn check_swarm(sites: &SwarmSites) -> Result<()> {
     }
     Ok(())
 }
-
-/// What the collector writes at the end, in the run directory.
-pub const CLOCKS_FILE: &str = "clocks.json";
 
 /// This process's IPv4 address inside `cidr` (`a.b.c.d/len`): a service on an overlay
 /// network learns its own address this way, the swarm giving none up front.

@@ -13,10 +13,12 @@
 use crate::container::{default_tag, Site};
 use crate::process::Launcher;
 use crate::roles::{Ready, RoleSpec};
-use crate::run::{RunOptions, PLACEMENT_FILE};
+use crate::run::RunOptions;
 use crate::scenario::Scenario;
-use analysis::manifest::{Manifest, EVENTS_DIR, MANIFEST_FILE, SUMMARY_FILE};
+use analysis::manifest::Manifest;
 use anyhow::{Context, Result};
+use model::run_dir::PLACEMENT_FILE;
+use model::run_dir::{EVENTS_DIR, MANIFEST_FILE, SUMMARY_FILE};
 use serde_json::{json, Value};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
@@ -209,7 +211,7 @@ fn compose(scenario: &Scenario, roles: &[PlannedRole], run: &Path) -> Result<Val
             "command": [
                 "collect", "--listen", "0.0.0.0:7000",
                 "--events", format!("{COLLECTED}/{EVENTS_DIR}"),
-                "--clocks", format!("{COLLECTED}/{}", crate::container::CLOCKS_FILE),
+                "--clocks", format!("{COLLECTED}/{}", model::run_dir::CLOCKS_FILE),
                 "--finish", COLLECTED,
             ],
             "networks": { "control": { "aliases": ["collector.control"] } },

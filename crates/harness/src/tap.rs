@@ -121,7 +121,7 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
     };
     let capacity = crate::limits::tap_capacity(opts.max_connections)?;
     let upstream = resolve(&opts.upstream).await?;
-    let events = opts.out.join(analysis::manifest::EVENTS_DIR);
+    let events = opts.out.join(model::run_dir::EVENTS_DIR);
     std::fs::create_dir_all(&events)
         .with_context(|| format!("cannot create {}", events.display()))?;
     let setup = TapSetup {
@@ -194,7 +194,7 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
     }
     recorder.close()?;
     let summary = analysis::tap::summarize_dir(&opts.out);
-    write_json(&opts.out.join(analysis::manifest::SUMMARY_FILE), &summary)?;
+    write_json(&opts.out.join(model::run_dir::SUMMARY_FILE), &summary)?;
     Ok(summary)
 }
 

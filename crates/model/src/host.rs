@@ -1,9 +1,6 @@
-//! The machine a run ran on, and the build that ran it (`host.json`).
+//! The machine a run ran on, and the build that ran it (`run_dir::HOST_FILE`).
 
 use serde::{Deserialize, Serialize};
-
-/// The file in a run directory that holds it.
-pub const HOST_FILE: &str = "host.json";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Host {

@@ -3,6 +3,8 @@
 //!
 //! [`duration`]: durations as scenario files and flags write them (`"5s"`, `"1m30s"`).
 //! [`host`]: the machine a run ran on (`host.json`).
+//! [`run_dir`]: a run directory's files, by name.
 
 pub mod duration;
 pub mod host;
+pub mod run_dir;

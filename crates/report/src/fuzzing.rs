@@ -2,11 +2,11 @@
 //! its seeds in `make test` (crates/cli/tests/fuzz_corpus.rs): a run directory as a killed run, a full disk or
 //! another version may leave it, read by `report`, `export` and `compare`.
 
-use analysis::manifest::{EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE};
+use model::run_dir::{EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE, SCENARIO_FILE, SUMMARY_FILE};
 use std::path::{Path, PathBuf};
 
 /// The files a run directory's pieces become, in order; pieces past these are events files.
-const FILES: [&str; 4] = [MANIFEST_FILE, "summary.json", "scenario.toml", SAMPLES_FILE];
+const FILES: [&str; 4] = [MANIFEST_FILE, SUMMARY_FILE, SCENARIO_FILE, SAMPLES_FILE];
 
 /// A scratch directory of this process's own, emptied for each input.
 fn scratch() -> PathBuf {

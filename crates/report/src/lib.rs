@@ -33,7 +33,7 @@ pub fn write_report(run_dir: &Path, pdf: bool) -> Result<Vec<PathBuf>> {
         }
         return Ok(written);
     }
-    let is_run = run_dir.join(analysis::manifest::MANIFEST_FILE).exists();
+    let is_run = run_dir.join(model::run_dir::MANIFEST_FILE).exists();
     let doc = if bench::is_bench_dir(run_dir) && !is_run {
         bench::document(run_dir)?
     } else if tap::is_tap_dir(run_dir) && !is_run {

@@ -1,11 +1,12 @@
 //! Everything a report needs from a run directory, whole or partial.
 
 use analysis::input::{each_event, read_samples};
-use analysis::manifest::{Manifest, Sample, EVENTS_DIR, MANIFEST_FILE};
+use analysis::manifest::{Manifest, Sample};
 use analysis::summary::kept_beyond_jobs_and_shares;
 use analysis::summary::SCHEMA;
 use analysis::Summary;
 use anyhow::{bail, Context, Result};
+use model::run_dir::{EVENTS_DIR, MANIFEST_FILE};
 use probe::Record;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -73,7 +74,7 @@ impl RunData {
         let mut problems = Vec::new();
         let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
 
-        if let Some(text) = read(analysis::manifest::SUMMARY_FILE) {
+        if let Some(text) = read(model::run_dir::SUMMARY_FILE) {
             let schema = serde_json::from_str::<serde_json::Value>(&text)
                 .ok()
                 .and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(str::to_string));
@@ -140,8 +141,8 @@ impl RunData {
             dir: dir.to_path_buf(),
             summary,
             manifest,
-            scenario: read("scenario.toml").and_then(|t| t.parse().ok()),
-            host: read(model::host::HOST_FILE).and_then(|t| serde_json::from_str(&t).ok()),
+            scenario: read(model::run_dir::SCENARIO_FILE).and_then(|t| t.parse().ok()),
+            host: read(model::run_dir::HOST_FILE).and_then(|t| serde_json::from_str(&t).ok()),
             events,
             event_counts,
             samples,

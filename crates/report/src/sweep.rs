@@ -7,13 +7,13 @@ use crate::compare::Comparison;
 use crate::document::{Block, Document, Section};
 use crate::run_data::RunData;
 use crate::svg::{band_chart, Series};
-use analysis::manifest::SUMMARY_FILE;
 use analysis::sweep::{
     analyse, is_release_key, CurveKind, Curves, Fit, RunStatus, SweepAnalysis, SweepRecord,
     SweepRun, BUILTIN, POINTS_DIR, SWEEP_FILE,
 };
 use analysis::Summary;
 use anyhow::{Context, Result};
+use model::run_dir::SUMMARY_FILE;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

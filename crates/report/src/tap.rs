@@ -25,7 +25,7 @@ pub fn document(dir: &Path) -> Result<Document> {
         .with_context(|| format!("cannot read {}", path.display()))?;
     let setup: TapSetup = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a tap's setup", path.display()))?;
-    let summary_path = dir.join(analysis::manifest::SUMMARY_FILE);
+    let summary_path = dir.join(model::run_dir::SUMMARY_FILE);
     let summary = match std::fs::read_to_string(&summary_path) {
         Ok(text) => serde_json::from_str(&text)
             .with_context(|| format!("{} is not a tap's summary", summary_path.display()))?,

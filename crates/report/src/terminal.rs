@@ -6,12 +6,13 @@
 
 use crate::svg::{estimate, grouped, percent, signed};
 use analysis::headline::Reading;
-use analysis::manifest::{Manifest, SUMMARY_FILE};
+use analysis::manifest::Manifest;
 use analysis::Summary;
 use anyhow::{Context, Result};
 use comfy_table::{
     Cell, Color, ColumnConstraint, ContentArrangement, LineStyle, Table, TableStyle, Width,
 };
+use model::run_dir::SUMMARY_FILE;
 use probe::Dist;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,9 +2,10 @@
 //! they stop.
 
 use crate::scenario::Scenario;
-use analysis::manifest::{Manifest, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE};
+use analysis::manifest::Manifest;
 use analysis::summary::Summary;
 use anyhow::{Context, Result};
+use model::run_dir::{EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE};
 use std::path::{Path, PathBuf};
 pub(super) fn default_dir(name: &str) -> PathBuf {
     let secs = std::time::SystemTime::now()
@@ -46,7 +47,7 @@ pub(super) fn prepare(dir: &Path, scenario: &Scenario) -> Result<()> {
         .with_context(|| format!("cannot create {}", dir.join("roles").display()))?;
     write_scenario(dir, scenario)?;
     std::fs::write(
-        dir.join(model::host::HOST_FILE),
+        dir.join(model::run_dir::HOST_FILE),
         serde_json::to_string_pretty(&crate::host::capture())?,
     )?;
     Ok(())
@@ -60,7 +61,7 @@ pub(crate) fn write_scenario(dir: &Path, scenario: &Scenario) -> Result<()> {
         node.rpc_password = "(withheld)".into();
     }
     std::fs::write(
-        dir.join("scenario.toml"),
+        dir.join(model::run_dir::SCENARIO_FILE),
         toml::to_string(&shared).context("scenario serialises")?,
     )?;
     Ok(())
@@ -84,8 +85,8 @@ pub(super) fn write_interim(
     for shared in [
         EVENTS_DIR,
         SAMPLES_FILE,
-        "scenario.toml",
-        model::host::HOST_FILE,
+        model::run_dir::SCENARIO_FILE,
+        model::run_dir::HOST_FILE,
     ] {
         let link = at.join(shared);
         if !link.exists() {
@@ -130,7 +131,7 @@ pub(crate) fn write_results(dir: &Path, manifest: &Manifest, summary: &Summary) 
         serde_json::to_string_pretty(manifest)?,
     )?;
     std::fs::write(
-        dir.join(analysis::manifest::SUMMARY_FILE),
+        dir.join(model::run_dir::SUMMARY_FILE),
         serde_json::to_string_pretty(summary)? + "\n",
     )?;
     Ok(())

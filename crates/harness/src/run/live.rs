@@ -2,9 +2,9 @@
 //! Prometheus endpoint.
 
 use crate::metrics::{LiveMetrics, RoleGauges};
-use analysis::manifest::EVENTS_DIR;
 use analysis::stream::RunStream;
 use analysis::summary::Summary;
+use model::run_dir::EVENTS_DIR;
 use parking_lot::Mutex;
 use probe::Record;
 use std::collections::{BTreeMap, HashMap};

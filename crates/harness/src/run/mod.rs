@@ -19,9 +19,10 @@ use crate::collector::Collector;
 use crate::container::{Containers, SwarmSites};
 use crate::process::{stop_all, EventsTo, Launcher, RoleProcess};
 use crate::scenario::{Engine, EventsSink, Scenario};
-use analysis::manifest::{ClockOffset, LinkParams, Manifest, SideRoles, EVENTS_DIR};
+use analysis::manifest::{ClockOffset, LinkParams, Manifest, SideRoles};
 use analysis::summary::{Summary, HARNESS_ROLE};
 use anyhow::{Context, Result};
+use model::run_dir::EVENTS_DIR;
 use probe::{mono_ns, Recorder};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -68,8 +69,6 @@ pub(crate) fn node_role(s: &Scenario) -> &'static str {
         None => NODE,
     }
 }
-/// With containers: where each role stood (`container::Placed`).
-pub const PLACEMENT_FILE: &str = "placement.json";
 /// The widest uncertainty of a clock offset a run measures across.
 const CLOCK_BOUND: Duration = Duration::from_millis(2);
 
@@ -251,7 +250,7 @@ async fn stop(
     drop(roles);
     if let Some(containers) = opts.launcher.containers.take() {
         std::fs::write(
-            dir.join(PLACEMENT_FILE),
+            dir.join(model::run_dir::PLACEMENT_FILE),
             serde_json::to_string_pretty(&containers.placement())?,
         )?;
         let containers = Arc::into_inner(containers).context("no role holds the containers")?;
