@@ -283,22 +283,26 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
     // The node serves its clients one after another, so within one run identical sides
     // can differ by a fraction of a ms in when their jobs come (A/A runs here: up to about
     // 1 ms), and compared paired by tip such a difference is real and can be significant;
-    // across seeds the start order, and with it the sign, is drawn at random. A block
-    // crosses the same processes the other way, scheduled on the same 2 cores: a clean
-    // check here once found identical sides' blocks 0.45 ms apart (36.90 and 37.35 ms over
-    // 8 and 7 blocks), significant at that spread. Whatever the order, identical sides stay
-    // within 2 ms of each other, a tenth of the link's one way, and differ in nothing else.
-    let latencies = [
-        "new_job_ms",
-        "new_prevhash_job_ms",
-        "stale_wait_ms",
-        "block_propagation_ms",
-    ];
+    // across seeds the start order, and with it the sign, is drawn at random. Whatever the
+    // order, identical sides stay within 2 ms of each other, a tenth of the link's one
+    // way. A block crosses the same processes the other way, each side's own few blocks
+    // (unpaired), on the same 2 cores: clean checks here found identical sides 0.45 ms
+    // apart over 8 and 7 blocks (significant at that spread) and 3.2 ms apart over 5 and 4
+    // (too few to say). So their blocks may differ by either, not by both: a significant
+    // difference of 2 ms or more would be the sides', not the machine's. Nothing else
+    // differs.
     for row in rows {
         let metric = row["metric"].as_str().unwrap();
-        if latencies.contains(&metric) {
+        if ["new_job_ms", "new_prevhash_job_ms", "stale_wait_ms"].contains(&metric) {
             let d = row["delta"].as_f64().unwrap();
             assert!(d.abs() < 2.0, "A/A differs by {d} ms: {row}");
+        } else if metric == "block_propagation_ms" {
+            let shown = row["significant"] == true;
+            let d = row["delta"].as_f64().unwrap_or(0.0);
+            assert!(
+                !shown || d.abs() < 2.0,
+                "A/A blocks differ by {d} ms: {row}"
+            );
         } else {
             assert_eq!(row["significant"], false, "A/A differs: {row}");
         }
