@@ -32,25 +32,26 @@ fn first_connect_back_s() -> f64 {
     RECONNECT_AFTER_S + retries * RETRY_EVERY_S
 }
 
+/// `args` and what both runs share, from the constants their expectations use: a 10 s
+/// warm-up, the pool's drop of `OUTAGE_S` from 10 s into the window, the firmware timers.
+fn drop_with(args: &[&str]) -> Vec<String> {
+    let shared = [
+        "warmup=10s".to_string(),
+        format!("faults=[{{target=\"pool\", kind=\"drop\", at=\"10s\", lasts=\"{OUTAGE_S}s\"}}]"),
+        format!("miners.reconnect_after={RECONNECT_AFTER_S}s"),
+        format!("miners.retry_every={RETRY_EVERY_S}s"),
+    ];
+    (args.iter().map(|a| a.to_string()))
+        .chain(shared.into_iter().flat_map(|s| ["--set".to_string(), s]))
+        .collect()
+}
+
 #[test]
 fn an_outage_of_d_seconds_costs_each_miner_d_seconds_and_its_firmwares_retry() {
     let (out, s) = run_to_summary(
         "outage",
         "outage",
-        &[
-            "--duration",
-            "35s",
-            "--set",
-            "warmup=10s",
-            "--set",
-            "sides=[\"sv1\", \"sv2-d\"]",
-            "--set",
-            "faults=[{target=\"pool\", kind=\"drop\", at=\"10s\", lasts=\"10s\"}]",
-            "--set",
-            "miners.reconnect_after=1s",
-            "--set",
-            "miners.retry_every=2s",
-        ],
+        &drop_with(&["--duration", "35s", "--set", "sides=[\"sv1\", \"sv2-d\"]"]),
     );
     // Subscribe and authorize (SV1); Noise handshake, setup and channel (SV2).
     for (side, round_trips) in [("sv1", 1.0), ("sv2-d", 3.0)] {
@@ -101,24 +102,16 @@ fn with_a_backup_the_failover_takes_the_firmwares_timers_and_the_round_trips() {
     let (out, s) = run_to_summary(
         "failover",
         "failover",
-        &[
+        &drop_with(&[
             "--duration",
             "40s",
             "--set",
-            "warmup=10s",
-            "--set",
             "sides=[\"sv1\", \"sv2-c\", \"sv2-d\"]",
             "--set",
-            "faults=[{target=\"pool\", kind=\"drop\", at=\"10s\", lasts=\"10s\"}]",
+            &format!("miners.failover_after={FAILOVER_AFTER}"),
             "--set",
-            "miners.reconnect_after=1s",
-            "--set",
-            "miners.retry_every=2s",
-            "--set",
-            "miners.failover_after=3",
-            "--set",
-            "miners.primary_check_every=10s",
-        ],
+            &format!("miners.primary_check_every={PRIMARY_CHECK_EVERY_S}s"),
+        ]),
     );
     // To the backup's job: the connect's handshakes (SV1: subscribe and authorize; SV2:
     // Noise, setup, channel). The checks of the primary are timed from the session's

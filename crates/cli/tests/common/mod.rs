@@ -319,9 +319,14 @@ pub fn events(dir: &Path, role: &str) -> Vec<serde_json::Value> {
 /// Requires a successful run, showing its output otherwise.
 /// `stratum-bench run` of scenario `name` with `args` into a scratch directory named
 /// `out_name`, which must succeed: the directory and its summary.
-pub fn run_to_summary(name: &str, out_name: &str, args: &[&str]) -> (PathBuf, serde_json::Value) {
+pub fn run_to_summary(
+    name: &str,
+    out_name: &str,
+    args: &[impl AsRef<str>],
+) -> (PathBuf, serde_json::Value) {
     let out = out_dir(out_name);
-    succeed(run_scenario(name, &out, args).output().unwrap());
+    let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+    succeed(run_scenario(name, &out, &args).output().unwrap());
     let summary = summary(&out);
     (out, summary)
 }
