@@ -11,6 +11,7 @@
 //! [`Scope`] says which question was answered. Significance is controlled across the
 //! whole comparison. `report` only words the result.
 
+use crate::charts::Charts;
 use crate::headline::FDR;
 use crate::manifest::{Manifest, Sample};
 use crate::stats::{benjamini_hochberg, cluster_delta, series_delta, two_stage_delta, Delta};
@@ -22,6 +23,7 @@ use std::collections::BTreeMap;
 /// What one run contributes to a comparison.
 pub struct RunView<'a> {
     pub summary: &'a Summary,
+    pub charts: &'a Charts,
     pub manifest: &'a Manifest,
     pub samples: &'a [Sample],
 }
@@ -196,17 +198,11 @@ fn run_samples(run: &RunView) -> BTreeMap<MetricKey, Units> {
     let mut put = |subject: &str, metric: &str, unit: &str, xs: Units| {
         out.insert((subject.into(), metric.into(), unit.into()), xs);
     };
-    for (name, side) in &run.summary.sides {
-        let s = &side.samples;
-        put(
-            name,
-            "new job",
-            "ms",
-            Units::Clusters(s.new_job_ms.clusters()),
-        );
-        let after_block = Units::Clusters(s.new_prevhash_job_ms.clusters());
+    for (name, s) in &run.charts.sides {
+        put(name, "new job", "ms", Units::Clusters(s.new_job_ms.clone()));
+        let after_block = Units::Clusters(s.new_prevhash_job_ms.clone());
         put(name, "new job after a block", "ms", after_block);
-        let propagation = Units::Clusters(s.block_propagation_ms.clusters());
+        let propagation = Units::Clusters(s.block_propagation_ms.clone());
         put(name, "block propagation", "ms", propagation);
         put(
             name,
@@ -284,9 +280,10 @@ mod tests {
         (m, events, samples)
     }
 
-    fn view<'a>(s: &'a Summary, m: &'a Manifest, p: &'a [Sample]) -> RunView<'a> {
+    fn view<'a>(s: &'a Summary, c: &'a Charts, m: &'a Manifest, p: &'a [Sample]) -> RunView<'a> {
         RunView {
             summary: s,
+            charts: c,
             manifest: m,
             samples: p,
         }
@@ -297,7 +294,8 @@ mod tests {
         let (ma, ea, pa) = run(50, 1_000);
         let (mb, eb, pb) = run(80, 2_000);
         let (sa, sb) = (computed(&ma, &ea, &pa), computed(&mb, &eb, &pb));
-        let rows = compare(&[view(&sa, &ma, &pa)], &[view(&sb, &mb, &pb)]);
+        let (ca, cb) = (Charts::of(&sa), Charts::of(&sb));
+        let rows = compare(&[view(&sa, &ca, &ma, &pa)], &[view(&sb, &cb, &mb, &pb)]);
         let get = |subject: &str, metric: &str| {
             rows.iter()
                 .find(|r| r.subject == subject && r.metric == metric)
@@ -347,7 +345,8 @@ mod tests {
         let (ma, ea, pa) = run(50, 1_000);
         let (mb, eb, pb) = run(51, 1_000);
         let (sa, sb) = (computed(&ma, &ea, &pa), computed(&mb, &eb, &pb));
-        let rows = compare(&[view(&sa, &ma, &pa)], &[view(&sb, &mb, &pb)]);
+        let (ca, cb) = (Charts::of(&sa), Charts::of(&sb));
+        let rows = compare(&[view(&sa, &ca, &ma, &pa)], &[view(&sb, &cb, &mb, &pb)]);
         let row = rows
             .iter()
             .find(|r| r.metric == "new job after a block")
@@ -377,18 +376,24 @@ mod tests {
                 .collect()
         };
         let (a, b) = (side(20.0), side(30.0));
-        let summaries = |runs: &[(Manifest, Vec<Record>, Vec<Sample>)]| -> Vec<Summary> {
-            runs.iter().map(|(m, e, p)| computed(m, e, p)).collect()
+        let summaries = |runs: &[(Manifest, Vec<Record>, Vec<Sample>)]| {
+            (runs.iter())
+                .map(|(m, e, p)| {
+                    let s = computed(m, e, p);
+                    let c = Charts::of(&s);
+                    (s, c)
+                })
+                .collect::<Vec<_>>()
         };
         let (sa, sb) = (summaries(&a), summaries(&b));
         let (va, vb): (Vec<RunView>, Vec<RunView>) = (
             a.iter()
                 .zip(&sa)
-                .map(|((m, _, p), s)| view(s, m, p))
+                .map(|((m, _, p), (s, c))| view(s, c, m, p))
                 .collect(),
             b.iter()
                 .zip(&sb)
-                .map(|((m, _, p), s)| view(s, m, p))
+                .map(|((m, _, p), (s, c))| view(s, c, m, p))
                 .collect(),
         );
         let rows = compare(&va, &vb);

@@ -5,6 +5,7 @@ use crate::manifest::Sample;
 use model::run_dir::{EVENTS_DIR, SAMPLES_FILE};
 use probe::Record;
 use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 #[derive(Debug, Default)]
@@ -38,6 +39,20 @@ pub struct EventsRead {
     pub unreadable: Vec<String>,
     /// The run has no `events/` directory at all.
     pub no_events_dir: bool,
+}
+
+/// Every event of a run directory counted by role and kind (`share_submitted`), for a
+/// run stopped before it could be summarised; and what reading met besides.
+pub fn count_events(run_dir: &Path) -> (BTreeMap<(String, String), u64>, EventsRead) {
+    let mut counts = BTreeMap::new();
+    let read = each_event(run_dir, |r| {
+        let kind = serde_json::to_value(&r.event)
+            .ok()
+            .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
+            .unwrap_or_default();
+        *counts.entry((r.role, kind)).or_default() += 1;
+    });
+    (counts, read)
 }
 
 /// Each event of a run directory's files, without holding them: every file is read line

@@ -14,13 +14,10 @@
 //!   moved on it is stale work; on a job with no template tied to it, unmatched time. Only
 //!   valid work weighs the template value.
 
-use crate::manifest::{SideRoles, Window};
 use crate::stats::{Clustered, Weighted};
-use crate::timeline::{TemplateMatch, Timeline};
-use crate::Unmatched;
-use probe::{Event, Record};
+use crate::timeline::TemplateMatch;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 /// Miner-seconds in the window, by what the work was worth.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -62,7 +59,7 @@ pub struct JobFacts {
 }
 
 /// Nanoseconds of valid, stale and unmatched work: summed as integers, so the sum is the
-/// same in any order (the batch rules go miner by miner, the streaming ones in time).
+/// same in any order (stretches that end together are added miner by miner).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Ns {
     valid: u64,
@@ -138,132 +135,6 @@ impl WorkNs {
     }
 }
 
-struct Job<'a> {
-    t_ns: u64,
-    prev_hash: &'a str,
-    template: TemplateMatch,
-}
-
-/// The job rules over one side's miners' events (`events` in time order).
-pub fn side_jobs<'a>(
-    side: &SideRoles,
-    template_node: &str,
-    timeline: &Timeline<'a>,
-    events: &[&'a Record],
-    window: Window,
-    unmatched: &mut Unmatched,
-) -> JobFacts {
-    let mut facts = JobFacts::default();
-    let mut by_miner: BTreeMap<u32, Vec<Job<'a>>> = BTreeMap::new();
-    let mut first_on_template: HashSet<(u32, &str)> = HashSet::new();
-    let mut first_on_tip: HashMap<(u32, &str), u64> = HashMap::new();
-
-    for r in events.iter().filter(|r| r.role == side.miners_role) {
-        let Event::JobReceived {
-            miner,
-            prev_hash,
-            marker_txid,
-            work_id,
-            ..
-        } = &r.event
-        else {
-            continue;
-        };
-        first_on_tip.entry((*miner, prev_hash)).or_insert(r.t_ns);
-        let (template, identity) =
-            timeline
-                .templates
-                .find_job(marker_txid.as_deref(), work_id.as_deref(), template_node);
-        match template {
-            TemplateMatch::Found(t) => {
-                let identity = identity.expect("found by an identity");
-                if first_on_template.insert((*miner, identity)) && window.contains(t.t_ns) {
-                    facts
-                        .new_job_ms
-                        .push(prev_hash, ms(r.t_ns.saturating_sub(t.t_ns)));
-                }
-            }
-            TemplateMatch::NoMarker => unmatched.add("job_without_marker", 1),
-            TemplateMatch::Unknown => unmatched.add("job_without_node_template", 1),
-            TemplateMatch::ByteReversed => unmatched.add("job_merkle_branch_byte_reversed", 1),
-            TemplateMatch::OtherNode => unmatched.add("job_on_another_nodes_template", 1),
-        }
-        by_miner.entry(*miner).or_default().push(Job {
-            t_ns: r.t_ns,
-            prev_hash,
-            template,
-        });
-    }
-
-    for (t_tip, hash) in timeline.tips.iter().filter(|(t, _)| window.contains(*t)) {
-        for miner in 0..side.miners {
-            match first_on_tip.get(&(miner, *hash)) {
-                Some(t_job) => facts
-                    .new_prevhash_job_ms
-                    .push(hash, ms(t_job.saturating_sub(*t_tip))),
-                None => {
-                    facts.tips_without_job += 1;
-                    unmatched.add("tip_without_job", 1)
-                }
-            }
-        }
-    }
-
-    let tip_index: HashMap<&str, usize> = (timeline.tips.iter().enumerate())
-        .map(|(i, (_, hash))| (*hash, i))
-        .collect();
-    for (k, (t_tip, hash)) in timeline.tips.iter().enumerate() {
-        if !window.contains(*t_tip) {
-            continue;
-        }
-        let next_tip = timeline
-            .tips
-            .get(k + 1)
-            .map_or(window.end_ns, |(t, _)| *t)
-            .min(window.end_ns);
-        for miner in 0..side.miners {
-            let jobs = by_miner.get(&miner).map_or(&[][..], Vec::as_slice);
-            let from = jobs.partition_point(|j| j.t_ns < *t_tip);
-            let caught_up = jobs[from..]
-                .iter()
-                .take_while(|j| j.t_ns < next_tip)
-                .find(|j| tip_index.get(j.prev_hash).is_some_and(|&i| i >= k))
-                .map_or(next_tip, |j| j.t_ns);
-            facts
-                .stale_wait_ms
-                .push(hash, ms(caught_up.saturating_sub(*t_tip)));
-        }
-    }
-
-    let mut work = WorkNs::default();
-    let mut pieces = Vec::new();
-    for (miner, jobs) in &by_miner {
-        for (i, job) in jobs.iter().enumerate() {
-            let until = jobs.get(i + 1).map_or(window.end_ns, |next| next.t_ns);
-            let Some((from, to)) = window.clip(job.t_ns, until) else {
-                continue;
-            };
-            for (a, b, tip) in timeline.tip_spans(from, to) {
-                let piece = Piece {
-                    miner: *miner,
-                    from: a,
-                    to: b,
-                    prev_hash: job.prev_hash,
-                    template: job.template,
-                };
-                pieces.push((piece, tip));
-            }
-        }
-    }
-    // Time order, as the streaming rules meet them.
-    pieces.sort_by_key(|(p, _)| (p.to, p.miner));
-    for (piece, tip) in pieces {
-        work.add(&piece, tip, &mut facts.value_by_tip);
-    }
-    work.finish(&mut facts);
-    facts
-}
-
 pub(crate) fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
@@ -272,30 +143,26 @@ pub(crate) fn ms(ns: u64) -> f64 {
 mod tests {
     use super::*;
     use crate::testing::*;
-    use probe::TipCause;
+    use crate::Unmatched;
+    use probe::{Event, Record, TipCause};
 
-    /// Runs the job rules for side `sv1` of `m` over `events`.
-    fn run(m: &crate::Manifest, events: &[Record]) -> (JobFacts, Unmatched) {
-        let mut sorted: Vec<&Record> = events.iter().collect();
-        sorted.sort_by_key(|r| r.t_ns);
-        let timeline = Timeline::of(m, &sorted);
-        let mut unmatched = Unmatched::default();
-        let side = &m.sides["sv1"];
-        let facts = side_jobs(side, "node", &timeline, &sorted, m.window(), &mut unmatched);
-        // The streaming rules, fed the same events in the order given, come to the same.
+    /// Runs the job rules for side `side` of `m` over `events`, put in time order.
+    fn run_side(m: &crate::Manifest, side: &str, events: &[Record]) -> (JobFacts, Unmatched) {
         let mut reorder = crate::stream::Reorder::new(0);
         for r in events {
             assert!(reorder.push(r.clone()).is_none());
         }
-        let mut stream = crate::stream::JobStream::new(m, "sv1");
+        let mut stream = crate::stream::JobStream::new(m, side);
         for r in reorder.drain() {
             stream.consume(&r);
         }
-        let mut streamed_unmatched = Unmatched::default();
-        let streamed = stream.finish(&mut streamed_unmatched);
-        assert_eq!(streamed, facts, "streaming and batch differ");
-        assert_eq!(streamed_unmatched, unmatched, "streaming and batch differ");
-        (facts, unmatched)
+        let mut unmatched = Unmatched::default();
+        (stream.finish(&mut unmatched), unmatched)
+    }
+
+    /// Runs the job rules for side `sv1` of `m` over `events`.
+    fn run(m: &crate::Manifest, events: &[Record]) -> (JobFacts, Unmatched) {
+        run_side(m, "sv1", events)
     }
 
     #[test]
@@ -489,12 +356,7 @@ mod tests {
             job_to("miners-a", 1_030 * MS, 1, "P", Some("N1")),
             job_to("miners-a", 1_040 * MS, 1, "P", Some("nobody")),
         ];
-        let mut sorted: Vec<&Record> = events.iter().collect();
-        sorted.sort_by_key(|r| r.t_ns);
-        let timeline = Timeline::of(&m, &sorted);
-        let mut u = Unmatched::default();
-        let side = &m.sides["sv2-a"];
-        let f = side_jobs(side, "node-farm", &timeline, &sorted, m.window(), &mut u);
+        let (f, u) = run_side(&m, "sv2-a", &events);
         assert_eq!(f.new_job_ms.values(), vec![20.0]);
         assert_eq!(u.0["job_on_another_nodes_template"], 1);
         assert_eq!(u.0["job_without_node_template"], 1);
@@ -510,17 +372,7 @@ mod tests {
             job(1_020 * MS, 0, "P", Some("a2a1")),
             job(1_030 * MS, 1, "P", Some("a1a2")),
         ];
-        let sorted: Vec<&Record> = events.iter().collect();
-        let timeline = Timeline::of(&m, &sorted);
-        let mut u = Unmatched::default();
-        let f = side_jobs(
-            &m.sides["sv1"],
-            "node",
-            &timeline,
-            &sorted,
-            m.window(),
-            &mut u,
-        );
+        let (f, u) = run(&m, &events);
         assert_eq!(f.new_job_ms.values(), vec![30.0]);
         assert_eq!(u.0["job_merkle_branch_byte_reversed"], 1);
         assert_eq!(u.0.get("job_without_node_template"), None);

@@ -11,10 +11,12 @@ pub mod bandwidth;
 pub mod bench;
 #[cfg(test)]
 mod calibration;
+pub mod charts;
 pub mod clocks;
 pub mod compare;
 pub mod conclusion;
 pub mod declaration;
+pub mod event_tables;
 pub mod farm;
 pub mod headline;
 pub mod host;

@@ -62,8 +62,7 @@ pub struct FaultSeen {
     pub first_accepted_on_backup: Option<u64>,
 }
 
-/// The faults of one side's link, gathered as events come in time order (the same rules
-/// for a streaming run and a batch one).
+/// The faults of one side's link, gathered as events come in time order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct OutageFacts {
     pub faults: Vec<FaultSeen>,

@@ -56,7 +56,7 @@ pub struct AttackedConnection {
 }
 
 /// The share and connection facts of one side under attack, gathered as events come in
-/// time order (the same rules for a streaming run and a batch one).
+/// time order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AttackFacts {
     /// When the side's link attacker began.

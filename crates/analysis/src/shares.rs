@@ -16,14 +16,12 @@
 //! - Blocks: a share that met the block target is a block found; accepted when the network
 //!   node accepted a block of that hash; its propagation runs from the share to that.
 
-use crate::jobs::ms;
 use crate::manifest::{SideRoles, Window};
 use crate::stats::{wilson, Clustered, Counted, Z95};
-use crate::timeline::Timeline;
 use crate::Unmatched;
-use probe::{Event, Record, ShareVerdict};
+use probe::{Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShareCounts {
@@ -128,72 +126,6 @@ pub struct MinerShares {
     pub stale: u64,
 }
 
-/// The share and block rules over one side's events (`events` in time order).
-pub fn side_shares(
-    side: &SideRoles,
-    timeline: &Timeline,
-    events: &[&Record],
-    window: Window,
-    unmatched: &mut Unmatched,
-) -> ShareFacts {
-    let mut f = ShareFacts::default();
-    for r in events {
-        f.on_path(side, window, r);
-    }
-    let mut in_window: HashSet<(u32, u64)> = HashSet::new();
-    for r in events.iter().filter(|r| r.role == side.miners_role) {
-        match &r.event {
-            Event::ShareSubmitted {
-                miner,
-                share_id,
-                prev_hash,
-                block_hash,
-                ..
-            } if window.contains(r.t_ns) => {
-                in_window.insert((*miner, *share_id));
-                let tip = timeline.tip_at(r.t_ns);
-                f.submitted(*miner, tip, timeline.outdated(prev_hash, r.t_ns));
-                if let Some(hash) = block_hash {
-                    f.blocks.found += 1;
-                    match timeline.accepted_blocks.get(hash.as_str()) {
-                        Some(t_accept) => {
-                            f.blocks.accepted += 1;
-                            f.block_propagation_ms
-                                .push(hash, ms(t_accept.saturating_sub(r.t_ns)));
-                        }
-                        None => unmatched.add("block_not_accepted_by_node", 1),
-                    }
-                }
-            }
-            Event::ShareAnswered {
-                miner,
-                share_id,
-                accepted,
-                ..
-            } if in_window.contains(&(*miner, *share_id)) => f.answered(*accepted),
-            _ => {}
-        }
-    }
-
-    let mut judged = 0;
-    for r in events
-        .iter()
-        .filter(|r| side.judges(&r.role) && window.contains(r.t_ns))
-    {
-        if let Event::ShareJudged {
-            verdict,
-            difficulty,
-            ..
-        } = r.event
-        {
-            judged += 1;
-            f.judged(timeline.tip_at(r.t_ns), verdict, difficulty);
-        }
-    }
-    f.finish(side, judged, window, unmatched);
-    f
-}
-
 impl ShareFacts {
     /// A share a miner submitted in the window under the network's `tip`; `stale` by the
     /// tip timeline.
@@ -218,7 +150,7 @@ impl ShareFacts {
     }
 
     /// What befell the side's link (an attacker, outages) and what it cost, from one
-    /// record in time order: the same for a batch and a streaming run.
+    /// record in time order.
     pub(crate) fn on_path(&mut self, side: &SideRoles, window: Window, r: &Record) {
         self.attack.consume(side, window, r);
         self.outages.consume(side, window, r);
@@ -342,21 +274,8 @@ mod tests {
     use crate::testing::*;
     use probe::TipCause;
 
-    /// The batch rules' facts, after checking that the streaming rules, fed the same
-    /// events in the order given, come to the same.
+    /// The share rules for side `side` of `m` over `events`, put in time order.
     fn run(m: &crate::Manifest, side: &str, events: &[Record]) -> (ShareFacts, Unmatched) {
-        let mut sorted: Vec<&Record> = events.iter().collect();
-        sorted.sort_by_key(|r| r.t_ns);
-        let timeline = Timeline::of(m, &sorted);
-        let mut u = Unmatched::default();
-        let f = side_shares(&m.sides[side], &timeline, &sorted, m.window(), &mut u);
-        let (streamed, streamed_unmatched) = stream(m, side, events);
-        assert_eq!(streamed, f, "streaming and batch differ");
-        assert_eq!(streamed_unmatched, u, "streaming and batch differ");
-        (f, u)
-    }
-
-    fn stream(m: &crate::Manifest, side: &str, events: &[Record]) -> (ShareFacts, Unmatched) {
         let mut reorder = crate::stream::Reorder::new(0);
         for r in events {
             assert!(reorder.push(r.clone()).is_none());

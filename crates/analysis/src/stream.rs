@@ -1,8 +1,9 @@
 //! The analysis as events arrive, for runs too long to hold: events are put in time order
 //! ([`Reorder`]) and consumed once by per-side accumulators that keep only what identity
 //! matching still needs. Each accumulator applies its module's rules (the same code where
-//! it can: `ShareFacts`'s counting) and is tested to give what the batch computation
-//! gives on the same events: the golden streams of the module's tests and a recorded run.
+//! it can: `ShareFacts`'s counting). These are the only rules: a run directory, a live
+//! run and events in memory ([`crate::summary::compute`], which the golden tests drive)
+//! all go through them; a recorded run replayed as read live gives what it gives in order.
 //!
 //! The share and block rules ([`ShareStream`]) and the job rules ([`JobStream`]) stream;
 //! the rest of the summary reads events whose number grows with time, not with miners
@@ -60,8 +61,7 @@ impl Ord for Held {
 }
 
 /// At one instant the node's facts come first: a tip that changed at the moment a share
-/// was submitted had moved on for that share (the batch rules read `tip at t` as including
-/// a change at t).
+/// was submitted had moved on for that share (`tip at t` includes a change at t).
 fn rank(event: &Event) -> u8 {
     match event {
         Event::TipChanged { .. } | Event::TemplateBuilt { .. } | Event::BlockSubmitted { .. } => 0,
@@ -166,8 +166,8 @@ impl Observations {
     }
 }
 
-/// How long after a share its answer is still matched to it (the batch rules match any
-/// time; an answer later than this counts nowhere here). The farm's proxies answer in
+/// How long after a share its answer is still matched to it (an answer later than this counts
+/// nowhere). The farm's proxies answer in
 /// milliseconds, a pool across the link in a round trip.
 const ANSWER_HORIZON_NS: u64 = 120_000_000_000;
 
@@ -323,8 +323,8 @@ impl ShareStream {
     }
 }
 
-/// How long after the next tip a tip's first jobs are still matched to it (the batch rules
-/// match any time): then its samples are taken and its per-miner state freed. A pool
+/// How long after the next tip a tip's first jobs are still matched to it (events in memory have no
+/// horizon but this one): then its samples are taken and its per-miner state freed. A pool
 /// sends the new tip's jobs in milliseconds to seconds; a miner still without one after
 /// this long counts under `tip_without_job`, as it would at the run's end.
 const TIP_HORIZON_NS: u64 = 120_000_000_000;
@@ -376,7 +376,7 @@ pub struct JobStream {
     tips_by_hash: HashMap<String, Vec<usize>>,
     current: Vec<Option<Current>>,
     /// Stretches cut off by the window's end, added miner by miner at the finish (the
-    /// order the batch rules add stretches that end together in).
+    /// order stretches that end together are added in).
     at_end: Vec<(u32, u64, String, TemplateMatch, Option<String>)>,
     work: WorkNs,
     value_by_tip: Weighted,
@@ -533,7 +533,7 @@ impl JobStream {
     }
 
     /// Takes the tips followed by another before `t` into the samples (all of them at
-    /// `u64::MAX`: the finish), oldest first, as the batch rules take them.
+    /// `u64::MAX`: the finish), oldest first.
     fn take_tips_before(&mut self, t: u64) {
         while self.tips.front().is_some() {
             let next = self.tips.get(1).map(|next| next.t_ns);
@@ -854,14 +854,12 @@ pub fn summarize_dir(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jobs::side_jobs;
     use crate::testing::*;
     use probe::TipCause;
 
     /// An hour of tips a minute apart, each miner on each within 50 ms: the stream holds
-    /// the last two minutes' tips, not the hour's, and finishes with the batch facts. A
-    /// first job later than the horizon after the next tip is no sample but
-    /// `tip_without_job`, where the batch rules take it.
+    /// the last two minutes' tips, not the hour's, and finishes with every sample. A first
+    /// job later than the horizon after the next tip is no sample but `tip_without_job`.
     #[test]
     fn tips_past_the_horizon_are_taken_and_freed() {
         let mut m = manifest(vec![sv1_side()]);
@@ -894,27 +892,18 @@ mod tests {
         assert_eq!(streamed.new_prevhash_job_ms.count(), 119);
         assert_eq!(unmatched.0["tip_without_job"], 1);
 
-        let sorted: Vec<&Record> = events.iter().collect();
-        let timeline = Timeline::of(&m, &sorted);
-        let mut batch_unmatched = Unmatched::default();
-        let side = &m.sides["sv1"];
-        let batch = side_jobs(
-            side,
-            "node",
-            &timeline,
-            &sorted,
-            m.window(),
-            &mut batch_unmatched,
-        );
-        assert_eq!(batch.new_prevhash_job_ms.count(), 120);
-        assert_eq!(
-            batch.new_prevhash_job_ms.values()[21],
-            11.0 * 60_000.0 + 150_000.0 - 10.0 * 60_000.0
-        );
-        // Every other sample and every stale wait as the batch rules have them.
-        let mut without_late = batch.new_prevhash_job_ms.values();
-        without_late.remove(21);
-        assert_eq!(streamed.new_prevhash_job_ms.values(), without_late);
-        assert_eq!(streamed.stale_wait_ms, batch.stale_wait_ms);
+        // Every tip's first jobs, miner by miner (50 and 40 ms), but miner 1's on tip 10.
+        let mut expected = Vec::new();
+        let mut waits = Vec::new();
+        for k in 0..60 {
+            expected.push(50.0);
+            if k != 10 {
+                expected.push(40.0);
+            }
+            // Miner 1 waits through tip 10, up to tip 11.
+            waits.push(vec![50.0, if k == 10 { 60_000.0 } else { 40.0 }]);
+        }
+        assert_eq!(streamed.new_prevhash_job_ms.values(), expected);
+        assert_eq!(streamed.stale_wait_ms.clusters(), waits);
     }
 }

@@ -6,13 +6,13 @@ use crate::bandwidth::{
 };
 use crate::headline::{verdict, VerdictRow, BASELINE};
 use crate::input::RunInput;
-use crate::jobs::{side_jobs, JobFacts, WorkTime};
+use crate::jobs::{JobFacts, WorkTime};
 use crate::manifest::{Manifest, Sample, SideRoles, Stopped, Window};
 use crate::outage::{side_outages, SideOutage};
 use crate::paths::{path_readings, PathReadings};
 use crate::resources::{resources, series_dist};
 use crate::security::side_security;
-use crate::shares::{side_shares, ShareFacts};
+use crate::shares::ShareFacts;
 use crate::stats::{cluster_mean, series_mean, Clustered, Estimate};
 use crate::timeline::Timeline;
 use crate::worth::{seed_reading, worth, SeedReading, WorthAssumptions, WorthRow};
@@ -94,6 +94,10 @@ pub struct Summary {
     /// The latencies that uncertainty blurs by over 10% of their median.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clock_limited: Vec<crate::clocks::ClockLimited>,
+    /// The network's best template value in time, (seconds from the window's start,
+    /// sats): drawn (`charts::Charts`), not summarised.
+    #[serde(skip)]
+    pub network_best: Vec<(f64, f64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -262,31 +266,15 @@ pub fn summarize(run_dir: &Path) -> Result<Summary> {
     Ok(summary)
 }
 
-/// The summary of events and samples already in memory (in any order).
+/// The summary of events and samples already in memory (in any order), by the same
+/// streaming rules a live run and a run directory go through: the events are put in time
+/// order first, so no horizon applies.
 pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary {
-    let mut events: Vec<&Record> = records.iter().collect();
-    events.sort_by_key(|r| r.t_ns);
-    let window = m.window();
-    let mut unmatched = Unmatched::default();
-    let timeline = Timeline::of(m, &events);
-    let facts = m
-        .sides
-        .iter()
-        .map(|(name, side)| {
-            let template_node = side.farm_node_role.as_deref().unwrap_or(&m.node_role);
-            let jobs = side_jobs(
-                side,
-                template_node,
-                &timeline,
-                &events,
-                window,
-                &mut unmatched,
-            );
-            let shares = side_shares(side, &timeline, &events, window, &mut unmatched);
-            (name.clone(), (jobs, shares))
-        })
-        .collect();
-    assemble(m, &timeline, &events, samples, facts, unmatched)
+    let mut stream = crate::stream::RunStream::new(m, u64::MAX);
+    for r in records {
+        stream.push(r.clone());
+    }
+    stream.finish(m, samples)
 }
 
 /// What befell each side's link, per side: what an attacker took (`analysis::security`)
@@ -484,6 +472,15 @@ pub fn assemble(
         outages,
         unmatched: unmatched.0,
         stopped: m.stopped.clone(),
+        network_best: (events.iter())
+            .filter_map(|r| match r.event {
+                Event::NetworkTemplateValue { value_sats, .. } => Some((
+                    (r.t_ns as f64 - m.window_start_ns as f64) / 1e9,
+                    value_sats as f64,
+                )),
+                _ => None,
+            })
+            .collect(),
         clock_uncertainty_ms,
         clock_limited,
     }

@@ -233,10 +233,11 @@ pub fn link_bytes(t_ns: u64, role: &str, up: u64, down: u64) -> Record {
     )
 }
 
-/// The batch summary, after checking that the streaming path, fed the same events in the
-/// order given, gives the same summary: every golden summary holds for both.
+/// The summary of events in memory ([`compute`]), after checking that the path a live run
+/// takes (the events in the order given, the samples spilled to disk) gives the same:
+/// every golden summary holds for both.
 pub fn computed(m: &Manifest, events: &[Record], samples: &[Sample]) -> Summary {
-    let batch = compute(m, events, samples);
+    let in_memory = compute(m, events, samples);
     let mut stream = crate::stream::RunStream::new(m, 0);
     let spill = scratch_dir("spill");
     stream.spill_to(&spill).expect("a scratch directory");
@@ -249,10 +250,10 @@ pub fn computed(m: &Manifest, events: &[Record], samples: &[Sample]) -> Summary 
     std::fs::remove_dir(&spill).unwrap();
     assert_eq!(
         serde_json::to_value(&streamed).unwrap(),
-        serde_json::to_value(&batch).unwrap(),
-        "streaming and batch differ"
+        serde_json::to_value(&in_memory).unwrap(),
+        "spilled and in-memory differ"
     );
-    batch
+    in_memory
 }
 
 /// A new empty directory under the system's temporary one, unique in this process.

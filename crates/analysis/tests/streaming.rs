@@ -1,12 +1,11 @@
 //! A recorded run (SV1 and configurations A, C and D, 2 miners a side, 15 s with a block
 //! every 3 s: `tests/fixtures/recorded-run`) replayed through the streaming path as a live
-//! harness reads it, against the batch computation of its summary.
+//! harness reads it (a horizon, a second's worth of each file at a time), against the same
+//! rules over its events put in one time order first (`summary::compute`).
 
 use analysis::input::RunInput;
-use analysis::jobs::side_jobs;
 use analysis::manifest::Manifest;
 use analysis::stream::{JobStream, Reorder, RunStream, ShareStream};
-use analysis::timeline::Timeline;
 use analysis::Unmatched;
 use probe::Record;
 use std::collections::BTreeMap;
@@ -49,11 +48,11 @@ fn as_read_live(records: &[Record]) -> Vec<Vec<Record>> {
 }
 
 #[test]
-fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_facts() {
+fn a_recorded_run_streamed_as_it_is_read_gives_the_facts_of_one_time_order() {
     let (m, input) = fixture();
-    let batch = analysis::summary::compute(&m, &input.events, &input.samples);
+    let in_order = analysis::summary::compute(&m, &input.events, &input.samples);
     assert!(
-        batch.sides.values().all(|s| s.shares.submitted > 10),
+        in_order.sides.values().all(|s| s.shares.submitted > 10),
         "the fixture has shares on every side"
     );
 
@@ -105,7 +104,7 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_facts() {
     let mut unmatched = Unmatched::default();
     for (name, stream) in streams {
         let facts = stream.finish(m.window(), &mut unmatched);
-        let side = &batch.sides[name];
+        let side = &in_order.sides[name];
         assert_eq!(facts.shares, side.shares, "{name}: share counts");
         assert_eq!(facts.pool_work, side.pool_work, "{name}: pool work");
         assert_eq!(facts.blocks, side.blocks, "{name}: blocks");
@@ -115,29 +114,25 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_facts() {
             "{name}: block propagation"
         );
     }
-    // The job rules: every fact equal to the batch rules' on the sorted events.
-    let mut sorted: Vec<&Record> = input.events.iter().collect();
-    sorted.sort_by_key(|r| r.t_ns);
-    let timeline = Timeline::of(&m, &sorted);
-    let mut batch_unmatched = Unmatched::default();
+    // The job rules: every fact equal to theirs over the events put in one time order
+    // first (as `summary::compute` reads events in memory).
+    let mut sorter = Reorder::new(0);
+    for r in &input.events {
+        assert!(sorter.push(r.clone()).is_none());
+    }
+    let sorted = sorter.drain();
+    let mut in_order_unmatched = Unmatched::default();
     for (name, stream) in job_streams {
-        let side = &m.sides[name];
-        let node = side.farm_node_role.as_deref().unwrap_or(&m.node_role);
-        let batch_jobs = side_jobs(
-            side,
-            node,
-            &timeline,
-            &sorted,
-            m.window(),
-            &mut batch_unmatched,
-        );
+        let mut whole = JobStream::new(&m, name);
+        sorted.iter().for_each(|r| whole.consume(r));
+        let in_order_jobs = whole.finish(&mut in_order_unmatched);
         assert!(
-            batch_jobs.new_prevhash_job_ms.values().len() >= 4,
+            in_order_jobs.new_prevhash_job_ms.values().len() >= 4,
             "{name}: tips with jobs"
         );
         assert_eq!(
             stream.finish(&mut unmatched),
-            batch_jobs,
+            in_order_jobs,
             "{name}: job facts"
         );
     }
@@ -148,7 +143,7 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_facts() {
     ] {
         assert_eq!(
             unmatched.0.get(kind),
-            batch_unmatched.0.get(kind),
+            in_order_unmatched.0.get(kind),
             "unmatched {kind}"
         );
     }
@@ -165,18 +160,18 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_batch_facts() {
     ] {
         assert_eq!(
             unmatched.0.get(kind),
-            batch.unmatched.get(kind),
+            in_order.unmatched.get(kind),
             "unmatched {kind}"
         );
     }
 }
 
 /// The whole summary: the recorded run streamed as read live (a 2 s horizon), with live
-/// summaries along the way, ends equal to the batch summary of its files.
+/// summaries along the way, ends equal to the summary of its files read in one time order.
 #[test]
-fn a_recorded_run_streamed_gives_the_batch_summary() {
+fn a_recorded_run_streamed_gives_the_summary_of_one_time_order() {
     let (m, input) = fixture();
-    let batch = analysis::summary::compute(&m, &input.events, &input.samples);
+    let in_order = analysis::summary::compute(&m, &input.events, &input.samples);
     let mut stream = RunStream::new(&m, 2_000_000_000);
     let spill = std::env::temp_dir().join(format!("streaming-run-spill-{}", std::process::id()));
     stream.spill_to(&spill).unwrap();
@@ -193,7 +188,7 @@ fn a_recorded_run_streamed_gives_the_batch_summary() {
             ..m.clone()
         };
         let live = stream.summary_at(&so_far, &input.samples);
-        assert!(live.duration_s <= batch.duration_s);
+        assert!(live.duration_s <= in_order.duration_s);
     }
     let (consumed, late) = stream.counts();
     assert_eq!(late, 0);
@@ -201,12 +196,12 @@ fn a_recorded_run_streamed_gives_the_batch_summary() {
     let streamed = stream.finish(&m, &input.samples);
     assert_eq!(
         serde_json::to_value(&streamed).unwrap(),
-        serde_json::to_value(&batch).unwrap()
+        serde_json::to_value(&in_order).unwrap()
     );
     for (name, side) in &streamed.sides {
         assert_eq!(
             side.samples.new_job_ms.values(),
-            batch.sides[name].samples.new_job_ms.values(),
+            in_order.sides[name].samples.new_job_ms.values(),
             "{name}: the values themselves, read back from disk"
         );
     }
@@ -217,25 +212,25 @@ fn a_recorded_run_streamed_gives_the_batch_summary() {
     );
     std::fs::remove_dir(&spill).unwrap();
     assert!(
-        !batch.verdict.is_empty(),
+        !in_order.verdict.is_empty(),
         "the fixture has a verdict to compare"
     );
 }
 
 /// The fixture's files read one by one through the streams, as a report reads a long run:
-/// the batch summary, and every event seen once.
+/// the summary of its files read in one time order, and every event seen once.
 #[test]
 fn a_run_directory_summarized_from_disk_gives_the_batch_summary() {
     let (m, input) = fixture();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recorded-run");
-    let batch = analysis::summary::summarize(&dir).unwrap();
+    let in_order = analysis::summary::summarize(&dir).unwrap();
     let mut seen = 0;
     let (streamed, samples) = analysis::stream::summarize_dir(&dir, &m, |_| seen += 1).unwrap();
     assert_eq!(seen, input.events.len());
     assert_eq!(samples.len(), input.samples.len());
     assert_eq!(
         serde_json::to_value(&streamed).unwrap(),
-        serde_json::to_value(&batch).unwrap()
+        serde_json::to_value(&in_order).unwrap()
     );
     let left = std::fs::read_dir(&dir)
         .unwrap()

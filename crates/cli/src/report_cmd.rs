@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use report::run_data::RunData;
+use report::run_data::{RunData, Source};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -14,11 +14,16 @@ pub struct ReportArgs {
     /// Also print report.pdf with headless Chromium (Debian package chromium).
     #[arg(long)]
     pdf: bool,
+    /// Run the analysis again over the run's events instead of reading the summary.json
+    /// and charts.json it wrote (after a fix to the analysis, say). Without it, only a run
+    /// whose files are missing or of another version is analysed again, and says so.
+    #[arg(long)]
+    recompute: bool,
 }
 
 /// After a bench: its report written beside its JSON, and printed.
 pub fn bench_report(out: &std::path::Path) -> Result<()> {
-    let written = report::write_report(out, false)?;
+    let written = report::write_report(out, false, Source::Written)?;
     let md = std::fs::read_to_string(&written[0])?;
     print!("{md}");
     println!(
@@ -33,7 +38,15 @@ pub fn report(args: ReportArgs) -> Result<()> {
     let _lock = (args.run_dir.join(analysis::sweep::SWEEP_FILE).is_file())
         .then(|| crate::sweep_cmd::Lock::take(&args.run_dir))
         .transpose()?;
-    for file in report::write_report(&args.run_dir, args.pdf)? {
+    for file in report::write_report(
+        &args.run_dir,
+        args.pdf,
+        if args.recompute {
+            Source::Recompute
+        } else {
+            Source::Written
+        },
+    )? {
         println!("{}", file.display());
     }
     Ok(())

@@ -3,6 +3,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use harness::{RunOptions, Scenario};
+use report::run_data::Source;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -292,7 +293,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
             &crate::report_cmd::terminal(args.verbose)
         )
     );
-    match report::write_report(&outcome.dir, false) {
+    match report::write_report(&outcome.dir, false, Source::Written) {
         Ok(files) => println!(
             "run written to {} ({})",
             outcome.dir.display(),

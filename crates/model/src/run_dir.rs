@@ -16,3 +16,5 @@ pub const CLOCKS_FILE: &str = "clocks.json";
 pub const PLACEMENT_FILE: &str = "placement.json";
 /// The analysis's answer.
 pub const SUMMARY_FILE: &str = "summary.json";
+/// What a report draws beyond the summary (`analysis::charts::Charts`), computed with it.
+pub const CHARTS_FILE: &str = "charts.json";

@@ -63,6 +63,7 @@ fn view(run: &RunData) -> Result<RunView<'_>> {
     };
     Ok(RunView {
         summary,
+        charts: &run.charts,
         manifest,
         samples: &run.samples,
     })

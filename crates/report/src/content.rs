@@ -4,12 +4,12 @@ use crate::document::{Block, Document, Section};
 use crate::readings;
 use crate::run_data::RunData;
 use crate::svg::{cdf, cdf_chart, estimate, grouped, line_chart, number, percent, signed, Series};
+use analysis::charts::{Charts, SideCharts};
 use analysis::headline::Headline;
 use analysis::manifest::Window;
 use analysis::resources::RoleResources;
-use analysis::stats::Clustered;
 use analysis::summary::SideSummary;
-use probe::{Dist, Event};
+use probe::Dist;
 use std::collections::BTreeMap;
 
 pub fn build(run: &RunData) -> Document {
@@ -51,11 +51,10 @@ pub fn build(run: &RunData) -> Document {
                 },
                 |m| m.window(),
             );
-            let origin = window.start_ns;
             sections.push(readings_section(summary));
-            sections.push(shares_section(run, summary, origin));
-            sections.push(latency_section(summary));
-            sections.push(bandwidth_section(summary));
+            sections.push(shares_section(run, summary));
+            sections.push(latency_section(summary, &run.charts));
+            sections.push(bandwidth_section(summary, &run.charts));
             sections.push(roles_section(run, summary, window));
             if let Some(health) = &summary.host {
                 sections.push(host_section(run, health, window));
@@ -451,7 +450,7 @@ struct Latency {
     what: &'static str,
     headline: Headline,
     dist: fn(&SideSummary) -> &Dist,
-    samples: fn(&SideSummary) -> &Clustered,
+    samples: fn(&SideCharts) -> &[Vec<f64>],
 }
 
 const LATENCIES: &[Latency] = &[
@@ -460,21 +459,21 @@ const LATENCIES: &[Latency] = &[
         what: "miners got a new template's job",
         headline: Headline::NewJobMs,
         dist: |s| &s.new_job_ms,
-        samples: |s| &s.samples.new_job_ms,
+        samples: |s| &s.new_job_ms,
     },
     Latency {
         title: "New job after a new block",
         what: "miners got work on a new block",
         headline: Headline::NewPrevhashJobMs,
         dist: |s| &s.new_prevhash_job_ms,
-        samples: |s| &s.samples.new_prevhash_job_ms,
+        samples: |s| &s.new_prevhash_job_ms,
     },
     Latency {
         title: "Block propagation",
         what: "a found block reached the node",
         headline: Headline::BlockPropagationMs,
         dist: |s| &s.block_propagation_ms,
-        samples: |s| &s.samples.block_propagation_ms,
+        samples: |s| &s.block_propagation_ms,
     },
 ];
 
@@ -519,7 +518,7 @@ fn readings_section(summary: &analysis::Summary) -> Section {
     }
 }
 
-fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Section {
+fn shares_section(run: &RunData, summary: &analysis::Summary) -> Section {
     let mut rows = Vec::new();
     for (name, s) in &summary.sides {
         let c = &s.shares;
@@ -555,16 +554,7 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
     }
     let mut series = vec![Series {
         name: "network best".into(),
-        points: run
-            .events
-            .iter()
-            .filter_map(|r| match r.event {
-                Event::NetworkTemplateValue { value_sats, .. } => {
-                    Some((secs(r.t_ns, origin), value_sats as f64))
-                }
-                _ => None,
-            })
-            .collect(),
+        points: run.charts.network_best.clone(),
     }];
     // What each side's miners mined on, as the analysis tied their jobs to templates.
     for (name, side) in &summary.sides {
@@ -636,16 +626,14 @@ fn shares_section(run: &RunData, summary: &analysis::Summary, origin: u64) -> Se
     section
 }
 
-fn latency_section(summary: &analysis::Summary) -> Section {
+fn latency_section(summary: &analysis::Summary, charts: &Charts) -> Section {
     let mut blocks = Vec::new();
     for latency in LATENCIES {
         let title = latency.title;
-        let series: Vec<Series> = summary
-            .sides
-            .iter()
+        let series: Vec<Series> = (charts.sides.iter())
             .map(|(name, s)| Series {
                 name: name.clone(),
-                points: cdf(&(latency.samples)(s).values()),
+                points: cdf(&(latency.samples)(s).concat()),
             })
             .collect();
         blocks.push(Block::Chart {
@@ -699,7 +687,7 @@ fn latency_section(summary: &analysis::Summary) -> Section {
 }
 
 /// Bytes per second across each side's link, per direction, second by second.
-fn bandwidth_section(summary: &analysis::Summary) -> Section {
+fn bandwidth_section(summary: &analysis::Summary, charts: &Charts) -> Section {
     // Second k of the window is drawn at its end, k + 1 s.
     let per_second = |bytes: &[f64]| -> Points {
         (bytes.iter().enumerate())
@@ -707,14 +695,14 @@ fn bandwidth_section(summary: &analysis::Summary) -> Section {
             .collect()
     };
     let mut series = Vec::new();
-    for (name, side) in &summary.sides {
+    for (name, side) in &charts.sides {
         series.push(Series {
             name: format!("{name} farm tx"),
-            points: per_second(&side.samples.farm_tx_per_s),
+            points: per_second(&side.farm_tx_per_s),
         });
         series.push(Series {
             name: format!("{name} farm rx"),
-            points: per_second(&side.samples.farm_rx_per_s),
+            points: per_second(&side.farm_rx_per_s),
         });
     }
     let rows = summary

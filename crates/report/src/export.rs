@@ -1,80 +1,17 @@
-//! Per-event tables as CSV, one file per event kind, for notebooks.
+//! A run's tables as CSV, for notebooks: the events one file per kind (written by
+//! `analysis::event_tables`), the resource samples, and the values behind the summary's
+//! distributions (from `charts.json`).
 
 use crate::run_data::RunData;
-use analysis::input::each_event;
 use anyhow::{Context, Result};
-use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Writes `<kind>.csv` for every event kind, plus `samples.csv` and, when the run is
-/// whole, `latencies.csv` (side, metric, ms: the values behind the summary). The events
-/// are read from the run's files twice, one by one (once for each kind's columns, once
-/// for the rows): a long run's do not fit in memory.
+/// whole, `latencies.csv` (side, metric, ms: the values behind the summary).
 pub fn export_csv(run: &RunData, out: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let origin = run.manifest.as_ref().map_or(0, |m| m.window_start_ns);
-    let row = |r: probe::Record| -> Option<(String, serde_json::Map<String, Value>)> {
-        let Ok(Value::Object(mut fields)) = serde_json::to_value(&r.event) else {
-            return None;
-        };
-        let kind = fields
-            .remove("kind")
-            .and_then(|k| k.as_str().map(str::to_string))
-            .unwrap_or_default();
-        fields.insert(
-            "t_ms".into(),
-            Value::from((r.t_ns as f64 - origin as f64) / 1e6),
-        );
-        fields.insert("role".into(), Value::from(r.role));
-        Some((kind, fields))
-    };
-    let mut headers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    each_event(&run.dir, |r| {
-        if let Some((kind, fields)) = row(r) {
-            headers
-                .entry(kind)
-                .or_default()
-                .extend(fields.into_iter().map(|(k, _)| k));
-        }
-    });
-    let mut tables: BTreeMap<String, (Vec<String>, PathBuf, std::io::BufWriter<std::fs::File>)> =
-        BTreeMap::new();
-    for (kind, mut columns) in headers {
-        columns.remove("t_ms");
-        columns.remove("role");
-        let header: Vec<String> = ["t_ms".to_string(), "role".to_string()]
-            .into_iter()
-            .chain(columns)
-            .collect();
-        let path = out.join(format!("{kind}.csv"));
-        let file = std::fs::File::create(&path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        let mut file = std::io::BufWriter::new(file);
-        writeln!(file, "{}", header.join(","))?;
-        tables.insert(kind, (header, path, file));
-    }
-    let mut failed = None;
-    each_event(&run.dir, |r| {
-        let Some((kind, fields)) = row(r) else { return };
-        let Some((header, path, file)) = tables.get_mut(&kind) else {
-            return;
-        };
-        let cells: Vec<String> = header.iter().map(|c| cell(fields.get(c))).collect();
-        if let Err(e) = writeln!(file, "{}", cells.join(",")) {
-            failed.get_or_insert_with(|| format!("cannot write {}: {e}", path.display()));
-        }
-    });
-    if let Some(failed) = failed {
-        anyhow::bail!(failed);
-    }
-    let mut written = Vec::new();
-    for (_, (_, path, mut file)) in tables {
-        file.flush()
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        written.push(path);
-    }
+    let mut written = analysis::event_tables::write_event_tables(&run.dir, origin, out)?;
     let mut samples = "t_ms,role,cpu_pct,rss_bytes\n".to_string();
     for s in &run.samples {
         samples.push_str(&format!(
@@ -86,15 +23,15 @@ pub fn export_csv(run: &RunData, out: &Path) -> Result<Vec<PathBuf>> {
         ));
     }
     written.push(write(out, "samples.csv", &samples)?);
-    if let Some(summary) = &run.summary {
+    if run.summary.is_some() {
         let mut text = "side,metric,ms\n".to_string();
-        for (side, s) in &summary.sides {
+        for (side, s) in &run.charts.sides {
             for (metric, xs) in [
-                ("new_job_ms", &s.samples.new_job_ms),
-                ("new_prevhash_job_ms", &s.samples.new_prevhash_job_ms),
-                ("block_propagation_ms", &s.samples.block_propagation_ms),
+                ("new_job_ms", &s.new_job_ms),
+                ("new_prevhash_job_ms", &s.new_prevhash_job_ms),
+                ("block_propagation_ms", &s.block_propagation_ms),
             ] {
-                for x in xs.values() {
+                for x in xs.iter().flatten() {
                     text.push_str(&format!("{side},{metric},{x}\n"));
                 }
             }
@@ -108,33 +45,4 @@ fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
     let path = dir.join(name);
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
-}
-
-/// One CSV cell: numbers and booleans as they are, the rest quoted when needed.
-pub(crate) fn cell(v: Option<&Value>) -> String {
-    let text = match v {
-        None | Some(Value::Null) => return String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => return n.to_string(),
-        Some(Value::Bool(b)) => return b.to_string(),
-        Some(other) => other.to_string(),
-    };
-    if text.contains([',', '"', '\n']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cells_are_quoted_when_needed() {
-        assert_eq!(cell(Some(&Value::from("a,b"))), "\"a,b\"");
-        assert_eq!(cell(Some(&Value::from("say \"hi\""))), "\"say \"\"hi\"\"\"");
-        assert_eq!(cell(Some(&Value::from(1.5))), "1.5");
-        assert_eq!(cell(None), "");
-    }
 }

@@ -2,11 +2,19 @@
 //! its seeds in `make test` (crates/cli/tests/fuzz_corpus.rs): a run directory as a killed run, a full disk or
 //! another version may leave it, read by `report`, `export` and `compare`.
 
-use model::run_dir::{EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE, SCENARIO_FILE, SUMMARY_FILE};
+use model::run_dir::{
+    CHARTS_FILE, EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE, SCENARIO_FILE, SUMMARY_FILE,
+};
 use std::path::{Path, PathBuf};
 
 /// The files a run directory's pieces become, in order; pieces past these are events files.
-const FILES: [&str; 4] = [MANIFEST_FILE, SUMMARY_FILE, SCENARIO_FILE, SAMPLES_FILE];
+const FILES: [&str; 5] = [
+    MANIFEST_FILE,
+    SUMMARY_FILE,
+    SCENARIO_FILE,
+    SAMPLES_FILE,
+    CHARTS_FILE,
+];
 
 /// A scratch directory of this process's own, emptied for each input.
 fn scratch() -> PathBuf {
@@ -29,7 +37,7 @@ fn write_run(dir: &Path, data: &[u8]) -> std::io::Result<()> {
 }
 
 /// A run directory whose files are `data`'s NUL-separated pieces (manifest, summary,
-/// scenario, samples, then event files), reported, exported and compared with itself.
+/// scenario, samples, charts, then event files), reported, exported and compared with itself.
 /// Errors are what a user is told; only a panic is a finding.
 pub fn run_directory(data: &[u8]) {
     let dir = scratch();

@@ -1,7 +1,8 @@
 //! Reports people read. A run directory becomes `report.md` and a self-contained
 //! `report.html` (inline SVG charts), optionally a PDF printed by headless Chromium;
-//! two runs become a comparison; events become CSV tables; benchmark results become their
-//! own report. Plain data in, files out.
+//! two runs become a comparison; a run's tables become CSV; benchmark results become their
+//! own report. Plain data in (the analysis's summary.json and charts.json), files out: no
+//! report reads a run's events.
 
 pub mod bench;
 pub mod compare;
@@ -22,8 +23,9 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
 /// Writes `report.md` and `report.html` (and `report.pdf` with `pdf`) into `run_dir`: the
-/// report of a run, or of benchmark results when that is what the directory holds.
-pub fn write_report(run_dir: &Path, pdf: bool) -> Result<Vec<PathBuf>> {
+/// report of a run, from the numbers of `source`, or of benchmark results when that is
+/// what the directory holds.
+pub fn write_report(run_dir: &Path, pdf: bool, source: run_data::Source) -> Result<Vec<PathBuf>> {
     if run_dir.join(analysis::sweep::SWEEP_FILE).is_file() {
         let (_, mut written) = sweep::write(run_dir)?;
         if pdf {
@@ -39,7 +41,7 @@ pub fn write_report(run_dir: &Path, pdf: bool) -> Result<Vec<PathBuf>> {
     } else if tap::is_tap_dir(run_dir) && !is_run {
         tap::document(run_dir)?
     } else {
-        content::build(&run_data::RunData::load(run_dir)?)
+        content::build(&run_data::RunData::load_from(run_dir, source)?)
     };
     let md = run_dir.join("report.md");
     let html = run_dir.join("report.html");

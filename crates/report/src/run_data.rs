@@ -1,14 +1,13 @@
 //! Everything a report needs from a run directory, whole or partial.
 
-use analysis::input::{each_event, read_samples};
+use analysis::charts::Charts;
+use analysis::input::{count_events, read_samples};
 use analysis::manifest::{Manifest, Sample};
-use analysis::summary::kept_beyond_jobs_and_shares;
 use analysis::summary::SCHEMA;
 use analysis::Summary;
 use anyhow::{bail, Context, Result};
-use model::run_dir::{EVENTS_DIR, MANIFEST_FILE};
-use probe::Record;
-use std::collections::BTreeMap;
+use model::run_dir::{EVENTS_DIR, MANIFEST_FILE, SUMMARY_FILE};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Refuses a directory `stratum-bench run` did not write, naming what is missing.
@@ -24,20 +23,31 @@ pub fn is_run(dir: &Path) -> Result<()> {
 
 pub struct RunData {
     pub dir: PathBuf,
-    /// Computed from the events (so per-event samples are at hand); `None` when the run
-    /// has no manifest (it was killed before it ended).
+    /// The run's summary.json (or, when it cannot be used or `--recompute` asks, the
+    /// analysis run again over the events); `None` when the run has no manifest (it was
+    /// killed before it ended).
     pub summary: Option<Summary>,
+    /// What the report draws beyond the summary, from the same source.
+    pub charts: Charts,
     pub manifest: Option<Manifest>,
     pub scenario: Option<toml::Table>,
     pub host: Option<model::host::Host>,
-    /// The events whose number grows with time, not with miners or shares (templates,
-    /// tips, link byte counts): what the report draws beyond the summary.
-    pub events: Vec<Record>,
     /// Without a manifest: every event counted by role and kind.
     pub event_counts: BTreeMap<(String, String), u64>,
     pub samples: Vec<Sample>,
     /// What is missing or unreadable: a non-empty list marks the report partial.
     pub problems: Vec<String>,
+}
+
+/// Where a report's numbers come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum Source {
+    /// summary.json and charts.json as the run wrote them; the analysis runs again only
+    /// where they are missing or of another version (and the report says so).
+    #[default]
+    Written,
+    /// The analysis run again over the events, whatever was written.
+    Recompute,
 }
 
 impl RunData {
@@ -63,7 +73,12 @@ impl RunData {
         dirs.iter().map(|d| RunData::load(d)).collect()
     }
 
+    /// A run directory as the run wrote it.
     pub fn load(dir: &Path) -> Result<RunData> {
+        RunData::load_from(dir, Source::Written)
+    }
+
+    pub fn load_from(dir: &Path, source: Source) -> Result<RunData> {
         if !dir.is_dir() {
             bail!(
                 "no run directory at {} (stratum-bench run writes one under runs/)",
@@ -73,20 +88,6 @@ impl RunData {
         is_run(dir)?;
         let mut problems = Vec::new();
         let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
-
-        if let Some(text) = read(model::run_dir::SUMMARY_FILE) {
-            let schema = serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(str::to_string));
-            if schema.as_deref() != Some(SCHEMA) {
-                problems.push(format!(
-                    "summary.json is of schema {}, this tool writes {SCHEMA}: recomputed from the events",
-                    schema.unwrap_or_else(|| "unknown".into())
-                ));
-            }
-        } else {
-            problems.push("no summary.json: the run did not finish writing".into());
-        }
         let manifest = Manifest::read(dir).ok();
         if let Some(at) = manifest.as_ref().and_then(|m| m.interim.as_ref()) {
             problems.push(format!(
@@ -94,42 +95,46 @@ impl RunData {
                 at.measured_s, at.planned_s
             ));
         }
-        if manifest.is_none() {
-            problems.push("no readable manifest.json: the run was stopped before it ended, so only raw counts are shown".into());
-        }
-        // The events are read one by one: the summary streams them (a long run's do not
-        // fit in memory), and the report keeps those whose number grows with time only.
-        let mut events = Vec::new();
+        let mut unreadable = BTreeSet::new();
         let mut event_counts = BTreeMap::new();
-        let mut unreadable = Vec::new();
-        let (summary, samples) = match &manifest {
+        let (summary, charts, samples) = match &manifest {
             Some(m) => {
-                let (summary, samples) = analysis::stream::summarize_dir(dir, m, |r| {
-                    if kept_beyond_jobs_and_shares(&r.event) {
-                        events.push(r.clone());
+                let written = match source {
+                    Source::Written => written(dir).map_err(|why| problems.push(why)).ok(),
+                    Source::Recompute => None,
+                };
+                let (summary, charts, samples) = match written {
+                    Some((summary, charts)) => {
+                        let (samples, bad_samples) = read_samples(dir);
+                        unreadable.extend(bad_samples);
+                        (summary, charts, samples)
                     }
-                })
-                .with_context(|| format!("cannot summarize {}", dir.display()))?;
+                    None => {
+                        no_events(dir, &mut problems);
+                        let (summary, samples) = analysis::stream::summarize_dir(dir, m, |_| {})
+                            .with_context(|| format!("cannot summarize {}", dir.display()))?;
+                        let charts = Charts::of(&summary);
+                        (summary, charts, samples)
+                    }
+                };
                 unreadable.extend(
                     (summary.unmatched.keys())
                         .filter_map(|k| k.strip_prefix("unreadable_line:").map(str::to_string)),
                 );
-                (Some(summary), samples)
+                (Some(summary), charts, samples)
             }
             None => {
-                let read = each_event(dir, |r| {
-                    let key = (r.role.clone(), kind_of(&r.event));
-                    *event_counts.entry(key).or_default() += 1;
-                });
+                problems.push("no readable manifest.json: the run was stopped before it ended, so only raw counts are shown".into());
+                no_events(dir, &mut problems);
+                let (counts, read) = count_events(dir);
+                event_counts = counts;
                 let (samples, bad_samples) = read_samples(dir);
                 unreadable.extend(read.unreadable.into_iter().chain(bad_samples));
-                (None, samples)
+                (None, Charts::default(), samples)
             }
         };
-        if !dir.join(EVENTS_DIR).is_dir() {
-            problems.push("no events/ directory".into());
-        }
         if !unreadable.is_empty() {
+            let unreadable: Vec<String> = unreadable.into_iter().collect();
             problems.push(format!(
                 "{} event or sample lines could not be read (cut short, or another version): {}{}",
                 unreadable.len(),
@@ -140,10 +145,10 @@ impl RunData {
         Ok(RunData {
             dir: dir.to_path_buf(),
             summary,
+            charts,
             manifest,
             scenario: read(model::run_dir::SCENARIO_FILE).and_then(|t| t.parse().ok()),
             host: read(model::run_dir::HOST_FILE).and_then(|t| serde_json::from_str(&t).ok()),
-            events,
             event_counts,
             samples,
             problems,
@@ -163,10 +168,32 @@ impl RunData {
     }
 }
 
-/// An event's kind as its JSON names it (`share_submitted`).
-fn kind_of(event: &probe::Event) -> String {
-    serde_json::to_value(event)
+/// summary.json and charts.json as the run wrote them, or why they cannot be used (the
+/// analysis then runs again over the events).
+fn written(dir: &Path) -> Result<(Summary, Charts), String> {
+    let Ok(text) = std::fs::read_to_string(dir.join(SUMMARY_FILE)) else {
+        return Err(format!(
+            "no {SUMMARY_FILE}: the run did not finish writing (recomputed from the events)"
+        ));
+    };
+    let schema = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
-        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
-        .unwrap_or_default()
+        .and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(str::to_string));
+    if schema.as_deref() != Some(SCHEMA) {
+        return Err(format!(
+            "{SUMMARY_FILE} is of schema {}, this tool writes {SCHEMA}: recomputed from the events",
+            schema.unwrap_or_else(|| "unknown".into())
+        ));
+    }
+    let summary = serde_json::from_str(&text)
+        .map_err(|e| format!("{SUMMARY_FILE} cannot be read ({e}): recomputed from the events"))?;
+    let charts = Charts::read(dir).map_err(|e| format!("{e:#}: recomputed from the events"))?;
+    Ok((summary, charts))
+}
+
+/// Where the analysis must read the events, a run without them says so.
+fn no_events(dir: &Path, problems: &mut Vec<String>) {
+    if !dir.join(EVENTS_DIR).is_dir() {
+        problems.push(format!("no {EVENTS_DIR}/ directory"));
+    }
 }

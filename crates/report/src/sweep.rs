@@ -345,7 +345,7 @@ fn value(v: Option<f64>, ci: Option<(f64, f64)>) -> String {
 /// A CSV line of `fields`, each quoted when it needs to be.
 fn csv_line(fields: &[String]) -> String {
     let cells: Vec<String> = (fields.iter())
-        .map(|f| crate::export::cell(Some(&serde_json::Value::from(f.as_str()))))
+        .map(|f| analysis::event_tables::cell(Some(&serde_json::Value::from(f.as_str()))))
         .collect();
     cells.join(",") + "\n"
 }

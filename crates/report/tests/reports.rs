@@ -2,6 +2,7 @@
 
 use analysis::manifest::{LinkParams, Manifest, Sample, SideRoles};
 use probe::{Event, Record, ShareVerdict, TipCause};
+use report::run_data::Source;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -238,6 +239,11 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
         serde_json::to_string(&summary).unwrap(),
     )
     .unwrap();
+    std::fs::write(
+        dir.join(model::run_dir::CHARTS_FILE),
+        serde_json::to_string(&analysis::charts::Charts::of(&summary)).unwrap(),
+    )
+    .unwrap();
     dir
 }
 
@@ -253,7 +259,7 @@ fn chromium(args: &[&str], profile: &Path) -> std::process::Output {
 #[test]
 fn the_html_report_has_every_section_with_charts_and_renders_cleanly() {
     let dir = fake_run("html", 50);
-    report::write_report(&dir, true).unwrap();
+    report::write_report(&dir, true, Source::Written).unwrap();
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     for title in [
@@ -373,7 +379,7 @@ const WARM_UP_RSS: u64 = 777_000_000;
 #[test]
 fn the_roles_table_is_summary_json_s_and_the_charts_draw_the_window_only() {
     let dir = fake_run("roles", 50);
-    report::write_report(&dir, false).unwrap();
+    report::write_report(&dir, false, Source::Written).unwrap();
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let summary: analysis::Summary =
@@ -429,6 +435,29 @@ fn the_roles_table_is_summary_json_s_and_the_charts_draw_the_window_only() {
         "memory axis to {}",
         top[1]
     );
+}
+
+/// The report presents what the analysis wrote: the same with the events gone, and the
+/// same as the analysis run again over them (`report --recompute`).
+#[test]
+fn a_report_reads_the_runs_summary_and_charts_not_its_events() {
+    let dir = fake_run("written", 50);
+    let report_of = |source| {
+        report::write_report(&dir, false, source).unwrap();
+        std::fs::read_to_string(dir.join("report.md")).unwrap()
+    };
+    let recomputed = report_of(Source::Recompute);
+    let written = report_of(Source::Written);
+    assert!(written.contains("New job after a new block"), "{written}");
+    assert_eq!(written, recomputed);
+    std::fs::rename(dir.join("events"), dir.join("events.away")).unwrap();
+    assert_eq!(report_of(Source::Written), written, "no event read");
+    std::fs::rename(dir.join("events.away"), dir.join("events")).unwrap();
+    // Charts of another version: the analysis runs again, and the report says so.
+    let charts = dir.join(model::run_dir::CHARTS_FILE);
+    std::fs::write(&charts, r#"{"schema": "stratum-bench.charts.v0"}"#).unwrap();
+    let again = report_of(Source::Written);
+    assert!(again.contains("recomputed from the events"), "{again}");
 }
 
 #[test]
@@ -498,14 +527,14 @@ fn partial_and_missing_runs_are_told_apart() {
     let dir = fake_run("partial", 50);
     std::fs::remove_file(dir.join("manifest.json")).unwrap();
     std::fs::remove_file(dir.join("summary.json")).unwrap();
-    report::write_report(&dir, false).unwrap();
+    report::write_report(&dir, false, Source::Written).unwrap();
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(
         md.contains("Partial run") && md.contains("job_received"),
         "{md}"
     );
 
-    let err = report::write_report(Path::new("/nonexistent/run"), false)
+    let err = report::write_report(Path::new("/nonexistent/run"), false, Source::Written)
         .unwrap_err()
         .to_string();
     assert!(err.contains("no run directory"), "{err}");
@@ -618,7 +647,7 @@ fn fake_bench_dir(name: &str) -> PathBuf {
 #[test]
 fn bench_results_get_a_report_with_charts_and_the_seed_figures_beside_ours() {
     let dir = fake_bench_dir("all");
-    report::write_report(&dir, false).unwrap();
+    report::write_report(&dir, false, Source::Written).unwrap();
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     for title in ["Job fan-out", "Pool capacity", "Template latency"] {
@@ -662,6 +691,9 @@ fn bench_results_get_a_report_with_charts_and_the_seed_figures_beside_ours() {
 
     // A damaged result file names itself.
     std::fs::write(dir.join(analysis::bench::POOL_FILE), "{").unwrap();
-    let err = format!("{:#}", report::write_report(&dir, false).unwrap_err());
+    let err = format!(
+        "{:#}",
+        report::write_report(&dir, false, Source::Written).unwrap_err()
+    );
     assert!(err.contains("pool-bench.json"), "{err}");
 }

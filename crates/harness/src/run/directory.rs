@@ -124,7 +124,8 @@ impl Drop for Unstarted {
     }
 }
 
-/// Writes `manifest.json` and `summary.json`.
+/// Writes `manifest.json`, `summary.json` and what a report draws beside it,
+/// `charts.json`.
 pub(crate) fn write_results(dir: &Path, manifest: &Manifest, summary: &Summary) -> Result<()> {
     std::fs::write(
         dir.join(MANIFEST_FILE),
@@ -133,6 +134,10 @@ pub(crate) fn write_results(dir: &Path, manifest: &Manifest, summary: &Summary) 
     std::fs::write(
         dir.join(model::run_dir::SUMMARY_FILE),
         serde_json::to_string_pretty(summary)? + "\n",
+    )?;
+    std::fs::write(
+        dir.join(model::run_dir::CHARTS_FILE),
+        serde_json::to_string(&analysis::charts::Charts::of(summary))? + "\n",
     )?;
     Ok(())
 }
