@@ -3,8 +3,8 @@
 use analysis::bench::{FanoutMode, FanoutVia};
 use anyhow::{bail, Result};
 use clap::Args;
-use harness::bench::fanout::{FanoutOptions, ForeignNode};
 use std::path::PathBuf;
+use tools::bench::fanout::{FanoutOptions, ForeignNode};
 
 #[derive(Args)]
 pub struct FanoutArgs {
@@ -87,7 +87,7 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
         args.rounds > 0 && !args.miners.is_empty(),
         "--rounds and --miners must not be empty"
     );
-    harness::bench::fanout::run(FanoutOptions {
+    tools::bench::fanout::run(FanoutOptions {
         miners: args.miners,
         via: args.via,
         mode: args.mode,

@@ -1,4 +1,4 @@
-//! `stratum-bench bench link` (measured by `harness::bench::link`).
+//! `stratum-bench bench link` (measured by `tools::bench::link`).
 
 use anyhow::Result;
 use clap::Args;
@@ -16,22 +16,11 @@ pub struct LinkArgs {
 
 pub async fn run(args: LinkArgs) -> Result<()> {
     let bench =
-        harness::bench::link::measure(Duration::from_millis(args.rtt_ms), args.round_trips).await?;
+        tools::bench::link::measure(Duration::from_millis(args.rtt_ms), args.round_trips).await?;
     println!(
         "WAN relay at {} ms RTT, {} round trips of one small line each",
         args.rtt_ms, args.round_trips
     );
-    print!(
-        "{}",
-        probe::stats::table(
-            "(ms)",
-            &[
-                ("loopback round trip, no relay", bench.direct_ms),
-                ("relayed round trip minus emulated RTT", bench.added_ms),
-                ("lateness past due, farm to pool", bench.up_lateness_ms),
-                ("lateness past due, pool to farm", bench.down_lateness_ms),
-            ]
-        )
-    );
+    print!("{}", bench.table());
     Ok(())
 }

@@ -2,10 +2,10 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use harness::bench::pool::{PoolBenchOptions, PoolTarget};
 use model::duration::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
+use tools::bench::pool::{PoolBenchOptions, PoolTarget};
 
 #[derive(Args)]
 pub struct PoolArgs {
@@ -68,7 +68,7 @@ pub async fn run(args: PoolArgs) -> Result<()> {
             PoolTarget::Address(addr)
         }
     };
-    harness::bench::pool::run(PoolBenchOptions {
+    tools::bench::pool::run(PoolBenchOptions {
         target,
         miners: args.miners,
         rate: args.rate,

@@ -1,10 +1,10 @@
-//! `stratum-bench bench template` (measured by `harness::bench::template`).
+//! `stratum-bench bench template` (measured by `tools::bench::template`).
 
 use analysis::bench::TEMPLATE_FILE;
 use anyhow::{Context, Result};
 use clap::Args;
-use harness::bench::template::TemplateOptions;
 use std::path::PathBuf;
+use tools::bench::template::TemplateOptions;
 
 #[derive(Args)]
 pub struct TemplateArgs {
@@ -47,7 +47,7 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
         );
         crate::targets::url_on_this_machine(&args.node, "--node")?;
     }
-    let report = harness::bench::template::run(&TemplateOptions {
+    let report = tools::bench::template::run(&TemplateOptions {
         node: args.node,
         rpc_user: args.rpc_user,
         rpc_password: args.rpc_password,

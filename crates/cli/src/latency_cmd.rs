@@ -29,8 +29,8 @@ pub struct LatencyArgs {
 
 pub async fn run(args: LatencyArgs) -> Result<()> {
     let report =
-        harness::latency::probe_all(&args.urls, args.interval, args.duration, args.timeout).await?;
-    harness::latency::write(&report, &args.out)?;
+        tools::latency::probe_all(&args.urls, args.interval, args.duration, args.timeout).await?;
+    tools::latency::write(&report, &args.out)?;
     print(&report);
     println!("written to {}", args.out.display());
     Ok(())

@@ -6,7 +6,6 @@ mod bench_pool;
 mod bench_template;
 mod deploy_cmd;
 mod latency_cmd;
-mod node_cmd;
 mod report_cmd;
 mod run_cmd;
 mod scenarios_cmd;
@@ -41,7 +40,7 @@ enum Command {
     /// the preset's rate. Example:
     ///
     ///   stratum-bench node --rpc-user u --rpc-password p --block-interval 30s
-    Node(Box<node_cmd::NodeArgs>),
+    Node(Box<tools::node::NodeArgs>),
     /// Run a scenario: start every role as its own process, measure, write the run.
     ///
     /// Writes to the run directory (default runs/<time>-<name>/): events/ (one JSON-lines
@@ -164,7 +163,7 @@ fn main() -> ExitCode {
     let outcome = runtime.block_on(async {
         let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
         match cli.command {
-            Command::Node(args) => done(node_cmd::run(*args).await),
+            Command::Node(args) => done(tools::node::run(*args).await),
             Command::Run(args) => done(run_cmd::run(args).await),
             Command::Show(args) => done(report_cmd::show(args)),
             Command::Scenarios(args) => done(scenarios_cmd::list(args)),

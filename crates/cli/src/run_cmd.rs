@@ -236,8 +236,8 @@ pub async fn run(args: RunArgs) -> Result<()> {
         // The sides come from the scenario as given; the round trips go first, so a --set
         // of the link still decides.
         let sides = Scenario::load(&args.scenario, &args.overrides)?.sides;
-        let report = harness::latency::read(file)?;
-        overrides = harness::latency::rtt_overrides(report.link_rtt_ms(), &sides)?;
+        let report = tools::latency::read(file)?;
+        overrides = tools::latency::rtt_overrides(report.link_rtt_ms(), &sides)?;
         eprintln!(
             "link round trips from {}: {}",
             file.display(),
@@ -315,44 +315,21 @@ pub async fn run(args: RunArgs) -> Result<()> {
 }
 
 pub async fn role(args: RoleArgs) -> Result<()> {
-    if let Some(shift) = args.test_clock_shift_ns {
-        probe::clock::shift_for_test(shift);
-    }
-    // A deployed role settles before it records: its first event marks its start.
-    let (spec, bind_ip) = spec_of(&args).await?;
-    let recorder = match (&args.events, &args.collector, &args.journal) {
-        (Some(events), _, _) => probe::Recorder::to_file(events, &args.name)?,
-        (None, Some(collector), Some(journal)) => {
-            probe::Recorder::to_collector(journal, collector, &args.name)?
-        }
-        _ => anyhow::bail!("give --events FILE, or --collector ADDR with --journal FILE"),
-    };
-    harness::roles::run_role(&spec, recorder, bind_ip).await
-}
-
-/// The role's spec file, its addresses its own in a container; and the address it binds.
-async fn spec_of(args: &RoleArgs) -> Result<(PathBuf, std::net::IpAddr)> {
-    let own = match (&args.own_address_in, &args.own_name) {
-        (Some(cidr), _) => Some(harness::container::own_address_in(cidr)?.into()),
-        (None, Some(name)) => Some(harness::deploy::lookup(name).await?),
-        (None, None) => None,
-    };
-    let text = match (&args.spec, &args.spec_env, own) {
-        // As the harness wrote it.
-        (Some(path), _, None) => return Ok((path.clone(), args.bind_ip)),
-        (Some(path), _, Some(_)) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read role spec {}", path.display()))?,
-        (None, Some(var), _) => std::env::var(var)
-            .with_context(|| format!("--spec-env {var}: the variable is not set"))?,
-        (None, None, _) => anyhow::bail!("give --spec FILE or --spec-env VAR"),
-    };
-    let text = match own {
-        Some(own) => harness::deploy::settle(text, own, &args.resolve, &args.after).await?,
-        None => text,
-    };
-    let path = std::env::temp_dir().join(format!("{}.json", args.name));
-    probe::private::write(&path, text)?;
-    Ok((path, own.unwrap_or(args.bind_ip)))
+    harness::launch::launch(harness::launch::Launch {
+        name: args.name,
+        spec: args.spec,
+        spec_env: args.spec_env,
+        events: args.events,
+        collector: args.collector,
+        journal: args.journal,
+        bind_ip: args.bind_ip,
+        own_address_in: args.own_address_in,
+        own_name: args.own_name,
+        resolve: args.resolve,
+        after: args.after,
+        test_clock_shift_ns: args.test_clock_shift_ns,
+    })
+    .await
 }
 
 #[derive(Args)]

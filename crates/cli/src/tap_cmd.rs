@@ -82,9 +82,9 @@ pub struct TapArgs {
 
 pub async fn run(command: TapCommand) -> Result<()> {
     let (protocol, args, default_port) = match command {
-        TapCommand::Sv1(args) => (harness::tap::Protocol::Sv1, args, 3333),
+        TapCommand::Sv1(args) => (tools::tap::Protocol::Sv1, args, 3333),
         TapCommand::Sv2(args) => (
-            harness::tap::Protocol::Sv2 {
+            tools::tap::Protocol::Sv2 {
                 authority_secret_key: args.authority_secret_key,
             },
             args.tap,
@@ -92,9 +92,9 @@ pub async fn run(command: TapCommand) -> Result<()> {
         ),
     };
     let out = args.out.clone();
-    let summary = harness::tap::run(
+    let summary = tools::tap::run(
         protocol,
-        harness::tap::TapOptions {
+        tools::tap::TapOptions {
             listen: (args.listen).unwrap_or(SocketAddr::from(([127, 0, 0, 1], default_port))),
             upstream: args.upstream,
             out: args.out,

@@ -1,7 +1,6 @@
 //! Everything about a run that is not a role: the scenario, the role processes, their
 //! lifecycle and resources, live metrics, and the run directory.
 
-pub mod bench;
 pub mod builtin;
 pub mod collector;
 pub mod container;
@@ -10,7 +9,7 @@ pub mod external_pool;
 pub mod fuzzing;
 pub mod host;
 pub mod ipc_tap;
-pub mod latency;
+pub mod launch;
 pub mod limits;
 pub mod metrics;
 pub mod netns;
@@ -21,7 +20,6 @@ pub mod rpc_tap;
 pub mod run;
 pub mod scenario;
 pub mod sweep;
-pub mod tap;
 
 pub use run::{run, RunOptions, RunOutcome};
 pub use scenario::Scenario;

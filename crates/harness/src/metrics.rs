@@ -465,7 +465,7 @@ impl LiveMetrics {
 }
 
 /// Binds the metrics address up front, so a port in use fails the run before anything starts.
-pub(crate) async fn bind_metrics(bind: SocketAddr) -> Result<tokio::net::TcpListener> {
+pub async fn bind_metrics(bind: SocketAddr) -> Result<tokio::net::TcpListener> {
     let listener = tokio::net::TcpListener::bind(bind).await.with_context(|| {
         format!(
             "cannot serve metrics on {bind} (port {} in use? choose another with --metrics-bind)",

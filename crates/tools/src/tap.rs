@@ -3,9 +3,9 @@
 //! into a directory of its own, serving its counters to Prometheus, and with the
 //! operator's node's ZMQ, recording each new block as it is announced.
 
-use crate::metrics::Exposition;
 use analysis::tap::{TapSetup, TapSummary, TAP_FILE};
 use anyhow::{Context, Result};
+use harness::metrics::Exposition;
 use probe::{Event, Recorder, TapStats};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -119,7 +119,7 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
         ),
         _ => None,
     };
-    let capacity = crate::limits::tap_capacity(opts.max_connections)?;
+    let capacity = harness::limits::tap_capacity(opts.max_connections)?;
     let upstream = resolve(&opts.upstream).await?;
     let events = opts.out.join(model::run_dir::EVENTS_DIR);
     std::fs::create_dir_all(&events)
@@ -142,7 +142,7 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
         None => None,
     };
     let metrics = match opts.metrics_bind {
-        Some(bind) => Some(crate::metrics::bind_metrics(bind).await?),
+        Some(bind) => Some(harness::metrics::bind_metrics(bind).await?),
         None => None,
     };
     let recorder = Recorder::to_file(&events.join("tap.jsonl"), "tap")?;
@@ -179,10 +179,10 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
         Some(d) => {
             tokio::select! {
                 _ = tokio::time::sleep(d) => {}
-                _ = crate::roles::terminated() => {}
+                _ = harness::roles::terminated() => {}
             }
         }
-        None => crate::roles::terminated().await,
+        None => harness::roles::terminated().await,
     }
     tap.stop();
     for task in tasks {

@@ -3,12 +3,12 @@
 //! by step, until the share response p99 passes a bound, errors appear, or the pool stops
 //! keeping up.
 
-use crate::builtin::{start_builtin, start_sri_pool, start_template_provider, TemplateProvider};
-use crate::process::{meter_of, stop_all, Launcher, RoleProcess};
-use crate::procs::CpuMeter;
-use crate::roles::RoleSpec;
 use analysis::bench::{step_result, PoolBenchReport, StepResult, Verdict, POOL_FILE};
 use anyhow::{Context, Result};
+use harness::builtin::{start_builtin, start_sri_pool, start_template_provider, TemplateProvider};
+use harness::process::{meter_of, stop_all, Launcher, RoleProcess};
+use harness::procs::CpuMeter;
+use harness::roles::RoleSpec;
 use probe::mono_ns;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -50,7 +50,7 @@ pub struct PoolBenchOptions {
 }
 
 pub async fn run(opts: PoolBenchOptions) -> Result<PoolBenchReport> {
-    crate::limits::check_miners(opts.miners)?;
+    harness::limits::check_miners(opts.miners)?;
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("cannot create {}", opts.out.display()))?;
     let mut roles: Vec<RoleProcess> = Vec::new();
@@ -77,7 +77,7 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
             let d = opts
                 .share_difficulty
                 .context("--share-difficulty: say the difficulty the pool at that address sets")?;
-            foreign = crate::procs::listener_pid(*addr).map(CpuMeter::new);
+            foreign = harness::procs::listener_pid(*addr).map(CpuMeter::new);
             if foreign.is_none() {
                 eprintln!("the process listening on {addr} is not visible here: its CPU and memory are left out");
             }

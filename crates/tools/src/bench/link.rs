@@ -34,3 +34,27 @@ pub async fn measure(rtt: Duration, count: usize) -> Result<LinkBench> {
     relay.stop();
     Ok(bench)
 }
+
+impl LinkBench {
+    /// The four distributions as a terminal table, in ms.
+    pub fn table(&self) -> String {
+        probe::stats::table(
+            "(ms)",
+            &[
+                ("loopback round trip, no relay", self.direct_ms.clone()),
+                (
+                    "relayed round trip minus emulated RTT",
+                    self.added_ms.clone(),
+                ),
+                (
+                    "lateness past due, farm to pool",
+                    self.up_lateness_ms.clone(),
+                ),
+                (
+                    "lateness past due, pool to farm",
+                    self.down_lateness_ms.clone(),
+                ),
+            ],
+        )
+    }
+}

@@ -8,11 +8,11 @@
 //! Beside it, the machine's floor: a bare loop of one `write` per already-connected
 //! loopback socket.
 
-use crate::builtin::{start_builtin, start_sri_pool, start_template_provider, start_translator};
-use crate::process::{stop_all, Launcher, RoleProcess};
-use crate::roles::RoleSpec;
 use analysis::bench::{account, Deliveries, FanoutMode, FanoutResult, FanoutVia, FANOUT_FILE};
 use anyhow::{Context, Result};
+use harness::builtin::{start_builtin, start_sri_pool, start_template_provider, start_translator};
+use harness::process::{stop_all, Launcher, RoleProcess};
+use harness::roles::RoleSpec;
 use probe::{Dist, Event, Record};
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
@@ -54,7 +54,7 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
         .max()
         .context("no miner count")?;
     // What a fleet can hold does not depend on the count; the largest count is the check.
-    let fleet_size = crate::limits::fanout_fleet_size(largest, per_connection)?;
+    let fleet_size = harness::limits::fanout_fleet_size(largest, per_connection)?;
     for &n in &opts.miners {
         let dir = opts.out.join(format!("miners-{n}"));
         let mut roles = Vec::new();
@@ -312,7 +312,7 @@ async fn measure(
     wait_for_work(&fleets, n, opts, dir).await?;
     let mut sender_cpu = || {
         let role = sender.role?;
-        crate::process::meter_of(roles, role)?.sample()
+        harness::process::meter_of(roles, role)?.sample()
     };
     let sender_cpu_before = sender_cpu();
     let t_start = probe::mono_ns();
