@@ -36,7 +36,7 @@ pub fn bench_report(out: &std::path::Path) -> Result<()> {
 pub fn report(args: ReportArgs) -> Result<()> {
     // A sweep's report rewrites its sweep.json: not while the sweep writes there.
     let _lock = (args.run_dir.join(analysis::sweep::SWEEP_FILE).is_file())
-        .then(|| crate::sweep_cmd::Lock::take(&args.run_dir))
+        .then(|| harness::sweep::runner::Lock::take(&args.run_dir))
         .transpose()?;
     for file in report::write_report(
         &args.run_dir,

@@ -3,6 +3,8 @@
 //! as the scenario it will run before anything runs, so a key the scenario has no field
 //! for, or a value the field cannot take, is an error naming both up front.
 
+pub mod runner;
+
 use crate::scenario::{Scenario, SweepSection, VarySection};
 use analysis::sweep::{PointRun, BUILTIN, RELEASE_KEY};
 use anyhow::{bail, Context, Result};
