@@ -4,13 +4,16 @@
 //! The role prints `READY {addresses}` on stdout once it serves, runs until SIGTERM or
 //! SIGINT, then stops and writes out its events.
 
+mod serving;
+
+pub use serving::{serve, Link, Role, Running, SriApp};
+
 use anyhow::{Context, Result};
-use probe::{Event, Recorder};
+use probe::Recorder;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// What announces a role is ready, followed by its [`Ready`] as JSON.
@@ -156,6 +159,23 @@ pub enum RoleSpec {
 }
 
 impl RoleSpec {
+    /// The role's kind, as its spec names it (`sri-pool`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RoleSpec::Node { .. } => "node",
+            RoleSpec::Sv1Pool { .. } => "sv1-pool",
+            RoleSpec::Link { .. } => "link",
+            RoleSpec::Sv1Miners { .. } => "sv1-miners",
+            RoleSpec::Sv2Miners { .. } => "sv2-miners",
+            RoleSpec::SriPool { .. } => "sri-pool",
+            RoleSpec::SriTranslator { .. } => "sri-translator",
+            RoleSpec::SriJdc { .. } => "sri-jdc",
+            RoleSpec::Sv2Tap { .. } => "sv2-tap",
+            RoleSpec::Sv1Tap { .. } => "sv1-tap",
+            RoleSpec::RpcTap { .. } => "rpc-tap",
+        }
+    }
+
     /// A tap on any loopback port, answering as the pool (`keys`) in front of `upstream`.
     pub fn tap(upstream: SocketAddr, keys: &sv2_wire::AuthorityKeys) -> RoleSpec {
         RoleSpec::sv2_tap(upstream, keys, None)
@@ -284,6 +304,18 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
         .with_context(|| format!("{} is not a role spec", spec_path.display()))?;
     let fds = crate::limits::raise_fd_limit();
     tracing::debug!(fds, "file descriptor limit");
+    // An SRI app's config is written beside its spec.
+    let sri = |app: sri::App, config: String, announce: Ready| -> Result<SriApp> {
+        let path = spec_path.with_extension("toml");
+        probe::private::write(&path, config)?;
+        Ok(SriApp {
+            app,
+            config: path,
+            announce,
+        })
+    };
+    let name = spec.kind();
+    let r = &recorder;
     match spec {
         RoleSpec::Node {
             config,
@@ -314,188 +346,55 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
                 ipc_data_dir,
                 peer,
             };
-            run_node(options).await?;
+            serve(options, name, r).await?
         }
-        RoleSpec::Sv1Pool { config } => {
-            let pool = sv1::pool::PoolHandle::start(config, recorder.clone()).await?;
-            ready(&Ready::listening(pool.listen_addr));
-            terminated().await;
-            pool.stop();
-        }
+        RoleSpec::Sv1Pool { config } => serve(config, name, r).await?,
         RoleSpec::Link {
             routes,
             attack,
             faults,
-        } => run_link(routes, attack, faults, &recorder).await?,
-        RoleSpec::Sv1Miners { config } => {
-            let fleet = sv1::fleet::FleetHandle::start(config, recorder.clone())?;
-            ready(&Ready::default());
-            terminated().await;
-            fleet.stop().await;
+        } => {
+            let link = Link {
+                routes,
+                attack,
+                faults,
+            };
+            serve(link, name, r).await?
         }
-        RoleSpec::Sv2Miners { config } => {
-            let fleet = sv2::fleet::FleetHandle::start(config, recorder.clone())?;
-            ready(&Ready::default());
-            terminated().await;
-            fleet.stop().await;
-        }
+        RoleSpec::Sv1Miners { config } => serve(config, name, r).await?,
+        RoleSpec::Sv2Miners { config } => serve(config, name, r).await?,
         RoleSpec::SriPool { params } => {
-            let config = spec_path.with_extension("toml");
-            probe::private::write(&config, sri::pool_config(&params)?)?;
             let announce = Ready {
                 jds: params.jds_listen,
                 ..Ready::listening(params.listen)
             };
-            run_sri(sri::App::Pool, &config, announce).await?;
+            let app = sri(sri::App::Pool, sri::pool_config(&params)?, announce)?;
+            serve(app, name, r).await?
         }
         RoleSpec::SriTranslator { params } => {
-            let config = spec_path.with_extension("toml");
-            probe::private::write(&config, sri::translator_config(&params))?;
-            run_sri(
+            let config = sri::translator_config(&params);
+            let app = sri(
                 sri::App::Translator,
-                &config,
+                config,
                 Ready::listening(params.listen),
-            )
-            .await?;
+            )?;
+            serve(app, name, r).await?
         }
         RoleSpec::SriJdc { params } => {
-            let config = spec_path.with_extension("toml");
-            probe::private::write(&config, sri::jdc_config(&params))?;
+            let config = sri::jdc_config(&params);
             let announce = Ready::listening(params.listen);
-            run_sri(sri::App::JobDeclaratorClient, &config, announce).await?;
+            serve(
+                sri(sri::App::JobDeclaratorClient, config, announce)?,
+                name,
+                r,
+            )
+            .await?
         }
-        RoleSpec::Sv2Tap { config } => {
-            let tap = sv2::tap::Tap::start(config, recorder.clone()).await?;
-            ready(&Ready::listening(tap.listen_addr));
-            terminated().await;
-            recorder.record(tap.stats.latency_event());
-            tap.stop();
-        }
-        RoleSpec::RpcTap { config } => {
-            let tap = crate::rpc_tap::RpcTap::start(config, recorder.clone()).await?;
-            ready(&Ready {
-                ipc: tap.ipc.as_ref().map(|ipc| ipc.socket.clone()),
-                ..Ready::listening(tap.listen_addr)
-            });
-            terminated().await;
-            tap.stop();
-        }
-        RoleSpec::Sv1Tap { config } => {
-            let tap = sv1::tap::Sv1Tap::start(config, recorder.clone()).await?;
-            ready(&Ready::listening(tap.listen_addr));
-            terminated().await;
-            for event in tap.stats.final_events() {
-                recorder.record(event);
-            }
-            tap.stop();
-        }
+        RoleSpec::Sv2Tap { config } => serve(config, name, r).await?,
+        RoleSpec::RpcTap { config } => serve(config, name, r).await?,
+        RoleSpec::Sv1Tap { config } => serve(config, name, r).await?,
     }
     recorder.close()
-}
-
-/// The node until the run ends, its addresses in its READY line.
-async fn run_node(options: node::NodeOptions) -> Result<()> {
-    let node = node::NodeHandle::start(options).await?;
-    ready(&Ready {
-        rpc: Some(node.rpc_addr),
-        zmq: node.zmq_endpoint.clone(),
-        zmq_hashblock: node.zmq_hashblock_endpoint.clone(),
-        tdp: node.tdp_addr,
-        start_mono_ns: Some(node.start_mono_ns()),
-        ..Ready::default()
-    });
-    terminated().await;
-    node.shutdown().await
-}
-
-/// A side's link: a relay per route (with the link's attacker, if any), its bytes counted
-/// every second and its lateness at the end.
-async fn run_link(
-    routes: Vec<LinkRoute>,
-    attack: Option<link::attack::ScheduledAttack>,
-    faults: Vec<link::fault::ScheduledFault>,
-    recorder: &Recorder,
-) -> Result<()> {
-    let stats = Arc::new(link::LinkStats::default());
-    let start_ns = probe::mono_ns();
-    let attacker = attack.map(|a| link::attack::Attacker::start(a, recorder.clone()));
-    // A fault of a route this link does not carry (the JDS of a side without one) is not
-    // this link's.
-    let faults: Vec<_> = (faults.into_iter())
-        .filter(|f| f.routes.iter().all(|r| *r < routes.len()))
-        .collect();
-    link::fault::announce(&faults, start_ns, recorder);
-    let mut relays = Vec::new();
-    for (i, route) in routes.into_iter().enumerate() {
-        let hazards = link::Hazards {
-            attacker: attacker.clone(),
-            outages: link::fault::outages_of(&faults, i, start_ns),
-        };
-        relays.push(
-            link::Relay::start_counted(
-                route.listen,
-                route.upstream,
-                route.config,
-                stats.clone(),
-                hazards,
-            )
-            .await?,
-        );
-    }
-    ready(&Ready {
-        routes: relays.iter().map(|r| r.listen_addr).collect(),
-        ..Ready::default()
-    });
-    let bytes = |stats: &link::LinkStats| Event::LinkBytes {
-        up_bytes: stats.up.bytes(),
-        down_bytes: stats.down.bytes(),
-    };
-    let (counted, counting) = (stats.clone(), recorder.clone());
-    let sampler = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        loop {
-            tick.tick().await;
-            counting.record(bytes(&counted));
-        }
-    });
-    terminated().await;
-    sampler.abort();
-    recorder.record(bytes(&stats));
-    recorder.record(Event::LinkLateness {
-        up_ms: stats.up.lateness_ns.dist(1e6),
-        down_ms: stats.down.lateness_ns.dist(1e6),
-    });
-    for relay in relays {
-        relay.stop();
-    }
-    Ok(())
-}
-
-/// Runs an SRI app until the run ends, announcing `announce` once it listens; an app
-/// that stops by itself ends the role with its error (the harness records the role's
-/// exit).
-async fn run_sri(app: sri::App, config: &Path, announce: Ready) -> Result<()> {
-    let listen = announced(&announce.listen, "listen", &format!("{app:?}"))?;
-    let mut running = sri::Running::start(app, config)?;
-    running
-        .wait_listening(listen, Duration::from_secs(25))
-        .await
-        .with_context(|| format!("{app:?} did not start (config {})", config.display()))?;
-    ready(&announce);
-    let ended = tokio::select! {
-        _ = terminated() => None,
-        result = running.finished() => Some(result),
-    };
-    match ended {
-        None => {
-            running.stop().await;
-            Ok(())
-        }
-        Some(result) => {
-            result?;
-            anyhow::bail!("{app:?} stopped by itself")
-        }
-    }
 }
 
 fn ready(announced: &Ready) {

@@ -1,0 +1,309 @@
+//! Every role behind one trait: started from its spec, it announces where it can be
+//! reached ([`Ready`]); it serves until the run stops it (or, for an SRI app, until it
+//! ends by itself), then records what it measured to the end and lets go. [`serve`] is
+//! that life, the same for every role.
+
+use super::{announced, ready, terminated, LinkRoute, Ready};
+use anyhow::{bail, Context, Result};
+use probe::{Event, Recorder};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A role, as its spec describes it.
+pub trait Role {
+    type Running: Running;
+    /// Starts the role, recording into `recorder`.
+    fn start(self, recorder: &Recorder) -> impl Future<Output = Result<Self::Running>>;
+}
+
+/// A role serving.
+pub trait Running {
+    /// Where the others reach it: its READY line.
+    fn ready(&self) -> Ready;
+    /// Resolves when the role ends by itself (an SRI app that exits); ours never do.
+    fn ended(&mut self) -> impl Future<Output = Result<()>> {
+        std::future::pending()
+    }
+    /// Stops it, recording what it measured to the end.
+    fn stop(self, recorder: &Recorder) -> impl Future<Output = Result<()>>;
+}
+
+/// A role's life: started, announced, served until SIGTERM or SIGINT, stopped. A role
+/// that ends by itself ends the process with its error (the harness records the exit).
+pub async fn serve(role: impl Role, name: &str, recorder: &Recorder) -> Result<()> {
+    let mut running = role.start(recorder).await?;
+    ready(&running.ready());
+    let ended = tokio::select! {
+        _ = terminated() => None,
+        result = running.ended() => Some(result),
+    };
+    match ended {
+        None => running.stop(recorder).await,
+        Some(result) => {
+            result?;
+            bail!("{name} stopped by itself")
+        }
+    }
+}
+
+impl Role for node::NodeOptions {
+    type Running = node::NodeHandle;
+    async fn start(self, _: &Recorder) -> Result<node::NodeHandle> {
+        node::NodeHandle::start(self).await
+    }
+}
+
+impl Running for node::NodeHandle {
+    fn ready(&self) -> Ready {
+        Ready {
+            rpc: Some(self.rpc_addr),
+            zmq: self.zmq_endpoint.clone(),
+            zmq_hashblock: self.zmq_hashblock_endpoint.clone(),
+            tdp: self.tdp_addr,
+            start_mono_ns: Some(self.start_mono_ns()),
+            ..Ready::default()
+        }
+    }
+    async fn stop(self, _: &Recorder) -> Result<()> {
+        self.shutdown().await
+    }
+}
+
+impl Role for sv1::pool::PoolConfig {
+    type Running = sv1::pool::PoolHandle;
+    async fn start(self, recorder: &Recorder) -> Result<sv1::pool::PoolHandle> {
+        sv1::pool::PoolHandle::start(self, recorder.clone()).await
+    }
+}
+
+impl Running for sv1::pool::PoolHandle {
+    fn ready(&self) -> Ready {
+        Ready::listening(self.listen_addr)
+    }
+    async fn stop(self, _: &Recorder) -> Result<()> {
+        sv1::pool::PoolHandle::stop(self);
+        Ok(())
+    }
+}
+
+impl Role for sv1::fleet::FleetConfig {
+    type Running = sv1::fleet::FleetHandle;
+    async fn start(self, recorder: &Recorder) -> Result<sv1::fleet::FleetHandle> {
+        sv1::fleet::FleetHandle::start(self, recorder.clone())
+    }
+}
+
+impl Running for sv1::fleet::FleetHandle {
+    fn ready(&self) -> Ready {
+        Ready::default()
+    }
+    async fn stop(self, _: &Recorder) -> Result<()> {
+        sv1::fleet::FleetHandle::stop(self).await;
+        Ok(())
+    }
+}
+
+impl Role for sv2::fleet::FleetConfig {
+    type Running = sv2::fleet::FleetHandle;
+    async fn start(self, recorder: &Recorder) -> Result<sv2::fleet::FleetHandle> {
+        sv2::fleet::FleetHandle::start(self, recorder.clone())
+    }
+}
+
+impl Running for sv2::fleet::FleetHandle {
+    fn ready(&self) -> Ready {
+        Ready::default()
+    }
+    async fn stop(self, _: &Recorder) -> Result<()> {
+        sv2::fleet::FleetHandle::stop(self).await;
+        Ok(())
+    }
+}
+
+impl Role for sv2::tap::TapConfig {
+    type Running = sv2::tap::Tap;
+    async fn start(self, recorder: &Recorder) -> Result<sv2::tap::Tap> {
+        sv2::tap::Tap::start(self, recorder.clone()).await
+    }
+}
+
+impl Running for sv2::tap::Tap {
+    fn ready(&self) -> Ready {
+        Ready::listening(self.listen_addr)
+    }
+    async fn stop(self, recorder: &Recorder) -> Result<()> {
+        recorder.record(self.stats.latency_event());
+        sv2::tap::Tap::stop(&self);
+        Ok(())
+    }
+}
+
+impl Role for sv1::tap::Sv1TapConfig {
+    type Running = sv1::tap::Sv1Tap;
+    async fn start(self, recorder: &Recorder) -> Result<sv1::tap::Sv1Tap> {
+        sv1::tap::Sv1Tap::start(self, recorder.clone()).await
+    }
+}
+
+impl Running for sv1::tap::Sv1Tap {
+    fn ready(&self) -> Ready {
+        Ready::listening(self.listen_addr)
+    }
+    async fn stop(self, recorder: &Recorder) -> Result<()> {
+        for event in self.stats.final_events() {
+            recorder.record(event);
+        }
+        sv1::tap::Sv1Tap::stop(&self);
+        Ok(())
+    }
+}
+
+impl Role for crate::rpc_tap::RpcTapConfig {
+    type Running = crate::rpc_tap::RpcTap;
+    async fn start(self, recorder: &Recorder) -> Result<crate::rpc_tap::RpcTap> {
+        crate::rpc_tap::RpcTap::start(self, recorder.clone()).await
+    }
+}
+
+impl Running for crate::rpc_tap::RpcTap {
+    fn ready(&self) -> Ready {
+        Ready {
+            ipc: self.ipc.as_ref().map(|ipc| ipc.socket.clone()),
+            ..Ready::listening(self.listen_addr)
+        }
+    }
+    async fn stop(self, _: &Recorder) -> Result<()> {
+        crate::rpc_tap::RpcTap::stop(&self);
+        Ok(())
+    }
+}
+
+/// An SRI app with its config written, announcing `announce` once it listens.
+pub struct SriApp {
+    pub app: sri::App,
+    pub config: PathBuf,
+    pub announce: Ready,
+}
+
+pub struct RunningSri {
+    running: sri::Running,
+    announce: Ready,
+}
+
+impl Role for SriApp {
+    type Running = RunningSri;
+    async fn start(self, _: &Recorder) -> Result<RunningSri> {
+        let app = self.app;
+        let listen = announced(&self.announce.listen, "listen", &format!("{app:?}"))?;
+        let mut running = sri::Running::start(app, &self.config)?;
+        running
+            .wait_listening(listen, Duration::from_secs(25))
+            .await
+            .with_context(|| format!("{app:?} did not start (config {})", self.config.display()))?;
+        Ok(RunningSri {
+            running,
+            announce: self.announce,
+        })
+    }
+}
+
+impl Running for RunningSri {
+    fn ready(&self) -> Ready {
+        self.announce.clone()
+    }
+    async fn ended(&mut self) -> Result<()> {
+        self.running.finished().await
+    }
+    async fn stop(self, _: &Recorder) -> Result<()> {
+        self.running.stop().await;
+        Ok(())
+    }
+}
+
+/// A side's link: a relay per route, with the link's attacker and outages.
+pub struct Link {
+    pub routes: Vec<LinkRoute>,
+    pub attack: Option<link::attack::ScheduledAttack>,
+    pub faults: Vec<link::fault::ScheduledFault>,
+}
+
+/// The link's relays, their bytes counted every second.
+pub struct RunningLink {
+    relays: Vec<link::Relay>,
+    stats: Arc<link::LinkStats>,
+    sampler: tokio::task::JoinHandle<()>,
+}
+
+fn link_bytes(stats: &link::LinkStats) -> Event {
+    Event::LinkBytes {
+        up_bytes: stats.up.bytes(),
+        down_bytes: stats.down.bytes(),
+    }
+}
+
+impl Role for Link {
+    type Running = RunningLink;
+    async fn start(self, recorder: &Recorder) -> Result<RunningLink> {
+        let stats = Arc::new(link::LinkStats::default());
+        let start_ns = probe::mono_ns();
+        let attacker = (self.attack).map(|a| link::attack::Attacker::start(a, recorder.clone()));
+        // A fault of a route this link does not carry (the JDS of a side without one) is
+        // not this link's.
+        let routes = self.routes.len();
+        let faults: Vec<_> = (self.faults.into_iter())
+            .filter(|f| f.routes.iter().all(|r| *r < routes))
+            .collect();
+        link::fault::announce(&faults, start_ns, recorder);
+        let mut relays = Vec::new();
+        for (i, route) in self.routes.into_iter().enumerate() {
+            let hazards = link::Hazards {
+                attacker: attacker.clone(),
+                outages: link::fault::outages_of(&faults, i, start_ns),
+            };
+            let relay = link::Relay::start_counted(
+                route.listen,
+                route.upstream,
+                route.config,
+                stats.clone(),
+                hazards,
+            );
+            relays.push(relay.await?);
+        }
+        let (counted, counting) = (stats.clone(), recorder.clone());
+        let sampler = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                counting.record(link_bytes(&counted));
+            }
+        });
+        Ok(RunningLink {
+            relays,
+            stats,
+            sampler,
+        })
+    }
+}
+
+impl Running for RunningLink {
+    fn ready(&self) -> Ready {
+        Ready {
+            routes: self.relays.iter().map(|r| r.listen_addr).collect(),
+            ..Ready::default()
+        }
+    }
+    async fn stop(self, recorder: &Recorder) -> Result<()> {
+        self.sampler.abort();
+        recorder.record(link_bytes(&self.stats));
+        recorder.record(Event::LinkLateness {
+            up_ms: self.stats.up.lateness_ns.dist(1e6),
+            down_ms: self.stats.down.lateness_ns.dist(1e6),
+        });
+        for relay in self.relays {
+            relay.stop();
+        }
+        Ok(())
+    }
+}
