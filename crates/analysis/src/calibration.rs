@@ -7,7 +7,7 @@
 //! go stale in bursts after a tip, autocorrelated bandwidth, few and many tips.
 
 use crate::headline::{rows, Compared, Headline};
-use crate::summary::LatencySamples;
+use crate::side::LatencySamples;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

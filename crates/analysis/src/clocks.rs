@@ -7,7 +7,7 @@
 //! two widest.
 
 use crate::manifest::ClockOffset;
-use crate::summary::SideSummary;
+use crate::side::SideSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn a_latency_is_flagged_when_the_bound_passes_a_tenth_of_its_median() {
         let empty = crate::testing::manifest(vec![crate::testing::sv1_side()]);
-        let mut side = crate::summary::compute(&empty, &[], &[]).sides["sv1"].clone();
+        let mut side = crate::stream::compute(&empty, &[], &[]).sides["sv1"].clone();
         side.new_job_ms.p50 = Some(4.0);
         side.new_prevhash_job_ms.p50 = Some(6.0);
         let sides = BTreeMap::from([("sv1".to_string(), side)]);

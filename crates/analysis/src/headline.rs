@@ -8,11 +8,11 @@
 //! another side's real differences). Fewer than [`MIN_UNITS`] units on a side: "too few",
 //! never significant.
 
+use crate::side::{LatencySamples, SideSummary};
 use crate::stats::{
     benjamini_hochberg, clustered_delta, paired_delta, proportion_delta, series_delta, Method,
     MIN_UNITS,
 };
-use crate::summary::{LatencySamples, SideSummary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -15,6 +15,7 @@ pub mod charts;
 pub mod clocks;
 pub mod compare;
 pub mod conclusion;
+pub mod credit;
 pub mod declaration;
 pub mod event_tables;
 pub mod farm;
@@ -30,6 +31,7 @@ pub mod published;
 pub mod resources;
 pub mod security;
 pub mod shares;
+pub mod side;
 pub mod stats;
 pub mod stream;
 pub mod summary;
@@ -44,7 +46,8 @@ pub mod worth;
 use std::collections::BTreeMap;
 
 pub use manifest::{Manifest, SideRoles};
-pub use summary::{summarize, Summary};
+pub use stream::summarize;
+pub use summary::Summary;
 
 /// Events that could not be tied to their counterpart, by kind.
 #[derive(Debug, Default, Clone, PartialEq)]

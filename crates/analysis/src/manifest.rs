@@ -22,7 +22,7 @@ pub struct Manifest {
     pub baseline: Option<String>,
     /// What the verdict's worth in sats a day is computed for.
     #[serde(default)]
-    pub worth: crate::worth::WorthAssumptions,
+    pub worth: WorthAssumptions,
     /// What ended the window, when the run could end it early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Stopped>,
@@ -43,7 +43,7 @@ pub struct Manifest {
     pub awaiting_start: bool,
     /// The attacker on every side's link the scenario planned (`link.attack`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attack: Option<crate::security::PlannedAttack>,
+    pub attack: Option<PlannedAttack>,
 }
 
 /// Where a run was when an interim snapshot of it was taken.
@@ -296,6 +296,59 @@ pub struct HostReading {
     /// `cpu.stat`, cgroup v1 or v2), ms; absent without a readable cgroup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttled_ms: Option<f64>,
+}
+
+/// The attack a run planned (`link.attack`), as the manifest records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedAttack {
+    /// `hijack-worker`, `hijack-job`, `tamper` or `inject`.
+    pub kind: String,
+    /// Seconds into the window it was planned for.
+    pub at_s: f64,
+    /// The worker the attacker credits (hijack-worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+}
+
+const SECONDS_PER_DAY: f64 = 86_400.0;
+
+/// What the worth is computed for; written beside every figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorthAssumptions {
+    /// The farm's hashrate, hashes per second.
+    pub farm_hashrate: f64,
+    /// The whole network's, hashes per second.
+    pub network_hashrate: f64,
+    /// The real network's block interval, seconds.
+    pub block_interval_s: f64,
+    /// A block's value in sats; `None`: the run's network template value (its subsidy and
+    /// fees).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_value_sats: Option<f64>,
+}
+
+impl Default for WorthAssumptions {
+    /// 1 PH/s on a 1 ZH/s network with 600 s blocks.
+    fn default() -> Self {
+        WorthAssumptions {
+            farm_hashrate: 1e15,
+            network_hashrate: 1e21,
+            block_interval_s: 600.0,
+            block_value_sats: None,
+        }
+    }
+}
+
+impl WorthAssumptions {
+    /// Blocks the farm finds a day.
+    pub fn farm_blocks_per_day(&self) -> f64 {
+        self.farm_hashrate / self.network_hashrate * SECONDS_PER_DAY / self.block_interval_s
+    }
+
+    /// Blocks the farm finds in expectation in `seconds` of its work.
+    pub fn farm_blocks_in(&self, seconds: f64) -> f64 {
+        self.farm_blocks_per_day() * seconds / SECONDS_PER_DAY
+    }
 }
 
 #[cfg(test)]

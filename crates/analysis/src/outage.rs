@@ -25,9 +25,9 @@
 //! block come stale): its difficulty as hashes over the farm's hashrate is the seconds of
 //! the farm's work lost, priced the same way.
 
+use crate::credit::Credited;
+use crate::manifest::WorthAssumptions;
 use crate::manifest::{SideRoles, Window};
-use crate::shares::Credited;
-use crate::worth::WorthAssumptions;
 use probe::{Dist, Event, Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -25,9 +25,9 @@
 //! its id, which the pool gives every connection alike: a job sent as the attack began,
 //! rewritten on some connections and not yet on others, counts for all.)
 
+use crate::credit::Credited;
+use crate::manifest::WorthAssumptions;
 use crate::manifest::{SideRoles, Window};
-use crate::shares::Credited;
-use crate::worth::WorthAssumptions;
 use probe::event::LinkEnd;
 use probe::{Dist, Event, Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
@@ -36,17 +36,7 @@ use std::collections::BTreeMap;
 /// The exact 95% upper bound of a Poisson mean when none was seen (-ln 0.025).
 const ZERO_SHARES_UPPER: f64 = 3.688_879_454;
 
-/// The attack a run planned (`link.attack`), as the manifest records it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlannedAttack {
-    /// `hijack-worker`, `hijack-job`, `tamper` or `inject`.
-    pub kind: String,
-    /// Seconds into the window it was planned for.
-    pub at_s: f64,
-    /// The worker the attacker credits (hijack-worker).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub account: Option<String>,
-}
+pub use crate::manifest::PlannedAttack;
 
 /// One connection the attacker changed, as the link saw it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

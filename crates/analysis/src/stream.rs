@@ -2,7 +2,7 @@
 //! ([`Reorder`]) and consumed once by per-side accumulators that keep only what identity
 //! matching still needs. Each accumulator applies its module's rules (the same code where
 //! it can: `ShareFacts`'s counting). These are the only rules: a run directory, a live
-//! run and events in memory ([`crate::summary::compute`], which the golden tests drive)
+//! run and events in memory ([`crate::stream::compute`], which the golden tests drive)
 //! all go through them; a recorded run replayed as read live gives what it gives in order.
 //!
 //! The share and block rules ([`ShareStream`]) and the job rules ([`JobStream`]) stream;
@@ -811,6 +811,31 @@ impl RunStream {
     }
 }
 
+/// Reads a run directory and computes its summary. Unreadable lines of the event and
+/// sample files are counted under `unmatched`, by file and line, never fatal.
+pub fn summarize(run_dir: &Path) -> anyhow::Result<Summary> {
+    let manifest = Manifest::read(run_dir)?;
+    let input = crate::input::RunInput::read(run_dir);
+    let mut summary = compute(&manifest, &input.events, &input.samples);
+    for place in input.unreadable {
+        summary
+            .unmatched
+            .insert(format!("unreadable_line:{place}"), 1);
+    }
+    Ok(summary)
+}
+
+/// The summary of events and samples already in memory (in any order), by the same
+/// streaming rules a live run and a run directory go through: the events are put in time
+/// order first, so no horizon applies.
+pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary {
+    let mut stream = RunStream::new(m, u64::MAX);
+    for r in records {
+        stream.push(r.clone());
+    }
+    stream.finish(m, samples)
+}
+
 /// How far out of time order a run's files may be when read back (a role's writer
 /// buffers); an event later than this counts under `unmatched.event_out_of_order`.
 const FILE_HORIZON_NS: u64 = 10_000_000_000;
@@ -819,7 +844,7 @@ const FILE_HORIZON_NS: u64 = 10_000_000_000;
 /// through the streams: memory as in a live run, however long the run. The per-miner
 /// samples wait in a folder of `run_dir` (or of the system's temporary one, where the run
 /// is read-only) and are removed. `each` sees every event as it is read. Unreadable lines
-/// are counted under `unmatched`, as [`crate::summary::summarize`] counts them. The run's
+/// are counted under `unmatched`, as [`crate::stream::summarize`] counts them. The run's
 /// CPU and memory samples come back with the summary, read once.
 pub fn summarize_dir(
     run_dir: &Path,

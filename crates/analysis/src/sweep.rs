@@ -430,7 +430,7 @@ fn readings(s: &Summary) -> Vec<Reading> {
 }
 
 /// A side's own value of a headline metric, with its interval where the run has one.
-fn side_estimate(h: Headline, side: &crate::summary::SideSummary) -> Estimate {
+fn side_estimate(h: Headline, side: &crate::side::SideSummary) -> Estimate {
     let counted = |p: Option<f64>, ci: Option<(f64, f64)>| Estimate {
         point: p,
         ci,

@@ -2,7 +2,8 @@
 //! by hand in each test.
 
 use crate::manifest::{LinkParams, Manifest, Sample, SideRoles};
-use crate::summary::{compute, Summary};
+use crate::stream::compute;
+use crate::summary::Summary;
 use probe::{Event, Record, ShareVerdict, TipCause};
 
 pub const MS: u64 = 1_000_000;

@@ -25,44 +25,7 @@ use serde::{Deserialize, Serialize};
 
 const SECONDS_PER_DAY: f64 = 86_400.0;
 
-/// What the worth is computed for; written beside every figure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorthAssumptions {
-    /// The farm's hashrate, hashes per second.
-    pub farm_hashrate: f64,
-    /// The whole network's, hashes per second.
-    pub network_hashrate: f64,
-    /// The real network's block interval, seconds.
-    pub block_interval_s: f64,
-    /// A block's value in sats; `None`: the run's network template value (its subsidy and
-    /// fees).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub block_value_sats: Option<f64>,
-}
-
-impl Default for WorthAssumptions {
-    /// 1 PH/s on a 1 ZH/s network with 600 s blocks.
-    fn default() -> Self {
-        WorthAssumptions {
-            farm_hashrate: 1e15,
-            network_hashrate: 1e21,
-            block_interval_s: 600.0,
-            block_value_sats: None,
-        }
-    }
-}
-
-impl WorthAssumptions {
-    /// Blocks the farm finds a day.
-    pub fn farm_blocks_per_day(&self) -> f64 {
-        self.farm_hashrate / self.network_hashrate * SECONDS_PER_DAY / self.block_interval_s
-    }
-
-    /// Blocks the farm finds in expectation in `seconds` of its work.
-    pub fn farm_blocks_in(&self, seconds: f64) -> f64 {
-        self.farm_blocks_per_day() * seconds / SECONDS_PER_DAY
-    }
-}
+pub use crate::manifest::WorthAssumptions;
 
 /// Hashes per second with the largest SI prefix that keeps a number of at least 1:
 /// "1 PH/s", "2.50 EH/s".

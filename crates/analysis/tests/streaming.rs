@@ -1,7 +1,7 @@
 //! A recorded run (SV1 and configurations A, C and D, 2 miners a side, 15 s with a block
 //! every 3 s: `tests/fixtures/recorded-run`) replayed through the streaming path as a live
 //! harness reads it (a horizon, a second's worth of each file at a time), against the same
-//! rules over its events put in one time order first (`summary::compute`).
+//! rules over its events put in one time order first (`stream::compute`).
 
 use analysis::input::RunInput;
 use analysis::manifest::Manifest;
@@ -50,7 +50,7 @@ fn as_read_live(records: &[Record]) -> Vec<Vec<Record>> {
 #[test]
 fn a_recorded_run_streamed_as_it_is_read_gives_the_facts_of_one_time_order() {
     let (m, input) = fixture();
-    let in_order = analysis::summary::compute(&m, &input.events, &input.samples);
+    let in_order = analysis::stream::compute(&m, &input.events, &input.samples);
     assert!(
         in_order.sides.values().all(|s| s.shares.submitted > 10),
         "the fixture has shares on every side"
@@ -115,7 +115,7 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_facts_of_one_time_order() {
         );
     }
     // The job rules: every fact equal to theirs over the events put in one time order
-    // first (as `summary::compute` reads events in memory).
+    // first (as `stream::compute` reads events in memory).
     let mut sorter = Reorder::new(0);
     for r in &input.events {
         assert!(sorter.push(r.clone()).is_none());
@@ -171,7 +171,7 @@ fn a_recorded_run_streamed_as_it_is_read_gives_the_facts_of_one_time_order() {
 #[test]
 fn a_recorded_run_streamed_gives_the_summary_of_one_time_order() {
     let (m, input) = fixture();
-    let in_order = analysis::summary::compute(&m, &input.events, &input.samples);
+    let in_order = analysis::stream::compute(&m, &input.events, &input.samples);
     let mut stream = RunStream::new(&m, 2_000_000_000);
     let spill = std::env::temp_dir().join(format!("streaming-run-spill-{}", std::process::id()));
     stream.spill_to(&spill).unwrap();
@@ -223,7 +223,7 @@ fn a_recorded_run_streamed_gives_the_summary_of_one_time_order() {
 fn a_run_directory_summarized_from_disk_gives_the_batch_summary() {
     let (m, input) = fixture();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recorded-run");
-    let in_order = analysis::summary::summarize(&dir).unwrap();
+    let in_order = analysis::stream::summarize(&dir).unwrap();
     let mut seen = 0;
     let (streamed, samples) = analysis::stream::summarize_dir(&dir, &m, |_| seen += 1).unwrap();
     assert_eq!(seen, input.events.len());

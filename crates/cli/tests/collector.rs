@@ -3,7 +3,7 @@
 
 mod common;
 
-use analysis::summary::compute;
+use analysis::stream::compute;
 use analysis::Manifest;
 use common::{out_dir, run_baseline, succeed};
 use probe::recorder::read_events;

@@ -236,7 +236,7 @@ fn the_default_scenario_apart(name: &str, placement: &[&str]) {
     let summary = common::summary(&out);
     // The summary is the one a run of processes writes: its fields, and each side's
     // (those that only data fills aside) are there.
-    let skeleton = serde_json::to_value(analysis::summary::compute(&manifest, &[], &[])).unwrap();
+    let skeleton = serde_json::to_value(analysis::stream::compute(&manifest, &[], &[])).unwrap();
     let keys = |v: &serde_json::Value| -> std::collections::BTreeSet<String> {
         v.as_object().unwrap().keys().cloned().collect()
     };

@@ -312,7 +312,7 @@ fn a_live_run_is_watched_in_chromium_and_through_prometheus() {
     // give the same summary.
     let written: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
-    let batch = analysis::summary::summarize(&dir).unwrap();
+    let batch = analysis::stream::summarize(&dir).unwrap();
     let differ = differences(&written, &serde_json::to_value(&batch).unwrap(), "");
     assert!(
         differ.is_empty(),

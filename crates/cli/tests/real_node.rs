@@ -37,7 +37,7 @@ fn summarized_as(
     }
     (manifest["window_start_ns"], manifest["window_end_ns"]) = (window.0.into(), window.1.into());
     std::fs::write(to.join("manifest.json"), manifest.to_string()).unwrap();
-    serde_json::to_value(analysis::summary::summarize(to).unwrap()).unwrap()
+    serde_json::to_value(analysis::stream::summarize(to).unwrap()).unwrap()
 }
 
 /// The run's window with each edge moved, if need be, off the node's templates and tips

@@ -11,8 +11,8 @@
 //! Events go to the collector, which at its stop fixes the window and writes the summary.
 
 use crate::container::{default_tag, Site};
+use crate::plan::{Plan, PlannedRole};
 use crate::process::Launcher;
-use crate::roles::{Ready, RoleSpec};
 use crate::run::RunOptions;
 use crate::scenario::Scenario;
 use analysis::manifest::Manifest;
@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use model::run_dir::PLACEMENT_FILE;
 use model::run_dir::{EVENTS_DIR, MANIFEST_FILE, SUMMARY_FILE};
 use serde_json::{json, Value};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 /// The run directory inside every role's container (the image has it): role specs,
@@ -32,96 +32,6 @@ const COLLECTED: &str = "/collected";
 const COLLECTOR: &str = "collector.control:7000";
 /// The compose file `deploy` writes.
 pub const COMPOSE_FILE: &str = "compose.yaml";
-/// The first port a role's fixed ports are taken from.
-const FIRST_PORT: u16 = 4000;
-/// Stand-ins go from 198.18.1.100 up: three digits each, so none is the start of another.
-const FIRST_STAND_IN: u8 = 100;
-
-/// One role as the plan has it.
-#[derive(Debug, Clone)]
-struct PlannedRole {
-    name: String,
-    site: Site,
-    /// The address that stands for it in the specs of the roles after it.
-    stand_in: Ipv4Addr,
-    spec: RoleSpec,
-    /// The ports its READY line announces.
-    ports: Vec<u16>,
-}
-
-impl PlannedRole {
-    /// Its name on its home network.
-    fn alias(&self) -> String {
-        format!("{}.{}", self.name, self.site.home())
-    }
-
-    fn reaches(&self, other: &PlannedRole) -> bool {
-        self.site.networks().contains(&other.site.home())
-    }
-
-    /// The directory it serves Mining IPC in (on the run's volume), if it does.
-    fn ipc_dir(&self) -> Option<&Path> {
-        match &self.spec {
-            RoleSpec::Node { ipc_data_dir, .. } => ipc_data_dir.as_deref(),
-            _ => None,
-        }
-    }
-
-    /// What a role whose spec (`spec`, as JSON) is told of this one waits for: its ports,
-    /// and its Mining IPC socket when the spec names its directory (a socket is served
-    /// after the ports open). None when the spec is not told of it.
-    fn waited_by(&self, spec: &str) -> Option<Vec<String>> {
-        let by_address = spec.contains(&self.stand_in.to_string());
-        let ipc = self
-            .ipc_dir()
-            .filter(|dir| serde_json::to_string(dir).is_ok_and(|quoted| spec.contains(&quoted)));
-        if !by_address && ipc.is_none() {
-            return None;
-        }
-        let mut waits: Vec<String> = (self.ports.iter())
-            .map(|port| format!("{}:{port}", self.alias()))
-            .collect();
-        waits.extend(ipc.map(|dir| format!("unix:{}", node::ipc::socket_path(dir).display())));
-        Some(waits)
-    }
-}
-
-/// The roles of a run, planned in the order the harness would start them.
-#[derive(Debug, Default)]
-pub struct Plan {
-    roles: parking_lot::Mutex<Vec<PlannedRole>>,
-}
-
-impl Plan {
-    /// Plans role `name` of `spec`: its ports fixed, a stand-in address given; returns what
-    /// it will announce, at the stand-in.
-    pub fn add(&self, name: &str, spec: &RoleSpec) -> Result<Ready> {
-        let mut roles = self.roles.lock();
-        let stand_in = u8::try_from(roles.len())
-            .ok()
-            .and_then(|n| n.checked_add(FIRST_STAND_IN))
-            .filter(|&host| host < 250)
-            .map(|host| Ipv4Addr::new(198, 18, 1, host))
-            .context("a deployment holds at most 150 roles")?;
-        let mut spec = spec.clone();
-        let mut next = FIRST_PORT..;
-        spec.fix_ports(&mut || next.next().expect("ports to spare"));
-        let ready = spec.planned_ready(IpAddr::V4(stand_in));
-        roles.push(PlannedRole {
-            name: name.into(),
-            site: Site::of(name),
-            stand_in,
-            ports: ready.ports(),
-            spec,
-        });
-        Ok(ready)
-    }
-
-    fn roles(&self) -> Vec<PlannedRole> {
-        self.roles.lock().clone()
-    }
-}
-
 /// What `deploy` wrote.
 pub struct Deployment {
     pub dir: PathBuf,
@@ -495,6 +405,8 @@ pub async fn settle(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::roles::RoleSpec;
+    use std::net::Ipv4Addr;
 
     fn node(ipc: Option<&str>) -> RoleSpec {
         RoleSpec::Node {

@@ -13,6 +13,7 @@ pub mod launch;
 pub mod limits;
 pub mod metrics;
 pub mod netns;
+pub mod plan;
 pub mod process;
 pub mod procs;
 pub mod roles;

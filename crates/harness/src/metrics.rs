@@ -517,7 +517,7 @@ mod tests {
                 status: "exit status: 1".into(),
             },
         };
-        let summary = analysis::summary::compute(&manifest, &[exited], &[]);
+        let summary = analysis::stream::compute(&manifest, &[exited], &[]);
         let mut fresh = LiveMetrics::default();
         fresh.summarized(&summary);
         fresh.summarized(&summary);

@@ -59,7 +59,7 @@ pub struct Launcher {
     /// the collector container).
     pub containers: Option<std::sync::Arc<Containers>>,
     /// A deployment's plan: roles are planned, not started (`stratum-bench deploy`).
-    pub plan: Option<std::sync::Arc<crate::deploy::Plan>>,
+    pub plan: Option<std::sync::Arc<crate::plan::Plan>>,
 }
 
 /// Where a role's events go.

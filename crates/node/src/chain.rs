@@ -6,18 +6,6 @@ use bitcoin::{Block, BlockHash, CompactTarget, TxMerkleNode};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// Blocks between subsidy halvings (mainnet's schedule, so template values look real).
-pub const HALVING_INTERVAL: u32 = 210_000;
-
-pub fn subsidy(height: u32) -> u64 {
-    let halvings = height / HALVING_INTERVAL;
-    if halvings >= 64 {
-        0
-    } else {
-        (50 * 100_000_000u64) >> halvings
-    }
-}
-
 /// A block the node has accepted.
 #[derive(Debug)]
 pub struct ChainBlock {
@@ -297,19 +285,5 @@ impl Ancestry {
         }
         .work();
         (0..=height).fold(bitcoin::pow::Work::from_be_bytes([0; 32]), |w, _| w + one)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn subsidy_halves() {
-        assert_eq!(subsidy(0), 5_000_000_000);
-        assert_eq!(subsidy(209_999), 5_000_000_000);
-        assert_eq!(subsidy(210_000), 2_500_000_000);
-        assert_eq!(subsidy(840_000), 312_500_000);
-        assert_eq!(subsidy(64 * 210_000), 0);
     }
 }

@@ -2,7 +2,7 @@
 //! their seeds in `make test` (crates/cli/tests/fuzz_corpus.rs). Each feeds arbitrary bytes to one of the node's
 //! faces the way a connection does, and must return without panicking whatever they are.
 
-use crate::service::Shared;
+use crate::shared::Shared;
 use crate::state::NodeState;
 use crate::tdp::{decode_inbound, submit_solution, Inbound};
 use crate::NodeConfig;

@@ -12,7 +12,7 @@
 //! capnp-rpc is single-threaded, so the face runs on a thread of its own with a local
 //! task set; every connection gets an RpcSystem, all of them share the one chain.
 
-use crate::service::Shared;
+use crate::shared::Shared;
 use crate::template::Template;
 use anyhow::{Context as _, Result};
 use bitcoin::hashes::Hash;

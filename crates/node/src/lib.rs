@@ -16,6 +16,7 @@ pub mod mempool;
 pub mod peer;
 pub mod rpc;
 pub mod service;
+pub mod shared;
 pub mod state;
 pub mod tdp;
 pub mod tdp_client;

@@ -9,7 +9,7 @@
 //! (re)subscription up to the peer's best block, and for a relayed block whose parent it
 //! lacks.
 
-use crate::service::Shared;
+use crate::shared::Shared;
 use crate::state::PeerBlock;
 use bitcoin::Block;
 use serde::{Deserialize, Serialize};

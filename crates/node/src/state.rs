@@ -253,7 +253,7 @@ impl NodeState {
             .iter()
             .map(|o| o.value.to_sat())
             .sum();
-        let fees = claimed.saturating_sub(crate::chain::subsidy(height));
+        let fees = claimed.saturating_sub(crate::template::subsidy(height));
         PeerBlock::Connected(self.connect(block, &txids, fees, TipCause::Network))
     }
 
@@ -281,7 +281,7 @@ impl NodeState {
         let mut coinbase = network_coinbase(
             height,
             tag.as_bytes(),
-            crate::chain::subsidy(height) + picked.fees,
+            crate::template::subsidy(height) + picked.fees,
             Some(&commitment),
         );
         if let Some(script) = payout {
@@ -485,7 +485,10 @@ impl NodeState {
     /// Value of the best template the network could build now: subsidy plus fees.
     pub fn network_template_value(&self) -> (u64, u64) {
         let fees = select(&self.mempool, 0).fees;
-        (crate::chain::subsidy(self.chain.height() + 1) + fees, fees)
+        (
+            crate::template::subsidy(self.chain.height() + 1) + fees,
+            fees,
+        )
     }
 
     /// Records the network's best template value (one point of its time series).

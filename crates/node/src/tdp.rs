@@ -15,7 +15,7 @@
 //! client's templates are its own (not getblocktemplate's cache), so when several pools
 //! share the node, none of them waits on another's refresh timing.
 
-use crate::service::Shared;
+use crate::shared::Shared;
 use crate::template::Template;
 use anyhow::{bail, Context, Result};
 use bitcoin::hashes::Hash;

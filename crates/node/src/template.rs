@@ -15,6 +15,18 @@ use bitcoin::{
 use std::fmt::Write;
 use std::sync::Arc;
 
+/// Blocks between subsidy halvings (mainnet's schedule, so template values look real).
+pub const HALVING_INTERVAL: u32 = 210_000;
+
+pub fn subsidy(height: u32) -> u64 {
+    let halvings = height / HALVING_INTERVAL;
+    if halvings >= 64 {
+        0
+    } else {
+        (50 * 100_000_000u64) >> halvings
+    }
+}
+
 pub const MAX_BLOCK_WEIGHT: u64 = 4_000_000;
 pub const MAX_BLOCK_SIGOPS_COST: u32 = 80_000;
 /// Weight and sigops bitcoind keeps free for the coinbase.
@@ -125,7 +137,7 @@ impl Template {
             version: BLOCK_VERSION,
             bits,
             mintime,
-            subsidy: crate::chain::subsidy(height),
+            subsidy: subsidy(height),
             fees: picked.fees,
             weight: picked.weight + txs[0].weight,
             sigops: picked.sigops,
@@ -337,6 +349,15 @@ pub fn network_coinbase(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subsidy_halves() {
+        assert_eq!(subsidy(0), 5_000_000_000);
+        assert_eq!(subsidy(209_999), 5_000_000_000);
+        assert_eq!(subsidy(210_000), 2_500_000_000);
+        assert_eq!(subsidy(840_000), 312_500_000);
+        assert_eq!(subsidy(64 * 210_000), 0);
+    }
 
     #[test]
     fn marker_carries_its_template_id() {

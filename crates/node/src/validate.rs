@@ -1,8 +1,8 @@
 //! Block validation with bitcoind's checks, in bitcoind's order, and its reject reasons.
 
-use crate::chain::{subsidy, Chain};
+use crate::chain::Chain;
 use crate::mempool::{Mempool, MempoolTx};
-use crate::template::{marker_id, marker_tx, MAX_BLOCK_SIGOPS_COST, MAX_BLOCK_WEIGHT};
+use crate::template::{marker_id, marker_tx, subsidy, MAX_BLOCK_SIGOPS_COST, MAX_BLOCK_WEIGHT};
 use bitcoin::hashes::Hash;
 use bitcoin::{Block, CompactTarget, Transaction, Txid, WitnessMerkleNode};
 use std::collections::{HashMap, HashSet};

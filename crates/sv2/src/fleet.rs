@@ -1032,3 +1032,254 @@ pub(crate) fn decode_mining(mut frame: SerializedFrame) -> Result<Option<MiningO
         .map_err(|e| anyhow::anyhow!("malformed mining message: {e:?}"))?;
     Ok(Some(msg.into_owned()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stratum_apps::stratum_core::binary_sv2::{
+        B064KOwned, Seq0255Owned, Sv2OptionOwned, U256Owned,
+    };
+    use stratum_apps::stratum_core::mining_sv2::{
+        NewExtendedMiningJobOwned, NewMiningJobOwned, OpenExtendedMiningChannelSuccessOwned,
+        SetNewPrevHashOwned, SubmitSharesErrorOwned, SubmitSharesSuccess,
+    };
+
+    /// A miner of `channel` and a recorder into a file of its own, read back by `events`.
+    fn miner(name: &str, channel: ChannelKind) -> (Miner, Recorder, std::path::PathBuf) {
+        let path =
+            std::env::temp_dir().join(format!("sv2-fleet-{name}-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let recorder = Recorder::to_file(&path, "miners").unwrap();
+        let (slot, _shares) = Slot::new();
+        (Miner::new(3, channel, slot), recorder, path)
+    }
+
+    fn events(recorder: &Recorder, path: &std::path::Path) -> Vec<Event> {
+        recorder.close().unwrap();
+        let records = probe::recorder::read_events(path).unwrap();
+        let _ = std::fs::remove_file(path);
+        records.into_iter().map(|r| r.event).collect()
+    }
+
+    fn granted(prefix: &[u8], size: u16) -> MiningOwned {
+        MiningOwned::OpenExtendedMiningChannelSuccess(OpenExtendedMiningChannelSuccessOwned {
+            request_id: 1,
+            channel_id: 7,
+            target: U256Owned::from([0xff; 32]),
+            extranonce_size: size,
+            extranonce_prefix: B032Owned::try_from(prefix.to_vec()).unwrap(),
+            group_channel_id: 0,
+        })
+    }
+
+    fn prev_hash(job_id: u32, hash: [u8; 32]) -> MiningOwned {
+        MiningOwned::SetNewPrevHash(SetNewPrevHashOwned {
+            channel_id: 7,
+            job_id,
+            prev_hash: U256Owned::from(hash),
+            min_ntime: 1_000,
+            nbits: 0x207f_ffff,
+        })
+    }
+
+    /// A coinbase of one input whose scriptSig ends in 12 bytes of extranonce, cut
+    /// around them: (prefix, suffix).
+    fn coinbase_around_extranonce() -> (Vec<u8>, Vec<u8>) {
+        let tx = bitcoin::Transaction {
+            version: bitcoin::transaction::Version::TWO,
+            lock_time: bitcoin::absolute::LockTime::ZERO,
+            input: vec![bitcoin::TxIn {
+                script_sig: bitcoin::ScriptBuf::from_bytes(
+                    [&[3u8, 1, 2, 3][..], &[0; 12]].concat(),
+                ),
+                ..Default::default()
+            }],
+            output: vec![bitcoin::TxOut {
+                value: bitcoin::Amount::from_sat(312_500_000),
+                script_pubkey: bitcoin::ScriptBuf::new(),
+            }],
+        };
+        let bytes = bitcoin::consensus::serialize(&tx);
+        // Version 4, one input 1, its outpoint 36, the scriptSig's length 1 and push 4.
+        let at = 4 + 1 + 36 + 1 + 4;
+        (bytes[..at].to_vec(), bytes[at + 12..].to_vec())
+    }
+
+    fn extended_job(job_id: u32, min_ntime: Option<u32>, marker: [u8; 32]) -> MiningOwned {
+        let (prefix, suffix) = coinbase_around_extranonce();
+        MiningOwned::NewExtendedMiningJob(NewExtendedMiningJobOwned {
+            channel_id: 7,
+            job_id,
+            min_ntime: Sv2OptionOwned::new(min_ntime),
+            version: 0x2000_0000,
+            version_rolling_allowed: true,
+            merkle_path: Seq0255Owned::new(vec![U256Owned::from(marker)]).unwrap(),
+            coinbase_tx_prefix: B064KOwned::try_from(prefix).unwrap(),
+            coinbase_tx_suffix: B064KOwned::try_from(suffix).unwrap(),
+        })
+    }
+
+    #[test]
+    fn an_extended_channel_takes_its_grant_and_refuses_one_it_could_not_submit() {
+        let (mut m, recorder, path) = miner("grant", ChannelKind::Extended);
+        m.handle(&granted(&[1, 2, 3, 4], 8), 0, &recorder).unwrap();
+        assert_eq!(m.channel_id, 7);
+        assert_eq!(
+            (m.extranonce_prefix.as_slice(), m.extranonce_size),
+            (&[1u8, 2, 3, 4][..], 8)
+        );
+        // 4 + 30 bytes is more than a share's 32-byte extranonce can carry.
+        let err = m
+            .handle(&granted(&[1, 2, 3, 4], 30), 0, &recorder)
+            .unwrap_err();
+        assert!(err.to_string().contains("34-byte"), "{err}");
+        let recorded = events(&recorder, &path);
+        assert!(
+            (recorded.iter()).all(|e| !matches!(e, Event::JobReceived { .. })),
+            "a grant is no work: {recorded:?}"
+        );
+    }
+
+    /// A future job waits for its SetNewPrevHash, which makes it the work and drops the
+    /// jobs before it; a job for now starts at once on the current prev hash; a prev hash
+    /// for a job never received is no work.
+    #[test]
+    fn jobs_become_work_with_their_prev_hash_and_older_ones_are_dropped() {
+        let (mut m, recorder, path) = miner("jobs", ChannelKind::Extended);
+        let (p, q, marker) = ([0x11; 32], [0x22; 32], [0xaa; 32]);
+        m.handle(&granted(&[1, 2, 3, 4], 8), 0, &recorder).unwrap();
+        m.handle(&extended_job(1, None, marker), 10, &recorder)
+            .unwrap();
+        m.handle(&extended_job(2, None, marker), 11, &recorder)
+            .unwrap();
+        assert_eq!(m.jobs.len(), 2, "future jobs wait");
+        m.handle(&prev_hash(2, p), 20, &recorder).unwrap();
+        assert_eq!(
+            m.jobs.keys().collect::<Vec<_>>(),
+            vec![&2],
+            "job 1 is before the tip"
+        );
+        m.handle(&extended_job(3, Some(1_001), marker), 30, &recorder)
+            .unwrap();
+        m.handle(&prev_hash(9, q), 40, &recorder).unwrap();
+        assert!(m.jobs.is_empty(), "every job is before job 9");
+
+        let jobs: Vec<(String, String, Option<String>, bool)> = (events(&recorder, &path))
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::JobReceived {
+                    job_id,
+                    prev_hash,
+                    marker_txid,
+                    clean,
+                    ..
+                } => Some((job_id, prev_hash, marker_txid, clean)),
+                _ => None,
+            })
+            .collect();
+        let (p, marker) = (
+            BlockHash::from_byte_array(p).to_string(),
+            bitcoin::Txid::from_byte_array(marker).to_string(),
+        );
+        assert_eq!(
+            jobs,
+            vec![
+                // The tip's own job: clean.
+                ("2".into(), p.clone(), Some(marker.clone()), true),
+                // A job for now on the same tip.
+                ("3".into(), p, Some(marker), false),
+            ]
+        );
+    }
+
+    /// A standard channel's job carries its merkle root: work without a marker.
+    #[test]
+    fn a_standard_job_is_work_without_a_marker() {
+        let (mut m, recorder, path) = miner("standard", ChannelKind::Standard);
+        m.handle(&prev_hash(5, [0x33; 32]), 0, &recorder).unwrap();
+        let job = MiningOwned::NewMiningJob(NewMiningJobOwned {
+            channel_id: 7,
+            job_id: 5,
+            min_ntime: Sv2OptionOwned::new(Some(1_000)),
+            version: 0x2000_0000,
+            merkle_root: U256Owned::from([0x44; 32]),
+        });
+        m.handle(&job, 10, &recorder).unwrap();
+        let received: Vec<(Option<String>, Option<String>)> = (events(&recorder, &path))
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::JobReceived {
+                    marker_txid,
+                    work_id,
+                    ..
+                } => Some((marker_txid, work_id)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(received, vec![(None, None)]);
+    }
+
+    /// A success answers every share sent up to its sequence number; an error answers
+    /// its one share; an answer to nothing pending is no answer.
+    #[test]
+    fn answers_are_tied_to_shares_by_sequence_number() {
+        let (mut m, recorder, path) = miner("answers", ChannelKind::Extended);
+        m.handle(&granted(&[1, 2, 3, 4], 8), 0, &recorder).unwrap();
+        // Four shares, ids 100 to 103, go out as sequence numbers 0 to 3.
+        let mut next_share_id = 100;
+        for nonce in 0..4 {
+            let found = Found {
+                job_id: 1,
+                prev_hash: BlockHash::from_byte_array([0x11; 32]),
+                nonce,
+                ntime: 1_000,
+                version: 0x2000_0000,
+                standard: false,
+                extranonce: vec![0; 8],
+                block_hash: None,
+            };
+            let sent = m.submission(found, &mut next_share_id, &recorder);
+            let AnyMessageOwned::Mining(MiningOwned::SubmitSharesExtended(share)) = sent else {
+                panic!("an extended share");
+            };
+            assert_eq!((share.channel_id, share.sequence_number), (7, nonce));
+        }
+        let success = MiningOwned::SubmitSharesSuccess(SubmitSharesSuccess {
+            channel_id: 7,
+            last_sequence_number: 1,
+            new_submits_accepted_count: 2,
+            new_shares_sum: 2,
+        });
+        m.handle(&success, 10, &recorder).unwrap();
+        let error = |sequence_number| {
+            MiningOwned::SubmitSharesError(SubmitSharesErrorOwned {
+                channel_id: 7,
+                sequence_number,
+                error_code: text("stale-share"),
+            })
+        };
+        m.handle(&error(3), 20, &recorder).unwrap();
+        m.handle(&error(3), 30, &recorder).unwrap();
+        assert_eq!(m.pending.keys().collect::<Vec<_>>(), vec![&2]);
+        let answered: Vec<(u64, bool, Option<String>)> = (events(&recorder, &path))
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::ShareAnswered {
+                    share_id,
+                    accepted,
+                    error,
+                    ..
+                } => Some((share_id, accepted, error)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            answered,
+            vec![
+                (100, true, None),
+                (101, true, None),
+                (103, false, Some("stale-share".into())),
+            ]
+        );
+    }
+}

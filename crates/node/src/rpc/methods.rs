@@ -6,7 +6,7 @@ use super::{
     RPC_METHOD_NOT_FOUND,
 };
 use crate::chain::ChainBlock;
-use crate::service::Shared;
+use crate::shared::Shared;
 use bitcoin::{Address, Block, BlockHash, Network, Script, Transaction};
 use serde_json::{json, Value};
 use std::str::FromStr;

@@ -8,7 +8,7 @@
 mod methods;
 mod params;
 
-use crate::service::Shared;
+use crate::shared::Shared;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};

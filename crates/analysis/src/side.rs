@@ -1,0 +1,148 @@
+//! One side's part of `summary.json`, and the per-event values behind its distributions:
+//! what the headline, the clocks and the sweeps read of a side.
+
+use crate::bandwidth::Bandwidth;
+use crate::declaration::JobDeclarationSummary;
+use crate::jobs::WorkTime;
+use crate::paths::PathReadings;
+use crate::resources::RoleResources;
+use crate::shares::{BlockCounts, PoolWork, ShareCounts};
+use crate::stats::{Clustered, Estimate};
+use probe::Dist;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SideSummary {
+    pub config: String,
+    pub miners: u32,
+    /// The round trip of this side's link.
+    #[serde(default)]
+    pub link_rtt_ms: f64,
+    /// The side mines on its farm's own node's templates (configurations A, B): its
+    /// template value follows the scenario's `farm_node.mempool_overlap`, and its farm
+    /// bandwidth holds that node's modelled peer traffic.
+    #[serde(default)]
+    pub farm_node: bool,
+    pub shares: ShareCounts,
+    /// The pool's view: work credited by accepted shares against work done.
+    #[serde(default)]
+    pub pool_work: PoolWork,
+    pub blocks: BlockCounts,
+    pub block_propagation_ms: Dist,
+    pub new_job_ms: Dist,
+    pub new_prevhash_job_ms: Dist,
+    /// What each latency's path crosses, and what was added beyond its configured delay.
+    pub readings: PathReadings,
+    /// Time-weighted over valid work only: while a miner's job was on the network's tip.
+    pub template_value_sats: Dist,
+    /// The side's template value against the network's best, both means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_value_vs_network: Option<Delta>,
+    /// Each template the side's miners mined on validly, once, at the first moment one
+    /// did: `(seconds into the window, sats)`, in time order. The report draws it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub templates_mined: Vec<(f64, f64)>,
+    /// Miner-seconds of valid, stale and unmatched work in the window.
+    #[serde(default)]
+    pub work_s: WorkTime,
+    /// Stale work as time, the measure that carries over to any block rate: after each
+    /// tip, each miner's wait from the tip change at the node to its first job on it or a
+    /// later tip (a tip it got no job on counts until the next), in ms, averaged over
+    /// miners and tips; its interval resamples tips.
+    #[serde(default)]
+    pub stale_wait_ms: Dist,
+    /// Miner-tips without any job (in `stale_wait_ms`, until the next tip).
+    #[serde(default)]
+    pub tips_without_work: u64,
+    /// The same wait as a share of the work at the real network's pace: wait / its block
+    /// interval (`worth_assumptions.block_interval_s`), in percent. What a farm loses.
+    #[serde(default)]
+    pub stale_work_real_pct: Estimate,
+    /// The share of the miners' time that could only make stale shares at the run's own
+    /// pace (its simulated blocks come far faster than the real network's): from each tip
+    /// change to each miner's first job on it or a later tip (at most until the next tip),
+    /// summed, over miners x window, in percent; its interval resamples tips.
+    #[serde(default)]
+    pub stale_work_pct: Estimate,
+    /// The pool's view of it: the work whose shares reached the pool after the pool moved
+    /// to the new tip. The pool sits beside the network's node and moves with it, so each
+    /// miner's stale time grows by the shares' one-way trip across the link (shares in
+    /// flight, fresh when sent). Interval by tip.
+    #[serde(default)]
+    pub pool_stale_work_pct: Estimate,
+    /// With miners of unequal hashrate: shares and stale work by hashrate tenth.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_hashrate: Vec<crate::farm::HashrateGroup>,
+    /// `None` when the side's link recorded nothing.
+    pub bandwidth_bytes_per_s: Option<Bandwidth>,
+    /// The farm's bytes per second as means with intervals by batches of seconds: what a
+    /// curve across runs draws as a band.
+    #[serde(default)]
+    pub farm_rates: FarmRates,
+    /// What the farm's job declarations met at the pool's JDS (configurations A, B).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_declaration: Option<JobDeclarationSummary>,
+    /// What the Template Provider the run started for the side (sv2-tp) gave its pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_provider: Option<crate::template_provider::TemplateProviderSummary>,
+    /// The side's own role processes (the shared network node is under `network`).
+    pub roles: BTreeMap<String, RoleResources>,
+    /// The per-event values behind the distributions, by the unit each belongs to.
+    #[serde(skip)]
+    pub samples: LatencySamples,
+}
+
+/// Link traffic, bytes per second: the farm's each way (its node's modelled relay in, as
+/// the headline counts it) and what the pool's end carries both ways (the link alone).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FarmRates {
+    pub tx: Estimate,
+    pub rx: Estimate,
+    pub pool_both: Estimate,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct LatencySamples {
+    /// By the tip the template builds on.
+    pub new_job_ms: Clustered,
+    /// By tip.
+    pub new_prevhash_job_ms: Clustered,
+    /// By block.
+    pub block_propagation_ms: Clustered,
+    /// Template values weighted by valid miner-time, by tip.
+    pub template_value: crate::stats::Weighted,
+    /// By tip: each miner's wait for work on it (`stale_wait_ms`).
+    pub stale_wait_ms: Clustered,
+    /// Shares submitted, stale or not, by tip.
+    pub stale_by_tip: crate::stats::Counted,
+    /// The pool's verdicts, accepted or not, by tip.
+    pub accepted_by_tip: crate::stats::Counted,
+    /// The farm's bytes per second, second by second through the window.
+    pub farm_tx_per_s: Vec<f64>,
+    pub farm_rx_per_s: Vec<f64>,
+}
+
+/// A side's value against the baseline's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Delta {
+    pub sv2: f64,
+    pub sv1: f64,
+    pub delta: f64,
+    /// `None` when the SV1 value is zero.
+    pub pct: Option<f64>,
+}
+
+impl Delta {
+    /// `sv2` against `sv1`: the difference, and in percent of SV1 when SV1 is not zero.
+    pub fn of(sv2: f64, sv1: f64) -> Delta {
+        let delta = sv2 - sv1;
+        Delta {
+            sv2,
+            sv1,
+            delta,
+            pct: (sv1 != 0.0).then(|| delta / sv1.abs() * 100.0),
+        }
+    }
+}
