@@ -1,7 +1,6 @@
 //! A side's jobs: how fast miners got work (on a new template, on a new tip), and what the
-//! work they did was worth, second by second.
-//!
-//! Rules:
+//! work they did was worth, second by second. The facts, and the rules as
+//! [`crate::stream::JobStream`] applies them to events in time order:
 //! - A job is tied to its template by the marker txid in its first merkle branch, among the
 //!   templates of the node its side mines on (the farm's own node in configurations A and
 //!   B, the network's node otherwise); to a tip by its prev hash.

@@ -1,6 +1,5 @@
-//! A side's shares and blocks, in two views on one basis for every side.
-//!
-//! Rules:
+//! A side's shares and blocks, in two views on one basis for every side. The facts, and
+//! the rules as [`crate::stream::ShareStream`] applies them to events in time order:
 //! - Miners' view: every share a miner submitted in the window; stale when its prev hash
 //!   was no longer the network's tip at that moment (the tip timeline, whatever anyone
 //!   answered); the answer each miner got (a translator answers before the pool judges).

@@ -827,7 +827,8 @@ pub fn summarize(run_dir: &Path) -> anyhow::Result<Summary> {
 
 /// The summary of events and samples already in memory (in any order), by the same
 /// streaming rules a live run and a run directory go through: the events are put in time
-/// order first, so no horizon applies.
+/// order first, so none comes late (the rules' own horizons, a tip's jobs and a share's
+/// answer two minutes on, still apply).
 pub fn compute(m: &Manifest, records: &[Record], samples: &[Sample]) -> Summary {
     let mut stream = RunStream::new(m, u64::MAX);
     for r in records {

@@ -1,5 +1,6 @@
-//! What the nodes saw, by identity: templates by marker (per node), the network's tip
-//! changes in time order, the blocks it accepted. Every per-side rule reads this.
+//! What the nodes saw, by identity: templates by marker (per node), as the job rules tie
+//! jobs to them ([`Templates`]); and the network's tip changes and template values in
+//! time order ([`Timeline`]), as the summary reads them.
 
 use crate::manifest::Manifest;
 use probe::{Event, Record};
@@ -92,13 +93,11 @@ pub fn template_nodes(m: &Manifest) -> Vec<&str> {
         .collect()
 }
 
+/// What the network's node saw in time: its tip changes and its best template values.
 #[derive(Debug, Default)]
 pub struct Timeline<'a> {
-    pub templates: Templates,
     /// The network node's tip changes: (time, new tip hash), in time order.
     pub tips: Vec<(u64, &'a str)>,
-    /// Blocks the network node accepted: hash -> time.
-    pub accepted_blocks: HashMap<&'a str, u64>,
     /// The network's best template value, sampled in the window.
     pub network_values: Vec<f64>,
     /// Tip changes in the window (blocks of the whole network, ours included).
@@ -125,30 +124,14 @@ impl<'a> Timeline<'a> {
     /// `events` in time order.
     pub fn of(m: &'a Manifest, events: &[&'a Record]) -> Timeline<'a> {
         let window = m.window();
-        let template_nodes = template_nodes(m);
         let mut t = Timeline::default();
-        for r in events {
-            let role = r.role.as_str();
-            if !template_nodes.contains(&role) {
-                continue;
-            }
-            t.templates.take(r);
-            if role != m.node_role {
-                continue;
-            }
+        for r in events.iter().filter(|r| r.role == m.node_role) {
             match &r.event {
                 Event::TipChanged { hash, .. } => {
                     t.tips.push((r.t_ns, hash));
                     if window.contains(r.t_ns) {
                         t.network_blocks += 1;
                     }
-                }
-                Event::BlockSubmitted {
-                    hash,
-                    reject_reason: None,
-                    ..
-                } => {
-                    t.accepted_blocks.entry(hash).or_insert(r.t_ns);
                 }
                 Event::NetworkTemplateValue { value_sats, .. } if window.contains(r.t_ns) => {
                     t.network_values.push(*value_sats as f64);
@@ -158,79 +141,10 @@ impl<'a> Timeline<'a> {
         }
         t
     }
-
-    /// The network's tip at `t`; `None` before the first tip change the node recorded.
-    pub fn tip_at(&self, t: u64) -> Option<&'a str> {
-        let i = self.tips.partition_point(|(t_tip, _)| *t_tip <= t);
-        i.checked_sub(1).map(|i| self.tips[i].1)
-    }
-
-    /// Whether work on `prev_hash` at `t` was outdated: the network's tip had moved on.
-    /// Before the first recorded tip nothing is known to be outdated.
-    pub fn outdated(&self, prev_hash: &str, t: u64) -> bool {
-        self.tip_at(t).is_some_and(|tip| tip != prev_hash)
-    }
-
-    /// `[from, to)` cut where the network's tip changed: (start, end, tip), in order.
-    pub fn tip_spans(&self, from: u64, to: u64) -> Vec<(u64, u64, Option<&'a str>)> {
-        let mut spans = Vec::new();
-        let mut start = from;
-        let mut tip = self.tip_at(from);
-        let first = self.tips.partition_point(|(t, _)| *t <= from);
-        for &(t_tip, hash) in &self.tips[first..] {
-            if t_tip >= to {
-                break;
-            }
-            if t_tip > start {
-                spans.push((start, t_tip, tip));
-            }
-            start = t_tip;
-            tip = Some(hash);
-        }
-        if to > start {
-            spans.push((start, to, tip));
-        }
-        spans
-    }
 }
 
 /// A hex string's bytes in the opposite order ("a1b2" -> "b2a1").
 fn reversed_hex(hex: &str) -> String {
     let pairs: Vec<&str> = (0..hex.len() / 2).map(|i| &hex[2 * i..2 * i + 2]).collect();
     pairs.into_iter().rev().collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testing::*;
-    use probe::TipCause;
-
-    #[test]
-    fn tip_spans_cut_an_interval_where_the_tip_moved() {
-        let m = manifest(vec![sv1_side()]);
-        let events = [
-            tip(100, "A", TipCause::Network),
-            tip(300, "B", TipCause::Network),
-            tip(300, "C", TipCause::Submitted), // two changes at one instant: C wins
-            tip(700, "D", TipCause::Network),
-        ];
-        let refs: Vec<&Record> = events.iter().collect();
-        let t = Timeline::of(&m, &refs);
-        assert_eq!(t.tip_at(50), None);
-        assert_eq!(t.tip_at(300), Some("C"));
-        assert_eq!(
-            t.tip_spans(50, 800),
-            vec![
-                (50, 100, None),
-                (100, 300, Some("A")),
-                (300, 700, Some("C")),
-                (700, 800, Some("D"))
-            ]
-        );
-        assert_eq!(t.tip_spans(150, 250), vec![(150, 250, Some("A"))]);
-        assert_eq!(t.tip_spans(300, 300), vec![]);
-        assert!(!t.outdated("X", 50), "before any tip nothing is outdated");
-        assert!(t.outdated("A", 300) && !t.outdated("C", 300));
-    }
 }

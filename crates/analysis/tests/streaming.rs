@@ -220,7 +220,7 @@ fn a_recorded_run_streamed_gives_the_summary_of_one_time_order() {
 /// The fixture's files read one by one through the streams, as a report reads a long run:
 /// the summary of its files read in one time order, and every event seen once.
 #[test]
-fn a_run_directory_summarized_from_disk_gives_the_batch_summary() {
+fn a_run_directory_summarized_from_disk_gives_the_summary_of_one_time_order() {
     let (m, input) = fixture();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recorded-run");
     let in_order = analysis::stream::summarize(&dir).unwrap();

@@ -1,8 +1,9 @@
 //! Reports people read. A run directory becomes `report.md` and a self-contained
 //! `report.html` (inline SVG charts), optionally a PDF printed by headless Chromium;
 //! two runs become a comparison; a run's tables become CSV; benchmark results become their
-//! own report. Plain data in (the analysis's summary.json and charts.json), files out: no
-//! report reads a run's events.
+//! own report. Plain data in (the analysis's summary.json and charts.json), files out: a
+//! report computes nothing; where the analysis must run again, it is analysis that reads
+//! the events.
 
 pub mod bench;
 pub mod compare;

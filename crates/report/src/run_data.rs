@@ -6,7 +6,7 @@ use analysis::manifest::{Manifest, Sample};
 use analysis::summary::SCHEMA;
 use analysis::Summary;
 use anyhow::{bail, Context, Result};
-use model::run_dir::{EVENTS_DIR, MANIFEST_FILE, SUMMARY_FILE};
+use model::run_dir::{CHARTS_FILE, EVENTS_DIR, MANIFEST_FILE, SUMMARY_FILE};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -100,7 +100,7 @@ impl RunData {
         let (summary, charts, samples) = match &manifest {
             Some(m) => {
                 let written = match source {
-                    Source::Written => written(dir).map_err(|why| problems.push(why)).ok(),
+                    Source::Written => (written(dir)).map_err(|why| problems.extend(why)).ok(),
                     Source::Recompute => None,
                 };
                 let (summary, charts, samples) = match written {
@@ -169,25 +169,33 @@ impl RunData {
 }
 
 /// summary.json and charts.json as the run wrote them, or why they cannot be used (the
-/// analysis then runs again over the events).
-fn written(dir: &Path) -> Result<(Summary, Charts), String> {
+/// analysis then runs again over the events): a problem the report shows, or none where a
+/// run simply has no charts.json (a run of an earlier version, an interim snapshot).
+fn written(dir: &Path) -> Result<(Summary, Charts), Option<String>> {
     let Ok(text) = std::fs::read_to_string(dir.join(SUMMARY_FILE)) else {
-        return Err(format!(
+        return Err(Some(format!(
             "no {SUMMARY_FILE}: the run did not finish writing (recomputed from the events)"
-        ));
+        )));
     };
     let schema = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
         .and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(str::to_string));
     if schema.as_deref() != Some(SCHEMA) {
-        return Err(format!(
+        return Err(Some(format!(
             "{SUMMARY_FILE} is of schema {}, this tool writes {SCHEMA}: recomputed from the events",
             schema.unwrap_or_else(|| "unknown".into())
-        ));
+        )));
     }
-    let summary = serde_json::from_str(&text)
-        .map_err(|e| format!("{SUMMARY_FILE} cannot be read ({e}): recomputed from the events"))?;
-    let charts = Charts::read(dir).map_err(|e| format!("{e:#}: recomputed from the events"))?;
+    let summary = serde_json::from_str(&text).map_err(|e| {
+        Some(format!(
+            "{SUMMARY_FILE} cannot be read ({e}): recomputed from the events"
+        ))
+    })?;
+    if !dir.join(CHARTS_FILE).is_file() {
+        return Err(None);
+    }
+    let charts =
+        Charts::read(dir).map_err(|e| Some(format!("{e:#}: recomputed from the events")))?;
     Ok((summary, charts))
 }
 

@@ -94,7 +94,7 @@ pub(super) fn write_interim(
                 .with_context(|| format!("cannot link {}", link.display()))?;
         }
     }
-    write_results(&at, manifest, summary)?;
+    write_summary(&at, manifest, summary)?;
     write_report(&at)?;
     Ok(at)
 }
@@ -127,6 +127,17 @@ impl Drop for Unstarted {
 /// Writes `manifest.json`, `summary.json` and what a report draws beside it,
 /// `charts.json`.
 pub(crate) fn write_results(dir: &Path, manifest: &Manifest, summary: &Summary) -> Result<()> {
+    write_summary(dir, manifest, summary)?;
+    std::fs::write(
+        dir.join(model::run_dir::CHARTS_FILE),
+        serde_json::to_string(&analysis::charts::Charts::of(summary))? + "\n",
+    )?;
+    Ok(())
+}
+
+/// Writes `manifest.json` and `summary.json` only: an interim snapshot's, whose per-miner
+/// values are on disk until the run ends (its report reads them from the events).
+fn write_summary(dir: &Path, manifest: &Manifest, summary: &Summary) -> Result<()> {
     std::fs::write(
         dir.join(MANIFEST_FILE),
         serde_json::to_string_pretty(manifest)?,
@@ -134,10 +145,6 @@ pub(crate) fn write_results(dir: &Path, manifest: &Manifest, summary: &Summary) 
     std::fs::write(
         dir.join(model::run_dir::SUMMARY_FILE),
         serde_json::to_string_pretty(summary)? + "\n",
-    )?;
-    std::fs::write(
-        dir.join(model::run_dir::CHARTS_FILE),
-        serde_json::to_string(&analysis::charts::Charts::of(summary))? + "\n",
     )?;
     Ok(())
 }

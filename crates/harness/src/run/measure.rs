@@ -280,7 +280,8 @@ impl Measuring {
         };
         let summary = self.stream.summary_at(&snapshot, &self.samples);
         let (dir, label) = (dir.to_path_buf(), format!("{}s", measured.as_secs()));
-        // Off the run's loop: a report of a long run reads every event so far.
+        // Off the run's loop: a snapshot's report reads every event so far (its per-miner
+        // values wait on disk for the run's end).
         tokio::task::spawn_blocking(move || {
             let results = (&snapshot, &summary);
             match directory::write_interim(&dir, &label, results, write_report) {
