@@ -70,3 +70,84 @@ impl Charts {
         Ok(charts)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+    use probe::{Event, TipCause};
+
+    /// Two tips, a template on each, both miners' first jobs on them; the network's best
+    /// template value sampled twice; the link carrying 100 bytes up every second.
+    #[test]
+    fn the_charts_are_the_summarys_values_by_unit_and_in_time() {
+        let m = manifest(vec![sv1_side()]);
+        let value = |t_ns, value_sats| {
+            rec(
+                t_ns,
+                "node",
+                Event::NetworkTemplateValue {
+                    value_sats,
+                    fees_sats: 0,
+                    mempool_txs: 0,
+                },
+            )
+        };
+        let mut events = vec![
+            value(500 * MS, 100),
+            tip(1_000 * MS, "P", TipCause::Network),
+            template(1_001 * MS, "node", "A", "P", 100),
+            job(1_041 * MS, 0, "P", Some("A")),
+            job(1_061 * MS, 1, "P", Some("A")),
+            value(2_000 * MS, 300),
+            tip(5_000 * MS, "Q", TipCause::Network),
+            template(5_000 * MS, "node", "B", "Q", 300),
+            job(5_020 * MS, 0, "Q", Some("B")),
+            job(5_030 * MS, 1, "Q", Some("B")),
+        ];
+        events.extend((0..=10).map(|k| link_bytes(k * 1_000 * MS, "link", 100 * k, 0)));
+        let charts = Charts::of(&computed(&m, &events, &[]));
+        assert_eq!(charts.schema, SCHEMA);
+        // Seconds from the window's start (0), and sats.
+        assert_eq!(charts.network_best, vec![(0.5, 100.0), (2.0, 300.0)]);
+        let sv1 = &charts.sides["sv1"];
+        // New job, from each template's build, by tip: A at 1.001 s to 1.041 and 1.061 s;
+        // B at 5.000 s to 5.020 and 5.030 s.
+        assert_eq!(sv1.new_job_ms, vec![vec![40.0, 60.0], vec![20.0, 30.0]]);
+        // New job after a block, from each tip change: P at 1.000 s, Q at 5.000 s.
+        assert_eq!(
+            sv1.new_prevhash_job_ms,
+            vec![vec![41.0, 61.0], vec![20.0, 30.0]]
+        );
+        // No block found: no unit.
+        assert!(sv1.block_propagation_ms.is_empty());
+        // 100 bytes up in each of the window's 10 seconds, none down.
+        assert_eq!(sv1.farm_tx_per_s, vec![100.0; 10]);
+        assert_eq!(sv1.farm_rx_per_s, vec![0.0; 10]);
+    }
+
+    #[test]
+    fn charts_are_read_back_as_written_and_another_version_is_refused() {
+        let dir = scratch_dir("charts");
+        let mut charts = Charts {
+            schema: SCHEMA.into(),
+            network_best: vec![(1.5, 312_500_000.0)],
+            ..Charts::default()
+        };
+        charts.sides.insert(
+            "sv1".into(),
+            SideCharts {
+                new_job_ms: vec![vec![1.0, 2.0]],
+                ..SideCharts::default()
+            },
+        );
+        let path = dir.join(model::run_dir::CHARTS_FILE);
+        std::fs::write(&path, serde_json::to_string(&charts).unwrap()).unwrap();
+        assert_eq!(Charts::read(&dir).unwrap(), charts);
+        charts.schema = "stratum-bench.charts.v0".into();
+        std::fs::write(&path, serde_json::to_string(&charts).unwrap()).unwrap();
+        let err = format!("{:#}", Charts::read(&dir).unwrap_err());
+        assert!(err.contains("charts.v0") && err.contains(SCHEMA), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

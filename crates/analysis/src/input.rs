@@ -182,6 +182,25 @@ fn read_lines<T: DeserializeOwned>(
 mod tests {
     use super::*;
 
+    /// A killed run's events, counted by role and kind: two anchors of the node and one of
+    /// the pool, the bad line named and counted nowhere.
+    #[test]
+    fn events_are_counted_by_role_and_kind() {
+        let dir = crate::testing::scratch_dir("count");
+        std::fs::create_dir_all(dir.join(EVENTS_DIR)).unwrap();
+        let anchor = |t: u64, role: &str| {
+            format!(r#"{{"t_ns":{t},"role":"{role}","kind":"clock_anchor","wall_ns":1}}"#)
+        };
+        let node = [anchor(1, "node"), "cut sh".into(), anchor(3, "node")].join("\n");
+        std::fs::write(dir.join(EVENTS_DIR).join("node.jsonl"), node).unwrap();
+        std::fs::write(dir.join(EVENTS_DIR).join("pool.jsonl"), anchor(2, "pool")).unwrap();
+        let (counts, read) = count_events(&dir);
+        let key = |role: &str| (role.to_string(), "clock_anchor".to_string());
+        assert_eq!(counts, BTreeMap::from([(key("node"), 2), (key("pool"), 1)]));
+        assert_eq!(read.unreadable, vec!["events/node.jsonl:2"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_damaged_file_loses_only_its_bad_lines() {
         let dir = std::env::temp_dir().join(format!("analysis-input-{}", std::process::id()));
