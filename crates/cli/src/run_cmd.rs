@@ -99,22 +99,6 @@ impl WorthArgs {
             block_value_sats: self.block_value_sats,
         })
     }
-
-    /// The same assumptions as `run`'s arguments (for each run of a sweep).
-    pub fn to_args(&self) -> Vec<String> {
-        let mut args = vec![
-            format!("--hashrate={}", self.hashrate),
-            format!("--network-hashrate={}", self.network_hashrate),
-            format!(
-                "--real-block-interval={}",
-                self.real_block_interval.as_secs_f64()
-            ),
-        ];
-        if let Some(v) = self.block_value_sats {
-            args.push(format!("--block-value-sats={v}"));
-        }
-        args
-    }
 }
 
 /// A block interval as `600s`, `10m` or `600`: positive.

@@ -49,7 +49,6 @@ pub struct SweepArgs {
 pub async fn run(args: SweepArgs) -> Result<()> {
     let swept = harness::sweep::runner::sweep(SweepOptions {
         worth: args.worth.assumptions()?,
-        worth_args: args.worth.to_args(),
         scenario: args.scenario,
         vary: args.vary,
         zip: args.zip,

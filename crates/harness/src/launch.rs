@@ -43,7 +43,7 @@ pub async fn launch(args: Launch) -> Result<()> {
         }
         _ => bail!("give --events FILE, or --collector ADDR with --journal FILE"),
     };
-    crate::roles::run_role(&spec, recorder, bind_ip).await
+    crate::roles::run_role(&spec, &args.name, recorder, bind_ip).await
 }
 
 /// The role's spec file, its addresses its own in a container; and the address it binds.

@@ -159,23 +159,6 @@ pub enum RoleSpec {
 }
 
 impl RoleSpec {
-    /// The role's kind, as its spec names it (`sri-pool`).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            RoleSpec::Node { .. } => "node",
-            RoleSpec::Sv1Pool { .. } => "sv1-pool",
-            RoleSpec::Link { .. } => "link",
-            RoleSpec::Sv1Miners { .. } => "sv1-miners",
-            RoleSpec::Sv2Miners { .. } => "sv2-miners",
-            RoleSpec::SriPool { .. } => "sri-pool",
-            RoleSpec::SriTranslator { .. } => "sri-translator",
-            RoleSpec::SriJdc { .. } => "sri-jdc",
-            RoleSpec::Sv2Tap { .. } => "sv2-tap",
-            RoleSpec::Sv1Tap { .. } => "sv1-tap",
-            RoleSpec::RpcTap { .. } => "rpc-tap",
-        }
-    }
-
     /// A tap on any loopback port, answering as the pool (`keys`) in front of `upstream`.
     pub fn tap(upstream: SocketAddr, keys: &sv2_wire::AuthorityKeys) -> RoleSpec {
         RoleSpec::sv2_tap(upstream, keys, None)
@@ -295,9 +278,15 @@ pub struct LinkRoute {
     pub config: link::LinkConfig,
 }
 
-/// Runs the role described in `spec`, recording into `recorder`; what the role binds of
-/// its own accord (the node's RPC and ZMQ) binds `bind_ip` (127.0.0.1 but in a container).
-pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> Result<()> {
+/// Runs role `name` as `spec` describes it, recording into `recorder`; what the role binds
+/// of its own accord (the node's RPC and ZMQ) binds `bind_ip` (127.0.0.1 but in a
+/// container).
+pub async fn run_role(
+    spec_path: &Path,
+    name: &str,
+    recorder: Recorder,
+    bind_ip: IpAddr,
+) -> Result<()> {
     let text = std::fs::read_to_string(spec_path)
         .with_context(|| format!("cannot read role spec {}", spec_path.display()))?;
     let spec: RoleSpec = serde_json::from_str(&text)
@@ -314,7 +303,6 @@ pub async fn run_role(spec_path: &Path, recorder: Recorder, bind_ip: IpAddr) -> 
             announce,
         })
     };
-    let name = spec.kind();
     let r = &recorder;
     match spec {
         RoleSpec::Node {

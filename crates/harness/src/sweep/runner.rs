@@ -39,9 +39,8 @@ pub struct SweepOptions {
     pub duration: Option<String>,
     /// `--set` overrides for every run.
     pub overrides: Vec<String>,
-    /// What the worth is computed for, and the same as every run's arguments.
+    /// What the worth is computed for, in every run.
     pub worth: WorthAssumptions,
-    pub worth_args: Vec<String>,
 }
 
 /// Where a sweep wrote, and whether Ctrl-C cut it short.
@@ -72,7 +71,7 @@ pub async fn sweep(args: SweepOptions) -> Result<Swept> {
     let slots = job_slots(args.jobs)?;
     let scenario_text = std::fs::read_to_string(&args.scenario)?;
     // What every run gets beyond its point, in the order `run` takes it.
-    let mut common_args = args.worth_args.clone();
+    let mut common_args = worth_args(&args.worth);
     for set in &common_sets {
         common_args.extend(["--set".to_string(), set.clone()]);
     }
@@ -270,6 +269,19 @@ impl<'a> Runs<'a> {
         }
         Ok(())
     }
+}
+
+/// The worth's assumptions as `stratum-bench run` takes them.
+fn worth_args(w: &WorthAssumptions) -> Vec<String> {
+    let mut args = vec![
+        format!("--hashrate={}", w.farm_hashrate),
+        format!("--network-hashrate={}", w.network_hashrate),
+        format!("--real-block-interval={}", w.block_interval_s),
+    ];
+    if let Some(v) = w.block_value_sats {
+        args.push(format!("--block-value-sats={v}"));
+    }
+    args
 }
 
 /// Each run slot's CPUs: none (every CPU) for one job at a time; otherwise 2 CPUs each,
