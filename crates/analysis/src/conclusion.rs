@@ -3,6 +3,7 @@
 //! and what it costs in farm bandwidth. Every number comes from the verdict and the worth;
 //! this only words them.
 
+use crate::farm_lag::FarmNodeLag;
 use crate::headline::{Headline, VerdictRow};
 use crate::worth::{WorthAssumptions, WorthRow};
 use serde::{Deserialize, Serialize};
@@ -18,16 +19,19 @@ pub struct Conclusion {
     pub worth_sats_per_day: Option<f64>,
 }
 
-/// Per side of the verdict, its conclusion.
+/// Per side of the verdict, its conclusion; a side on its farm's own node (in `lags`)
+/// says the lag its answer was found at and the break-even.
 pub fn conclusions(
     verdict: &BTreeMap<String, Vec<VerdictRow>>,
     worth: &BTreeMap<String, Vec<WorthRow>>,
     a: &WorthAssumptions,
+    lags: &BTreeMap<String, FarmNodeLag>,
 ) -> BTreeMap<String, Conclusion> {
     (verdict.iter())
         .map(|(side, rows)| {
             let worth = worth.get(side).map_or(&[][..], Vec::as_slice);
-            (side.clone(), conclusion(side, rows, worth, a))
+            let lag = lags.get(side);
+            (side.clone(), conclusion(side, rows, worth, a, lag))
         })
         .collect()
 }
@@ -37,11 +41,15 @@ fn conclusion(
     rows: &[VerdictRow],
     worth: &[WorthRow],
     a: &WorthAssumptions,
+    lag: Option<&FarmNodeLag>,
 ) -> Conclusion {
     let find = |h: Headline| rows.iter().find(|r| r.metric == h);
     let mut parts = Vec::new();
     if let Some(r) = find(Headline::NewPrevhashJobMs) {
         parts.push(new_block_work(r));
+    }
+    if let Some(lag) = lag {
+        parts.push(lag.in_words());
     }
     let priced: Vec<&WorthRow> = (worth.iter())
         .filter(|w| w.modelled.is_none() && w.sats_per_day.is_some())
@@ -63,8 +71,14 @@ fn conclusion(
                 )
             })
             .collect();
+        // The farm node's lag sets some of it: priced at the assumed lag, and said so.
+        let at_lag = if priced.iter().any(|w| w.assumed.is_some()) {
+            " at the assumed lag"
+        } else {
+            ""
+        };
         parts.push(format!(
-            "worth {} sats a day for a {} farm ({} at 100 PH/s): {}",
+            "worth {} sats a day for a {} farm ({} at 100 PH/s){at_lag}: {}",
             sats(total),
             crate::worth::hashrate_label(a.farm_hashrate),
             sats(total * scale),
@@ -186,7 +200,7 @@ mod tests {
         ];
         let a = WorthAssumptions::default();
         let w = worth(&rows, &a, 315_000_000.0);
-        let c = conclusion("sv2-c", &rows, &w, &a);
+        let c = conclusion("sv2-c", &rows, &w, &a, None);
         assert!((c.worth_sats_per_day.unwrap() - 2.2302).abs() < 1e-4);
         assert_eq!(
             c.text,
@@ -194,6 +208,50 @@ mod tests {
              worth +2.2 sats a day for a 1 PH/s farm (+223 at 100 PH/s): stale work +2.2 \
              [+2.0, +2.4]; costs 2.1 kB/s of farm download (partly modelled: the farm \
              node's relay)"
+        );
+    }
+
+    /// A side on its farm's own node: the lag's rows are in the total, priced "at the
+    /// assumed lag", and the break-even is said with the lag assumed. 454 ms of lag
+    /// against SV1's 52.2 ms: 405.2 ms later, worth -405.2 / 600,000 x 0.000144 x 3e8 =
+    /// -29.17 sats a day.
+    #[test]
+    fn a_farm_node_side_says_its_break_even_and_prices_at_the_assumed_lag() {
+        let mut rows = vec![
+            row(
+                Headline::NewPrevhashJobMs,
+                52.2,
+                457.4,
+                Some((404.8, 405.6)),
+            ),
+            row(Headline::StaleWaitMs, 52.2, 457.4, Some((404.8, 405.6))),
+        ];
+        for r in &mut rows {
+            r.assumed = Some(crate::headline::SET_BY_LAG.into());
+        }
+        let a = WorthAssumptions::default();
+        let lag = FarmNodeLag {
+            assumed: "lognormal, median 454 ms, p90 6925 ms (Fechner et al.)".into(),
+            break_even_lag_ms: crate::stats::Estimate {
+                point: Some(49.0),
+                ci: Some((48.6, 49.4)),
+                units: 12,
+            },
+            ..FarmNodeLag::default()
+        };
+        let c = conclusion("sv2-a", &rows, &worth(&rows, &a, 3e8), &a, Some(&lag));
+        assert!(
+            (c.worth_sats_per_day.unwrap() + 29.1744).abs() < 1e-3,
+            "{c:?}"
+        );
+        assert_eq!(
+            c.text,
+            "sv2-a: miners reach new-block work 405.2 ms later (+776%) [404.8, 405.6]; \
+             sooner only while your farm's node hears of blocks within 49.0 ms [48.6, 49.4] \
+             of your pool's; here lognormal, median 454 ms, p90 6925 ms (Fechner et al.) \
+             was assumed (`stratum-bench race` measures yours); worth -29.2 sats a day for \
+             a 1 PH/s farm (-2917 at 100 PH/s) at the assumed lag: stale work -29.2 \
+             [-29.2, -29.1]"
         );
     }
 
@@ -206,7 +264,7 @@ mod tests {
             few,
         ];
         let a = WorthAssumptions::default();
-        let c = conclusion("sv1-b", &rows, &worth(&rows, &a, 3e8), &a);
+        let c = conclusion("sv1-b", &rows, &worth(&rows, &a, 3e8), &a, None);
         assert_eq!(c.worth_sats_per_day, None);
         assert!(c.text.contains("0.2 ms sooner"), "{}", c.text);
         assert!(c.text.contains("no difference shown"), "{}", c.text);
@@ -225,7 +283,7 @@ mod tests {
         let mut few = row(Headline::NewPrevhashJobMs, 50.0, 49.99, None);
         few.no_interval = Some("too few (n = 3 and 3 tips; 5 needed)".into());
         let a = WorthAssumptions::default();
-        let c = conclusion("sv2-c", &[few.clone()], &worth(&[few], &a, 3e8), &a);
+        let c = conclusion("sv2-c", &[few.clone()], &worth(&[few], &a, 3e8), &a, None);
         // -0.02% rounds to nothing at a tenth: no percent at all.
         assert_eq!(
             c.text,

@@ -146,6 +146,11 @@ pub struct VerdictRow {
     /// protocol, when something does: such a row is in no worth total.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modelled: Option<String>,
+    /// The scenario parameter that sets the row's difference while it stays a finding of
+    /// the run (the farm node's lag in A and B): such a row's worth is in the total, said
+    /// to be at that assumption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assumed: Option<String>,
     /// Miner-tips the side's miners got no work on before the next tip (they count in the
     /// stale wait, until that next tip).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -315,10 +320,24 @@ fn row(h: Headline, a: &Compared, b: &Compared) -> VerdictRow {
         ),
     };
     r.modelled = modelled(h, a.farm_node || b.farm_node);
+    r.assumed = set_by_lag(h, a.farm_node || b.farm_node);
     if matches!(h, Headline::StaleWaitMs) {
         r.tips_without_work = Some(b.tips_without_work);
     }
     r
+}
+
+/// What the farm node's lag sets when a side mines on its farm's own node: SRI's JDC
+/// moves its miners to a new block only when that node hears of it, and the farm's own
+/// blocks reach the network through it.
+pub const SET_BY_LAG: &str = "set by the farm node's lag (farm_node.block_lag)";
+
+fn set_by_lag(h: Headline, farm_node: bool) -> Option<String> {
+    let set = matches!(
+        h,
+        Headline::NewPrevhashJobMs | Headline::StaleWaitMs | Headline::BlockPropagationMs
+    );
+    (farm_node && set).then(|| SET_BY_LAG.into())
 }
 
 /// What sets a row's difference beyond the protocol, when a side mines on its farm's own
@@ -358,6 +377,7 @@ fn empty(h: Headline, sv1: Option<f64>, sv2: Option<f64>) -> VerdictRow {
         no_interval: None,
         method: Method::default(),
         modelled: None,
+        assumed: None,
         tips_without_work: None,
     }
 }
@@ -497,6 +517,7 @@ mod tests {
             no_interval: None,
             method: Method::Paired,
             modelled: None,
+            assumed: None,
             tips_without_work: None,
         };
         let verdict = BTreeMap::from([(
@@ -625,6 +646,7 @@ mod tests {
             no_interval: None,
             method: Method::Paired,
             modelled: None,
+            assumed: None,
             tips_without_work: None,
         };
         for metric in Headline::ALL {

@@ -43,6 +43,13 @@ pub struct JobFacts {
     /// new-block work unless a miner got no job on a tip at all (a pool that polls can skip
     /// a tip that lasted less than its poll) or got it only after the next tip.
     pub stale_wait_ms: Clustered,
+    /// By tip, for a side on its farm's own node (A, B): how much later that node took
+    /// the tip than the network's node (one value a tip; the farm's own blocks, which it
+    /// had first, are none).
+    pub farm_node_lag_ms: Clustered,
+    /// By tip, for such a side: each miner's new-block job less the tip's lag, what the
+    /// roles add beyond the farm node.
+    pub own_new_block_ms: Clustered,
     /// Tips a miner got no work on (by miner and tip): in the stale wait until the next
     /// tip, missing from the new-block job times.
     pub tips_without_job: u64,

@@ -19,6 +19,7 @@ pub mod credit;
 pub mod declaration;
 pub mod event_tables;
 pub mod farm;
+pub mod farm_lag;
 pub mod headline;
 pub mod host;
 pub mod input;

@@ -223,9 +223,14 @@ pub struct SideRoles {
     /// network's (whole blocks over ZMQ, submissions over RPC), counted apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feed_link_role: Option<String>,
-    /// One-way delay between the farm's node and the network's (its peer hop).
+    /// One-way delay between the farm's node and the network's (its peer hop): the
+    /// median of its block lag.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub farm_node_hop_ms: Option<f64>,
+    /// The farm node's block lag as the scenario set it, in words with its source
+    /// (`farm_node.block_lag`, `farm_node.block_lag_source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub farm_node_lag: Option<String>,
     /// The tap that sees the farm's job declarations (configurations A, B).
     #[serde(default)]
     pub job_declaration_role: Option<String>,

@@ -86,6 +86,10 @@ pub struct SideSummary {
     /// What the Template Provider the run started for the side (sv2-tp) gave its pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_provider: Option<crate::template_provider::TemplateProviderSummary>,
+    /// For a side on its farm's own node (A, B): that node's lag, the roles' own time and
+    /// the break-even lag against the baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub farm_node_lag: Option<crate::farm_lag::FarmNodeLag>,
     /// The side's own role processes (the shared network node is under `network`).
     pub roles: BTreeMap<String, RoleResources>,
     /// The per-event values behind the distributions, by the unit each belongs to.
@@ -115,6 +119,10 @@ pub struct LatencySamples {
     pub template_value: crate::stats::Weighted,
     /// By tip: each miner's wait for work on it (`stale_wait_ms`).
     pub stale_wait_ms: Clustered,
+    /// By tip (A, B): the farm node's lag behind the network's node, one value a tip.
+    pub farm_node_lag_ms: Clustered,
+    /// By tip (A, B): each miner's new-block job less the tip's farm node lag.
+    pub own_new_block_ms: Clustered,
     /// Shares submitted, stale or not, by tip.
     pub stale_by_tip: crate::stats::Counted,
     /// The pool's verdicts, accepted or not, by tip.

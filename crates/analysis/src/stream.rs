@@ -366,6 +366,13 @@ pub struct JobStream {
     new_job_ms: Clustered,
     new_prevhash_job_ms: Clustered,
     stale_wait_ms: Clustered,
+    /// When the side's farm node took each block (configurations A, B), by hash, until
+    /// the network's tip of that hash is taken into the samples.
+    farm_node_took: HashMap<String, u64>,
+    /// Per tip, how much later the farm node took it than the network's node.
+    farm_node_lag_ms: Clustered,
+    /// Per tip, each miner's new-block job less the tip's farm node lag: the roles' own.
+    own_new_block_ms: Clustered,
     tip: Option<String>,
     /// The window's tips not yet taken into the samples, oldest first.
     tips: VecDeque<TipWait>,
@@ -398,6 +405,9 @@ impl JobStream {
             new_job_ms: Clustered::default(),
             new_prevhash_job_ms: Clustered::default(),
             stale_wait_ms: Clustered::default(),
+            farm_node_took: HashMap::new(),
+            farm_node_lag_ms: Clustered::default(),
+            own_new_block_ms: Clustered::default(),
             tip: None,
             tips: VecDeque::new(),
             tips_taken: 0,
@@ -418,6 +428,7 @@ impl JobStream {
         self.new_job_ms = Clustered::spilled_to(&file("new_job_ms"))?;
         self.new_prevhash_job_ms = Clustered::spilled_to(&file("new_prevhash_job_ms"))?;
         self.stale_wait_ms = Clustered::spilled_to(&file("stale_wait_ms"))?;
+        self.own_new_block_ms = Clustered::spilled_to(&file("own_new_block_ms"))?;
         Ok(())
     }
 
@@ -435,6 +446,10 @@ impl JobStream {
         if r.role == self.node_role {
             if let Event::TipChanged { hash, .. } = &r.event {
                 self.tip_changed(r.t_ns, hash);
+            }
+        } else if r.role == self.template_node {
+            if let Event::TipChanged { hash, .. } = &r.event {
+                self.farm_node_took.insert(hash.clone(), r.t_ns);
             }
         }
         if r.role == self.side.miners_role {
@@ -541,11 +556,25 @@ impl JobStream {
                 break;
             }
             let tip = self.tips.pop_front().expect("a front");
+            // A block the farm node took after the network did (not one found at the farm,
+            // which the farm node had first): its lag, and what the roles added beyond it.
+            let lag_ns = (self.farm_node_took.remove(&tip.hash))
+                .filter(|took| *took >= tip.t_ns)
+                .map(|took| took - tip.t_ns);
+            if let Some(lag) = lag_ns {
+                self.farm_node_lag_ms.push(&tip.hash, crate::jobs::ms(lag));
+            }
             for first in &tip.first_job {
                 match first {
-                    Some(at) => self
-                        .new_prevhash_job_ms
-                        .push(&tip.hash, crate::jobs::ms(at.saturating_sub(tip.t_ns))),
+                    Some(at) => {
+                        let job_ns = at.saturating_sub(tip.t_ns);
+                        self.new_prevhash_job_ms
+                            .push(&tip.hash, crate::jobs::ms(job_ns));
+                        if let Some(lag) = lag_ns {
+                            let own = job_ns as f64 - lag as f64;
+                            self.own_new_block_ms.push(&tip.hash, own / 1e6);
+                        }
+                    }
                     None => self.unmatched.add("tip_without_job", 1),
                 }
             }
@@ -642,6 +671,8 @@ impl JobStream {
             new_job_ms: load(self.new_job_ms),
             new_prevhash_job_ms: load(self.new_prevhash_job_ms),
             stale_wait_ms: load(self.stale_wait_ms),
+            farm_node_lag_ms: self.farm_node_lag_ms,
+            own_new_block_ms: load(self.own_new_block_ms),
             value_by_tip: self.value_by_tip,
             ..JobFacts::default()
         };

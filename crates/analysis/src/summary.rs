@@ -4,6 +4,7 @@ use crate::bandwidth::{
     block_relay_counters, farm_rate_series, link_counters, side_bandwidth, tx_relay_counters,
     FarmNodeTraffic,
 };
+use crate::farm_lag::FarmNodeLag;
 use crate::headline::{verdict, VerdictRow, BASELINE};
 use crate::jobs::JobFacts;
 use crate::manifest::{Manifest, Sample, SideRoles, Stopped, Window};
@@ -249,7 +250,7 @@ pub fn assemble(
         .or(network_value.mean)
         .unwrap_or_default();
     let OnPath { security, outages } = on_path(m, &facts, block_value);
-    let sides: BTreeMap<String, SideSummary> = (m.sides.iter())
+    let mut sides: BTreeMap<String, SideSummary> = (m.sides.iter())
         .map(|(name, side)| {
             let facts = facts.remove(name).unwrap_or_default();
             let at = SideInputs {
@@ -275,6 +276,22 @@ pub fn assemble(
             .then(|| resources(samples, role, window))
     };
     let baseline = m.baseline.clone().unwrap_or_else(baseline_default);
+    let lags: BTreeMap<String, FarmNodeLag> = (m.sides.iter())
+        .filter_map(|(name, roles)| {
+            let assumed = roles.farm_node_lag.as_deref()?;
+            let side = &sides.get(name)?.samples;
+            let base = sides.get(&baseline).filter(|_| *name != baseline);
+            Some((
+                name.clone(),
+                FarmNodeLag::of(assumed, side, base.map(|b| &b.samples)),
+            ))
+        })
+        .collect();
+    for (name, lag) in &lags {
+        if let Some(side) = sides.get_mut(name) {
+            side.farm_node_lag = Some(lag.clone());
+        }
+    }
     let verdict_rows = verdict(&sides, &baseline);
     let worth_rows: BTreeMap<String, Vec<WorthRow>> = (verdict_rows.iter())
         .map(|(side, rows)| (side.clone(), worth(rows, &m.worth, block_value)))
@@ -311,7 +328,7 @@ pub fn assemble(
         seed_reading: (verdict_rows.iter())
             .map(|(side, rows)| (side.clone(), seed_reading(rows, &m.worth)))
             .collect(),
-        conclusions: crate::conclusion::conclusions(&verdict_rows, &worth_rows, &m.worth),
+        conclusions: crate::conclusion::conclusions(&verdict_rows, &worth_rows, &m.worth, &lags),
         worth_assumptions: WorthAssumptions {
             block_value_sats: Some(block_value),
             ..m.worth.clone()
@@ -434,6 +451,8 @@ fn side_summary(
             .job_declaration_role
             .as_deref()
             .map(|role| crate::declaration::job_declaration(events, role, window)),
+        // The break-even needs the baseline: set once every side is summarised.
+        farm_node_lag: None,
         template_provider: side.template_role.as_deref().map(|role| {
             crate::template_provider::template_provider(timeline, events, role, window)
         }),
@@ -449,6 +468,8 @@ fn side_summary(
             block_propagation_ms: shares.block_propagation_ms,
             template_value: jobs.value_by_tip,
             stale_wait_ms: jobs.stale_wait_ms,
+            farm_node_lag_ms: jobs.farm_node_lag_ms,
+            own_new_block_ms: jobs.own_new_block_ms,
             stale_by_tip: shares.stale_by_tip,
             accepted_by_tip: shares.accepted_by_tip,
             farm_tx_per_s: farm_per_s.iter().map(|r| r.0).collect(),

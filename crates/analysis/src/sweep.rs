@@ -218,6 +218,26 @@ pub struct SweepAnalysis {
     pub numeric: bool,
     pub baseline: String,
     pub curves: Vec<Curves>,
+    /// Where a farm-node side's new-block job crosses the baseline's, when the sweep
+    /// varies the farm node's lag ([`LAG_KEY`]): its break-even lag over every point.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crossings: Vec<Crossing>,
+}
+
+/// The scenario key of the farm node's lag: a sweep along it has crossings.
+pub const LAG_KEY: &str = "farm_node.block_lag";
+
+/// A side's break-even lag along a sweep of the farm node's lag: below it the side's
+/// miners reach new-block work sooner than the baseline's, above it later. Every point's
+/// run measures the same break-even (the lag moves both the side's job and where it
+/// would equal the baseline's), so the points are combined as repeats.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Crossing {
+    pub side: String,
+    pub panel: String,
+    pub lag_ms: f64,
+    pub ci: Option<(f64, f64)>,
+    pub runs: usize,
 }
 
 /// One run's reading of one metric for one side.
@@ -314,14 +334,41 @@ pub fn analyse(keys: &[String], zip: bool, runs: &[SweepRun]) -> SweepAnalysis {
             }
         })
         .collect();
+    // Along the lag, the runs' break-evens are one quantity measured at every point.
+    let mut crossings = Vec::new();
+    if key == LAG_KEY {
+        let mut by_side: BTreeMap<(String, String), Vec<Estimate>> = BTreeMap::new();
+        for ((metric, side, panel, _), estimates) in &grouped {
+            if metric == BREAK_EVEN {
+                (by_side.entry((side.clone(), panel.clone())).or_default())
+                    .extend(estimates.iter().cloned());
+            }
+        }
+        for ((side, panel), estimates) in by_side {
+            let c = combine(&estimates);
+            if let Some(lag_ms) = c.value {
+                crossings.push(Crossing {
+                    side,
+                    panel,
+                    lag_ms,
+                    ci: c.ci,
+                    runs: estimates.iter().filter(|e| e.point.is_some()).count(),
+                });
+            }
+        }
+    }
     SweepAnalysis {
         key,
         panels_by: keys.iter().skip(1).cloned().collect(),
         numeric,
         baseline,
         curves,
+        crossings,
     }
 }
+
+/// The reading of a farm-node side's break-even lag.
+const BREAK_EVEN: &str = "BreakEvenLagMs";
 
 /// Every reading one run gives.
 fn readings(s: &Summary) -> Vec<Reading> {
@@ -343,6 +390,15 @@ fn readings(s: &Summary) -> Vec<Reading> {
                 CurveKind::Side,
                 name,
                 side_estimate(h, side),
+            );
+        }
+        if let Some(lag) = &side.farm_node_lag {
+            push(
+                BREAK_EVEN,
+                "break-even farm node lag, ms (below it, new-block work sooner than the baseline's)",
+                CurveKind::Side,
+                name,
+                lag.break_even_lag_ms.clone(),
             );
         }
         let miners = f64::from(side.miners.max(1));
@@ -581,7 +637,9 @@ pub fn fit_line(points: &[(f64, f64, Option<f64>)]) -> Option<Fit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{computed, farm_side, job, job_to, manifest, sv1_side, template, tip, MS};
+    use crate::testing::{
+        computed, farm_side, job, job_to, manifest, sv1_side, template, tip, tip_at, MS,
+    };
     use probe::TipCause;
 
     /// A run of ten tips 900 ms apart: SV1's miner gets each tip's job `sv1_ms` after it
@@ -599,6 +657,69 @@ mod tests {
             events.push(job_to("miners-a", t + (2 + wobble) * MS, 0, &p, Some(&f)));
         }
         computed(&m, &events, &[])
+    }
+
+    /// A sweep of the farm node's lag, worked by hand: ten tips 900 ms apart; SV1's
+    /// miner gets new-block work 50 or 51 ms after each (odd tips 51), A's farm node takes
+    /// each tip `lag` ms late and A's miner gets work 2 or 3 ms after that. A's own time
+    /// is 2 or 3 ms, with SV1's wobble: the break-even per tip is (50 + w) - (2 + w) =
+    /// 48 ms at every tip and at every lag, so the crossing is 48 ms, its interval 48 to 48.
+    #[test]
+    fn a_sweep_of_the_farm_nodes_lag_crosses_sv1_at_the_break_even() {
+        let lagged = |lag: u64| {
+            let m = manifest(vec![sv1_side(), farm_side()]);
+            let mut events = Vec::new();
+            for k in 1..=10u64 {
+                let (t, p, wobble) = (k * 900 * MS, format!("P{k}"), k % 2);
+                let (a, f) = (format!("A{k}"), format!("F{k}"));
+                events.push(tip(t, &p, TipCause::Network));
+                events.push(tip_at("node-farm", t + lag * MS, &p, TipCause::Network));
+                events.push(template(t, "node", &a, &p, 100));
+                events.push(template(t + lag * MS, "node-farm", &f, &p, 100));
+                events.push(job(t + (50 + wobble) * MS, 0, &p, Some(&a)));
+                let at = t + (lag + 2 + wobble) * MS;
+                events.push(job_to("miners-a", at, 0, &p, Some(&f)));
+            }
+            computed(&m, &events, &[])
+        };
+        let (none, late) = (lagged(0), lagged(100));
+        let lag = none.sides["sv2-a"].farm_node_lag.as_ref().unwrap();
+        assert_eq!(lag.lag_ms.mean, Some(0.0));
+        assert!(close(lag.own_ms.mean.unwrap(), 2.5));
+        let settings = |x: &str| vec![(LAG_KEY.to_string(), x.to_string())];
+        let (s0, s100) = (settings("0"), settings("100"));
+        let runs = [
+            SweepRun {
+                settings: &s0,
+                summary: &none,
+            },
+            SweepRun {
+                settings: &s100,
+                summary: &late,
+            },
+        ];
+        let a = analyse(&[LAG_KEY.into()], false, &runs);
+        let [c] = a.crossings.as_slice() else {
+            panic!("{:?}", a.crossings)
+        };
+        assert_eq!((c.side.as_str(), c.runs), ("sv2-a", 2));
+        assert!(close(c.lag_ms, 48.0), "{c:?}");
+        let (lo, hi) = c.ci.unwrap();
+        assert!(close(lo, 48.0) && close(hi, 48.0), "{lo} {hi}");
+        // A's new-block job moves one for one with the lag: slope 1.
+        let job = (a.curves.iter())
+            .find(|c| c.metric == "NewPrevhashJobMs" && c.kind == CurveKind::Side)
+            .unwrap();
+        let fit = job.fits.iter().find(|f| f.side == "sv2-a").unwrap();
+        assert!(close(fit.slope, 1.0), "{fit:?}");
+        // Along another key, no crossing is claimed.
+        let other = [SweepRun {
+            settings: &[("link.rtt_ms".to_string(), "100".to_string())],
+            summary: &none,
+        }];
+        assert!(analyse(&["link.rtt_ms".into()], false, &other)
+            .crossings
+            .is_empty());
     }
 
     /// Worked by hand: at x = 100 SV1's new-block job is 50 or 51 ms (mean 50.5), at

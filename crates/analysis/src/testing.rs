@@ -61,6 +61,7 @@ pub fn sv1_side() -> (String, SideRoles) {
             link_rtt_ms: None,
             farm_node_role: None,
             farm_node_hop_ms: None,
+            farm_node_lag: None,
             feed_link_role: None,
             job_declaration_role: None,
             roles: vec!["node".into(), "pool".into(), "miners".into()],
@@ -86,6 +87,7 @@ pub fn farm_side() -> (String, SideRoles) {
             link_rtt_ms: Some(40.0),
             farm_node_role: Some("node-farm".into()),
             farm_node_hop_ms: Some(20.0),
+            farm_node_lag: Some("20 ms (test)".into()),
             feed_link_role: None,
             job_declaration_role: Some("jdtap-a".into()),
             roles: vec!["node".into(), "node-farm".into(), "jdc-a".into()],
@@ -97,9 +99,14 @@ pub fn farm_side() -> (String, SideRoles) {
 }
 
 pub fn tip(t_ns: u64, hash: &str, cause: TipCause) -> Record {
+    tip_at("node", t_ns, hash, cause)
+}
+
+/// A tip change at the node `role` (a farm's own node: "node-farm").
+pub fn tip_at(role: &str, t_ns: u64, hash: &str, cause: TipCause) -> Record {
     rec(
         t_ns,
-        "node",
+        role,
         Event::TipChanged {
             height: 1,
             hash: hash.into(),
@@ -288,6 +295,7 @@ pub fn verdict_row(
         no_interval: None,
         method: Default::default(),
         modelled: None,
+        assumed: None,
         tips_without_work: None,
     }
 }

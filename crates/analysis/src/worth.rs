@@ -67,6 +67,10 @@ pub struct WorthRow {
     /// the row is in no total.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modelled: Option<String>,
+    /// The scenario parameter the difference is priced at (the farm node's lag): in the
+    /// total, said to be at that assumption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assumed: Option<String>,
 }
 
 /// The worth of a side's verdict rows that carry value, with `block_value` sats a block
@@ -112,6 +116,7 @@ pub fn worth(rows: &[VerdictRow], a: &WorthAssumptions, block_value: f64) -> Vec
                     _ => how,
                 },
                 modelled: r.modelled.clone(),
+                assumed: r.assumed.clone(),
             })
         })
         .collect()

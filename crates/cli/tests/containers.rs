@@ -230,7 +230,7 @@ fn the_default_scenario_apart(name: &str, placement: &[&str]) {
     }
     // Every byte between the sites crossed the link: a new block's job reaches the
     // miners no sooner than the link's one-way delay (A's farm node hears of the block
-    // farm_node.propagation_ms after the network's node, and builds the job itself).
+    // farm_node.block_lag after the network's node, and builds the job itself).
     // Each side's shares crossed to its pool and were accepted there (A's through its
     // JDC, whose job declaration crosses the link to the JDS in the pool's container).
     let summary = common::summary(&out);

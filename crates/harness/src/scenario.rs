@@ -4,6 +4,7 @@
 pub use crate::external_pool::{ExternalSv1Pool, PoolFile};
 use anyhow::{bail, Context, Result};
 use model::duration as dur;
+use model::lag::BlockLag;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
@@ -362,20 +363,54 @@ pub struct FarmNode {
     /// Share of the network's transactions that reach the farm's mempool, in `[0, 1]`.
     #[serde(default = "default_overlap")]
     pub mempool_overlap: f64,
-    /// How much later than the pool's node the farm's node hears of a block or a
-    /// transaction, and how long a block found at the farm takes to reach the network.
-    /// The farm's node has its own peers, so this is not the pool link's delay (the relay
-    /// carrying it is only where its bytes are counted).
-    #[serde(default = "default_propagation")]
-    pub propagation_ms: f64,
+    /// How much later than the pool's node the farm's node hears of each block, and how
+    /// long a block found at the farm takes to reach the network: SRI's JDC moves its
+    /// miners to a new block only when this node hears of it, so in A and B this lag sets
+    /// the new-block job, the stale work and the farm's block propagation. Fixed (ms), a
+    /// lognormal `{ median_ms, p90_ms }`, or measured lags `{ file }` (one ms a line, as
+    /// `stratum-bench race` writes them); one draw per block, the same for every farm node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_lag: Option<BlockLag>,
+    /// Where `block_lag` comes from (a measurement, a paper), said beside every verdict
+    /// it sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_lag_source: Option<String>,
+    /// How much later than the pool's node the farm's node gets each transaction.
+    #[serde(default = "default_tx_relay")]
+    pub tx_relay_ms: f64,
+    /// Replaced by `block_lag` and `tx_relay_ms`: refused with a message saying so.
+    #[serde(default, skip_serializing)]
+    propagation_ms: Option<toml::Value>,
 }
 
 impl Default for FarmNode {
     fn default() -> Self {
         FarmNode {
             mempool_overlap: default_overlap(),
-            propagation_ms: default_propagation(),
+            block_lag: None,
+            block_lag_source: None,
+            tx_relay_ms: default_tx_relay(),
+            propagation_ms: None,
         }
+    }
+}
+
+impl FarmNode {
+    /// The lag each block is drawn from: the scenario's, or the default.
+    pub fn lag(&self) -> BlockLag {
+        self.block_lag.clone().unwrap_or_default()
+    }
+
+    /// The lag in words with where it comes from: "20 ms (source)".
+    pub fn lag_in_words(&self) -> String {
+        let source = match (&self.block_lag, &self.block_lag_source) {
+            (_, Some(source)) => source.clone(),
+            (None, None) => default_lag_source(),
+            (Some(_), None) => {
+                "set by the scenario, no source given (farm_node.block_lag_source)".into()
+            }
+        };
+        format!("{} ({source})", self.lag().describe())
     }
 }
 
@@ -383,8 +418,17 @@ fn default_overlap() -> f64 {
     0.95
 }
 
-/// A well-connected node hears of a block tens of milliseconds after the first one does.
-fn default_propagation() -> f64 {
+/// The lab's default: a farm node peered close to its pool's. Not a measurement; the
+/// public network's median is far later (scenarios/farm-node-public.toml).
+fn default_lag_source() -> String {
+    "the default, an assumption: a farm node peered directly with its pool's; a node on \
+     the public network hears of blocks 454 ms late at the median (Fechner et al., ACM SAC \
+     2022)"
+        .into()
+}
+
+/// Transactions cross the same peer hop as the default block lag.
+fn default_tx_relay() -> f64 {
     20.0
 }
 
@@ -992,10 +1036,13 @@ impl Scenario {
                 let path = e.path().to_string();
                 anyhow::anyhow!("scenario field `{path}`: {}", e.into_inner())
             })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        if let Some(Err(e)) = (scenario.farm_node.block_lag.as_mut()).map(|lag| lag.load(base)) {
+            anyhow::bail!("scenario field `farm_node.block_lag`: {e}");
+        }
         scenario.check()?;
         // Templates are read relative to the scenario file; keep their paths whole, so
         // the copy in the run directory still names them.
-        let base = path.parent().unwrap_or(Path::new("."));
         for (label, pool) in &mut scenario.sv1_pools {
             crate::external_pool::resolve(pool, base, &format!("sv1_pools.{label}"))?;
             if let Some(template) = &mut pool.config_template {
@@ -1051,6 +1098,13 @@ impl Scenario {
                 config.path(),
                 self.link.rtt_of(side)
             );
+            if matches!(config, Config::Sv2A | Config::Sv2B) {
+                // What sets this side's new-block answer, said before it runs.
+                line.push_str(&format!(
+                    "; farm node's block lag {}",
+                    self.farm_node.lag_in_words()
+                ));
+            }
             if let Some(pool) = self.external_pool(side) {
                 let what = (pool.kind.as_deref())
                     .or(pool.command.as_deref())
@@ -1311,12 +1365,30 @@ impl Scenario {
                 ),
             )?;
         }
-        if !is_delay_ms(self.farm_node.propagation_ms) {
+        if self.farm_node.propagation_ms.is_some() {
             fail(
                 "farm_node.propagation_ms",
+                "is now two fields: farm_node.block_lag (blocks: 25, \
+                 { median_ms = 454, p90_ms = 6925 } or { file = \"lags.txt\" }) and \
+                 farm_node.tx_relay_ms (transactions)"
+                    .into(),
+            )?;
+        }
+        if let Err(e) = self.farm_node.lag().check() {
+            fail("farm_node.block_lag", e)?;
+        }
+        if !is_delay_ms(self.farm_node.lag().median_ms()) {
+            fail(
+                "farm_node.block_lag",
+                "its median is not a delay of zero to an hour".into(),
+            )?;
+        }
+        if !is_delay_ms(self.farm_node.tx_relay_ms) {
+            fail(
+                "farm_node.tx_relay_ms",
                 format!(
                     "{} is not a delay of zero to an hour",
-                    self.farm_node.propagation_ms
+                    self.farm_node.tx_relay_ms
                 ),
             )?;
         }

@@ -52,6 +52,10 @@ pub struct Follower {
     pub overlap: f64,
     #[serde(with = "model::duration")]
     pub tx_delay: Duration,
+    /// How much later than the peer this node takes each block, and how much later than
+    /// its submission here the peer gets a block found at this node: one draw per block.
+    #[serde(default)]
+    pub block_lag: model::lag::BlockLag,
     /// Where this node numbers its templates from. Marker transactions derive from the seed
     /// and the template id, so every node of a run needs its own range (the network's
     /// starts at 1) for a job to be tied to the one template it came from.

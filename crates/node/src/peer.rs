@@ -32,6 +32,38 @@ pub struct PeerOptions {
     pub start_mono_ns: Option<u64>,
 }
 
+/// The non-Core ZMQ topic on which a node says, before each `rawblock`, when its tip
+/// changed (the block's hash, then the host's monotonic ns, little-endian): a follower on
+/// the same host counts its lag from there, not from when the block crossed to it. No
+/// Core client subscribes to it, so none sees it.
+pub const TIP_CLOCK_TOPIC: &str = "stratumbenchtipclock";
+
+/// A [`TIP_CLOCK_TOPIC`] message's body.
+pub fn tip_clock_body(hash: &bitcoin::BlockHash, changed_ns: u64) -> Vec<u8> {
+    use bitcoin::hashes::Hash;
+    let mut body = hash.to_byte_array().to_vec();
+    body.extend_from_slice(&changed_ns.to_le_bytes());
+    body
+}
+
+/// What a [`TIP_CLOCK_TOPIC`] body says, if it is one.
+fn read_tip_clock(body: &[u8]) -> Option<(bitcoin::BlockHash, u64)> {
+    use bitcoin::hashes::Hash;
+    let hash: [u8; 32] = body.get(..32)?.try_into().ok()?;
+    let ns: [u8; 8] = body.get(32..40)?.try_into().ok()?;
+    Some((
+        bitcoin::BlockHash::from_byte_array(hash),
+        u64::from_le_bytes(ns),
+    ))
+}
+
+/// The instant `mono_ns` (this host's monotonic clock) was, now.
+fn instant_of(mono_ns: u64) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    let age = Duration::from_nanos(probe::mono_ns().saturating_sub(mono_ns));
+    now.checked_sub(age).unwrap_or(now)
+}
+
 /// The non-Core RPC method that tells a follower its peer's virtual time zero.
 pub const CLOCK_METHOD: &str = "getsimulationclock";
 
@@ -74,16 +106,40 @@ pub async fn peer_start(opts: &PeerOptions, patience: Duration) -> anyhow::Resul
     Ok(answer.start_mono_ns)
 }
 
-/// Starts both directions: blocks from the peer, and `blocks` (submitted here) to it.
+/// The lag of this node behind its peer, block by block: drawn from the run's seed and
+/// each block's hash (see [`model::lag`]).
+#[derive(Debug, Clone)]
+pub struct Lag {
+    pub block_lag: model::lag::BlockLag,
+    pub seed: u64,
+}
+
+impl Lag {
+    fn of(&self, block: &Block) -> Duration {
+        use bitcoin::hashes::Hash;
+        (self.block_lag).draw(self.seed, &block.block_hash().to_byte_array())
+    }
+}
+
+/// Starts both directions: blocks from the peer, and `blocks` (submitted here) to it, each
+/// held for its lag.
 pub fn start(
     shared: Arc<Shared>,
     opts: &PeerOptions,
+    lag: Lag,
     blocks: mpsc::UnboundedReceiver<Block>,
 ) -> Vec<JoinHandle<()>> {
     let rpc = || bitcoind_rpc::RpcClient::new(&opts.rpc_url, &opts.rpc_user, &opts.rpc_password);
+    let (heard, to_take) = mpsc::unbounded_channel();
     vec![
-        tokio::spawn(receive_blocks(shared, opts.zmq.clone(), rpc())),
-        tokio::spawn(submit_blocks(rpc(), blocks)),
+        tokio::spawn(receive_blocks(
+            shared.clone(),
+            opts.zmq.clone(),
+            rpc(),
+            heard,
+        )),
+        tokio::spawn(take_blocks(shared, rpc(), lag.clone(), to_take)),
+        tokio::spawn(submit_blocks(rpc(), lag, blocks)),
     ]
 }
 
@@ -141,16 +197,26 @@ async fn catch_up_to_best(shared: &Shared, rpc: &bitcoind_rpc::RpcClient) {
     }
 }
 
-/// Takes every block the peer publishes, and what it missed; reconnects when the
-/// subscription fails.
-async fn receive_blocks(shared: Arc<Shared>, endpoint: String, rpc: bitcoind_rpc::RpcClient) {
+/// Hears every block the peer publishes (passed on with when it was heard), and takes
+/// what it missed at once (a resubscription catches up, as a node syncs); reconnects when
+/// the subscription fails.
+async fn receive_blocks(
+    shared: Arc<Shared>,
+    endpoint: String,
+    rpc: bitcoind_rpc::RpcClient,
+    heard: mpsc::UnboundedSender<(tokio::time::Instant, Block)>,
+) {
     use zeromq::{Socket, SocketRecv};
     loop {
         let mut sub = zeromq::SubSocket::new();
         let subscribed = async {
             sub.connect(&endpoint).await?;
+            sub.subscribe(TIP_CLOCK_TOPIC).await?;
             sub.subscribe("rawblock").await
         };
+        // When the peer's tip changed, by hash: the last few (each block's comes just
+        // before it).
+        let mut changed: std::collections::VecDeque<(bitcoin::BlockHash, u64)> = Default::default();
         if let Err(e) = subscribed.await {
             tracing::warn!(%endpoint, error = %e, "cannot subscribe to the peer's blocks; retrying");
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -165,25 +231,33 @@ async fn receive_blocks(shared: Arc<Shared>, endpoint: String, rpc: bitcoind_rpc
                     break;
                 }
             };
+            let arrived = tokio::time::Instant::now();
             let Some(body) = message.get(1) else {
                 tracing::warn!("a peer ZMQ message without a body: ignored");
                 continue;
             };
+            if message.get(0).map(|t| t.as_ref()) == Some(TIP_CLOCK_TOPIC.as_bytes()) {
+                match read_tip_clock(body) {
+                    Some(tip) => {
+                        changed.push_back(tip);
+                        if changed.len() > 16 {
+                            changed.pop_front();
+                        }
+                    }
+                    None => tracing::warn!("a peer tip clock that does not read: ignored"),
+                }
+                continue;
+            }
             match bitcoin::consensus::deserialize::<Block>(body) {
                 Ok(block) => {
-                    if let PeerBlock::Orphan { parent } = shared.accept_peer_block(block.clone()) {
-                        match catch_up(&shared, &rpc, parent).await {
-                            Ok(n) => {
-                                tracing::info!(
-                                    blocks = n,
-                                    "fetched the blocks a relayed block builds on"
-                                );
-                                shared.accept_peer_block(block);
-                            }
-                            Err(e) => {
-                                tracing::warn!(error = %e, "a relayed block builds on blocks this node cannot fetch: ignored")
-                            }
-                        }
+                    // The lag runs from the peer's tip change where the peer said when
+                    // (the emulation's own feed is no part of it), else from arrival.
+                    let hash = block.block_hash();
+                    let at = (changed.iter().rev())
+                        .find(|(h, _)| *h == hash)
+                        .map_or(arrived, |(_, ns)| instant_of(*ns));
+                    if heard.send((at, block)).is_err() {
+                        return;
                     }
                 }
                 Err(e) => {
@@ -194,9 +268,49 @@ async fn receive_blocks(shared: Arc<Shared>, endpoint: String, rpc: bitcoind_rpc
     }
 }
 
-/// Passes blocks submitted here to the peer, in order, logging its verdict.
-async fn submit_blocks(rpc: bitcoind_rpc::RpcClient, mut blocks: mpsc::UnboundedReceiver<Block>) {
+/// Takes each heard block its lag after it was heard, in the order heard (a node takes a
+/// block after its parent), fetching the parents it lacks.
+async fn take_blocks(
+    shared: Arc<Shared>,
+    rpc: bitcoind_rpc::RpcClient,
+    lag: Lag,
+    mut heard: mpsc::UnboundedReceiver<(tokio::time::Instant, Block)>,
+) {
+    while let Some((at, block)) = heard.recv().await {
+        until(at + lag.of(&block)).await;
+        if let PeerBlock::Orphan { parent } = shared.accept_peer_block(block.clone()) {
+            match catch_up(&shared, &rpc, parent).await {
+                Ok(n) => {
+                    tracing::info!(blocks = n, "fetched the blocks a relayed block builds on");
+                    shared.accept_peer_block(block);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "a relayed block builds on blocks this node cannot fetch: ignored")
+                }
+            }
+        }
+    }
+}
+
+/// Waits until `due`: the timer to its last ms (it fires up to a ms late), then yields
+/// until the instant, so a lag is kept to well under a ms.
+async fn until(due: tokio::time::Instant) {
+    let early = due.checked_sub(Duration::from_millis(1)).unwrap_or(due);
+    tokio::time::sleep_until(early).await;
+    while tokio::time::Instant::now() < due {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Passes blocks submitted here to the peer, in order, each its lag after it was
+/// submitted, logging its verdict.
+async fn submit_blocks(
+    rpc: bitcoind_rpc::RpcClient,
+    lag: Lag,
+    mut blocks: mpsc::UnboundedReceiver<Block>,
+) {
     while let Some(block) = blocks.recv().await {
+        until(tokio::time::Instant::now() + lag.of(&block)).await;
         let hash = block.block_hash();
         let hex = bitcoin::consensus::encode::serialize_hex(&block);
         match rpc

@@ -99,7 +99,11 @@ impl NodeHandle {
             zmq.push((topics, tx));
             Ok(Some(bound))
         };
-        let zmq_endpoint = publish(&opts.zmq_bind, &["hashblock", "rawblock"]).await?;
+        let zmq_endpoint = publish(
+            &opts.zmq_bind,
+            &["hashblock", "rawblock", crate::peer::TIP_CLOCK_TOPIC],
+        )
+        .await?;
         let zmq_hashblock_endpoint = publish(&opts.zmq_hashblock_bind, &["hashblock"]).await?;
 
         let (user, password, cookie_path) = match opts.auth {
@@ -118,6 +122,7 @@ impl NodeHandle {
         };
 
         let follower = state.config().follower.clone();
+        let seed = state.config().seed;
         anyhow::ensure!(
             follower.is_some() == opts.peer.is_some(),
             "a follower node needs its peer, and only a follower has one"
@@ -137,10 +142,14 @@ impl NodeHandle {
         shared.zmq = zmq;
         shared.zmq_endpoint = zmq_endpoint.clone();
         shared.to_peer = to_peer;
-        shared.tx_delay_ns = follower.map_or(0, |f| f.tx_delay.as_nanos() as u64);
+        shared.tx_delay_ns = (follower.as_ref()).map_or(0, |f| f.tx_delay.as_nanos() as u64);
         let shared = Arc::new(shared);
-        if let (Some(peer), Some(blocks)) = (&opts.peer, peer_blocks) {
-            tasks.extend(crate::peer::start(shared.clone(), peer, blocks));
+        if let (Some(peer), Some(blocks), Some(f)) = (&opts.peer, peer_blocks, follower) {
+            let lag = crate::peer::Lag {
+                block_lag: f.block_lag,
+                seed,
+            };
+            tasks.extend(crate::peer::start(shared.clone(), peer, lag, blocks));
         }
 
         tasks.push(tokio::spawn(drive(

@@ -79,11 +79,19 @@ impl Shared {
     /// Tells every face about new tips: ZMQ, then longpolls.
     pub fn announce(&self, tips: &[Arc<ChainBlock>]) {
         for tip in tips {
+            let changed_ns = mono_ns();
             tracing::info!(height = tip.height, hash = %tip.hash, txs = tip.block.txdata.len(), "new tip");
             // bitcoind publishes the hash in display (big-endian) order.
             let mut hash = tip.hash.to_byte_array();
             hash.reverse();
             for (topics, zmq) in &self.zmq {
+                // Before the block: when this node's tip changed, for its followers.
+                if topics.contains(&crate::peer::TIP_CLOCK_TOPIC) {
+                    let _ = zmq.send(Notification {
+                        topic: crate::peer::TIP_CLOCK_TOPIC,
+                        body: crate::peer::tip_clock_body(&tip.hash, changed_ns),
+                    });
+                }
                 if topics.contains(&"hashblock") {
                     let _ = zmq.send(Notification {
                         topic: "hashblock",

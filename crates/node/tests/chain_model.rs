@@ -435,6 +435,7 @@ fn follower(seed: u64, overlap: f64) -> NodeState {
             overlap,
             tx_delay: Duration::ZERO,
             template_ids_from: node::config::FOLLOWER_TEMPLATE_IDS,
+            block_lag: model::lag::BlockLag::Fixed(0.0),
         }),
         ..quiet(seed)
     })

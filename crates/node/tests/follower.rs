@@ -68,6 +68,7 @@ async fn a_follower_fetches_the_blocks_it_missed_and_follows_the_tip() {
                 overlap: 1.0,
                 tx_delay: Duration::ZERO,
                 template_ids_from: node::config::FOLLOWER_TEMPLATE_IDS,
+                block_lag: model::lag::BlockLag::Fixed(0.0),
             }),
             ..NodeConfig::default()
         })

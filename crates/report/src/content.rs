@@ -333,6 +333,11 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
                 row.reading().label().to_string(),
                 match (&row.modelled, row.tips_without_work) {
                     (Some(why), _) => format!("{}; {why}", row.method.label()),
+                    (None, _) if row.assumed.is_some() => format!(
+                        "{}; {}",
+                        row.method.label(),
+                        row.assumed.as_deref().unwrap_or_default()
+                    ),
                     (None, Some(n)) if n > 0 => {
                         format!(
                             "{}; {n} miner-tips without work, counted until the next tip",
@@ -353,6 +358,15 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
         blocks.push(Block::Note(format!(
             "Host saturated: {warning}. Rows in ms (marked host-saturated) are read with care."
         )));
+    }
+    // A and B: what the farm node's lag sets, and the lag at which the answer turns.
+    for (side, s) in &summary.sides {
+        if let Some(lag) = &s.farm_node_lag {
+            blocks.push(Block::Note(format!(
+                "{side}: {}. Its new-block job, stale work and block propagation are set by this lag (SRI's JDC moves its miners to a new block only when the farm's node hears of it); measure your own node's with `stratum-bench race`.",
+                crate::readings::farm_node_lag(lag)
+            )));
+        }
     }
     Section {
         title: format!("Verdict: each side against {}", summary.baseline),
@@ -392,9 +406,10 @@ fn worth_section(summary: &analysis::Summary) -> Section {
                     format!("{} to {}", signed(lo), signed(hi))
                 }),
                 w.per_ms.map_or("-".into(), |x| format!("{x:.4}")),
-                match &w.modelled {
-                    Some(why) => format!("{} ({why}; in no total)", w.how),
-                    None => w.how.clone(),
+                match (&w.modelled, &w.assumed) {
+                    (Some(why), _) => format!("{} ({why}; in no total)", w.how),
+                    (None, Some(why)) => format!("{} ({why}; at the assumed lag)", w.how),
+                    (None, None) => w.how.clone(),
                 },
             ]);
         }

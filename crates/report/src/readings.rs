@@ -5,6 +5,28 @@ use crate::svg::grouped;
 use analysis::headline::VerdictRow;
 use analysis::paths::PathReading;
 
+/// The farm node's lag as it happened and the break-even, under the verdict it sets.
+pub fn farm_node_lag(lag: &analysis::farm_lag::FarmNodeLag) -> String {
+    let ms = |d: &probe::Dist| match (d.p50, d.mean) {
+        (Some(p50), Some(mean)) => format!("median {p50:.1} ms, mean {mean:.1} ms"),
+        _ => "no tips".into(),
+    };
+    let be = &lag.break_even_lag_ms;
+    format!(
+        "farm node lag: {} assumed; measured {} over {} tips; the roles' own time beyond it {}; \
+         break-even lag {}",
+        lag.assumed,
+        ms(&lag.lag_ms),
+        lag.lag_ms.count,
+        ms(&lag.own_ms),
+        match (be.point, be.ci) {
+            (Some(x), Some((lo, hi))) => format!("{x:.1} ms [{lo:.1}, {hi:.1}]"),
+            (Some(x), None) => format!("{x:.1} ms (too few tips for an interval)"),
+            (None, _) => "not measured".into(),
+        }
+    )
+}
+
 /// "sv2-c delivers new work 36% sooner than sv1: 77.9 ms against 122.0 ms on average
 /// (-44.1 ms, 95% CI -50.0 to -38.0 ms)."
 pub fn latency_delta(side: &str, base: &str, what: &str, row: &VerdictRow) -> String {
@@ -87,6 +109,7 @@ mod tests {
             no_interval: None,
             method: Default::default(),
             modelled: None,
+            assumed: None,
             tips_without_work: None,
         }
     }

@@ -44,33 +44,53 @@ pub fn line_chart(
     series: &[Series],
     step: bool,
 ) -> String {
-    chart(title, x_label, y_label, series, &[], step, false)
+    chart(title, x_label, y_label, series, &[], &[], step, false)
 }
 
-/// A line chart of `series` with each one's 95% interval as a shaded band:
-/// `bands[i]` holds series i's `(x, low, high)` (empty for none).
-pub fn band_chart(
+/// A place on the x axis to mark (a break-even), with its 95% interval shaded.
+pub struct Marker {
+    pub label: String,
+    pub x: f64,
+    pub ci: Option<(f64, f64)>,
+}
+
+/// A line chart of `series` with each one's 95% interval as a shaded band (`bands[i]`
+/// holds series i's `(x, low, high)`, empty for none), and vertical `markers` across it.
+pub fn band_chart_marked(
     title: &str,
     x_label: &str,
     y_label: &str,
-    series: &[Series],
-    bands: &[Vec<(f64, f64, f64)>],
+    (series, bands): (&[Series], &[Vec<(f64, f64, f64)>]),
+    markers: &[Marker],
 ) -> String {
-    chart(title, x_label, y_label, series, bands, false, false)
+    chart(
+        title, x_label, y_label, series, bands, markers, false, false,
+    )
 }
 
 /// Empirical CDFs (from [`cdf`]) as staircases; a series of fewer than
 /// [`MIN_CDF_POINTS`] is drawn as its points and said to be too few.
 pub fn cdf_chart(title: &str, x_label: &str, series: &[Series]) -> String {
-    chart(title, x_label, "share of events", series, &[], true, true)
+    chart(
+        title,
+        x_label,
+        "share of events",
+        series,
+        &[],
+        &[],
+        true,
+        true,
+    )
 }
 
+#[allow(clippy::too_many_arguments)]
 fn chart(
     title: &str,
     x_label: &str,
     y_label: &str,
     series: &[Series],
     bands: &[Vec<(f64, f64, f64)>],
+    markers: &[Marker],
     step: bool,
     cdf: bool,
 ) -> String {
@@ -108,6 +128,9 @@ fn chart(
     }
     for (i, s) in series.iter().enumerate() {
         frame.series(&mut out, i, s, step, cdf);
+    }
+    for m in markers.iter().filter(|m| frame.holds_x(m.x)) {
+        frame.marker(&mut out, m);
     }
     out.push_str("</svg>");
     out
@@ -156,6 +179,33 @@ impl Frame {
             y: round_axis(y0, y1),
             h,
         })
+    }
+
+    fn holds_x(&self, x: f64) -> bool {
+        x.is_finite() && x >= self.x.0 && x <= self.x.1
+    }
+
+    /// A dashed vertical line at the marker, its interval shaded, its label at the top.
+    fn marker(&self, out: &mut String, m: &Marker) {
+        let (top, bottom) = (TOP, self.h - BOTTOM);
+        if let Some((lo, hi)) = m.ci {
+            let (lo, hi) = (lo.max(self.x.0), hi.min(self.x.1));
+            let _ = write!(
+                out,
+                r#"<rect x="{:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="dimgray" fill-opacity="0.15"/>"#,
+                self.px(lo),
+                (self.px(hi) - self.px(lo)).max(1.0),
+                bottom - top
+            );
+        }
+        let x = self.px(m.x);
+        let _ = write!(
+            out,
+            r#"<line x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="dimgray" stroke-width="1.2" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" class="tick">{}</text>"#,
+            x + 4.0,
+            top + 12.0,
+            escape(&m.label)
+        );
     }
 
     fn px(&self, x: f64) -> f64 {

@@ -6,7 +6,7 @@
 use crate::compare::Comparison;
 use crate::document::{Block, Document, Section};
 use crate::run_data::RunData;
-use crate::svg::{band_chart, Series};
+use crate::svg::{band_chart_marked, Marker, Series};
 use analysis::sweep::{
     analyse, is_release_key, CurveKind, Curves, Fit, RunStatus, SweepAnalysis, SweepRecord,
     SweepRun, BUILTIN, POINTS_DIR, SWEEP_FILE,
@@ -129,6 +129,9 @@ fn document(record: &SweepRecord, a: &SweepAnalysis, problems: &[String]) -> Doc
         title: "What was swept".into(),
         blocks: head,
     }];
+    if !a.crossings.is_empty() {
+        sections.push(crossings(a));
+    }
     if a.numeric {
         sections.push(slopes(a));
     } else if !a.curves.is_empty() {
@@ -171,6 +174,65 @@ fn document(record: &SweepRecord, a: &SweepAnalysis, problems: &[String]) -> Doc
         subtitle: format!("scenario {}", record.scenario),
         sections,
     }
+}
+
+/// Where each farm-node side's new-block job crosses the baseline's, along its lag.
+fn crossings(a: &SweepAnalysis) -> Section {
+    let mut blocks = vec![Block::Para(format!(
+        "SRI's JDC moves its miners to a new block only when the farm's own node hears of \
+         it, so a farm-node side's new-block job grows one ms for each ms of that node's lag \
+         while {}'s stays where its pool puts it. They cross at the break-even lag: below it \
+         the side's miners reach new-block work sooner and its stale work is worth more, \
+         above it later and less. Each run measures the break-even itself (per tip, {}'s \
+         new-block job less the side's own time beyond the lag), so every point is a repeat \
+         of it; the charts mark it with its 95% interval. Your own node's lag: \
+         `stratum-bench race`.",
+        a.baseline, a.baseline
+    ))];
+    blocks.push(Block::Table {
+        head: ["side", "panel", "break-even lag, ms (95%)", "runs"]
+            .map(String::from)
+            .to_vec(),
+        rows: (a.crossings.iter())
+            .map(|c| {
+                vec![
+                    c.side.clone(),
+                    c.panel.clone(),
+                    value(Some(c.lag_ms), c.ci),
+                    c.runs.to_string(),
+                ]
+            })
+            .collect(),
+    });
+    Section {
+        title: format!("Where A and B cross {}", a.baseline),
+        blocks,
+    }
+}
+
+/// The crossings a chart of `c` marks in `panel`: the break-even on the charts of the
+/// new-block job, the stale work and their worth.
+fn markers(a: &SweepAnalysis, c: &Curves, panel: &str) -> Vec<Marker> {
+    let marked = [
+        "NewPrevhashJobMs",
+        "StaleWaitMs",
+        "WorthStaleWait",
+        "WorthTotal",
+    ];
+    if !marked
+        .iter()
+        .any(|m| c.metric.trim_end_matches("Difference") == *m)
+    {
+        return Vec::new();
+    }
+    (a.crossings.iter())
+        .filter(|x| x.panel == panel)
+        .map(|x| Marker {
+            label: format!("{} break-even {:.0} ms", x.side, x.lag_ms),
+            x: x.lag_ms,
+            ci: x.ci,
+        })
+        .collect()
 }
 
 /// The values of the x key in order.
@@ -282,8 +344,9 @@ fn curve_blocks(a: &SweepAnalysis, c: &Curves) -> Vec<Block> {
         } else {
             format!("{title}, {panel}")
         };
+        let marks = markers(a, c, panel);
         blocks.push(Block::Chart {
-            svg: band_chart(&chart_title, &a.key, &c.label, &series, &bands),
+            svg: band_chart_marked(&chart_title, &a.key, &c.label, (&series, &bands), &marks),
             title: chart_title,
         });
     }

@@ -131,6 +131,16 @@ pub fn render(s: &Summary, pools: &BTreeMap<String, String>, t: &Terminal) -> St
                     "    ",
                 ));
             }
+            if let Some(m) = &row.assumed {
+                out.extend(wrap(
+                    &format!("+ {}: {m}; worth at the assumed lag", row.metric.label()),
+                    t.width,
+                    "    ",
+                ));
+            }
+        }
+        if let Some(lag) = s.sides.get(side).and_then(|x| x.farm_node_lag.as_ref()) {
+            out.extend(wrap(&crate::readings::farm_node_lag(lag), t.width, "    "));
         }
     }
     if !s.worth.is_empty() {
@@ -444,6 +454,9 @@ fn verdict_table(
         if row.modelled.is_some() {
             words.push_str(" *");
         }
+        if row.assumed.is_some() {
+            words.push_str(" +");
+        }
         if host_saturated && row.metric.is_latency() {
             words.push_str(" [host-saturated]");
         }
@@ -484,7 +497,12 @@ fn worth_table(rows: &[analysis::worth::WorthRow], t: &Terminal) -> Table {
                 format!("[{}, {}]", signed(lo, places), signed(hi, places))
             }),
             w.per_ms.map_or(String::new(), |x| format!("{x:.4}")),
-            if w.modelled.is_some() { "*" } else { "" }.to_string(),
+            match (&w.modelled, &w.assumed) {
+                (Some(_), _) => "*",
+                (None, Some(_)) => "+",
+                (None, None) => "",
+            }
+            .to_string(),
         ]);
     }
     labels_whole(&mut table, rows.iter().map(|w| w.metric.label().len()));

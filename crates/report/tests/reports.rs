@@ -200,6 +200,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                         link_rtt_ms: None,
                         farm_node_role: None,
                         farm_node_hop_ms: None,
+                        farm_node_lag: None,
                         feed_link_role: None,
                         job_declaration_role: None,
                         roles: ["node", "pool-sv1", "link-sv1", "miners-sv1"]

@@ -387,7 +387,7 @@ pub fn load_page(url: &str, profile: &Path, shot: &Path) -> (String, Vec<u8>, Ve
 /// Every side of the default scenario's run in `run` had shares accepted, and every byte
 /// between its sites crossed its link: a new block's job reached the miners no sooner than
 /// the link's one-way delay, 50 ms (A's farm node hears of the block
-/// farm_node.propagation_ms after the network's node, and builds the job itself), at 3
+/// farm_node.block_lag after the network's node, and builds the job itself), at 3
 /// tips or more a side. The run's CSV export goes to `csv`.
 pub fn default_sides_worked_across_their_links(run: &Path, csv: &Path) {
     let summary = summary(run);

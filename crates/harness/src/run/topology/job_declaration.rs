@@ -113,7 +113,8 @@ pub(super) async fn start_sv2_jd_side(
         backup_pool_role: None,
         link_role: link,
         link_rtt_ms: side_rtt(s, side),
-        farm_node_hop_ms: farm_node.as_ref().map(|_| s.farm_node.propagation_ms),
+        farm_node_hop_ms: farm_node.as_ref().map(|_| s.farm_node.lag().median_ms()),
+        farm_node_lag: farm_node.as_ref().map(|_| s.farm_node.lag_in_words()),
         farm_node_role: farm_node.as_ref().map(|f| f.node.clone()),
         feed_link_role: farm_node.map(|f| f.feed_link),
         job_declaration_role: Some(jd_tap),
@@ -193,12 +194,12 @@ async fn spawn_farm_node(
     roles: &mut Vec<RoleProcess>,
 ) -> Result<(sri::TemplateSource, FarmNodeRoles)> {
     let s = &opts.scenario;
-    // The farm node's blocks (ZMQ) and submissions (RPC) cross the feed link at the
-    // nodes' propagation delay.
-    let propagation = Duration::from_secs_f64(s.farm_node.propagation_ms / 1e3);
+    // The farm node's blocks (ZMQ) and submissions (RPC) cross the feed link without
+    // delay: the farm node holds each block for its own drawn lag (`farm_node.block_lag`),
+    // the link only counts the feed's bytes.
     let p2p = link::LinkConfig {
-        up_delay: propagation,
-        down_delay: propagation,
+        up_delay: Duration::ZERO,
+        down_delay: Duration::ZERO,
         ..wan(s, side)
     };
     // The emulation's own feed between the nodes (whole blocks, RPC submissions) crosses
@@ -227,7 +228,8 @@ async fn spawn_farm_node(
             config: node::NodeConfig {
                 follower: Some(node::Follower {
                     overlap: s.farm_node.mempool_overlap,
-                    tx_delay: propagation,
+                    tx_delay: Duration::from_secs_f64(s.farm_node.tx_relay_ms / 1e3),
+                    block_lag: s.farm_node.lag(),
                     // Each farm node its own range, by the side's place in the run.
                     template_ids_from: node::config::FOLLOWER_TEMPLATE_IDS
                         * (1 + s.sides.iter().position(|x| x == side).unwrap_or(0) as u64),

@@ -761,6 +761,7 @@ fn pool_side_roles(
         link_rtt_ms: side_rtt(s, side),
         farm_node_role: None,
         farm_node_hop_ms: None,
+        farm_node_lag: None,
         feed_link_role: None,
         job_declaration_role: None,
         roles: std::iter::once(node_role(s))
