@@ -44,7 +44,11 @@ pub fn line_chart(
     series: &[Series],
     step: bool,
 ) -> String {
-    chart(title, x_label, y_label, series, &[], &[], step, false)
+    let layers = Layers {
+        series,
+        ..Layers::default()
+    };
+    chart(title, x_label, y_label, layers, step, false)
 }
 
 /// A place on the x axis to mark (a break-even), with its 95% interval shaded.
@@ -54,46 +58,46 @@ pub struct Marker {
     pub ci: Option<(f64, f64)>,
 }
 
-/// A line chart of `series` with each one's 95% interval as a shaded band (`bands[i]`
-/// holds series i's `(x, low, high)`, empty for none), and vertical `markers` across it.
-pub fn band_chart_marked(
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    (series, bands): (&[Series], &[Vec<(f64, f64, f64)>]),
-    markers: &[Marker],
-) -> String {
-    chart(
-        title, x_label, y_label, series, bands, markers, false, false,
-    )
+/// A series' 95% interval as `(x, low, high)` points.
+pub type Band = Vec<(f64, f64, f64)>;
+
+/// What a chart draws: its lines, each one's band (`bands[i]` series i's, empty for
+/// none), and markers across it.
+#[derive(Default, Clone, Copy)]
+pub struct Layers<'a> {
+    pub series: &'a [Series],
+    pub bands: &'a [Band],
+    pub markers: &'a [Marker],
+}
+
+/// A line chart with each line's 95% interval as a shaded band, and vertical markers.
+pub fn band_chart(title: &str, x_label: &str, y_label: &str, layers: Layers) -> String {
+    chart(title, x_label, y_label, layers, false, false)
 }
 
 /// Empirical CDFs (from [`cdf`]) as staircases; a series of fewer than
 /// [`MIN_CDF_POINTS`] is drawn as its points and said to be too few.
 pub fn cdf_chart(title: &str, x_label: &str, series: &[Series]) -> String {
-    chart(
-        title,
-        x_label,
-        "share of events",
+    let layers = Layers {
         series,
-        &[],
-        &[],
-        true,
-        true,
-    )
+        ..Layers::default()
+    };
+    chart(title, x_label, "share of events", layers, true, true)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn chart(
     title: &str,
     x_label: &str,
     y_label: &str,
-    series: &[Series],
-    bands: &[Vec<(f64, f64, f64)>],
-    markers: &[Marker],
+    layers: Layers,
     step: bool,
     cdf: bool,
 ) -> String {
+    let Layers {
+        series,
+        bands,
+        markers,
+    } = layers;
     // Tall enough for every series' legend entry.
     let h = H.max(TOP + LEGEND_STEP * series.len() as f64 + 10.0);
     let mut out = String::new();
@@ -146,7 +150,7 @@ struct Frame {
 impl Frame {
     /// The axes that hold every point and band edge, widened to round steps; `None`
     /// without a finite point.
-    fn of(series: &[Series], bands: &[Vec<(f64, f64, f64)>], h: f64) -> Option<Frame> {
+    fn of(series: &[Series], bands: &[Band], h: f64) -> Option<Frame> {
         let all = series.iter().flat_map(|s| s.points.iter().copied());
         let band_ends = (bands.iter().flatten()).flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]);
         let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
@@ -452,6 +456,35 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A break-even at x = 50 [45, 55] on an axis from 0 to 100 is a dashed line at its
+    /// place with its interval shaded and its label; one past the axis is not drawn.
+    #[test]
+    fn a_marker_is_a_dashed_line_over_its_shaded_interval() {
+        let series = [Series {
+            name: "sv2-a".into(),
+            points: vec![(0.0, 10.0), (100.0, 110.0)],
+        }];
+        let marker = |x: f64| Marker {
+            label: format!("sv2-a break-even {x:.0} ms"),
+            x,
+            ci: Some((x - 5.0, x + 5.0)),
+        };
+        let drawn = |markers: &[Marker]| {
+            let layers = Layers {
+                series: &series,
+                markers,
+                ..Layers::default()
+            };
+            band_chart("t", "lag", "ms", layers)
+        };
+        let svg = drawn(&[marker(50.0)]);
+        assert!(svg.contains("sv2-a break-even 50 ms"), "{svg}");
+        assert!(svg.contains(r#"stroke-dasharray="4 3""#));
+        assert_eq!(svg.matches("<rect").count(), 1);
+        let outside = drawn(&[marker(400.0)]);
+        assert!(!outside.contains("break-even") && !outside.contains("<rect"));
+    }
 
     #[test]
     fn charts_draw_every_series_or_say_empty() {

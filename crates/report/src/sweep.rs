@@ -6,7 +6,7 @@
 use crate::compare::Comparison;
 use crate::document::{Block, Document, Section};
 use crate::run_data::RunData;
-use crate::svg::{band_chart_marked, Marker, Series};
+use crate::svg::{band_chart, Layers, Marker, Series};
 use analysis::sweep::{
     analyse, is_release_key, CurveKind, Curves, Fit, RunStatus, SweepAnalysis, SweepRecord,
     SweepRun, BUILTIN, POINTS_DIR, SWEEP_FILE,
@@ -346,7 +346,16 @@ fn curve_blocks(a: &SweepAnalysis, c: &Curves) -> Vec<Block> {
         };
         let marks = markers(a, c, panel);
         blocks.push(Block::Chart {
-            svg: band_chart_marked(&chart_title, &a.key, &c.label, (&series, &bands), &marks),
+            svg: band_chart(
+                &chart_title,
+                &a.key,
+                &c.label,
+                Layers {
+                    series: &series,
+                    bands: &bands,
+                    markers: &marks,
+                },
+            ),
             title: chart_title,
         });
     }
