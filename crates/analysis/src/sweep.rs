@@ -644,6 +644,17 @@ mod tests {
 
     /// A run of ten tips 900 ms apart: SV1's miner gets each tip's job `sv1_ms` after it
     /// (1 ms more on odd tips), A's from the farm's node 2 ms after it (the same wobble).
+    /// The sweep along `key` of one run a point: `(value, its summary)`.
+    fn analysed(key: &str, points: &[(&str, &Summary)]) -> SweepAnalysis {
+        let settings: Vec<Vec<(String, String)>> = (points.iter())
+            .map(|(x, _)| vec![(key.to_string(), x.to_string())])
+            .collect();
+        let runs: Vec<SweepRun> = (settings.iter().zip(points))
+            .map(|(settings, (_, summary))| SweepRun { settings, summary })
+            .collect();
+        analyse(&[key.into()], false, &runs)
+    }
+
     fn run(sv1_ms: u64) -> Summary {
         let m = manifest(vec![sv1_side(), farm_side()]);
         let mut events = Vec::new();
@@ -686,19 +697,7 @@ mod tests {
         let lag = none.sides["sv2-a"].farm_node_lag.as_ref().unwrap();
         assert_eq!(lag.lag_ms.mean, Some(0.0));
         assert!(close(lag.own_ms.mean.unwrap(), 2.5));
-        let settings = |x: &str| vec![(LAG_KEY.to_string(), x.to_string())];
-        let (s0, s100) = (settings("0"), settings("100"));
-        let runs = [
-            SweepRun {
-                settings: &s0,
-                summary: &none,
-            },
-            SweepRun {
-                settings: &s100,
-                summary: &late,
-            },
-        ];
-        let a = analyse(&[LAG_KEY.into()], false, &runs);
+        let a = analysed(LAG_KEY, &[("0", &none), ("100", &late)]);
         let [c] = a.crossings.as_slice() else {
             panic!("{:?}", a.crossings)
         };
@@ -713,11 +712,7 @@ mod tests {
         let fit = job.fits.iter().find(|f| f.side == "sv2-a").unwrap();
         assert!(close(fit.slope, 1.0), "{fit:?}");
         // Along another key, no crossing is claimed.
-        let other = [SweepRun {
-            settings: &[("link.rtt_ms".to_string(), "100".to_string())],
-            summary: &none,
-        }];
-        assert!(analyse(&["link.rtt_ms".into()], false, &other)
+        assert!(analysed("link.rtt_ms", &[("100", &none)])
             .crossings
             .is_empty());
     }
@@ -728,19 +723,7 @@ mod tests {
     #[test]
     fn curves_and_slopes_of_two_points_worked_by_hand() {
         let (near, far) = (run(50), run(100));
-        let settings = |x: &str| vec![("link.rtt_ms".to_string(), x.to_string())];
-        let (s100, s200) = (settings("100"), settings("200"));
-        let runs = [
-            SweepRun {
-                settings: &s100,
-                summary: &near,
-            },
-            SweepRun {
-                settings: &s200,
-                summary: &far,
-            },
-        ];
-        let a = analyse(&["link.rtt_ms".into()], false, &runs);
+        let a = analysed("link.rtt_ms", &[("100", &near), ("200", &far)]);
         assert!(a.numeric && a.panels_by.is_empty() && a.baseline == "sv1");
         let curve = |metric: &str, kind: CurveKind| {
             (a.curves.iter())
