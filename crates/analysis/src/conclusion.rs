@@ -249,7 +249,8 @@ mod tests {
             "sv2-a: miners reach new-block work 405.2 ms later (+776%) [404.8, 405.6]; \
              sooner only while your farm's node hears of blocks within 49.0 ms [48.6, 49.4] \
              of your pool's; here lognormal, median 454 ms, p90 6925 ms (Fechner et al.) \
-             was assumed (`stratum-bench race` measures yours); worth -29.2 sats a day for \
+             was assumed, and passed it on 0 of 0 tips (`stratum-bench race` measures \
+             yours); worth -29.2 sats a day for \
              a 1 PH/s farm (-2917 at 100 PH/s) at the assumed lag: stale work -29.2 \
              [-29.2, -29.1]"
         );

@@ -24,6 +24,11 @@ pub struct FarmNodeLag {
     /// baseline's: per tip, the baseline's new-block job less this side's own time; the
     /// mean over tips with its 95% interval (tips resampled once for both sides).
     pub break_even_lag_ms: Estimate,
+    /// Tips whose lag passed the break-even: on those the side's miners reached
+    /// new-block work later than the baseline's would have. A heavy-tailed lag leaves
+    /// the mean's interval wide; this count says how often the lag decided against it.
+    #[serde(default)]
+    pub tips_past_break_even: usize,
 }
 
 impl FarmNodeLag {
@@ -37,10 +42,16 @@ impl FarmNodeLag {
         let break_even = baseline.and_then(|b| {
             paired_delta(side.own_new_block_ms.units(), b.new_prevhash_job_ms.units())
         });
+        let past = |point: f64| {
+            (side.farm_node_lag_ms.values().iter())
+                .filter(|lag| **lag > point)
+                .count()
+        };
         FarmNodeLag {
             assumed: assumed.into(),
             lag_ms: side.farm_node_lag_ms.dist(),
             own_ms: side.own_new_block_ms.dist(),
+            tips_past_break_even: break_even.as_ref().map_or(0, |d| past(d.delta)),
             break_even_lag_ms: match break_even {
                 Some(d) => Estimate {
                     point: Some(d.delta),
@@ -63,8 +74,9 @@ impl FarmNodeLag {
         };
         format!(
             "sooner only while your farm's node hears of blocks within {within} of your \
-             pool's; here {} was assumed (`stratum-bench race` measures yours)",
-            self.assumed
+             pool's; here {} was assumed, and passed it on {} of {} tips (`stratum-bench \
+             race` measures yours)",
+            self.assumed, self.tips_past_break_even, self.lag_ms.count
         )
     }
 }
@@ -105,6 +117,13 @@ mod tests {
             "sooner only while your farm's node hears of blocks within 49.5 ms [49.5, 49.5]"
         ));
         assert!(f.in_words().contains("here 20 ms (test) was assumed"));
+        // Lags of 50 and 60 ms passed the 49.5 ms break-even; 20, 30 and 40 did not.
+        assert_eq!(f.tips_past_break_even, 2);
+        assert!(
+            f.in_words().contains("passed it on 2 of 5 tips"),
+            "{}",
+            f.in_words()
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod manifest;
 pub mod outage;
 pub mod paths;
 pub mod published;
+pub mod race;
 pub mod resources;
 pub mod security;
 pub mod shares;

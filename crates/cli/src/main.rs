@@ -6,6 +6,7 @@ mod bench_pool;
 mod bench_template;
 mod deploy_cmd;
 mod latency_cmd;
+mod race_cmd;
 mod report_cmd;
 mod run_cmd;
 mod scenarios_cmd;
@@ -119,6 +120,32 @@ enum Command {
     ///
     ///   stratum-bench latency stratum+tcp://pool.example:3333 --interval 60s --duration 1h
     Latency(latency_cmd::LatencyArgs),
+    /// Who tells your farm of a new block first: your own node or your pool.
+    ///
+    /// Under SV1 miners move to a new block when the pool says so (mining.notify with a
+    /// new prev hash); under SV2 configurations A and B, SRI's Job Declarator Client moves
+    /// them when the farm's own node hears of it. So whether A/B is faster than SV1 for a
+    /// farm depends on which of the two hears first there. race subscribes to the node's
+    /// ZMQ hashblock and opens one session to the pool as a miner would (SV1: subscribe,
+    /// authorize; SV2: Noise, SetupConnection, OpenStandardMiningChannel), submits
+    /// nothing, and stamps both arrivals of every block, tied by its hash, on one
+    /// monotonic clock. Lead = node arrival - pool arrival (positive: the pool told first).
+    ///
+    /// It writes DIR/events.jsonl as it goes and DIR/summary.json at the end (also on
+    /// Ctrl-C and SIGTERM): blocks seen by both, only the node, only the pool; the lead's
+    /// distribution with a 95% interval of its mean over blocks; and A/B's new-block work
+    /// against SV1's (lead + --roles-ms, an assumption) in ms and sats a day at --hashrate.
+    /// The same command again resumes into DIR. A pool that drops the session is
+    /// reconnected with backoff and the gap recorded. Examples:
+    ///
+    ///   stratum-bench race --node-zmq tcp://127.0.0.1:28332 --pool stratum+tcp://127.0.0.1:3333 --worker farm.race --out race/ --duration 24h
+    ///
+    ///   stratum-bench race --node-zmq tcp://127.0.0.1:28332 --pool stratum2+tcp://127.0.0.1:34254/9auqWEzQDVyd2oe1JVGFLMLHZtCo2FFqZwtKA5gd9xbuEu7PH72 --worker farm.race --out race-sv2/
+    ///
+    ///   stratum-bench race --show race/
+    ///
+    /// docs/race.md says what each figure means.
+    Race(Box<race_cmd::RaceArgs>),
     /// Micro-benchmarks of single parts.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -177,6 +204,7 @@ fn main() -> ExitCode {
             Command::Export(args) => done(report_cmd::export(args)),
             Command::Tap(command) => done(tap_cmd::run(command).await),
             Command::Latency(args) => done(latency_cmd::run(args).await),
+            Command::Race(args) => done(race_cmd::run(*args).await),
             Command::Bench(BenchCommand::Template(args)) => done(bench_template::run(args).await),
             Command::Bench(BenchCommand::Link(args)) => done(bench_link::run(args).await),
             Command::Bench(BenchCommand::Pool(args)) => done(bench_pool::run(args).await),

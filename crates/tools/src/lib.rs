@@ -7,8 +7,10 @@
 //! | [`tap`] | `stratum-bench tap`: the run's tap in front of a real pool |
 //! | [`latency`] | `stratum-bench latency`: pools probed as a miner reaches them |
 //! | [`node`] | `stratum-bench node`: the simulated network behind bitcoind's RPC and ZMQ |
+//! | [`race`] | `stratum-bench race`: who tells a farm of a block first, its node or its pool |
 
 pub mod bench;
 pub mod latency;
 pub mod node;
+pub mod race;
 pub mod tap;
