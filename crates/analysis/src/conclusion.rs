@@ -237,6 +237,8 @@ mod tests {
                 ci: Some((48.6, 49.4)),
                 units: 12,
             },
+            tips_compared: 12,
+            tips_later: 12,
             ..FarmNodeLag::default()
         };
         let c = conclusion("sv2-a", &rows, &worth(&rows, &a, 3e8), &a, Some(&lag));
@@ -248,9 +250,9 @@ mod tests {
             c.text,
             "sv2-a: miners reach new-block work 405.2 ms later (+776%) [404.8, 405.6]; \
              sooner only while your farm's node hears of blocks within 49.0 ms [48.6, 49.4] \
-             of your pool's; here lognormal, median 454 ms, p90 6925 ms (Fechner et al.) \
-             was assumed, and passed it on 0 of 0 tips (`stratum-bench race` measures \
-             yours); worth -29.2 sats a day for \
+             of your pool's on average; here lognormal, median 454 ms, p90 6925 ms \
+             (Fechner et al.) was assumed, later on 12 of 12 tips (`stratum-bench race` \
+             measures yours); worth -29.2 sats a day for \
              a 1 PH/s farm (-2917 at 100 PH/s) at the assumed lag: stale work -29.2 \
              [-29.2, -29.1]"
         );

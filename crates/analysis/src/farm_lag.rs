@@ -24,11 +24,14 @@ pub struct FarmNodeLag {
     /// baseline's: per tip, the baseline's new-block job less this side's own time; the
     /// mean over tips with its 95% interval (tips resampled once for both sides).
     pub break_even_lag_ms: Estimate,
-    /// Tips whose lag passed the break-even: on those the side's miners reached
-    /// new-block work later than the baseline's would have. A heavy-tailed lag leaves
-    /// the mean's interval wide; this count says how often the lag decided against it.
+    /// Tips the side and the baseline both have, and those of them on which the side's
+    /// miners reached new-block work later than the baseline's (the tip's lag past that
+    /// tip's break-even). A heavy-tailed lag leaves the mean difference's interval wide;
+    /// this count says how often the lag decided, tip by tip.
     #[serde(default)]
-    pub tips_past_break_even: usize,
+    pub tips_compared: usize,
+    #[serde(default)]
+    pub tips_later: usize,
 }
 
 impl FarmNodeLag {
@@ -39,19 +42,28 @@ impl FarmNodeLag {
         side: &LatencySamples,
         baseline: Option<&LatencySamples>,
     ) -> FarmNodeLag {
-        let break_even = baseline.and_then(|b| {
-            paired_delta(side.own_new_block_ms.units(), b.new_prevhash_job_ms.units())
-        });
-        let past = |point: f64| {
-            (side.farm_node_lag_ms.values().iter())
-                .filter(|lag| **lag > point)
-                .count()
+        // Only the tips both have (the farm's own blocks have no lag, a tip a side got no
+        // job on no job time): the break-even and the count are of the same tips.
+        let own = side.own_new_block_ms.units();
+        let (own, base) = match baseline {
+            Some(b) => {
+                let base = b.new_prevhash_job_ms.units();
+                (own.shared_with(base), base.shared_with(own))
+            }
+            None => (own.clone(), Default::default()),
         };
+        let break_even = baseline.and_then(|_| paired_delta(&own, &base));
+        let jobs: std::collections::HashMap<&str, f64> =
+            side.new_prevhash_job_ms.units().means().collect();
+        let later: Vec<bool> = (base.means())
+            .filter_map(|(tip, b)| jobs.get(tip).map(|job| *job > b))
+            .collect();
         FarmNodeLag {
             assumed: assumed.into(),
             lag_ms: side.farm_node_lag_ms.dist(),
             own_ms: side.own_new_block_ms.dist(),
-            tips_past_break_even: break_even.as_ref().map_or(0, |d| past(d.delta)),
+            tips_compared: later.len(),
+            tips_later: later.iter().filter(|l| **l).count(),
             break_even_lag_ms: match break_even {
                 Some(d) => Estimate {
                     point: Some(d.delta),
@@ -63,20 +75,28 @@ impl FarmNodeLag {
         }
     }
 
-    /// The sentence for the side's conclusion: "sooner only while your node hears of
-    /// blocks within X ms [lo, hi] of your pool's; here Y was assumed (source)".
-    pub fn in_words(&self) -> String {
+    /// The break-even in words: "49.6 ms [49.0, 50.2]".
+    pub fn break_even_in_words(&self) -> Option<String> {
         let be = &self.break_even_lag_ms;
-        let within = match (be.point, be.ci) {
-            (Some(x), Some((lo, hi))) => format!("{x:.1} ms [{lo:.1}, {hi:.1}]"),
-            (Some(x), None) => format!("{x:.1} ms (too few tips for an interval)"),
-            (None, _) => return format!("farm node lag assumed {}", self.assumed),
+        match (be.point, be.ci) {
+            (Some(x), Some((lo, hi))) => Some(format!("{x:.1} ms [{lo:.1}, {hi:.1}]")),
+            (Some(x), None) => Some(format!("{x:.1} ms (too few tips for an interval)")),
+            (None, _) => None,
+        }
+    }
+
+    /// The sentence for the side's conclusion: "sooner only while your farm's node hears of
+    /// blocks within X ms [lo, hi] of your pool's on average; here Y was assumed (source),
+    /// later on k of n tips".
+    pub fn in_words(&self) -> String {
+        let Some(within) = self.break_even_in_words() else {
+            return format!("farm node lag assumed {}", self.assumed);
         };
         format!(
             "sooner only while your farm's node hears of blocks within {within} of your \
-             pool's; here {} was assumed, and passed it on {} of {} tips (`stratum-bench \
-             race` measures yours)",
-            self.assumed, self.tips_past_break_even, self.lag_ms.count
+             pool's on average; here {} was assumed, later on {} of {} tips \
+             (`stratum-bench race` measures yours)",
+            self.assumed, self.tips_later, self.tips_compared
         )
     }
 }
@@ -114,16 +134,39 @@ mod tests {
         );
         assert_eq!(be.units, 5);
         assert!(f.in_words().starts_with(
-            "sooner only while your farm's node hears of blocks within 49.5 ms [49.5, 49.5]"
+            "sooner only while your farm's node hears of blocks within 49.5 ms [49.5, 49.5] \
+             of your pool's on average"
         ));
         assert!(f.in_words().contains("here 20 ms (test) was assumed"));
-        // Lags of 50 and 60 ms passed the 49.5 ms break-even; 20, 30 and 40 did not.
-        assert_eq!(f.tips_past_break_even, 2);
+        // Lags of 50 and 60 ms (jobs of 52.5 and 62.5 ms) passed the tips' 49.5 ms; 20,
+        // 30 and 40 did not.
+        assert_eq!((f.tips_later, f.tips_compared), (2, 5));
         assert!(
-            f.in_words().contains("passed it on 2 of 5 tips"),
+            f.in_words().contains("later on 2 of 5 tips"),
             "{}",
             f.in_words()
         );
+    }
+
+    /// The baseline has a sixth tip the side has no own time on (a block the farm found):
+    /// it is left out of the break-even, whose units are the five both have.
+    #[test]
+    fn the_break_even_is_of_the_tips_both_sides_have() {
+        let mut side = LatencySamples::default();
+        let mut base = LatencySamples::default();
+        for i in 0..5 {
+            let tip = format!("tip{i}");
+            side.farm_node_lag_ms.push(&tip, 20.0);
+            side.new_prevhash_job_ms.push(&tip, 22.0);
+            side.own_new_block_ms.push(&tip, 2.0);
+            base.new_prevhash_job_ms.push(&tip, 52.0);
+        }
+        side.new_prevhash_job_ms.push("own", 0.0);
+        base.new_prevhash_job_ms.push("own", 500.0);
+        let f = FarmNodeLag::of("20 ms", &side, Some(&base));
+        assert!((f.break_even_lag_ms.point.unwrap() - 50.0).abs() < 1e-9);
+        assert_eq!(f.break_even_lag_ms.units, 5);
+        assert_eq!((f.tips_later, f.tips_compared), (0, 5));
     }
 
     #[test]

@@ -133,6 +133,24 @@ impl Units {
         self.index.get(name).map(|i| self.totals[*i as usize])
     }
 
+    /// Each unit's mean, by name, in the order the units first appeared.
+    pub fn means(&self) -> impl Iterator<Item = (&str, f64)> {
+        (self.names.iter().zip(&self.totals))
+            .filter(|(_, t)| t.weight > 0.0)
+            .map(|(name, t)| (name.as_str(), t.sum / t.weight))
+    }
+
+    /// Only the units `other` has too: what two sides compare unit for unit.
+    pub fn shared_with(&self, other: &Units) -> Units {
+        let mut shared = Units::default();
+        for (name, t) in self.names.iter().zip(&self.totals) {
+            if other.get(name).is_some_and(|o| o.weight > 0.0) && t.weight > 0.0 {
+                shared.add(name, t.sum, t.weight);
+            }
+        }
+        shared
+    }
+
     /// How many units hold some weight.
     pub fn len(&self) -> usize {
         self.totals.iter().filter(|t| t.weight > 0.0).count()

@@ -373,6 +373,10 @@ pub struct JobStream {
     farm_node_lag_ms: Clustered,
     /// Per tip, each miner's new-block job less the tip's farm node lag: the roles' own.
     own_new_block_ms: Clustered,
+    /// Prev hashes miners got jobs on before the network's node had them as its tip (a
+    /// block found at the farm, which its own node has first), with the miners that did:
+    /// when the tip comes, they are already on it. The last few only.
+    ahead: VecDeque<(String, Vec<bool>)>,
     tip: Option<String>,
     /// The window's tips not yet taken into the samples, oldest first.
     tips: VecDeque<TipWait>,
@@ -408,6 +412,7 @@ impl JobStream {
             farm_node_took: HashMap::new(),
             farm_node_lag_ms: Clustered::default(),
             own_new_block_ms: Clustered::default(),
+            ahead: VecDeque::new(),
             tip: None,
             tips: VecDeque::new(),
             tips_taken: 0,
@@ -484,6 +489,37 @@ impl JobStream {
                 first_job: vec![None; miners],
                 stale_wait: vec![None; miners],
             });
+            // Miners already on this block (their farm found it): work on it at once.
+            if let Some(i) = self.ahead.iter().position(|(h, _)| h == hash) {
+                let (_, on) = self.ahead.remove(i).expect("found");
+                let tip = self.tips.back_mut().expect("pushed");
+                for (miner, _) in on.iter().enumerate().filter(|(_, on)| **on) {
+                    tip.first_job[miner] = Some(t);
+                    tip.stale_wait[miner] = Some(0);
+                }
+            }
+        }
+    }
+
+    /// Farm-found blocks tracked at once before their tip comes (or never does).
+    const AHEAD_KEPT: usize = 16;
+
+    /// `miner` got a job on `prev_hash` before it was the network's tip.
+    fn job_ahead(&mut self, miner: u32, prev_hash: &str) {
+        let miners = self.side.miners as usize;
+        let i = match self.ahead.iter().position(|(h, _)| h == prev_hash) {
+            Some(i) => i,
+            None => {
+                if self.ahead.len() == Self::AHEAD_KEPT {
+                    self.ahead.pop_front();
+                }
+                self.ahead
+                    .push_back((prev_hash.to_string(), vec![false; miners]));
+                self.ahead.len() - 1
+            }
+        };
+        if let Some(on) = self.ahead[i].1.get_mut(miner as usize) {
+            *on = true;
         }
     }
 
@@ -521,6 +557,11 @@ impl JobStream {
             TemplateMatch::OtherNode => self.unmatched.add("job_on_another_nodes_template", 1),
         }
         let index = miner as usize;
+        let known =
+            self.tips_by_hash.contains_key(prev_hash) || self.tip.as_deref() == Some(prev_hash);
+        if !known {
+            self.job_ahead(miner, prev_hash);
+        }
         for number in self.tips_by_hash.get(prev_hash).into_iter().flatten() {
             let Some(tip) = self.tips.get_mut(number - self.tips_taken) else {
                 continue;
@@ -913,6 +954,38 @@ mod tests {
     use super::*;
     use crate::testing::*;
     use probe::TipCause;
+
+    /// A block the farm found: its own node has it at 1.000 s and its two miners get jobs
+    /// on it at 1.002 and 1.003 s; the network's node takes it at 1.020 s. They were on it
+    /// before the network's tip moved: a new-block job of 0 and no stale wait, not the
+    /// wait until some later job. The network's next tip, Q at 3 s, reaches the farm node
+    /// 20 ms late and the miners 2 and 3 ms after that: lag 20, own time 2 and 3 ms.
+    #[test]
+    fn miners_on_their_farms_own_block_before_the_network_wait_nothing() {
+        let m = manifest(vec![farm_side()]);
+        let at = |ms: u64| ms * MS;
+        let events = vec![
+            tip_at("node-farm", at(1_000), "F", TipCause::Submitted),
+            template(at(1_000), "node-farm", "A", "F", 100),
+            job_to("miners-a", at(1_002), 0, "F", Some("A")),
+            job_to("miners-a", at(1_003), 1, "F", Some("A")),
+            tip(at(1_020), "F", TipCause::Submitted),
+            tip(at(3_000), "Q", TipCause::Network),
+            tip_at("node-farm", at(3_020), "Q", TipCause::Network),
+            template(at(3_020), "node-farm", "B", "Q", 100),
+            job_to("miners-a", at(3_022), 0, "Q", Some("B")),
+            job_to("miners-a", at(3_023), 1, "Q", Some("B")),
+        ];
+        let s = computed(&m, &events, &[]);
+        let a = &s.sides["sv2-a"];
+        let mut jobs = a.samples.new_prevhash_job_ms.values();
+        jobs.sort_by(f64::total_cmp);
+        assert_eq!(jobs, vec![0.0, 0.0, 22.0, 23.0]);
+        assert_eq!(a.samples.stale_wait_ms.values().iter().sum::<f64>(), 45.0);
+        // The farm's own block has no lag; Q's is 20 ms and the roles' own 2 and 3.
+        assert_eq!(a.samples.farm_node_lag_ms.values(), vec![20.0]);
+        assert_eq!(a.samples.own_new_block_ms.values(), vec![2.0, 3.0]);
+    }
 
     /// An hour of tips a minute apart, each miner on each within 50 ms: the stream holds
     /// the last two minutes' tips, not the hour's, and finishes with every sample. A first

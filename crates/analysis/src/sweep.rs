@@ -229,8 +229,11 @@ pub const LAG_KEY: &str = "farm_node.block_lag";
 
 /// A side's break-even lag along a sweep of the farm node's lag: below it the side's
 /// miners reach new-block work sooner than the baseline's, above it later. Every point's
-/// run measures the same break-even (the lag moves both the side's job and where it
-/// would equal the baseline's), so the points are combined as repeats.
+/// run measures the break-even itself (the lag moves the side's job, not the baseline's
+/// or the roles' own time): `lag_ms` is their mean. The points share the seed's network
+/// (they are not independent repeats), so `ci` is the envelope of their own intervals,
+/// not a narrower combined one. `line_lag_ms` is where the fitted line of the new-block
+/// job's difference crosses zero: the same crossing read from the curves, a check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Crossing {
     pub side: String,
@@ -238,6 +241,8 @@ pub struct Crossing {
     pub lag_ms: f64,
     pub ci: Option<(f64, f64)>,
     pub runs: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_lag_ms: Option<f64>,
 }
 
 /// One run's reading of one metric for one side.
@@ -294,7 +299,7 @@ pub fn analyse(keys: &[String], zip: bool, runs: &[SweepRun]) -> SweepAnalysis {
         let at = |x: &str| x.parse::<f64>().unwrap_or_default();
         order.sort_by(|a, b| a.0.cmp(&b.0).then(at(&a.1).total_cmp(&at(&b.1))));
     }
-    let curves = (metrics.into_iter())
+    let curves: Vec<Curves> = (metrics.into_iter())
         .map(|(metric, label, kind)| {
             let mut points = Vec::new();
             let sides: Vec<String> = {
@@ -336,7 +341,7 @@ pub fn analyse(keys: &[String], zip: bool, runs: &[SweepRun]) -> SweepAnalysis {
         .collect();
     // Along the lag, the runs' break-evens are one quantity measured at every point.
     let mut crossings = Vec::new();
-    if key == LAG_KEY {
+    if key == LAG_KEY && numeric {
         let mut by_side: BTreeMap<(String, String), Vec<Estimate>> = BTreeMap::new();
         for ((metric, side, panel, _), estimates) in &grouped {
             if metric == BREAK_EVEN {
@@ -344,17 +349,32 @@ pub fn analyse(keys: &[String], zip: bool, runs: &[SweepRun]) -> SweepAnalysis {
                     .extend(estimates.iter().cloned());
             }
         }
+        let difference_line = |side: &str, panel: &str| {
+            (curves.iter())
+                .filter(|c| c.metric == "NewPrevhashJobMsDifference")
+                .flat_map(|c| &c.fits)
+                .find(|f| f.side == side && f.panel == panel && f.slope > 0.0)
+                .map(|f| -f.intercept / f.slope)
+        };
         for ((side, panel), estimates) in by_side {
-            let c = combine(&estimates);
-            if let Some(lag_ms) = c.value {
-                crossings.push(Crossing {
-                    side,
-                    panel,
-                    lag_ms,
-                    ci: c.ci,
-                    runs: estimates.iter().filter(|e| e.point.is_some()).count(),
-                });
+            let points: Vec<f64> = estimates.iter().filter_map(|e| e.point).collect();
+            if points.is_empty() {
+                continue;
             }
+            let cis: Vec<(f64, f64)> = estimates.iter().filter_map(|e| e.ci).collect();
+            let envelope = (!cis.is_empty()).then(|| {
+                let lo = cis.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
+                let hi = cis.iter().map(|c| c.1).fold(f64::NEG_INFINITY, f64::max);
+                (lo, hi)
+            });
+            crossings.push(Crossing {
+                line_lag_ms: difference_line(&side, &panel),
+                lag_ms: points.iter().sum::<f64>() / points.len() as f64,
+                ci: envelope,
+                runs: points.len(),
+                side,
+                panel,
+            });
         }
     }
     SweepAnalysis {
@@ -703,6 +723,8 @@ mod tests {
         };
         assert_eq!((c.side.as_str(), c.runs), ("sv2-a", 2));
         assert!(close(c.lag_ms, 48.0), "{c:?}");
+        // A against SV1: -48 ms at no lag, +52 at 100: the line crosses 0 at 48 ms too.
+        assert!(close(c.line_lag_ms.unwrap(), 48.0), "{c:?}");
         let (lo, hi) = c.ci.unwrap();
         assert!(close(lo, 48.0) && close(hi, 48.0), "{lo} {hi}");
         // A's new-block job moves one for one with the lag: slope 1.

@@ -65,7 +65,7 @@ pub struct RaceArgs {
 
 pub async fn run(args: RaceArgs) -> Result<()> {
     if let Some(dir) = &args.show {
-        print!("{}", analysis::race::render(&read(dir)?));
+        print!("{}", report::race::render(&read(dir)?));
         return Ok(());
     }
     if let Some(v) = args.block_value_sats {
@@ -106,7 +106,7 @@ pub async fn run(args: RaceArgs) -> Result<()> {
         params,
     })
     .await?;
-    print!("{}", analysis::race::render(&outcome.summary));
+    print!("{}", report::race::render(&outcome.summary));
     println!("written to {}", out.join(SUMMARY_FILE).display());
     match outcome.error {
         Some(e) => Err(e.context(format!(

@@ -367,8 +367,9 @@ pub struct FarmNode {
     /// long a block found at the farm takes to reach the network: SRI's JDC moves its
     /// miners to a new block only when this node hears of it, so in A and B this lag sets
     /// the new-block job, the stale work and the farm's block propagation. Fixed (ms), a
-    /// lognormal `{ median_ms, p90_ms }`, or measured lags `{ file }` (one ms a line, as
-    /// `stratum-bench race` writes them); one draw per block, the same for every farm node.
+    /// lognormal `{ median_ms, p90_ms }`, or measured lags `{ file }` (one ms a line: a
+    /// race's leads plus the pool's own time and one-way link, docs/farm-node.md); one
+    /// draw per block, the same for every farm node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_lag: Option<BlockLag>,
     /// Where `block_lag` comes from (a measurement, a paper), said beside every verdict

@@ -3,8 +3,9 @@
 //! lags an operator measured (`stratum-bench race`), one drawn per block.
 //!
 //! A block's lag is drawn from the run's seed and the block's hash, so every farm node of
-//! a run draws the same lag for the same block (sides A and B stay paired by tip) and a
-//! run repeats with its seed.
+//! a run draws the same lag for the same block (sides A and B stay paired by tip). (Block
+//! hashes carry the run's start time, so two runs of one seed draw different lags from the
+//! same distribution.)
 
 use rand::SeedableRng;
 use rand_distr::Distribution;
@@ -14,6 +15,10 @@ use std::time::Duration;
 
 /// z of the standard normal's 90th percentile: p90 = median x exp(z90 x sigma).
 const Z90: f64 = 1.281_551_565_545;
+
+/// The longest lag a block is held: an hour. Longer is no lag but a node that is down;
+/// a lognormal's far tail is cut here.
+pub const MAX_MS: f64 = 3_600_000.0;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
@@ -62,15 +67,17 @@ impl BlockLag {
 
     /// Why the lag cannot be drawn from, if it cannot.
     pub fn check(&self) -> Result<(), String> {
-        let ms = |x: f64| x.is_finite() && x >= 0.0;
+        let ms = |x: f64| (0.0..=MAX_MS).contains(&x);
         match self {
-            BlockLag::Fixed(x) if !ms(*x) => Err(format!("{x} is not a lag in ms (0 or more)")),
+            BlockLag::Fixed(x) if !ms(*x) => Err(format!("{x} is not a lag in ms (0 to an hour)")),
             BlockLag::LogNormal { median_ms, p90_ms } => {
-                if !(median_ms.is_finite() && *median_ms > 0.0) {
-                    Err(format!("median_ms {median_ms} is not a lag above 0 ms"))
-                } else if !(p90_ms.is_finite() && p90_ms >= median_ms) {
+                if !(ms(*median_ms) && *median_ms > 0.0) {
                     Err(format!(
-                        "p90_ms {p90_ms} is below median_ms {median_ms}: a 90th percentile is at least the median"
+                        "median_ms {median_ms} is not a lag above 0 ms, up to an hour"
+                    ))
+                } else if !(ms(*p90_ms) && p90_ms >= median_ms) {
+                    Err(format!(
+                        "p90_ms {p90_ms} is below median_ms {median_ms} or above an hour: a 90th percentile is at least the median"
                     ))
                 } else {
                     Ok(())
@@ -80,7 +87,7 @@ impl BlockLag {
                 Err(format!("{} holds no lag", file.display()))
             }
             BlockLag::Measured { lags_ms, .. } => match lags_ms.iter().find(|x| !ms(**x)) {
-                Some(x) => Err(format!("{x} is not a lag in ms (0 or more)")),
+                Some(x) => Err(format!("{x} is not a lag in ms (0 to an hour)")),
                 None => Ok(()),
             },
             BlockLag::Fixed(_) => Ok(()),
@@ -106,7 +113,7 @@ impl BlockLag {
                 lags_ms[rand::Rng::gen_range(&mut rng, 0..lags_ms.len())]
             }
         };
-        Duration::from_secs_f64(ms.max(0.0) / 1e3)
+        Duration::from_secs_f64(ms.clamp(0.0, MAX_MS) / 1e3)
     }
 
     /// The median lag, in ms: what a single "hop" stands for where one number is needed.
@@ -154,8 +161,14 @@ pub fn parse_lags(text: &str) -> Result<Vec<f64>, String> {
             continue;
         }
         match line.parse::<f64>() {
-            Ok(x) if x.is_finite() && x >= 0.0 => lags.push(x),
-            _ => return Err(format!("line {}: {line:?} is not a lag in ms", i + 1)),
+            Ok(x) if (0.0..=MAX_MS).contains(&x) => lags.push(x),
+            _ => {
+                return Err(format!(
+                    "line {}: {line:?} is not a lag in ms (0 to an hour; a node ahead of the \
+                     pool's is a lag of 0)",
+                    i + 1
+                ))
+            }
         }
     }
     if lags.is_empty() {
@@ -216,10 +229,10 @@ mod tests {
             let ms = lag.draw(1, &hash(i)).as_secs_f64() * 1e3;
             assert!(lags.iter().any(|x| (x - ms).abs() < 1e-6), "{ms}");
         }
-        assert_eq!(
-            parse_lags("12\nabc\n").unwrap_err(),
-            "line 2: \"abc\" is not a lag in ms"
-        );
+        assert!(parse_lags("12\nabc\n")
+            .unwrap_err()
+            .starts_with("line 2: \"abc\" is not a lag in ms"));
+        assert!(parse_lags("1e300\n").unwrap_err().contains("line 1"));
         assert!(parse_lags("# nothing\n").unwrap_err().contains("no lag"));
         assert!(parse_lags("-5\n").unwrap_err().contains("line 1"));
     }
@@ -232,6 +245,17 @@ mod tests {
             p90_ms: 100.0,
         };
         assert!(low.check().unwrap_err().contains("below median_ms"));
+        let endless = BlockLag::LogNormal {
+            median_ms: 454.0,
+            p90_ms: 1e300,
+        };
+        assert!(endless.check().is_err());
+        // The far tail of a lognormal is cut at an hour, never a panic.
+        let wide = BlockLag::LogNormal {
+            median_ms: 3_000_000.0,
+            p90_ms: 3_600_000.0,
+        };
+        assert!((0..200).all(|i| wide.draw(1, &hash(i)) <= Duration::from_secs(3600)));
         assert!(BlockLag::Fixed(0.0).check().is_ok());
     }
 

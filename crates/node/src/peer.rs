@@ -277,6 +277,11 @@ async fn take_blocks(
     mut heard: mpsc::UnboundedReceiver<(tokio::time::Instant, Block)>,
 ) {
     while let Some((at, block)) = heard.recv().await {
+        // A block this node has (found here, and published back by the peer) waits for
+        // nothing: holding it would hold the blocks behind it.
+        if shared.sync().has_block(&block.block_hash()) {
+            continue;
+        }
         until(at + lag.of(&block)).await;
         if let PeerBlock::Orphan { parent } = shared.accept_peer_block(block.clone()) {
             match catch_up(&shared, &rpc, parent).await {

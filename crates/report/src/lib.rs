@@ -12,6 +12,7 @@ pub mod document;
 pub mod export;
 pub mod fuzzing;
 mod outage;
+pub mod race;
 pub mod readings;
 pub mod run_data;
 mod security;

@@ -11,7 +11,6 @@ pub fn farm_node_lag(lag: &analysis::farm_lag::FarmNodeLag) -> String {
         (Some(p50), Some(mean)) => format!("median {p50:.1} ms, mean {mean:.1} ms"),
         _ => "no tips".into(),
     };
-    let be = &lag.break_even_lag_ms;
     format!(
         "farm node lag: {} assumed; measured {} over {} tips; the roles' own time beyond it {}; \
          break-even lag {}",
@@ -19,11 +18,8 @@ pub fn farm_node_lag(lag: &analysis::farm_lag::FarmNodeLag) -> String {
         ms(&lag.lag_ms),
         lag.lag_ms.count,
         ms(&lag.own_ms),
-        match (be.point, be.ci) {
-            (Some(x), Some((lo, hi))) => format!("{x:.1} ms [{lo:.1}, {hi:.1}]"),
-            (Some(x), None) => format!("{x:.1} ms (too few tips for an interval)"),
-            (None, _) => "not measured".into(),
-        }
+        lag.break_even_in_words()
+            .unwrap_or_else(|| "not measured".into())
     )
 }
 

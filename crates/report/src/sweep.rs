@@ -184,21 +184,30 @@ fn crossings(a: &SweepAnalysis) -> Section {
          while {}'s stays where its pool puts it. They cross at the break-even lag: below it \
          the side's miners reach new-block work sooner and its stale work is worth more, \
          above it later and less. Each run measures the break-even itself (per tip, {}'s \
-         new-block job less the side's own time beyond the lag), so every point is a repeat \
-         of it; the charts mark it with its 95% interval. Your own node's lag: \
-         `stratum-bench race`.",
+         new-block job less the side's own time beyond the lag): the table gives their mean \
+         with the envelope of their 95% intervals (the points share the seed's network, so \
+         they are not independent repeats), and where the fitted line of the new-block \
+         job's difference crosses zero, the same crossing read from the curves. The charts \
+         mark it with its interval. Your own node's lag: `stratum-bench race`.",
         a.baseline, a.baseline
     ))];
     blocks.push(Block::Table {
-        head: ["side", "panel", "break-even lag, ms (95%)", "runs"]
-            .map(String::from)
-            .to_vec(),
+        head: [
+            "side",
+            "panel",
+            "break-even lag, ms (the points' 95% envelope)",
+            "where the fitted difference crosses 0, ms",
+            "runs",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: (a.crossings.iter())
             .map(|c| {
                 vec![
                     c.side.clone(),
                     c.panel.clone(),
                     value(Some(c.lag_ms), c.ci),
+                    value(c.line_lag_ms, None),
                     c.runs.to_string(),
                 ]
             })

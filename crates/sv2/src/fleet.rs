@@ -1023,7 +1023,7 @@ async fn read_mining(reader: &mut NoiseTcpReadHalf) -> Result<Option<MiningOwned
 }
 
 /// A frame's mining message, `None` for a frame of another protocol.
-pub(crate) fn decode_mining(mut frame: SerializedFrame) -> Result<Option<MiningOwned>> {
+pub fn decode_mining(mut frame: SerializedFrame) -> Result<Option<MiningOwned>> {
     let header = frame.header();
     if protocol_message_type(header.ext_type(), header.msg_type()) != MessageType::Mining {
         return Ok(None);

@@ -21,8 +21,7 @@ use stratum_apps::stratum_core::binary_sv2::{Str0255Owned, U256Owned};
 use stratum_apps::stratum_core::bitcoin::hashes::Hash;
 use stratum_apps::stratum_core::bitcoin::BlockHash;
 use stratum_apps::stratum_core::mining_sv2::OpenStandardMiningChannelOwned;
-use stratum_apps::stratum_core::parsers_sv2::{AnyMessageOwned, Mining, MiningOwned};
-use stratum_apps::utils::protocol_message_type::{protocol_message_type, MessageType};
+use stratum_apps::stratum_core::parsers_sv2::{AnyMessageOwned, MiningOwned};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::signal::unix::{signal, SignalKind};
@@ -469,17 +468,11 @@ fn read_frames(
             // Scoped: a read half dropped while one of its frames lives spins forever.
             let msg = match reader.read_frame().await {
                 Err(e) => Err(anyhow!("the pool closed the session ({e})")),
-                Ok(mut frame) => {
-                    let header = frame.header();
-                    if protocol_message_type(header.ext_type(), header.msg_type())
-                        != MessageType::Mining
-                    {
-                        continue;
-                    }
-                    Mining::try_from((header.msg_type(), frame.payload()))
-                        .map(Mining::into_owned)
-                        .map_err(|e| anyhow!("a malformed mining message: {e:?}"))
-                }
+                Ok(frame) => match sv2::fleet::decode_mining(frame) {
+                    Ok(None) => continue,
+                    Ok(Some(msg)) => Ok(msg),
+                    Err(e) => Err(anyhow!("the pool sent {e}")),
+                },
             };
             let failed = msg.is_err();
             if tx.send((mono_ns(), msg)).is_err() || failed {

@@ -195,13 +195,9 @@ async fn spawn_farm_node(
 ) -> Result<(sri::TemplateSource, FarmNodeRoles)> {
     let s = &opts.scenario;
     // The farm node's blocks (ZMQ) and submissions (RPC) cross the feed link without
-    // delay: the farm node holds each block for its own drawn lag (`farm_node.block_lag`),
-    // the link only counts the feed's bytes.
-    let p2p = link::LinkConfig {
-        up_delay: Duration::ZERO,
-        down_delay: Duration::ZERO,
-        ..wan(s, side)
-    };
+    // delay, jitter or cap (the pool link's are not the nodes'): the farm node holds each
+    // block for its own drawn lag (`farm_node.block_lag`), the link only counts the bytes.
+    let p2p = link::LinkConfig::from_rtt(Duration::ZERO);
     // The emulation's own feed between the nodes (whole blocks, RPC submissions) crosses
     // a link of its own, so its bytes stay apart from what the farm's node would really
     // move (modelled by the node: transaction relay and compact blocks).
