@@ -41,7 +41,7 @@ pub struct RaceArgs {
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     settle: Duration,
     /// Assumed: the SV2 farm roles' (JDC, translator) own time to build a new-block job,
-    /// ms; 2.6 is configuration A's new-block job minus its farm node's lag in
+    /// ms; 1.6 is configuration A's new-block job minus its farm node's lag in
     /// stratum-bench's default run.
     #[arg(long, default_value_t = analysis::race::DEFAULT_ROLES_MS)]
     roles_ms: f64,

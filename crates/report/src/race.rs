@@ -83,7 +83,7 @@ mod tests {
         let text = render(&s);
         assert!(text.contains("too few blocks"), "{text}");
         assert!(text.contains("no block seen by both yet"), "{text}");
-        // A lead of 97.4 ms and 2.6 of the roles: 100 ms later, -7.5 sats a day.
+        // A lead of 98.4 ms and 1.6 of the roles: 100 ms later, -7.5 sats a day.
         s.config_ab.later_than_sv1_ms = Some(100.0);
         s.config_ab.sats_per_day = Some(-7.5);
         let text = render(&s);
