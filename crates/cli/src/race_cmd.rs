@@ -117,9 +117,14 @@ pub async fn run(args: RaceArgs) -> Result<()> {
     }
 }
 
+/// Whether `dir` holds a race (its events file), not a run.
+pub fn is_race_dir(dir: &Path) -> bool {
+    dir.join(EVENTS_FILE).is_file()
+}
+
 /// A race directory's summary: summary.json, or for a race still running (or killed), its
 /// events summarised as they stand, with the default settings.
-fn read(dir: &Path) -> Result<RaceSummary> {
+pub fn read(dir: &Path) -> Result<RaceSummary> {
     let summary = dir.join(SUMMARY_FILE);
     if let Ok(text) = std::fs::read_to_string(&summary) {
         let value: serde_json::Value = serde_json::from_str(&text)

@@ -34,6 +34,18 @@ pub fn bench_report(out: &std::path::Path) -> Result<()> {
 }
 
 pub fn report(args: ReportArgs) -> Result<()> {
+    // A race directory's report is its summary in words, as `show` prints it.
+    if crate::race_cmd::is_race_dir(&args.run_dir) {
+        let text = report::race::render(&crate::race_cmd::read(&args.run_dir)?);
+        let path = args.run_dir.join("report.md");
+        std::fs::write(
+            &path,
+            format!("# stratum-bench race\n\n```text\n{text}```\n"),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
+        println!("{}", path.display());
+        return Ok(());
+    }
     // A sweep's report rewrites its sweep.json: not while the sweep writes there.
     let _lock = (args.run_dir.join(analysis::sweep::SWEEP_FILE).is_file())
         .then(|| harness::sweep::runner::Lock::take(&args.run_dir))
@@ -71,6 +83,14 @@ pub fn terminal(verbose: bool) -> report::terminal::Terminal {
 }
 
 pub fn show(args: ShowArgs) -> Result<()> {
+    // A race directory (`stratum-bench race`) reads as a race.
+    if crate::race_cmd::is_race_dir(&args.run_dir) {
+        print!(
+            "{}",
+            report::race::render(&crate::race_cmd::read(&args.run_dir)?)
+        );
+        return Ok(());
+    }
     print!(
         "{}",
         report::terminal::show(&args.run_dir, &terminal(args.verbose))?

@@ -96,6 +96,18 @@ fn run_at(lag_ms: u32) -> AtLag {
 fn a_new_block_job_is_the_farm_nodes_lag_plus_the_roles_own_time() {
     let (near, far) = (run_at(30), run_at(230));
     for r in [&near, &far] {
+        eprintln!(
+            "lag {} ms: A's new-block job {:.2} ms, measured lag {:.2} ms, own {:.2} ms; \
+             SV1's {:.2} ms; break-even {:.2} ms [{:.2}, {:.2}]",
+            r.lag_ms,
+            r.job_a,
+            r.measured_lag,
+            r.own,
+            r.job_sv1,
+            r.break_even,
+            r.break_even_ci.0,
+            r.break_even_ci.1
+        );
         // The lag as set, less what the feed and the farm node's taking of the block add
         // (the measured lag): A's job less the set lag is the roles' own time within 2 ms.
         assert!(
@@ -128,6 +140,7 @@ fn a_new_block_job_is_the_farm_nodes_lag_plus_the_roles_own_time() {
     }
     // One ms of lag is one ms of A's new-block job.
     let slope = (far.job_a - near.job_a) / (far.lag_ms - near.lag_ms);
+    eprintln!("slope of A's new-block job on the lag: {slope:.4}");
     assert!((slope - 1.0).abs() <= 0.05, "slope {slope}");
     // Below the break-even A is sooner than SV1, above it later.
     assert!(near.job_a < near.job_sv1 && far.job_a > far.job_sv1);

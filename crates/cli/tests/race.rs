@@ -301,7 +301,7 @@ fn a_delay_on_the_nodes_feed_shifts_the_sv2_lead_by_it() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch("sv2");
     let (_node, _pool, url, zmq) = sri_pool(&dir, &arrivals(10.0, 2.0, 32.0));
-    races_recover_delays(&dir, &zmq, &url, &[0, 80], "28s");
+    races_recover_delays(&dir, &zmq, &url, &[0, 80, 300], "28s");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -373,18 +373,25 @@ fn a_race_resumes_after_a_restart_and_rides_out_a_lost_pool_session() {
         .filter(|r| r["kind"] == "block" && r["source"] == "pool")
         .count();
     assert!(after_gap >= 2, "pool notices after the gap: {after_gap}");
-    // `race --show` prints the summary.
-    let shown = Command::new(exe())
-        .args(["race", "--show"])
+    // `race --show` and `show` print the summary.
+    for args in [&["race", "--show"][..], &["show"][..]] {
+        let shown = Command::new(exe()).args(args).arg(&out).output().unwrap();
+        let text = String::from_utf8_lossy(&shown.stdout);
+        assert!(
+            shown.status.success() && text.contains(&format!("{both} both")),
+            "{args:?}: {text}"
+        );
+        eprintln!("{text}");
+    }
+    // `report` writes it as report.md.
+    let reported = Command::new(exe())
+        .arg("report")
         .arg(&out)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&shown.stdout);
-    assert!(
-        shown.status.success() && text.contains(&format!("{both} both")),
-        "{text}"
-    );
-    eprintln!("{text}");
+    assert!(reported.status.success());
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains(&format!("{both} both")), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
