@@ -32,29 +32,23 @@ pub struct PeerOptions {
     pub start_mono_ns: Option<u64>,
 }
 
-/// The non-Core ZMQ topic on which a node says, before each `rawblock`, when its tip
-/// changed (the block's hash, then the host's monotonic ns, little-endian): a follower on
-/// the same host counts its lag from there, not from when the block crossed to it. No
-/// Core client subscribes to it, so none sees it.
-pub const TIP_CLOCK_TOPIC: &str = "stratumbenchtipclock";
+/// The non-Core RPC method by which a follower asks its peer when the peer's tip changed
+/// to a block (`[hash]`, answered with the host's monotonic ns, or null for a block it
+/// does not remember): a follower on the same host counts its lag from there, not from
+/// when the block crossed to it. An RPC method no Core client calls, not a ZMQ topic: a
+/// pool subscribed to every topic (ckpool) must see bitcoind's alone.
+pub const TIP_CLOCK_METHOD: &str = "getsimulationtipclock";
 
-/// A [`TIP_CLOCK_TOPIC`] message's body.
-pub fn tip_clock_body(hash: &bitcoin::BlockHash, changed_ns: u64) -> Vec<u8> {
-    use bitcoin::hashes::Hash;
-    let mut body = hash.to_byte_array().to_vec();
-    body.extend_from_slice(&changed_ns.to_le_bytes());
-    body
-}
-
-/// What a [`TIP_CLOCK_TOPIC`] body says, if it is one.
-fn read_tip_clock(body: &[u8]) -> Option<(bitcoin::BlockHash, u64)> {
-    use bitcoin::hashes::Hash;
-    let hash: [u8; 32] = body.get(..32)?.try_into().ok()?;
-    let ns: [u8; 8] = body.get(32..40)?.try_into().ok()?;
-    Some((
-        bitcoin::BlockHash::from_byte_array(hash),
-        u64::from_le_bytes(ns),
-    ))
+/// When the peer's tip changed to `hash`, if it says.
+async fn tip_changed_at(rpc: &bitcoind_rpc::RpcClient, hash: &bitcoin::BlockHash) -> Option<u64> {
+    let answer = rpc.call::<Option<u64>>(TIP_CLOCK_METHOD, serde_json::json!([hash.to_string()]));
+    match answer.await {
+        Ok(at) => at,
+        Err(e) => {
+            tracing::warn!(error = %e, "the peer did not say when its tip changed: the lag runs from arrival");
+            None
+        }
+    }
 }
 
 /// The instant `mono_ns` (this host's monotonic clock) was, now.
@@ -211,12 +205,8 @@ async fn receive_blocks(
         let mut sub = zeromq::SubSocket::new();
         let subscribed = async {
             sub.connect(&endpoint).await?;
-            sub.subscribe(TIP_CLOCK_TOPIC).await?;
             sub.subscribe("rawblock").await
         };
-        // When the peer's tip changed, by hash: the last few (each block's comes just
-        // before it).
-        let mut changed: std::collections::VecDeque<(bitcoin::BlockHash, u64)> = Default::default();
         if let Err(e) = subscribed.await {
             tracing::warn!(%endpoint, error = %e, "cannot subscribe to the peer's blocks; retrying");
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -236,27 +226,9 @@ async fn receive_blocks(
                 tracing::warn!("a peer ZMQ message without a body: ignored");
                 continue;
             };
-            if message.get(0).map(|t| t.as_ref()) == Some(TIP_CLOCK_TOPIC.as_bytes()) {
-                match read_tip_clock(body) {
-                    Some(tip) => {
-                        changed.push_back(tip);
-                        if changed.len() > 16 {
-                            changed.pop_front();
-                        }
-                    }
-                    None => tracing::warn!("a peer tip clock that does not read: ignored"),
-                }
-                continue;
-            }
             match bitcoin::consensus::deserialize::<Block>(body) {
                 Ok(block) => {
-                    // The lag runs from the peer's tip change where the peer said when
-                    // (the emulation's own feed is no part of it), else from arrival.
-                    let hash = block.block_hash();
-                    let at = (changed.iter().rev())
-                        .find(|(h, _)| *h == hash)
-                        .map_or(arrived, |(_, ns)| instant_of(*ns));
-                    if heard.send((at, block)).is_err() {
+                    if heard.send((arrived, block)).is_err() {
                         return;
                     }
                 }
@@ -279,10 +251,14 @@ async fn take_blocks(
     while let Some((at, block)) = heard.recv().await {
         // A block this node has (found here, and published back by the peer) waits for
         // nothing: holding it would hold the blocks behind it.
-        if shared.sync().has_block(&block.block_hash()) {
+        let hash = block.block_hash();
+        if shared.sync().has_block(&hash) {
             continue;
         }
-        until(at + lag.of(&block)).await;
+        // The lag runs from the peer's tip change where the peer says when (the
+        // emulation's own feed is no part of it), else from arrival.
+        let from = tip_changed_at(&rpc, &hash).await.map_or(at, instant_of);
+        until(from + lag.of(&block)).await;
         if let PeerBlock::Orphan { parent } = shared.accept_peer_block(block.clone()) {
             match catch_up(&shared, &rpc, parent).await {
                 Ok(n) => {

@@ -99,11 +99,7 @@ impl NodeHandle {
             zmq.push((topics, tx));
             Ok(Some(bound))
         };
-        let zmq_endpoint = publish(
-            &opts.zmq_bind,
-            &["hashblock", "rawblock", crate::peer::TIP_CLOCK_TOPIC],
-        )
-        .await?;
+        let zmq_endpoint = publish(&opts.zmq_bind, &["hashblock", "rawblock"]).await?;
         let zmq_hashblock_endpoint = publish(&opts.zmq_hashblock_bind, &["hashblock"]).await?;
 
         let (user, password, cookie_path) = match opts.auth {

@@ -32,6 +32,9 @@ pub struct Shared {
     /// stream lags the peer's.
     pub(crate) to_peer: Option<mpsc::UnboundedSender<bitcoin::Block>>,
     pub(crate) tx_delay_ns: u64,
+    /// When the tip changed to each of the last few blocks (host monotonic ns): what a
+    /// follower counts its lag from ([`crate::peer::TIP_CLOCK_METHOD`]).
+    tip_changes: Mutex<std::collections::VecDeque<(BlockHash, u64)>>,
 }
 
 impl Shared {
@@ -50,6 +53,7 @@ impl Shared {
             stop: watch::channel(false).0,
             to_peer: None,
             tx_delay_ns: 0,
+            tip_changes: Mutex::default(),
         }
     }
 
@@ -76,22 +80,36 @@ impl Shared {
         taken
     }
 
+    /// Tips kept for [`Shared::tip_changed_at`]: more than a follower has in flight.
+    const TIP_CHANGES_KEPT: usize = 64;
+
+    fn remember_tip_change(&self, hash: BlockHash, at_ns: u64) {
+        let mut changes = self.tip_changes.lock();
+        if changes.len() == Self::TIP_CHANGES_KEPT {
+            changes.pop_front();
+        }
+        changes.push_back((hash, at_ns));
+    }
+
+    /// When this node's tip changed to `hash` (host monotonic ns), among its last tips.
+    pub(crate) fn tip_changed_at(&self, hash: &BlockHash) -> Option<u64> {
+        let changes = self.tip_changes.lock();
+        changes
+            .iter()
+            .rev()
+            .find(|(h, _)| h == hash)
+            .map(|(_, at)| *at)
+    }
+
     /// Tells every face about new tips: ZMQ, then longpolls.
     pub fn announce(&self, tips: &[Arc<ChainBlock>]) {
         for tip in tips {
-            let changed_ns = mono_ns();
+            self.remember_tip_change(tip.hash, mono_ns());
             tracing::info!(height = tip.height, hash = %tip.hash, txs = tip.block.txdata.len(), "new tip");
             // bitcoind publishes the hash in display (big-endian) order.
             let mut hash = tip.hash.to_byte_array();
             hash.reverse();
             for (topics, zmq) in &self.zmq {
-                // Before the block: when this node's tip changed, for its followers.
-                if topics.contains(&crate::peer::TIP_CLOCK_TOPIC) {
-                    let _ = zmq.send(Notification {
-                        topic: crate::peer::TIP_CLOCK_TOPIC,
-                        body: crate::peer::tip_clock_body(&tip.hash, changed_ns),
-                    });
-                }
                 if topics.contains(&"hashblock") {
                     let _ = zmq.send(Notification {
                         topic: "hashblock",

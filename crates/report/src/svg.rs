@@ -133,8 +133,10 @@ fn chart(
     for (i, s) in series.iter().enumerate() {
         frame.series(&mut out, i, s, step, cdf);
     }
-    for m in markers.iter().filter(|m| frame.holds_x(m.x)) {
-        frame.marker(&mut out, m);
+    // Each marker's label a line lower than the last: two sides' break-evens often
+    // fall together.
+    for (i, m) in markers.iter().filter(|m| frame.holds_x(m.x)).enumerate() {
+        frame.marker(&mut out, m, i);
     }
     out.push_str("</svg>");
     out
@@ -189,8 +191,9 @@ impl Frame {
         x.is_finite() && x >= self.x.0 && x <= self.x.1
     }
 
-    /// A dashed vertical line at the marker, its interval shaded, its label at the top.
-    fn marker(&self, out: &mut String, m: &Marker) {
+    /// A dashed vertical line at the marker, its interval shaded, its label at the top
+    /// (the `i`th label's line).
+    fn marker(&self, out: &mut String, m: &Marker, i: usize) {
         let (top, bottom) = (TOP, self.h - BOTTOM);
         if let Some((lo, hi)) = m.ci {
             let (lo, hi) = (lo.max(self.x.0), hi.min(self.x.1));
@@ -207,7 +210,7 @@ impl Frame {
             out,
             r#"<line x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="dimgray" stroke-width="1.2" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" class="tick">{}</text>"#,
             x + 4.0,
-            top + 12.0,
+            top + 12.0 + 14.0 * i as f64,
             escape(&m.label)
         );
     }
@@ -482,6 +485,10 @@ mod tests {
         assert!(svg.contains("sv2-a break-even 50 ms"), "{svg}");
         assert!(svg.contains(r#"stroke-dasharray="4 3""#));
         assert_eq!(svg.matches("<rect").count(), 1);
+        // Two at one place: the second label a line under the first.
+        let two = drawn(&[marker(50.0), marker(50.0)]);
+        assert!(two.contains(r#"y="42.0" class="tick">sv2-a break-even 50 ms"#));
+        assert!(two.contains(r#"y="56.0" class="tick">sv2-a break-even 50 ms"#));
         let outside = drawn(&[marker(400.0)]);
         assert!(!outside.contains("break-even") && !outside.contains("<rect"));
     }

@@ -181,6 +181,15 @@ const METHODS: &[(&str, Signature, Call)] = &[
             }))
         }),
     ),
+    // Not bitcoind's: when the tip changed to a block, for a follower's lag.
+    (
+        crate::peer::TIP_CLOCK_METHOD,
+        sig!("getsimulationtipclock \"blockhash\"", 1, "blockhash"),
+        Call::Json(|shared, p| {
+            let hash = parse_hash(p.required_str(0)?)?;
+            Ok(json!(shared.tip_changed_at(&hash)))
+        }),
+    ),
     (
         "getzmqnotifications",
         sig!("getzmqnotifications", 0),
