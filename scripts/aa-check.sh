@@ -6,8 +6,11 @@
 # row flagged after Benjamini-Hochberg (at most about 5%). A benchmark of the statistics,
 # not a test: it takes K x (DURATION + about 25 s).
 #
-#   scripts/aa-check.sh [--pair sv1|sv2-c] [--runs K] [--duration 90s] [extra run args...]
+#   scripts/aa-check.sh [--pair sv1|sv2-c] [--runs K] [--duration 90s] [--block-interval 5s]
+#                       [--recompute] [extra run args...]
 #
+# --recompute   analyse runs already there again (`report --recompute`) before the tables:
+#               after a change to the analysis, the same runs read by the new code.
 # --pair sv1    sv1 against sv1-b, the built-in SV1 pool on both (default)
 # --pair sv2-c  sv2-c against sv2-c-b: configuration C twice (SRI pool and translator)
 # Runs go to $AA_OUT (default runs/aa-check/PAIR); a run already there is read again, not
@@ -16,11 +19,15 @@ set -euo pipefail
 PAIR=sv1
 K=30
 DURATION=90s
+BLOCK_INTERVAL=5s
+RECOMPUTE=
 while [ $# -gt 0 ]; do
   case "$1" in
     --pair) PAIR=$2; shift 2 ;;
     --runs) K=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
+    --block-interval) BLOCK_INTERVAL=$2; shift 2 ;;
+    --recompute) RECOMPUTE=1; shift ;;
     *) break ;;
   esac
 done
@@ -35,12 +42,15 @@ OUT=${AA_OUT:-runs/aa-check/$PAIR}
 mkdir -p "$OUT"
 for seed in $(seq 1 "$K"); do
   dir="$OUT/seed-$seed"
-  [ -f "$dir/summary.json" ] && continue
+  if [ -f "$dir/summary.json" ]; then
+    [ -n "$RECOMPUTE" ] && { "$BIN" report --recompute "$dir" > /dev/null 2>&1 || echo "seed $seed: recompute failed"; }
+    continue
+  fi
   rm -rf "$dir"
-  # 5 s blocks, half the network's hashrate ours: about 18 tips in 90 s.
+  # Half the network's hashrate ours; at 5 s blocks about 18 tips in 90 s.
   "$BIN" run "$SCENARIO" --out "$dir" --duration "$DURATION" \
     --set warmup=10s --set seed="$seed" --set "sides=$SIDES" --set "baseline=\"$BASE\"" \
-    --set network.block_interval=5s --set network.hashrate_share=0.5 \
+    --set network.block_interval="$BLOCK_INTERVAL" --set network.hashrate_share=0.5 \
     --metrics-bind 127.0.0.1:0 "$@" > "$dir.log" 2>&1 || { echo "seed $seed: run failed (see $dir.log)"; continue; }
   echo "seed $seed: done"
 done
@@ -58,6 +68,10 @@ def ks_uniform(ps):
     return d, min(max(p, 0.0), 1.0)
 
 by_metric, runs, any_flag = {}, 0, 0
+# Rows with at least this many tips on each side: below it a row says little.
+MIN_TIPS = 20
+enough, enough_low = 0, 0
+new_block = []
 for seed in range(1, k + 1):
     p = out / f"seed-{seed}" / "summary.json"
     if not p.exists():
@@ -69,13 +83,24 @@ for seed in range(1, k + 1):
     for r in rows:
         if r.get("p_value") is not None:
             by_metric.setdefault(r["metric"], []).append(r["p_value"])
-    print(f"seed {seed:2}: flagged after BH: {', '.join(flagged) or 'none'}")
+            if min(r.get("units") or [0]) >= MIN_TIPS:
+                enough += 1
+                enough_low += r["p_value"] < 0.05
+    nb = next((r for r in rows if r["metric"] == "new_prevhash_job_ms"), {})
+    if nb.get("delta") is not None:
+        new_block.append(nb["delta"])
+    delta = f"{nb['delta']:+.3f} ms" if nb.get("delta") is not None else "-"
+    print(f"seed {seed:2}: new-block job {other} - twin {delta}; flagged after BH: {', '.join(flagged) or 'none'}")
 print(f"\n{runs} runs of {other} against its twin")
 print(f"{'metric':24} {'tested':>6} {'raw p<0.05':>10} {'KS D':>6} {'KS p':>6}")
 for metric, ps in sorted(by_metric.items()):
     low = sum(p < 0.05 for p in ps) / len(ps)
     d, ks_p = ks_uniform(ps)
     print(f"{metric:24} {len(ps):6} {100 * low:9.1f}% {d:6.3f} {ks_p:6.3f}")
+if enough:
+    print(f"rows with at least {MIN_TIPS} tips a side: {enough}, raw p < 0.05 in {enough_low} ({100 * enough_low / enough:.1f}%)")
+if new_block:
+    print(f"new-block job differences by seed: {min(new_block):+.3f} to {max(new_block):+.3f} ms")
 if runs:
     print(f"runs with any row flagged after BH: {any_flag} of {runs} ({100 * any_flag / runs:.1f}%)")
 PY

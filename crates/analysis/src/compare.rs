@@ -42,12 +42,17 @@ pub struct MetricComparison {
 }
 
 impl MetricComparison {
-    /// Worse in B by more than `pct` percent, and significantly so (every metric compared
-    /// here is better lower: latency, CPU, memory, bytes).
+    /// Worse in B by more than `pct` percent, and significantly so: the whole interval is
+    /// past `pct` percent of A, not only the point (every metric compared here is better
+    /// lower: latency, CPU, memory, bytes).
     pub fn regressed(&self, pct: f64) -> bool {
-        self.delta
-            .as_ref()
-            .is_some_and(|d| d.significant && d.delta > 0.0 && d.pct.is_some_and(|p| p > pct))
+        self.delta.as_ref().is_some_and(|d| {
+            let least_pct = (d.mean_a != 0.0)
+                .then_some(d.ci)
+                .flatten()
+                .map(|(lo, _)| lo / d.mean_a.abs() * 100.0);
+            d.significant && least_pct.is_some_and(|p| p > pct)
+        })
     }
 }
 

@@ -5,7 +5,7 @@
 
 use crate::farm_lag::FarmNodeLag;
 use crate::headline::{Headline, VerdictRow};
-use crate::worth::{WorthAssumptions, WorthRow};
+use crate::worth::{in_total, WorthAssumptions, WorthRow};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -17,21 +17,28 @@ pub struct Conclusion {
     /// The worth rows the protocol sets (none a scenario parameter or a model sets),
     /// summed; `None` when none has a price.
     pub worth_sats_per_day: Option<f64>,
+    /// Its 95% interval, the rows' shared tips resampled together
+    /// (`worth::total_interval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worth_sats_per_day_ci: Option<(f64, f64)>,
 }
 
-/// Per side of the verdict, its conclusion; a side on its farm's own node (in `lags`)
-/// says the lag its answer was found at and the break-even.
+/// Per side of the verdict, its conclusion, with its total worth's interval (in
+/// `intervals`, by side, where it has one); a side on its farm's own node (in `lags`) says
+/// the lag its answer was found at and the break-even.
 pub fn conclusions(
     verdict: &BTreeMap<String, Vec<VerdictRow>>,
     worth: &BTreeMap<String, Vec<WorthRow>>,
+    intervals: &BTreeMap<String, (f64, f64)>,
     a: &WorthAssumptions,
     lags: &BTreeMap<String, FarmNodeLag>,
 ) -> BTreeMap<String, Conclusion> {
     (verdict.iter())
         .map(|(side, rows)| {
             let worth = worth.get(side).map_or(&[][..], Vec::as_slice);
+            let ci = intervals.get(side).copied();
             let lag = lags.get(side);
-            (side.clone(), conclusion(side, rows, worth, a, lag))
+            (side.clone(), conclusion(side, rows, worth, ci, a, lag))
         })
         .collect()
 }
@@ -40,6 +47,7 @@ fn conclusion(
     side: &str,
     rows: &[VerdictRow],
     worth: &[WorthRow],
+    ci: Option<(f64, f64)>,
     a: &WorthAssumptions,
     lag: Option<&FarmNodeLag>,
 ) -> Conclusion {
@@ -51,10 +59,9 @@ fn conclusion(
     if let Some(lag) = lag {
         parts.push(lag.in_words());
     }
-    let priced: Vec<&WorthRow> = (worth.iter())
-        .filter(|w| w.modelled.is_none() && w.sats_per_day.is_some())
-        .collect();
+    let priced: Vec<&WorthRow> = worth.iter().filter(|w| in_total(w)).collect();
     let total = (!priced.is_empty()).then(|| priced.iter().filter_map(|w| w.sats_per_day).sum());
+    let ci = ci.filter(|_| total.is_some());
     if let Some(total) = total {
         let scale = 1e17 / a.farm_hashrate;
         let each: Vec<String> = (priced.iter())
@@ -63,11 +70,7 @@ fn conclusion(
                     "{} {}{}",
                     short(w.metric),
                     sats(w.sats_per_day.unwrap_or_default()),
-                    w.ci.map_or(String::new(), |(lo, hi)| format!(
-                        " [{}, {}]",
-                        sats(lo),
-                        sats(hi)
-                    ))
+                    interval(w.ci, 1.0)
                 )
             })
             .collect();
@@ -78,10 +81,12 @@ fn conclusion(
             ""
         };
         parts.push(format!(
-            "worth {} sats a day for a {} farm ({} at 100 PH/s){at_lag}: {}",
+            "worth {}{} sats a day for a {} farm ({}{} at 100 PH/s){at_lag}: {}",
             sats(total),
+            interval(ci, 1.0),
             crate::worth::hashrate_label(a.farm_hashrate),
             sats(total * scale),
+            interval(ci, scale),
             each.join(", ")
         ));
     } else if let Some(w) = worth.iter().find(|w| w.sats_per_day.is_none()) {
@@ -106,7 +111,15 @@ fn conclusion(
     Conclusion {
         text: format!("{side}: {}", parts.join("; ")),
         worth_sats_per_day: total,
+        worth_sats_per_day_ci: ci,
     }
+}
+
+/// " [lo, hi]" in sats, times `scale`; nothing without an interval.
+fn interval(ci: Option<(f64, f64)>, scale: f64) -> String {
+    ci.map_or(String::new(), |(lo, hi)| {
+        format!(" [{}, {}]", sats(lo * scale), sats(hi * scale))
+    })
 }
 
 /// "miners reach new-block work 29.5 ms sooner (-55%) [27.1, 31.8]".
@@ -200,14 +213,18 @@ mod tests {
         ];
         let a = WorthAssumptions::default();
         let w = worth(&rows, &a, 315_000_000.0);
-        let c = conclusion("sv2-c", &rows, &w, &a, None);
+        // The stale work alone is in the total: its interval, 27.1 and 31.8 ms x 0.0756 =
+        // 2.0488 and 2.4041 sats a day (205 and 240 at 100 PH/s), is the total's.
+        let c = conclusion("sv2-c", &rows, &w, w[0].ci, &a, None);
         assert!((c.worth_sats_per_day.unwrap() - 2.2302).abs() < 1e-4);
+        let (lo, hi) = c.worth_sats_per_day_ci.unwrap();
+        assert!((lo - 2.048_76).abs() < 1e-4 && (hi - 2.404_08).abs() < 1e-4);
         assert_eq!(
             c.text,
             "sv2-c: miners reach new-block work 29.5 ms sooner (-55%) [27.1, 31.8]; \
-             worth +2.2 sats a day for a 1 PH/s farm (+223 at 100 PH/s): stale work +2.2 \
-             [+2.0, +2.4]; costs 2.1 kB/s of farm download (partly modelled: the farm \
-             node's relay)"
+             worth +2.2 [+2.0, +2.4] sats a day for a 1 PH/s farm (+223 [+205, +240] at \
+             100 PH/s): stale work +2.2 [+2.0, +2.4]; costs 2.1 kB/s of farm download \
+             (partly modelled: the farm node's relay)"
         );
     }
 
@@ -241,7 +258,7 @@ mod tests {
             tips_later: 12,
             ..FarmNodeLag::default()
         };
-        let c = conclusion("sv2-a", &rows, &worth(&rows, &a, 3e8), &a, Some(&lag));
+        let c = conclusion("sv2-a", &rows, &worth(&rows, &a, 3e8), None, &a, Some(&lag));
         assert!(
             (c.worth_sats_per_day.unwrap() + 29.1744).abs() < 1e-3,
             "{c:?}"
@@ -267,8 +284,11 @@ mod tests {
             few,
         ];
         let a = WorthAssumptions::default();
-        let c = conclusion("sv1-b", &rows, &worth(&rows, &a, 3e8), &a, None);
-        assert_eq!(c.worth_sats_per_day, None);
+        let c = conclusion("sv1-b", &rows, &worth(&rows, &a, 3e8), None, &a, None);
+        assert_eq!(
+            (c.worth_sats_per_day, c.worth_sats_per_day_ci),
+            (None, None)
+        );
         assert!(c.text.contains("0.2 ms sooner"), "{}", c.text);
         assert!(c.text.contains("no difference shown"), "{}", c.text);
         assert!(
@@ -286,7 +306,14 @@ mod tests {
         let mut few = row(Headline::NewPrevhashJobMs, 50.0, 49.99, None);
         few.no_interval = Some("too few (n = 3 and 3 tips; 5 needed)".into());
         let a = WorthAssumptions::default();
-        let c = conclusion("sv2-c", &[few.clone()], &worth(&[few], &a, 3e8), &a, None);
+        let c = conclusion(
+            "sv2-c",
+            &[few.clone()],
+            &worth(&[few], &a, 3e8),
+            None,
+            &a,
+            None,
+        );
         // -0.02% rounds to nothing at a tenth: no percent at all.
         assert_eq!(
             c.text,

@@ -152,9 +152,13 @@ pub struct VerdictRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assumed: Option<String>,
     /// Miner-tips the side's miners got no work on before the next tip (they count in the
-    /// stale wait, until that next tip).
+    /// stale wait, until that next tip: a cap the run's block pace sets, not the real
+    /// interval's, so the price of such waits is a floor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tips_without_work: Option<u64>,
+    /// The same for the baseline's miners: a side is read against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_tips_without_work: Option<u64>,
 }
 
 /// How a verdict row reads for the operator.
@@ -208,10 +212,14 @@ pub fn verdict(
         return BTreeMap::new();
     };
     let base = Compared::of(base);
-    (sides.iter())
+    let mut verdict: BTreeMap<String, Vec<VerdictRow>> = (sides.iter())
         .filter(|(name, _)| name.as_str() != baseline)
-        .map(|(name, side)| (name.clone(), rows(&base, &Compared::of(side))))
-        .collect()
+        .map(|(name, side)| (name.clone(), uncontrolled_rows(&base, &Compared::of(side))))
+        .collect();
+    // One family for the run: with three SV2 sides, BH per side would flag something
+    // somewhere about three times as often as 5%.
+    control_together(verdict.values_mut().flatten());
+    verdict
 }
 
 /// What a side brings to the verdict.
@@ -232,18 +240,26 @@ impl<'a> Compared<'a> {
     }
 }
 
-/// One side's rows against the baseline's, their significance controlled together.
+/// One side's rows against the baseline's, their significance controlled together (a
+/// run's verdict controls every side's rows as one family: [`verdict`]).
 pub fn rows(base: &Compared, side: &Compared) -> Vec<VerdictRow> {
-    let mut rows: Vec<VerdictRow> = Headline::ALL.iter().map(|h| row(*h, base, side)).collect();
-    // Only rows with a test take part; their significance is what survives together.
-    let tested: Vec<(usize, f64)> = (rows.iter().enumerate())
-        .filter_map(|(i, r)| r.p_value.map(|p| (i, p)))
-        .collect();
-    let p: Vec<f64> = tested.iter().map(|t| t.1).collect();
-    for ((i, _), kept) in tested.iter().zip(benjamini_hochberg(&p, FDR)) {
-        rows[*i].significant = rows[*i].significant && kept;
-    }
+    let mut rows = uncontrolled_rows(base, side);
+    control_together(rows.iter_mut());
     rows
+}
+
+fn uncontrolled_rows(base: &Compared, side: &Compared) -> Vec<VerdictRow> {
+    Headline::ALL.iter().map(|h| row(*h, base, side)).collect()
+}
+
+/// Benjamini-Hochberg over `rows`: only rows with a test take part, and a row stays
+/// significant only if it survives with the others.
+fn control_together<'a>(rows: impl Iterator<Item = &'a mut VerdictRow>) {
+    let mut tested: Vec<&mut VerdictRow> = rows.filter(|r| r.p_value.is_some()).collect();
+    let p: Vec<f64> = tested.iter().filter_map(|r| r.p_value).collect();
+    for (row, kept) in tested.iter_mut().zip(benjamini_hochberg(&p, FDR)) {
+        row.significant = row.significant && kept;
+    }
 }
 
 /// The metrics a run that stops when it knows waits for.
@@ -323,6 +339,7 @@ fn row(h: Headline, a: &Compared, b: &Compared) -> VerdictRow {
     r.assumed = set_by_lag(h, a.farm_node || b.farm_node);
     if matches!(h, Headline::StaleWaitMs) {
         r.tips_without_work = Some(b.tips_without_work);
+        r.baseline_tips_without_work = Some(a.tips_without_work);
     }
     r
 }
@@ -379,6 +396,7 @@ fn empty(h: Headline, sv1: Option<f64>, sv2: Option<f64>) -> VerdictRow {
         modelled: None,
         assumed: None,
         tips_without_work: None,
+        baseline_tips_without_work: None,
     }
 }
 
@@ -500,6 +518,11 @@ mod tests {
         assert_eq!(get(Headline::StaleSharesPct).reading(), Reading::NoInterval);
         // No blocks: no samples.
         assert_eq!(get(Headline::BlockPropagationMs).sv1, None);
+        // The worth's total is the stale work alone (the template value is the scenario's):
+        // no difference on any tip, so none on any resample of them either.
+        let c = &s.conclusions["sv2-a"];
+        assert_eq!(c.worth_sats_per_day, Some(0.0));
+        assert_eq!(c.worth_sats_per_day_ci, Some((0.0, 0.0)));
     }
 
     #[test]
@@ -519,6 +542,7 @@ mod tests {
             modelled: None,
             assumed: None,
             tips_without_work: None,
+            baseline_tips_without_work: None,
         };
         let verdict = BTreeMap::from([(
             "sv2-c".to_string(),
@@ -648,6 +672,7 @@ mod tests {
             modelled: None,
             assumed: None,
             tips_without_work: None,
+            baseline_tips_without_work: None,
         };
         for metric in Headline::ALL {
             let more_is_better = matches!(

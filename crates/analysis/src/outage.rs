@@ -23,13 +23,18 @@
 //! jobs: their next job says nothing of work lost. What they lose is the work the judge
 //! rejects from the fault's start until it accepts a share again (shares held through a
 //! block come stale): its difficulty as hashes over the farm's hashrate is the seconds of
-//! the farm's work lost, priced the same way.
+//! the farm's work lost, priced the same way. Of those, the judge's usual rejections are
+//! not the fault's: its rejection rate outside every fault, times the shares it judged
+//! meanwhile, would have come anyway, and only the rest is lost. The shares are a Poisson
+//! count of the work (a handful in a short stall), so the loss carries the count's exact
+//! (Garwood) 95% interval: 3 shares could stand for 0.21 to 2.92 times the work they carry.
 
 use crate::credit::Credited;
 use crate::manifest::WorthAssumptions;
 use crate::manifest::{SideRoles, Window};
 use probe::{Dist, Event, Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
+use statrs::distribution::{ChiSquared, ContinuousCDF};
 use std::collections::BTreeMap;
 
 /// One fault of a side's link, as its events came in.
@@ -45,9 +50,11 @@ pub struct FaultSeen {
     pub accepted_during: u64,
     /// The judge's first accepted share after it ended.
     pub first_accepted_after_end: Option<u64>,
-    /// The judge's rejections from its start until that share, and their work.
+    /// The judge's rejections from its start until that share, and their work; and all
+    /// it judged meanwhile (that share too).
     pub rejected_until_back: u64,
     pub rejected_work: Credited,
+    pub judged_until_back: u64,
     /// Each miner's turn to its backup pool after the fault began, and those that had a
     /// job from it.
     pub to_backup: BTreeMap<u32, u64>,
@@ -66,6 +73,10 @@ pub struct FaultSeen {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct OutageFacts {
     pub faults: Vec<FaultSeen>,
+    /// The judge's shares outside every fault (from its start until it accepted again),
+    /// and its rejections among them: its usual rejection rate.
+    pub judged_outside: u64,
+    pub rejected_outside: u64,
 }
 
 impl OutageFacts {
@@ -127,8 +138,14 @@ impl OutageFacts {
                 difficulty,
                 ..
             } if r.role == side.pool_role => {
+                let accepted = *verdict == ShareVerdict::Accepted;
+                let mut in_a_fault = false;
                 for f in &mut self.faults {
-                    match (*verdict == ShareVerdict::Accepted, f.ended_ns) {
+                    if f.first_accepted_after_end.is_none() {
+                        f.judged_until_back += 1;
+                        in_a_fault = true;
+                    }
+                    match (accepted, f.ended_ns) {
                         (true, None) => f.accepted_during += 1,
                         (true, Some(_)) => {
                             f.first_accepted_after_end.get_or_insert(r.t_ns);
@@ -139,6 +156,10 @@ impl OutageFacts {
                         }
                         (false, _) => {}
                     }
+                }
+                if !in_a_fault {
+                    self.judged_outside += 1;
+                    self.rejected_outside += u64::from(!accepted);
                 }
             }
             _ => {}
@@ -171,6 +192,10 @@ pub struct SideOutage {
     pub accepted_during: u64,
     pub first_accepted_after_s: Option<f64>,
     pub rejected_until_back: u64,
+    /// Of those, the rejections the judge's usual rate would have made of the shares it
+    /// judged meanwhile: not the fault's, and not counted lost.
+    #[serde(default)]
+    pub rejected_anyway: f64,
     /// With a backup pool: the miners that turned to it, seconds from the fault's start to
     /// its first accepted share, and the shares it accepted while the fault lasted.
     #[serde(default)]
@@ -200,6 +225,13 @@ pub struct SideOutage {
     pub lost_is_rejected_work: bool,
     pub blocks_missed: Option<f64>,
     pub lost_sats: Option<f64>,
+    /// For rejected work, the 95% intervals of the seconds lost and their sats: the
+    /// rejected shares' exact Poisson interval ([`poisson_interval`]) times the work a
+    /// share carries on average; none without a share rejected (no work to scale by).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_s_per_miner_ci: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_sats_ci: Option<(f64, f64)>,
 }
 
 impl SideOutage {
@@ -220,6 +252,11 @@ pub fn side_outages(
 ) -> Vec<SideOutage> {
     let weight = |miner: u32| hashrate_factor.get(miner as usize).copied().unwrap_or(1.0);
     let total_weight: f64 = (0..side.miners).map(weight).sum();
+    // The judge's usual rejection rate, outside every fault.
+    let usual_rejections = match facts.judged_outside {
+        0 => 0.0,
+        n => facts.rejected_outside as f64 / n as f64,
+    };
     let secs = |ns: u64| ns as f64 / 1e9;
     (facts.faults.iter())
         .map(|f| {
@@ -259,13 +296,24 @@ pub fn side_outages(
             let pool_gone = f.target == "pool" || f.target == "link";
             let farm_hashrate = side.miner_hashrate.map(|h| h * total_weight);
             let without_work = f.fault == "drop" && pool_gone;
+            // Rejected work: beyond the usual rejections, each share the rejected shares'
+            // mean work, as seconds of the farm's; the count's interval the same way.
+            let k = f.rejected_until_back;
+            let anyway = usual_rejections * f.judged_until_back as f64;
+            let rejected_s = |shares: f64| {
+                let per_share = f.rejected_work.hashes / k.max(1) as f64;
+                let h = farm_hashrate.filter(|h| *h > 0.0)?;
+                Some((shares - anyway).max(0.0) * per_share / h)
+            };
             let lost_s_per_miner = match without_work {
                 true => (total_weight > 0.0).then(|| lost / total_weight),
-                false => farm_hashrate
-                    .filter(|h| *h > 0.0)
-                    .map(|h| f.rejected_work.hashes / h),
+                false => rejected_s(k as f64),
             };
             let blocks_missed = lost_s_per_miner.map(|t| worth.farm_blocks_in(t));
+            let lost_s_per_miner_ci = (!without_work && k > 0)
+                .then(|| poisson_interval(k))
+                .and_then(|(lo, hi)| rejected_s(lo).zip(rejected_s(hi)));
+            let sats = |t: f64| worth.farm_blocks_in(t) * block_value;
             SideOutage {
                 target: f.target.clone(),
                 fault: f.fault.clone(),
@@ -278,6 +326,7 @@ pub fn side_outages(
                 recovery_s: (!recovery.is_empty()).then(|| Dist::of(&recovery)),
                 accepted_during: f.accepted_during,
                 rejected_until_back: f.rejected_until_back,
+                rejected_anyway: anyway,
                 first_accepted_after_s: f
                     .first_accepted_after_end
                     .map(|t| secs(t.saturating_sub(ended))),
@@ -294,9 +343,21 @@ pub fn side_outages(
                 lost_is_rejected_work: !without_work,
                 blocks_missed,
                 lost_sats: blocks_missed.map(|b| b * block_value),
+                lost_s_per_miner_ci,
+                lost_sats_ci: lost_s_per_miner_ci.map(|(lo, hi)| (sats(lo), sats(hi))),
             }
         })
         .collect()
+}
+
+/// The exact (Garwood) 95% interval of a Poisson mean from a count of `k`: the means at
+/// which a count of k or more, and of k or fewer, is 2.5% likely, chi2(0.025, 2k) / 2 and
+/// chi2(0.975, 2k + 2) / 2. From 0 at k = 0.
+pub fn poisson_interval(k: u64) -> (f64, f64) {
+    let chi2 =
+        |p: f64, df: u64| ChiSquared::new(df as f64).map_or(0.0, |dist| dist.inverse_cdf(p) / 2.0);
+    let lo = if k == 0 { 0.0 } else { chi2(0.025, 2 * k) };
+    (lo, chi2(0.975, 2 * k + 2))
 }
 
 #[cfg(test)]
@@ -551,11 +612,14 @@ mod tests {
 
     /// A stall from 40 s to 50 s; a block came meanwhile, so the three shares held through
     /// it (difficulty 1 each, 2^32 hashes) are rejected when it ends, and a fourth after an
-    /// accepted one is not the stall's. Two miners of 2^31 hashes a second: 3 x 2^32 /
-    /// 2^32 = 3 s of the farm's work lost, 0.000144 x 3 / 86,400 = 5e-9 blocks, 1.5625
-    /// sats at 312,500,000.
+    /// accepted one is not the stall's. The judge rejects 1 in 25 shares outside the stall
+    /// (24 accepted before it, that fourth after): of the 4 it judged from the stall's start
+    /// to its first accepted share, 0.16 would have been rejected anyway, so 2.84 are lost.
+    /// Two miners of 2^31 hashes a second: 2.84 x 2^32 / 2^32 = 2.84 s of the farm's work
+    /// lost, 0.000144 x 2.84 / 86,400 = 4.7333e-9 blocks, 1.479167 sats at 312,500,000
+    /// (0.520833 sats a second of the farm's work).
     #[test]
-    fn a_stall_costs_the_work_its_judge_rejected_until_it_accepted_again() {
+    fn a_stall_costs_the_work_its_judge_rejected_beyond_its_usual_until_it_accepted_again() {
         let side = SideRoles {
             miner_hashrate: Some(2f64.powi(31)),
             ..crate::testing::sv1_side().1
@@ -569,7 +633,8 @@ mod tests {
             fault: "stall".into(),
             lasts_ms: 10_000.0,
         };
-        let events = [
+        let mut events: Vec<Record> = (0..24).map(|i| accepted(10.0 + f64::from(i))).collect();
+        events.extend([
             at(40.0, "link", stall),
             ended(50.0),
             rejected(50.1),
@@ -577,16 +642,55 @@ mod tests {
             rejected(50.2),
             accepted(52.0),
             rejected(53.0),
-        ];
+        ]);
         let mut facts = OutageFacts::default();
         for r in &events {
             facts.consume(&side, window, r);
         }
+        assert_eq!((facts.judged_outside, facts.rejected_outside), (25, 1));
         let worth = WorthAssumptions::default();
         let o = &side_outages(&side, &facts, &[], window, &worth, 312_500_000.0)[0];
         assert_eq!(o.rejected_until_back, 3);
-        assert!((o.lost_s_per_miner.unwrap() - 3.0).abs() < 1e-9);
-        assert!((o.blocks_missed.unwrap() / 5e-9 - 1.0).abs() < 1e-9);
+        assert!((o.rejected_anyway - 0.16).abs() < 1e-12);
+        assert!((o.lost_s_per_miner.unwrap() - 2.84).abs() < 1e-9);
+        assert!((o.blocks_missed.unwrap() / 4.733_333e-9 - 1.0).abs() < 1e-6);
+        assert!((o.lost_sats.unwrap() - 1.479_167).abs() < 1e-6);
+        // Three shares are a Poisson count of mean 0.6187 to 8.7673 (below); less the 0.16
+        // usual, 0.4587 to 8.6073 s, and at 0.520833 sats a second 0.2389 to 4.4830 sats.
+        let (lo, hi) = o.lost_s_per_miner_ci.unwrap();
+        assert!((lo - 0.458_67).abs() < 1e-4 && (hi - 8.607_27).abs() < 1e-4);
+        let (lo, hi) = o.lost_sats_ci.unwrap();
+        assert!(
+            (lo - 0.238_89).abs() < 1e-4 && (hi - 4.482_95).abs() < 1e-4,
+            "{lo} {hi}"
+        );
+        // A judge that rejects nothing outside: all three lost, 3 s, 1.5625 sats, and the
+        // interval 0.2062 to 2.9224 times that.
+        facts.rejected_outside = 0;
+        let o = &side_outages(&side, &facts, &[], window, &worth, 312_500_000.0)[0];
         assert!((o.lost_sats.unwrap() - 1.5625).abs() < 1e-6);
+        let (lo, hi) = o.lost_sats_ci.unwrap();
+        assert!((lo / 1.5625 - 0.206_224).abs() < 1e-5 && (hi / 1.5625 - 2.922_424).abs() < 1e-5);
+        // None rejected: nothing lost, and no work a share to scale an interval by.
+        facts.faults[0].rejected_until_back = 0;
+        facts.faults[0].rejected_work = Credited::default();
+        let o = &side_outages(&side, &facts, &[], window, &worth, 312_500_000.0)[0];
+        assert_eq!((o.lost_sats, o.lost_sats_ci), (Some(0.0), None));
+    }
+
+    /// Garwood's interval from the chi-square tables: for 3, chi2(0.025, 6) / 2 = 1.2373 /
+    /// 2 = 0.6187 and chi2(0.975, 8) / 2 = 17.5345 / 2 = 8.7673; for 0, from 0 to
+    /// chi2(0.975, 2) / 2 = -ln(0.025) = 3.6889; for 1, -ln(0.975) = 0.02532 (the mean at
+    /// which none comes 97.5% of the time) to 5.5716; for 100, 81.36 to 121.63.
+    #[test]
+    fn a_poisson_count_has_its_exact_interval() {
+        let close = |(lo, hi): (f64, f64), (a, b): (f64, f64), tol: f64| {
+            (lo - a).abs() < tol && (hi - b).abs() < tol
+        };
+        assert!(close(poisson_interval(3), (0.6187, 8.7673), 1e-4));
+        assert!(close(poisson_interval(0), (0.0, 0.025f64.ln().abs()), 1e-9));
+        let one = poisson_interval(1);
+        assert!(close(one, (0.975f64.ln().abs(), 5.5716), 1e-4), "{one:?}");
+        assert!(close(poisson_interval(100), (81.36, 121.63), 1e-2));
     }
 }

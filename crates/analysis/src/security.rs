@@ -15,9 +15,12 @@
 //! Worth: a farm that loses a fraction f of its work loses f of its revenue while the
 //! attack lasts: f x B x V sats a day (B blocks a day, V a block's value,
 //! `analysis::worth`). Denied: the fall of the work credited at all (to anyone) against
-//! before the attack, counted only where the two 95% intervals do not overlap (a fall
-//! within the shares' Poisson noise is priced at 0). Stolen: of what was still credited,
-//! the attacker's part (a split of the pool's own records, without that noise). A job
+//! before the attack, at its point, with the 95% interval of the difference of the two
+//! periods' credited work (independent Poisson sums): a fall within the shares' noise is
+//! priced at what it shows, with an interval that reaches 0, rather than at 0 until the
+//! two periods' own intervals part (about 99.4% confidence, not 95%). Stolen: of
+//! what was still credited, the attacker's part (a split of the pool's own records, by
+//! difficulty, with its Wilson interval as a binomial proportion of shares). A job
 //! hijack credits the attacker nothing at the pool: it takes the blocks of the work done
 //! on the jobs it rewrote (the link names each), so its stolen part is the share of the
 //! farm's shares sent on those jobs, the blocks it expects from them; of the farm's fall
@@ -28,6 +31,7 @@
 use crate::credit::Credited;
 use crate::manifest::WorthAssumptions;
 use crate::manifest::{SideRoles, Window};
+use crate::stats::{wilson, Z95};
 use probe::event::LinkEnd;
 use probe::{Dist, Event, Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
@@ -193,8 +197,12 @@ pub struct SideSecurity {
     pub detection_ms: Option<Dist>,
     /// The attacker's changes, by kind.
     pub changes: BTreeMap<String, u64>,
-    /// Of the work the pool credited after the attack began, the attacker's part, in %.
+    /// Of the work the pool credited after the attack began, the attacker's part, in %,
+    /// with its 95% interval (Wilson's, at the shares' effective number: their count with
+    /// one difficulty).
     pub attacker_split_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attacker_split_pct_ci: Option<(f64, f64)>,
     /// A job hijack: of the shares the farm's miners sent after it began, those on a job
     /// whose coinbase paid the attacker, in %; and the blocks they found on such jobs
     /// (each pays the attacker, and the pool rejects it as a share).
@@ -205,13 +213,18 @@ pub struct SideSecurity {
     /// The shares the farm's miners sent after it began.
     #[serde(default)]
     pub shares_sent_after: u64,
-    /// In % of the farm's revenue: lost to anyone's credit (denied; 0 when the fall is
-    /// within the noise), and of the rest, credited to the attacker (stolen); and those in
-    /// sats a day for a farm of the worth assumptions while the attack lasts.
+    /// In % of the farm's revenue: lost to anyone's credit (denied), and of the rest,
+    /// credited to the attacker (stolen); and those in sats a day for a farm of the worth
+    /// assumptions while the attack lasts. The denied part's 95% interval, from the
+    /// difference of the credit before and after, in % and in sats a day.
     pub stolen_pct: Option<f64>,
     pub denied_pct: Option<f64>,
     pub stolen_sats_per_day: Option<f64>,
     pub denied_sats_per_day: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denied_pct_ci: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denied_sats_per_day_ci: Option<(f64, f64)>,
 }
 
 /// The figures of one side's attack facts over `window` (as it ended); `None` when the
@@ -253,19 +266,24 @@ pub fn side_security(
         let share = facts.before.hashes / facts.before.shares.max(1) as f64;
         a.ci = Some((0.0, ZERO_SHARES_UPPER * share / (h * after_s) * 100.0));
     }
-    let denied = before
-        .zip(after)
-        .map(|(before, after)| shown_fall(before, after));
+    // Priced only with the farm's work known, as the shares of it are.
+    let fall = (before.zip(after))
+        .and_then(|_| credit_fall(facts.before, before_s, credited_after, after_s));
     // A job hijack takes the blocks of the work done on its jobs: of the farm's loss, that
     // is the stolen part (tied by job id, without the shares' noise), the rest denied.
     // Another attack takes its split of what is still credited. The two add up to the
     // farm's loss.
     let hashed_for_attacker = (planned.kind == "hijack-job" && facts.submitted_after > 0)
         .then(|| facts.on_attacker_payout as f64 / facts.submitted_after as f64);
-    let (stolen_share, denied) = match hashed_for_attacker {
-        Some(hashed) => (Some(hashed), denied.map(|d| (d - hashed).max(0.0))),
-        None => (denied.map(|d| split.unwrap_or(0.0) * (1.0 - d)), denied),
+    let (stolen_share, fall) = match hashed_for_attacker {
+        Some(hashed) => {
+            let beyond = |d: f64| (d - hashed).max(0.0);
+            let fall = fall.map(|(d, (lo, hi))| (beyond(d), (beyond(lo), beyond(hi))));
+            (Some(hashed), fall)
+        }
+        None => (fall.map(|(d, _)| split.unwrap_or(0.0) * (1.0 - d)), fall),
     };
+    let (denied, denied_ci) = (fall.map(|f| f.0), fall.map(|f| f.1));
     let revenue_per_day = worth.farm_blocks_per_day() * block_value;
     let closes: Vec<(LinkEnd, f64)> = (facts.connections.values())
         .filter_map(|c| {
@@ -289,6 +307,9 @@ pub fn side_security(
         attacker_credited: stolen,
         farm_credited_after: kept,
         attacker_split_pct: split.map(|f| f * 100.0),
+        attacker_split_pct_ci: split
+            .and_then(|f| wilson(f, effective_shares(credited_after)))
+            .map(|(lo, hi)| (lo * 100.0, hi * 100.0)),
         hashed_for_attacker_pct: hashed_for_attacker.map(|f| f * 100.0),
         blocks_for_attacker: facts.blocks_for_attacker,
         shares_sent_after: facts.submitted_after,
@@ -303,16 +324,43 @@ pub fn side_security(
         denied_pct: denied.map(|f| f * 100.0),
         stolen_sats_per_day: stolen_share.map(|f| f * revenue_per_day),
         denied_sats_per_day: denied.map(|f| f * revenue_per_day),
+        denied_pct_ci: denied_ci.map(|(lo, hi)| (lo * 100.0, hi * 100.0)),
+        denied_sats_per_day_ci: denied_ci
+            .map(|(lo, hi)| (lo * revenue_per_day, hi * revenue_per_day)),
     })
 }
 
-/// The fall from `before` to `after` as a fraction of `before`, when their 95% intervals do
-/// not overlap; 0 otherwise.
-fn shown_fall(before: WorkPct, after: WorkPct) -> f64 {
-    let before_low = before.ci.map_or(before.pct, |(lo, _)| lo);
-    let after_high = after.ci.map_or(after.pct, |(_, hi)| hi);
-    if after_high < before_low && before.pct > 0.0 {
-        (1.0 - after.pct / before.pct).max(0.0)
+/// The fall of the work credited per second from `before` (over `before_s`) to `after`
+/// (over `after_s`), as a fraction of before's, with its 95% interval: the two periods'
+/// shares are independent Poisson sums, each of variance its squared difficulties summed,
+/// so the difference of their rates has the two variances added (normal, as each
+/// period's own interval is). Within 0 and 1: a rise is no fall. `None` with nothing
+/// credited before.
+fn credit_fall(
+    before: Credited,
+    before_s: f64,
+    after: Credited,
+    after_s: f64,
+) -> Option<(f64, (f64, f64))> {
+    if before.hashes <= 0.0 || before_s <= 0.0 || after_s <= 0.0 {
+        return None;
+    }
+    let (rate_before, rate_after) = (before.hashes / before_s, after.hashes / after_s);
+    let variance = before.hashes_sq / (before_s * before_s) + after.hashes_sq / (after_s * after_s);
+    let half = Z95 * variance.sqrt();
+    let of_before = |rise: f64| (-rise / rate_before).clamp(0.0, 1.0);
+    let rise = rate_after - rate_before;
+    Some((
+        of_before(rise),
+        (of_before(rise + half), of_before(rise - half)),
+    ))
+}
+
+/// Kish's effective number of shares, (sum of difficulties)^2 / sum of their squares: the
+/// count with one difficulty, fewer when a few large shares hold most of the work.
+fn effective_shares(c: Credited) -> f64 {
+    if c.hashes_sq > 0.0 {
+        c.hashes * c.hashes / c.hashes_sq
     } else {
         0.0
     }
@@ -397,8 +445,11 @@ mod tests {
     /// A window of 100 s from t = 10 s; the attack begins at 50 s (40 s in). Before it, 40
     /// shares in 40 s: 100% of the farm's work. After it, 45 shares to the thief and 15 to
     /// the farm in 60 s: 75% (interval (45 -+ 1.96 sqrt 45) / 60 = 53.09% to 96.91%) and
-    /// 25%, nothing denied. With 1 PH/s of 1 ZH/s at 600 s blocks (1e-6 x 144 = 0.000144
-    /// blocks a day) worth 312,500,000 sats: revenue 45,000 sats a day, 0.75 of it 33,750.
+    /// 25%, nothing denied: a share a second before and after, the difference's interval
+    /// 0 -+ 1.96 sqrt(40 / 40^2 + 60 / 60^2) = -+0.4001 a second, a fall of 0 to 40.01%.
+    /// The split, 45 of 60 shares of one difficulty, has Wilson's interval 62.77% to 84.22%.
+    /// With 1 PH/s of 1 ZH/s at 600 s blocks (1e-6 x 144 = 0.000144 blocks a day) worth
+    /// 312,500,000 sats: revenue 45,000 sats a day, 0.75 of it 33,750.
     #[test]
     fn a_hijack_is_priced_as_the_share_of_the_farms_work_credited_to_the_attacker() {
         let window = Window {
@@ -449,7 +500,16 @@ mod tests {
         );
         assert!(close(s.farm_credited_after.unwrap().pct, 25.0));
         assert!(close(s.attacker_split_pct.unwrap(), 75.0));
+        let (lo, hi) = s.attacker_split_pct_ci.unwrap();
+        assert!(
+            (lo - 62.768).abs() < 1e-3 && (hi - 84.223).abs() < 1e-3,
+            "{lo} {hi}"
+        );
         assert!(close(s.denied_pct.unwrap(), 0.0));
+        let (lo, hi) = s.denied_pct_ci.unwrap();
+        assert!(close(lo, 0.0) && (hi - 40.008).abs() < 1e-3, "{lo} {hi}");
+        let (_, hi) = s.denied_sats_per_day_ci.unwrap();
+        assert!((hi - 0.400_076 * 45_000.0).abs() < 0.1, "{hi}");
         assert!(close(s.stolen_pct.unwrap(), 75.0));
         assert!(close(s.stolen_sats_per_day.unwrap(), 33_750.0));
         // Never closed: not detected.
@@ -464,7 +524,8 @@ mod tests {
     /// block; the pool rejects all 40. The farm loses all of its credit; of that, the 30 of
     /// 40 shares on the attacker's coinbase are stolen, 75% of the farm's revenue, 33,750
     /// sats a day of 45,000 (1 PH/s of 1 ZH/s at 600 s blocks worth 312,500,000); the rest,
-    /// 25%, denied.
+    /// 25%, denied. The fall, all of 50 shares in 50 s, is 1 -+ 1.96 sqrt(50) / 50 = 72.28%
+    /// to 100%: beyond the 75% stolen, 0 to 25% denied.
     #[test]
     fn a_job_hijack_takes_the_blocks_of_the_work_on_its_jobs_and_the_pool_credits_nothing() {
         let window = Window {
@@ -529,13 +590,19 @@ mod tests {
         assert!(close(s.stolen_pct.unwrap(), 75.0));
         assert!(close(s.stolen_sats_per_day.unwrap(), 33_750.0));
         assert!(close(s.denied_pct.unwrap(), 25.0));
+        assert_eq!(
+            s.denied_pct_ci
+                .map(|(lo, hi)| (lo, (hi * 1e6).round() / 1e6)),
+            Some((0.0, 25.0))
+        );
         assert_eq!(s.changes["job_rewritten"], 2);
     }
 
     /// An SV2 session whose ciphertext changed at 50.2 s is closed by the pool's end at
     /// 50.26 s: detected in 60 ms. Another closes after the window (the run's end): not a
     /// detection. The farm's shares stop: after the attack the farm is credited nothing and
-    /// the attacker nothing, so all of the 100% it had is denied.
+    /// the attacker nothing, so all of the 100% it had is denied: 1 -+ 1.96 sqrt(50) / 50,
+    /// 72.28% to 100%.
     #[test]
     fn a_changed_ciphertext_is_detected_at_the_close_and_what_stops_is_denied_not_stolen() {
         let window = Window {
@@ -562,6 +629,8 @@ mod tests {
         assert_eq!(s.attacker_credited, Some(WorkPct { pct: 0.0, ci: None }));
         assert_eq!(s.stolen_pct, Some(0.0));
         assert!((s.denied_pct.unwrap() - 100.0).abs() < 1e-9);
+        let (lo, hi) = s.denied_pct_ci.unwrap();
+        assert!((lo - 72.282).abs() < 1e-3 && hi == 100.0, "{lo} {hi}");
         assert_eq!((s.connections_changed, s.closed_by_pool), (2, 1));
         let detection = s.detection_ms.unwrap();
         assert!(
@@ -571,10 +640,14 @@ mod tests {
     }
 
     /// More credited after the attack than before (Poisson noise: 121% against 79%) is no
-    /// fall; all of it credited to the attacker is 100% stolen, never more. A fall within
-    /// the noise (90 shares in 100 s against 100) is priced at nothing denied either.
+    /// fall, its interval none either (0.42 -+ 1.96 sqrt(0.0079 + 0.0121) = 0.42 -+ 0.277
+    /// a second more); all of it credited to the attacker is 100% stolen, never more. A
+    /// fall within the noise (90 shares in 100 s against 100) is priced at its point, 10%
+    /// denied, with the difference's interval: 0.1 -+ 1.96 sqrt(0.01 + 0.009) = 0.1 -+
+    /// 0.2702 a second, 0 to 37.02%. (The two periods' own intervals, 100 -+ 19.6 and 90
+    /// -+ 18.6, overlap: priced at 0 that way, whatever the fall up to about a third.)
     #[test]
-    fn a_fall_within_the_noise_is_not_priced_and_theft_never_exceeds_the_farms_revenue() {
+    fn a_fall_within_the_noise_is_priced_with_its_interval_and_theft_never_exceeds_revenue() {
         let window = Window {
             start_ns: 0,
             end_ns: 200_000_000_000,
@@ -585,11 +658,15 @@ mod tests {
         let s = figures(&mut events, window, 1.0).unwrap();
         assert!((s.attacker_credited.unwrap().pct - 121.0).abs() < 1e-9);
         assert_eq!((s.denied_pct, s.stolen_pct), (Some(0.0), Some(100.0)));
+        assert_eq!(s.denied_pct_ci, Some((0.0, 0.0)));
         let mut events = vec![began(100.0)];
         events.extend((0..100).map(|i| accepted(f64::from(i), "farm.1")));
         events.extend((0..90).map(|i| accepted(100.5 + f64::from(i), "farm.1")));
         let s = figures(&mut events, window, 1.0).unwrap();
-        assert_eq!((s.denied_pct, s.stolen_pct), (Some(0.0), Some(0.0)));
+        assert!((s.denied_pct.unwrap() - 10.0).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.stolen_pct, Some(0.0));
+        let (lo, hi) = s.denied_pct_ci.unwrap();
+        assert!(lo == 0.0 && (hi - 37.016).abs() < 1e-3, "{lo} {hi}");
     }
 
     #[test]

@@ -17,7 +17,7 @@
 
 pub use crate::credit::Credited;
 use crate::manifest::{SideRoles, Window};
-use crate::stats::{wilson, Clustered, Counted};
+use crate::stats::{Clustered, Counted};
 use crate::Unmatched;
 use probe::{Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
@@ -39,16 +39,17 @@ pub struct ShareCounts {
     pub pool_stale: u64,
     /// Accepted shares among the pool's verdicts.
     pub acceptance_pct: Option<f64>,
-    /// Its 95% Wilson interval, in percent.
+    /// Its 95% interval by tip, in percent: shares come in bursts at a tip, so the tip is
+    /// the unit ([`Counted::interval`]: Wilson's on the tips' effective number of shares).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acceptance_pct_ci: Option<(f64, f64)>,
     /// Stale shares among those submitted.
     #[serde(default)]
     pub stale_pct: Option<f64>,
-    /// Its 95% Wilson interval, in percent.
+    /// Its 95% interval by tip, in percent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_pct_ci: Option<(f64, f64)>,
-    /// What the pool called stale among its verdicts, with its 95% Wilson interval, in
+    /// What the pool called stale among its verdicts, with its 95% interval by tip, in
     /// percent: the counted side of `pool_stale_work_pct`.
     #[serde(default)]
     pub pool_stale_pct: Option<f64>,
@@ -103,6 +104,8 @@ pub struct ShareFacts {
     pub stale_by_tip: Counted,
     /// The pool's verdicts in the window, accepted or not, by the tip they came under.
     pub accepted_by_tip: Counted,
+    /// The pool's verdicts in the window, stale by the pool or not, by that tip.
+    pub pool_stale_by_tip: Counted,
     /// Shares submitted in the window and those stale, per miner.
     pub by_miner: BTreeMap<u32, MinerShares>,
     /// What an attacker on the side's link took (`analysis::security`).
@@ -155,8 +158,11 @@ impl ShareFacts {
         verdict: ShareVerdict,
         difficulty: Option<f64>,
     ) {
+        let tip = tip.unwrap_or_default();
         self.accepted_by_tip
-            .push(tip.unwrap_or_default(), verdict == ShareVerdict::Accepted);
+            .push(tip, verdict == ShareVerdict::Accepted);
+        self.pool_stale_by_tip
+            .push(tip, verdict == ShareVerdict::Stale);
         match verdict {
             ShareVerdict::Accepted => {
                 self.shares.accepted += 1;
@@ -200,19 +206,19 @@ impl ShareFacts {
         f.pool_work.credited_pct = credited.map(|(pct, _)| pct);
         f.pool_work.credited_pct_ci = credited.and_then(|(_, ci)| ci);
         f.shares.acceptance_pct = pct(f.shares.accepted, judged);
-        f.shares.acceptance_pct_ci = wilson_pct(f.shares.accepted, judged);
+        f.shares.acceptance_pct_ci = interval_pct(&f.accepted_by_tip);
         f.shares.stale_pct = pct(f.shares.stale, f.shares.submitted);
-        f.shares.stale_pct_ci = wilson_pct(f.shares.stale, f.shares.submitted);
+        f.shares.stale_pct_ci = interval_pct(&f.stale_by_tip);
         let miner_min = f64::from(side.miners) * window.secs() / 60.0;
         f.shares.per_miner_min = (miner_min > 0.0).then(|| f.shares.submitted as f64 / miner_min);
         f.shares.pool_stale_pct = pct(f.shares.pool_stale, judged);
-        f.shares.pool_stale_pct_ci = wilson_pct(f.shares.pool_stale, judged);
+        f.shares.pool_stale_pct_ci = interval_pct(&f.pool_stale_by_tip);
     }
 }
 
-/// The Wilson interval of `part / whole`, in percent.
-fn wilson_pct(part: u64, whole: u64) -> Option<(f64, f64)> {
-    wilson(part, whole).map(|(lo, hi)| (lo * 100.0, hi * 100.0))
+/// The interval by tip of the share of yeses, in percent.
+fn interval_pct(by_tip: &Counted) -> Option<(f64, f64)> {
+    by_tip.interval().map(|(lo, hi)| (lo * 100.0, hi * 100.0))
 }
 
 /// `part` in percent of `whole`; `None` of nothing.
@@ -267,11 +273,14 @@ mod tests {
         assert_eq!(f.shares.stale_pct, Some(50.0));
         // 4 shares from 2 miners in the 10 s window: 4 / (2 x 1/6 min) = 12 a minute.
         assert!((f.shares.per_miner_min.unwrap() - 12.0).abs() < 1e-9);
-        // 2 of 4: Wilson centre 0.5 +- 1.959964 x sqrt(0.0625 + 0.0600228) / 1.9603647
-        // = 0.3499: 15.00% to 85.00%.
+        // 2 of 4 by tip: P holds share 1, Q shares 2 to 4 (2 stale). Two tips are too few
+        // for a variance: each counts as one outcome, n_eff = 4^2 / (1^2 + 3^2) = 1.6.
+        // Wilson at 0.5 of 1.6: centre 0.5 +- 1.959964 x sqrt(0.15625 + 3.841459 / 10.24)
+        // / (1 + 3.841459 / 1.6) = 1.959964 x 0.728966 / 3.400912 = 0.420107: 7.989% to
+        // 92.011% (shares one by one would say 15% to 85%).
         let (lo, hi) = f.shares.stale_pct_ci.unwrap();
         assert!(
-            (lo - 15.00).abs() < 0.01 && (hi - 85.00).abs() < 0.01,
+            (lo - 7.989).abs() < 1e-3 && (hi - 92.011).abs() < 1e-3,
             "{lo} {hi}"
         );
         assert!(u.0.is_empty(), "{u:?}");
@@ -380,13 +389,14 @@ mod tests {
             .collect();
         events.push(judged_at(5_000 * MS, ShareVerdict::Duplicate, Some(1.0)));
         let (f, _) = run(&m, "sv1", &events);
-        // 4 accepted of 5 judged: Wilson with z = 1.959964, z^2 = 3.841459:
-        // centre (0.8 + 0.384146) / 1.768292 = 0.669655, half-width
-        // 1.959964 x sqrt(0.032 + 0.038415) / 1.768292 = 0.294112: 37.554% to 96.377%.
+        // 4 accepted of 5 judged, all before any tip: one unit, so one outcome, n_eff = 1
+        // (five shares of one tip may all hang on it). Wilson at 0.8 of 1, z = 1.959964,
+        // z^2 = 3.841459: centre (0.8 + 1.920730) / 4.841459 = 0.561965, half-width
+        // 1.959964 x sqrt(0.16 + 0.960365) / 4.841459 = 0.428501: 13.346% to 99.047%.
         assert_eq!(f.shares.acceptance_pct, Some(80.0));
         let (lo, hi) = f.shares.acceptance_pct_ci.unwrap();
         assert!(
-            (lo - 37.554).abs() < 1e-2 && (hi - 96.377).abs() < 1e-2,
+            (lo - 13.346).abs() < 1e-3 && (hi - 99.047).abs() < 1e-3,
             "{lo} {hi}"
         );
         // 4 shares of difficulty 1 credit the 4 units done: 100%. As a Poisson count the

@@ -6,9 +6,11 @@
 //!   means of contiguous batches as its units.
 //! - Two sides indexed by the same network tips are compared paired ([`paired_delta`]):
 //!   a resample draws tips once for both.
-//! - Proportions (stale shares) get a [`wilson`] interval; a difference of two clusters
-//!   by tip ([`proportion_delta`]), exact ([`fisher_exact`], [`newcombe`]) where counts
-//!   are small, never a Wald interval.
+//! - Proportions (stale shares) cluster by tip too: a side's share gets a Wilson interval
+//!   on the tips' effective number of outcomes ([`Counted::interval`]); a difference of two
+//!   sides ([`proportion_delta`]) is paired by tip, and where counts are small, a
+//!   sign-flip permutation test over tips ([`sign_flip_p`]) with Newcombe's interval from
+//!   the two sides' intervals by tip. Never a share-by-share test, never a Wald interval.
 //! - Below [`MIN_UNITS`] independent units on either side there is no interval and no
 //!   significance: "too few". Above it, a bootstrap interval is widened for its few
 //!   units (Student's t, see [`small_sample_widening`]), so that it holds 95% of the time.
@@ -20,6 +22,10 @@ use serde::{Deserialize, Serialize};
 
 /// Resamples of the bootstrap; enough for a stable 95% interval.
 const RESAMPLES: usize = 2000;
+
+/// Resamples past zero below which a bootstrap p-value comes from the resamples' normal
+/// tail: a count this small cannot rank rows that far apart.
+const FEW_IN_TAIL: f64 = 10.0;
 
 /// Independent units (clusters, batches) each side needs for an interval.
 pub const MIN_UNITS: usize = 5;
@@ -42,9 +48,10 @@ pub struct Delta {
     /// Independent units behind each side (clusters or batches).
     pub units_a: usize,
     pub units_b: usize,
-    /// 95% bootstrap interval of `delta`; `None` with too few units.
+    /// 95% interval of `delta` (bootstrap, or Newcombe's); `None` with too few units.
     pub ci: Option<(f64, f64)>,
-    /// Two-sided bootstrap p-value of "no difference"; `None` with too few units.
+    /// Two-sided p-value of "no difference" (bootstrap, or the tips' sign flips); `None`
+    /// with too few units.
     pub p_value: Option<f64>,
     /// The interval excludes zero (never with too few units).
     pub significant: bool,
@@ -63,8 +70,10 @@ pub enum Method {
     Unpaired,
     /// The units both sides share (network tips) drawn once for both.
     Paired,
-    /// Fisher's exact test and Newcombe's interval (an expected count under 5).
-    Exact,
+    /// A sign-flip permutation test over tips and Newcombe's interval from each side's
+    /// interval by tip (an expected count under 5).
+    #[serde(alias = "exact")]
+    TipSignFlip,
     /// Runs drawn, then their tips (several runs a side).
     TwoStage,
 }
@@ -74,7 +83,9 @@ impl Method {
         match self {
             Method::Unpaired => "bootstrap of each side's units",
             Method::Paired => "paired bootstrap of the shared tips",
-            Method::Exact => "Fisher's exact test, Newcombe's interval",
+            Method::TipSignFlip => {
+                "sign-flip permutation over tips, Newcombe's interval of tip-clustered Wilson intervals"
+            }
             Method::TwoStage => "two-stage bootstrap: runs, then tips within runs",
         }
     }
@@ -186,6 +197,48 @@ impl Counted {
 
     pub fn units(&self) -> &Units {
         &self.units
+    }
+
+    /// The share of yeses with its 95% interval by unit (tip), both as fractions: the
+    /// Wilson score interval on the effective number of outcomes n_eff = p(1 - p) / V,
+    /// where V is the variance of the ratio of sums from the k units' totals
+    /// (cluster-robust: V = k / (k - 1) x sum (y - p n)^2 / N^2), at most the N outcomes
+    /// (no unit is worth more than independent outcomes), cut by (z / t(0.975, k - 1))^2
+    /// for the few units V rests on: Korn and Graubard's effective sample size with its
+    /// degrees of freedom. At a share of 0 or 1 the units say nothing of V: n_eff is N
+    /// there, as they take it. Below [`MIN_UNITS`] units V is no estimate at all: each
+    /// unit counts as one outcome (Kish's effective number of units, the most clustered
+    /// the outcomes can be). `None` of nothing.
+    pub fn interval(&self) -> Option<(f64, f64)> {
+        let units = &self.units.totals;
+        let (yes, n) = (self.yes() as f64, self.total() as f64);
+        if n == 0.0 {
+            return None;
+        }
+        let p = yes / n;
+        let k = units.len() as f64;
+        let n_eff = if units.len() < MIN_UNITS {
+            effective_units(units)
+        } else if p == 0.0 || p == 1.0 {
+            n * (Z95 / t975(k - 1.0)).powi(2)
+        } else {
+            let squares: f64 = units.iter().map(|t| (t.sum - p * t.weight).powi(2)).sum();
+            let variance = k / (k - 1.0) * squares / (n * n);
+            let n_eff = if variance > 0.0 {
+                (p * (1.0 - p) / variance).min(n)
+            } else {
+                n
+            };
+            n_eff * (Z95 / t975(k - 1.0)).powi(2)
+        };
+        wilson(p, n_eff)
+    }
+
+    /// The yeses and outcomes of the unit `name` (none if it has none).
+    fn at(&self, name: &str) -> (f64, f64) {
+        self.units
+            .get(name)
+            .map_or((0.0, 0.0), |t| (t.sum, t.weight))
     }
 }
 
@@ -809,9 +862,23 @@ impl Delta {
         };
         let (at_or_below, at_or_above) = (share(|x| x <= 0.0), share(|x| x >= 0.0));
         self.ci = Some((low, high));
-        // Never 0: 2,000 resamples cannot show a tail thinner than one of 2,001.
-        let floor = 1.0 / (deltas.len() + 1) as f64;
-        self.p_value = Some((2.0 * at_or_below.min(at_or_above)).clamp(floor, 1.0));
+        let tail = at_or_below.min(at_or_above);
+        let n = deltas.len() as f64;
+        self.p_value = Some(if tail * n >= FEW_IN_TAIL {
+            (2.0 * tail).min(1.0)
+        } else {
+            // A tail few resamples reach says only "under a few in 2,000", and 1 / 2,001
+            // for every such row would tie them all: Benjamini-Hochberg over a hundred
+            // rows or more could then pass none, however far. The resamples' normal tail
+            // ranks them by distance instead.
+            let mean = deltas.iter().sum::<f64>() / n;
+            let sd = (deltas.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            if sd > 0.0 {
+                libm::erfc(mean.abs() / sd / std::f64::consts::SQRT_2).clamp(f64::MIN_POSITIVE, 1.0)
+            } else {
+                1.0 / (n + 1.0)
+            }
+        });
         self.significant = low > 0.0 || high < 0.0;
     }
 
@@ -899,13 +966,12 @@ fn pooled_mean(clusters: &[Totals]) -> Option<f64> {
     (weight > 0.0).then(|| clusters.iter().map(|c| c.sum).sum::<f64>() / weight)
 }
 
-/// The Wilson score 95% interval of a proportion `successes / n`; `None` of nothing.
-pub fn wilson(successes: u64, n: u64) -> Option<(f64, f64)> {
-    if n == 0 {
+/// The Wilson score 95% interval of a proportion `p` of `n` outcomes (an effective number
+/// of outcomes need not be whole); `None` of nothing.
+pub fn wilson(p: f64, n: f64) -> Option<(f64, f64)> {
+    if n <= 0.0 {
         return None;
     }
-    let (x, n) = (successes as f64, n as f64);
-    let p = x / n;
     let z2 = Z95 * Z95;
     let denominator = 1.0 + z2 / n;
     let center = (p + z2 / (2.0 * n)) / denominator;
@@ -916,11 +982,12 @@ pub fn wilson(successes: u64, n: u64) -> Option<(f64, f64)> {
 /// B's share of yeses against A's, in percentage points, by the units the outcomes
 /// cluster in (a share's tip: every miner of a side waits on the same broadcast, so stale
 /// shares come in bursts), paired where the units are shared. With an expected count under
-/// 5 in the two-by-two table, a normal approximation fails: Fisher's exact test, with
-/// Newcombe's interval from continuity-corrected score intervals (it agrees with the exact
-/// test where a Wald interval collapses, as with none on one side). Otherwise the paired
-/// bootstrap of the units. Fewer than [`MIN_UNITS`] units on a side: too few. `None` when
-/// a side has no outcomes.
+/// 5 in the two-by-two table, a resample of tips has too few yeses to spread: the tips'
+/// differences go to a sign-flip permutation test ([`sign_flip_p`] of
+/// [`tip_differences`]), the interval is Newcombe's from each side's interval by tip
+/// ([`Counted::interval`]), and significance needs both. Otherwise the paired bootstrap of
+/// the units. Fewer than [`MIN_UNITS`] units on a side: too few. `None` when a side has no
+/// outcomes.
 pub fn proportion_delta(a: &Counted, b: &Counted) -> Option<Delta> {
     let (x_a, n_a, x_b, n_b) = (a.yes(), a.total(), b.yes(), b.total());
     if n_a == 0 || n_b == 0 {
@@ -929,22 +996,10 @@ pub fn proportion_delta(a: &Counted, b: &Counted) -> Option<Delta> {
     if min_expected(x_a, n_a, x_b, n_b) >= 5.0 {
         return paired_delta(a.units(), b.units()).map(|d| d.scaled(100.0));
     }
-    let (p_a, p_b) = (x_a as f64 / n_a as f64, x_b as f64 / n_b as f64);
-    let mut d = Delta {
-        mean_a: p_a,
-        mean_b: p_b,
-        delta: p_b - p_a,
-        pct: (p_a != 0.0).then(|| (p_b - p_a) / p_a * 100.0),
-        units_a: a.units().len(),
-        units_b: b.units().len(),
-        ci: None,
-        p_value: None,
-        significant: false,
-        method: Method::Exact,
-    };
+    let mut d = point_delta(&a.units.totals, &b.units.totals, Method::TipSignFlip)?;
     if !d.too_few_units() {
-        let (low, high) = newcombe(x_a, n_a, x_b, n_b);
-        let p = fisher_exact(x_a, n_a, x_b, n_b);
+        let (low, high) = newcombe(d.mean_a, a.interval()?, d.mean_b, b.interval()?);
+        let p = sign_flip_p(&tip_differences(a, b));
         d.ci = Some((low, high));
         d.p_value = Some(p);
         d.significant = p < 0.05 && (low > 0.0 || high < 0.0);
@@ -961,58 +1016,80 @@ pub fn min_expected(x_a: u64, n_a: u64, x_b: u64, n_b: u64) -> f64 {
     small_side * small_outcome / n
 }
 
-/// Fisher's exact test of `x_b / n_b` against `x_a / n_a`, two-sided: the probability,
-/// with the margins fixed, of every table no more likely than the one seen.
-pub fn fisher_exact(x_a: u64, n_a: u64, x_b: u64, n_b: u64) -> f64 {
-    let (yes, n) = (x_a + x_b, n_a + n_b);
-    let ln_choose = |n: u64, k: u64| {
-        libm::lgamma(n as f64 + 1.0)
-            - libm::lgamma(k as f64 + 1.0)
-            - libm::lgamma((n - k) as f64 + 1.0)
-    };
-    // A's yeses follow the hypergeometric law: `n_a` drawn from `n`, `yes` of them marked.
-    let ln_pmf = |k: u64| ln_choose(yes, k) + ln_choose(n - yes, n_a - k) - ln_choose(n, n_a);
-    let seen = ln_pmf(x_a);
-    let low = (n_a + yes).saturating_sub(n);
-    let p: f64 = (low..=yes.min(n_a))
-        .map(ln_pmf)
-        .filter(|l| *l <= seen + 1e-7)
-        .map(f64::exp)
-        .sum();
-    p.min(1.0)
+/// Each tip's difference between the sides, B's yeses less A's, each less what the rate
+/// of both sides together expects of its outcomes: (y_b - p n_b) - (y_a - p n_a), over the
+/// tips either side has. Swapping the sides at a tip, as "no difference" allows, flips its
+/// sign and leaves p as it is; the sum is 2 N_a N_b / N x (B's rate - A's).
+pub fn tip_differences(a: &Counted, b: &Counted) -> Vec<f64> {
+    let yes = (a.yes() + b.yes()) as f64;
+    let p = yes / (a.total() + b.total()) as f64;
+    let names = (a.units.names.iter())
+        .chain((b.units.names.iter()).filter(|name| !a.units.index.contains_key(name.as_str())));
+    names
+        .map(|name| {
+            let ((y_a, n_a), (y_b, n_b)) = (a.at(name), b.at(name));
+            (y_b - p * n_b) - (y_a - p * n_a)
+        })
+        .collect()
 }
 
-/// Newcombe's interval of `x_b / n_b - x_a / n_a` from each rate's continuity-corrected
-/// score (Wilson) interval (his method 11), 95%.
-pub fn newcombe(x_a: u64, n_a: u64, x_b: u64, n_b: u64) -> (f64, f64) {
-    let (p_a, p_b) = (x_a as f64 / n_a as f64, x_b as f64 / n_b as f64);
-    let (l_a, u_a) = wilson_corrected(x_a, n_a);
-    let (l_b, u_b) = wilson_corrected(x_b, n_b);
+/// Tips whose sign patterns [`sign_flip_p`] enumerates, all 2^16 of them; past this, draws.
+const ENUMERATED_TIPS: usize = 16;
+
+/// Sign patterns [`sign_flip_p`] draws past [`ENUMERATED_TIPS`]: its p-value's floor, 1 in
+/// 20,001, is far below the smallest threshold Benjamini-Hochberg sets a verdict's rows
+/// (0.05 / 9), and its Monte Carlo error at 0.05 is 0.0015.
+const SIGN_FLIP_DRAWS: usize = 20_000;
+
+/// The two-sided p-value of a sign-flip permutation test of `differences` (one a tip,
+/// independent, each as likely either sign under "no difference"): the share of the ways
+/// to flip their signs whose sum lies at least as far from zero as theirs. Differences of
+/// zero change no sum and are left out; up to [`ENUMERATED_TIPS`] others, every pattern
+/// is counted (exact); past that, [`SIGN_FLIP_DRAWS`] seeded draws, as (1 + as far) /
+/// (1 + draws).
+pub fn sign_flip_p(differences: &[f64]) -> f64 {
+    let d: Vec<f64> = differences.iter().copied().filter(|x| *x != 0.0).collect();
+    let seen: f64 = d.iter().sum();
+    // Sums equal but for rounding count as equal.
+    let far = |sum: f64| sum.abs() >= seen.abs() - 1e-9 * d.iter().map(|x| x.abs()).sum::<f64>();
+    if d.len() <= ENUMERATED_TIPS {
+        // In Gray code order: each pattern flips one sign of the one before.
+        let (mut sum, mut signs, mut count) = (seen, vec![1.0; d.len()], 0u64);
+        for pattern in 0..1u64 << d.len() {
+            if pattern > 0 {
+                let i = pattern.trailing_zeros() as usize;
+                signs[i] = -signs[i];
+                sum += 2.0 * signs[i] * d[i];
+            }
+            count += u64::from(far(sum));
+        }
+        return count as f64 / (1u64 << d.len()) as f64;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
+    let as_far = (0..SIGN_FLIP_DRAWS)
+        .filter(|_| {
+            let mut sum = 0.0;
+            for chunk in d.chunks(64) {
+                let bits: u64 = rng.gen();
+                for (i, x) in chunk.iter().enumerate() {
+                    sum += if (bits >> i) & 1 == 1 { -x } else { *x };
+                }
+            }
+            far(sum)
+        })
+        .count();
+    (1 + as_far) as f64 / (1 + SIGN_FLIP_DRAWS) as f64
+}
+
+/// Newcombe's interval of `p_b - p_a` from each rate's own 95% interval, square and add
+/// (his method 10, here with the intervals by tip of [`Counted::interval`]): each end
+/// goes as far as the two sides' distances to their own ends towards it, combined.
+pub fn newcombe(p_a: f64, (l_a, u_a): (f64, f64), p_b: f64, (l_b, u_b): (f64, f64)) -> (f64, f64) {
     let d = p_b - p_a;
     (
         d - ((p_b - l_b).powi(2) + (u_a - p_a).powi(2)).sqrt(),
         d + ((u_b - p_b).powi(2) + (p_a - l_a).powi(2)).sqrt(),
     )
-}
-
-/// The continuity-corrected Wilson 95% interval of `x / n` (Newcombe's method 4).
-fn wilson_corrected(x: u64, n: u64) -> (f64, f64) {
-    let (p, q, nf) = (x as f64 / n as f64, 1.0 - x as f64 / n as f64, n as f64);
-    let z2 = Z95 * Z95;
-    let denominator = 2.0 * (nf + z2);
-    let low = if x == 0 {
-        0.0
-    } else {
-        let root = (z2 - 2.0 - 1.0 / nf + 4.0 * p * (nf * q + 1.0)).sqrt();
-        (2.0 * nf * p + z2 - 1.0 - Z95 * root) / denominator
-    };
-    let high = if x == n {
-        1.0
-    } else {
-        let root = (z2 + 2.0 - 1.0 / nf + 4.0 * p * (nf * q - 1.0)).sqrt();
-        (2.0 * nf * p + z2 + 1.0 + Z95 * root) / denominator
-    };
-    (low.max(0.0), high.min(1.0))
 }
 
 /// Which of `p_values` stay significant when they are read together, controlling the
@@ -1087,9 +1164,33 @@ mod tests {
         assert!((d.pct.unwrap() - (40.9 - 138.0) / 137.95 * 100.0).abs() < 1e-9);
         let (lo, hi) = d.ci.unwrap();
         assert!(d.significant && hi < -90.0 && lo > -105.0);
-        // No resample reaches zero: the smallest p-value 2,000 resamples can give, 1 / 2,001.
-        assert_eq!(d.p_value, Some(1.0 / 2_001.0));
+        // No resample reaches zero: the p-value is the resamples' normal tail, far under
+        // the 1 / 2,001 a count of 2,000 could show, and never 0.
+        assert!(
+            d.p_value.is_some_and(|p| p > 0.0 && p < 1.0 / 2_001.0),
+            "{d:?}"
+        );
         assert!(delta(&[], &b).is_none());
+    }
+
+    /// Bootstrap differences half at 2 and half at 4: none at or below zero, so the
+    /// p-value is the normal tail at mean 3, sd sqrt(2000 / 1999) = 1.00025:
+    /// erfc(3 / 1.00025 / sqrt 2) = 2 x (1 - Phi(2.99925)) = 0.002706 (by hand from
+    /// Phi(3) = 0.998650, its slope 0.004432 over the 0.00075 less). With 10 of them at
+    /// -1 instead, the tail is counted: 2 x 10 / 2000 = 0.01.
+    #[test]
+    fn a_tail_no_resample_reaches_is_priced_by_the_normal_not_the_floor() {
+        let mut d = delta(&[1.0; 10], &[4.0; 10]).unwrap();
+        let far: Vec<f64> = (0..2000)
+            .map(|i| if i % 2 == 0 { 2.0 } else { 4.0 })
+            .collect();
+        d.set_interval(far);
+        let p = d.p_value.unwrap();
+        assert!((p - 0.002706).abs() < 2e-5, "{p}");
+        let mut counted: Vec<f64> = (0..1990).map(|i| 2.0 + f64::from(i % 2) * 2.0).collect();
+        counted.extend([-1.0; 10]);
+        d.set_interval(counted);
+        assert!((d.p_value.unwrap() - 0.01).abs() < 1e-12, "{:?}", d.p_value);
     }
 
     #[test]
@@ -1285,16 +1386,16 @@ mod tests {
     #[test]
     fn wilson_intervals_worked_by_hand() {
         // 0 of 10: [0, z^2 / (n + z^2)] = 3.841459 / 13.841459 = 0.277533.
-        let (lo, hi) = wilson(0, 10).unwrap();
+        let (lo, hi) = wilson(0.0, 10.0).unwrap();
         assert!(lo.abs() < 1e-12 && (hi - 0.277_533).abs() < 1e-6, "{hi}");
         // 5 of 10: centre 0.5, half 1.959964 * sqrt(0.025 + 0.0096037) / 1.3841459
         //   = 1.959964 * 0.1860207 / 1.3841459 = 0.263407.
-        let (lo, hi) = wilson(5, 10).unwrap();
+        let (lo, hi) = wilson(0.5, 10.0).unwrap();
         assert!(
             (lo - 0.236_593).abs() < 1e-6 && (hi - 0.763_407).abs() < 1e-6,
             "{lo} {hi}"
         );
-        assert_eq!(wilson(0, 0), None);
+        assert_eq!(wilson(0.0, 0.0), None);
     }
 
     #[test]
@@ -1322,41 +1423,6 @@ mod tests {
             .too_few());
     }
 
-    #[test]
-    fn fishers_exact_test_worked_by_hand() {
-        // 5 of 100 against 0 of 100: 5 yeses of 200, A draws 100. P(A holds all 5) =
-        // C(100,5) / C(200,5) = 75,287,520 / 2,535,650,040 = 0.0296915; the table with 0
-        // is as likely; nothing else is as unlikely: p = 0.059383. (A z test says 0.024.)
-        let p = fisher_exact(5, 100, 0, 100);
-        assert!((p - 0.059_383).abs() < 1e-5, "{p}");
-        // 50 of 10,000 against 0 of 100: no stale share of 100 is the likeliest table.
-        assert!((fisher_exact(50, 10_000, 0, 100) - 1.0).abs() < 1e-9);
-        // 1 of 3 against 2 of 3: 3 yeses of 6, A draws 3: the tables with 1 and 2 have
-        // C(3,1) C(3,2) / C(6,3) = 9/20 each, those with 0 and 3 1/20 each: p = 1.
-        assert!((fisher_exact(1, 3, 2, 3) - 1.0).abs() < 1e-9);
-        // 0 of 10 against 10 of 10: each extreme 1 / C(20,10) = 1 / 184,756, p = 2 of them.
-        let p = fisher_exact(0, 10, 10, 10);
-        assert!((p - 2.0 / 184_756.0).abs() < 1e-12, "{p}");
-    }
-
-    #[test]
-    fn newcombes_interval_worked_by_hand() {
-        // 5 of 100: the corrected score interval's low end is (10 + 3.8415 - 1 - 1.96 x
-        // sqrt(3.8415 - 2 - 0.01 + 0.2 x 96)) / (2 x 103.8415) = 0.018552; 0 of 100's high
-        // end (3.8415 + 1 + 1.96 x sqrt(3.8415 + 2 - 0.01)) / 207.683 = 0.046102. The
-        // difference 0 - 0.05 then reaches up to -0.05 + sqrt(0.046102^2 + 0.031448^2) =
-        // +0.005807: it holds 0, as Fisher's p = 0.059 says (a Wald interval does not).
-        let (lo, hi) = newcombe(5, 100, 0, 100);
-        assert!((hi - 0.005_807).abs() < 2e-5, "{hi}");
-        // Down to -0.05 - sqrt(0 + (u_a - 0.05)^2), u_a = 0.1183 (5 of 100's high end).
-        assert!(lo < -0.1 && lo > -0.13, "{lo}");
-        // 50 of 10,000 against 0 of 100: -0.005 + sqrt(0.046102^2 + (0.005 - 0.0037517)^2)
-        // = +0.041119 up, and down by 50 of 10,000's own upper distance: it holds 0.
-        let (lo, hi) = newcombe(50, 10_000, 0, 100);
-        assert!((hi - 0.041_119).abs() < 1e-5, "{hi}");
-        assert!(lo < -0.006 && lo > -0.008, "{lo}");
-    }
-
     /// A side's outcomes: `tips` tips, at each `n` outcomes of which `yes(tip)` are yes.
     fn counted(tips: usize, n: u64, yes: impl Fn(usize) -> u64) -> Counted {
         let mut c = Counted::default();
@@ -1369,7 +1435,7 @@ mod tests {
     }
 
     #[test]
-    fn proportions_cluster_by_tip_and_go_exact_when_counts_are_small() {
+    fn proportions_cluster_by_tip_and_go_to_the_tips_sign_flips_when_counts_are_small() {
         // 20 tips of 100 shares. A: 40 stale, all at tip 0; B: 40 stale, 2 at each tip.
         // Expected counts are 40 at least: the paired tip bootstrap. Both 2.0%, delta 0.
         let a = counted(20, 100, |t| if t == 0 { 40 } else { 0 });
@@ -1384,19 +1450,112 @@ mod tests {
         let (lo, hi) = d.ci.unwrap();
         assert!(lo < -1.5 && hi > 1.5, "{lo} {hi}");
         assert!(!d.significant);
-        // 5 of 100 against 0 of 100 over 5 tips each: expected yeses 2.5 a side: exact.
-        let a = counted(5, 20, |t| u64::from(t < 5));
-        let b = counted(5, 20, |_| 0);
+        // One burst of 6 stale shares at one tip of A's ten, none in B's: 10 tips of 20
+        // shares a side, 6 of 400 stale, an expected count of 3. Fisher's test on the 400
+        // shares said p = 2 x C(200,6) / C(400,6) = 0.030: "significant". By tip, p = 6 / 400
+        // and each tip's difference (0 - 20p) - (y_a - 20p) is -6 at the burst, 0 elsewhere:
+        // the two sign patterns of the one tip that differs are both as far from 0: p = 1.
+        let a = counted(10, 20, |t| if t == 0 { 6 } else { 0 });
+        let b = counted(10, 20, |_| 0);
+        assert_eq!(tip_differences(&a, &b)[..2], [-6.0, 0.0]);
         let d = proportion_delta(&a, &b).unwrap();
-        assert_eq!(d.method, Method::Exact);
-        assert!((d.mean_a - 5.0).abs() < 1e-12 && d.mean_b == 0.0);
-        assert!((d.p_value.unwrap() - 0.059_383).abs() < 1e-5);
+        assert_eq!(
+            (d.method, d.units_a, d.units_b),
+            (Method::TipSignFlip, 10, 10)
+        );
+        assert!((d.mean_a - 3.0).abs() < 1e-12 && d.mean_b == 0.0);
+        assert_eq!(d.p_value, Some(1.0));
+        // Newcombe's interval from the sides' intervals by tip. A: 6 of 200 = 3%, residuals
+        // y - 0.03 x 20 of 5.4 once and -0.6 nine times, squares 32.4, V = 10/9 x 32.4 /
+        // 200^2 = 0.0009, n_eff = 0.03 x 0.97 / 0.0009 = 32.333, x (1.959964 / t(0.975, 9)
+        // = 2.262)^2 = 0.750774: 24.275, Wilson [0.42182%, 18.42103%]. B: 0 of 200,
+        // n_eff = 200 x 0.750774 = 150.155, [0, 3.841459 / 153.996 = 2.49450%]. Low: -3 -
+        // sqrt(0^2 + (18.42103 - 3)^2) = -18.42103; high: -3 + sqrt(2.49450^2 + (3 -
+        // 0.42182)^2) = -3 + 3.58742 = +0.58742: it holds 0, as the sign flips say.
         let (lo, hi) = d.ci.unwrap();
-        assert!(lo < -10.0 && (hi - 0.5807).abs() < 2e-3, "{lo} {hi}");
+        assert!(
+            (lo + 18.421_03).abs() < 1e-4 && (hi - 0.587_42).abs() < 1e-4,
+            "{lo} {hi}"
+        );
         assert!(!d.significant);
-        // Four tips: too few, even exact.
+        // Four tips: too few, whatever the test.
         let d = proportion_delta(&counted(4, 20, |_| 1), &b).unwrap();
         assert!(d.ci.is_none() && d.p_value.is_none() && !d.significant);
+        assert_eq!(d.method, Method::TipSignFlip);
+        // Summaries written when it was Fisher's test still read.
+        let old: Method = serde_json::from_str("\"exact\"").unwrap();
+        assert_eq!(old, Method::TipSignFlip);
+        // A tip only one side has is a difference of its own: A's 6 tips, 1 stale share at
+        // the sixth, against 5 of them in B with none. p = 1 / 220, that tip's difference
+        // -(1 - 20p) = -0.909091, every other 0: p = 1 again.
+        let (a, b) = (counted(6, 20, |t| u64::from(t == 5)), counted(5, 20, |_| 0));
+        let differences = tip_differences(&a, &b);
+        assert_eq!(differences.len(), 6);
+        assert!((differences[5] + 1.0 - 20.0 / 220.0).abs() < 1e-12);
+        let d = proportion_delta(&a, &b).unwrap();
+        assert_eq!((d.units_a, d.units_b, d.p_value), (6, 5, Some(1.0)));
+    }
+
+    #[test]
+    fn a_sign_flip_test_over_tips_worked_by_hand() {
+        // Four tips, differences 3, 1, 1, -1: sum 4. With +3, the three +-1 sum to 3 (1
+        // pattern), 1 (3), -1 (3) or -3 (1): totals 6, 4, 2, 0, and 6 or 4 is as far as 4
+        // in 4 patterns; -3 mirrors them: 8 of 16, p = 0.5.
+        assert_eq!(sign_flip_p(&[3.0, 1.0, 1.0, -1.0]), 0.5);
+        // Four tips each 2 more on B: only all + and all - reach |8|: p = 2 / 16 = 0.125,
+        // the least four tips can give (five: 2 / 32 = 0.0625; six: 2 / 64 = 0.031).
+        assert_eq!(sign_flip_p(&[2.0; 4]), 0.125);
+        assert_eq!(sign_flip_p(&[2.0; 6]), 2.0 / 64.0);
+        // Tips that do not differ change no sum: left out, as if absent.
+        assert_eq!(sign_flip_p(&[2.0, 0.0, 2.0, 0.0, 2.0, 2.0]), 0.125);
+        // One burst at one tip, all the rest alike: both patterns are as far: p = 1.
+        assert_eq!(sign_flip_p(&[-6.0, 0.0, 0.0, 0.0, 0.0]), 1.0);
+        assert_eq!(sign_flip_p(&[]), 1.0);
+        // 17 tips are drawn, not enumerated: 17 of +1 is as far only at all + or all -,
+        // 2 of 131,072 patterns (1.5e-5); 20,000 draws find one or none, and p stays
+        // at its floor, (1 + 0) / 20,001, or barely above.
+        let p = sign_flip_p(&[1.0; 17]);
+        assert!((1.0 / 20_001.0..=3.0 / 20_001.0).contains(&p), "{p}");
+        // And on 20 tips alike but for a burst, the draws agree with enumeration's 1.
+        let mut d = vec![0.01; 19];
+        d.push(-6.0);
+        assert_eq!(sign_flip_p(&d), 1.0);
+    }
+
+    #[test]
+    fn a_share_by_tip_has_its_interval_worked_by_hand() {
+        // 5 tips of 10 shares, 5 stale all at the last: p = 0.1. Residuals y - p n: -1 four
+        // times and 4: squares 20, V = 5/4 x 20 / 50^2 = 0.01 (shares one by one: 0.09 /
+        // 50 = 0.0018, a design effect of 5.56). n_eff = 0.09 / 0.01 = 9, x (1.959964 /
+        // t(0.975, 4) = 2.776)^2 = 0.498476: 4.486418. Wilson at 0.1 of 4.486418: z^2 / n =
+        // 0.856244, centre (0.1 + 0.428122) / 1.856244 = 0.284511, half 1.959964 x
+        // sqrt(0.020061 + 0.047713) / 1.856244 = 0.274880: [0.009631, 0.559391]. Counted
+        // share by share, 5 of 50 would read [0.0435, 0.2136].
+        let c = counted(5, 10, |t| if t == 4 { 5 } else { 0 });
+        let (lo, hi) = c.interval().unwrap();
+        assert!(
+            (lo - 0.009_631).abs() < 1e-6 && (hi - 0.559_391).abs() < 1e-6,
+            "{lo} {hi}"
+        );
+        // Four tips, too few for V: each tip is one outcome, n_eff = 40^2 / (4 x 10^2) = 4.
+        // Wilson at 5 / 40 = 0.125 of 4: centre (0.125 + 0.480182) / 1.960365 = 0.308708,
+        // half 1.959964 x sqrt(0.027344 + 0.060023) / 1.960365 = 0.295518: [0.013191,
+        // 0.604227].
+        let c = counted(4, 10, |t| if t == 3 { 5 } else { 0 });
+        let (lo, hi) = c.interval().unwrap();
+        assert!(
+            (lo - 0.013_191).abs() < 1e-6 && (hi - 0.604_227).abs() < 1e-6,
+            "{lo} {hi}"
+        );
+        // None stale of 5 tips x 10: V says nothing, n_eff = 50 x 0.498476 = 24.92455:
+        // [0, 3.841459 / 28.76601 = 0.133542].
+        let (lo, hi) = counted(5, 10, |_| 0).interval().unwrap();
+        assert!(lo == 0.0 && (hi - 0.133_542).abs() < 1e-6, "{hi}");
+        // Spread evenly (1 of 10 at every tip), no tip varies: no worse than independent
+        // shares, n_eff = 50 x 0.498476 = 24.92: Wilson at 0.1 of 24.92, inside 0..0.35.
+        let (lo, hi) = counted(5, 10, |_| 1).interval().unwrap();
+        assert!(lo > 0.02 && hi < 0.35, "{lo} {hi}");
+        assert_eq!(Counted::default().interval(), None);
     }
 
     /// Units named `T0..`, each holding the samples `values(tip)`.

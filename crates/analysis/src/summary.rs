@@ -15,7 +15,7 @@ use crate::security::side_security;
 use crate::shares::ShareFacts;
 use crate::stats::{cluster_mean, series_mean, Clustered, Estimate};
 use crate::timeline::Timeline;
-use crate::worth::{seed_reading, worth, SeedReading, WorthAssumptions, WorthRow};
+use crate::worth::{seed_reading, total_interval, worth, SeedReading, WorthAssumptions, WorthRow};
 use crate::Unmatched;
 use probe::{Dist, Event, Record};
 use serde::{Deserialize, Serialize};
@@ -128,6 +128,20 @@ pub struct NetworkSummary {
     /// The network's node: shared by every side, so it is in no side's roles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<RoleResources>,
+    /// The network node's template builds by who asked (a pool's RPC user, or `tdp`,
+    /// `ipc`): identical sides stay alike only while none waits on another's build.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub template_builds: Vec<TemplateBuilds>,
+}
+
+/// One asker's template builds in the window: how long each waited for the node's state
+/// (another face's hold of it) and how long the build took, in ms.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TemplateBuilds {
+    pub asker: String,
+    pub builds: usize,
+    pub queued_ms: Dist,
+    pub build_ms: Dist,
 }
 
 /// What befell each side's link, per side: what an attacker took (`analysis::security`)
@@ -296,6 +310,14 @@ pub fn assemble(
     let worth_rows: BTreeMap<String, Vec<WorthRow>> = (verdict_rows.iter())
         .map(|(side, rows)| (side.clone(), worth(rows, &m.worth, block_value)))
         .collect();
+    // Each total's interval resamples the tips its rows share, on both sides at once.
+    let total_intervals: BTreeMap<String, (f64, f64)> = (verdict_rows.iter())
+        .filter_map(|(name, rows)| {
+            let (base, side) = (&sides.get(&baseline)?.samples, &sides.get(name)?.samples);
+            let ci = total_interval(rows, base, side, &m.worth, block_value)?;
+            Some((name.clone(), ci))
+        })
+        .collect();
     let clock_uncertainty_ms = crate::clocks::cross_clock_uncertainty_ms(&m.clocks);
     let clock_limited = crate::clocks::clock_limited(&sides, clock_uncertainty_ms);
     Summary {
@@ -322,13 +344,27 @@ pub fn assemble(
             block_interval_s: (timeline.network_blocks > 0)
                 .then(|| window.secs() / timeline.network_blocks as f64),
             node: sampled(&m.node_role),
+            template_builds: (timeline.template_builds.iter())
+                .map(|(asker, times)| TemplateBuilds {
+                    asker: asker.to_string(),
+                    builds: times.build_ms.len(),
+                    queued_ms: Dist::of(&times.queued_ms),
+                    build_ms: Dist::of(&times.build_ms),
+                })
+                .collect(),
         },
         deltas: deltas(&sides, &baseline),
         worth: worth_rows.clone(),
         seed_reading: (verdict_rows.iter())
             .map(|(side, rows)| (side.clone(), seed_reading(rows, &m.worth)))
             .collect(),
-        conclusions: crate::conclusion::conclusions(&verdict_rows, &worth_rows, &m.worth, &lags),
+        conclusions: crate::conclusion::conclusions(
+            &verdict_rows,
+            &worth_rows,
+            &total_intervals,
+            &m.worth,
+            &lags,
+        ),
         worth_assumptions: WorthAssumptions {
             block_value_sats: Some(block_value),
             ..m.worth.clone()

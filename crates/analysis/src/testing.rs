@@ -131,6 +131,9 @@ pub fn template(t_ns: u64, node: &str, marker: &str, prev: &str, value: u64) -> 
             tx_count: 1,
             weight: 1,
             marker_txid: marker.into(),
+            asker: "pool".into(),
+            queued_ns: 0,
+            build_ns: 0,
         },
     )
 }
@@ -297,5 +300,6 @@ pub fn verdict_row(
         modelled: None,
         assumed: None,
         tips_without_work: None,
+        baseline_tips_without_work: None,
     }
 }

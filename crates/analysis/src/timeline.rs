@@ -4,7 +4,7 @@
 
 use crate::manifest::Manifest;
 use probe::{Event, Record};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// A template a node built, as a job refers to it (by its marker txid).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -102,6 +102,16 @@ pub struct Timeline<'a> {
     pub network_values: Vec<f64>,
     /// Tip changes in the window (blocks of the whole network, ours included).
     pub network_blocks: u64,
+    /// The network node's template builds in the window, by who asked: what each waited
+    /// for the node's state, and what the build took (ms).
+    pub template_builds: BTreeMap<&'a str, BuildTimes>,
+}
+
+/// One asker's template builds: waits for the node's state and build times, in ms.
+#[derive(Debug, Default)]
+pub struct BuildTimes {
+    pub queued_ms: Vec<f64>,
+    pub build_ms: Vec<f64>,
 }
 
 /// How a job's marker ties it to a template of the node its side mines on.
@@ -135,6 +145,16 @@ impl<'a> Timeline<'a> {
                 }
                 Event::NetworkTemplateValue { value_sats, .. } if window.contains(r.t_ns) => {
                     t.network_values.push(*value_sats as f64);
+                }
+                Event::TemplateBuilt {
+                    asker,
+                    queued_ns,
+                    build_ns,
+                    ..
+                } if window.contains(r.t_ns) && !asker.is_empty() => {
+                    let times = t.template_builds.entry(asker).or_default();
+                    times.queued_ms.push(*queued_ns as f64 / 1e6);
+                    times.build_ms.push(*build_ns as f64 / 1e6);
                 }
                 _ => {}
             }

@@ -21,7 +21,12 @@
 //! no total. A row with too few units has no price: "too few".
 
 use crate::headline::{Headline, VerdictRow};
+use crate::side::LatencySamples;
+use crate::stats::{t975, Totals, Z95};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 const SECONDS_PER_DAY: f64 = 86_400.0;
 
@@ -73,42 +78,56 @@ pub struct WorthRow {
     pub assumed: Option<String>,
 }
 
-/// The worth of a side's verdict rows that carry value, with `block_value` sats a block
-/// (the assumptions' own when they give one).
-pub fn worth(rows: &[VerdictRow], a: &WorthAssumptions, block_value: f64) -> Vec<WorthRow> {
+/// A price: sats a day as a function of a row's difference, and that in words.
+type Pricing = (Box<dyn Fn(f64) -> f64>, String);
+
+/// How a row's difference is priced; `None` for a row that carries no value.
+fn pricing(r: &VerdictRow, a: &WorthAssumptions, block_value: f64) -> Option<Pricing> {
     let v = a.block_value_sats.unwrap_or(block_value);
     let b = a.farm_blocks_per_day();
     let t_ms = a.block_interval_s * 1e3;
+    Some(match r.metric {
+        Headline::StaleWaitMs => (
+            Box::new(move |d: f64| -d / t_ms * b * v),
+            format!(
+                "-(wait difference ms / {t_ms:.0} ms a block) x {b:.6} blocks a day x {v:.0} sats"
+            ),
+        ),
+        Headline::TemplateValueSats => (
+            Box::new(move |d: f64| d * b),
+            format!("template value difference x {b:.6} blocks a day"),
+        ),
+        Headline::BlockPropagationMs => {
+            let t1 = r.sv1?;
+            (
+                Box::new(move |d: f64| -((-t1 / t_ms).exp() - (-(t1 + d) / t_ms).exp()) * b * v),
+                format!("-(orphan risk difference, 1 - exp(-t / {:.0} s)) x {b:.6} blocks a day x {v:.0} sats", a.block_interval_s),
+            )
+        }
+        _ => return None,
+    })
+}
+
+/// The worth of a side's verdict rows that carry value, with `block_value` sats a block
+/// (the assumptions' own when they give one).
+pub fn worth(rows: &[VerdictRow], a: &WorthAssumptions, block_value: f64) -> Vec<WorthRow> {
     let ordered = |x: f64, y: f64| (x.min(y), x.max(y));
     rows.iter()
         .filter_map(|r| {
             let d = r.delta?;
-            let (f, how): (Box<dyn Fn(f64) -> f64>, String) = match r.metric {
-                Headline::StaleWaitMs => (
-                    Box::new(move |d: f64| -d / t_ms * b * v),
-                    format!("-(wait difference ms / {t_ms:.0} ms a block) x {b:.6} blocks a day x {v:.0} sats"),
-                ),
-                Headline::TemplateValueSats => (
-                    Box::new(move |d: f64| d * b),
-                    format!("template value difference x {b:.6} blocks a day"),
-                ),
-                Headline::BlockPropagationMs => {
-                    let t1 = r.sv1?;
-                    (
-                        Box::new(move |d: f64| {
-                            -((-t1 / t_ms).exp() - (-(t1 + d) / t_ms).exp()) * b * v
-                        }),
-                        format!("-(orphan risk difference, 1 - exp(-t / {:.0} s)) x {b:.6} blocks a day x {v:.0} sats", a.block_interval_s),
-                    )
-                }
-                _ => return None,
-            };
+            let (f, how) = pricing(r, a, block_value)?;
             let priced = r.no_interval.is_none() || r.ci.is_some();
-            let latency = matches!(r.metric, Headline::StaleWaitMs | Headline::BlockPropagationMs);
+            let latency = matches!(
+                r.metric,
+                Headline::StaleWaitMs | Headline::BlockPropagationMs
+            );
             Some(WorthRow {
                 metric: r.metric,
                 sats_per_day: priced.then(|| f(d)),
-                ci: r.ci.filter(|_| priced).map(|(lo, hi)| ordered(f(lo), f(hi))),
+                ci: r
+                    .ci
+                    .filter(|_| priced)
+                    .map(|(lo, hi)| ordered(f(lo), f(hi))),
                 // The price of a ms less is physics, known however few the samples.
                 per_ms: latency.then(|| f(-1.0)),
                 how: match (&r.no_interval, priced) {
@@ -120,6 +139,132 @@ pub fn worth(rows: &[VerdictRow], a: &WorthAssumptions, block_value: f64) -> Vec
             })
         })
         .collect()
+}
+
+/// Whether a worth row is in its side's total: priced, and set by the protocol (a row a
+/// scenario parameter or a model sets is shown, marked, apart).
+pub fn in_total(w: &WorthRow) -> bool {
+    w.modelled.is_none() && w.sats_per_day.is_some()
+}
+
+/// Resamples of the total's bootstrap, as many as a row's.
+const RESAMPLES: usize = 2000;
+
+/// The 95% interval of a side's total worth (its rows [`in_total`], summed), by a joint
+/// bootstrap: the rows share their units (stale work and fees are both by network tip,
+/// and the side's blocks are tips too), so a resample draws the units once for every row,
+/// finds each row's difference again from the draw, prices it and sums. The rows are not
+/// independent (a tip that comes late to the miners costs both stale work and fees), so
+/// adding their intervals' variances would be wrong whichever way they lean. Each draw's
+/// distance from the total is widened for few units as a row's is. `None` without a row
+/// in the total, or with one that has no interval. Seeded.
+pub fn total_interval(
+    rows: &[VerdictRow],
+    base: &LatencySamples,
+    side: &LatencySamples,
+    a: &WorthAssumptions,
+    block_value: f64,
+) -> Option<(f64, f64)> {
+    let summed: Vec<(&VerdictRow, Pricing)> = (worth(rows, a, block_value).iter())
+        .filter(|w| in_total(w))
+        .map(|w| {
+            let r = rows.iter().find(|r| r.metric == w.metric)?;
+            Some((r, pricing(r, a, block_value)?))
+        })
+        .collect::<Option<_>>()?;
+    if summed.is_empty() || summed.iter().any(|(r, _)| r.ci.is_none()) {
+        return None;
+    }
+    // Every unit any row has on either side; by unit, each row's totals on each side.
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut units: Vec<Vec<(Totals, Totals)>> = Vec::new();
+    let mut widen = f64::INFINITY;
+    for (row, (r, _)) in summed.iter().enumerate() {
+        for (is_side, samples) in [(false, base), (true, side)] {
+            let named = units_of(r.metric, samples);
+            widen = widen.min(small_sample_widening(effective_units(&named)));
+            for (name, t) in named {
+                let u = *index.entry(name).or_insert_with(|| {
+                    units.push(vec![Default::default(); summed.len()]);
+                    units.len() - 1
+                });
+                let pair = &mut units[u][row];
+                *(if is_side { &mut pair.1 } else { &mut pair.0 }) = t;
+            }
+        }
+    }
+    let price = |deltas: &[f64]| -> f64 {
+        (summed.iter().zip(deltas))
+            .map(|((_, (f, _)), d)| f(*d))
+            .sum()
+    };
+    let points: Vec<f64> = summed
+        .iter()
+        .map(|(r, _)| r.delta.unwrap_or_default())
+        .collect();
+    let total = price(&points);
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5b_5eed);
+    let mut totals = Vec::with_capacity(RESAMPLES);
+    while totals.len() < RESAMPLES {
+        let mut drawn = vec![(Totals::default(), Totals::default()); summed.len()];
+        for _ in 0..units.len() {
+            let unit = &units[rng.gen_range(0..units.len())];
+            for ((ra, rb), (x, y)) in drawn.iter_mut().zip(unit) {
+                (ra.sum, ra.weight) = (ra.sum + x.sum, ra.weight + x.weight);
+                (rb.sum, rb.weight) = (rb.sum + y.sum, rb.weight + y.weight);
+            }
+        }
+        // A draw without any of a row's units on a side has no difference there: drawn
+        // again (a row with an interval has at least 5 units a side, so this ends).
+        if drawn.iter().all(|(x, y)| x.weight > 0.0 && y.weight > 0.0) {
+            let deltas: Vec<f64> = (drawn.iter())
+                .map(|(x, y)| y.sum / y.weight - x.sum / x.weight)
+                .collect();
+            totals.push(total + widen * (price(&deltas) - total));
+        }
+    }
+    totals.sort_by(f64::total_cmp);
+    Some((
+        totals[(RESAMPLES as f64 * 0.025) as usize],
+        totals[(RESAMPLES as f64 * 0.975) as usize - 1],
+    ))
+}
+
+/// A side's units of a priced row's metric, by name, with their totals (those of no
+/// weight are none).
+fn units_of(metric: Headline, s: &LatencySamples) -> Vec<(&str, Totals)> {
+    let (units, totals) = match metric {
+        Headline::StaleWaitMs => (s.stale_wait_ms.units(), s.stale_wait_ms.totals().to_vec()),
+        Headline::TemplateValueSats => (s.template_value.units(), s.template_value.totals()),
+        Headline::BlockPropagationMs => (
+            s.block_propagation_ms.units(),
+            s.block_propagation_ms.totals().to_vec(),
+        ),
+        _ => return Vec::new(),
+    };
+    // Both list the units of some weight in the order they first appeared.
+    let weighed = totals.into_iter().filter(|t| t.weight > 0.0);
+    units.means().map(|(name, _)| name).zip(weighed).collect()
+}
+
+/// Kish's effective number of units, (sum of weights)^2 / sum of squared weights: units of
+/// unequal weight vary a mean as fewer equal ones would.
+fn effective_units(named: &[(&str, Totals)]) -> f64 {
+    let (sum, squares) = (named.iter()).fold((0.0, 0.0), |(s, q), (_, t)| {
+        (s + t.weight, q + t.weight * t.weight)
+    });
+    if squares > 0.0 {
+        sum * sum / squares
+    } else {
+        0.0
+    }
+}
+
+/// The rows' own widening for `n` units (`stats`): t(0.975, n - 1) / z(0.975) x
+/// sqrt(n / (n - 1)), 1.58 at 5 units, towards 1; the total takes its fewest-unit row's.
+fn small_sample_widening(n: f64) -> f64 {
+    let n = n.max(2.0);
+    t975(n - 1.0) / Z95 * (n / (n - 1.0)).sqrt()
 }
 
 /// The published tool's reading, "minutes saved per year", two ways: as it computed it
@@ -237,6 +382,76 @@ mod tests {
         assert!((w[0].per_ms.unwrap() - 0.024).abs() < 1e-12);
         assert_eq!(w[1].modelled.as_deref(), Some("set by the scenario"));
         assert!((w[1].sats_per_day.unwrap() - 100.0 * 0.000_144).abs() < 1e-12);
+    }
+
+    /// Six tips; on each, the side's miners wait x ms less than the baseline's (x = 10,
+    /// 20, ..., 60: 35 ms less on average) and mine templates worth `fees(x)` sats more. At
+    /// 600,000 sats a block a ms of stale work is worth what a sat of fees is: 0.000144 x
+    /// 600,000 / 600,000 = 0.000144 sats a day. Both rows follow the same tips, so the
+    /// total's interval is the joint resample's, not the rows' intervals combined.
+    fn total_of(fees: fn(f64) -> f64) -> (Vec<WorthRow>, f64, Option<(f64, f64)>) {
+        use crate::headline::{rows, Compared};
+        let (mut base, mut side) = (LatencySamples::default(), LatencySamples::default());
+        for k in 1..=6 {
+            let (tip, x) = (format!("T{k}"), 10.0 * k as f64);
+            base.stale_wait_ms.push(&tip, 50.0);
+            side.stale_wait_ms.push(&tip, 50.0 - x);
+            base.template_value.push(&tip, 100.0, 1.0);
+            side.template_value.push(&tip, 100.0 + fees(x), 1.0);
+        }
+        let compared = |samples| Compared {
+            samples,
+            farm_node: false,
+            tips_without_work: 0,
+        };
+        let verdict = rows(&compared(&base), &compared(&side));
+        let a = WorthAssumptions::default();
+        let w = worth(&verdict, &a, 600_000.0);
+        let total = w
+            .iter()
+            .filter(|w| in_total(w))
+            .filter_map(|w| w.sats_per_day)
+            .sum();
+        let ci = total_interval(&verdict, &base, &side, &a, 600_000.0);
+        (w, total, ci)
+    }
+
+    /// Fees up by as much as the wait is down: both rows are 35 x 0.000144 = 0.00504 sats a
+    /// day, and on every resample of the tips they move as one, so the total's interval
+    /// is the sum of theirs (0.01008 sats a day at its point).
+    #[test]
+    fn rows_that_move_together_sum_their_intervals() {
+        let (w, total, ci) = total_of(|x| x);
+        let [stale, fees] = [0, 1].map(|i| w[i].ci.unwrap());
+        assert!(
+            (w[0].sats_per_day.unwrap() - 0.005_04).abs() < 1e-12,
+            "{w:?}"
+        );
+        assert!((total - 0.010_08).abs() < 1e-12, "{total}");
+        let (lo, hi) = ci.unwrap();
+        assert!(lo < total && total < hi, "{ci:?}");
+        assert!(
+            (lo - (stale.0 + fees.0)).abs() < 1e-12,
+            "{ci:?} {stale:?} {fees:?}"
+        );
+        assert!(
+            (hi - (stale.1 + fees.1)).abs() < 1e-12,
+            "{ci:?} {stale:?} {fees:?}"
+        );
+    }
+
+    /// Fees down by as much as the wait is down: +0.00504 and -0.00504 sats a day, and on
+    /// every resample the one cancels the other: the total is 0, its interval 0 wide.
+    /// Adding the rows' variances, as if independent, would claim sqrt(2) x a row's
+    /// half-width of doubt where there is none.
+    #[test]
+    fn rows_that_cancel_tip_by_tip_leave_no_doubt_about_the_total() {
+        let (w, total, ci) = total_of(|x| -x);
+        let (lo, hi) = w[0].ci.unwrap();
+        assert!(hi - lo > 1e-3, "each row alone is uncertain: {w:?}");
+        assert!(total.abs() < 1e-12, "{total}");
+        let (lo, hi) = ci.unwrap();
+        assert!(lo.abs() < 1e-12 && hi.abs() < 1e-12, "{ci:?}");
     }
 
     #[test]

@@ -110,7 +110,7 @@ pub struct CompareArgs {
     #[arg(long, default_value = "runs/compare")]
     out: PathBuf,
     /// Exit with status 2 when a metric is significantly worse than A by more than this
-    /// many percent (to gate a CI on performance). With one run a side that judges the two
+    /// many percent, its whole 95% interval past it (to gate a CI on performance). With one run a side that judges the two
     /// runs; give directories of five runs or more a side to judge the releases.
     #[arg(long, value_name = "PCT")]
     fail_on_regression: Option<f64>,

@@ -72,7 +72,7 @@ pub fn tdp_frame(frame: &[u8]) {
     };
     if let Ok(Inbound::Solution(solution)) = decode_inbound(frame) {
         let shared = node();
-        let template = shared.sync().build_template();
+        let template = shared.build_template("tdp");
         submit_solution(shared, &template, solution);
     }
 }

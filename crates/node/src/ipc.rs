@@ -339,7 +339,7 @@ impl mining::Server for MiningServer {
         _: mining::CreateNewBlockParams,
         mut results: mining::CreateNewBlockResults,
     ) -> Result<(), capnp::Error> {
-        let template = self.shared.sync().build_template();
+        let template = self.shared.build_template("ipc");
         results
             .get()
             .set_result(TemplateServer::client(&self.shared, template));
@@ -552,13 +552,14 @@ impl block_template::Server for TemplateServer {
         let mut tips = self.shared.subscribe_tip();
         let current = &self.template;
         loop {
-            let next = {
-                let mut state = self.shared.sync();
+            let due = {
+                let state = self.shared.sync();
                 let new_tip = state.tip_hash() != current.prev_hash;
                 let better = state.mempool().version() != current.mempool_version
                     && state.network_template_value().1 >= current.fees.saturating_add(threshold);
-                (new_tip || better).then(|| state.build_template())
+                new_tip || better
             };
+            let next = due.then(|| self.shared.build_template("ipc"));
             if let Some(t) = next {
                 results
                     .get()

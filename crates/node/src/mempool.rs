@@ -54,7 +54,7 @@ impl MempoolTx {
 /// Order key: highest fee rate first, then oldest first.
 type RankKey = (Reverse<u64>, u64);
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Mempool {
     by_txid: HashMap<Txid, (Arc<MempoolTx>, RankKey)>,
     by_rank: BTreeMap<RankKey, Arc<MempoolTx>>,

@@ -3,7 +3,8 @@
 //! longpolls, a follower's peer).
 
 use crate::chain::ChainBlock;
-use crate::state::{NodeState, PeerBlock};
+use crate::state::{Asker, NodeState, PeerBlock, TemplateOrder, TimedBuild};
+use crate::template::Template;
 use crate::zmq::Notification;
 use bitcoin::hashes::Hash;
 use bitcoin::BlockHash;
@@ -64,6 +65,37 @@ impl Shared {
         let tips = state.advance_to(self.virtual_now_ns());
         self.announce(&tips);
         state
+    }
+
+    /// The template getblocktemplate hands `client` now: its cached one while that holds,
+    /// else one built outside the state's lock, so pools asking at once (after a new tip)
+    /// build side by side and none waits on another's build.
+    pub fn template(&self, client: &str) -> Arc<Template> {
+        let asked = Instant::now();
+        let order = {
+            let mut state = self.sync();
+            if let Some(t) = state.cached_template(client) {
+                return t;
+            }
+            state.order_template()
+        };
+        self.build_and_file(order, asked, Asker::Client(client))
+    }
+
+    /// A template built now for a face that decides itself when to build (`tdp`, `ipc`),
+    /// outside the state's lock as [`Shared::template`]'s.
+    pub fn build_template(&self, face: &'static str) -> Arc<Template> {
+        let asked = Instant::now();
+        let order = self.sync().order_template();
+        self.build_and_file(order, asked, Asker::Face(face))
+    }
+
+    fn build_and_file(&self, order: TemplateOrder, asked: Instant, asker: Asker) -> Arc<Template> {
+        let built = TimedBuild::run(&order, elapsed_ns(asked));
+        let filing = Instant::now();
+        let mut state = self.state.lock();
+        let built = built.queued_more(elapsed_ns(filing));
+        state.file_template(built, asker)
     }
 
     /// This node's virtual time: since virtual zero, less a follower's lag behind its peer.
@@ -173,4 +205,8 @@ impl Shared {
     pub fn request_stop(&self) {
         self.stop.send_replace(true);
     }
+}
+
+fn elapsed_ns(since: Instant) -> u64 {
+    since.elapsed().as_nanos() as u64
 }

@@ -25,6 +25,64 @@ use std::sync::Arc;
 const NS: u64 = 1_000_000_000;
 /// Templates kept for submitblocklight; an older job gets "job_id data not available".
 const RECENT_TEMPLATES: usize = 32;
+/// Who asked for a template: a getblocktemplate client (by its RPC user, one cache each),
+/// or a face that decides itself when to build (`tdp`, `ipc`).
+#[derive(Clone, Copy)]
+pub enum Asker<'a> {
+    Client(&'a str),
+    Face(&'static str),
+}
+
+/// What a template is built from, taken from the state in a moment
+/// ([`NodeState::order_template`]): the build runs without the state's lock, so sides that
+/// ask at once build side by side and none waits on another's build.
+pub struct TemplateOrder {
+    id: u64,
+    seed: u64,
+    mempool: Arc<Mempool>,
+    prev_hash: BlockHash,
+    height: u32,
+    bits: CompactTarget,
+    mintime: u32,
+    now_ns: u64,
+}
+
+/// A template built from an order, with how long it took and how long its asker waited for
+/// the node's state around it (what another face's hold of the state cost it).
+pub struct TimedBuild {
+    template: Template,
+    queued_ns: u64,
+    build_ns: u64,
+}
+
+impl TimedBuild {
+    /// Builds `order` now; `queued_ns` is what the asker already waited for the state.
+    pub fn run(order: &TemplateOrder, queued_ns: u64) -> TimedBuild {
+        let started = std::time::Instant::now();
+        let template = Template::build(
+            order.id,
+            order.seed,
+            &order.mempool,
+            order.prev_hash,
+            order.height,
+            order.bits,
+            order.mintime,
+            order.now_ns,
+        );
+        TimedBuild {
+            template,
+            queued_ns,
+            build_ns: started.elapsed().as_nanos() as u64,
+        }
+    }
+
+    /// Adds what the asker waited for the state to file the build.
+    pub fn queued_more(mut self, ns: u64) -> TimedBuild {
+        self.queued_ns += ns;
+        self
+    }
+}
+
 /// What became of a block a follower's peer relayed.
 #[derive(Debug)]
 pub enum PeerBlock {
@@ -56,7 +114,8 @@ pub struct NodeState {
     bits: CompactTarget,
     time_base: u32,
     chain: Chain,
-    mempool: Mempool,
+    /// Shared with builds in flight outside the lock; a change while one holds it copies it.
+    mempool: Arc<Mempool>,
     txgen: TxGenerator,
     tx_arrivals: ChaCha8Rng,
     block_arrivals: ChaCha8Rng,
@@ -125,7 +184,7 @@ impl NodeState {
             bits,
             time_base,
             chain,
-            mempool: Mempool::default(),
+            mempool: Arc::default(),
             next_tx_ns: None,
             next_block_ns: None,
             now_ns: 0,
@@ -199,7 +258,7 @@ impl NodeState {
             }
             self.relayed_tx_bytes += tx.tx.total_size() as u64 + TX_RELAY_OVERHEAD_BYTES;
         }
-        self.mempool.insert(tx, self.cfg.mempool.max_txs);
+        Arc::make_mut(&mut self.mempool).insert(tx, self.cfg.mempool.max_txs);
     }
 
     /// Bytes transaction relay brought a follower so far (zero for the network itself).
@@ -323,7 +382,7 @@ impl NodeState {
         cause: TipCause,
     ) -> Arc<ChainBlock> {
         for txid in txids {
-            self.mempool.remove(txid);
+            Arc::make_mut(&mut self.mempool).remove(txid);
         }
         let entry = self.chain.connect(block, fees);
         self.markers.clear();
@@ -341,42 +400,70 @@ impl NodeState {
     }
 
     /// The template to hand `client` now: its cached one until the tip changes, or until
-    /// the mempool changed and the refresh interval has passed.
+    /// the mempool changed and the refresh interval has passed. Built under the caller's
+    /// hold of the state; the node's faces build outside it ([`crate::Shared::template`]).
     pub fn template(&mut self, client: &str) -> Arc<Template> {
-        let tip = self.chain.tip().hash;
-        let refresh_ns = self.cfg.template_refresh.as_nanos() as u64;
-        if let Some(t) = self.templates.get(client) {
-            let mempool_moved = t.mempool_version != self.mempool.version();
-            let young = self.now_ns.saturating_sub(t.built_at_ns) < refresh_ns;
-            if t.prev_hash == tip && (!mempool_moved || young) {
-                return t.clone();
-            }
+        if let Some(t) = self.cached_template(client) {
+            return t;
         }
-        let t = self.build_template();
-        self.templates.insert(client.to_string(), t.clone());
-        t
+        let order = self.order_template();
+        let built = TimedBuild::run(&order, 0);
+        self.file_template(built, Asker::Client(client))
+    }
+
+    /// `client`'s cached template, while it is still the one to hand out.
+    pub fn cached_template(&self, client: &str) -> Option<Arc<Template>> {
+        let t = self.templates.get(client)?;
+        let refresh_ns = self.cfg.template_refresh.as_nanos() as u64;
+        let mempool_moved = t.mempool_version != self.mempool.version();
+        let young = self.now_ns.saturating_sub(t.built_at_ns) < refresh_ns;
+        (t.prev_hash == self.chain.tip().hash && (!mempool_moved || young)).then(|| t.clone())
     }
 
     /// A template built now, outside the cache getblocktemplate serves: a face that
     /// decides itself when to build (the Template Provider, as Bitcoin Core's does) gets
     /// its own, so one face's refresh timing never shows in another's measurements.
     pub fn build_template(&mut self) -> Arc<Template> {
-        let t = Arc::new(Template::build(
-            self.next_template_id,
-            self.cfg.seed,
-            &self.mempool,
-            self.chain.tip().hash,
-            self.chain.height() + 1,
-            self.bits,
-            self.chain.median_time_past() + 1,
-            self.now_ns,
-        ));
+        let order = self.order_template();
+        let built = TimedBuild::run(&order, 0);
+        self.file_template(built, Asker::Face("node"))
+    }
+
+    /// What the next template is built from, with its id: cheap, so the build itself can
+    /// run after the caller lets go of the state.
+    pub fn order_template(&mut self) -> TemplateOrder {
+        let order = TemplateOrder {
+            id: self.next_template_id,
+            seed: self.cfg.seed,
+            mempool: self.mempool.clone(),
+            prev_hash: self.chain.tip().hash,
+            height: self.chain.height() + 1,
+            bits: self.bits,
+            mintime: self.chain.median_time_past() + 1,
+            now_ns: self.now_ns,
+        };
         self.next_template_id += 1;
-        self.markers.insert(t.marker_txid(), t.txs[0].clone());
-        if self.recent.len() == RECENT_TEMPLATES {
-            self.recent.pop_front();
+        order
+    }
+
+    /// Takes a built template into the node: its marker and submitblocklight's list while
+    /// it is on the tip, a client's cache, and the record of its build.
+    pub fn file_template(&mut self, built: TimedBuild, asker: Asker) -> Arc<Template> {
+        let t = Arc::new(built.template);
+        if t.prev_hash == self.chain.tip().hash {
+            self.markers.insert(t.marker_txid(), t.txs[0].clone());
+            if self.recent.len() == RECENT_TEMPLATES {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(t.clone());
         }
-        self.recent.push_back(t.clone());
+        let asker = match asker {
+            Asker::Client(client) => {
+                self.templates.insert(client.to_string(), t.clone());
+                client
+            }
+            Asker::Face(face) => face,
+        };
         self.recorder.record(Event::TemplateBuilt {
             template_id: t.id,
             prev_hash: t.prev_hash.to_string(),
@@ -386,6 +473,9 @@ impl NodeState {
             tx_count: t.txs.len(),
             weight: t.weight,
             marker_txid: t.marker_txid().to_string(),
+            asker: asker.to_string(),
+            queued_ns: built.queued_ns,
+            build_ns: built.build_ns,
         });
         t
     }

@@ -212,16 +212,19 @@ async fn serve(
             _ = tokio::time::sleep_until(refresh.due()), if constrained => {
                 // Due: a new template when the mempool moved since the last one sent (on
                 // this tip), sent when its fees grew enough; otherwise look again shortly.
-                let update = {
-                    let mut state = shared.sync();
-                    let moved = last.as_ref().is_some_and(|l| {
+                let moved = {
+                    let state = shared.sync();
+                    last.as_ref().is_some_and(|l| {
                         l.prev_hash == state.tip_hash()
                             && l.mempool_version != state.mempool().version()
-                    });
-                    moved.then(|| state.build_template())
+                    })
                 };
+                let update = moved.then(|| shared.build_template("tdp"));
                 let policy = refresh.policy();
-                match update.filter(|t| last.as_ref().is_some_and(|l| policy.worth_sending(l.fees, t.fees))) {
+                // Built after the lock was let go: on a tip that moved since, the new tip's
+                // own template (future, then its prev hash) is on its way instead.
+                let same_tip = |t: &Template, l: &Template| t.prev_hash == l.prev_hash;
+                match update.filter(|t| last.as_ref().is_some_and(|l| same_tip(t, l) && policy.worth_sending(l.fees, t.fees))) {
                     Some(t) => {
                         sv2_wire::send(&mut writer, new_template(&t, false), "the TDP client").await?;
                         sent.insert(t.id, t.clone());
@@ -346,11 +349,8 @@ pub(crate) fn decode_inbound(mut frame: SerializedFrame) -> Result<Inbound> {
 /// A template on the new tip, built for this client, as a future template; then the new
 /// prev hash that activates it.
 async fn send_new_tip(shared: &Shared, writer: &mut NoiseTcpWriteHalf) -> Result<Arc<Template>> {
-    let (template, time) = {
-        let mut state = shared.sync();
-        let t = state.build_template();
-        (t, state.header_time())
-    };
+    let template = shared.build_template("tdp");
+    let time = shared.sync().header_time();
     sv2_wire::send(writer, new_template(&template, true), "the TDP client").await?;
     let prev = SetNewPrevHashOwned {
         template_id: template.id,

@@ -560,3 +560,59 @@ fn a_compact_block_costs_its_short_ids_and_what_the_peer_lacks() {
     // Far less than the whole block, which the emulation's ZMQ feed carries.
     assert!(cmpct < bitcoin::consensus::serialize(&block).len() as u64 / 10);
 }
+
+/// A template is built from the state it was ordered on, outside the node's lock (so
+/// pools asking at once build side by side): a transaction that arrives meanwhile is not
+/// in it, the asker's cache takes it, its build is recorded with who asked and what it
+/// waited, and one filed after the tip moved on is no longer handed out for
+/// submitblocklight.
+#[test]
+fn a_template_is_built_from_the_state_it_was_ordered_on() {
+    use node::state::{Asker, TimedBuild};
+    let dir = std::env::temp_dir().join(format!("node-order-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("events.jsonl");
+    let _ = std::fs::remove_file(&path);
+    let recorder = Recorder::to_file(&path, "node").unwrap();
+    let mut n = NodeState::new(config(11), recorder.clone(), 0).unwrap();
+
+    let order = n.order_template();
+    let ordered_on = n.mempool().version();
+    n.add_generated_tx();
+    assert_ne!(n.mempool().version(), ordered_on);
+    let t = n.file_template(TimedBuild::run(&order, 1_500), Asker::Client("pool-sv1"));
+    assert_eq!(
+        t.mempool_version, ordered_on,
+        "built from the ordered mempool"
+    );
+    assert_eq!(n.cached_template("pool-sv1").map(|c| c.id), Some(t.id));
+    assert!(n.recent_template(t.id).is_some());
+
+    let stale_order = n.order_template();
+    n.mine_network_block(None);
+    let stale = n.file_template(TimedBuild::run(&stale_order, 0), Asker::Face("tdp"));
+    assert!(n.recent_template(stale.id).is_none(), "its tip is gone");
+    recorder.close().unwrap();
+
+    let builds: Vec<(u64, String, u64, u64)> = probe::recorder::read_events(&path)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r.event {
+            Event::TemplateBuilt {
+                template_id,
+                asker,
+                queued_ns,
+                build_ns,
+                ..
+            } => Some((template_id, asker, queued_ns, build_ns)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(builds.len(), 2, "{builds:?}");
+    assert_eq!(
+        (builds[0].0, builds[0].1.as_str(), builds[0].2),
+        (t.id, "pool-sv1", 1_500)
+    );
+    assert!(builds[0].3 > 0, "the build's own time is measured");
+    assert_eq!((builds[1].0, builds[1].1.as_str()), (stale.id, "tdp"));
+}

@@ -83,6 +83,16 @@ pub enum Event {
         weight: u64,
         /// Txid of the template's marker transaction: the first merkle branch a miner sees.
         marker_txid: String,
+        /// Who asked: a getblocktemplate client's RPC user, or the face (`tdp`, `ipc`).
+        #[serde(default)]
+        asker: String,
+        /// How long the asker waited for the node's state around the build (another
+        /// face's hold of it), and how long the build itself took: what keeps identical
+        /// sides alike is that neither waits on the other's build.
+        #[serde(default)]
+        queued_ns: u64,
+        #[serde(default)]
+        build_ns: u64,
     },
     /// A real node's getblocktemplate answer passed the RPC tap between it and a pool:
     /// the template as the pool got it, stamped when the whole answer had passed.

@@ -30,17 +30,22 @@ pub(crate) fn section(summary: &Summary) -> Option<Section> {
                     .map_or("-".into(), |s| format!("{s:.1}")),
                 match (o.lost_s_per_miner, o.lost_is_rejected_work) {
                     (Some(s), false) => format!("{s:.1}"),
-                    (Some(s), true) => format!("{s:.1} (rejected work)"),
+                    (Some(s), true) => format!(
+                        "{s:.1}{} (rejected work)",
+                        interval(o.lost_s_per_miner_ci, |x| format!("{x:.1}"))
+                    ),
                     (None, _) => "not priced".into(),
                 },
                 o.blocks_missed.map_or("-".into(), |b| format!("{b:.3e}")),
-                o.lost_sats.map_or("-".into(), |s| grouped(s, 1)),
+                o.lost_sats.map_or("-".into(), |s| {
+                    grouped(s, 1) + &interval(o.lost_sats_ci, |x| grouped(x, 1))
+                }),
             ]
         })
         .collect();
     let mut blocks = vec![
         Block::Para(format!(
-            "The far end of every side's link went away alike: `drop` closes every connection and refuses new ones, as a pool that stopped; `stall` keeps them open and holds what is sent until its end, as a pool that hangs. Each miner is without valid work from the fault's start to its first job after it (its firmware's timers are scenario parameters: `miners.reconnect_after`, `miners.retry_every`, `miners.silence_timeout`, and with a backup `miners.failover_after` and `miners.primary_check_every`); a miner not back by the window's end counts until then. The cost of a pool (or link) that drops is that lost time, weighed by the miners' hashrates, at {}; a stall or a JDS away leaves the miners their job, so their next one says nothing of work lost: their cost is the work the pool rejected from its start until it accepted a share again (shares held through a block come stale), as seconds of the farm's work.",
+            "The far end of every side's link went away alike: `drop` closes every connection and refuses new ones, as a pool that stopped; `stall` keeps them open and holds what is sent until its end, as a pool that hangs. Each miner is without valid work from the fault's start to its first job after it (its firmware's timers are scenario parameters: `miners.reconnect_after`, `miners.retry_every`, `miners.silence_timeout`, and with a backup `miners.failover_after` and `miners.primary_check_every`); a miner not back by the window's end counts until then. The cost of a pool (or link) that drops is that lost time, weighed by the miners' hashrates, at {}; a stall or a JDS away leaves the miners their job, so their next one says nothing of work lost: their cost is the work the pool rejected from its start until it accepted a share again (shares held through a block come stale), beyond what its rejection rate outside the faults would have rejected anyway, as seconds of the farm's work, with the 95% interval of the rejected shares' count (exact, for a Poisson count).",
             crate::readings::the_farm(&summary.worth_assumptions),
         )),
         Block::Table {
@@ -113,6 +118,11 @@ fn backups(summary: &Summary) -> Option<Block> {
     })
 }
 
+/// " [lo, hi]", each end as `f` writes it; nothing without an interval.
+fn interval(ci: Option<(f64, f64)>, f: impl Fn(f64) -> String) -> String {
+    ci.map_or(String::new(), |(lo, hi)| format!(" [{}, {}]", f(lo), f(hi)))
+}
+
 fn seconds(d: Option<&Dist>) -> String {
     match d {
         Some(d) => format!(
@@ -133,10 +143,13 @@ pub(crate) fn reading(side: &str, o: &SideOutage) -> String {
             grouped(sats, 1)
         ),
         (Some(lost), Some(sats), true) => format!(
-            "the miners kept their job, and the pool rejected {} shares until it accepted one after it ({} accepted during it): {lost:.1} s of the farm's work lost ({} sats for the farm)",
+            "the miners kept their job, and the pool rejected {} shares until it accepted one after it ({} accepted during it; {:.2} of them its usual rejections): {lost:.1} s{} of the farm's work lost ({} sats{} for the farm; the interval is the rejected shares' count's, a Poisson count's exact 95%)",
             o.rejected_until_back,
             o.accepted_during,
-            grouped(sats, 1)
+            o.rejected_anyway,
+            interval(o.lost_s_per_miner_ci, |x| format!("{x:.1}")),
+            grouped(sats, 1),
+            interval(o.lost_sats_ci, |x| grouped(x, 1)),
         ),
         _ => format!(
             "not priced without the miners' hashrate ({} shares accepted during it, {} rejected until one was accepted after it)",

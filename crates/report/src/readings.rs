@@ -23,6 +23,32 @@ pub fn farm_node_lag(lag: &analysis::farm_lag::FarmNodeLag) -> String {
     )
 }
 
+/// The node's template builds by who asked: what each waited for the node's state beside
+/// what the build took, so a side that waited on another's build shows.
+pub fn template_builds(builds: &[analysis::summary::TemplateBuilds]) -> Option<String> {
+    let ms = |d: &probe::Dist| match (d.p50, d.max) {
+        (Some(p50), Some(max)) => format!("{p50:.2} / {max:.2}"),
+        _ => "-".into(),
+    };
+    let askers: Vec<String> = (builds.iter())
+        .map(|b| {
+            format!(
+                "{} {} builds, waited {} ms, built in {} ms",
+                b.asker,
+                b.builds,
+                ms(&b.queued_ms),
+                ms(&b.build_ms)
+            )
+        })
+        .collect();
+    (!askers.is_empty()).then(|| {
+        format!(
+            "the node's template builds (median / max; each built outside the node's lock, so none waits on another's): {}",
+            askers.join("; ")
+        )
+    })
+}
+
 /// "sv2-c delivers new work 36% sooner than sv1: 77.9 ms against 122.0 ms on average
 /// (-44.1 ms, 95% CI -50.0 to -38.0 ms)."
 pub fn latency_delta(side: &str, base: &str, what: &str, row: &VerdictRow) -> String {
@@ -107,6 +133,7 @@ mod tests {
             modelled: None,
             assumed: None,
             tips_without_work: None,
+            baseline_tips_without_work: None,
         }
     }
 

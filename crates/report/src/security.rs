@@ -14,6 +14,11 @@ pub(crate) fn section(summary: &Summary, planned: Option<&PlannedAttack>) -> Opt
     let attack = planned.map_or_else(|| "an attack".to_string(), describe);
     let work = |w: Option<WorkPct>| w.map_or("-".into(), |w| percent(Some(w.pct), w.ci, 1));
     let sats = |v: Option<f64>| v.map_or("-".into(), |v| grouped(v, 0));
+    let interval = |ci: Option<(f64, f64)>| {
+        ci.map_or(String::new(), |(lo, hi)| {
+            format!(" [{}, {}]", grouped(lo, 0), grouped(hi, 0))
+        })
+    };
     let rows = (summary.security.iter())
         .map(|(side, s)| {
             let to_attacker = match s.hashed_for_attacker_pct {
@@ -32,9 +37,15 @@ pub(crate) fn section(summary: &Summary, planned: Option<&PlannedAttack>) -> Opt
                     work(s.farm_credited_before)
                 ),
                 format!(
-                    "{} of {}",
+                    "{} of {}{}",
                     s.attacker_shares,
-                    s.attacker_shares + s.farm_shares
+                    s.attacker_shares + s.farm_shares,
+                    match (s.attacker_split_pct, s.attacker_split_pct_ci) {
+                        (Some(p), Some((lo, hi))) => {
+                            format!(", {p:.1}% of the work [{lo:.1}, {hi:.1}]")
+                        }
+                        _ => String::new(),
+                    }
                 ),
                 format!("{} / {}", s.miners_told_accepted, s.miners_told_rejected),
                 format!(
@@ -45,13 +56,13 @@ pub(crate) fn section(summary: &Summary, planned: Option<&PlannedAttack>) -> Opt
                 ),
                 detection(s),
                 sats(s.stolen_sats_per_day),
-                sats(s.denied_sats_per_day),
+                sats(s.denied_sats_per_day) + &interval(s.denied_sats_per_day_ci),
             ]
         })
         .collect();
     let mut blocks = vec![
         Block::Para(format!(
-            "{attack}, on every side's link alike; each side's figures run from the moment its link recorded the attack's start to the window's end. The farm's work is its miners' hashrate (a scenario parameter) times the time; credited work is the accepted shares' difficulty by the side's share judge. Who was credited, and whether a session broke, come from the protocols. The worth is the farm's revenue lost each day the attack lasts, for {}: denied, the fall of the work credited to anyone against before the attack (priced only where the two 95% intervals do not overlap); stolen, the attacker's part of what was still credited (of a job hijack, which the pool credits nothing: the part of the farm's shares hashed on the attacker's coinbase, whose blocks pay it).",
+            "{attack}, on every side's link alike; each side's figures run from the moment its link recorded the attack's start to the window's end. The farm's work is its miners' hashrate (a scenario parameter) times the time; credited work is the accepted shares' difficulty by the side's share judge. Who was credited, and whether a session broke, come from the protocols. The worth is the farm's revenue lost each day the attack lasts, for {}: denied, the fall of the work credited to anyone against before the attack (at its point, with the 95% interval of the difference: a fall within the shares' noise has one that reaches 0); stolen, the attacker's part of what was still credited (of a job hijack, which the pool credits nothing: the part of the farm's shares hashed on the attacker's coinbase, whose blocks pay it). The attacker's shares give its part of the work credited after the attack began, with Wilson's 95% interval.",
             crate::readings::the_farm(&summary.worth_assumptions),
         )),
         Block::Table {

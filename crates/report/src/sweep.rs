@@ -265,9 +265,18 @@ fn slopes(a: &SweepAnalysis) -> Section {
                 f.side.clone(),
                 f.panel.clone(),
                 value(Some(f.slope), f.slope_ci),
+                match (f.slope_p_value, f.significant) {
+                    (None, _) => "-",
+                    (_, true) => "yes",
+                    _ => "no",
+                }
+                .to_string(),
                 value(Some(f.intercept), None),
                 f.points.to_string(),
                 value(largest_residual(f), None),
+                f.goodness.map_or("-".into(), |g| {
+                    format!("{:.2} on {}, p {:.3}", g.chi2, g.df, g.p_value)
+                }),
             ]
         })
         .collect();
@@ -275,7 +284,7 @@ fn slopes(a: &SweepAnalysis) -> Section {
         title: format!("Slopes against {}", a.key),
         blocks: vec![
             Block::Para(format!(
-                "Each side's points fitted as a line, value = intercept + slope x {}: weighted by each point's standard error, the slope's 95% interval from those weights, widened when the points scatter about the line more than their intervals allow. A slope whose interval holds 0 cannot be told from flat.{}",
+                "Each side's points fitted as a line, value = intercept + slope x {}: weighted by each point's standard error, the slope's 95% interval from those weights (Student's t on Satterthwaite's degrees of freedom where a point's error is the spread of few runs), widened only when the fit's chi-square says the points scatter about the line more than their intervals allow (p < 0.05). A slope whose interval holds 0 cannot be told from flat; significant: it stays so read with every other slope of the sweep (Benjamini-Hochberg at 5%).{}",
                 a.key,
                 if a.key.starts_with("link.") && a.key.contains("rtt") {
                     " With only the link's round trip varied, a job that crosses the link once grows by half of it (slope 0.5); one made at the farm does not grow (slope 0)."
@@ -284,7 +293,7 @@ fn slopes(a: &SweepAnalysis) -> Section {
                 }
             )),
             Block::Table {
-                head: ["metric", "side", "panel", "slope [95%]", "intercept", "points", "largest residual"]
+                head: ["metric", "side", "panel", "slope [95%]", "significant", "intercept", "points", "largest residual", "chi-square"]
                     .map(String::from)
                     .to_vec(),
                 rows,
@@ -458,7 +467,7 @@ fn points_csv(a: &SweepAnalysis) -> String {
 
 fn fits_csv(a: &SweepAnalysis) -> String {
     let mut out = String::from(
-        "metric,kind,side,panel,slope,slope_ci_low,slope_ci_high,intercept,points,residuals\n",
+        "metric,kind,side,panel,slope,slope_ci_low,slope_ci_high,slope_df,slope_p_value,significant,intercept,points,residuals,chi2,chi2_df,chi2_p_value\n",
     );
     for c in &a.curves {
         for f in &c.fits {
@@ -470,12 +479,18 @@ fn fits_csv(a: &SweepAnalysis) -> String {
                 f.slope.to_string(),
                 number(f.slope_ci.map(|c| c.0)),
                 number(f.slope_ci.map(|c| c.1)),
+                number(f.slope_df),
+                number(f.slope_p_value),
+                f.significant.to_string(),
                 f.intercept.to_string(),
                 f.points.to_string(),
                 (f.residuals.iter())
                     .map(|(x, r)| format!("{x}:{r}"))
                     .collect::<Vec<_>>()
                     .join(";"),
+                number(f.goodness.map(|g| g.chi2)),
+                number(f.goodness.map(|g| g.df as f64)),
+                number(f.goodness.map(|g| g.p_value)),
             ]));
         }
     }

@@ -91,6 +91,9 @@ pub fn render(s: &Summary, pools: &BTreeMap<String, String>, t: &Terminal) -> St
     }
     out.push(String::new());
     out.extend(wrap(&context(s), t.width, "  "));
+    if let Some(builds) = crate::readings::template_builds(&s.network.template_builds) {
+        out.extend(wrap(&builds, t.width, "  "));
+    }
     for (side, pool) in pools {
         out.extend(wrap(&format!("{side}'s pool: {pool}"), t.width, "  "));
     }

@@ -51,6 +51,9 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                 tx_count: 2,
                 weight: 1000,
                 marker_txid: marker.clone(),
+                asker: "pool".into(),
+                queued_ns: 0,
+                build_ns: 200_000,
             },
         ));
         node.push(rec(

@@ -515,11 +515,8 @@ async fn get_block_template(
     if let Some(longpollid) = request.get("longpollid").and_then(Value::as_str) {
         wait_for_newer_template(shared, client, longpollid).await;
     }
-    let (template, curtime) = {
-        let mut state = shared.sync();
-        let t = state.template(client);
-        (t, state.header_time())
-    };
+    let template = shared.template(client);
+    let curtime = shared.sync().header_time();
     // Rendered outside the lock: the big part was rendered once, as each tx arrived.
     Ok(Reply::Raw(template.gbt_json(curtime, light)))
 }
@@ -529,11 +526,11 @@ async fn get_block_template(
 async fn wait_for_newer_template(shared: &Arc<Shared>, client: &str, longpollid: &str) {
     let started = Instant::now();
     let mut tip = shared.subscribe_tip();
+    if shared.template(client).longpollid() != longpollid {
+        return;
+    }
     let (tip_at_call, version_at_call) = {
-        let mut state = shared.sync();
-        if state.template(client).longpollid() != longpollid {
-            return;
-        }
+        let state = shared.sync();
         (state.tip_hash(), state.mempool().version())
     };
     loop {
