@@ -19,12 +19,13 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Resamples of the bootstrap; enough for a stable 95% interval.
 const RESAMPLES: usize = 2000;
 
-/// Resamples past zero below which a bootstrap p-value comes from the resamples' normal
-/// tail: a count this small cannot rank rows that far apart.
+/// Resamples past zero below which a bootstrap p-value comes from the resamples' t tail
+/// (their mean over their spread): a count this small cannot rank rows that far apart.
 const FEW_IN_TAIL: f64 = 10.0;
 
 /// Independent units (clusters, batches) each side needs for an interval.
@@ -743,7 +744,7 @@ pub fn weighted_delta(a: &Weighted, b: &Weighted) -> Option<Delta> {
 /// of unequal weight (tips of unequal length, a few of which hold most of the valid work)
 /// vary their mean as fewer equal units would; the small-sample widening must count
 /// those, or it under-corrects.
-fn effective_units(units: &[Totals]) -> f64 {
+pub(crate) fn effective_units(units: &[Totals]) -> f64 {
     let (sum, squares) = (units.iter()).fold((0.0, 0.0), |(s, q), t| {
         (s + t.weight, q + t.weight * t.weight)
     });
@@ -869,14 +870,21 @@ impl Delta {
         } else {
             // A tail few resamples reach says only "under a few in 2,000", and 1 / 2,001
             // for every such row would tie them all: Benjamini-Hochberg over a hundred
-            // rows or more could then pass none, however far. The resamples' normal tail
-            // ranks them by distance instead.
+            // rows or more could then pass none, however far. The resamples' t tail ranks
+            // them by distance instead.
             let mean = deltas.iter().sum::<f64>() / n;
             let sd = (deltas.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-            if sd > 0.0 {
-                libm::erfc(mean.abs() / sd / std::f64::consts::SQRT_2).clamp(f64::MIN_POSITIVE, 1.0)
-            } else {
-                1.0 / (n + 1.0)
+            // Student's t on the fewer side's units less one: past the 97.5% point the
+            // resamples' widening no longer matches t, and a normal tail would make a
+            // five-tip row look as sure as a hundred-tip one.
+            // It only ever lowers what the count says, never raises it.
+            let counted = (2.0 * tail).max(1.0 / (n + 1.0));
+            let df = (self.units_a.min(self.units_b) as f64 - 1.0).max(1.0);
+            match StudentsT::new(0.0, 1.0, df) {
+                Ok(t) if sd > 0.0 => {
+                    (2.0 * t.sf(mean.abs() / sd)).clamp(f64::MIN_POSITIVE, counted)
+                }
+                _ => counted,
             }
         });
         self.significant = low > 0.0 || high < 0.0;
@@ -1037,8 +1045,9 @@ pub fn tip_differences(a: &Counted, b: &Counted) -> Vec<f64> {
 const ENUMERATED_TIPS: usize = 16;
 
 /// Sign patterns [`sign_flip_p`] draws past [`ENUMERATED_TIPS`]: its p-value's floor, 1 in
-/// 20,001, is far below the smallest threshold Benjamini-Hochberg sets a verdict's rows
-/// (0.05 / 9), and its Monte Carlo error at 0.05 is 0.0015.
+/// 20,001, is below the smallest threshold Benjamini-Hochberg sets a run's verdict up to
+/// a hundred rows (0.05 / 100; eleven sides of 9 rows), and its Monte Carlo error at 0.05
+/// is 0.0015.
 const SIGN_FLIP_DRAWS: usize = 20_000;
 
 /// The two-sided p-value of a sign-flip permutation test of `differences` (one a tip,
@@ -1164,8 +1173,8 @@ mod tests {
         assert!((d.pct.unwrap() - (40.9 - 138.0) / 137.95 * 100.0).abs() < 1e-9);
         let (lo, hi) = d.ci.unwrap();
         assert!(d.significant && hi < -90.0 && lo > -105.0);
-        // No resample reaches zero: the p-value is the resamples' normal tail, far under
-        // the 1 / 2,001 a count of 2,000 could show, and never 0.
+        // No resample reaches zero: the p-value is the resamples' t tail (99 df), far
+        // under the 1 / 2,001 a count of 2,000 could show, and never 0.
         assert!(
             d.p_value.is_some_and(|p| p > 0.0 && p < 1.0 / 2_001.0),
             "{d:?}"
@@ -1173,24 +1182,33 @@ mod tests {
         assert!(delta(&[], &b).is_none());
     }
 
-    /// Bootstrap differences half at 2 and half at 4: none at or below zero, so the
-    /// p-value is the normal tail at mean 3, sd sqrt(2000 / 1999) = 1.00025:
-    /// erfc(3 / 1.00025 / sqrt 2) = 2 x (1 - Phi(2.99925)) = 0.002706 (by hand from
-    /// Phi(3) = 0.998650, its slope 0.004432 over the 0.00075 less). With 10 of them at
-    /// -1 instead, the tail is counted: 2 x 10 / 2000 = 0.01.
+    /// Bootstrap differences half at 3 and half at 5, 100 units a side: none at or below
+    /// zero, so the p-value is the t tail at mean 4 over sd sqrt(2000 / 1999) = 1.00025,
+    /// on 99 degrees of freedom: 2 x P(T99 > 3.999) = 0.0001227 (by Simpson's rule on the
+    /// t density; a normal tail would say 0.0000636), under the 1 / 2,001 = 0.0005 the
+    /// count could show. With 10 units a side, T9's tail at 3.999 is 0.0031 (Simpson
+    /// again), above what the count shows: the count's 1 / 2,001 stands. With 10 of the
+    /// differences at -1, the tail is counted: 2 x 10 / 2000 = 0.01.
     #[test]
-    fn a_tail_no_resample_reaches_is_priced_by_the_normal_not_the_floor() {
-        let mut d = delta(&[1.0; 10], &[4.0; 10]).unwrap();
+    fn a_tail_no_resample_reaches_is_priced_by_t_not_the_floor() {
         let far: Vec<f64> = (0..2000)
-            .map(|i| if i % 2 == 0 { 2.0 } else { 4.0 })
+            .map(|i| if i % 2 == 0 { 3.0 } else { 5.0 })
             .collect();
-        d.set_interval(far);
-        let p = d.p_value.unwrap();
-        assert!((p - 0.002706).abs() < 2e-5, "{p}");
-        let mut counted: Vec<f64> = (0..1990).map(|i| 2.0 + f64::from(i % 2) * 2.0).collect();
+        let mut many = delta(&[1.0; 100], &[4.0; 100]).unwrap();
+        many.set_interval(far.clone());
+        let p = many.p_value.unwrap();
+        assert!((p - 0.0001227).abs() < 1e-6, "{p}");
+        let mut few = delta(&[1.0; 10], &[4.0; 10]).unwrap();
+        few.set_interval(far);
+        assert_eq!(few.p_value, Some(1.0 / 2_001.0));
+        let mut counted: Vec<f64> = (0..1990).map(|i| 3.0 + f64::from(i % 2) * 2.0).collect();
         counted.extend([-1.0; 10]);
-        d.set_interval(counted);
-        assert!((d.p_value.unwrap() - 0.01).abs() < 1e-12, "{:?}", d.p_value);
+        few.set_interval(counted);
+        assert!(
+            (few.p_value.unwrap() - 0.01).abs() < 1e-12,
+            "{:?}",
+            few.p_value
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@
 
 use crate::headline::{Headline, VerdictRow};
 use crate::side::LatencySamples;
-use crate::stats::{t975, Totals, Z95};
+use crate::stats::{effective_units, t975, Totals, Z95};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -178,11 +178,14 @@ pub fn total_interval(
     // Every unit any row has on either side; by unit, each row's totals on each side.
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut units: Vec<Vec<(Totals, Totals)>> = Vec::new();
-    let mut widen = f64::INFINITY;
+    // The fewest-unit row's widening (the largest): the sum is no surer than its least
+    // sure part.
+    let mut widen: f64 = 1.0;
     for (row, (r, _)) in summed.iter().enumerate() {
         for (is_side, samples) in [(false, base), (true, side)] {
             let named = units_of(r.metric, samples);
-            widen = widen.min(small_sample_widening(effective_units(&named)));
+            let totals: Vec<Totals> = named.iter().map(|(_, t)| *t).collect();
+            widen = widen.max(small_sample_widening(effective_units(&totals)));
             for (name, t) in named {
                 let u = *index.entry(name).or_insert_with(|| {
                     units.push(vec![Default::default(); summed.len()]);
@@ -245,19 +248,6 @@ fn units_of(metric: Headline, s: &LatencySamples) -> Vec<(&str, Totals)> {
     // Both list the units of some weight in the order they first appeared.
     let weighed = totals.into_iter().filter(|t| t.weight > 0.0);
     units.means().map(|(name, _)| name).zip(weighed).collect()
-}
-
-/// Kish's effective number of units, (sum of weights)^2 / sum of squared weights: units of
-/// unequal weight vary a mean as fewer equal ones would.
-fn effective_units(named: &[(&str, Totals)]) -> f64 {
-    let (sum, squares) = (named.iter()).fold((0.0, 0.0), |(s, q), (_, t)| {
-        (s + t.weight, q + t.weight * t.weight)
-    });
-    if squares > 0.0 {
-        sum * sum / squares
-    } else {
-        0.0
-    }
 }
 
 /// The rows' own widening for `n` units (`stats`): t(0.975, n - 1) / z(0.975) x

@@ -103,21 +103,27 @@ impl OutsideDelays {
                 Some((t(seen) - t(changed)) / 1e6)
             })
             .collect();
-        // A template by what the tap can see of it: its parent, value and transactions;
-        // the node's last build of that kind before the tap's answer passed.
+        // A template by what the tap can see of it: its parent, value and transactions.
+        // Two pools' templates of one tip can look alike, so a fetch could be of any such
+        // build before it: its delay lies between the latest's and the earliest's, and the
+        // range holds both ends.
         let built = of_kind(&own, "template_built");
         let mut first_seen = std::collections::HashSet::new();
         let templates = (of_kind(&tap, "template_fetched").iter())
             .filter(|f| first_seen.insert(f["work_id"].to_string()))
-            .filter_map(|fetched| {
-                let same = |b: &&serde_json::Value| {
-                    ["prev_hash", "value_sats", "tx_count"]
-                        .iter()
-                        .all(|k| b[k] == fetched[k])
-                        && t(b) <= t(fetched)
-                };
-                let build = built.iter().rfind(same)?;
-                Some((t(fetched) - t(build)) / 1e6)
+            .flat_map(|fetched| {
+                let like: Vec<f64> = (built.iter())
+                    .filter(|b| {
+                        ["prev_hash", "value_sats", "tx_count"]
+                            .iter()
+                            .all(|k| b[k] == fetched[k])
+                            && t(b) <= t(fetched)
+                    })
+                    .map(|b| (t(fetched) - t(b)) / 1e6)
+                    .collect();
+                let least = like.iter().copied().reduce(f64::min);
+                let most = like.iter().copied().reduce(f64::max);
+                least.into_iter().chain(most)
             })
             .collect();
         OutsideDelays { tips, templates }

@@ -72,7 +72,7 @@ pub fn tdp_frame(frame: &[u8]) {
     };
     if let Ok(Inbound::Solution(solution)) = decode_inbound(frame) {
         let shared = node();
-        let template = shared.build_template("tdp");
+        let template = shared.build_template("tdp fuzz");
         submit_solution(shared, &template, solution);
     }
 }
@@ -90,8 +90,12 @@ pub fn ipc_connection(data: &[u8]) {
     let data = data.to_vec();
     let local = tokio::task::LocalSet::new();
     local.block_on(runtime(), async {
-        let rpc =
-            crate::ipc::serve_connection(node(), std::io::Cursor::new(data), tokio::io::sink());
+        let rpc = crate::ipc::serve_connection(
+            node(),
+            std::io::Cursor::new(data),
+            tokio::io::sink(),
+            "ipc fuzz".into(),
+        );
         let _ = tokio::time::timeout(ANSWER_WITHIN, rpc).await;
     });
 }

@@ -86,13 +86,15 @@ pub fn start(shared: Arc<Shared>, data_dir: &Path) -> Result<IpcFace> {
                     }
                 };
                 let mut stop = shared.subscribe_stop();
+                let mut connections = 0u64;
                 loop {
                     let (stream, _) = tokio::select! {
                         a = probe::listen::accept_next("Mining IPC", || listener.accept()) => a,
                         _ = stop.wait_for(|s| *s) => break,
                     };
                     let (read, write) = stream.into_split();
-                    let rpc = serve_connection(&shared, read, write);
+                    connections += 1;
+                    let rpc = serve_connection(&shared, read, write, format!("ipc {connections}"));
                     tokio::task::spawn_local(async move {
                         match rpc.await {
                             Ok(()) => tracing::info!("IPC client left"),
@@ -170,11 +172,13 @@ pub fn check_served(socket: &Path) -> Result<()> {
 }
 
 /// The Mining interface served to one client over any byte stream (a socket, or the
-/// fuzzer's bytes); it ends when the client does.
+/// fuzzer's bytes); it ends when the client does. `asker` names the connection in the
+/// node's record of its builds.
 pub(crate) fn serve_connection(
     shared: &Arc<Shared>,
     read: impl tokio::io::AsyncRead + Unpin + 'static,
     write: impl tokio::io::AsyncWrite + Unpin + 'static,
+    asker: String,
 ) -> RpcSystem<rpc_twoparty_capnp::Side> {
     let network = twoparty::VatNetwork::new(
         read.compat(),
@@ -184,6 +188,7 @@ pub(crate) fn serve_connection(
     );
     let init: init::Client = capnp_rpc::new_client(InitServer {
         shared: shared.clone(),
+        asker: asker.into(),
     });
     RpcSystem::new(Box::new(network), Some(init.client))
 }
@@ -194,6 +199,7 @@ fn failed(e: impl std::fmt::Display) -> capnp::Error {
 
 struct InitServer {
     shared: Arc<Shared>,
+    asker: std::rc::Rc<str>,
 }
 
 impl init::Server for InitServer {
@@ -230,6 +236,7 @@ impl init::Server for InitServer {
         }
         let mining: mining::Client = capnp_rpc::new_client(MiningServer {
             shared: self.shared.clone(),
+            asker: self.asker.clone(),
         });
         results.get().set_result(mining);
         Ok(())
@@ -269,6 +276,7 @@ impl thread::Server for ThreadServer {
 
 struct MiningServer {
     shared: Arc<Shared>,
+    asker: std::rc::Rc<str>,
 }
 
 impl mining::Server for MiningServer {
@@ -339,10 +347,10 @@ impl mining::Server for MiningServer {
         _: mining::CreateNewBlockParams,
         mut results: mining::CreateNewBlockResults,
     ) -> Result<(), capnp::Error> {
-        let template = self.shared.build_template("ipc");
+        let template = self.shared.build_template(&self.asker);
         results
             .get()
-            .set_result(TemplateServer::client(&self.shared, template));
+            .set_result(TemplateServer::client(&self.shared, template, &self.asker));
         Ok(())
     }
 
@@ -382,15 +390,21 @@ impl mining::Server for MiningServer {
 struct TemplateServer {
     shared: Arc<Shared>,
     template: Arc<Template>,
+    asker: std::rc::Rc<str>,
     /// Bumped by interruptWait: a waitNext in progress returns without a template.
     interrupts: AtomicU64,
 }
 
 impl TemplateServer {
-    fn client(shared: &Arc<Shared>, template: Arc<Template>) -> block_template::Client {
+    fn client(
+        shared: &Arc<Shared>,
+        template: Arc<Template>,
+        asker: &std::rc::Rc<str>,
+    ) -> block_template::Client {
         capnp_rpc::new_client(TemplateServer {
             shared: shared.clone(),
             template,
+            asker: asker.clone(),
             interrupts: AtomicU64::new(0),
         })
     }
@@ -559,11 +573,11 @@ impl block_template::Server for TemplateServer {
                     && state.network_template_value().1 >= current.fees.saturating_add(threshold);
                 new_tip || better
             };
-            let next = due.then(|| self.shared.build_template("ipc"));
+            let next = due.then(|| self.shared.build_template(&self.asker));
             if let Some(t) = next {
                 results
                     .get()
-                    .set_result(TemplateServer::client(&self.shared, t));
+                    .set_result(TemplateServer::client(&self.shared, t, &self.asker));
                 return Ok(());
             }
             if self.interrupts.load(Ordering::Relaxed) != interrupts {

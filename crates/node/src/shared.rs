@@ -70,32 +70,49 @@ impl Shared {
     /// The template getblocktemplate hands `client` now: its cached one while that holds,
     /// else one built outside the state's lock, so pools asking at once (after a new tip)
     /// build side by side and none waits on another's build.
+    /// One built on a tip that moved on meanwhile is built again on the new one: an answer
+    /// after the new tip's notice must not take a pool back to the old tip.
     pub fn template(&self, client: &str) -> Arc<Template> {
-        let asked = Instant::now();
-        let order = {
-            let mut state = self.sync();
-            if let Some(t) = state.cached_template(client) {
+        loop {
+            let asked = Instant::now();
+            let order = {
+                let mut state = self.sync();
+                if let Some(t) = state.cached_template(client) {
+                    return t;
+                }
+                state.order_template()
+            };
+            let (t, on_tip) = self.build_and_file(order, asked, Asker::Client(client));
+            if on_tip {
                 return t;
             }
-            state.order_template()
-        };
-        self.build_and_file(order, asked, Asker::Client(client))
+        }
     }
 
-    /// A template built now for a face that decides itself when to build (`tdp`, `ipc`),
-    /// outside the state's lock as [`Shared::template`]'s.
-    pub fn build_template(&self, face: &'static str) -> Arc<Template> {
+    /// A template built now for a face's connection that decides itself when to build
+    /// (`tdp PEER`, `ipc N`), outside the state's lock as [`Shared::template`]'s.
+    /// A face that finds the tip moved on by then hears of the new one as any client does.
+    pub fn build_template(&self, face: &str) -> Arc<Template> {
         let asked = Instant::now();
         let order = self.sync().order_template();
-        self.build_and_file(order, asked, Asker::Face(face))
+        self.build_and_file(order, asked, Asker::Face(face)).0
     }
 
-    fn build_and_file(&self, order: TemplateOrder, asked: Instant, asker: Asker) -> Arc<Template> {
+    /// Builds `order` without the lock and files it under it: the template, and whether it
+    /// is still on the tip.
+    fn build_and_file(
+        &self,
+        order: TemplateOrder,
+        asked: Instant,
+        asker: Asker,
+    ) -> (Arc<Template>, bool) {
         let built = TimedBuild::run(&order, elapsed_ns(asked));
         let filing = Instant::now();
         let mut state = self.state.lock();
         let built = built.queued_more(elapsed_ns(filing));
-        state.file_template(built, asker)
+        let t = state.file_template(built, asker);
+        let on_tip = t.prev_hash == state.tip_hash();
+        (t, on_tip)
     }
 
     /// This node's virtual time: since virtual zero, less a follower's lag behind its peer.

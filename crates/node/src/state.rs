@@ -26,11 +26,12 @@ const NS: u64 = 1_000_000_000;
 /// Templates kept for submitblocklight; an older job gets "job_id data not available".
 const RECENT_TEMPLATES: usize = 32;
 /// Who asked for a template: a getblocktemplate client (by its RPC user, one cache each),
-/// or a face that decides itself when to build (`tdp`, `ipc`).
+/// or a face's connection that decides itself when to build (`tdp 127.0.0.1:PORT`,
+/// `ipc 2`).
 #[derive(Clone, Copy)]
 pub enum Asker<'a> {
     Client(&'a str),
-    Face(&'static str),
+    Face(&'a str),
 }
 
 /// What a template is built from, taken from the state in a moment
@@ -446,11 +447,13 @@ impl NodeState {
         order
     }
 
-    /// Takes a built template into the node: its marker and submitblocklight's list while
-    /// it is on the tip, a client's cache, and the record of its build.
+    /// Takes a built template into the node: its marker, submitblocklight's list and a
+    /// client's cache while it is on the tip (a cache keeps the newer of two builds a
+    /// client's concurrent requests made), and the record of its build.
     pub fn file_template(&mut self, built: TimedBuild, asker: Asker) -> Arc<Template> {
         let t = Arc::new(built.template);
-        if t.prev_hash == self.chain.tip().hash {
+        let on_tip = t.prev_hash == self.chain.tip().hash;
+        if on_tip {
             self.markers.insert(t.marker_txid(), t.txs[0].clone());
             if self.recent.len() == RECENT_TEMPLATES {
                 self.recent.pop_front();
@@ -459,7 +462,11 @@ impl NodeState {
         }
         let asker = match asker {
             Asker::Client(client) => {
-                self.templates.insert(client.to_string(), t.clone());
+                let newer_cached = (self.templates.get(client))
+                    .is_some_and(|c| c.prev_hash == t.prev_hash && c.id > t.id);
+                if on_tip && !newer_cached {
+                    self.templates.insert(client.to_string(), t.clone());
+                }
                 client
             }
             Asker::Face(face) => face,

@@ -93,7 +93,7 @@ pub async fn start(shared: Arc<Shared>, opts: TdpOptions) -> Result<(SocketAddr,
             let _ = stream.set_nodelay(true);
             let (shared, opts) = (shared.clone(), opts.clone());
             tokio::spawn(async move {
-                match serve(shared, stream, &opts).await {
+                match serve(shared, stream, &opts, &format!("tdp {peer}")).await {
                     Ok(()) => tracing::info!(%peer, "TDP client left"),
                     Err(e) => {
                         tracing::warn!(%peer, error = format!("{e:#}"), "TDP connection closed")
@@ -124,10 +124,12 @@ pub(crate) struct Solution {
 /// space block assembly keeps free (4,000 weight units, as bitcoind) less a bare coinbase.
 const MAX_ADDITIONAL_COINBASE_BYTES: u32 = 850;
 
+/// One TDP client's connection; `asker` names it in the node's record of its builds.
 async fn serve(
     shared: Arc<Shared>,
     stream: tokio::net::TcpStream,
     opts: &TdpOptions,
+    asker: &str,
 ) -> Result<()> {
     let noise =
         accept_noise_connection(stream, opts.keys.public, opts.keys.secret, CERT_VALIDITY_S)
@@ -177,7 +179,7 @@ async fn serve(
                         if !constrained {
                             constrained = true;
                             tips.mark_unchanged();
-                            let t = send_new_tip(&shared, &mut writer).await?;
+                            let t = send_new_tip(&shared, &mut writer, asker).await?;
                             sent = HashMap::from([(t.id, t.clone())]);
                             last = Some(t);
                             refresh.restart(Instant::now());
@@ -203,7 +205,7 @@ async fn serve(
                 // The tip may already be the one last sent (our own sync announced it).
                 let tip = *tips.borrow_and_update();
                 if last.as_ref().is_none_or(|l| l.prev_hash != tip) {
-                    let t = send_new_tip(&shared, &mut writer).await?;
+                    let t = send_new_tip(&shared, &mut writer, asker).await?;
                     sent = HashMap::from([(t.id, t.clone())]);
                     last = Some(t);
                     refresh.restart(Instant::now());
@@ -219,7 +221,7 @@ async fn serve(
                             && l.mempool_version != state.mempool().version()
                     })
                 };
-                let update = moved.then(|| shared.build_template("tdp"));
+                let update = moved.then(|| shared.build_template(asker));
                 let policy = refresh.policy();
                 // Built after the lock was let go: on a tip that moved since, the new tip's
                 // own template (future, then its prev hash) is on its way instead.
@@ -348,8 +350,12 @@ pub(crate) fn decode_inbound(mut frame: SerializedFrame) -> Result<Inbound> {
 
 /// A template on the new tip, built for this client, as a future template; then the new
 /// prev hash that activates it.
-async fn send_new_tip(shared: &Shared, writer: &mut NoiseTcpWriteHalf) -> Result<Arc<Template>> {
-    let template = shared.build_template("tdp");
+async fn send_new_tip(
+    shared: &Shared,
+    writer: &mut NoiseTcpWriteHalf,
+    asker: &str,
+) -> Result<Arc<Template>> {
+    let template = shared.build_template(asker);
     let time = shared.sync().header_time();
     sv2_wire::send(writer, new_template(&template, true), "the TDP client").await?;
     let prev = SetNewPrevHashOwned {

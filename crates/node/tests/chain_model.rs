@@ -592,6 +592,15 @@ fn a_template_is_built_from_the_state_it_was_ordered_on() {
     n.mine_network_block(None);
     let stale = n.file_template(TimedBuild::run(&stale_order, 0), Asker::Face("tdp"));
     assert!(n.recent_template(stale.id).is_none(), "its tip is gone");
+    // A client's build filed after the tip moved is no cache of its: the next ask builds.
+    let late_order = n.order_template();
+    let fresh = n.template("pool-sv1");
+    n.mine_network_block(None);
+    let newest = n.template("pool-sv1");
+    let late = n.file_template(TimedBuild::run(&late_order, 0), Asker::Client("pool-sv1"));
+    assert_ne!(late.prev_hash, newest.prev_hash);
+    assert_ne!(fresh.prev_hash, newest.prev_hash);
+    assert_eq!(n.cached_template("pool-sv1").map(|c| c.id), Some(newest.id));
     recorder.close().unwrap();
 
     let builds: Vec<(u64, String, u64, u64)> = probe::recorder::read_events(&path)
@@ -608,7 +617,7 @@ fn a_template_is_built_from_the_state_it_was_ordered_on() {
             _ => None,
         })
         .collect();
-    assert_eq!(builds.len(), 2, "{builds:?}");
+    assert_eq!(builds.len(), 5, "{builds:?}");
     assert_eq!(
         (builds[0].0, builds[0].1.as_str(), builds[0].2),
         (t.id, "pool-sv1", 1_500)

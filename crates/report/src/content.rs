@@ -345,8 +345,8 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
                         format!(
                             "{}; miner-tips without work: {} on {}, {} on {side}, each counted until this run's next tip (a cap mainnet's blocks would not set: for the side with more, the price is a floor)",
                             row.method.label(),
-                            summary.baseline,
                             row.baseline_tips_without_work.unwrap_or_default(),
+                            summary.baseline,
                             row.tips_without_work.unwrap_or_default(),
                         )
                     }

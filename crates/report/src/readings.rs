@@ -43,7 +43,7 @@ pub fn template_builds(builds: &[analysis::summary::TemplateBuilds]) -> Option<S
         .collect();
     (!askers.is_empty()).then(|| {
         format!(
-            "the node's template builds (median / max; each built outside the node's lock, so none waits on another's): {}",
+            "the node's template builds (median / max; each built outside the node's lock, so no getblocktemplate or TDP client waits on another's build; the wait also holds the asker's own catching up of the simulation, and one IPC connection's builds follow each other): {}",
             askers.join("; ")
         )
     })

@@ -526,13 +526,13 @@ async fn get_block_template(
 async fn wait_for_newer_template(shared: &Arc<Shared>, client: &str, longpollid: &str) {
     let started = Instant::now();
     let mut tip = shared.subscribe_tip();
-    if shared.template(client).longpollid() != longpollid {
+    // What the client's current template was made on: a tip that moves after this still
+    // wakes the longpoll.
+    let current = shared.template(client);
+    if current.longpollid() != longpollid {
         return;
     }
-    let (tip_at_call, version_at_call) = {
-        let state = shared.sync();
-        (state.tip_hash(), state.mempool().version())
-    };
+    let (tip_at_call, version_at_call) = (current.prev_hash, current.mempool_version);
     loop {
         tokio::select! {
             changed = tip.changed() => if changed.is_err() { return },
