@@ -53,6 +53,13 @@ impl Charts {
         }
     }
 
+    /// Writes the charts drawn from `summary` as a run directory's `charts.json`.
+    pub fn write(run_dir: &Path, summary: &Summary) -> Result<()> {
+        let path = run_dir.join(model::run_dir::CHARTS_FILE);
+        std::fs::write(&path, serde_json::to_string(&Charts::of(summary))? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
     /// A run directory's `charts.json`, refused when another version wrote it.
     pub fn read(run_dir: &Path) -> Result<Charts> {
         let path = run_dir.join(model::run_dir::CHARTS_FILE);

@@ -192,6 +192,14 @@ fn on_path(
     OnPath { security, outages }
 }
 
+/// Writes `summary` as a run directory's `summary.json`.
+pub fn write(dir: &std::path::Path, summary: &Summary) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let path = dir.join(model::run_dir::SUMMARY_FILE);
+    std::fs::write(&path, serde_json::to_string_pretty(summary)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
 /// Whether the summary reads `event` beyond the job and share rules: what a streaming run
 /// keeps of its events. Those kept grow in number with time, not with miners or shares
 /// (a connection's end, once per miner, is the exception); per-connection relays of jobs,

@@ -15,8 +15,9 @@ pub struct ReportArgs {
     #[arg(long)]
     pdf: bool,
     /// Run the analysis again over the run's events instead of reading the summary.json
-    /// and charts.json it wrote (after a fix to the analysis, say). Without it, only a run
-    /// whose files are missing or of another version is analysed again, and says so.
+    /// and charts.json it wrote (after a fix to the analysis, say), and write them again.
+    /// Without it, only a run whose files are missing or of another version is analysed
+    /// again (for the report only), and says so.
     #[arg(long)]
     recompute: bool,
 }

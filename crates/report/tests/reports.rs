@@ -462,6 +462,10 @@ fn a_report_reads_the_runs_summary_and_charts_not_its_events() {
     std::fs::write(&charts, r#"{"schema": "stratum-bench.charts.v0"}"#).unwrap();
     let again = report_of(Source::Written);
     assert!(again.contains("recomputed from the events"), "{again}");
+    // Asked for, the analysis run again is written back: the charts of this version.
+    report_of(Source::Recompute);
+    assert!(analysis::charts::Charts::read(&dir).is_ok());
+    assert_eq!(report_of(Source::Written), written);
 }
 
 #[test]

@@ -128,11 +128,7 @@ impl Drop for Unstarted {
 /// `charts.json`.
 pub(crate) fn write_results(dir: &Path, manifest: &Manifest, summary: &Summary) -> Result<()> {
     write_summary(dir, manifest, summary)?;
-    std::fs::write(
-        dir.join(model::run_dir::CHARTS_FILE),
-        serde_json::to_string(&analysis::charts::Charts::of(summary))? + "\n",
-    )?;
-    Ok(())
+    analysis::charts::Charts::write(dir, summary)
 }
 
 /// Writes `manifest.json` and `summary.json` only: an interim snapshot's, whose per-miner
@@ -142,9 +138,5 @@ fn write_summary(dir: &Path, manifest: &Manifest, summary: &Summary) -> Result<(
         dir.join(MANIFEST_FILE),
         serde_json::to_string_pretty(manifest)?,
     )?;
-    std::fs::write(
-        dir.join(model::run_dir::SUMMARY_FILE),
-        serde_json::to_string_pretty(summary)? + "\n",
-    )?;
-    Ok(())
+    analysis::summary::write(dir, summary)
 }
