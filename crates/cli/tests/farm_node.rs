@@ -108,10 +108,18 @@ fn a_new_block_job_is_the_farm_nodes_lag_plus_the_roles_own_time() {
             r.break_even_ci.0,
             r.break_even_ci.1
         );
-        // The lag as set, less what the feed and the farm node's taking of the block add
-        // (the measured lag): A's job less the set lag is the roles' own time within 2 ms.
+        // The farm node takes each block its lag after the network's node, plus the feed's
+        // hop and the take itself: never sooner, and a few ms later at most on a machine
+        // busy with other runs (2.05 ms seen with two A/A runs and a build beside it).
         assert!(
-            (r.job_a - r.lag_ms - r.own).abs() < 2.0,
+            (0.0..5.0).contains(&(r.measured_lag - r.lag_ms)),
+            "at {} ms: measured lag {} ms",
+            r.lag_ms,
+            r.measured_lag
+        );
+        // A's job less the measured lag is the roles' own time within 2 ms.
+        assert!(
+            (r.job_a - r.measured_lag - r.own).abs() < 2.0,
             "at {} ms: job {} ms, own {} ms, measured lag {} ms",
             r.lag_ms,
             r.job_a,
@@ -120,9 +128,9 @@ fn a_new_block_job_is_the_farm_nodes_lag_plus_the_roles_own_time() {
         );
         // SV1's new-block work crosses the link one way (50 ms) and no sooner.
         assert!(r.job_sv1 >= 50.0, "SV1 {}", r.job_sv1);
-        // The break-even: SV1's new-block job less A's own time beyond the set lag,
-        // within 3 ms, and its interval holds its point.
-        let by_hand = r.job_sv1 - (r.job_a - r.lag_ms);
+        // The break-even: SV1's new-block job less A's own time beyond the lag its node
+        // had, within 3 ms, and its interval holds its point.
+        let by_hand = r.job_sv1 - (r.job_a - r.measured_lag);
         assert!(
             (r.break_even - by_hand).abs() < 3.0,
             "break-even {} against {by_hand} by hand",
