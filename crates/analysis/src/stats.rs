@@ -661,7 +661,7 @@ fn resample_mean(clusters: &[Totals], rng: &mut ChaCha8Rng) -> f64 {
 /// freedom: at 5 units a percentile interval covers about 85%, not 95%. Each resample's
 /// distance from the estimate is scaled by t(0.975, n - 1) / z(0.975) x sqrt(n / (n - 1)):
 /// 1.58 at 5 units, 1.22 at 10, 1.06 at 30, towards 1.
-fn small_sample_widening(n: f64) -> f64 {
+pub(crate) fn small_sample_widening(n: f64) -> f64 {
     if n < 2.0 {
         return small_sample_widening(2.0);
     }

@@ -22,7 +22,7 @@
 
 use crate::headline::{Headline, VerdictRow};
 use crate::side::LatencySamples;
-use crate::stats::{effective_units, t975, Totals, Z95};
+use crate::stats::{effective_units, small_sample_widening, Totals};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -248,13 +248,6 @@ fn units_of(metric: Headline, s: &LatencySamples) -> Vec<(&str, Totals)> {
     // Both list the units of some weight in the order they first appeared.
     let weighed = totals.into_iter().filter(|t| t.weight > 0.0);
     units.means().map(|(name, _)| name).zip(weighed).collect()
-}
-
-/// The rows' own widening for `n` units (`stats`): t(0.975, n - 1) / z(0.975) x
-/// sqrt(n / (n - 1)), 1.58 at 5 units, towards 1; the total takes its fewest-unit row's.
-fn small_sample_widening(n: f64) -> f64 {
-    let n = n.max(2.0);
-    t975(n - 1.0) / Z95 * (n / (n - 1.0)).sqrt()
 }
 
 /// The published tool's reading, "minutes saved per year", two ways: as it computed it
