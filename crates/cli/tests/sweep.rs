@@ -137,13 +137,14 @@ fn only_the_link_varied_moves_sv1_and_c_by_half_the_round_trip_and_leaves_a_flat
             "{side}: new-block job grows {slope} ms per ms of RTT, not half:\n{text}"
         );
     }
+    // Flat means a tenth of the link's effect at most (under 9.5 ms across the sweep), not
+    // an interval that holds zero: each point is one run of about 12 tips, and a run's own
+    // interval cannot hold what moves between runs (a scheduling hiccup on a loaded machine
+    // moved A's mean 3 ms between its two runs once, [0.15, 5.8] ms).
     let a = fit(&r, "NewPrevhashJobMs", "side", "sv2-a");
     let slope = a["slope"].as_f64().unwrap();
-    let holds_zero = a["slope_ci"]
-        .as_array()
-        .is_some_and(|ci| ci[0].as_f64().unwrap() <= 0.0 && ci[1].as_f64().unwrap() >= 0.0);
     assert!(
-        slope.abs() < 0.05 && (holds_zero || slope.abs() < 0.01),
+        slope.abs() < 0.05,
         "A's new-block job is made at the farm, yet grows {slope} ms per ms of RTT ({}):\n{text}",
         a["slope_ci"]
     );
