@@ -13,43 +13,20 @@ MIN_RUST="1.88"
 # its ZMQ notifications with, as bitcoind does; docker.io runs roles in containers (the
 # image every role runs from, internal networks, the collector) in the tests, and
 # docker-compose starts what `stratum-bench deploy` writes.
-declare -A DEBS=(
-  [build-essential]="cc"
-  [pkg-config]="pkg-config"
-  [capnproto]="capnp"
-  [libcapnp-dev]="/usr/include/capnp/common.h"
-  [libzmq3-dev]="/usr/include/zmq.h"
-  [prometheus]="promtool"
-  [nodejs]="node"
-  [npm]="npm"
-  [chromium]="chromium"
-  [poppler-utils]="pdftotext"
-  [docker.io]="dockerd"
-  [docker-compose]="docker-compose"
-)
-
-missing=()
-for pkg in "${!DEBS[@]}"; do
-  probe="${DEBS[$pkg]}"
-  if [[ "$probe" == /* ]]; then
-    [[ -e "$probe" ]] || missing+=("$pkg")
-  else
-    command -v "$probe" >/dev/null 2>&1 || missing+=("$pkg")
-  fi
-done
-
-if ((${#missing[@]})); then
-  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
-    echo "ensure-deps: installing Debian packages: ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  else
-    echo "ensure-deps: missing Debian packages: ${missing[*]}" >&2
-    echo "ensure-deps: install them with: sudo apt-get install ${missing[*]}" >&2
-    exit 1
-  fi
-fi
+source "$(dirname "$0")/debs.sh"
+ensure_debs \
+  build-essential=cc \
+  pkg-config=pkg-config \
+  capnproto=capnp \
+  libcapnp-dev=/usr/include/capnp/common.h \
+  libzmq3-dev=/usr/include/zmq.h \
+  prometheus=promtool \
+  nodejs=node \
+  npm=npm \
+  chromium=chromium \
+  poppler-utils=pdftotext \
+  docker.io=dockerd \
+  docker-compose=docker-compose
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "ensure-deps: no Rust toolchain found; install Rust $MIN_RUST or newer (https://rustup.rs), then run make again" >&2

@@ -54,7 +54,7 @@ fn node_spec(path: &Path) {
         rpc_user: "u".into(),
         rpc_password: "p".into(),
         tdp: None,
-        ipc_data_dir: None,
+        ipc: None,
         peer: None,
         ports: Default::default(),
     };

@@ -37,7 +37,7 @@ async fn start_node(
         rpc_user: "bench".into(),
         rpc_password: password.clone(),
         tdp,
-        ipc_data_dir: None,
+        ipc: None,
         peer: None,
         ports: Default::default(),
     };

@@ -414,7 +414,10 @@ mod tests {
             rpc_user: "u".into(),
             rpc_password: "p".into(),
             tdp: None,
-            ipc_data_dir: ipc.map(PathBuf::from),
+            ipc: ipc.map(|dir| node::ipc::IpcOptions {
+                data_dir: PathBuf::from(dir),
+                interface: Default::default(),
+            }),
             peer: None,
             ports: Default::default(),
         }

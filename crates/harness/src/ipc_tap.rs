@@ -1,5 +1,5 @@
 //! The IPC tap between SV2 pools and a real node's Mining interface (Bitcoin Core v31's
-//! `node.sock`, Cap'n Proto RPC): what the RPC tap is for SV1 pools. It listens on a
+//! or v32's `node.sock`, Cap'n Proto RPC; it reads both): what the RPC tap is for SV1 pools. It listens on a
 //! socket of its own, connects each pool to the node's, passes every message unchanged,
 //! and reads a copy: each template the node hands the pool (the answer to createNewBlock
 //! or waitNext, stamped when it passed), identified once the pool has read its header
@@ -34,16 +34,24 @@ pub struct IpcTapConfig {
     pub subdir: String,
 }
 
-/// Method ordinals of interface version 31 (`mining.capnp` of Bitcoin Core v31).
+/// Method ordinals of `mining.capnp`, Bitcoin Core v31's and v32.1's (which keeps v31's
+/// and adds the rest).
 mod methods {
+    // Mining
     pub const GET_TIP: u16 = 2;
     pub const WAIT_TIP_CHANGED: u16 = 3;
     pub const CREATE_NEW_BLOCK: u16 = 4;
+    /// v32
+    pub const SUBMIT_BLOCK: u16 = 7;
+    // BlockTemplate
     pub const GET_BLOCK_HEADER: u16 = 1;
     pub const GET_COINBASE_TX: u16 = 5;
     pub const GET_COINBASE_MERKLE_PATH: u16 = 6;
-    pub const SUBMIT_SOLUTION: u16 = 7;
+    /// v31's submitSolution (v32 refuses it).
+    pub const SUBMIT_SOLUTION_V31: u16 = 7;
     pub const WAIT_NEXT: u16 = 8;
+    /// v32's submitSolution, with a reason.
+    pub const SUBMIT_SOLUTION: u16 = 10;
 }
 
 /// What a call the pool made asks for, kept until its answer passes.
@@ -54,8 +62,20 @@ enum Asked {
     Header(TemplateRef),
     Coinbase(TemplateRef),
     MerklePath(TemplateRef),
-    /// A block the pool submitted, read from the call: its header, and its height.
-    Solution(bitcoin::block::Header, Option<u32>),
+    /// A block the pool submitted, read from the call: its header, its height, and how
+    /// it was submitted (which says how to read the answer).
+    Solution(bitcoin::block::Header, Option<u32>, Submission),
+}
+
+/// The calls that submit a block.
+#[derive(Debug, Clone, Copy)]
+enum Submission {
+    /// BlockTemplate.submitSolution @7 (v31): a bare result.
+    SolutionV31,
+    /// BlockTemplate.submitSolution @10 (v32): the result with a reason.
+    Solution,
+    /// Mining.submitBlock @7 (v32): a whole block, the result with a reason.
+    Block,
 }
 
 /// A template as the pool names it in its calls: a capability the node exported, or the
@@ -90,6 +110,18 @@ struct Connection {
 }
 
 impl Connection {
+    /// A block submitted, once read: kept as this run's own (so the tip it makes is not
+    /// taken for the network's), and asked after.
+    fn solution(
+        &self,
+        block: Option<(bitcoin::block::Header, Option<u32>)>,
+        submission: Submission,
+    ) -> Option<Asked> {
+        let (header, height) = block?;
+        self.submitted.lock().insert(header.block_hash());
+        Some(Asked::Solution(header, height, submission))
+    }
+
     /// The export a template reference names, once known.
     fn export(&self, r: TemplateRef) -> Option<u32> {
         match r {
@@ -284,16 +316,28 @@ fn read_message(
                 (block_template::Client::TYPE_ID, methods::GET_COINBASE_MERKLE_PATH) => {
                     Some(Asked::MerklePath(template))
                 }
-                (block_template::Client::TYPE_ID, methods::SUBMIT_SOLUTION) => {
-                    let params = call
-                        .get_params()?
-                        .get_content()
+                (
+                    block_template::Client::TYPE_ID,
+                    m @ (methods::SUBMIT_SOLUTION_V31 | methods::SUBMIT_SOLUTION),
+                ) => {
+                    // v31's @7 and v32's @10 lay their parameters out alike.
+                    let p = (call.get_params()?.get_content())
                         .get_as::<block_template::submit_solution_params::Reader>()?;
-                    let block = submitted_block(state, template, params)?;
-                    if let Some((header, _)) = &block {
-                        state.submitted.lock().insert(header.block_hash());
-                    }
-                    block.map(|(header, height)| Asked::Solution(header, height))
+                    let solution = (p.get_version(), p.get_timestamp(), p.get_nonce());
+                    let block = submitted_block(state, template, solution, p.get_coinbase()?);
+                    let submission = match m {
+                        methods::SUBMIT_SOLUTION_V31 => Submission::SolutionV31,
+                        _ => Submission::Solution,
+                    };
+                    state.solution(block, submission)
+                }
+                (mining::Client::TYPE_ID, methods::SUBMIT_BLOCK) => {
+                    let p = (call.get_params()?.get_content())
+                        .get_as::<mining::submit_block_params::Reader>()?;
+                    let block = bitcoin::consensus::deserialize::<bitcoin::Block>(p.get_block()?)
+                        .ok()
+                        .map(|b| (b.header, b.bip34_block_height().ok().map(|h| h as u32)));
+                    state.solution(block, Submission::Block)
                 }
                 _ => None,
             };
@@ -306,10 +350,18 @@ fn read_message(
             let Some(asked) = state.asked.remove(&ret.get_answer_id()) else {
                 return Ok(());
             };
-            let return_::Results(results) = ret.which()? else {
-                return Ok(());
-            };
-            answered(asked, ret.get_answer_id(), results?, t, state, recorder)?;
+            match (ret.which()?, asked) {
+                (return_::Results(results), asked) => {
+                    answered(asked, ret.get_answer_id(), results?, t, state, recorder)?
+                }
+                // A node that refuses the call (v32 refuses v31's submitSolution) has
+                // still been handed the block, and said why it did not take it.
+                (return_::Exception(e), Asked::Solution(header, height, _)) => {
+                    let reason = e?.get_reason()?.to_string().unwrap_or_default();
+                    record_submission(&header, height, Some(reason), t, recorder);
+                }
+                _ => {}
+            }
         }
         _ => {}
     }
@@ -376,21 +428,23 @@ fn answered(
                 seen.coinbase = Some((value, height.unwrap_or(0)))
             });
         }
-        Asked::Solution(header, height) => {
-            let accepted = content
-                .get_as::<block_template::submit_solution_results::Reader>()?
-                .get_result();
-            recorder.record_at(
-                t,
-                Event::BlockSubmitted {
-                    hash: header.block_hash().to_string(),
-                    prev_hash: header.prev_blockhash.to_string(),
-                    height,
-                    template_id: None,
-                    via: "ipc".into(),
-                    reject_reason: (!accepted).then(|| "submitSolution: false".into()),
-                },
-            );
+        Asked::Solution(header, height, submission) => {
+            let rejected = match submission {
+                Submission::SolutionV31 => {
+                    let r =
+                        content.get_as::<block_template::submit_solution_old7_results::Reader>()?;
+                    (!r.get_result()).then(|| "submitSolution: false".to_string())
+                }
+                Submission::Solution => {
+                    let r = content.get_as::<block_template::submit_solution_results::Reader>()?;
+                    (!r.get_result()).then(|| reason("submitSolution", r.get_reason()))
+                }
+                Submission::Block => {
+                    let r = content.get_as::<mining::submit_block_results::Reader>()?;
+                    (!r.get_result()).then(|| reason("submitBlock", r.get_reason()))
+                }
+            };
+            record_submission(&header, height, rejected, t, recorder);
         }
         Asked::MerklePath(r) => {
             let path = content
@@ -406,34 +460,64 @@ fn answered(
     Ok(())
 }
 
+/// A submission's reject reason as the node words it: `call: reason`.
+fn reason(call: &str, reason: capnp::Result<capnp::text::Reader>) -> String {
+    let reason = reason
+        .ok()
+        .and_then(|r| r.to_string().ok())
+        .unwrap_or_default();
+    format!(
+        "{call}: {}",
+        if reason.is_empty() { "false" } else { &reason }
+    )
+}
+
+fn record_submission(
+    header: &bitcoin::block::Header,
+    height: Option<u32>,
+    reject_reason: Option<String>,
+    t: u64,
+    recorder: &Recorder,
+) {
+    recorder.record_at(
+        t,
+        Event::BlockSubmitted {
+            hash: header.block_hash().to_string(),
+            prev_hash: header.prev_blockhash.to_string(),
+            height,
+            template_id: None,
+            via: "ipc".into(),
+            reject_reason,
+        },
+    );
+}
+
 /// The block a submitSolution call makes of its template: the template's header with the
 /// call's version, time and nonce, and the merkle root of its coinbase up the template's
-/// path; and its height. `None` for a template the tap has not read.
+/// path; and its height. `None` for a template the tap has not read, or a coinbase that
+/// does not decode.
 fn submitted_block(
     state: &Connection,
     template: TemplateRef,
-    params: block_template::submit_solution_params::Reader,
-) -> capnp::Result<Option<(bitcoin::block::Header, Option<u32>)>> {
-    let Some(seen) = state.export(template).and_then(|e| state.templates.get(&e)) else {
-        return Ok(None);
-    };
+    (version, time, nonce): (u32, u32, u32),
+    coinbase: &[u8],
+) -> Option<(bitcoin::block::Header, Option<u32>)> {
+    let seen = state
+        .export(template)
+        .and_then(|e| state.templates.get(&e))?;
     let (Some(header), Some(branch)) = (&seen.header, &seen.branch) else {
-        return Ok(None);
+        return None;
     };
-    let Ok(coinbase) =
-        bitcoin::consensus::deserialize::<bitcoin::Transaction>(params.get_coinbase()?)
-    else {
-        return Ok(None);
-    };
+    let coinbase = bitcoin::consensus::deserialize::<bitcoin::Transaction>(coinbase).ok()?;
     let root = ::mining::merkle_root_from_branch(coinbase.compute_txid().to_raw_hash(), branch);
     let header = bitcoin::block::Header {
-        version: bitcoin::block::Version::from_consensus(params.get_version() as i32),
+        version: bitcoin::block::Version::from_consensus(version as i32),
         merkle_root: root,
-        time: params.get_timestamp(),
-        nonce: params.get_nonce(),
+        time,
+        nonce,
         ..*header
     };
-    Ok(Some((header, seen.coinbase.map(|c| c.1))))
+    Some((header, seen.coinbase.map(|c| c.1)))
 }
 
 /// Records template `e` once its header, merkle path and coinbase are known, stamped when
@@ -511,6 +595,119 @@ mod tests {
             "the next message's bytes are not counted"
         );
         assert_eq!(framed_len(&[0, 0]), None);
+    }
+
+    /// A client of Bitcoin Core v32.1's interface through the tap, against our node serving
+    /// it: the template read as a pool reads it, the v31 submitSolution refused with
+    /// Core's words and recorded so, v32's submitSolution and submitBlock taken and
+    /// recorded with the blocks' own hashes.
+    #[tokio::test]
+    async fn a_v32_client_through_the_tap_is_read_as_a_v31_one() {
+        use node::ipc::MiningInterface::{V31, V32};
+        let dir = std::env::temp_dir().join(format!("sb-tap-v32-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = node::NodeConfig {
+            scripted_arrivals: Some(Vec::new()),
+            ..node::NodeConfig::default()
+        };
+        let auth = node::RpcAuth::UserPassword {
+            user: "u".into(),
+            password: "p".into(),
+        };
+        let node = node::NodeHandle::start(node::NodeOptions {
+            ipc: Some(node::ipc::IpcOptions {
+                data_dir: dir.join("node"),
+                interface: V32,
+            }),
+            ..node::NodeOptions::local(config, auth)
+        })
+        .await
+        .unwrap();
+        let events = dir.join("tap.jsonl");
+        let recorder = Recorder::to_file(&events, "ipc-tap").unwrap();
+        let tap = IpcTap::start(
+            IpcTapConfig {
+                node_socket: node.ipc.as_ref().unwrap().socket.clone(),
+                data_dir: dir.join("tap"),
+                subdir: "regtest".into(),
+            },
+            recorder.clone(),
+            Submitted::default(),
+        )
+        .await
+        .unwrap();
+        let socket = tap.socket.clone();
+        let local = tokio::task::LocalSet::new();
+        let (first, second) = local
+            .run_until(async move {
+                let init = node::ipc::connect(&socket).await.unwrap();
+                let mining = node::ipc::mining_client(&init).await.unwrap();
+                let template = node::ipc::new_template(&mining).await.unwrap();
+                // What the SRI pool reads of a template, so the tap knows it.
+                let _ = template
+                    .get_block_header_request()
+                    .send()
+                    .promise
+                    .await
+                    .unwrap();
+                let _ = template
+                    .get_coinbase_tx_request()
+                    .send()
+                    .promise
+                    .await
+                    .unwrap();
+                let merkle = template.get_coinbase_merkle_path_request();
+                let _ = merkle.send().promise.await.unwrap();
+                let first = node::ipc::mine(&template).await.unwrap();
+                let submit = |interface| node::ipc::submit_solution(&template, &first, interface);
+                let error = submit(V31).await.expect_err("v32 refuses @7");
+                assert!(
+                    error.to_string().contains(node::ipc::OLD_SUBMIT_SOLUTION),
+                    "{error}"
+                );
+                assert_eq!(submit(V32).await.unwrap(), (true, String::new()));
+
+                // On the new tip, a whole block.
+                let next = node::ipc::new_template(&mining).await.unwrap();
+                let second = node::ipc::mine(&next).await.unwrap();
+                let mut submit = mining.submit_block_request();
+                submit
+                    .get()
+                    .set_block(&bitcoin::consensus::serialize(&second));
+                let reply = submit.send().promise.await.unwrap();
+                assert!(reply.get().unwrap().get_result());
+                (first, second)
+            })
+            .await;
+        recorder.close().unwrap();
+        let submitted: Vec<(String, Option<String>)> = (probe::recorder::read_events(&events)
+            .unwrap())
+        .into_iter()
+        .filter_map(|r| match r.event {
+            Event::BlockSubmitted {
+                hash,
+                reject_reason,
+                ..
+            } => Some((hash, reject_reason)),
+            _ => None,
+        })
+        .collect();
+        let (one, two) = (
+            first.block_hash().to_string(),
+            second.block_hash().to_string(),
+        );
+        assert_eq!(submitted.len(), 3, "{submitted:?}");
+        assert_eq!(submitted[0].0, one);
+        let refused = submitted[0].1.as_deref().unwrap_or_default();
+        assert!(
+            refused.contains(node::ipc::OLD_SUBMIT_SOLUTION),
+            "{refused}"
+        );
+        assert_eq!(submitted[1], (one, None), "v32's submitSolution, taken");
+        assert_eq!(submitted[2], (two, None), "submitBlock, taken");
+        drop(tap);
+        node.shutdown().await.unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

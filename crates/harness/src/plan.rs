@@ -38,7 +38,7 @@ impl PlannedRole {
     /// The directory it serves Mining IPC in (on the run's volume), if it does.
     fn ipc_dir(&self) -> Option<&Path> {
         match &self.spec {
-            RoleSpec::Node { ipc_data_dir, .. } => ipc_data_dir.as_deref(),
+            RoleSpec::Node { ipc, .. } => ipc.as_ref().map(|i| i.data_dir.as_path()),
             _ => None,
         }
     }

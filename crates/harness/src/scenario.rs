@@ -503,6 +503,11 @@ pub struct Network {
     pub template_refresh: Duration,
     #[serde(default = "default_height")]
     pub start_height: u32,
+    /// The Mining IPC interface our node serves, as Bitcoin Core v31 (31, the default:
+    /// what the SRI roles pinned here speak) or v32.1 (32: the old submitSolution @7
+    /// refused, so only sides whose IPC client is v32-ready can run; sv2-tp is).
+    #[serde(default)]
+    pub mining_ipc: node::ipc::MiningInterface,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -1433,6 +1438,36 @@ impl Scenario {
         if let Err(e) = node::MempoolPreset::parse(&self.network.mempool) {
             fail("network.mempool", e)?;
         }
+        self.check_mining_ipc()
+    }
+
+    /// Bitcoin Core v32 refuses the submitSolution the pinned SRI roles call (they speak
+    /// Mining IPC 30 and 31 only): a side whose pool or JDC would take its templates from
+    /// a v32 face could mine and never submit a block, so it is refused, named.
+    fn check_mining_ipc(&self) -> Result<()> {
+        if self.network.mining_ipc == node::ipc::MiningInterface::V31 {
+            return Ok(());
+        }
+        if self.node.is_some() {
+            fail(
+                "network.mining_ipc",
+                "sets our node's interface; a real node ([node]) serves its own".into(),
+            )?;
+        }
+        let pool_ipc = self.sv2.template_provider == NodeTemplates::Ipc
+            && self.roles.template_provider.is_none();
+        let stuck: Vec<&str> = (self.sides.iter())
+            .filter(|x| x.config.declares_jobs() || (x.config.pool_templates() && pool_ipc))
+            .map(|x| x.name())
+            .collect();
+        if !stuck.is_empty() {
+            fail(
+                "network.mining_ipc",
+                format!(
+                    "32 (Bitcoin Core v32.1) refuses the v31 submitSolution (@7) that the SRI roles pinned here call (Mining IPC 30 and 31 only): sides {stuck:?} would never submit a block. Leave them out, give C and D their templates over TDP (sv2.template_provider = \"tdp\") or from sv2-tp (roles.template_provider), or keep 31"
+                ),
+            )?;
+        }
         Ok(())
     }
 
@@ -1747,6 +1782,35 @@ shares_per_min = 10
             sides(r#"["sv2-d"]"#),
         ]);
         assert!(empty.contains("roles.template_provider.command"), "{empty}");
+    }
+
+    /// Bitcoin Core v32's interface is refused where a pinned SRI role would call v31's
+    /// submitSolution on it, and taken where none does.
+    #[test]
+    fn a_v32_node_is_refused_to_sides_that_would_submit_with_v31() {
+        let p = write(BASE);
+        let load = |sets: &[&str]| {
+            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            Scenario::load(&p, &sets)
+        };
+        let v32 = load(&["network.mining_ipc=32", r#"sides=["sv1","sv2-c"]"#]).unwrap();
+        assert_eq!(v32.network.mining_ipc, node::ipc::MiningInterface::V32);
+        let problem = |sets: &[&str]| format!("{:#}", load(sets).unwrap_err());
+        let a = problem(&["network.mining_ipc=32", r#"sides=["sv1","sv2-a","sv2-c"]"#]);
+        assert!(
+            a.contains("network.mining_ipc") && a.contains(r#"["sv2-a"]"#),
+            "{a}"
+        );
+        let c = problem(&[
+            "network.mining_ipc=32",
+            r#"sides=["sv1","sv2-c"]"#,
+            r#"sv2.template_provider="ipc""#,
+        ]);
+        assert!(c.contains(r#"["sv2-c"]"#), "{c}");
+        let other = problem(&["network.mining_ipc=30"]);
+        assert!(other.contains("31 (Bitcoin Core v31) or 32"), "{other}");
+        let default = load(&[]).unwrap();
+        assert_eq!(default.network.mining_ipc, node::ipc::MiningInterface::V31);
     }
 
     #[test]

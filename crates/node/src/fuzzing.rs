@@ -79,7 +79,7 @@ pub fn tdp_frame(frame: &[u8]) {
 
 /// A Mining IPC client whose bytes (Cap'n Proto RPC messages) are `data`. Inputs holding
 /// a `Return` are left out: capnp-rpc 0.25 panics on one for a question never asked
-/// (fixed upstream in 0.27, which bitcoin-capnp-types 0.2.1 does not allow yet), and the
+/// (fixed upstream in 0.27, which bitcoin-capnp-types 0.3.0 does not allow yet), and the
 /// fuzzer would stop there every run. The node survives it (its IPC face loses only that
 /// connection: `tests/ipc_face.rs`), and our server asks no questions, so no valid input
 /// is lost.
@@ -92,6 +92,7 @@ pub fn ipc_connection(data: &[u8]) {
     local.block_on(runtime(), async {
         let rpc = crate::ipc::serve_connection(
             node(),
+            crate::ipc::MiningInterface::V32,
             std::io::Cursor::new(data),
             tokio::io::sink(),
             "ipc fuzz".into(),

@@ -1,6 +1,8 @@
-//! The Bitcoin Core Mining IPC face (interface version 31): what `pool_sv2` and its
-//! embedded Job Declaration Server, and `jd_client_sv2`, use as their template provider
-//! when configured with `BitcoinCoreIpc`.
+//! The Bitcoin Core Mining IPC face: what `pool_sv2` and its embedded Job Declaration
+//! Server, and `jd_client_sv2`, use as their template provider when configured with
+//! `BitcoinCoreIpc`, and what sv2-tp reads. It serves the interface of Bitcoin Core v31 or
+//! of v32.1 ([`MiningInterface`]), one schema (v32.1's `mining.capnp`, which keeps v31's
+//! ordinals) with what each release answers.
 //!
 //! Cap'n Proto RPC over the UNIX socket `<data_dir>/regtest/node.sock`, as Bitcoin Core
 //! lays it out: Init.construct / makeMining, ThreadMap.makeThread, Mining.createNewBlock /
@@ -22,6 +24,7 @@ use bitcoin_capnp_types::capnp_rpc::{self, rpc_twoparty_capnp, twoparty, RpcSyst
 use bitcoin_capnp_types::init_capnp::init;
 use bitcoin_capnp_types::mining_capnp::{block_template, mining};
 use bitcoin_capnp_types::proxy_capnp::{thread, thread_map};
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -33,7 +36,94 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 const WAIT_NEXT_POLL: Duration = Duration::from_secs(1);
 
 /// The answer to a client of an older Mining interface.
-pub const UNSUPPORTED_VERSION: &str = "unsupported Mining IPC interface version: this node serves interface version 31 (Bitcoin Core v31, Init.makeMining @3); the client called Init @2, makeMining of version 30. Configure the client for version 31 (SRI: template_provider_type.BitcoinCoreIpc.version = 31)";
+pub const UNSUPPORTED_VERSION: &str = "unsupported Mining IPC interface version: this node serves interface version 31 or later (Bitcoin Core v31, Init.makeMining @3); the client called Init @2, makeMining of version 30. Configure the client for version 31 (SRI: template_provider_type.BitcoinCoreIpc.version = 31)";
+
+/// The Mining interface the face serves, as the Bitcoin Core release it stands for. The
+/// two share `Init.makeMining @3` and every method of v31; v32.1 adds Mining.submitBlock
+/// @7, getTransactionsByTxID @8 and getTransactionsByWitnessID @9, and moves
+/// BlockTemplate.submitSolution from @7 (a bare result) to @10 (with reason and debug).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(try_from = "u8", into = "u8")]
+pub enum MiningInterface {
+    /// Bitcoin Core v31: the methods v32 added answer "Method not implemented.", as
+    /// Cap'n Proto answers for a method a server does not have.
+    #[default]
+    V31,
+    /// Bitcoin Core v32.1: the old submitSolution @7 is refused with Core's words, so a
+    /// client built for v31 (the SRI roles pinned here) cannot submit blocks to it.
+    V32,
+}
+
+impl TryFrom<u8> for MiningInterface {
+    type Error = String;
+    fn try_from(version: u8) -> Result<Self, String> {
+        match version {
+            31 => Ok(Self::V31),
+            32 => Ok(Self::V32),
+            other => Err(format!(
+                "Mining IPC interface {other} is not served: 31 (Bitcoin Core v31) or 32 (v32.1)"
+            )),
+        }
+    }
+}
+
+impl From<MiningInterface> for u8 {
+    fn from(interface: MiningInterface) -> u8 {
+        match interface {
+            MiningInterface::V31 => 31,
+            MiningInterface::V32 => 32,
+        }
+    }
+}
+
+impl std::str::FromStr for MiningInterface {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let version: u8 = (s.parse()).map_err(|_| format!("'{s}' is not 31 or 32"))?;
+        Self::try_from(version)
+    }
+}
+
+impl std::fmt::Display for MiningInterface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", u8::from(*self))
+    }
+}
+
+/// The face's options: where its socket goes, and which interface it serves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IpcOptions {
+    /// The socket is `<data_dir>/regtest/node.sock`.
+    pub data_dir: PathBuf,
+    #[serde(default)]
+    pub interface: MiningInterface,
+}
+
+/// What Bitcoin Core v32 answers a client that calls the v31 submitSolution.
+pub const OLD_SUBMIT_SOLUTION: &str =
+    "Old submitSolution (@7) not supported. Please update your client!";
+
+impl Face {
+    /// What v31 answers for a method v32 added: Cap'n Proto's for a method it lacks.
+    fn v32_only(&self) -> Result<(), capnp::Error> {
+        match self.interface {
+            MiningInterface::V31 => Err(not_implemented()),
+            MiningInterface::V32 => Ok(()),
+        }
+    }
+}
+
+/// What a server answers for a method it does not have.
+fn not_implemented() -> capnp::Error {
+    capnp::Error::unimplemented("Method not implemented.".to_string())
+}
+
+/// Transaction ids as a lookup carries them, each 32 bytes.
+fn hashes32(list: capnp::data_list::Reader<'_>) -> Result<Vec<[u8; 32]>, capnp::Error> {
+    (list.iter())
+        .map(|id| <[u8; 32]>::try_from(id?).map_err(|_| failed("a txid or wtxid is 32 bytes")))
+        .collect()
+}
 
 /// The socket a client configured with `network = "regtest"` and `data_dir` connects to.
 pub fn socket_path(data_dir: &Path) -> PathBuf {
@@ -52,8 +142,9 @@ impl Drop for IpcFace {
 }
 
 /// Binds `<data_dir>/regtest/node.sock` and serves it on a thread of its own.
-pub fn start(shared: Arc<Shared>, data_dir: &Path) -> Result<IpcFace> {
-    let socket = socket_path(data_dir);
+pub fn start(shared: Arc<Shared>, options: &IpcOptions) -> Result<IpcFace> {
+    let interface = options.interface;
+    let socket = socket_path(&options.data_dir);
     let dir = socket.parent().expect("the socket has a directory");
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     if socket.exists() {
@@ -94,7 +185,8 @@ pub fn start(shared: Arc<Shared>, data_dir: &Path) -> Result<IpcFace> {
                     };
                     let (read, write) = stream.into_split();
                     connections += 1;
-                    let rpc = serve_connection(&shared, read, write, format!("ipc {connections}"));
+                    let asker = format!("ipc {connections}");
+                    let rpc = serve_connection(&shared, interface, read, write, asker);
                     tokio::task::spawn_local(async move {
                         match rpc.await {
                             Ok(()) => tracing::info!("IPC client left"),
@@ -126,7 +218,7 @@ pub async fn connect(socket: &Path) -> std::io::Result<init::Client> {
     Ok(client)
 }
 
-/// The Mining interface of version 31, asked for as the SRI roles ask: Init.construct for
+/// The Mining interface (version 31 or 32), asked for as the SRI roles ask: Init.construct for
 /// the thread map, a thread of the client's, then Init.makeMining with it in its context.
 pub async fn mining_client(init: &init::Client) -> Result<mining::Client, capnp::Error> {
     let constructed = init.construct_request().send().promise.await?;
@@ -139,14 +231,76 @@ pub async fn mining_client(init: &init::Client) -> Result<mining::Client, capnp:
     reply.get()?.get_result()
 }
 
-/// Checks that `socket` serves Bitcoin Core's Mining interface version 31, as the SRI pool
-/// will ask for it ([`mining_client`]: Init.makeMining of version 31, which a v30 node
-/// does not have): an error says what answered instead, before a run starts anything on
-/// it. It blocks for up to 5 s, on a thread of its own (capnp-rpc is single-threaded).
-pub fn check_served(socket: &Path) -> Result<()> {
+/// A new template (createNewBlock with Core's default options).
+pub async fn new_template(mining: &mining::Client) -> Result<block_template::Client, capnp::Error> {
+    let reply = mining.create_new_block_request().send().promise.await?;
+    reply.get()?.get_result()
+}
+
+/// A template's block as a client mines it: its bare coinbase, the nonce ground until the
+/// header meets the target (a few tries at regtest's).
+pub async fn mine(template: &block_template::Client) -> Result<bitcoin::Block, capnp::Error> {
+    let reply = template.get_block_request().send().promise.await?;
+    let mut block: bitcoin::Block =
+        bitcoin::consensus::deserialize(reply.get()?.get_result()?).map_err(failed)?;
+    let target = bitcoin::Target::from_compact(block.header.bits);
+    while block.header.validate_pow(target).is_err() {
+        block.header.nonce = block.header.nonce.wrapping_add(1);
+    }
+    Ok(block)
+}
+
+/// Submits `block`, mined on `template`, with the submitSolution of `interface` (v31's @7,
+/// v32's @10), as sv2-tp picks by the node's version: whether the node took it, and its
+/// reason (v31's call gives none).
+pub async fn submit_solution(
+    template: &block_template::Client,
+    block: &bitcoin::Block,
+    interface: MiningInterface,
+) -> Result<(bool, String), capnp::Error> {
+    let h = &block.header;
+    let coinbase = bitcoin::consensus::serialize(&block.txdata[0]);
+    // Both calls' parameters are laid out alike (context, version, timestamp, nonce,
+    // coinbase); only the ordinal and the answer differ.
+    macro_rules! fill {
+        ($request:expr) => {{
+            let mut request = $request;
+            let mut p = request.get();
+            p.set_version(h.version.to_consensus() as u32);
+            p.set_timestamp(h.time);
+            p.set_nonce(h.nonce);
+            p.set_coinbase(&coinbase);
+            request
+        }};
+    }
+    match interface {
+        MiningInterface::V31 => {
+            let reply = fill!(template.submit_solution_old7_request())
+                .send()
+                .promise
+                .await?;
+            Ok((reply.get()?.get_result(), String::new()))
+        }
+        MiningInterface::V32 => {
+            let reply = fill!(template.submit_solution_request())
+                .send()
+                .promise
+                .await?;
+            let r = reply.get()?;
+            Ok((r.get_result(), r.get_reason()?.to_string()?))
+        }
+    }
+}
+
+/// Checks that `socket` serves Bitcoin Core's Mining interface as the SRI pool will ask for
+/// it ([`mining_client`]: Init.makeMining @3, which a v30 node does not have), before a run
+/// starts anything on it, and says which: v32's getTransactionsByTxID answers, v31 lacks
+/// it. An error says what answered instead. It blocks for up to 5 s, on a thread of its
+/// own (capnp-rpc is single-threaded).
+pub fn check_served(socket: &Path) -> Result<MiningInterface> {
     let socket = socket.to_path_buf();
     // capnp-rpc is single-threaded: its own thread, runtime and local set.
-    std::thread::spawn(move || -> Result<()> {
+    std::thread::spawn(move || -> Result<MiningInterface> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -155,11 +309,19 @@ pub fn check_served(socket: &Path) -> Result<()> {
             let client = connect(&socket)
                 .await
                 .context("cannot connect (is the node started with -ipcbind=unix?)")?;
-            let ask = mining_client(&client);
+            let ask = async {
+                let mining = mining_client(&client).await?;
+                let probe = mining.get_transactions_by_tx_i_d_request().send();
+                match probe.promise.await {
+                    Ok(_) => Ok(MiningInterface::V32),
+                    Err(e) if e.kind == capnp::ErrorKind::Unimplemented => Ok(MiningInterface::V31),
+                    Err(e) => Err(e),
+                }
+            };
             match tokio::time::timeout(Duration::from_secs(5), ask).await {
-                Ok(Ok(_)) => Ok(()),
+                Ok(Ok(interface)) => Ok(interface),
                 Ok(Err(e)) => anyhow::bail!(
-                    "does not serve Bitcoin Core's Mining interface version 31 (Core v31, or sv2-tp's node): it answered {e}"
+                    "does not serve Bitcoin Core's Mining interface of version 31 or 32 (Core v31 or later, or sv2-tp's node): it answered {e}"
                 ),
                 Err(_) => anyhow::bail!(
                     "no Cap'n Proto answer within 5 s: not Bitcoin Core's Mining IPC"
@@ -176,6 +338,7 @@ pub fn check_served(socket: &Path) -> Result<()> {
 /// node's record of its builds.
 pub(crate) fn serve_connection(
     shared: &Arc<Shared>,
+    interface: MiningInterface,
     read: impl tokio::io::AsyncRead + Unpin + 'static,
     write: impl tokio::io::AsyncWrite + Unpin + 'static,
     asker: String,
@@ -187,8 +350,11 @@ pub(crate) fn serve_connection(
         Default::default(),
     );
     let init: init::Client = capnp_rpc::new_client(InitServer {
-        shared: shared.clone(),
-        asker: asker.into(),
+        face: Face {
+            shared: shared.clone(),
+            interface,
+            asker: asker.into(),
+        },
     });
     RpcSystem::new(Box::new(network), Some(init.client))
 }
@@ -197,9 +363,17 @@ fn failed(e: impl std::fmt::Display) -> capnp::Error {
     capnp::Error::failed(e.to_string())
 }
 
-struct InitServer {
+/// What every capability of one connection shares: the node, the interface served, and
+/// the connection's name in the node's record of its builds.
+#[derive(Clone)]
+struct Face {
     shared: Arc<Shared>,
+    interface: MiningInterface,
     asker: std::rc::Rc<str>,
+}
+
+struct InitServer {
+    face: Face,
 }
 
 impl init::Server for InitServer {
@@ -235,8 +409,7 @@ impl init::Server for InitServer {
             return Err(failed("invalid thread handle"));
         }
         let mining: mining::Client = capnp_rpc::new_client(MiningServer {
-            shared: self.shared.clone(),
-            asker: self.asker.clone(),
+            face: self.face.clone(),
         });
         results.get().set_result(mining);
         Ok(())
@@ -275,8 +448,7 @@ impl thread::Server for ThreadServer {
 }
 
 struct MiningServer {
-    shared: Arc<Shared>,
-    asker: std::rc::Rc<str>,
+    face: Face,
 }
 
 impl mining::Server for MiningServer {
@@ -304,7 +476,7 @@ impl mining::Server for MiningServer {
         mut results: mining::GetTipResults,
     ) -> Result<(), capnp::Error> {
         let (hash, height) = {
-            let state = self.shared.sync();
+            let state = self.face.shared.sync();
             (state.tip_hash(), state.chain().height())
         };
         let mut r = results.get();
@@ -323,7 +495,7 @@ impl mining::Server for MiningServer {
         let p = params.get()?;
         let current = p.get_current_tip()?.to_vec();
         let timeout = millis(p.get_timeout());
-        let mut tips = self.shared.subscribe_tip();
+        let mut tips = self.face.shared.subscribe_tip();
         let changed = async {
             while tips.borrow_and_update().as_byte_array()[..] == current[..] {
                 if tips.changed().await.is_err() {
@@ -333,7 +505,7 @@ impl mining::Server for MiningServer {
         };
         let _ = tokio::time::timeout(timeout, changed).await;
         let (hash, height) = {
-            let state = self.shared.sync();
+            let state = self.face.shared.sync();
             (state.tip_hash(), state.chain().height())
         };
         let mut tip = results.get().init_result();
@@ -347,10 +519,11 @@ impl mining::Server for MiningServer {
         _: mining::CreateNewBlockParams,
         mut results: mining::CreateNewBlockResults,
     ) -> Result<(), capnp::Error> {
-        let template = self.shared.build_template(&self.asker);
+        let face = &self.face;
+        let template = face.shared.build_template(&face.asker);
         results
             .get()
-            .set_result(TemplateServer::client(&self.shared, template, &self.asker));
+            .set_result(TemplateServer::client(face, template));
         Ok(())
     }
 
@@ -365,14 +538,10 @@ impl mining::Server for MiningServer {
             pow: options.get_check_pow(),
             merkle_root: options.get_check_merkle_root(),
         };
-        let verdict = match bitcoin::consensus::deserialize::<bitcoin::Block>(p.get_block()?) {
-            Ok(block) => self.shared.sync().check_proposal(&block, checks),
-            Err(_) => Some("block-decode-failed".to_string()),
-        };
-        let mut r = results.get();
-        r.set_result(verdict.is_none());
-        r.set_reason(verdict.as_deref().unwrap_or(""));
-        r.set_debug("");
+        let verdict = judged(p.get_block()?, |block| {
+            self.face.shared.sync().check_proposal(&block, checks)
+        });
+        answer_verdict!(results, verdict);
         Ok(())
     }
 
@@ -384,27 +553,114 @@ impl mining::Server for MiningServer {
         // createNewBlock answers at once here, so there is nothing to interrupt.
         Ok(())
     }
+
+    /// v32: a whole block, judged as submitblock judges it.
+    async fn submit_block(
+        self: Rc<Self>,
+        params: mining::SubmitBlockParams,
+        mut results: mining::SubmitBlockResults,
+    ) -> Result<(), capnp::Error> {
+        self.face.v32_only()?;
+        let verdict = judged(params.get()?.get_block()?, |block| {
+            let hash = block.block_hash();
+            let verdict = self.face.shared.judge_block(block, "ipc");
+            let said = verdict.as_deref().unwrap_or("accepted");
+            tracing::info!(%hash, verdict = said, "block from IPC submitBlock");
+            verdict
+        });
+        answer_verdict!(results, verdict);
+        Ok(())
+    }
+
+    /// v32: mempool transactions by txid, an empty entry for one not there (as Core
+    /// serializes a transaction it does not have).
+    async fn get_transactions_by_tx_i_d(
+        self: Rc<Self>,
+        params: mining::GetTransactionsByTxIDParams,
+        mut results: mining::GetTransactionsByTxIDResults,
+    ) -> Result<(), capnp::Error> {
+        self.face.v32_only()?;
+        let asked = hashes32(params.get()?.get_txids()?)?;
+        let found: Vec<Vec<u8>> = {
+            let state = self.face.shared.sync();
+            (asked.into_iter())
+                .map(|id| state.mempool().get(&bitcoin::Txid::from_byte_array(id)))
+                .map(|tx| {
+                    tx.map(|m| bitcoin::consensus::serialize(&m.tx))
+                        .unwrap_or_default()
+                })
+                .collect()
+        };
+        set_data_list(results.get().init_result(found.len() as u32), &found);
+        Ok(())
+    }
+
+    /// v32: mempool transactions by wtxid, an empty entry for one not there.
+    async fn get_transactions_by_witness_i_d(
+        self: Rc<Self>,
+        params: mining::GetTransactionsByWitnessIDParams,
+        mut results: mining::GetTransactionsByWitnessIDResults,
+    ) -> Result<(), capnp::Error> {
+        self.face.v32_only()?;
+        let asked = hashes32(params.get()?.get_wtxids()?)?;
+        let found: Vec<Vec<u8>> = {
+            let state = self.face.shared.sync();
+            // One pass over the mempool, however many are asked for.
+            let wanted: std::collections::HashSet<_> = asked.iter().collect();
+            let by_wtxid: std::collections::HashMap<_, _> = (state.mempool().by_feerate())
+                .map(|m| (m.wtxid.to_byte_array(), m))
+                .filter(|(w, _)| wanted.contains(w))
+                .map(|(w, m)| (w, bitcoin::consensus::serialize(&m.tx)))
+                .collect();
+            (asked.iter())
+                .map(|w| by_wtxid.get(w).cloned().unwrap_or_default())
+                .collect()
+        };
+        set_data_list(results.get().init_result(found.len() as u32), &found);
+        Ok(())
+    }
+}
+
+/// Sets a reply's result, reason and debug (check_block's, submit_block's and v32
+/// submitSolution's, alike but of different types) from a verdict: `None` is taken.
+macro_rules! answer_verdict {
+    ($results:expr, $verdict:expr) => {{
+        let mut r = $results.get();
+        r.set_result($verdict.is_none());
+        r.set_reason($verdict.as_deref().unwrap_or(""));
+        r.set_debug("");
+    }};
+}
+use answer_verdict;
+
+/// A block a client sent, judged: `None` when taken, else the reason (Core's
+/// `block-decode-failed` for bytes that are no block).
+fn judged(bytes: &[u8], judge: impl FnOnce(bitcoin::Block) -> Option<String>) -> Option<String> {
+    match bitcoin::consensus::deserialize::<bitcoin::Block>(bytes) {
+        Ok(block) => judge(block),
+        Err(_) => Some("block-decode-failed".to_string()),
+    }
+}
+
+fn set_data_list(mut list: capnp::data_list::Builder<'_>, items: &[Vec<u8>]) {
+    for (i, item) in items.iter().enumerate() {
+        list.set(i as u32, item);
+    }
 }
 
 /// One template handed out over IPC.
 struct TemplateServer {
-    shared: Arc<Shared>,
+    face: Face,
     template: Arc<Template>,
-    asker: std::rc::Rc<str>,
     /// Bumped by interruptWait: a waitNext in progress returns without a template.
     interrupts: AtomicU64,
 }
 
 impl TemplateServer {
-    fn client(
-        shared: &Arc<Shared>,
-        template: Arc<Template>,
-        asker: &std::rc::Rc<str>,
-    ) -> block_template::Client {
+    fn client(face: &Face, template: Arc<Template>) -> block_template::Client {
         capnp_rpc::new_client(TemplateServer {
-            shared: shared.clone(),
+            face: face.clone(),
             template,
-            asker: asker.clone(),
             interrupts: AtomicU64::new(0),
         })
     }
@@ -419,6 +675,43 @@ impl TemplateServer {
             Some(&t.witness_commitment),
         );
         t.block_with(coinbase, t.mintime, 0)
+    }
+
+    /// The block a solution makes of this template, judged as submitblock judges it:
+    /// `None` when accepted, else the reason.
+    fn judge_solution(
+        &self,
+        version: u32,
+        time: u32,
+        nonce: u32,
+        coinbase: &[u8],
+    ) -> Result<Option<String>, capnp::Error> {
+        let coinbase: bitcoin::Transaction =
+            bitcoin::consensus::deserialize(coinbase).map_err(failed)?;
+        let t = &self.template;
+        let header = bitcoin::block::Header {
+            version: bitcoin::block::Version::from_consensus(version as i32),
+            prev_blockhash: t.prev_hash,
+            merkle_root: bitcoin::TxMerkleNode::all_zeros(),
+            time,
+            bits: t.bits,
+            nonce,
+        };
+        let block = crate::template::assemble_block(
+            header,
+            coinbase,
+            &t.coinbase_merkle_branch,
+            t.txs.iter().map(|m| m.tx.clone()),
+        );
+        let hash = block.block_hash();
+        let verdict = self.face.shared.judge_block(block, "ipc");
+        match &verdict {
+            None => tracing::info!(%hash, "block from IPC submitSolution accepted"),
+            Some(reason) => {
+                tracing::info!(%hash, %reason, "block from IPC submitSolution rejected")
+            }
+        }
+        Ok(verdict)
     }
 }
 
@@ -515,38 +808,42 @@ impl block_template::Server for TemplateServer {
         Ok(())
     }
 
+    /// v31's submitSolution: a bare result. Bitcoin Core v32 refuses it.
+    async fn submit_solution_old7(
+        self: Rc<Self>,
+        params: block_template::SubmitSolutionOld7Params,
+        mut results: block_template::SubmitSolutionOld7Results,
+    ) -> Result<(), capnp::Error> {
+        if self.face.interface == MiningInterface::V32 {
+            tracing::warn!("an IPC client called the v31 submitSolution (@7) of a v32 face");
+            return Err(failed(OLD_SUBMIT_SOLUTION));
+        }
+        let p = params.get()?;
+        let verdict = self.judge_solution(
+            p.get_version(),
+            p.get_timestamp(),
+            p.get_nonce(),
+            p.get_coinbase()?,
+        )?;
+        results.get().set_result(verdict.is_none());
+        Ok(())
+    }
+
+    /// v32's submitSolution (@10): the result with submitblock's reason.
     async fn submit_solution(
         self: Rc<Self>,
         params: block_template::SubmitSolutionParams,
         mut results: block_template::SubmitSolutionResults,
     ) -> Result<(), capnp::Error> {
+        self.face.v32_only()?;
         let p = params.get()?;
-        let coinbase: bitcoin::Transaction =
-            bitcoin::consensus::deserialize(p.get_coinbase()?).map_err(failed)?;
-        let t = &self.template;
-        let header = bitcoin::block::Header {
-            version: bitcoin::block::Version::from_consensus(p.get_version() as i32),
-            prev_blockhash: t.prev_hash,
-            merkle_root: bitcoin::TxMerkleNode::all_zeros(),
-            time: p.get_timestamp(),
-            bits: t.bits,
-            nonce: p.get_nonce(),
-        };
-        let block = crate::template::assemble_block(
-            header,
-            coinbase,
-            &t.coinbase_merkle_branch,
-            t.txs.iter().map(|m| m.tx.clone()),
-        );
-        let hash = block.block_hash();
-        let verdict = self.shared.judge_block(block, "ipc");
-        match &verdict {
-            None => tracing::info!(%hash, "block from IPC submitSolution accepted"),
-            Some(reason) => {
-                tracing::info!(%hash, %reason, "block from IPC submitSolution rejected")
-            }
-        }
-        results.get().set_result(verdict.is_none());
+        let verdict = self.judge_solution(
+            p.get_version(),
+            p.get_timestamp(),
+            p.get_nonce(),
+            p.get_coinbase()?,
+        )?;
+        answer_verdict!(results, verdict);
         Ok(())
     }
 
@@ -563,21 +860,20 @@ impl block_template::Server for TemplateServer {
         // maxMoney (the default) means "only on a new tip".
         let threshold = u64::try_from(options.get_fee_threshold()).unwrap_or(u64::MAX);
         let interrupts = self.interrupts.load(Ordering::Relaxed);
-        let mut tips = self.shared.subscribe_tip();
+        let face = &self.face;
+        let mut tips = face.shared.subscribe_tip();
         let current = &self.template;
         loop {
             let due = {
-                let state = self.shared.sync();
+                let state = face.shared.sync();
                 let new_tip = state.tip_hash() != current.prev_hash;
                 let better = state.mempool().version() != current.mempool_version
                     && state.network_template_value().1 >= current.fees.saturating_add(threshold);
                 new_tip || better
             };
-            let next = due.then(|| self.shared.build_template(&self.asker));
+            let next = due.then(|| face.shared.build_template(&face.asker));
             if let Some(t) = next {
-                results
-                    .get()
-                    .set_result(TemplateServer::client(&self.shared, t, &self.asker));
+                results.get().set_result(TemplateServer::client(face, t));
                 return Ok(());
             }
             if self.interrupts.load(Ordering::Relaxed) != interrupts {

@@ -44,10 +44,30 @@ pub struct NodeOptions {
     pub value_sample_interval: Duration,
     /// The SV2 Template Distribution face; `None` serves none.
     pub tdp: Option<crate::tdp::TdpOptions>,
-    /// Serve Bitcoin Core's Mining IPC at `<dir>/regtest/node.sock`; `None` serves none.
-    pub ipc_data_dir: Option<PathBuf>,
+    /// Serve Bitcoin Core's Mining IPC at `<data_dir>/regtest/node.sock`; `None` serves
+    /// none.
+    pub ipc: Option<crate::ipc::IpcOptions>,
     /// The node this one follows, when its config makes it a follower.
     pub peer: Option<crate::peer::PeerOptions>,
+}
+
+impl NodeOptions {
+    /// A node with its RPC face alone, on a free loopback port: no ZMQ, no SV2 faces, no
+    /// events, no peer. Callers change what they need with `..NodeOptions::local(..)`.
+    pub fn local(config: NodeConfig, auth: RpcAuth) -> NodeOptions {
+        NodeOptions {
+            config,
+            rpc_bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            auth,
+            zmq_bind: None,
+            zmq_hashblock_bind: None,
+            recorder: Recorder::disabled(),
+            value_sample_interval: Duration::from_secs(1),
+            tdp: None,
+            ipc: None,
+            peer: None,
+        }
+    }
 }
 
 /// A running node.
@@ -160,8 +180,8 @@ impl NodeHandle {
             }
             None => None,
         };
-        let ipc = match &opts.ipc_data_dir {
-            Some(dir) => Some(crate::ipc::start(shared.clone(), dir)?),
+        let ipc = match &opts.ipc {
+            Some(options) => Some(crate::ipc::start(shared.clone(), options)?),
             None => None,
         };
         let app = crate::rpc::router(shared.clone());

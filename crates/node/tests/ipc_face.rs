@@ -1,17 +1,24 @@
 //! The Mining IPC face refuses a client of another interface version with a clear error,
-//! and serves the right one; its waitNext follows Bitcoin Core's rule against scripted
+//! and serves the right one; as Bitcoin Core v31 it lacks what v32 added, as v32.1 it
+//! looks transactions up (v32's submissions are in the harness's IPC tap tests); its waitNext follows Bitcoin Core's rule against scripted
 //! arrivals (a new tip at once, the same tip only once fees grew by the threshold); a
 //! client whose bytes crash the Cap'n Proto library loses its own connection only.
 
 mod common;
 
+use bitcoin::hashes::Hash;
 use bitcoin_capnp_types::init_capnp::init;
+use bitcoin_capnp_types::mining_capnp::mining;
+use node::ipc::{IpcOptions, MiningInterface};
 use node::{MempoolConfig, MempoolPreset, NodeConfig, NodeHandle, NodeOptions};
 use std::time::{Duration, Instant};
 
 async fn node_with_ipc(dir: &std::path::Path) -> NodeHandle {
     NodeHandle::start(NodeOptions {
-        ipc_data_dir: Some(dir.to_path_buf()),
+        ipc: Some(IpcOptions {
+            data_dir: dir.to_path_buf(),
+            interface: MiningInterface::V31,
+        }),
         ..common::loopback(NodeConfig {
             scripted_arrivals: Some(Vec::new()),
             ..NodeConfig::default()
@@ -61,7 +68,7 @@ async fn a_client_of_interface_30_is_told_which_version_is_served() {
 
 /// Bytes the `node_ipc_connection` fuzz target found: a `Return` for a question the node
 /// never asked, on which capnp-rpc 0.25 indexes past its question table and panics (fixed
-/// upstream in 0.27; bitcoin-capnp-types 0.2.1 pins 0.25). The panic ends that
+/// upstream in 0.27; bitcoin-capnp-types 0.3.0 pins 0.25). The panic ends that
 /// connection's task; the face serves the next client.
 #[tokio::test]
 async fn a_connection_that_crashes_the_capnp_library_ends_alone() {
@@ -136,7 +143,10 @@ async fn wait_next_answers_a_new_tip_at_once_and_the_same_tip_by_its_fee_thresho
     mempool.initial_txs = 300;
     let started = Instant::now();
     let node = NodeHandle::start(NodeOptions {
-        ipc_data_dir: Some(dir.clone()),
+        ipc: Some(IpcOptions {
+            data_dir: dir.clone(),
+            interface: MiningInterface::V31,
+        }),
         ..common::loopback(NodeConfig {
             block_interval: Duration::from_secs(100_000),
             scripted_arrivals: Some(vec![Duration::from_secs(3)]),
@@ -152,13 +162,7 @@ async fn wait_next_answers_a_new_tip_at_once_and_the_same_tip_by_its_fee_thresho
         .run_until(async move {
             let init = connect(&socket).await;
             let mining = node::ipc::mining_client(&init).await.unwrap();
-            let reply = mining
-                .create_new_block_request()
-                .send()
-                .promise
-                .await
-                .unwrap();
-            let first = reply.get().unwrap().get_result().unwrap();
+            let first = node::ipc::new_template(&mining).await.unwrap();
             let first_prev = prev_hash(&first).await;
 
             // Same tip, a threshold no mempool reaches: nothing until the timeout.
@@ -188,4 +192,128 @@ async fn wait_next_answers_a_new_tip_at_once_and_the_same_tip_by_its_fee_thresho
         .await;
     node.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A node serving `interface`, its mempool filled from the mainnet preset (so there are
+/// transactions to look up), no network blocks; the interface a run would find on it is
+/// checked first. Its directory, the node, and a Mining client on a local task set run
+/// `body`.
+async fn on_face<F, Fut>(tag: &str, interface: MiningInterface, body: F)
+where
+    F: FnOnce(mining::Client) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let dir = std::env::temp_dir().join(format!("sb-ipc-{tag}-{}", std::process::id()));
+    let mut mempool = MempoolConfig::preset(MempoolPreset::Mainnet);
+    mempool.initial_txs = 50;
+    let node = NodeHandle::start(NodeOptions {
+        ipc: Some(IpcOptions {
+            data_dir: dir.clone(),
+            interface,
+        }),
+        ..common::loopback(NodeConfig {
+            scripted_arrivals: Some(Vec::new()),
+            mempool,
+            ..NodeConfig::default()
+        })
+    })
+    .await
+    .unwrap();
+    let socket = node.ipc.as_ref().unwrap().socket.clone();
+    let check = socket.clone();
+    let served = tokio::task::spawn_blocking(move || node::ipc::check_served(&check));
+    assert_eq!(
+        served.await.unwrap().unwrap(),
+        interface,
+        "as a run finds it"
+    );
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async move {
+            let init = connect(&socket).await;
+            body(node::ipc::mining_client(&init).await.unwrap()).await
+        })
+        .await;
+    node.shutdown().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Bitcoin Core v31 has none of what v32 added: a v32 client's calls are answered as
+/// Cap'n Proto answers a method the server lacks; the v31 submitSolution takes a block.
+#[tokio::test]
+async fn a_v31_face_lacks_what_v32_added_and_takes_the_v31_submit_solution() {
+    on_face("v31", MiningInterface::V31, |mining| async move {
+        let lookup = mining
+            .get_transactions_by_tx_i_d_request()
+            .send()
+            .promise
+            .await;
+        let error = lookup.err().expect("v31 has no getTransactionsByTxID");
+        assert!(
+            error.to_string().contains("Method not implemented."),
+            "{error}"
+        );
+        let template = node::ipc::new_template(&mining).await.unwrap();
+        let block = node::ipc::mine(&template).await.unwrap();
+        let v32 = node::ipc::submit_solution(&template, &block, MiningInterface::V32).await;
+        let error = v32.expect_err("v31 has no submitSolution @10");
+        assert!(
+            error.to_string().contains("Method not implemented."),
+            "{error}"
+        );
+        let v31 = node::ipc::submit_solution(&template, &block, MiningInterface::V31).await;
+        assert_eq!(
+            v31.unwrap(),
+            (true, String::new()),
+            "the v31 submitSolution takes it"
+        );
+    })
+    .await;
+}
+
+/// Bitcoin Core v32.1's lookups: the mempool's transactions by txid and by wtxid, in the
+/// order asked, an empty entry for one it does not hold.
+#[tokio::test]
+async fn a_v32_face_looks_transactions_up_by_txid_and_wtxid() {
+    on_face("v32", MiningInterface::V32, |mining| async move {
+        let block = node::ipc::mine(&node::ipc::new_template(&mining).await.unwrap())
+            .await
+            .unwrap();
+        // The last: the first after the coinbase is the node's marker for this client, in
+        // no mempool.
+        assert!(
+            block.txdata.len() > 2,
+            "a template with mempool transactions"
+        );
+        let tx = block.txdata.last().unwrap();
+        let absent = [7u8; 32];
+
+        let mut by_txid = mining.get_transactions_by_tx_i_d_request();
+        let mut ids = by_txid.get().init_txids(2);
+        ids.set(0, &absent);
+        ids.set(1, tx.compute_txid().as_byte_array());
+        let reply = by_txid.send().promise.await.unwrap();
+        let found = reply.get().unwrap().get_result().unwrap();
+        assert_eq!(found.len(), 2);
+        assert!(
+            found.get(0).unwrap().is_empty(),
+            "not in the mempool: empty"
+        );
+        assert_eq!(found.get(1).unwrap(), bitcoin::consensus::serialize(tx));
+
+        let mut by_wtxid = mining.get_transactions_by_witness_i_d_request();
+        let mut ids = by_wtxid.get().init_wtxids(2);
+        ids.set(0, tx.compute_wtxid().as_byte_array());
+        ids.set(1, &absent);
+        let reply = by_wtxid.send().promise.await.unwrap();
+        let found = reply.get().unwrap().get_result().unwrap();
+        assert_eq!(found.get(0).unwrap(), bitcoin::consensus::serialize(tx));
+        assert!(found.get(1).unwrap().is_empty());
+
+        let mut short = mining.get_transactions_by_tx_i_d_request();
+        short.get().init_txids(1).set(0, &[1, 2, 3]);
+        let error = short.send().promise.await.err().expect("a txid of 3 bytes");
+        assert!(error.to_string().contains("32 bytes"), "{error}");
+    })
+    .await;
 }

@@ -39,7 +39,7 @@ async fn node(difficulty: node::Difficulty, events: Recorder) -> node::NodeHandl
         recorder: events,
         value_sample_interval: Duration::from_secs(1),
         tdp: None,
-        ipc_data_dir: None,
+        ipc: None,
         peer: None,
     })
     .await

@@ -105,11 +105,22 @@ pub struct NodeArgs {
     /// Fee gain (sats) a same-tip template needs before it is sent to TDP clients.
     #[arg(long, default_value_t = 0, requires = "tdp_bind")]
     tdp_fee_threshold: u64,
-    /// Serve Bitcoin Core's Mining IPC (interface 31) at DIR/regtest/node.sock, for an SRI
-    /// pool, JDS or JDC configured with `BitcoinCoreIpc`, `network = "regtest"`,
-    /// `data_dir = DIR`.
+    /// Serve Bitcoin Core's Mining IPC at DIR/regtest/node.sock, for an SRI pool, JDS or
+    /// JDC configured with `BitcoinCoreIpc`, `network = "regtest"`, `data_dir = DIR`, or
+    /// for sv2-tp.
     #[arg(long, value_name = "DIR")]
     ipc_datadir: Option<PathBuf>,
+    /// The Mining IPC interface served, as the Bitcoin Core release: 31 (what the SRI
+    /// roles pinned here speak) or 32 (v32.1: submitBlock, getTransactionsByTxID and
+    /// getTransactionsByWitnessID added, submitSolution moved to @10 and the old @7
+    /// refused).
+    #[arg(
+        long,
+        value_name = "VERSION",
+        default_value = "31",
+        requires = "ipc_datadir"
+    )]
+    mining_ipc: node::ipc::MiningInterface,
     /// Stop after this long (default: until Ctrl-C, SIGTERM or the `stop` RPC).
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
@@ -199,7 +210,10 @@ pub async fn run(args: NodeArgs) -> Result<()> {
         recorder: recorder.clone(),
         value_sample_interval: Duration::from_secs(1),
         tdp: tdp.clone(),
-        ipc_data_dir: args.ipc_datadir.clone(),
+        ipc: (args.ipc_datadir.clone()).map(|data_dir| node::ipc::IpcOptions {
+            data_dir,
+            interface: args.mining_ipc,
+        }),
         peer: None,
     })
     .await?;

@@ -103,8 +103,8 @@ pub enum RoleSpec {
         rpc_password: String,
         /// The SV2 Template Distribution face, when a side needs it.
         tdp: Option<node::tdp::TdpOptions>,
-        /// Where to serve Bitcoin Core's Mining IPC, when a side needs it.
-        ipc_data_dir: Option<std::path::PathBuf>,
+        /// Where and which Bitcoin Core Mining IPC to serve, when a side needs it.
+        ipc: Option<node::ipc::IpcOptions>,
         /// The node a farm's node follows (its config says it is a follower).
         #[serde(default)]
         peer: Option<node::peer::PeerOptions>,
@@ -310,7 +310,7 @@ pub async fn run_role(
             rpc_user,
             rpc_password,
             tdp,
-            ipc_data_dir,
+            ipc,
             peer,
             ports,
         } => {
@@ -331,7 +331,7 @@ pub async fn run_role(
                 recorder: recorder.clone(),
                 value_sample_interval: Duration::from_secs(1),
                 tdp,
-                ipc_data_dir,
+                ipc,
                 peer,
             };
             serve(options, name, r).await?

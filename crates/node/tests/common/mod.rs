@@ -40,19 +40,9 @@ pub fn mined_block(template: &Template, time: u32) -> Block {
 /// A node on a free loopback port, user `u` password `p`, no ZMQ and no SV2 faces: tests
 /// change what they need with `..loopback(config)`.
 pub fn loopback(config: node::NodeConfig) -> node::NodeOptions {
-    node::NodeOptions {
-        config,
-        rpc_bind: "127.0.0.1:0".parse().unwrap(),
-        auth: node::RpcAuth::UserPassword {
-            user: "u".into(),
-            password: "p".into(),
-        },
-        zmq_bind: None,
-        zmq_hashblock_bind: None,
-        recorder: probe::Recorder::disabled(),
-        value_sample_interval: std::time::Duration::from_secs(1),
-        tdp: None,
-        ipc_data_dir: None,
-        peer: None,
-    }
+    let auth = node::RpcAuth::UserPassword {
+        user: "u".into(),
+        password: "p".into(),
+    };
+    node::NodeOptions::local(config, auth)
 }

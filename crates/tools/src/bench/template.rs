@@ -121,7 +121,7 @@ async fn measure_builtin(opts: &TemplateOptions, size: usize) -> Result<Template
             interval: Duration::from_secs(3600 * 24 * 365),
             fee_threshold_sats: 0,
         }),
-        ipc_data_dir: None,
+        ipc: None,
         peer: None,
     })
     .await?;

@@ -235,7 +235,10 @@ async fn spawn_farm_node(
             rpc_user: RPC_USER.into(),
             rpc_password: network.password.clone(),
             tdp: None,
-            ipc_data_dir: Some(farm_ipc.clone()),
+            ipc: Some(node::ipc::IpcOptions {
+                data_dir: farm_ipc.clone(),
+                interface: s.network.mining_ipc,
+            }),
             peer: Some(node::peer::PeerOptions {
                 rpc_url: format!("http://{rpc_via_link}"),
                 rpc_user: RPC_USER.into(),

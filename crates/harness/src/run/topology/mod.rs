@@ -104,7 +104,10 @@ pub(crate) async fn start_roles(
             rpc_user: RPC_USER.into(),
             rpc_password: password.clone(),
             tdp,
-            ipc_data_dir: ipc_data_dir.clone(),
+            ipc: (ipc_data_dir.clone()).map(|data_dir| node::ipc::IpcOptions {
+                data_dir,
+                interface: s.network.mining_ipc,
+            }),
             peer: None,
             ports: Default::default(),
         },
@@ -200,11 +203,20 @@ async fn start_on_real_node(
                 "scenario field `node.ipc`: the node is on testnet3, which has no network in the SRI roles' Mining IPC config (mainnet, testnet4, signet, regtest)"
             );
             let check = socket.clone();
-            tokio::task::spawn_blocking(move || node::ipc::check_served(&check))
+            let interface = tokio::task::spawn_blocking(move || node::ipc::check_served(&check))
                 .await?
                 .map_err(|e| {
                     anyhow::anyhow!("scenario field `node.ipc`: {}: {e:#}", socket.display())
                 })?;
+            if interface == node::ipc::MiningInterface::V32 {
+                // v32.1 refuses v31's submitSolution; Core built between 31 and 32.1 (with
+                // submitBlock, its submitSolution still at @7) takes it. The IPC tap records
+                // a refusal as the block's reject reason.
+                tracing::warn!(
+                    socket = %socket.display(),
+                    "the node serves Mining IPC 32: the SRI roles pinned here submit blocks with v31's submitSolution (@7), which Bitcoin Core v32.1 refuses; a refused block is recorded with Core's reason"
+                );
+            }
             Some(crate::ipc_tap::IpcTapConfig {
                 node_socket: socket.clone(),
                 data_dir: ipc_dir(dir, NODE_TAP)?,
