@@ -16,7 +16,7 @@
 # Then: STRATUM_BENCH_BITCOIN_NODE=<BUILD_DIR>/bin/bitcoin-node make test
 set -euo pipefail
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $# -ge 1 ]] || usage 2
 [[ "$1" == -h || "$1" == --help ]] && usage 0
 
@@ -33,7 +33,7 @@ if [[ "$1" == --from-crate ]]; then
   printf '[package]\nname = "fetch-core-source"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\n%s = "=%s"\n' \
     "$crate" "$version" >"$fetcher/Cargo.toml"
   (cd "$fetcher" && cargo fetch --quiet)
-  src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate-$version"/bitcoin 2>/dev/null | head -n1)
+  src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate-$version"/bitcoin 2>/dev/null | head -n1 || true)
   [[ -n "$src" ]] || { echo "build-bitcoin-core: $crate $version vendors no bitcoin/ source tree" >&2; exit 1; }
 else
   src="$1"
@@ -41,12 +41,15 @@ else
 fi
 src=$(cd "$src" && pwd)
 [[ -f "$src/CMakeLists.txt" && -f "$src/src/init/bitcoin-node.cpp" ]] || {
-  echo "build-bitcoin-core: $src is not a Bitcoin Core source tree with the multiprocess node (CMakeLists.txt and src/init/bitcoin-node.cpp; Core v29 or newer)" >&2
+  echo "build-bitcoin-core: $src is not a Bitcoin Core source tree with the multiprocess node (CMakeLists.txt and src/init/bitcoin-node.cpp)" >&2
   exit 1
 }
 [[ -d "$src/src/ipc" ]] || { echo "build-bitcoin-core: $src has no src/ipc: this Core has no Mining IPC" >&2; exit 1; }
 
 core_version=$(sed -n 's/^set(CLIENT_VERSION_\(MAJOR\|MINOR\|BUILD\) \([0-9]*\))/\2/p' "$src/CMakeLists.txt" | paste -sd.)
+[[ "$core_version" =~ ^([0-9]+)\.[0-9]+\.[0-9]+$ ]] || { echo "build-bitcoin-core: cannot read the version from $src/CMakeLists.txt" >&2; exit 1; }
+# Mining IPC of v31 (Init.makeMining @3) is the oldest the roles here speak.
+((BASH_REMATCH[1] >= 31)) || { echo "build-bitcoin-core: $src is Bitcoin Core $core_version; stratum-bench needs v31 or later (its Mining IPC)" >&2; exit 1; }
 build="${1:-$HOME/.cache/stratum-bench/bitcoin-core/$core_version}"
 
 # What the tree lacks is turned off, and said: a node without ZMQ tells SV1 pools of blocks

@@ -14,6 +14,13 @@ pub struct TemplateArgs {
     /// are measured).
     #[arg(long, default_value = "builtin")]
     node: String,
+    /// A Bitcoin Core `bitcoin-node` (v31 or later, built with IPC) to start on a private
+    /// regtest chain and measure as our node is measured: its mempool filled with --mempool
+    /// transactions the bench signs (Core needs no wallet), getblocktemplate fresh (after a
+    /// new transaction, its clock mocked past the 5 s it caches a template) and cached,
+    /// and Mining IPC createNewBlock. Its data directory and log go in --out.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["node", "rpc_user", "rpc_password"])]
+    bitcoin_node: Option<PathBuf>,
     /// RPC user and password of a node given by URL.
     #[arg(long, default_value = "")]
     rpc_user: String,
@@ -58,6 +65,7 @@ pub async fn run(args: TemplateArgs) -> Result<()> {
         },
         iterations: args.iterations,
         seed: args.seed,
+        bitcoin_node: (args.bitcoin_node).map(|program| (program, args.out.join("bitcoin-node"))),
     })
     .await?;
     std::fs::create_dir_all(&args.out)

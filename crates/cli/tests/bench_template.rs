@@ -20,6 +20,7 @@ fn the_template_bench_measures_every_variant_and_the_template_provider() {
             "getblocktemplate cached",
             "getblocktemplatelight fresh",
             "getblocktemplatelight cached",
+            "IPC createNewBlock fresh",
             "TDP NewTemplate + SetNewPrevHash after a block",
         ] {
             let case = cases

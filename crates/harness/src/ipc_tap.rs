@@ -602,7 +602,7 @@ mod tests {
     /// Core's words and recorded so, v32's submitSolution and submitBlock taken and
     /// recorded with the blocks' own hashes.
     #[tokio::test]
-    async fn a_v32_client_through_the_tap_is_read_as_a_v31_one() {
+    async fn v32_submissions_through_the_tap_are_recorded_with_the_nodes_answer() {
         use node::ipc::MiningInterface::{V31, V32};
         let dir = std::env::temp_dir().join(format!("sb-tap-v32-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -642,24 +642,10 @@ mod tests {
             .run_until(async move {
                 let init = node::ipc::connect(&socket).await.unwrap();
                 let mining = node::ipc::mining_client(&init).await.unwrap();
-                let template = node::ipc::new_template(&mining).await.unwrap();
-                // What the SRI pool reads of a template, so the tap knows it.
-                let _ = template
-                    .get_block_header_request()
-                    .send()
-                    .promise
-                    .await
-                    .unwrap();
-                let _ = template
-                    .get_coinbase_tx_request()
-                    .send()
-                    .promise
-                    .await
-                    .unwrap();
-                let merkle = template.get_coinbase_merkle_path_request();
-                let _ = merkle.send().promise.await.unwrap();
-                let first = node::ipc::mine(&template).await.unwrap();
-                let submit = |interface| node::ipc::submit_solution(&template, &first, interface);
+                let template = mining.new_template().await.unwrap();
+                mining.read_as_a_pool(&template).await.unwrap();
+                let first = mining.mine(&template).await.unwrap();
+                let submit = |interface| mining.submit_solution(&template, &first, interface);
                 let error = submit(V31).await.expect_err("v32 refuses @7");
                 assert!(
                     error.to_string().contains(node::ipc::OLD_SUBMIT_SOLUTION),
@@ -668,14 +654,10 @@ mod tests {
                 assert_eq!(submit(V32).await.unwrap(), (true, String::new()));
 
                 // On the new tip, a whole block.
-                let next = node::ipc::new_template(&mining).await.unwrap();
-                let second = node::ipc::mine(&next).await.unwrap();
-                let mut submit = mining.submit_block_request();
-                submit
-                    .get()
-                    .set_block(&bitcoin::consensus::serialize(&second));
-                let reply = submit.send().promise.await.unwrap();
-                assert!(reply.get().unwrap().get_result());
+                let next = mining.new_template().await.unwrap();
+                let second = mining.mine(&next).await.unwrap();
+                let taken = mining.submit_block(&second).await.unwrap();
+                assert_eq!(taken, (true, String::new()), "submitBlock");
                 (first, second)
             })
             .await;

@@ -23,7 +23,7 @@ use bitcoin_capnp_types::capnp::capability::Rc;
 use bitcoin_capnp_types::capnp_rpc::{self, rpc_twoparty_capnp, twoparty, RpcSystem};
 use bitcoin_capnp_types::init_capnp::init;
 use bitcoin_capnp_types::mining_capnp::{block_template, mining};
-use bitcoin_capnp_types::proxy_capnp::{thread, thread_map};
+use bitcoin_capnp_types::proxy_capnp::{self, thread, thread_map};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -112,6 +112,19 @@ impl Face {
         }
     }
 }
+
+/// As Bitcoin Core (libmultiprocess) refuses it: a call whose context names no thread
+/// of the client's (ThreadMap.makeThread), when no pool of threads is configured (v32's
+/// ThreadMap.makePool, which this node does not offer).
+fn threaded(context: capnp::Result<proxy_capnp::context::Reader<'_>>) -> Result<(), capnp::Error> {
+    match context?.has_thread() {
+        true => Ok(()),
+        false => Err(failed(NO_THREAD)),
+    }
+}
+
+/// Bitcoin Core's words for a call without a thread.
+pub const NO_THREAD: &str = "no thread specified and no pool configured";
 
 /// What a server answers for a method it does not have.
 fn not_implemented() -> capnp::Error {
@@ -218,85 +231,149 @@ pub async fn connect(socket: &Path) -> std::io::Result<init::Client> {
     Ok(client)
 }
 
-/// The Mining interface (version 31 or 32), asked for as the SRI roles ask: Init.construct for
-/// the thread map, a thread of the client's, then Init.makeMining with it in its context.
-pub async fn mining_client(init: &init::Client) -> Result<mining::Client, capnp::Error> {
+/// A client's Mining interface, and the thread of its own its calls name: Bitcoin Core
+/// refuses a call whose context names no thread ("no thread specified").
+pub struct MiningClient {
+    pub mining: mining::Client,
+    pub thread: thread::Client,
+}
+
+/// The Mining interface (version 31 or 32), asked for as the SRI roles ask:
+/// Init.construct for the thread map, a thread of the client's, then Init.makeMining with
+/// it in its context.
+pub async fn mining_client(init: &init::Client) -> Result<MiningClient, capnp::Error> {
     let constructed = init.construct_request().send().promise.await?;
     let thread_map = constructed.get()?.get_thread_map()?;
     let made = thread_map.make_thread_request().send().promise.await?;
     let thread = made.get()?.get_result()?;
     let mut request = init.make_mining_request();
-    request.get().get_context()?.set_thread(thread);
+    request.get().get_context()?.set_thread(thread.clone());
     let reply = request.send().promise.await?;
-    reply.get()?.get_result()
+    let mining = reply.get()?.get_result()?;
+    Ok(MiningClient { mining, thread })
 }
 
-/// A new template (createNewBlock with Core's default options).
-pub async fn new_template(mining: &mining::Client) -> Result<block_template::Client, capnp::Error> {
-    let reply = mining.create_new_block_request().send().promise.await?;
-    reply.get()?.get_result()
-}
-
-/// A template's block as a client mines it: its bare coinbase, the nonce ground until the
-/// header meets the target (a few tries at regtest's).
-pub async fn mine(template: &block_template::Client) -> Result<bitcoin::Block, capnp::Error> {
-    let reply = template.get_block_request().send().promise.await?;
-    let mut block: bitcoin::Block =
-        bitcoin::consensus::deserialize(reply.get()?.get_result()?).map_err(failed)?;
-    let target = bitcoin::Target::from_compact(block.header.bits);
-    while block.header.validate_pow(target).is_err() {
-        block.header.nonce = block.header.nonce.wrapping_add(1);
+impl MiningClient {
+    /// A new template (createNewBlock with Core's default options, no cooldown: a
+    /// template at once, as on a synced node).
+    pub async fn new_template(&self) -> Result<block_template::Client, capnp::Error> {
+        let mut request = self.mining.create_new_block_request();
+        request.get().get_context()?.set_thread(self.thread.clone());
+        request.get().set_cooldown(false);
+        request.get().init_options();
+        let reply = request.send().promise.await?;
+        reply.get()?.get_result()
     }
-    Ok(block)
-}
 
-/// Submits `block`, mined on `template`, with the submitSolution of `interface` (v31's @7,
-/// v32's @10), as sv2-tp picks by the node's version: whether the node took it, and its
-/// reason (v31's call gives none).
-pub async fn submit_solution(
-    template: &block_template::Client,
-    block: &bitcoin::Block,
-    interface: MiningInterface,
-) -> Result<(bool, String), capnp::Error> {
-    let h = &block.header;
-    let coinbase = bitcoin::consensus::serialize(&block.txdata[0]);
-    // Both calls' parameters are laid out alike (context, version, timestamp, nonce,
-    // coinbase); only the ordinal and the answer differ.
-    macro_rules! fill {
-        ($request:expr) => {{
-            let mut request = $request;
-            let mut p = request.get();
-            p.set_version(h.version.to_consensus() as u32);
-            p.set_timestamp(h.time);
-            p.set_nonce(h.nonce);
-            p.set_coinbase(&coinbase);
-            request
-        }};
+    /// What the SRI pool reads of a template before it makes a job of it: its header,
+    /// coinbase and coinbase merkle path (what lets the IPC tap know the template).
+    pub async fn read_as_a_pool(
+        &self,
+        template: &block_template::Client,
+    ) -> Result<(), capnp::Error> {
+        let mut header = template.get_block_header_request();
+        header.get().get_context()?.set_thread(self.thread.clone());
+        header.send().promise.await?;
+        let mut coinbase = template.get_coinbase_tx_request();
+        coinbase
+            .get()
+            .get_context()?
+            .set_thread(self.thread.clone());
+        coinbase.send().promise.await?;
+        let mut path = template.get_coinbase_merkle_path_request();
+        path.get().get_context()?.set_thread(self.thread.clone());
+        path.send().promise.await?;
+        Ok(())
     }
-    match interface {
-        MiningInterface::V31 => {
-            let reply = fill!(template.submit_solution_old7_request())
-                .send()
-                .promise
-                .await?;
-            Ok((reply.get()?.get_result(), String::new()))
+
+    /// A template's block as a client mines it: its bare coinbase, the nonce ground until
+    /// the header meets the target (a few tries at regtest's).
+    pub async fn mine(
+        &self,
+        template: &block_template::Client,
+    ) -> Result<bitcoin::Block, capnp::Error> {
+        let mut request = template.get_block_request();
+        request.get().get_context()?.set_thread(self.thread.clone());
+        let reply = request.send().promise.await?;
+        let mut block: bitcoin::Block =
+            bitcoin::consensus::deserialize(reply.get()?.get_result()?).map_err(failed)?;
+        // Bitcoin Core leaves the root to the solution's submitter.
+        block.header.merkle_root = block
+            .compute_merkle_root()
+            .ok_or_else(|| failed("a block without transactions"))?;
+        let target = bitcoin::Target::from_compact(block.header.bits);
+        while block.header.validate_pow(target).is_err() {
+            block.header.nonce = block.header.nonce.wrapping_add(1);
         }
-        MiningInterface::V32 => {
-            let reply = fill!(template.submit_solution_request())
-                .send()
-                .promise
-                .await?;
-            let r = reply.get()?;
-            Ok((r.get_result(), r.get_reason()?.to_string()?))
+        Ok(block)
+    }
+
+    /// Submits a whole block (v32's submitBlock): whether the node took it, and its reason.
+    pub async fn submit_block(
+        &self,
+        block: &bitcoin::Block,
+    ) -> Result<(bool, String), capnp::Error> {
+        let mut request = self.mining.submit_block_request();
+        request.get().get_context()?.set_thread(self.thread.clone());
+        request
+            .get()
+            .set_block(&bitcoin::consensus::serialize(block));
+        let reply = request.send().promise.await?;
+        let r = reply.get()?;
+        Ok((r.get_result(), r.get_reason()?.to_string()?))
+    }
+
+    /// Submits `block`, mined on `template`, with the submitSolution of `interface` (v31's
+    /// @7, v32's @10), as sv2-tp picks by the node's version: whether the node took it,
+    /// and its reason (v31's call gives none).
+    pub async fn submit_solution(
+        &self,
+        template: &block_template::Client,
+        block: &bitcoin::Block,
+        interface: MiningInterface,
+    ) -> Result<(bool, String), capnp::Error> {
+        let h = &block.header;
+        let coinbase = bitcoin::consensus::serialize(&block.txdata[0]);
+        // Both calls' parameters are laid out alike (context, version, timestamp, nonce,
+        // coinbase); only the ordinal and the answer differ.
+        macro_rules! fill {
+            ($request:expr) => {{
+                let mut request = $request;
+                let mut p = request.get();
+                p.reborrow().get_context()?.set_thread(self.thread.clone());
+                p.set_version(h.version.to_consensus() as u32);
+                p.set_timestamp(h.time);
+                p.set_nonce(h.nonce);
+                p.set_coinbase(&coinbase);
+                request
+            }};
+        }
+        match interface {
+            MiningInterface::V31 => {
+                let request = fill!(template.submit_solution_old7_request());
+                let reply = request.send().promise.await?;
+                Ok((reply.get()?.get_result(), String::new()))
+            }
+            MiningInterface::V32 => {
+                let reply = fill!(template.submit_solution_request())
+                    .send()
+                    .promise
+                    .await?;
+                let r = reply.get()?;
+                Ok((r.get_result(), r.get_reason()?.to_string()?))
+            }
         }
     }
 }
 
 /// Checks that `socket` serves Bitcoin Core's Mining interface as the SRI pool will ask for
 /// it ([`mining_client`]: Init.makeMining @3, which a v30 node does not have), before a run
-/// starts anything on it, and says which: v32's getTransactionsByTxID answers, v31 lacks
-/// it. An error says what answered instead. It blocks for up to 5 s, on a thread of its
-/// own (capnp-rpc is single-threaded).
+/// starts anything on it, and says how it takes solutions: v32.1's submitSolution @10
+/// answers (here an empty coinbase, which it refuses), a node without it takes v31's @7.
+/// (A Core built between the two, with v32's lookups and v31's submitSolution, is 31
+/// here: what matters to a client is how it submits.) An error says what answered
+/// instead. It builds one template, and blocks for up to 5 s, on a thread of its own
+/// (capnp-rpc is single-threaded).
 pub fn check_served(socket: &Path) -> Result<MiningInterface> {
     let socket = socket.to_path_buf();
     // capnp-rpc is single-threaded: its own thread, runtime and local set.
@@ -310,13 +387,15 @@ pub fn check_served(socket: &Path) -> Result<MiningInterface> {
                 .await
                 .context("cannot connect (is the node started with -ipcbind=unix?)")?;
             let ask = async {
-                let mining = mining_client(&client).await?;
-                let probe = mining.get_transactions_by_tx_i_d_request().send();
-                match probe.promise.await {
-                    Ok(_) => Ok(MiningInterface::V32),
-                    Err(e) if e.kind == capnp::ErrorKind::Unimplemented => Ok(MiningInterface::V31),
-                    Err(e) => Err(e),
-                }
+                let client = mining_client(&client).await?;
+                let template = client.new_template().await?;
+                let mut probe = template.submit_solution_request();
+                probe.get().get_context()?.set_thread(client.thread.clone());
+                let interface = match probe.send().promise.await {
+                    Err(e) if e.kind == capnp::ErrorKind::Unimplemented => MiningInterface::V31,
+                    _ => MiningInterface::V32,
+                };
+                Ok::<_, capnp::Error>(interface)
             };
             match tokio::time::timeout(Duration::from_secs(5), ask).await {
                 Ok(Ok(interface)) => Ok(interface),
@@ -454,27 +533,30 @@ struct MiningServer {
 impl mining::Server for MiningServer {
     async fn is_test_chain(
         self: Rc<Self>,
-        _: mining::IsTestChainParams,
+        params: mining::IsTestChainParams,
         mut results: mining::IsTestChainResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         results.get().set_result(true);
         Ok(())
     }
 
     async fn is_initial_block_download(
         self: Rc<Self>,
-        _: mining::IsInitialBlockDownloadParams,
+        params: mining::IsInitialBlockDownloadParams,
         mut results: mining::IsInitialBlockDownloadResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         results.get().set_result(false);
         Ok(())
     }
 
     async fn get_tip(
         self: Rc<Self>,
-        _: mining::GetTipParams,
+        params: mining::GetTipParams,
         mut results: mining::GetTipResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         let (hash, height) = {
             let state = self.face.shared.sync();
             (state.tip_hash(), state.chain().height())
@@ -492,6 +574,7 @@ impl mining::Server for MiningServer {
         params: mining::WaitTipChangedParams,
         mut results: mining::WaitTipChangedResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         let p = params.get()?;
         let current = p.get_current_tip()?.to_vec();
         let timeout = millis(p.get_timeout());
@@ -516,9 +599,10 @@ impl mining::Server for MiningServer {
 
     async fn create_new_block(
         self: Rc<Self>,
-        _: mining::CreateNewBlockParams,
+        params: mining::CreateNewBlockParams,
         mut results: mining::CreateNewBlockResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         let face = &self.face;
         let template = face.shared.build_template(&face.asker);
         results
@@ -532,6 +616,7 @@ impl mining::Server for MiningServer {
         params: mining::CheckBlockParams,
         mut results: mining::CheckBlockResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         let p = params.get()?;
         let options = p.get_options()?;
         let checks = crate::validate::Checks {
@@ -560,7 +645,9 @@ impl mining::Server for MiningServer {
         params: mining::SubmitBlockParams,
         mut results: mining::SubmitBlockResults,
     ) -> Result<(), capnp::Error> {
+        // What v32 added is missing from v31, with or without a thread.
         self.face.v32_only()?;
+        threaded(params.get()?.get_context())?;
         let verdict = judged(params.get()?.get_block()?, |block| {
             let hash = block.block_hash();
             let verdict = self.face.shared.judge_block(block, "ipc");
@@ -579,7 +666,9 @@ impl mining::Server for MiningServer {
         params: mining::GetTransactionsByTxIDParams,
         mut results: mining::GetTransactionsByTxIDResults,
     ) -> Result<(), capnp::Error> {
+        // What v32 added is missing from v31, with or without a thread.
         self.face.v32_only()?;
+        threaded(params.get()?.get_context())?;
         let asked = hashes32(params.get()?.get_txids()?)?;
         let found: Vec<Vec<u8>> = {
             let state = self.face.shared.sync();
@@ -601,7 +690,9 @@ impl mining::Server for MiningServer {
         params: mining::GetTransactionsByWitnessIDParams,
         mut results: mining::GetTransactionsByWitnessIDResults,
     ) -> Result<(), capnp::Error> {
+        // What v32 added is missing from v31, with or without a thread.
         self.face.v32_only()?;
+        threaded(params.get()?.get_context())?;
         let asked = hashes32(params.get()?.get_wtxids()?)?;
         let found: Vec<Vec<u8>> = {
             let state = self.face.shared.sync();
@@ -718,17 +809,19 @@ impl TemplateServer {
 impl block_template::Server for TemplateServer {
     async fn destroy(
         self: Rc<Self>,
-        _: block_template::DestroyParams,
+        params: block_template::DestroyParams,
         _: block_template::DestroyResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         Ok(())
     }
 
     async fn get_block_header(
         self: Rc<Self>,
-        _: block_template::GetBlockHeaderParams,
+        params: block_template::GetBlockHeaderParams,
         mut results: block_template::GetBlockHeaderResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         let header = bitcoin::consensus::serialize(&self.block().header);
         results.get().set_result(&header);
         Ok(())
@@ -736,9 +829,10 @@ impl block_template::Server for TemplateServer {
 
     async fn get_block(
         self: Rc<Self>,
-        _: block_template::GetBlockParams,
+        params: block_template::GetBlockParams,
         mut results: block_template::GetBlockResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         let block = bitcoin::consensus::serialize(&self.block());
         results.get().set_result(&block);
         Ok(())
@@ -746,9 +840,10 @@ impl block_template::Server for TemplateServer {
 
     async fn get_tx_fees(
         self: Rc<Self>,
-        _: block_template::GetTxFeesParams,
+        params: block_template::GetTxFeesParams,
         mut results: block_template::GetTxFeesResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         let txs = &self.template.txs;
         let mut list = results.get().init_result(txs.len() as u32);
         for (i, tx) in txs.iter().enumerate() {
@@ -759,9 +854,10 @@ impl block_template::Server for TemplateServer {
 
     async fn get_tx_sigops(
         self: Rc<Self>,
-        _: block_template::GetTxSigopsParams,
+        params: block_template::GetTxSigopsParams,
         mut results: block_template::GetTxSigopsResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         let txs = &self.template.txs;
         let mut list = results.get().init_result(txs.len() as u32);
         for (i, tx) in txs.iter().enumerate() {
@@ -772,9 +868,10 @@ impl block_template::Server for TemplateServer {
 
     async fn get_coinbase_tx(
         self: Rc<Self>,
-        _: block_template::GetCoinbaseTxParams,
+        params: block_template::GetCoinbaseTxParams,
         mut results: block_template::GetCoinbaseTxResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         let t = &self.template;
         let height = bitcoin::script::Builder::new()
             .push_int(i64::from(t.height))
@@ -797,9 +894,10 @@ impl block_template::Server for TemplateServer {
 
     async fn get_coinbase_merkle_path(
         self: Rc<Self>,
-        _: block_template::GetCoinbaseMerklePathParams,
+        params: block_template::GetCoinbaseMerklePathParams,
         mut results: block_template::GetCoinbaseMerklePathResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         let path = &self.template.coinbase_merkle_branch;
         let mut list = results.get().init_result(path.len() as u32);
         for (i, node) in path.iter().enumerate() {
@@ -814,6 +912,7 @@ impl block_template::Server for TemplateServer {
         params: block_template::SubmitSolutionOld7Params,
         mut results: block_template::SubmitSolutionOld7Results,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         if self.face.interface == MiningInterface::V32 {
             tracing::warn!("an IPC client called the v31 submitSolution (@7) of a v32 face");
             return Err(failed(OLD_SUBMIT_SOLUTION));
@@ -835,7 +934,9 @@ impl block_template::Server for TemplateServer {
         params: block_template::SubmitSolutionParams,
         mut results: block_template::SubmitSolutionResults,
     ) -> Result<(), capnp::Error> {
+        // What v32 added is missing from v31, with or without a thread.
         self.face.v32_only()?;
+        threaded(params.get()?.get_context())?;
         let p = params.get()?;
         let verdict = self.judge_solution(
             p.get_version(),
@@ -855,6 +956,7 @@ impl block_template::Server for TemplateServer {
         params: block_template::WaitNextParams,
         mut results: block_template::WaitNextResults,
     ) -> Result<(), capnp::Error> {
+        threaded(params.get()?.get_context())?;
         let options = params.get()?.get_options()?;
         let deadline = tokio::time::Instant::now() + millis(options.get_timeout());
         // maxMoney (the default) means "only on a new tip".

@@ -8,8 +8,7 @@ mod common;
 
 use bitcoin::hashes::Hash;
 use bitcoin_capnp_types::init_capnp::init;
-use bitcoin_capnp_types::mining_capnp::mining;
-use node::ipc::{IpcOptions, MiningInterface};
+use node::ipc::{IpcOptions, MiningClient, MiningInterface};
 use node::{MempoolConfig, MempoolPreset, NodeConfig, NodeHandle, NodeOptions};
 use std::time::{Duration, Instant};
 
@@ -101,20 +100,23 @@ async fn a_connection_that_crashes_the_capnp_library_ends_alone() {
 
 /// The previous block hash in a template's header, as a pool reads it.
 async fn prev_hash(
+    mining: &MiningClient,
     template: &bitcoin_capnp_types::mining_capnp::block_template::Client,
 ) -> Vec<u8> {
-    let reply = template
-        .get_block_header_request()
-        .send()
-        .promise
-        .await
-        .unwrap();
+    let mut request = template.get_block_header_request();
+    request
+        .get()
+        .get_context()
+        .unwrap()
+        .set_thread(mining.thread.clone());
+    let reply = request.send().promise.await.unwrap();
     reply.get().unwrap().get_result().unwrap()[4..36].to_vec()
 }
 
 /// waitNext on `template` with Bitcoin Core's options; `None` when it answered with no
 /// template (timeout), with how long it took.
 async fn wait_next(
+    mining: &MiningClient,
     template: &bitcoin_capnp_types::mining_capnp::block_template::Client,
     timeout_ms: f64,
     fee_threshold: i64,
@@ -124,6 +126,11 @@ async fn wait_next(
 ) {
     let t = Instant::now();
     let mut request = template.wait_next_request();
+    request
+        .get()
+        .get_context()
+        .unwrap()
+        .set_thread(mining.thread.clone());
     let mut options = request.get().init_options();
     options.set_timeout(timeout_ms);
     options.set_fee_threshold(fee_threshold);
@@ -162,11 +169,11 @@ async fn wait_next_answers_a_new_tip_at_once_and_the_same_tip_by_its_fee_thresho
         .run_until(async move {
             let init = connect(&socket).await;
             let mining = node::ipc::mining_client(&init).await.unwrap();
-            let first = node::ipc::new_template(&mining).await.unwrap();
-            let first_prev = prev_hash(&first).await;
+            let first = mining.new_template().await.unwrap();
+            let first_prev = prev_hash(&mining, &first).await;
 
             // Same tip, a threshold no mempool reaches: nothing until the timeout.
-            let (none, took) = wait_next(&first, 500.0, MAX_MONEY).await;
+            let (none, took) = wait_next(&mining, &first, 500.0, MAX_MONEY).await;
             assert!(none.is_none(), "no new tip and no fees that high");
             assert!(
                 took >= Duration::from_millis(450) && took < Duration::from_millis(1_500),
@@ -174,16 +181,20 @@ async fn wait_next_answers_a_new_tip_at_once_and_the_same_tip_by_its_fee_thresho
             );
 
             // Same tip, threshold 0: the mempool moved, so a newer template within a poll.
-            let (fresher, took) = wait_next(&first, 10_000.0, 0).await;
+            let (fresher, took) = wait_next(&mining, &first, 10_000.0, 0).await;
             let fresher = fresher.expect("a same-tip template once the mempool moved");
-            assert_eq!(prev_hash(&fresher).await, first_prev, "same tip");
+            assert_eq!(prev_hash(&mining, &fresher).await, first_prev, "same tip");
             assert!(took < Duration::from_millis(1_500), "{took:?}");
 
             // Only a new tip answers (the default threshold), and at once: the block at 3 s.
-            let (next, _) = wait_next(&fresher, 10_000.0, MAX_MONEY).await;
+            let (next, _) = wait_next(&mining, &fresher, 10_000.0, MAX_MONEY).await;
             let at = started.elapsed();
             let next = next.expect("the new tip's template");
-            assert_ne!(prev_hash(&next).await, first_prev, "built on the new tip");
+            assert_ne!(
+                prev_hash(&mining, &next).await,
+                first_prev,
+                "built on the new tip"
+            );
             assert!(
                 at >= Duration::from_millis(2_900) && at < Duration::from_millis(4_500),
                 "the new tip's template {at:?} after start, the block came at 3 s"
@@ -200,7 +211,7 @@ async fn wait_next_answers_a_new_tip_at_once_and_the_same_tip_by_its_fee_thresho
 /// `body`.
 async fn on_face<F, Fut>(tag: &str, interface: MiningInterface, body: F)
 where
-    F: FnOnce(mining::Client) -> Fut,
+    F: FnOnce(MiningClient) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let dir = std::env::temp_dir().join(format!("sb-ipc-{tag}-{}", std::process::id()));
@@ -243,25 +254,37 @@ where
 #[tokio::test]
 async fn a_v31_face_lacks_what_v32_added_and_takes_the_v31_submit_solution() {
     on_face("v31", MiningInterface::V31, |mining| async move {
-        let lookup = mining
-            .get_transactions_by_tx_i_d_request()
-            .send()
-            .promise
-            .await;
+        // As Core refuses it, a call that names no thread of the client's.
+        let threadless = mining.mining.get_tip_request().send().promise.await;
+        let Err(error) = threadless else {
+            panic!("a call without a thread is refused")
+        };
+        assert!(error.to_string().contains(node::ipc::NO_THREAD), "{error}");
+        let mut lookup = mining.mining.get_transactions_by_tx_i_d_request();
+        lookup
+            .get()
+            .get_context()
+            .unwrap()
+            .set_thread(mining.thread.clone());
+        let lookup = lookup.send().promise.await;
         let error = lookup.err().expect("v31 has no getTransactionsByTxID");
         assert!(
             error.to_string().contains("Method not implemented."),
             "{error}"
         );
-        let template = node::ipc::new_template(&mining).await.unwrap();
-        let block = node::ipc::mine(&template).await.unwrap();
-        let v32 = node::ipc::submit_solution(&template, &block, MiningInterface::V32).await;
+        let template = mining.new_template().await.unwrap();
+        let block = mining.mine(&template).await.unwrap();
+        let v32 = mining
+            .submit_solution(&template, &block, MiningInterface::V32)
+            .await;
         let error = v32.expect_err("v31 has no submitSolution @10");
         assert!(
             error.to_string().contains("Method not implemented."),
             "{error}"
         );
-        let v31 = node::ipc::submit_solution(&template, &block, MiningInterface::V31).await;
+        let v31 = mining
+            .submit_solution(&template, &block, MiningInterface::V31)
+            .await;
         assert_eq!(
             v31.unwrap(),
             (true, String::new()),
@@ -276,7 +299,8 @@ async fn a_v31_face_lacks_what_v32_added_and_takes_the_v31_submit_solution() {
 #[tokio::test]
 async fn a_v32_face_looks_transactions_up_by_txid_and_wtxid() {
     on_face("v32", MiningInterface::V32, |mining| async move {
-        let block = node::ipc::mine(&node::ipc::new_template(&mining).await.unwrap())
+        let block = mining
+            .mine(&mining.new_template().await.unwrap())
             .await
             .unwrap();
         // The last: the first after the coinbase is the node's marker for this client, in
@@ -288,7 +312,12 @@ async fn a_v32_face_looks_transactions_up_by_txid_and_wtxid() {
         let tx = block.txdata.last().unwrap();
         let absent = [7u8; 32];
 
-        let mut by_txid = mining.get_transactions_by_tx_i_d_request();
+        let mut by_txid = mining.mining.get_transactions_by_tx_i_d_request();
+        by_txid
+            .get()
+            .get_context()
+            .unwrap()
+            .set_thread(mining.thread.clone());
         let mut ids = by_txid.get().init_txids(2);
         ids.set(0, &absent);
         ids.set(1, tx.compute_txid().as_byte_array());
@@ -301,7 +330,12 @@ async fn a_v32_face_looks_transactions_up_by_txid_and_wtxid() {
         );
         assert_eq!(found.get(1).unwrap(), bitcoin::consensus::serialize(tx));
 
-        let mut by_wtxid = mining.get_transactions_by_witness_i_d_request();
+        let mut by_wtxid = mining.mining.get_transactions_by_witness_i_d_request();
+        by_wtxid
+            .get()
+            .get_context()
+            .unwrap()
+            .set_thread(mining.thread.clone());
         let mut ids = by_wtxid.get().init_wtxids(2);
         ids.set(0, tx.compute_wtxid().as_byte_array());
         ids.set(1, &absent);
@@ -310,7 +344,12 @@ async fn a_v32_face_looks_transactions_up_by_txid_and_wtxid() {
         assert_eq!(found.get(0).unwrap(), bitcoin::consensus::serialize(tx));
         assert!(found.get(1).unwrap().is_empty());
 
-        let mut short = mining.get_transactions_by_tx_i_d_request();
+        let mut short = mining.mining.get_transactions_by_tx_i_d_request();
+        short
+            .get()
+            .get_context()
+            .unwrap()
+            .set_thread(mining.thread.clone());
         short.get().init_txids(1).set(0, &[1, 2, 3]);
         let error = short.send().promise.await.err().expect("a txid of 3 bytes");
         assert!(error.to_string().contains("32 bytes"), "{error}");

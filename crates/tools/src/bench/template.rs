@@ -1,6 +1,7 @@
 //! `bench template`: how long a node takes to hand out a template, fresh and cached,
-//! full (getblocktemplate) and light (getblocktemplatelight), and as the SV2 Template
-//! Provider after a new block (NewTemplate plus SetNewPrevHash).
+//! full (getblocktemplate) and light (getblocktemplatelight), over Mining IPC
+//! (createNewBlock), and as the SV2 Template Provider after a new block (NewTemplate plus
+//! SetNewPrevHash); our node's, or a real Bitcoin Core's the bench starts and fills.
 
 use analysis::bench::{TemplateBenchReport, TemplateCase, TemplateMempool};
 use anyhow::{ensure, Context, Result};
@@ -25,6 +26,9 @@ pub struct TemplateOptions {
     pub iterations: usize,
     /// Seed of the generated mempool.
     pub seed: u64,
+    /// A Bitcoin Core `bitcoin-node` to start and measure instead of our node, its data
+    /// directory (and log) kept in `core_dir`.
+    pub bitcoin_node: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 /// One case's calls, as the report shows them.
@@ -76,17 +80,165 @@ pub async fn run(opts: &TemplateOptions) -> Result<TemplateBenchReport> {
     sizes.sort_unstable();
     sizes.dedup();
     let mut mempools = Vec::with_capacity(sizes.len());
+    let mut name = "builtin".to_string();
     for size in sizes {
-        mempools.push(
-            measure_builtin(opts, size)
-                .await
-                .with_context(|| format!("with a mempool of {size} transactions"))?,
-        );
+        let measured = match &opts.bitcoin_node {
+            Some((program, dir)) => {
+                let (version, measured) = measure_core(opts, program, dir, size).await?;
+                name = format!("Bitcoin Core {version} ({})", program.display());
+                measured
+            }
+            None => measure_builtin(opts, size).await,
+        };
+        mempools.push(measured.with_context(|| format!("with a mempool of {size} transactions"))?);
     }
     Ok(TemplateBenchReport {
-        node: "builtin".into(),
+        node: name,
         mempools,
     })
+}
+
+/// What makes the node's next template a fresh one: a new transaction in its mempool.
+trait Freshen {
+    async fn freshen(&mut self) -> Result<()>;
+}
+
+/// Our node: a generated transaction, and no cache (`template_refresh` zero).
+impl Freshen for &NodeHandle {
+    async fn freshen(&mut self) -> Result<()> {
+        self.state().add_generated_tx();
+        Ok(())
+    }
+}
+
+/// Bitcoin Core: a transaction of ours, and its clock moved past the 5 s for which
+/// getblocktemplate serves a cached template on the same tip (mock time; regtest).
+struct CoreFresh<'a> {
+    core: &'a core_node::CoreNode,
+    funds: core_node::funds::Funds,
+    mock_time: u64,
+}
+
+impl Freshen for CoreFresh<'_> {
+    async fn freshen(&mut self) -> Result<()> {
+        let tx = (self.funds.spend_one()).context("no coins of ours left to spend")?;
+        core_node::funds::send(self.core, &[tx]).await?;
+        self.mock_time += 6;
+        self.core
+            .call::<Value>("setmocktime", json!([self.mock_time]))
+            .await?;
+        Ok(())
+    }
+}
+
+/// getblocktemplate and getblocktemplatelight (where served), each fresh (after
+/// [`Freshen`]) and cached (called again).
+async fn rpc_cases(
+    caller: &Caller<'_>,
+    node: &mut impl Freshen,
+    iterations: usize,
+) -> Result<Vec<TemplateCase>> {
+    let mut cases = Vec::new();
+    for method in VARIANTS {
+        let reply = match caller.call(method).await {
+            Ok(reply) => reply,
+            // getblocktemplatelight is BCHN's and ours, not Core's ("Method not found").
+            Err(e) if e.to_string().contains("-32601") => {
+                tracing::info!(method, "not served by this node");
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let mut fresh = Vec::with_capacity(iterations);
+        for _ in 0..iterations {
+            node.freshen().await?;
+            fresh.push(caller.timed(method).await?);
+        }
+        let mut cached = Vec::with_capacity(iterations);
+        for _ in 0..iterations {
+            cached.push(caller.timed(method).await?);
+        }
+        cases.push(case(format!("{method} fresh"), Some(reply.len()), fresh));
+        cases.push(case(format!("{method} cached"), Some(reply.len()), cached));
+    }
+    Ok(cases)
+}
+
+/// Mining IPC createNewBlock after a new transaction (Bitcoin Core builds a template
+/// on every call; so does our node), to the template's capability in the client's hands.
+async fn ipc_case(
+    socket: &std::path::Path,
+    node: &mut impl Freshen,
+    iterations: usize,
+) -> Result<TemplateCase> {
+    // capnp-rpc is single-threaded: this client runs on a local set of its own.
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let init = node::ipc::connect(socket).await?;
+            let mining = node::ipc::mining_client(&init).await?;
+            let mut times = Vec::with_capacity(iterations);
+            for _ in 0..iterations {
+                node.freshen().await?;
+                let t = Instant::now();
+                mining.new_template().await?;
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            Ok(case("IPC createNewBlock fresh".into(), None, times))
+        })
+        .await
+}
+
+/// Every case on a Bitcoin Core started for it on regtest, its mempool filled with
+/// `size` transactions of ours: getblocktemplate fresh and cached, IPC createNewBlock.
+async fn measure_core(
+    opts: &TemplateOptions,
+    program: &std::path::Path,
+    dir: &std::path::Path,
+    size: usize,
+) -> Result<(String, Result<TemplateMempool>)> {
+    let datadir = dir.join(format!("mempool-{size}"));
+    let _ = std::fs::remove_dir_all(&datadir);
+    let core = core_node::CoreNode::start(program, &datadir).await?;
+    let version = core.version.clone();
+    let measured = async {
+        // Coins for the mempool and for every fresh call of every case.
+        let mut funds =
+            core_node::funds::Funds::mine_and_split(&core, size + 3 * opts.iterations, opts.seed)
+                .await?;
+        let fill: Vec<_> = (0..size).filter_map(|_| funds.spend_one()).collect();
+        core_node::funds::send(&core, &fill).await?;
+        let info: Value = core.call("getblockchaininfo", json!([])).await?;
+        let mock_time = info["time"].as_u64().unwrap_or_default().max(now_unix());
+        let mut node = CoreFresh {
+            core: &core,
+            funds,
+            mock_time,
+        };
+        node.freshen().await?;
+        let caller = Caller { rpc: &core.rpc };
+        let first: Value = serde_json::from_str(&caller.call("getblocktemplate").await?)?;
+        let template_txs = first["result"]["transactions"].as_array().map(Vec::len);
+        let mut cases = rpc_cases(&caller, &mut node, opts.iterations).await?;
+        cases.push(ipc_case(&core.ipc_socket, &mut node, opts.iterations).await?);
+        Ok(TemplateMempool {
+            mempool_txs: Some(size),
+            template_txs,
+            cases,
+        })
+    }
+    .await;
+    // What was measured stands even if Core's shutdown does not go as asked.
+    if let Err(e) = core.stop().await {
+        tracing::warn!(error = %e, "stopping Bitcoin Core");
+    }
+    Ok((version, measured))
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Every case on a fresh built-in node whose mempool holds `size` transactions.
@@ -96,6 +248,7 @@ async fn measure_builtin(opts: &TemplateOptions, size: usize) -> Result<Template
     mempool.tx_rate = 0.0; // the mempool changes only when the benchmark says so
     mempool.max_txs = size.max(1) * 2;
     let tp_keys = sv2_wire::AuthorityKeys::generate();
+    let ipc_dir = std::env::temp_dir().join(format!("sb-bench-ipc-{}-{size}", std::process::id()));
     let node = NodeHandle::start(NodeOptions {
         config: NodeConfig {
             seed: opts.seed,
@@ -121,7 +274,10 @@ async fn measure_builtin(opts: &TemplateOptions, size: usize) -> Result<Template
             interval: Duration::from_secs(3600 * 24 * 365),
             fee_threshold_sats: 0,
         }),
-        ipc: None,
+        ipc: Some(node::ipc::IpcOptions {
+            data_dir: ipc_dir.clone(),
+            interface: node::ipc::MiningInterface::V31,
+        }),
         peer: None,
     })
     .await?;
@@ -132,22 +288,11 @@ async fn measure_builtin(opts: &TemplateOptions, size: usize) -> Result<Template
         .as_array()
         .map_or(0, Vec::len);
 
-    let mut cases = Vec::new();
-    for method in VARIANTS {
-        let bytes = caller.call(method).await?.len();
-        let mut fresh = Vec::with_capacity(opts.iterations);
-        for _ in 0..opts.iterations {
-            // A new transaction makes the next call build a fresh template.
-            node.state().add_generated_tx();
-            fresh.push(caller.timed(method).await?);
-        }
-        let mut cached = Vec::with_capacity(opts.iterations);
-        for _ in 0..opts.iterations {
-            cached.push(caller.timed(method).await?);
-        }
-        cases.push(case(format!("{method} fresh"), Some(bytes), fresh));
-        cases.push(case(format!("{method} cached"), Some(bytes), cached));
-    }
+    let mut cases = rpc_cases(&caller, &mut &node, opts.iterations).await?;
+    let socket = (node.ipc.as_ref())
+        .map(|i| i.socket.clone())
+        .context("the IPC face")?;
+    cases.push(ipc_case(&socket, &mut &node, opts.iterations).await?);
     // Assembly alone, without HTTP and JSON, for reference.
     let mut build_only = Vec::with_capacity(opts.iterations);
     for _ in 0..opts.iterations {
@@ -169,6 +314,7 @@ async fn measure_builtin(opts: &TemplateOptions, size: usize) -> Result<Template
         tdp,
     ));
     node.shutdown().await?;
+    let _ = std::fs::remove_dir_all(&ipc_dir);
     Ok(TemplateMempool {
         mempool_txs: Some(size),
         template_txs: Some(tx_count),

@@ -208,15 +208,13 @@ async fn start_on_real_node(
                 .map_err(|e| {
                     anyhow::anyhow!("scenario field `node.ipc`: {}: {e:#}", socket.display())
                 })?;
-            if interface == node::ipc::MiningInterface::V32 {
-                // v32.1 refuses v31's submitSolution; Core built between 31 and 32.1 (with
-                // submitBlock, its submitSolution still at @7) takes it. The IPC tap records
-                // a refusal as the block's reject reason.
-                tracing::warn!(
-                    socket = %socket.display(),
-                    "the node serves Mining IPC 32: the SRI roles pinned here submit blocks with v31's submitSolution (@7), which Bitcoin Core v32.1 refuses; a refused block is recorded with Core's reason"
-                );
-            }
+            // v32.1 refuses the v31 submitSolution the pinned SRI roles call: they could
+            // mine on it and never submit a block.
+            anyhow::ensure!(
+                interface == node::ipc::MiningInterface::V31,
+                "scenario field `node.ipc`: {} takes solutions as Bitcoin Core v32.1 (submitSolution @10), and refuses the v31 submitSolution (@7) the SRI roles pinned here (Mining IPC 30 and 31) call: SV2 sides could never submit a block on it. Run SV1 sides alone on it, or a Core of v31",
+                socket.display()
+            );
             Some(crate::ipc_tap::IpcTapConfig {
                 node_socket: socket.clone(),
                 data_dir: ipc_dir(dir, NODE_TAP)?,

@@ -1,0 +1,186 @@
+//! A real Bitcoin Core (`bitcoin-node`, built with scripts/build-bitcoin-core.sh) held
+//! against our node, when the machine has one: `STRATUM_BENCH_BITCOIN_NODE=/path/to/
+//! bitcoin-node` (without it these tests say they skipped). The template bench measures it
+//! as it measures our node; over its Mining IPC, through the IPC tap, a block of ours is
+//! taken by Core and recorded so; and a program that is not Core is refused, naming it.
+
+mod common;
+
+use probe::Event;
+use std::path::PathBuf;
+
+fn bitcoin_node() -> Option<PathBuf> {
+    let Ok(path) = std::env::var("STRATUM_BENCH_BITCOIN_NODE") else {
+        eprintln!("skipped: set STRATUM_BENCH_BITCOIN_NODE to a bitcoin-node (scripts/build-bitcoin-core.sh) to run this test");
+        return None;
+    };
+    Some(PathBuf::from(path))
+}
+
+#[test]
+fn the_template_bench_measures_core_as_it_measures_our_node() {
+    let Some(core) = bitcoin_node() else { return };
+    let (stdout, report) = common::bench(
+        "template-core",
+        &[
+            "template",
+            "--bitcoin-node",
+            core.to_str().unwrap(),
+            "--mempool",
+            "300",
+            "--iterations",
+            "5",
+        ],
+        "template-bench.json",
+    );
+    assert!(
+        report["node"]
+            .as_str()
+            .unwrap()
+            .starts_with("Bitcoin Core v"),
+        "{report}"
+    );
+    let mempool = &report["mempools"][0];
+    assert_eq!(mempool["mempool_txs"], 300);
+    // Every transaction of ours pays at least 1 sat/vB and all fit one block: the first
+    // template holds the 300 and the one that made it fresh.
+    assert_eq!(mempool["template_txs"], 301, "{mempool}");
+    for name in [
+        "getblocktemplate fresh",
+        "getblocktemplate cached",
+        "IPC createNewBlock fresh",
+    ] {
+        let cases = mempool["cases"].as_array().unwrap();
+        let case = (cases.iter())
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no case {name:?} in {mempool}"));
+        assert_eq!(case["latency_ms"]["count"], 5, "{name}");
+        assert!(case["latency_ms"]["p50"].as_f64().unwrap() > 0.0, "{name}");
+        assert!(stdout.contains(&format!("| {name}")), "{stdout}");
+    }
+    // getblocktemplatelight is BCHN's and ours, not Core's: not a case, not an error.
+    let names: Vec<&str> = (mempool["cases"].as_array().unwrap().iter())
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.iter().any(|n| n.contains("light")), "{names:?}");
+}
+
+/// Over Core's Mining IPC through the tap: Core takes a block of ours submitted with the
+/// submitSolution it has (v31's @7, which the pinned SRI roles call, or v32.1's @10) and
+/// one submitted whole (v32's submitBlock, where it has it), and the tap records each as
+/// taken.
+#[tokio::test]
+async fn core_takes_our_blocks_over_mining_ipc_and_the_tap_records_them() {
+    let Some(program) = bitcoin_node() else {
+        return;
+    };
+    let dir = common::out_dir("core-ipc");
+    let core = core_node::CoreNode::start(&program, &dir.join("core"))
+        .await
+        .unwrap();
+    // Out of initial block download, as a pool's node is.
+    core_node::funds::Funds::mine_and_split(&core, 1, 1)
+        .await
+        .unwrap();
+    let before = height(&core).await;
+    // How Core takes solutions: @10 from v32.1 on, @7 before (the 31.99 built from the
+    // Rust registry's tree, with v32's submitBlock and lookups, still takes @7).
+    let check = core.ipc_socket.clone();
+    let served = tokio::task::spawn_blocking(move || node::ipc::check_served(&check));
+    let interface = served.await.unwrap().unwrap();
+
+    let events = dir.join("tap.jsonl");
+    let recorder = probe::Recorder::to_file(&events, "node-tap").unwrap();
+    let tap = harness::ipc_tap::IpcTap::start(
+        harness::ipc_tap::IpcTapConfig {
+            node_socket: core.ipc_socket.clone(),
+            data_dir: dir.join("tap"),
+            subdir: "regtest".into(),
+        },
+        recorder.clone(),
+        Default::default(),
+    )
+    .await
+    .unwrap();
+    let socket = tap.socket.clone();
+    let local = tokio::task::LocalSet::new();
+    let ours = local
+        .run_until(async move {
+            let init = node::ipc::connect(&socket).await.unwrap();
+            let mining = node::ipc::mining_client(&init).await.unwrap();
+            let template = mining.new_template().await.unwrap();
+            mining.read_as_a_pool(&template).await.unwrap();
+            let first = mining.mine(&template).await.unwrap();
+            let taken = mining.submit_solution(&template, &first, interface).await;
+            assert_eq!(
+                taken.unwrap(),
+                (true, String::new()),
+                "with {interface}'s submitSolution"
+            );
+            // A whole block, where Core has v32's submitBlock (31.99 and v32.1 do).
+            let next = mining.new_template().await.unwrap();
+            let second = mining.mine(&next).await.unwrap();
+            match mining.submit_block(&second).await {
+                Ok(taken) => {
+                    assert_eq!(taken, (true, String::new()), "submitBlock");
+                    vec![first, second]
+                }
+                Err(e) if e.kind == bitcoin_capnp_types::capnp::ErrorKind::Unimplemented => {
+                    eprintln!("this Core has no submitBlock (v31): one block submitted");
+                    vec![first]
+                }
+                Err(e) => panic!("submitBlock: {e}"),
+            }
+        })
+        .await;
+    let tip = ours.last().unwrap().block_hash().to_string();
+    assert_eq!(
+        height(&core).await,
+        before + ours.len() as u64,
+        "on Core's chain"
+    );
+    let best: String = core
+        .call("getbestblockhash", serde_json::json!([]))
+        .await
+        .unwrap();
+    assert_eq!(best, tip);
+    recorder.close().unwrap();
+    drop(tap);
+    let submitted: Vec<(String, Option<String>)> = (probe::recorder::read_events(&events).unwrap())
+        .into_iter()
+        .filter_map(|r| match r.event {
+            Event::BlockSubmitted {
+                hash,
+                reject_reason,
+                ..
+            } => Some((hash, reject_reason)),
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<_> = (ours.iter())
+        .map(|b| (b.block_hash().to_string(), None))
+        .collect();
+    assert_eq!(
+        submitted, expected,
+        "each block, as the tap read it, with Core's answer"
+    );
+    core.stop().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn height(core: &core_node::CoreNode) -> u64 {
+    core.call("getblockcount", serde_json::json!([]))
+        .await
+        .unwrap()
+}
+
+#[test]
+fn a_program_that_is_not_bitcoin_core_is_refused_naming_it() {
+    let said = common::bench_fails(&["template", "--bitcoin-node", "/bin/true"]);
+    assert!(
+        said.contains("/bin/true is not Bitcoin Core's bitcoin-node"),
+        "{said}"
+    );
+    let said = common::bench_fails(&["template", "--bitcoin-node", "/nowhere/bitcoin-node"]);
+    assert!(said.contains("cannot run /nowhere/bitcoin-node"), "{said}");
+}

@@ -1,0 +1,238 @@
+//! A real Bitcoin Core a benchmark or a test starts: `bitcoin-node` (the multiprocess node:
+//! its RPC on a loopback port, its Mining IPC socket in its data directory) on a private
+//! regtest chain of its own, stopped when done and killed if dropped, so nothing is left
+//! running. [`funds`] funds a key of ours from blocks Core mines and fills its mempool
+//! with transactions we sign: the Core built from the Rust registry's source has no wallet.
+//!
+//! Regtest, not a custom signet: here Core serves templates and judges blocks, so the
+//! chain's proof of work does not enter what is measured, and every share meeting its
+//! target is what a test of block acceptance wants.
+
+pub mod funds;
+
+use anyhow::{bail, Context, Result};
+use bitcoind_rpc::{RpcCallError, RpcClient};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long Core may take to answer RPC and open its IPC socket.
+const START_WITHIN: Duration = Duration::from_secs(60);
+/// The oldest Core whose Mining IPC the roles here speak (v31's `makeMining @3`).
+const OLDEST_MAJOR: u32 = 31;
+
+/// A running Bitcoin Core on regtest.
+pub struct CoreNode {
+    child: Option<Child>,
+    /// As `-version` prints it, e.g. `v31.99.0-unk`.
+    pub version: String,
+    pub datadir: PathBuf,
+    pub rpc: RpcClient,
+    pub rpc_url: String,
+    /// `<datadir>/regtest/node.sock`.
+    pub ipc_socket: PathBuf,
+    /// Core's own output, kept in the data directory.
+    pub log: PathBuf,
+}
+
+impl CoreNode {
+    /// Starts `program` (`bitcoin-node`, v31 or later) on regtest in `datadir`, RPC on a
+    /// free loopback port, Mining IPC on its socket, no peers; returns once both answer.
+    pub async fn start(program: &Path, datadir: &Path) -> Result<CoreNode> {
+        let version = version_of(program)?;
+        std::fs::create_dir_all(datadir)
+            .with_context(|| format!("cannot create {}", datadir.display()))?;
+        let port = free_port()?;
+        let password = format!("{:016x}", rand::random::<u64>());
+        let log = datadir.join("bitcoin-node.log");
+        let out = std::fs::File::create(&log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let mut command = Command::new(program);
+        command
+            .arg("-regtest")
+            .arg(format!("-datadir={}", datadir.display()))
+            .args(["-server=1", "-listen=0", "-dnsseed=0", "-fixedseeds=0"])
+            .args(["-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1"])
+            .arg(format!("-rpcport={port}"))
+            .args([
+                "-rpcuser=stratum-bench",
+                &format!("-rpcpassword={password}"),
+            ])
+            .args(["-ipcbind=unix", "-printtoconsole=1", "-nodebuglogfile"])
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out);
+        // Its own process group: a Ctrl-C meant for us does not stop it before we do. And
+        // if we die without stopping it (a signal, a test's timeout), the kernel asks it to
+        // stop: nothing is left running.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        // SAFETY: prctl is async-signal-safe; it only sets this child's parent-death signal.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start {}", program.display()))?;
+        let rpc_url = format!("http://127.0.0.1:{port}");
+        let mut node = CoreNode {
+            child: Some(child),
+            version,
+            datadir: datadir.to_path_buf(),
+            rpc: RpcClient::new(&rpc_url, "stratum-bench", &password),
+            rpc_url,
+            ipc_socket: datadir.join("regtest").join("node.sock"),
+            log,
+        };
+        if let Err(e) = node.wait_ready().await {
+            node.kill();
+            let tail = log_tail(&node.log);
+            return Err(e.context(format!(
+                "{} did not start; its log is {}:\n{tail}",
+                program.display(),
+                node.log.display()
+            )));
+        }
+        tracing::info!(version = %node.version, rpc = %node.rpc_url, ipc = %node.ipc_socket.display(), "Bitcoin Core ready");
+        Ok(node)
+    }
+
+    async fn wait_ready(&mut self) -> Result<()> {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                bail!("it exited ({status})");
+            }
+            let answered = match self.rpc.call::<Value>("getblockchaininfo", json!([])).await {
+                Ok(info) => {
+                    anyhow::ensure!(
+                        info["chain"] == "regtest",
+                        "it is on {}, not regtest",
+                        info["chain"]
+                    );
+                    true
+                }
+                // -28: still warming up; a refused connection: not listening yet.
+                Err(RpcCallError::Rpc { code: -28, .. } | RpcCallError::Transport(_)) => false,
+                Err(e) => return Err(e.into()),
+            };
+            if answered && self.ipc_socket.exists() {
+                return Ok(());
+            }
+            if started.elapsed() > START_WITHIN {
+                bail!(
+                    "no {} within {} s",
+                    if answered {
+                        "Mining IPC socket (is it bitcoin-node, started with -ipcbind=unix?)"
+                    } else {
+                        "RPC answer"
+                    },
+                    START_WITHIN.as_secs()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Calls `method` and decodes its result.
+    pub async fn call<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<T> {
+        (self.rpc.call(method, params).await).with_context(|| format!("Bitcoin Core's {method}"))
+    }
+
+    /// Blocks mined by Core itself to `address` (regtest: a block per call, at once).
+    pub async fn mine_to(
+        &self,
+        address: &bitcoin::Address,
+        blocks: u32,
+    ) -> Result<Vec<bitcoin::BlockHash>> {
+        self.call("generatetoaddress", json!([blocks, address.to_string()]))
+            .await
+    }
+
+    /// Asks Core to stop (its clock back to real time first, if a benchmark mocked it) and
+    /// waits for it; past 30 s it is killed, and the log says so. Its shutdown has hung
+    /// once here after a benchmark's IPC client left; what was measured stands.
+    pub async fn stop(mut self) -> Result<()> {
+        let _ = self.rpc.call::<Value>("setmocktime", json!([0])).await;
+        let _ = self.rpc.call::<Value>("stop", json!([])).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while let Some(child) = self.child.as_mut() {
+            if child.try_wait()?.is_some() {
+                self.child = None;
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let log = self.log.display();
+                tracing::warn!(%log, "Bitcoin Core did not stop within 30 s of the stop RPC; killed");
+                self.kill();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for CoreNode {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `program -version`'s first line, checked to be Bitcoin Core of v31 or later.
+fn version_of(program: &Path) -> Result<String> {
+    let out = Command::new(program)
+        .arg("-version")
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {}", program.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap_or_default();
+    let version = (first.split_whitespace())
+        .find(|w| w.starts_with('v') && w[1..].starts_with(|c: char| c.is_ascii_digit()));
+    let (true, Some(version)) = (first.starts_with("Bitcoin Core"), version) else {
+        bail!(
+            "{} is not Bitcoin Core's bitcoin-node: `-version` printed {:?}",
+            program.display(),
+            first
+        );
+    };
+    let major: u32 = (version[1..].split('.').next().unwrap_or_default())
+        .parse()
+        .unwrap_or(0);
+    anyhow::ensure!(
+        major >= OLDEST_MAJOR,
+        "{} is Bitcoin Core {version}, older than v{OLDEST_MAJOR}: its Mining IPC is not the one the roles here speak",
+        program.display()
+    );
+    Ok(version.to_string())
+}
+
+fn free_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// The last lines of Core's log, for an error.
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
