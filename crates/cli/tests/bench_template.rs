@@ -21,6 +21,7 @@ fn the_template_bench_measures_every_variant_and_the_template_provider() {
             "getblocktemplatelight fresh",
             "getblocktemplatelight cached",
             "IPC createNewBlock fresh",
+            "IPC waitNext after a block",
             "TDP NewTemplate + SetNewPrevHash after a block",
         ] {
             let case = cases

@@ -196,8 +196,9 @@ async fn keep_in_log(
 impl RoleProcess {
     /// Starts `exe role` for `spec` (as a process, or in its container when the launcher
     /// has containers), its files in `dir` (`roles/`, `logs/`, `events/<name>.jsonl` or
-    /// `journals/`), and waits up to 30 s for its READY line, which is returned. A role
-    /// that fails to start is killed (on drop) and its log's last lines reported.
+    /// `journals/`), and waits for its READY line (up to 30 s, or 90 s for a swarm
+    /// service), which is returned. A role that fails to start is killed (on drop) and its
+    /// log's last lines reported.
     pub async fn spawn(
         launcher: &Launcher,
         dir: &Path,
@@ -275,7 +276,14 @@ impl RoleProcess {
             }
             Ok(None)
         };
-        let announced = tokio::time::timeout(Duration::from_secs(30), wait).await;
+        // A swarm service's task is scheduled, its overlay network attached, then started,
+        // and its output reaches us through `docker service logs`: on a loaded one-node
+        // swarm that has taken more than 30 s before the role printed a line.
+        let within = match role.service {
+            Some(_) => Duration::from_secs(90),
+            None => Duration::from_secs(30),
+        };
+        let announced = tokio::time::timeout(within, wait).await;
         match announced {
             Ok(Ok(Some(ready))) => {
                 tokio::spawn(keep_in_log(lines, after_ready));
@@ -309,7 +317,8 @@ impl RoleProcess {
                 )
             }
             Err(_) => bail!(
-                "role {name} was not ready within 30 s (see {})",
+                "role {name} was not ready within {} s (see {})",
+                within.as_secs(),
                 log_path.display()
             ),
         }

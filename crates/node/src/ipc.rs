@@ -99,6 +99,10 @@ pub struct IpcOptions {
     pub interface: MiningInterface,
 }
 
+/// All the bitcoin there will be, in sats: waitNext's default fee threshold, which only
+/// a new tip meets.
+pub const MAX_MONEY: i64 = 21_000_000 * 100_000_000;
+
 /// What Bitcoin Core v32 answers a client that calls the v31 submitSolution.
 pub const OLD_SUBMIT_SOLUTION: &str =
     "Old submitSolution (@7) not supported. Please update your client!";
@@ -306,6 +310,36 @@ impl MiningClient {
             block.header.nonce = block.header.nonce.wrapping_add(1);
         }
         Ok(block)
+    }
+
+    /// waitNext on `template`, up to `timeout_ms`, for a new tip or fees grown by
+    /// `fee_threshold` sats ([`MAX_MONEY`]: a new tip only, Core's default): the call is
+    /// sent now, the future gives its answer (`None` at the timeout).
+    pub fn wait_next(
+        &self,
+        template: &block_template::Client,
+        timeout_ms: f64,
+        fee_threshold: i64,
+    ) -> impl std::future::Future<Output = Result<Option<block_template::Client>, capnp::Error>>
+    {
+        let mut request = template.wait_next_request();
+        let sent = (|| {
+            request.get().get_context()?.set_thread(self.thread.clone());
+            let mut options = request.get().init_options();
+            options.set_timeout(timeout_ms);
+            options.set_fee_threshold(fee_threshold);
+            Ok::<_, capnp::Error>(())
+        })();
+        let promise = sent.map(|()| request.send().promise);
+        async move {
+            let reply = promise?.await?;
+            let r = reply.get()?;
+            Ok(if r.has_result() {
+                Some(r.get_result()?)
+            } else {
+                None
+            })
+        }
     }
 
     /// Submits a whole block (v32's submitBlock): whether the node took it, and its reason.

@@ -125,22 +125,11 @@ async fn wait_next(
     Duration,
 ) {
     let t = Instant::now();
-    let mut request = template.wait_next_request();
-    request
-        .get()
-        .get_context()
-        .unwrap()
-        .set_thread(mining.thread.clone());
-    let mut options = request.get().init_options();
-    options.set_timeout(timeout_ms);
-    options.set_fee_threshold(fee_threshold);
-    let reply = request.send().promise.await.unwrap();
-    let r = reply.get().unwrap();
-    (r.has_result().then(|| r.get_result().unwrap()), t.elapsed())
+    let next = mining.wait_next(template, timeout_ms, fee_threshold).await;
+    (next.unwrap(), t.elapsed())
 }
 
-/// Bitcoin Core's default fee threshold: only a new tip answers.
-const MAX_MONEY: i64 = 21_000_000 * 100_000_000;
+const MAX_MONEY: i64 = node::ipc::MAX_MONEY;
 
 #[tokio::test]
 async fn wait_next_answers_a_new_tip_at_once_and_the_same_tip_by_its_fee_threshold() {

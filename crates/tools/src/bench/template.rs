@@ -164,9 +164,9 @@ async fn rpc_cases(
     Ok(cases)
 }
 
-/// Mining IPC createNewBlock after a new transaction (Bitcoin Core builds a template
-/// on every call; so does our node), to the template's capability in the client's hands.
-async fn ipc_case(
+/// Mining IPC createNewBlock after a new transaction (Bitcoin Core builds a template on
+/// every call; so does our node), to the template's capability in the client's hands.
+async fn ipc_fresh_case(
     socket: &std::path::Path,
     node: &mut impl Freshen,
     iterations: usize,
@@ -189,6 +189,47 @@ async fn ipc_case(
         .await
 }
 
+/// Mining IPC waitNext after a block: from a block of ours reaching the node
+/// (submitblock) to the client waiting on the old tip's template holding the new tip's,
+/// what C's and D's pools wait for after a block. Each block takes the mempool's best
+/// 4 MB, so this runs last; the median left over is in the case's name.
+async fn ipc_after_block_case(
+    socket: &std::path::Path,
+    rpc: &RpcClient,
+    node: &mut impl Freshen,
+    iterations: usize,
+) -> Result<TemplateCase> {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let init = node::ipc::connect(socket).await?;
+            let mining = node::ipc::mining_client(&init).await?;
+            let mut times = Vec::with_capacity(iterations);
+            let mut left = Vec::with_capacity(iterations);
+            for _ in 0..iterations {
+                node.freshen().await?;
+                let template = mining.new_template().await?;
+                let block = mining.mine(&template).await?;
+                // Sent now: the node holds the wait before it hears of the block.
+                let next = mining.wait_next(&template, 10_000.0, node::ipc::MAX_MONEY);
+                let t = Instant::now();
+                let hex = bitcoin::consensus::encode::serialize_hex(&block);
+                let verdict: Value = rpc.call("submitblock", json!([hex])).await?;
+                ensure!(verdict.is_null(), "the node refused our block: {verdict}");
+                next.await?
+                    .context("waitNext ended without the new tip's template")?;
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+                let pool: Value = rpc.call("getmempoolinfo", json!([])).await?;
+                left.push(pool["size"].as_u64().unwrap_or_default());
+            }
+            left.sort_unstable();
+            let left = left.get(left.len() / 2).copied().unwrap_or_default();
+            let name = format!("IPC waitNext after a block ({left} txs left)");
+            Ok(case(name, None, times))
+        })
+        .await
+}
+
 /// Every case on a Bitcoin Core started for it on regtest, its mempool filled with
 /// `size` transactions of ours: getblocktemplate fresh and cached, IPC createNewBlock.
 async fn measure_core(
@@ -202,9 +243,10 @@ async fn measure_core(
     let core = core_node::CoreNode::start(program, &datadir).await?;
     let version = core.version.clone();
     let measured = async {
-        // Coins for the mempool and for every fresh call of every case.
+        // Coins for the mempool and for every fresh call of every case (three of them, and
+        // the first template's).
         let mut funds =
-            core_node::funds::Funds::mine_and_split(&core, size + 3 * opts.iterations, opts.seed)
+            core_node::funds::Funds::mine_and_split(&core, size + 4 * opts.iterations, opts.seed)
                 .await?;
         let fill: Vec<_> = (0..size).filter_map(|_| funds.spend_one()).collect();
         core_node::funds::send(&core, &fill).await?;
@@ -220,7 +262,10 @@ async fn measure_core(
         let first: Value = serde_json::from_str(&caller.call("getblocktemplate").await?)?;
         let template_txs = first["result"]["transactions"].as_array().map(Vec::len);
         let mut cases = rpc_cases(&caller, &mut node, opts.iterations).await?;
-        cases.push(ipc_case(&core.ipc_socket, &mut node, opts.iterations).await?);
+        let socket = &core.ipc_socket;
+        cases.push(ipc_fresh_case(socket, &mut node, opts.iterations).await?);
+        let after_block = ipc_after_block_case(socket, &core.rpc, &mut node, opts.iterations);
+        cases.push(after_block.await?);
         Ok(TemplateMempool {
             mempool_txs: Some(size),
             template_txs,
@@ -292,7 +337,7 @@ async fn measure_builtin(opts: &TemplateOptions, size: usize) -> Result<Template
     let socket = (node.ipc.as_ref())
         .map(|i| i.socket.clone())
         .context("the IPC face")?;
-    cases.push(ipc_case(&socket, &mut &node, opts.iterations).await?);
+    cases.push(ipc_fresh_case(&socket, &mut &node, opts.iterations).await?);
     // Assembly alone, without HTTP and JSON, for reference.
     let mut build_only = Vec::with_capacity(opts.iterations);
     for _ in 0..opts.iterations {
@@ -313,6 +358,9 @@ async fn measure_builtin(opts: &TemplateOptions, size: usize) -> Result<Template
         None,
         tdp,
     ));
+    let mut fresh = &node;
+    let after_block = ipc_after_block_case(&socket, &rpc, &mut fresh, opts.iterations);
+    cases.push(after_block.await?);
     node.shutdown().await?;
     let _ = std::fs::remove_dir_all(&ipc_dir);
     Ok(TemplateMempool {
