@@ -171,20 +171,31 @@ async fn ipc_fresh_case(
     node: &mut impl Freshen,
     iterations: usize,
 ) -> Result<TemplateCase> {
-    // capnp-rpc is single-threaded: this client runs on a local set of its own.
+    on_ipc(socket, async |mining| {
+        let mut times = Vec::with_capacity(iterations);
+        for _ in 0..iterations {
+            node.freshen().await?;
+            let t = Instant::now();
+            mining.new_template().await?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(case("IPC createNewBlock fresh".into(), None, times))
+    })
+    .await
+}
+
+/// `body` with a Mining IPC client of the node at `socket`, on a local set of its own
+/// (capnp-rpc is single-threaded).
+async fn on_ipc<T>(
+    socket: &std::path::Path,
+    body: impl AsyncFnOnce(&node::ipc::MiningClient) -> Result<T>,
+) -> Result<T> {
     let local = tokio::task::LocalSet::new();
     local
         .run_until(async {
             let init = node::ipc::connect(socket).await?;
             let mining = node::ipc::mining_client(&init).await?;
-            let mut times = Vec::with_capacity(iterations);
-            for _ in 0..iterations {
-                node.freshen().await?;
-                let t = Instant::now();
-                mining.new_template().await?;
-                times.push(t.elapsed().as_secs_f64() * 1e3);
-            }
-            Ok(case("IPC createNewBlock fresh".into(), None, times))
+            body(&mining).await
         })
         .await
 }
@@ -199,35 +210,31 @@ async fn ipc_after_block_case(
     node: &mut impl Freshen,
     iterations: usize,
 ) -> Result<TemplateCase> {
-    let local = tokio::task::LocalSet::new();
-    local
-        .run_until(async {
-            let init = node::ipc::connect(socket).await?;
-            let mining = node::ipc::mining_client(&init).await?;
-            let mut times = Vec::with_capacity(iterations);
-            let mut left = Vec::with_capacity(iterations);
-            for _ in 0..iterations {
-                node.freshen().await?;
-                let template = mining.new_template().await?;
-                let block = mining.mine(&template).await?;
-                // Sent now: the node holds the wait before it hears of the block.
-                let next = mining.wait_next(&template, 10_000.0, node::ipc::MAX_MONEY);
-                let t = Instant::now();
-                let hex = bitcoin::consensus::encode::serialize_hex(&block);
-                let verdict: Value = rpc.call("submitblock", json!([hex])).await?;
-                ensure!(verdict.is_null(), "the node refused our block: {verdict}");
-                next.await?
-                    .context("waitNext ended without the new tip's template")?;
-                times.push(t.elapsed().as_secs_f64() * 1e3);
-                let pool: Value = rpc.call("getmempoolinfo", json!([])).await?;
-                left.push(pool["size"].as_u64().unwrap_or_default());
-            }
-            left.sort_unstable();
-            let left = left.get(left.len() / 2).copied().unwrap_or_default();
-            let name = format!("IPC waitNext after a block ({left} txs left)");
-            Ok(case(name, None, times))
-        })
-        .await
+    on_ipc(socket, async |mining| {
+        let mut times = Vec::with_capacity(iterations);
+        let mut left = Vec::with_capacity(iterations);
+        for _ in 0..iterations {
+            node.freshen().await?;
+            let template = mining.new_template().await?;
+            let block = mining.mine(&template).await?;
+            // Sent now: the node holds the wait before it hears of the block.
+            let next = mining.wait_next(&template, 10_000.0, node::ipc::MAX_MONEY);
+            let t = Instant::now();
+            let hex = bitcoin::consensus::encode::serialize_hex(&block);
+            let verdict: Value = rpc.call("submitblock", json!([hex])).await?;
+            ensure!(verdict.is_null(), "the node refused our block: {verdict}");
+            next.await?
+                .context("waitNext ended without the new tip's template")?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+            let pool: Value = rpc.call("getmempoolinfo", json!([])).await?;
+            left.push(pool["size"].as_u64().unwrap_or_default());
+        }
+        left.sort_unstable();
+        let left = left.get(left.len() / 2).copied().unwrap_or_default();
+        let name = format!("IPC waitNext after a block ({left} txs left)");
+        Ok(case(name, None, times))
+    })
+    .await
 }
 
 /// Every case on a Bitcoin Core started for it on regtest, its mempool filled with
