@@ -211,6 +211,7 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
         | Event::TemplateBuilt { .. }
         | Event::TemplateFetched { .. }
         | Event::BlockSubmitted { .. }
+        | Event::NetworkBlockSent { .. }
         | Event::NetworkTemplateValue { .. }
         | Event::PoolTemplate { .. }
         | Event::JobDeclared { .. }

@@ -2,7 +2,9 @@
 //! against our node, when the machine has one: `STRATUM_BENCH_BITCOIN_NODE=/path/to/
 //! bitcoin-node` (without it these tests say they skipped). The template bench measures it
 //! as it measures our node; over its Mining IPC, through the IPC tap, a block of ours is
-//! taken by Core and recorded so; and a program that is not Core is refused, naming it.
+//! taken by Core and recorded so; a run on a Core it starts has its SV1, C and D sides
+//! mine, the network's blocks come when due, and Core takes our miners' blocks; and a
+//! program that is not Core is refused, naming it.
 
 mod common;
 
@@ -76,9 +78,14 @@ async fn core_takes_our_blocks_over_mining_ipc_and_the_tap_records_them() {
         return;
     };
     let dir = common::out_dir("core-ipc");
-    let core = core_node::CoreNode::start(&program, &dir.join("core"))
-        .await
-        .unwrap();
+    let core = core_node::CoreNode::start(
+        &program,
+        &dir.join("core"),
+        core_node::Chain::Regtest,
+        &core_node::fresh_password(),
+    )
+    .await
+    .unwrap();
     // Out of initial block download, as a pool's node is.
     core_node::funds::Funds::mine_and_split(&core, 1, 1)
         .await
@@ -173,6 +180,72 @@ async fn height(core: &core_node::CoreNode) -> u64 {
     core.call("getblockcount", serde_json::json!([]))
         .await
         .unwrap()
+}
+
+/// `scenarios/bitcoin-core.toml` on the Core under test, shortened: 70 s of 5 s blocks,
+/// half of them ours (about 7 expected; none at all has odds of e^-7, under 0.1%).
+#[test]
+fn sv1_c_and_d_sides_mine_on_a_core_the_run_starts() {
+    let Some(program) = bitcoin_node() else {
+        return;
+    };
+    let (dir, s) = common::run_to_summary(
+        "bitcoin-core",
+        "on-core",
+        &[
+            "--set",
+            &format!("node.program={}", program.display()),
+            "--duration",
+            "60s",
+            "--set",
+            "warmup=10s",
+            "--set",
+            "network.block_interval=5s",
+            "--set",
+            "network.hashrate_share=0.5",
+        ],
+    );
+    let mut ours = 0;
+    for side in ["sv1", "sv2-c", "sv2-d"] {
+        let x = &s["sides"][side];
+        assert!(x["shares"]["accepted"].as_u64().unwrap() > 0, "{side}: {x}");
+        ours += x["blocks"]["accepted"].as_u64().unwrap();
+    }
+    assert!(
+        ours >= 1,
+        "Core took no block of our miners: {}",
+        s["sides"]
+    );
+    // The rest of the network's blocks: ground ahead, each taken by Core close to its
+    // Poisson time (late only when our miners' block had just moved the tip), and each
+    // seen by the tap as the node's new tip.
+    let sent: Vec<_> = (common::events(&dir, "node").into_iter())
+        .filter(|e| e["kind"] == "network_block_sent")
+        .collect();
+    assert!(
+        (2..=25).contains(&sent.len()),
+        "{} network blocks",
+        sent.len()
+    );
+    assert!(sent.iter().all(|e| e["accepted"] == true), "{sent:?}");
+    let mut late_ms: Vec<f64> = (sent.iter())
+        .map(|e| common::num(&e["late_ns"]) / 1e6)
+        .collect();
+    late_ms.sort_by(f64::total_cmp);
+    assert!(late_ms[late_ms.len() / 2] < 50.0, "lateness {late_ms:?} ms");
+    let tips: Vec<String> = (common::events(&dir, "node-tap").into_iter())
+        .filter(|e| e["kind"] == "tip_changed" && e["cause"] == "network")
+        .map(|e| e["hash"].as_str().unwrap().to_string())
+        .collect();
+    let unseen = (sent.iter())
+        .filter(|e| !tips.iter().any(|t| e["hash"] == t.as_str()))
+        .count();
+    // Two blocks within one waitfornewblock answer show the tap only the second.
+    assert!(
+        unseen <= 1,
+        "{unseen} of {} network blocks not seen as tips",
+        sent.len()
+    );
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! Coins of a key of ours on Core's regtest chain, and the transactions that spend them:
+//! Coins of a key of ours on Core's private chain, and the transactions that spend them:
 //! what fills Core's mempool, as a wallet would, for a node built without one.
 
 use crate::CoreNode;
@@ -6,8 +6,8 @@ use anyhow::{bail, Context, Result};
 use bitcoin::secp256k1::{rand::SeedableRng as _, All, Message, Secp256k1, SecretKey};
 use bitcoin::sighash::{EcdsaSighashType, SighashCache};
 use bitcoin::{
-    absolute, transaction, Address, Amount, CompressedPublicKey, Network, OutPoint, ScriptBuf,
-    Sequence, Transaction, TxIn, TxOut, Txid, Witness,
+    absolute, transaction, Address, Amount, CompressedPublicKey, OutPoint, ScriptBuf, Sequence,
+    Transaction, TxIn, TxOut, Txid, Witness,
 };
 use rand::Rng;
 use serde_json::{json, Value};
@@ -48,7 +48,7 @@ impl Funds {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let secret = SecretKey::new(&mut rng);
         let public = CompressedPublicKey(secret.public_key(&secp));
-        let address = Address::p2wpkh(&public, Network::Regtest);
+        let address = Address::p2wpkh(&public, core.chain.network());
         let mut funds = Funds {
             script: address.script_pubkey(),
             secp,

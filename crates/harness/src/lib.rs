@@ -4,6 +4,7 @@
 pub mod builtin;
 pub mod collector;
 pub mod container;
+pub mod core_network;
 pub mod deploy;
 pub mod external_pool;
 pub mod fuzzing;

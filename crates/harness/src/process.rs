@@ -196,8 +196,8 @@ async fn keep_in_log(
 impl RoleProcess {
     /// Starts `exe role` for `spec` (as a process, or in its container when the launcher
     /// has containers), its files in `dir` (`roles/`, `logs/`, `events/<name>.jsonl` or
-    /// `journals/`), and waits for its READY line (up to 30 s, or 90 s for a swarm
-    /// service), which is returned. A role that fails to start is killed (on drop) and its
+    /// `journals/`), and waits for its READY line (up to 30 s, 90 s for a swarm service,
+    /// 10 minutes for a Core the run starts), which is returned. A role that fails to start is killed (on drop) and its
     /// log's last lines reported.
     pub async fn spawn(
         launcher: &Launcher,
@@ -279,9 +279,12 @@ impl RoleProcess {
         // A swarm service's task is scheduled, its overlay network attached, then started,
         // and its output reaches us through `docker service logs`: on a loaded one-node
         // swarm that has taken more than 30 s before the role printed a line.
-        let within = match role.service {
-            Some(_) => Duration::from_secs(90),
-            None => Duration::from_secs(30),
+        // A Core the run starts funds a key first: over a hundred blocks of real work on
+        // its signet, about a minute here.
+        let within = match (&role.service, spec) {
+            (Some(_), _) => Duration::from_secs(90),
+            (None, RoleSpec::CoreNetwork { .. }) => Duration::from_secs(600),
+            (None, _) => Duration::from_secs(30),
         };
         let announced = tokio::time::timeout(within, wait).await;
         match announced {

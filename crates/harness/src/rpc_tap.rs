@@ -8,6 +8,8 @@
 //! it (stamped when the whole answer had passed) and each submitblock with the node's
 //! verdict. Tips come from the node's ZMQ `hashblock`, stamped as the tap receives it:
 //! that includes the node's own delay in announcing, which nothing outside it can see.
+//! A node without ZMQ (the Core built here) is asked by `waitfornewblock`, which answers
+//! when its tip moves: its own announcement, over RPC.
 
 use anyhow::{Context, Result};
 use axum::body::Bytes;
@@ -30,8 +32,8 @@ pub struct RpcTapConfig {
     /// requests pass with their own).
     pub rpc_user: String,
     pub rpc_password: String,
-    /// The node's ZMQ endpoint publishing `hashblock`.
-    pub zmq: String,
+    /// The node's ZMQ endpoint publishing `hashblock`; without one, `waitfornewblock`.
+    pub zmq: Option<String>,
     /// The node's Mining IPC, tapped for SV2 pools (`crate::ipc_tap`).
     #[serde(default)]
     pub ipc: Option<crate::ipc_tap::IpcTapConfig>,
@@ -62,7 +64,10 @@ impl RpcTap {
     /// Checks the node's ZMQ, records its current tip, and starts relaying.
     pub async fn start(cfg: RpcTapConfig, recorder: Recorder) -> Result<RpcTap> {
         let node = bitcoind_rpc::RpcClient::new(&cfg.node_url, &cfg.rpc_user, &cfg.rpc_password);
-        let mut hashblock = sv1::hashblock::subscribe(&cfg.zmq).await?;
+        let mut hashblock = match &cfg.zmq {
+            Some(zmq) => Some(sv1::hashblock::subscribe(zmq).await?),
+            None => None,
+        };
         let best: BlockHash = node
             .call("getbestblockhash", serde_json::json!([]))
             .await
@@ -100,9 +105,15 @@ impl RpcTap {
             }
         });
         let tips = tokio::spawn(async move {
+            let mut current = best;
             loop {
-                match sv1::hashblock::next_block(&mut hashblock).await {
+                let next = match &mut hashblock {
+                    Some(zmq) => sv1::hashblock::next_block(zmq).await,
+                    None => wait_for_new_block(&node, current).await,
+                };
+                match next {
                     Ok(hash) => {
+                        current = hash;
                         let t = mono_ns();
                         let cause = match proxy.submitted.lock().contains(&hash) {
                             true => TipCause::Submitted,
@@ -111,7 +122,7 @@ impl RpcTap {
                         record_tip(&node, hash, t, cause, &proxy.recorder).await;
                     }
                     Err(e) => {
-                        tracing::warn!(error = %format!("{e:#}"), "the node's ZMQ");
+                        tracing::warn!(error = %format!("{e:#}"), "the node's new tips");
                         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                     }
                 }
@@ -133,6 +144,28 @@ impl RpcTap {
     pub fn stop(&self) {
         for task in &self.tasks {
             task.abort();
+        }
+    }
+}
+
+/// The node's next tip after `current`, as `waitfornewblock` announces it (asked again
+/// every 10 s, so a stopped node is noticed).
+async fn wait_for_new_block(
+    node: &bitcoind_rpc::RpcClient,
+    current: BlockHash,
+) -> Result<BlockHash> {
+    loop {
+        let answer: Value = node
+            .call(
+                "waitfornewblock",
+                serde_json::json!([10_000, current.to_string()]),
+            )
+            .await?;
+        let hash: BlockHash = (answer["hash"].as_str().unwrap_or_default())
+            .parse()
+            .context("waitfornewblock's hash")?;
+        if hash != current {
+            return Ok(hash);
         }
     }
 }

@@ -217,24 +217,109 @@ pub struct Scenario {
     pub sweep: Option<SweepSection>,
 }
 
-/// A real bitcoind (or any node with its RPC and ZMQ), reached as its pools reach it.
+/// A real node in place of the simulated network: one of yours the run reaches, or a
+/// Bitcoin Core the run starts.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RealNode {
+#[serde(try_from = "NodeFields", into = "NodeFields")]
+pub enum RealNode {
+    Reached(ReachedNode),
+    Started(StartedCore),
+}
+
+/// A real bitcoind (or any node with its RPC), reached as its pools reach it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReachedNode {
     /// Its JSON-RPC, `http://HOST:PORT`.
     pub url: String,
     pub rpc_user: String,
     pub rpc_password: String,
-    /// Its ZMQ publisher of `hashblock` (`-zmqpubhashblock`), `tcp://HOST:PORT`.
-    pub zmq: String,
+    /// Its ZMQ publisher of `hashblock` (`-zmqpubhashblock`), `tcp://HOST:PORT`. Without
+    /// one, SV1 pools long-poll getblocktemplate and the tap asks `waitfornewblock`.
+    pub zmq: Option<String>,
     /// The chain it must be on (`main`, `test`, `testnet4`, `signet`, `regtest`, as
     /// getblockchaininfo names it), checked before the run.
-    #[serde(default)]
     pub chain: Option<String>,
     /// Its Mining IPC socket (Bitcoin Core v31 started with `-ipcbind=unix`:
     /// `<datadir>/<chain>/node.sock`), for SV2 sides C and D; checked before the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipc: Option<std::path::PathBuf>,
+}
+
+/// A Bitcoin Core (`bitcoin-node`, v31 or later, built with IPC) the run starts on a
+/// custom signet of its own and drives as the network (`crate::core_network`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartedCore {
+    pub program: std::path::PathBuf,
+}
+
+/// `[node]` as written: the fields of either kind, told apart by `program`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeFields {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    program: Option<std::path::PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rpc_user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rpc_password: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    zmq: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    chain: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ipc: Option<std::path::PathBuf>,
+}
+
+impl TryFrom<NodeFields> for RealNode {
+    type Error = String;
+    fn try_from(f: NodeFields) -> Result<RealNode, String> {
+        if let Some(program) = f.program {
+            let reached = [
+                ("url", f.url.is_some()),
+                ("rpc_user", f.rpc_user.is_some()),
+                ("rpc_password", f.rpc_password.is_some()),
+                ("zmq", f.zmq.is_some()),
+                ("chain", f.chain.is_some()),
+                ("ipc", f.ipc.is_some()),
+            ];
+            if let Some((field, _)) = reached.iter().find(|(_, set)| *set) {
+                return Err(format!("`{field}` is for a node of yours the run reaches; with `program` the run starts the node itself and knows its own"));
+            }
+            return Ok(RealNode::Started(StartedCore { program }));
+        }
+        let needed = |field: &str, value: Option<String>| {
+            value.ok_or_else(|| format!("`{field}` is missing: give the node's `url`, `rpc_user` and `rpc_password` (a node of yours), or `program` (a bitcoin-node the run starts)"))
+        };
+        Ok(RealNode::Reached(ReachedNode {
+            url: needed("url", f.url)?,
+            rpc_user: needed("rpc_user", f.rpc_user)?,
+            rpc_password: needed("rpc_password", f.rpc_password)?,
+            zmq: f.zmq,
+            chain: f.chain,
+            ipc: f.ipc,
+        }))
+    }
+}
+
+impl From<RealNode> for NodeFields {
+    fn from(node: RealNode) -> NodeFields {
+        match node {
+            RealNode::Started(core) => NodeFields {
+                program: Some(core.program),
+                ..NodeFields::default()
+            },
+            RealNode::Reached(n) => NodeFields {
+                url: Some(n.url),
+                rpc_user: Some(n.rpc_user),
+                rpc_password: Some(n.rpc_password),
+                zmq: n.zmq,
+                chain: n.chain,
+                ipc: n.ipc,
+                ..NodeFields::default()
+            },
+        }
+    }
 }
 
 /// The chains getblockchaininfo names.
@@ -1043,6 +1128,10 @@ impl Scenario {
                 anyhow::anyhow!("scenario field `{path}`: {}", e.into_inner())
             })?;
         let base = path.parent().unwrap_or(Path::new("."));
+        if let Some(RealNode::Started(core)) = &mut scenario.node {
+            core.program = base.join(&core.program);
+            scenario.miners.hashes_per_share = scenario.signet_hashes_per_share();
+        }
         if let Some(Err(e)) = (scenario.farm_node.block_lag.as_mut()).map(|lag| lag.load(base)) {
             anyhow::bail!("scenario field `farm_node.block_lag`: {e}");
         }
@@ -1081,7 +1170,17 @@ impl Scenario {
                 self.miners.shares_per_min
             ),
             match &self.node {
-                Some(node) => format!(
+                Some(RealNode::Started(core)) => format!(
+                    "node: Bitcoin Core {} started on a signet of its own (a block is {:.1} million hashes), the rest of the network's blocks every {:.0} s on average, {} mempool; each miner hashes {:.0} H/s ({:.0} hashes a share) for {:.0}% of the blocks",
+                    core.program.display(),
+                    core_node::Chain::Signet.hashes_per_block() / 1e6,
+                    self.network.block_interval.as_secs_f64() / (1.0 - self.network.hashrate_share),
+                    self.network.mempool,
+                    self.miner_hashrate(),
+                    self.miners.hashes_per_share,
+                    self.network.hashrate_share * 100.0,
+                ),
+                Some(RealNode::Reached(node)) => format!(
                     "node: a real Bitcoin Core at {}{}",
                     node.url,
                     (node.ipc.as_ref()).map_or(String::new(), |ipc| format!(
@@ -1269,24 +1368,48 @@ impl Scenario {
         Ok(())
     }
 
-    /// A real node: its addresses, its chain, and the Mining IPC its SV2 sides need.
+    /// A real node: one of yours (its addresses, its chain, and the Mining IPC its SV2
+    /// sides need), or a Core the run starts; either runs with the process engine.
     fn check_node(&self) -> Result<()> {
-        let Some(node) = &self.node else {
-            return Ok(());
-        };
+        match &self.node {
+            None => return Ok(()),
+            Some(RealNode::Started(core)) => {
+                if !core.program.is_file() {
+                    fail(
+                        "node.program",
+                        format!("{} is not a file (Bitcoin Core's bitcoin-node, built with IPC: scripts/build-bitcoin-core.sh)", core.program.display()),
+                    )?;
+                }
+                if self.network.hashrate_share >= 1.0 {
+                    fail(
+                        "network.hashrate_share",
+                        "with a started Core the rest of the network finds the blocks our miners do not: below 1".into(),
+                    )?;
+                }
+            }
+            Some(RealNode::Reached(node)) => self.check_reached_node(node)?,
+        }
+        if self.placement.engine != Engine::Process {
+            fail(
+                "node",
+                "a real node runs with placement.engine = \"process\" only".into(),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A node of yours: its addresses, its chain, and the Mining IPC its SV2 sides need.
+    fn check_reached_node(&self, node: &ReachedNode) -> Result<()> {
         if !node.url.starts_with("http://") {
             fail(
                 "node.url",
                 format!("{:?} is not http://HOST:PORT (the node's RPC)", node.url),
             )?;
         }
-        if !node.zmq.starts_with("tcp://") {
+        if let Some(zmq) = node.zmq.as_ref().filter(|z| !z.starts_with("tcp://")) {
             fail(
                 "node.zmq",
-                format!(
-                    "{:?} is not tcp://HOST:PORT (the node's -zmqpubhashblock)",
-                    node.zmq
-                ),
+                format!("{zmq:?} is not tcp://HOST:PORT (the node's -zmqpubhashblock)"),
             )?;
         }
         if let Some(chain) = node.chain.as_deref().filter(|c| !CHAINS.contains(c)) {
@@ -1306,12 +1429,6 @@ impl Scenario {
                     format!("testnet3 has no Mining IPC network in the SRI pool (mainnet, testnet4, signet, regtest): {} cannot serve SV2 sides", ipc.display()),
                 )?;
             }
-        }
-        if self.placement.engine != Engine::Process {
-            fail(
-                "node",
-                "a real node runs with placement.engine = \"process\" only".into(),
-            )?;
         }
         Ok(())
     }
@@ -1632,6 +1749,24 @@ impl Scenario {
     pub fn hashes_per_block(&self) -> f64 {
         self.total_hashrate() * self.network.block_interval.as_secs_f64()
             / self.network.hashrate_share
+    }
+
+    /// On a started Core's signet a block takes a fixed number of hashes: the miners'
+    /// share of them (`hashes_per_share`, at the scenario's share rate) is what gives our
+    /// miners `hashrate_share` of the blocks at `block_interval`. Worked: 4.84 M hashes a
+    /// block, 30% every 15 s is 96.8 kH/s; over 16 miners at 10 shares a minute, 36.3 k
+    /// hashes a share.
+    pub fn signet_hashes_per_share(&self) -> f64 {
+        let ours = core_node::Chain::Signet.hashes_per_block() * self.network.hashrate_share
+            / self.network.block_interval.as_secs_f64();
+        let shares_per_s =
+            f64::from(self.miners.count) * self.sides.len() as f64 * self.miners.shares_per_min
+                / 60.0;
+        if shares_per_s > 0.0 {
+            ours / shares_per_s
+        } else {
+            self.miners.hashes_per_share
+        }
     }
 
     /// The share difficulty that gives `hashes_per_share`.

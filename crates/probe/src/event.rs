@@ -108,6 +108,14 @@ pub enum Event {
     /// A real node's Mining IPC told a pool of its tip (getTip, waitTipChanged), as the
     /// IPC tap between them saw the answer pass.
     IpcTipSeen { hash: String, height: u32 },
+    /// A started Core's rest of the network submitted its block (stamped at Core's
+    /// answer), `late_ns` after the Poisson time it was due: ground ahead, it is late
+    /// only when the tip moved just before (it is then ground on the new tip).
+    NetworkBlockSent {
+        hash: String,
+        late_ns: u64,
+        accepted: bool,
+    },
     /// A block was submitted to the node; `reject_reason` is `None` when it was accepted.
     BlockSubmitted {
         hash: String,

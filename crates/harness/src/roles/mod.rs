@@ -156,6 +156,10 @@ pub enum RoleSpec {
     RpcTap {
         config: crate::rpc_tap::RpcTapConfig,
     },
+    /// A real Bitcoin Core the run starts as its network (`[node] program`).
+    CoreNetwork {
+        config: crate::core_network::CoreNetworkConfig,
+    },
 }
 
 impl RoleSpec {
@@ -220,6 +224,8 @@ impl RoleSpec {
                 listens.extend(routes.iter_mut().map(|r| &mut r.listen))
             }
             RoleSpec::Sv1Miners { .. } | RoleSpec::Sv2Miners { .. } => {}
+            // Core picks its own RPC port; a real node is never planned.
+            RoleSpec::CoreNetwork { .. } => {}
             RoleSpec::SriPool { params } => {
                 listens.push(&mut params.listen);
                 listens.extend(params.jds_listen.as_mut());
@@ -256,6 +262,7 @@ impl RoleSpec {
                 ..Ready::default()
             },
             RoleSpec::Sv1Miners { .. } | RoleSpec::Sv2Miners { .. } => Ready::default(),
+            RoleSpec::CoreNetwork { .. } => Ready::default(),
             RoleSpec::Sv1Pool { config } => Ready::listening(here(config.listen)),
             RoleSpec::SriPool { params } => Ready {
                 jds: params.jds_listen.map(here),
@@ -380,6 +387,7 @@ pub async fn run_role(
         }
         RoleSpec::Sv2Tap { config } => serve(config, name, r).await?,
         RoleSpec::RpcTap { config } => serve(config, name, r).await?,
+        RoleSpec::CoreNetwork { config } => serve(config, name, r).await?,
         RoleSpec::Sv1Tap { config } => serve(config, name, r).await?,
     }
     recorder.close()

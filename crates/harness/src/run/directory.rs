@@ -57,7 +57,7 @@ pub(super) fn prepare(dir: &Path, scenario: &Scenario) -> Result<()> {
 /// node's password stays with its owner.
 pub(crate) fn write_scenario(dir: &Path, scenario: &Scenario) -> Result<()> {
     let mut shared = scenario.clone();
-    if let Some(node) = &mut shared.node {
+    if let Some(crate::scenario::RealNode::Reached(node)) = &mut shared.node {
         node.rpc_password = "(withheld)".into();
     }
     std::fs::write(

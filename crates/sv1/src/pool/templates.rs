@@ -193,7 +193,8 @@ impl PoolJob {
 }
 
 pub async fn fetch(rpc: &RpcClient, longpollid: Option<&str>) -> Result<BlockTemplate> {
-    let mut request = json!({"rules": ["segwit"]});
+    // A signet's node serves only a client that knows its rule; others ignore it.
+    let mut request = json!({"rules": ["segwit", "signet"]});
     if let Some(id) = longpollid {
         request["longpollid"] = json!(id);
     }

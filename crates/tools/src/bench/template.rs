@@ -247,7 +247,13 @@ async fn measure_core(
 ) -> Result<(String, Result<TemplateMempool>)> {
     let datadir = dir.join(format!("mempool-{size}"));
     let _ = std::fs::remove_dir_all(&datadir);
-    let core = core_node::CoreNode::start(program, &datadir).await?;
+    let core = core_node::CoreNode::start(
+        program,
+        &datadir,
+        core_node::Chain::Regtest,
+        &core_node::fresh_password(),
+    )
+    .await?;
     let version = core.version.clone();
     let measured = async {
         // Coins for the mempool and for every fresh call of every case (three of them, and

@@ -17,7 +17,7 @@ use crate::builtin::payout_script;
 use crate::limits::free_local_port;
 use crate::process::RoleProcess;
 use crate::roles::{announced, LinkRoute, Ready, RoleSpec};
-use crate::scenario::{Config, FaultTarget, RealNode, Scenario, Side};
+use crate::scenario::{Config, FaultTarget, ReachedNode, RealNode, Scenario, Side, StartedCore};
 use analysis::manifest::SideRoles;
 use anyhow::{Context, Result};
 use probe::mono_ns;
@@ -41,9 +41,7 @@ fn pool_rpc_user(side: &str) -> String {
 /// share and difficulty, its mempool, and a time base fixed now, so a farm's node builds
 /// on the very same base block.
 fn node_config(s: &Scenario) -> Result<node::NodeConfig> {
-    let mut mempool = node::MempoolConfig::preset(
-        node::MempoolPreset::parse(&s.network.mempool).map_err(anyhow::Error::msg)?,
-    );
+    let mut mempool = mempool_config(s)?;
     mempool.max_txs = mempool.max_txs.max(mempool.initial_txs);
     let now_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
@@ -63,6 +61,12 @@ fn node_config(s: &Scenario) -> Result<node::NodeConfig> {
     })
 }
 
+/// The scenario's mempool preset.
+fn mempool_config(s: &Scenario) -> Result<node::MempoolConfig> {
+    let preset = node::MempoolPreset::parse(&s.network.mempool).map_err(anyhow::Error::msg)?;
+    Ok(node::MempoolConfig::preset(preset))
+}
+
 /// Starts the node, then per side the pool, link and miners; returns the sides' roles.
 pub(crate) async fn start_roles(
     opts: &RunOptions,
@@ -70,8 +74,10 @@ pub(crate) async fn start_roles(
     roles: &mut Vec<RoleProcess>,
 ) -> Result<BTreeMap<String, SideRoles>> {
     let s = &opts.scenario;
-    if let Some(real) = &s.node {
-        return start_on_real_node(opts, dir, real, roles).await;
+    match &s.node {
+        Some(RealNode::Reached(real)) => return start_on_real_node(opts, dir, real, roles).await,
+        Some(RealNode::Started(core)) => return start_on_core(opts, dir, core, roles).await,
+        None => {}
     }
     let password = format!("{:x}", mono_ns() ^ u64::from(std::process::id()));
     let node_cfg = node_config(s)?;
@@ -181,13 +187,46 @@ pub(crate) async fn start_roles(
     Ok(sides)
 }
 
+/// The sides on a Bitcoin Core the run starts as its network (`crate::core_network`),
+/// then reaches as it reaches any real node.
+async fn start_on_core(
+    opts: &RunOptions,
+    dir: &Path,
+    core: &StartedCore,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<BTreeMap<String, SideRoles>> {
+    let s = &opts.scenario;
+    let mempool = mempool_config(s)?;
+    let password = core_node::fresh_password();
+    let config = crate::core_network::CoreNetworkConfig {
+        program: core.program.clone(),
+        datadir: std::path::absolute(dir.join(format!("{NODE}-core")))?,
+        rpc_password: password.clone(),
+        seed: s.seed,
+        network_block_interval: (s.network.block_interval).div_f64(1.0 - s.network.hashrate_share),
+        initial_txs: mempool.initial_txs,
+        tx_rate: mempool.tx_rate,
+        lasts: s.warmup + s.duration,
+    };
+    let ready = spawn(opts, dir, NODE, &RoleSpec::CoreNetwork { config }, roles).await?;
+    let reached = ReachedNode {
+        url: format!("http://{}", announced(&ready.rpc, "rpc", NODE)?),
+        rpc_user: core_node::RPC_USER.into(),
+        rpc_password: password,
+        zmq: None,
+        chain: Some(core_node::Chain::Signet.name().into()),
+        ipc: Some(announced(&ready.ipc, "ipc", NODE)?),
+    };
+    start_on_real_node(opts, dir, &reached, roles).await
+}
+
 /// The sides on a real node: the node checked, the RPC tap in front of it (and the IPC
 /// tap in front of its Mining IPC, for SV2 sides C and D), then per side the pool, link
 /// and miners.
 async fn start_on_real_node(
     opts: &RunOptions,
     dir: &Path,
-    real: &RealNode,
+    real: &ReachedNode,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<BTreeMap<String, SideRoles>> {
     let chain = check_real_node(real).await?;
@@ -247,8 +286,8 @@ async fn start_on_real_node(
         rpc: &rpc,
         user: Some(&real.rpc_user),
         password: &real.rpc_password,
-        zmq: Some(&real.zmq),
-        zmq_hashblock: Some(&real.zmq),
+        zmq: real.zmq.as_deref(),
+        zmq_hashblock: real.zmq.as_deref(),
     };
     // A Template Provider of the scenario's asks the node through the IPC tap, as a pool
     // would.
@@ -300,7 +339,7 @@ struct ChainInfo {
 
 /// A real node is reachable with the scenario's credentials, synced, and on the chain
 /// the scenario names: else a clear error before anything starts. Its chain.
-async fn check_real_node(real: &RealNode) -> Result<String> {
+async fn check_real_node(real: &ReachedNode) -> Result<String> {
     let node = bitcoind_rpc::RpcClient::new(&real.url, &real.rpc_user, &real.rpc_password);
     let info: ChainInfo = node
         .call("getblockchaininfo", serde_json::json!([]))
@@ -323,7 +362,7 @@ async fn check_real_node(real: &RealNode) -> Result<String> {
 }
 
 /// Why a run cannot use the node `info` describes, if it cannot.
-fn node_problem(info: &ChainInfo, real: &RealNode) -> Option<String> {
+fn node_problem(info: &ChainInfo, real: &ReachedNode) -> Option<String> {
     if info.initialblockdownload {
         return Some(format!(
             "the node at {} is in initial block download ({} of {} blocks): run once it has synced",
@@ -820,11 +859,11 @@ mod tests {
 
     #[test]
     fn a_node_in_initial_block_download_or_on_another_chain_is_refused() {
-        let real = RealNode {
+        let real = ReachedNode {
             url: "http://127.0.0.1:8332".into(),
             rpc_user: "u".into(),
             rpc_password: "p".into(),
-            zmq: "tcp://127.0.0.1:28332".into(),
+            zmq: Some("tcp://127.0.0.1:28332".into()),
             chain: Some("main".into()),
             ipc: None,
         };
@@ -839,7 +878,7 @@ mod tests {
         let signet = node_problem(&info("signet", false), &real).unwrap();
         assert!(signet.contains("node.chain") && signet.contains("\"signet\""));
         assert_eq!(node_problem(&info("main", false), &real), None);
-        let any_chain = RealNode {
+        let any_chain = ReachedNode {
             chain: None,
             ..real
         };
