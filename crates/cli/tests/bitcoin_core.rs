@@ -257,4 +257,25 @@ fn a_program_that_is_not_bitcoin_core_is_refused_naming_it() {
     );
     let said = common::bench_fails(&["template", "--bitcoin-node", "/nowhere/bitcoin-node"]);
     assert!(said.contains("cannot run /nowhere/bitcoin-node"), "{said}");
+    // A run names the scenario field, and its node role's log says what happened.
+    let out = common::out_dir("not-core");
+    let run = common::run_scenario("bitcoin-core", &out, &["--set", "node.program=/bin/true"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(
+        said.contains(
+            "scenario field `node.program`: /bin/true is not Bitcoin Core's bitcoin-node"
+        ),
+        "{said}"
+    );
+    let said = common::run_scenario("bitcoin-core", &out, &["--set", "node.program=/nowhere"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&said.stderr);
+    assert!(
+        said.contains("scenario field `node.program`: /nowhere is not a file"),
+        "{said}"
+    );
 }

@@ -231,7 +231,7 @@ impl CoreNode {
         for _ in 0..blocks {
             let script = address.script_pubkey();
             let block = self
-                .solve(&script, b"/stratum-bench setup/", threads)
+                .solve(&script, b"/stratum-bench setup/", threads, false)
                 .await?;
             self.submit(&block).await?;
             hashes.push(block.hash);

@@ -20,13 +20,15 @@ pub struct SolvedBlock {
 
 impl CoreNode {
     /// A block on Core's current template, paying `payout`, its coinbase tagged `tag`,
-    /// ground on `threads` threads. Its time is the template's; if no nonce of 2^32 meets the
+    /// ground on `threads` threads (`nice`: at the lowest CPU priority, so the roles of a
+    /// run beside it are not slowed). Its time is the template's; if no nonce of 2^32 meets the
     /// target (about e^-887 on signet), a second later.
     pub async fn solve(
         &self,
         payout: &ScriptBuf,
         tag: &[u8],
         threads: usize,
+        nice: bool,
     ) -> Result<SolvedBlock> {
         let template = fetch(&self.rpc, None)
             .await
@@ -47,17 +49,27 @@ impl CoreNode {
             bits: template.bits,
             nonce: 0,
         };
-        let solved = tokio::task::spawn_blocking(move || {
-            (0..).find_map(|later| {
-                let header = bitcoin::block::Header {
-                    time: header.time + later,
-                    ..header
-                };
-                mining::grind(&header, threads)
-            })
-        })
-        .await?
-        .expect("an endless search ends only with a header");
+        let (done, solved) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("grind".into())
+            .spawn(move || {
+                if nice {
+                    // SAFETY: setpriority on this thread's own id only lowers its priority
+                    // (and that of the threads it starts, which inherit it).
+                    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as u32, 19) };
+                }
+                let header = (0..).find_map(|later| {
+                    let header = bitcoin::block::Header {
+                        time: header.time + later,
+                        ..header
+                    };
+                    mining::grind(&header, threads)
+                });
+                let _ = done.send(header);
+            })?;
+        let solved = solved
+            .await?
+            .expect("an endless search ends only with a header");
         Ok(SolvedBlock {
             hash: solved.block_hash(),
             prev_hash: template.prev_hash,

@@ -77,7 +77,8 @@ impl Role for CoreNetworkConfig {
             Chain::Signet,
             &self.rpc_password,
         )
-        .await?;
+        .await
+        .map_err(|e| anyhow::anyhow!("scenario field `node.program`: {e:#}"))?;
         let started = std::time::Instant::now();
         let mut funds = funds::Funds::mine_and_split(&core, self.coins(), self.seed)
             .await
@@ -203,10 +204,11 @@ async fn best(core: &CoreNode) -> Option<BlockHash> {
         .ok()
 }
 
-/// One thread: the run's miners and roles have the rest.
+/// One thread at the lowest priority: the run's miners and roles come first (grinding at
+/// full priority right after a tip, on 2 cores, slowed the SRI sides' new-block jobs).
 async fn solve(core: &CoreNode) -> Option<SolvedBlock> {
     (core
-        .solve(&network_script(), b"/stratum-bench network/", 1)
+        .solve(&network_script(), b"/stratum-bench network/", 1, true)
         .await)
         .inspect_err(|e| tracing::warn!(error = %format!("{e:#}"), "grinding the network's block"))
         .ok()

@@ -1203,7 +1203,9 @@ impl Scenario {
                 config.path(),
                 self.link.rtt_of(side)
             );
-            if matches!(config, Config::Sv2A | Config::Sv2B) {
+            if let Some(real) = self.real_node_in_path(config) {
+                line.push_str(&real);
+            } else if matches!(config, Config::Sv2A | Config::Sv2B) {
                 // What sets this side's new-block answer, said before it runs.
                 line.push_str(&format!(
                     "; farm node's block lag {}",
@@ -1396,6 +1398,20 @@ impl Scenario {
             )?;
         }
         Ok(())
+    }
+
+    /// How a real node changes a side's path from [`Config::path`]'s, in words.
+    fn real_node_in_path(&self, config: Config) -> Option<String> {
+        let zmq = match self.node.as_ref()? {
+            RealNode::Reached(node) => node.zmq.is_some(),
+            RealNode::Started(_) => false,
+        };
+        Some(match config {
+            Config::Sv1 if zmq => "; the node is real".into(),
+            Config::Sv1 => "; the node is real and has no ZMQ: the pool long-polls getblocktemplate".into(),
+            Config::Sv2C | Config::Sv2D => "; the Template Provider is the real node's Mining IPC, through the IPC tap".into(),
+            Config::Sv2A | Config::Sv2B => "; the JDC takes templates from the pool's real node, through the same tap: no farm node of its own, so no farm-node lag".into(),
+        })
     }
 
     /// A node of yours: its addresses, its chain, and the Mining IPC its SV2 sides need.
@@ -1917,6 +1933,32 @@ shares_per_min = 10
             sides(r#"["sv2-d"]"#),
         ]);
         assert!(empty.contains("roles.template_provider.command"), "{empty}");
+    }
+
+    /// `[node] program`: a Core the run starts. Its miners hash for their share of the
+    /// signet's blocks, worked by hand: difficulty(1e0377ae) = 65535 / (227246 * 256) =
+    /// 0.00112652, times 2^32 (difficulty 1's hashes, as shares count them) = 4,838,348
+    /// hashes a block; half of them every 30 s is 80,639 H/s; 2 miners at 10 shares a
+    /// minute make 1/3 share a second, so 241,917 hashes a share. Fields of a node
+    /// of yours beside it, or a program that is no file, are named.
+    #[test]
+    fn a_started_core_sets_the_miners_work_and_refuses_a_reached_nodes_fields() {
+        let p = write(BASE);
+        let exe = std::env::current_exe().unwrap();
+        let program = format!("node.program={:?}", exe.display().to_string());
+        let s = Scenario::load(&p, &[program.clone()]).unwrap();
+        assert!(matches!(s.node, Some(RealNode::Started(ref c)) if c.program == exe));
+        let per_share = s.miners.hashes_per_share;
+        assert!((per_share - 241_917.0).abs() < 5.0, "{per_share}");
+        let per_block = core_node::Chain::Signet.hashes_per_block();
+        assert!((per_block - 4_838_348.0).abs() < 50.0, "{per_block}");
+        let err = |o: &[String]| format!("{:#}", Scenario::load(&p, o).unwrap_err());
+        let with_url = err(&[program.clone(), "node.url=\"http://x\"".into()]);
+        assert!(with_url.contains("`url` is for a node of yours"), "{with_url}");
+        let nowhere = err(&["node.program=\"/nowhere/bitcoin-node\"".into()]);
+        assert!(nowhere.contains("scenario field `node.program`"), "{nowhere}");
+        let all_ours = err(&[program, "network.hashrate_share=1".into()]);
+        assert!(all_ours.contains("network.hashrate_share"), "{all_ours}");
     }
 
     /// Bitcoin Core v32's interface is refused where a pinned SRI role would call v31's

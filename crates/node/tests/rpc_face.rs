@@ -256,7 +256,7 @@ async fn cookie_auth_and_a_port_in_use_named_in_the_error() {
 }
 
 #[tokio::test]
-async fn height_advances_and_zmq_hashblock_and_longpoll_follow_the_tip() {
+async fn height_advances_and_zmq_hashblock_longpoll_and_waitfornewblock_follow_the_tip() {
     let cfg = NodeConfig {
         scripted_arrivals: Some(vec![
             Duration::from_millis(1500),
@@ -284,6 +284,18 @@ async fn height_advances_and_zmq_hashblock_and_longpoll_follow_the_tip() {
                 .await
                 .unwrap();
             t
+        })
+    };
+    // waitfornewblock, as Core's: at its timeout the tip as it is; else the next tip.
+    let start_tip: String = rpc.call("getbestblockhash", json!([])).await.unwrap();
+    let quiet: Value = rpc.call("waitfornewblock", json!([50])).await.unwrap();
+    assert_eq!(quiet["hash"], start_tip.as_str(), "{quiet}");
+    let waiter = {
+        let rpc = RpcClient::new(&format!("http://{}", node.rpc_addr), "u", "p");
+        let from = start_tip.clone();
+        tokio::spawn(async move {
+            let next: Value = rpc.call("waitfornewblock", json!([0, from])).await.unwrap();
+            next
         })
     };
 
@@ -317,6 +329,12 @@ async fn height_advances_and_zmq_hashblock_and_longpoll_follow_the_tip() {
         released["previousblockhash"], first["previousblockhash"],
         "longpoll returns on a new tip"
     );
+    let next = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(next["height"], 880_001, "{next}");
+    assert_eq!(next["hash"], tip_at_height(880_001).await.as_str());
 
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let height: u64 = rpc.call("getblockcount", json!([])).await.unwrap();

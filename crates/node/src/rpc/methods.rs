@@ -31,6 +31,8 @@ enum Call {
     Template { light: bool },
     /// At once, with a JSON result.
     Json(fn(&Arc<Shared>, &Params) -> Result<Value, RpcError>),
+    /// `waitfornewblock`: once the tip moves, or at its timeout.
+    WaitForNewBlock,
 }
 
 /// Every method: its signature, in `help` order, and how it is answered.
@@ -233,6 +235,16 @@ const METHODS: &[(&str, Signature, Call)] = &[
         Call::Json(|shared, _| Ok(json!(shared.started.elapsed().as_secs()))),
     ),
     (
+        "waitfornewblock",
+        sig!(
+            "waitfornewblock ( timeout \"current_tip\" )",
+            0,
+            "timeout",
+            "current_tip"
+        ),
+        Call::WaitForNewBlock,
+    ),
+    (
         "validateaddress",
         sig!("validateaddress \"address\"", 1, "address"),
         Call::Json(|_, p| Ok(address_json(p.required_str(0)?))),
@@ -253,7 +265,33 @@ pub async fn dispatch(
     match call {
         Call::Template { light } => get_block_template(shared, client, &p, *light).await,
         Call::Json(answer) => answer(shared, &p).map(Reply::Json),
+        Call::WaitForNewBlock => wait_for_new_block(shared, &p).await.map(Reply::Json),
     }
+}
+
+/// As bitcoind's: waits until the tip differs from `current_tip` (or from the tip at the
+/// call), at most `timeout` ms (0: no limit), and answers the tip then, `{hash, height}`.
+async fn wait_for_new_block(shared: &Arc<Shared>, p: &Params) -> Result<Value, RpcError> {
+    let timeout = p.u64(0)?.filter(|ms| *ms > 0).map(Duration::from_millis);
+    let from = match p.str(1)? {
+        Some(hash) => parse_hash(hash)?,
+        None => shared.sync().tip_hash(),
+    };
+    let mut tip = shared.subscribe_tip();
+    let moved = async {
+        while shared.sync().tip_hash() == from {
+            // The sender lives as long as the node; a closed one ends the wait.
+            if tip.changed().await.is_err() {
+                break;
+            }
+        }
+    };
+    match timeout {
+        Some(limit) => drop(tokio::time::timeout(limit, moved).await),
+        None => moved.await,
+    }
+    let state = shared.sync();
+    Ok(json!({"hash": state.tip_hash().to_string(), "height": state.chain().height()}))
 }
 
 fn getblockhash(shared: &Arc<Shared>, p: &Params) -> Result<Value, RpcError> {
