@@ -212,6 +212,7 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
         | Event::TemplateFetched { .. }
         | Event::BlockSubmitted { .. }
         | Event::NetworkBlockSent { .. }
+        | Event::IpcCallAnswered { .. }
         | Event::NetworkTemplateValue { .. }
         | Event::PoolTemplate { .. }
         | Event::JobDeclared { .. }

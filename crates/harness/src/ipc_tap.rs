@@ -5,7 +5,8 @@
 //! or waitNext, stamped when it passed), identified once the pool has read its header
 //! and coinbase merkle path (`mining::work_id`, as a job built on it shows it), and each
 //! tip as it reaches the pool: the node's answer to getTip or waitTipChanged, or the first
-//! template on it.
+//! template on it. Every call a pool makes is timed, from its passing to its answer's
+//! (`IpcCallAnswered`): what the node takes to answer each Mining method.
 
 use anyhow::{Context, Result};
 use bitcoin::hashes::Hash;
@@ -101,6 +102,8 @@ struct Seen {
 #[derive(Default)]
 struct Connection {
     asked: HashMap<u32, Asked>,
+    /// Every open call the pool made, by question: its method and when it passed.
+    calls: HashMap<u32, (String, u64)>,
     /// Tips this pool has been handed a template on.
     tips: std::collections::HashSet<bitcoin::BlockHash>,
     /// Questions whose answer is a template, to the export it resolved to.
@@ -300,6 +303,8 @@ fn read_message(
             // A question id is used again once its answer is finished: a template it named
             // before is not the one it will name.
             state.answers.remove(&call.get_question_id());
+            let method = method_name(call.get_interface_id(), call.get_method_id());
+            state.calls.insert(call.get_question_id(), (method, t));
             let template = state.export(target).map_or(target, TemplateRef::Export);
             let asked = match (call.get_interface_id(), call.get_method_id()) {
                 (mining::Client::TYPE_ID, methods::CREATE_NEW_BLOCK) => Some(Asked::Template),
@@ -347,6 +352,9 @@ fn read_message(
         }
         (false, message::Return(ret)) => {
             let ret = ret?;
+            if let Some((method, asked_ns)) = state.calls.remove(&ret.get_answer_id()) {
+                recorder.record_at(t, Event::IpcCallAnswered { method, asked_ns });
+            }
             let Some(asked) = state.asked.remove(&ret.get_answer_id()) else {
                 return Ok(());
             };
@@ -366,6 +374,40 @@ fn read_message(
         _ => {}
     }
     Ok(())
+}
+
+/// A Mining IPC call as the tap names it: `Mining.createNewBlock`, or the interface and
+/// ordinal (`BlockTemplate@2`) of one it does not follow.
+fn method_name(interface: u64, method: u16) -> String {
+    let (iface, name) = match interface {
+        mining::Client::TYPE_ID => (
+            "Mining",
+            match method {
+                methods::GET_TIP => Some("getTip"),
+                methods::WAIT_TIP_CHANGED => Some("waitTipChanged"),
+                methods::CREATE_NEW_BLOCK => Some("createNewBlock"),
+                methods::SUBMIT_BLOCK => Some("submitBlock"),
+                _ => None,
+            },
+        ),
+        block_template::Client::TYPE_ID => (
+            "BlockTemplate",
+            match method {
+                methods::GET_BLOCK_HEADER => Some("getBlockHeader"),
+                methods::GET_COINBASE_TX => Some("getCoinbaseTx"),
+                methods::GET_COINBASE_MERKLE_PATH => Some("getCoinbaseMerklePath"),
+                methods::SUBMIT_SOLUTION_V31 => Some("submitSolution@7"),
+                methods::WAIT_NEXT => Some("waitNext"),
+                methods::SUBMIT_SOLUTION => Some("submitSolution"),
+                _ => None,
+            },
+        ),
+        other => return format!("{other:x}@{method}"),
+    };
+    match name {
+        Some(name) => format!("{iface}.{name}"),
+        None => format!("{iface}@{method}"),
+    }
 }
 
 /// An answer to a question the tap follows.
@@ -662,18 +704,35 @@ mod tests {
             })
             .await;
         recorder.close().unwrap();
-        let submitted: Vec<(String, Option<String>)> = (probe::recorder::read_events(&events)
-            .unwrap())
-        .into_iter()
-        .filter_map(|r| match r.event {
-            Event::BlockSubmitted {
-                hash,
-                reject_reason,
-                ..
-            } => Some((hash, reject_reason)),
-            _ => None,
-        })
-        .collect();
+        let recorded = probe::recorder::read_events(&events).unwrap();
+        // Every call is timed from its passing to its answer's, named by its method.
+        let calls: Vec<&str> = (recorded.iter())
+            .filter_map(|r| match &r.event {
+                Event::IpcCallAnswered { method, asked_ns } => {
+                    assert!(*asked_ns <= r.t_ns, "{method} answered before it was asked");
+                    Some(method.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        for method in [
+            "Mining.createNewBlock",
+            "BlockTemplate.submitSolution@7",
+            "BlockTemplate.submitSolution",
+            "Mining.submitBlock",
+        ] {
+            assert!(calls.contains(&method), "{method} not in {calls:?}");
+        }
+        let submitted: Vec<(String, Option<String>)> = (recorded.into_iter())
+            .filter_map(|r| match r.event {
+                Event::BlockSubmitted {
+                    hash,
+                    reject_reason,
+                    ..
+                } => Some((hash, reject_reason)),
+                _ => None,
+            })
+            .collect();
         let (one, two) = (
             first.block_hash().to_string(),
             second.block_hash().to_string(),

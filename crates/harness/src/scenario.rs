@@ -1954,9 +1954,15 @@ shares_per_min = 10
         assert!((per_block - 4_838_348.0).abs() < 50.0, "{per_block}");
         let err = |o: &[String]| format!("{:#}", Scenario::load(&p, o).unwrap_err());
         let with_url = err(&[program.clone(), "node.url=\"http://x\"".into()]);
-        assert!(with_url.contains("`url` is for a node of yours"), "{with_url}");
+        assert!(
+            with_url.contains("`url` is for a node of yours"),
+            "{with_url}"
+        );
         let nowhere = err(&["node.program=\"/nowhere/bitcoin-node\"".into()]);
-        assert!(nowhere.contains("scenario field `node.program`"), "{nowhere}");
+        assert!(
+            nowhere.contains("scenario field `node.program`"),
+            "{nowhere}"
+        );
         let all_ours = err(&[program, "network.hashrate_share=1".into()]);
         assert!(all_ours.contains("network.hashrate_share"), "{all_ours}");
     }

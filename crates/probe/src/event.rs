@@ -108,6 +108,9 @@ pub enum Event {
     /// A real node's Mining IPC told a pool of its tip (getTip, waitTipChanged), as the
     /// IPC tap between them saw the answer pass.
     IpcTipSeen { hash: String, height: u32 },
+    /// A Mining IPC call a pool made, answered by the node: its method, and when the call
+    /// passed the IPC tap (the event's time is when the answer passed).
+    IpcCallAnswered { method: String, asked_ns: u64 },
     /// A started Core's rest of the network submitted its block (stamped at Core's
     /// answer), `late_ns` after the Poisson time it was due: ground ahead, it is late
     /// only when the tip moved just before (it is then ground on the new tip).
