@@ -8,7 +8,6 @@
 
 mod common;
 
-use probe::Event;
 use std::path::PathBuf;
 
 fn bitcoin_node() -> Option<PathBuf> {
@@ -154,17 +153,7 @@ async fn core_takes_our_blocks_over_mining_ipc_and_the_tap_records_them() {
     assert_eq!(best, tip);
     recorder.close().unwrap();
     drop(tap);
-    let submitted: Vec<(String, Option<String>)> = (probe::recorder::read_events(&events).unwrap())
-        .into_iter()
-        .filter_map(|r| match r.event {
-            Event::BlockSubmitted {
-                hash,
-                reject_reason,
-                ..
-            } => Some((hash, reject_reason)),
-            _ => None,
-        })
-        .collect();
+    let submitted = harness::ipc_tap::submissions(probe::recorder::read_events(&events).unwrap());
     let expected: Vec<_> = (ours.iter())
         .map(|b| (b.block_hash().to_string(), None))
         .collect();

@@ -376,6 +376,21 @@ fn read_message(
     Ok(())
 }
 
+/// The blocks a tap recorded, in order, each with the node's reject reason (`None`:
+/// taken): what a check of block acceptance reads.
+pub fn submissions(records: Vec<probe::Record>) -> Vec<(String, Option<String>)> {
+    (records.into_iter())
+        .filter_map(|r| match r.event {
+            Event::BlockSubmitted {
+                hash,
+                reject_reason,
+                ..
+            } => Some((hash, reject_reason)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A Mining IPC call as the tap names it: `Mining.createNewBlock`, or the interface and
 /// ordinal (`BlockTemplate@2`) of one it does not follow.
 fn method_name(interface: u64, method: u16) -> String {
@@ -723,16 +738,7 @@ mod tests {
         ] {
             assert!(calls.contains(&method), "{method} not in {calls:?}");
         }
-        let submitted: Vec<(String, Option<String>)> = (recorded.into_iter())
-            .filter_map(|r| match r.event {
-                Event::BlockSubmitted {
-                    hash,
-                    reject_reason,
-                    ..
-                } => Some((hash, reject_reason)),
-                _ => None,
-            })
-            .collect();
+        let submitted = submissions(recorded);
         let (one, two) = (
             first.block_hash().to_string(),
             second.block_hash().to_string(),

@@ -1946,7 +1946,7 @@ shares_per_min = 10
         let p = write(BASE);
         let exe = std::env::current_exe().unwrap();
         let program = format!("node.program={:?}", exe.display().to_string());
-        let s = Scenario::load(&p, &[program.clone()]).unwrap();
+        let s = Scenario::load(&p, std::slice::from_ref(&program)).unwrap();
         assert!(matches!(s.node, Some(RealNode::Started(ref c)) if c.program == exe));
         let per_share = s.miners.hashes_per_share;
         assert!((per_share - 241_917.0).abs() < 5.0, "{per_share}");
