@@ -171,8 +171,8 @@ async fn height(core: &core_node::CoreNode) -> u64 {
         .unwrap()
 }
 
-/// `scenarios/bitcoin-core.toml` on the Core under test, shortened: 70 s of 5 s blocks,
-/// half of them ours (about 7 expected; none at all has odds of e^-7, under 0.1%).
+/// `scenarios/bitcoin-core.toml` on the Core under test, shortened: 60 s measured of 5 s
+/// blocks, half of them ours (6 expected; none at all has odds of e^-6, 0.25%).
 #[test]
 fn sv1_c_and_d_sides_mine_on_a_core_the_run_starts() {
     let Some(program) = bitcoin_node() else {

@@ -41,8 +41,9 @@ pub struct Funds {
 }
 
 impl Funds {
-    /// At least `coins` confirmed coins of ours: Core mines coinbases to our key, matures
-    /// them, and we split each into up to 2,000 outputs, confirmed by one more block.
+    /// At least `coins` confirmed coins of ours: coinbases to our key are mined (by Core on
+    /// regtest, by our grinding on signet) and matured, and we split each into up to 2,000
+    /// outputs, confirmed by one more block.
     pub async fn mine_and_split(core: &CoreNode, coins: usize, seed: u64) -> Result<Funds> {
         let secp = Secp256k1::new();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);

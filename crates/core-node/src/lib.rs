@@ -30,14 +30,13 @@ const START_WITHIN: Duration = Duration::from_secs(60);
 const OLDEST_MAJOR: u32 = 31;
 
 /// The private chain a Core runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chain {
     /// Every second hash is a block: Core's `generatetoaddress` mines one at once.
     Regtest,
     /// A signet whose block challenge is `OP_TRUE` (`-signetchallenge=51`): blocks need no
     /// signature, and the proof of work is signet's floor (`1e0377ae`, about 4.8 million
-    /// hashes a block), which no share at a pool's difficulty meets by chance.
+    /// hashes a block), so only a share far luckier than the pool's difficulty is a block.
     Signet,
 }
 
@@ -217,7 +216,7 @@ impl CoreNode {
 
     /// `blocks` blocks mined to `address`: by Core itself on regtest (at once), by us
     /// grinding Core's templates on signet (Core's own miner is one thread without
-    /// midstate: about 1.3 s a block here, against about 0.5 s).
+    /// midstate: about 1.3 s a block here, against under half a second).
     pub async fn mine_to(
         &self,
         address: &bitcoin::Address,

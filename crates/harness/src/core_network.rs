@@ -121,6 +121,29 @@ impl Running for CoreNetwork {
             ..Ready::default()
         }
     }
+    /// Core that stops answering for 5 s ends the role: the run records it and finishes
+    /// with what it has.
+    async fn ended(&mut self) -> Result<()> {
+        let mut silent = 0;
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            match self
+                .core
+                .rpc
+                .call::<u64>("getblockcount", serde_json::json!([]))
+                .await
+            {
+                Ok(_) => silent = 0,
+                Err(e) if silent >= 4 => {
+                    anyhow::bail!(
+                        "Bitcoin Core stopped answering (its log: {}): {e}",
+                        self.core.log.display()
+                    )
+                }
+                Err(_) => silent += 1,
+            }
+        }
+    }
     async fn stop(self, _: &Recorder) -> Result<()> {
         for task in &self.tasks {
             task.abort();
@@ -154,7 +177,8 @@ async fn arrivals(core: Arc<CoreNode>, mut funds: funds::Funds, rate: f64, seed:
 
 /// The rest of the network: a block ground ahead on Core's newest tip, submitted at each
 /// Poisson time; if the tip moved since (a block of our miners), it is ground again
-/// there and then, and the log says how late that made it.
+/// there and then. It is late by that, or when grinding outlasted the gap; the event and
+/// the log say by how much.
 async fn network_blocks(core: Arc<CoreNode>, mean: Duration, seed: u64, recorder: Recorder) {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x626c6f636b);
     let gap = rand_distr::Exp::new(1.0 / mean.as_secs_f64()).expect("a positive interval");
@@ -176,6 +200,7 @@ async fn network_blocks(core: Arc<CoreNode>, mean: Duration, seed: u64, recorder
             ready = solve(&core).await;
         }
         let Some(block) = ready.take() else {
+            tracing::warn!("no block of the network's was ground in time: this one is not sent");
             continue;
         };
         let late = due.elapsed();

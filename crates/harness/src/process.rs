@@ -196,8 +196,8 @@ async fn keep_in_log(
 impl RoleProcess {
     /// Starts `exe role` for `spec` (as a process, or in its container when the launcher
     /// has containers), its files in `dir` (`roles/`, `logs/`, `events/<name>.jsonl` or
-    /// `journals/`), and waits for its READY line (up to 30 s, 90 s for a swarm service,
-    /// 10 minutes for a Core the run starts), which is returned. A role that fails to start is killed (on drop) and its
+    /// `journals/`), and waits for its READY line (up to 30 s, 90 s for a swarm
+    /// service, 10 minutes for a Core the run starts), which is returned. A role that fails to start is killed (on drop) and its
     /// log's last lines reported.
     pub async fn spawn(
         launcher: &Launcher,

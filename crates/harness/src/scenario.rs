@@ -1129,7 +1129,8 @@ impl Scenario {
             })?;
         let base = path.parent().unwrap_or(Path::new("."));
         if let Some(RealNode::Started(core)) = &mut scenario.node {
-            core.program = base.join(&core.program);
+            // Whole, so the copy in the run directory names the same program.
+            core.program = std::path::absolute(base.join(&core.program))?;
             scenario.miners.hashes_per_share = scenario.signet_hashes_per_share();
         }
         if let Some(Err(e)) = (scenario.farm_node.block_lag.as_mut()).map(|lag| lag.load(base)) {
@@ -1174,7 +1175,7 @@ impl Scenario {
                     "node: Bitcoin Core {} started on a signet of its own (a block is {:.1} million hashes), the rest of the network's blocks every {:.0} s on average, {} mempool; each miner hashes {:.0} H/s ({:.0} hashes a share) for {:.0}% of the blocks",
                     core.program.display(),
                     core_node::Chain::Signet.hashes_per_block() / 1e6,
-                    self.network.block_interval.as_secs_f64() / (1.0 - self.network.hashrate_share),
+                    self.network_block_interval().as_secs_f64(),
                     self.network.mempool,
                     self.miner_hashrate(),
                     self.miners.hashes_per_share,
@@ -1765,6 +1766,12 @@ impl Scenario {
     pub fn hashes_per_block(&self) -> f64 {
         self.total_hashrate() * self.network.block_interval.as_secs_f64()
             / self.network.hashrate_share
+    }
+
+    /// How often the rest of the network finds a block, on average: the blocks our miners
+    /// do not find.
+    pub fn network_block_interval(&self) -> Duration {
+        (self.network.block_interval).div_f64(1.0 - self.network.hashrate_share.min(0.999))
     }
 
     /// On a started Core's signet a block takes a fixed number of hashes: the miners'

@@ -113,7 +113,8 @@ pub enum Event {
     IpcCallAnswered { method: String, asked_ns: u64 },
     /// A started Core's rest of the network submitted its block (stamped at Core's
     /// answer), `late_ns` after the Poisson time it was due: ground ahead, it is late
-    /// only when the tip moved just before (it is then ground on the new tip).
+    /// when the tip moved just before (it is then ground on the new tip) or grinding
+    /// outlasted the gap.
     NetworkBlockSent {
         hash: String,
         late_ns: u64,

@@ -235,6 +235,11 @@ const METHODS: &[(&str, Signature, Call)] = &[
         Call::Json(|shared, _| Ok(json!(shared.started.elapsed().as_secs()))),
     ),
     (
+        "validateaddress",
+        sig!("validateaddress \"address\"", 1, "address"),
+        Call::Json(|_, p| Ok(address_json(p.required_str(0)?))),
+    ),
+    (
         "waitfornewblock",
         sig!(
             "waitfornewblock ( timeout \"current_tip\" )",
@@ -243,11 +248,6 @@ const METHODS: &[(&str, Signature, Call)] = &[
             "current_tip"
         ),
         Call::WaitForNewBlock,
-    ),
-    (
-        "validateaddress",
-        sig!("validateaddress \"address\"", 1, "address"),
-        Call::Json(|_, p| Ok(address_json(p.required_str(0)?))),
     ),
 ];
 

@@ -203,7 +203,7 @@ async fn start_on_core(
         datadir: std::path::absolute(dir.join(format!("{NODE}-core")))?,
         rpc_password: password.clone(),
         seed: s.seed,
-        network_block_interval: (s.network.block_interval).div_f64(1.0 - s.network.hashrate_share),
+        network_block_interval: s.network_block_interval(),
         initial_txs: mempool.initial_txs,
         tx_rate: mempool.tx_rate,
         lasts: s.warmup + s.duration,
