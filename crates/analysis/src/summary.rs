@@ -655,6 +655,23 @@ mod tests {
     use crate::testing::*;
     use probe::{ShareVerdict, TipCause};
 
+    /// A started Core's network blocks (one per block) and the IPC tap's timed calls (a
+    /// few per tip and pool) grow with time, not with miners: a streaming run keeps them.
+    #[test]
+    fn core_network_blocks_and_timed_ipc_calls_are_kept_in_a_streaming_run() {
+        let sent = Event::NetworkBlockSent {
+            hash: "00".into(),
+            late_ns: 1_500_000,
+            accepted: true,
+        };
+        let call = Event::IpcCallAnswered {
+            method: "BlockTemplate.getCoinbaseTx".into(),
+            asked_ns: 1,
+        };
+        assert!(kept_beyond_jobs_and_shares(&sent));
+        assert!(kept_beyond_jobs_and_shares(&call));
+    }
+
     /// One SV1 side over 0-10 s: templates, jobs, a block, shares, a role that died.
     fn run() -> Vec<Record> {
         vec![
