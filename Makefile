@@ -3,7 +3,7 @@ CARGO ?= cargo
 CARGO_FLAGS := --release --locked
 RUN := $(CARGO) run $(CARGO_FLAGS) --quiet --bin stratum-bench --
 
-.PHONY: all deps build run test lint bench sweep-release fuzz clean
+.PHONY: all deps build run test lint bench releases sweep-release fuzz clean
 
 all: build
 
@@ -29,11 +29,16 @@ $(SV1_MINER):
 	$(CARGO) install para --version 0.6.0 --locked --root $(TOOLS_DIR)
 
 # Tests run in the release profile, like the binary, so everything compiles once; with a
-# Docker daemon, started for the tests when none runs (the container tests need one).
+# Docker daemon, started for the tests when none runs (the container tests need one). The
+# release tests run an earlier SRI release, installed from crates.io into the build cache.
+SRI_TEST_RELEASE := 0.6.0
+
 test: deps $(SV1_MINER)
+	scripts/install-sri-releases.sh $(TOOLS_DIR) $(SRI_TEST_RELEASE)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
-	STRATUM_BENCH_SV1_MINER=$(SV1_MINER) scripts/with-docker.sh $(CARGO) test $(CARGO_FLAGS)
+	STRATUM_BENCH_SV1_MINER=$(SV1_MINER) STRATUM_BENCH_SRI_RELEASE=$(TOOLS_DIR)/sri-$(SRI_TEST_RELEASE) \
+		scripts/with-docker.sh $(CARGO) test $(CARGO_FLAGS)
 
 # Fuzzing: every target in fuzz/fuzz_targets for FUZZ_SECONDS each (or FUZZ_TARGETS only),
 # with cargo-fuzz on the nightly toolchain, both installed when missing. `make test` only
@@ -51,19 +56,25 @@ fuzz: deps $(CARGO_FUZZ)
 bench: build
 	$(RUN) bench template --mempool 6000 --iterations 200
 
-# Release against release: SRI's pool_sv2 0.7.0 built again from crates.io (a second build
-# of the pinned version into the build cache: its default features and own lockfile, its
-# own binary) against the one linked into stratum-bench, five runs each of configuration
-# C (about 20 minutes on 2 cores).
-SRI_POOL_B := $(TOOLS_DIR)/sri-pool-0.7.0/bin/pool_sv2
+# Release against release (docs/releases.md). `make releases` installs SRI releases from
+# crates.io into the build cache, one directory each (TOOLS_DIR/sri-VERSION), each pool
+# release with the translator and JDC published beside it (about 5 minutes a release on 2
+# cores, once). `make sweep-release` runs configurations A and C on the pinned release and
+# the two before it, every role of each as its own binary, five runs a release (about 25
+# minutes on 2 cores); FAIL_ON_REGRESSION=PCT gates it.
+SRI_RELEASES ?= 0.7.0 0.6.0 0.5.0
 SWEEP_RELEASE_OUT ?= runs/sweep-release
+comma := ,
+empty :=
+space := $(empty) $(empty)
+SWEEP_RELEASE_GATE := $(if $(FAIL_ON_REGRESSION),--fail-on-regression $(FAIL_ON_REGRESSION))
 
-$(SRI_POOL_B):
-	$(CARGO) install pool_sv2 --version 0.7.0 --locked --root $(TOOLS_DIR)/sri-pool-0.7.0
+releases: deps
+	scripts/install-sri-releases.sh $(TOOLS_DIR) $(SRI_RELEASES)
 
-sweep-release: build $(SRI_POOL_B)
-	$(RUN) sweep scenarios/config-c.toml --repeat 5 --duration 60s --out $(SWEEP_RELEASE_OUT) \
-		--vary roles.pool.command=builtin,$(SRI_POOL_B)
+sweep-release: build releases
+	$(RUN) sweep scenarios/release.toml --repeat 5 --out $(SWEEP_RELEASE_OUT) $(SWEEP_RELEASE_GATE) \
+		--vary release=$(subst $(space),$(comma),$(foreach r,$(SRI_RELEASES),$(TOOLS_DIR)/sri-$(r)))
 
 clean:
 	$(CARGO) clean

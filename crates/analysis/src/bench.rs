@@ -104,6 +104,9 @@ pub struct FanoutResult {
     /// The process that sent the jobs.
     #[serde(default)]
     pub via: FanoutVia,
+    /// The SRI pool's build when it was not the linked release: "pool_sv2 0.6.0 (PATH)".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_build: Option<String>,
     pub mode: FanoutMode,
     pub miners: u32,
     pub rounds: usize,
@@ -586,6 +589,7 @@ mod tests {
     fn fanout_in_multiples_of_the_floor() {
         let r = FanoutResult {
             via: FanoutVia::Sv1Pool,
+            pool_build: None,
             mode: FanoutMode::Tcp,
             miners: 1000,
             rounds: 1,

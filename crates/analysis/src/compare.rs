@@ -54,6 +54,28 @@ impl MetricComparison {
             d.significant && least_pct.is_some_and(|p| p > pct)
         })
     }
+
+    /// What a release gate judges: each side's latencies (what the miners see of the
+    /// release) and the SRI roles' CPU and memory (what it costs). Bandwidth follows the
+    /// shares the seed drew, and the other roles are not the release's.
+    pub fn is_headline(&self) -> bool {
+        let sri_role = ["pool-sv2", "translator-", "jdc-"]
+            .iter()
+            .any(|p| self.subject.starts_with(p));
+        HEADLINE_LATENCIES.contains(&self.metric.as_str())
+            || (sri_role && matches!(self.metric.as_str(), "CPU" | "RSS"))
+    }
+}
+
+/// Each side's latencies a comparison holds.
+const HEADLINE_LATENCIES: [&str; 3] = ["new job", "new job after a block", "block propagation"];
+
+/// The headline metrics of `metrics` worse than A by more than `pct` percent, the whole
+/// 95% interval past it (a release gate's failures).
+pub fn regressions(metrics: &[MetricComparison], pct: f64) -> Vec<&MetricComparison> {
+    (metrics.iter())
+        .filter(|m| m.is_headline() && m.regressed(pct))
+        .collect()
 }
 
 /// What a comparison can say.
@@ -339,6 +361,59 @@ mod tests {
         // +48% is a regression beyond 10%, not beyond 60%.
         let row = get("sv1", "new job after a block");
         assert!(row.regressed(10.0) && !row.regressed(60.0));
+    }
+
+    /// A gate's row: A's mean 100, B's worse by `delta` with the interval `ci`.
+    fn row(subject: &str, metric: &str, ci: (f64, f64), significant: bool) -> MetricComparison {
+        MetricComparison {
+            subject: subject.into(),
+            metric: metric.into(),
+            unit: "ms".into(),
+            a: Dist::default(),
+            b: Dist::default(),
+            delta: Some(Delta {
+                mean_a: 100.0,
+                mean_b: 100.0 + (ci.0 + ci.1) / 2.0,
+                delta: (ci.0 + ci.1) / 2.0,
+                pct: Some((ci.0 + ci.1) / 2.0),
+                units_a: 5,
+                units_b: 5,
+                ci: Some(ci),
+                p_value: Some(if significant { 0.001 } else { 0.2 }),
+                significant,
+                method: Default::default(),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_release_gate_fails_on_headline_metrics_whose_whole_interval_is_past_the_bound() {
+        let rows = vec![
+            // +12 to +20 ms on A's 100: at least 12% worse, past 10%.
+            row("sv2-c", "new job after a block", (12.0, 20.0), true),
+            // +8 to +30: the point (+19%) is past 10%, the interval's end (8%) is not.
+            row("sv2-c", "new job", (8.0, 30.0), true),
+            // The pool's CPU 15 to 25 points above 100: past 10%.
+            row("pool-sv2-c", "CPU", (15.0, 25.0), true),
+            // The miners' CPU is not the release's, however much worse.
+            row("miners-sv2-c", "CPU", (50.0, 60.0), true),
+            // Bandwidth is not a headline metric.
+            row("sv2-c", "farm tx", (50.0, 60.0), true),
+            // Past the bound but not significant once the table's tests are counted.
+            row("sv2-d", "block propagation", (40.0, 60.0), false),
+        ];
+        let failed: Vec<(&str, &str)> = regressions(&rows, 10.0)
+            .iter()
+            .map(|m| (m.subject.as_str(), m.metric.as_str()))
+            .collect();
+        assert_eq!(
+            failed,
+            [("sv2-c", "new job after a block"), ("pool-sv2-c", "CPU")]
+        );
+        // The bound is strict: at 15%, the pool's CPU (at least 15%) is not past it, nor is
+        // the latency (at least 12%); just under 12%, both are.
+        assert!(regressions(&rows, 15.0).is_empty());
+        assert_eq!(regressions(&rows, 11.9).len(), 2);
     }
 
     #[test]

@@ -20,6 +20,11 @@ pub struct FanoutArgs {
     /// (times start as the bench asks that node for the block).
     #[arg(long, default_value = "sv1-pool")]
     via: FanoutVia,
+    /// With `--via sv2-pool` or `translator`: a `pool_sv2` binary to send in place of the
+    /// linked release (an SRI release's, `make releases`), given the same config. It is
+    /// asked its version first; one whose config this build does not know is refused.
+    #[arg(long, value_name = "PATH")]
+    pool_command: Option<PathBuf>,
     /// With --via HOST:PORT: the RPC URL of the regtest node behind that pool, for example
     /// http://127.0.0.1:18443. Each round mines a block there (generatetoaddress).
     #[arg(long)]
@@ -82,6 +87,12 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
     if args.mode == FanoutMode::Sv2Group && args.via != FanoutVia::Sv2Pool {
         bail!("--mode sv2-group: group channels are an SV2 pool's (use --via sv2-pool)");
     }
+    if args.pool_command.is_some()
+        && !matches!(args.via, FanoutVia::Sv2Pool | FanoutVia::Translator)
+    {
+        bail!("--pool-command: only --via sv2-pool and --via translator run an SRI pool");
+    }
+    let pool_binary = crate::targets::sri_pool_binary(args.pool_command.as_deref())?;
     anyhow::ensure!(args.group_size > 0, "--group-size must be at least 1");
     anyhow::ensure!(
         args.rounds > 0 && !args.miners.is_empty(),
@@ -94,6 +105,7 @@ pub async fn run(args: FanoutArgs) -> Result<()> {
         group_size: args.group_size,
         rounds: args.rounds,
         node,
+        pool_binary,
         out: args.out.clone(),
         launcher: harness::process::Launcher::this_executable(args.isolate)?,
     })

@@ -15,6 +15,11 @@ pub struct PoolArgs {
     /// pool on this machine, for example 127.0.0.1:3333.
     #[arg(long, default_value = "builtin")]
     target: String,
+    /// With `--target sri`: a `pool_sv2` binary to benchmark in place of the linked
+    /// release (an SRI release's, `make releases`), given the same config. It is asked
+    /// its version first; one whose config this build does not know is refused.
+    #[arg(long, value_name = "PATH")]
+    pool_command: Option<PathBuf>,
     /// Miner connections carrying the load.
     #[arg(long, default_value_t = 200)]
     miners: u32,
@@ -59,7 +64,12 @@ pub async fn run(args: PoolArgs) -> Result<()> {
     );
     let target = match args.target.as_str() {
         "builtin" => PoolTarget::Builtin,
-        "sri" => PoolTarget::Sri,
+        "sri" => PoolTarget::Sri(crate::targets::sri_pool_binary(
+            args.pool_command.as_deref(),
+        )?),
+        _ if args.pool_command.is_some() => {
+            anyhow::bail!("--pool-command benchmarks an SRI pool: give --target sri")
+        }
         addr => {
             let addr = addr.parse().with_context(|| {
                 format!("--target: {addr:?} is not `builtin`, `sri` or host:port")

@@ -194,7 +194,7 @@ fn main() -> ExitCode {
             Command::Run(args) => done(run_cmd::run(args).await),
             Command::Show(args) => done(report_cmd::show(args)),
             Command::Scenarios(args) => done(scenarios_cmd::list(args)),
-            Command::Sweep(args) => done(sweep_cmd::run(args).await),
+            Command::Sweep(args) => sweep_cmd::run(args).await,
             Command::Role(args) => done(run_cmd::role(args).await),
             Command::Collect(args) => done(run_cmd::collect(args).await),
             Command::Image(args) => done(run_cmd::image(args)),

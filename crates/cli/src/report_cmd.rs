@@ -110,9 +110,11 @@ pub struct CompareArgs {
     /// Where compare.md, compare.html and compare.json go.
     #[arg(long, default_value = "runs/compare")]
     out: PathBuf,
-    /// Exit with status 2 when a metric is significantly worse than A by more than this
-    /// many percent, its whole 95% interval past it (to gate a CI on performance). With one run a side that judges the two
-    /// runs; give directories of five runs or more a side to judge the releases.
+    /// Exit with status 2 when a headline metric (a side's new-job, new-job-after-a-block
+    /// or block-propagation latency; an SRI role's CPU or memory) is significantly worse
+    /// than A by more than this many percent, its whole 95% interval past it (to gate a CI
+    /// on performance). With one run a side that judges the two runs; give directories of
+    /// five runs or more a side to judge the releases.
     #[arg(long, value_name = "PCT")]
     fail_on_regression: Option<f64>,
 }
@@ -147,31 +149,28 @@ pub fn compare(args: CompareArgs) -> Result<std::process::ExitCode> {
     )?;
     print!("{}", doc.to_markdown());
     println!("\nwritten to {}", args.out.display());
-    if let Some(pct) = args.fail_on_regression {
-        let regressed: Vec<String> = comparisons
-            .iter()
-            .flat_map(|c| {
-                c.metrics.iter().filter(|m| m.regressed(pct)).map(move |m| {
-                    format!(
-                        "{}: {} {} ({}); judged: {}",
-                        c.run_b,
-                        m.subject,
-                        m.metric,
-                        m.unit,
-                        c.scope.says()
-                    )
-                })
-            })
-            .collect();
-        if !regressed.is_empty() {
-            eprintln!(
-                "regressions beyond {pct}% (significant):\n  {}",
-                regressed.join("\n  ")
-            );
-            return Ok(std::process::ExitCode::from(2));
-        }
+    Ok(gate(&comparisons, args.fail_on_regression))
+}
+
+/// Exit status 2 when a headline metric regressed beyond `pct` (the regressions said on
+/// stderr), success otherwise or with no gate.
+pub fn gate(
+    comparisons: &[report::compare::Comparison],
+    pct: Option<f64>,
+) -> std::process::ExitCode {
+    let Some(pct) = pct else {
+        return std::process::ExitCode::SUCCESS;
+    };
+    let regressed = report::compare::regressions(comparisons, pct);
+    if regressed.is_empty() {
+        eprintln!("no headline metric worse by more than {pct}% (significant)");
+        return std::process::ExitCode::SUCCESS;
     }
-    Ok(std::process::ExitCode::SUCCESS)
+    eprintln!(
+        "regressions beyond {pct}% (significant):\n  {}",
+        regressed.join("\n  ")
+    );
+    std::process::ExitCode::from(2)
 }
 
 #[derive(Args)]

@@ -236,6 +236,9 @@ pub async fn run(args: RunArgs) -> Result<()> {
         for line in scenario.plan() {
             println!("  {line}");
         }
+        for role in harness::sri_builds::identify(&scenario)? {
+            println!("  SRI {:?}: {role}", role.app);
+        }
         return Ok(());
     }
     eprintln!(

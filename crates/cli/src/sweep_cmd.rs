@@ -42,11 +42,24 @@ pub struct SweepArgs {
     /// Override a scenario field in every run: --set network.block_interval=10s
     #[arg(long = "set", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
+    /// With a release (or role command) varied: exit with status 2 when a release is
+    /// worse than the first by more than this many percent on a headline metric (a side's
+    /// new-job, new-job-after-a-block or block-propagation latency; an SRI role's CPU or
+    /// memory), significantly and its whole 95% interval past it, as `compare` judges.
+    /// Give --repeat 5 or more to judge releases rather than runs.
+    #[arg(long, value_name = "PCT")]
+    fail_on_regression: Option<f64>,
     #[command(flatten)]
     worth: WorthArgs,
 }
 
-pub async fn run(args: SweepArgs) -> Result<()> {
+pub async fn run(args: SweepArgs) -> Result<std::process::ExitCode> {
+    let gate = args.fail_on_regression;
+    if gate.is_some() && !varies_a_release(&args)? {
+        anyhow::bail!(
+            "--fail-on-regression judges releases: vary one (--vary release=builtin,DIR or --vary roles.pool.command=...)"
+        );
+    }
     let swept = harness::sweep::runner::sweep(SweepOptions {
         worth: args.worth.assumptions()?,
         scenario: args.scenario,
@@ -59,12 +72,39 @@ pub async fn run(args: SweepArgs) -> Result<()> {
         overrides: args.overrides,
     })
     .await?;
-    written(&swept.dir, swept.interrupted)
+    let releases = written(&swept.dir, swept.interrupted)?;
+    if gate.is_some() && releases.is_empty() {
+        anyhow::bail!(
+            "--fail-on-regression: no release could be compared with the first (its runs failed?): see the sweep's report"
+        );
+    }
+    Ok(crate::report_cmd::gate(&releases, gate))
 }
 
-/// The sweep's report, and what it says at the end: the slopes, the files, the failures.
-fn written(dir: &Path, interrupted: bool) -> Result<()> {
-    let (record, written) = report::sweep::write(dir)?;
+/// Whether the sweep varies a release or an SRI role's command: by its --vary, or else by
+/// the scenario's `[[sweep.vary]]`.
+fn varies_a_release(args: &SweepArgs) -> Result<bool> {
+    let keys: Vec<String> = if args.vary.is_empty() {
+        let scenario = harness::Scenario::load(&args.scenario, &args.overrides)?;
+        (scenario.sweep.iter())
+            .flat_map(|s| s.vary.iter().map(|v| v.key.clone()))
+            .collect()
+    } else {
+        (args.vary.iter())
+            .filter_map(|v| Some(v.split_once('=')?.0.trim().to_string()))
+            .collect()
+    };
+    Ok(keys.iter().any(|k| analysis::sweep::is_release_key(k)))
+}
+
+/// The sweep's report, and what it says at the end: the slopes, the files, the failures;
+/// returns each release against the first.
+fn written(dir: &Path, interrupted: bool) -> Result<Vec<report::compare::Comparison>> {
+    let report::sweep::Written {
+        record,
+        files: written,
+        releases,
+    } = report::sweep::write(dir)?;
     print!("{}", slopes_text(&record));
     let failed = record.count(RunStatus::Failed);
     println!(
@@ -86,7 +126,7 @@ fn written(dir: &Path, interrupted: bool) -> Result<()> {
             "(interrupted: the report covers the runs done; run the same command again to go on)"
         );
     }
-    Ok(())
+    Ok(releases)
 }
 
 /// Each side's slope of the headline latencies and of the scale readings, for the

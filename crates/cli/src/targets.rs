@@ -38,6 +38,13 @@ pub fn url_on_this_machine(url: &str, flag: &str) -> Result<()> {
     addrs.into_iter().try_for_each(|a| on_this_machine(a, flag))
 }
 
+/// `--pool-command PATH`, identified as a `pool_sv2` release whose config this build
+/// writes, before anything starts; none means the linked release.
+pub fn sri_pool_binary(path: Option<&std::path::Path>) -> Result<Option<sri::release::Build>> {
+    path.map(|p| sri::release::identify(p, sri::App::Pool).context("--pool-command"))
+        .transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

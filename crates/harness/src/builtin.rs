@@ -126,11 +126,12 @@ pub async fn start_template_provider(
 }
 
 /// The SRI pool as the process `name`, on `tp`'s templates, aiming its channels' targets
-/// at `shares_per_minute` per channel, each share answered at once (batches of one).
+/// at `shares_per_minute` per channel, each share answered at once (batches of one): the
+/// linked release, or `binary` (another build, identified) with the same config.
 pub async fn start_sri_pool(
     launcher: &Launcher,
     out: &Path,
-    name: &str,
+    (name, binary): (&str, Option<&sri::release::Build>),
     tp: &TemplateProvider,
     shares_per_minute: f64,
     roles: &mut Vec<RoleProcess>,
@@ -150,11 +151,24 @@ pub async fn start_sri_pool(
         share_batch_size: 1,
         jds_listen: None,
     };
-    let (pool, ready) =
-        RoleProcess::spawn(launcher, out, name, &RoleSpec::SriPool { params }).await?;
-    roles.push(pool);
+    let listen = match binary {
+        None => {
+            let (pool, ready) =
+                RoleProcess::spawn(launcher, out, name, &RoleSpec::SriPool { params }).await?;
+            roles.push(pool);
+            announced(&ready.listen, "listen", name)?
+        }
+        Some(build) => {
+            let command = build.program.display().to_string();
+            let config = (params.listen, sri::pool_config(&params)?);
+            let pool =
+                crate::sri_builds::spawn_binary(launcher, out, name, &command, config).await?;
+            roles.push(pool);
+            params.listen
+        }
+    };
     Ok(SriPool {
-        pool: announced(&ready.listen, "listen", name)?,
+        pool: listen,
         keys,
         rpc: bitcoind_rpc::RpcClient::new(&tp.rpc_url, "bench", &tp.password),
     })

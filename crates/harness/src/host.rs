@@ -5,8 +5,8 @@ use analysis::manifest::HostReading;
 use model::host::Host;
 use std::path::{Path, PathBuf};
 
-/// This machine, and this build of stratum-bench.
-pub fn capture() -> Host {
+/// This machine, this build of stratum-bench, and the SRI build of each role of the run.
+pub fn capture(sri_roles: Vec<String>) -> Host {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let cpuinfo = read("/proc/cpuinfo");
     let field = |text: &str, key: &str| {
@@ -30,6 +30,7 @@ pub fn capture() -> Host {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         git_commit: env!("STRATUM_BENCH_GIT_COMMIT").to_string(),
         sri_releases: sri::LINKED_RELEASES.iter().map(|r| r.to_string()).collect(),
+        sri_roles,
     }
 }
 
@@ -328,7 +329,7 @@ mod tests {
 
     #[test]
     fn describes_this_machine() {
-        let h = super::capture();
+        let h = super::capture(Vec::new());
         assert!(h.cores >= 1 && h.memory_bytes > 0);
         assert_ne!(h.cpu_model, "unknown");
         assert!(!h.git_commit.is_empty());

@@ -21,6 +21,7 @@ pub mod roles;
 pub mod rpc_tap;
 pub mod run;
 pub mod scenario;
+pub mod sri_builds;
 pub mod sweep;
 
 pub use run::{run, RunOptions, RunOutcome};

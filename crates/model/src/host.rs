@@ -14,4 +14,9 @@ pub struct Host {
     /// The SRI role releases linked into this build.
     #[serde(default)]
     pub sri_releases: Vec<String>,
+    /// The build each SRI role of the run ran: "pool_sv2 0.6.0 (/path/pool_sv2)" for a
+    /// binary the scenario named, "pool_sv2 0.7.0 (linked in)" for the linked release.
+    /// Empty in runs from before it was recorded.
+    #[serde(default)]
+    pub sri_roles: Vec<String>,
 }

@@ -19,6 +19,27 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
 }
 
+/// The headline metrics worse than A beyond `pct` percent in any of `comparisons` (see
+/// `analysis::compare::regressions`), one line each, naming B and what was judged.
+pub fn regressions(comparisons: &[Comparison], pct: f64) -> Vec<String> {
+    (comparisons.iter())
+        .flat_map(|c| {
+            analysis::compare::regressions(&c.metrics, pct)
+                .into_iter()
+                .map(move |m| {
+                    format!(
+                        "{}: {} {} ({}); judged: {}",
+                        c.run_b,
+                        m.subject,
+                        m.metric,
+                        m.unit,
+                        c.scope.says()
+                    )
+                })
+        })
+        .collect()
+}
+
 /// B against A, as the analysis compares them, each side one run or several (seeds of one
 /// setting); a partial run has nothing to compare.
 pub fn compare(a: &[RunData], b: &[RunData]) -> Result<Comparison> {

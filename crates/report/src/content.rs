@@ -223,13 +223,17 @@ fn context(run: &RunData) -> Section {
     }
 }
 
-/// The SRI releases linked in, and any role a program of the user's replaced, when a
-/// side runs SV2.
+/// The build each SRI role ran (the release linked in, or a binary of the user's), when
+/// a side runs SV2.
 fn sri_row(run: &RunData) -> Option<Vec<String>> {
     let s = |p: &str| run.scenario_value(p).unwrap_or_else(|| "-".into());
     if !s("sides").contains("sv2") {
         return None;
     }
+    if let Some(h) = run.host.as_ref().filter(|h| !h.sri_roles.is_empty()) {
+        return Some(row("SRI roles under test", h.sri_roles.join("; ")));
+    }
+    // A run from before each role's build was recorded.
     let linked = (run.host.as_ref())
         .map(|h| h.sri_releases.join(", "))
         .unwrap_or_else(|| "-".into());

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 /// what the directory holds.
 pub fn write_report(run_dir: &Path, pdf: bool, source: run_data::Source) -> Result<Vec<PathBuf>> {
     if run_dir.join(analysis::sweep::SWEEP_FILE).is_file() {
-        let (_, mut written) = sweep::write(run_dir)?;
+        let mut written = sweep::write(run_dir)?.files;
         if pdf {
             let out = run_dir.join("sweep.pdf");
             print_pdf(&run_dir.join("sweep.html"), &out)?;

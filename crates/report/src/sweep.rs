@@ -21,9 +21,17 @@ use std::path::{Path, PathBuf};
 /// significant.
 const RELEASE_RUNS: u32 = 5;
 
+/// What writing a sweep's report gave: the record with its curves, the files written, and
+/// each release against the first when the sweep compares releases.
+pub struct Written {
+    pub record: SweepRecord,
+    pub files: Vec<PathBuf>,
+    pub releases: Vec<Comparison>,
+}
+
 /// Reads `sweep.json` in `dir`, computes the curves from the finished runs, writes them
-/// back into it, and writes the report files; returns their paths.
-pub fn write(dir: &Path) -> Result<(SweepRecord, Vec<PathBuf>)> {
+/// back into it, and writes the report files.
+pub fn write(dir: &Path) -> Result<Written> {
     let mut record = SweepRecord::load(dir)?;
     let mut problems = Vec::new();
     let mut loaded: Vec<(usize, Summary)> = Vec::new();
@@ -52,12 +60,14 @@ pub fn write(dir: &Path) -> Result<(SweepRecord, Vec<PathBuf>)> {
 
     let mut doc = document(&record, &analysis, &problems);
     let mut files = Vec::new();
+    let mut release_comparisons = Vec::new();
     if let Some((section, comparisons)) = releases(dir, &record)? {
         doc.sections.push(section);
         files.push((
             "releases.json",
             serde_json::to_string_pretty(&comparisons)? + "\n",
         ));
+        release_comparisons = comparisons;
     }
     files.extend([
         ("sweep.md", doc.to_markdown()),
@@ -71,7 +81,11 @@ pub fn write(dir: &Path) -> Result<(SweepRecord, Vec<PathBuf>)> {
         std::fs::write(&out, content).with_context(|| format!("cannot write {}", out.display()))?;
         written.push(out);
     }
-    Ok((record, written))
+    Ok(Written {
+        record,
+        files: written,
+        releases: release_comparisons,
+    })
 }
 
 fn document(record: &SweepRecord, a: &SweepAnalysis, problems: &[String]) -> Document {
@@ -544,6 +558,19 @@ fn releases(dir: &Path, record: &SweepRecord) -> Result<Option<(Section, Vec<Com
         return Ok(Some((section, Vec::new())));
     };
     let mut comparisons = Vec::new();
+    for (point, runs) in &by_value {
+        // Which SRI roles this value swapped, and which stayed linked, as the runs record.
+        if let Some(roles) = (runs.iter())
+            .filter_map(|r| r.host.as_ref())
+            .find(|h| !h.sri_roles.is_empty())
+        {
+            blocks.push(Block::Para(format!(
+                "{key} = {}: {}.",
+                record.values[0].get(*point).map_or("-", String::as_str),
+                roles.sri_roles.join("; ")
+            )));
+        }
+    }
     for (point, runs) in by_value.iter().filter(|(p, _)| **p != 0) {
         let c = crate::compare::compare(base, runs)?;
         let flagged = c

@@ -578,6 +578,7 @@ fn fake_bench_dir(name: &str) -> PathBuf {
         .into_iter()
         .map(|(miners, last_ms)| FanoutResult {
             via: FanoutVia::Sv1Pool,
+            pool_build: None,
             mode: FanoutMode::Tcp,
             miners,
             rounds: 3,

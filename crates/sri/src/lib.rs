@@ -6,6 +6,8 @@
 //! The configs are generated per run: every listener on 127.0.0.1, keys made for the run,
 //! no monitoring server and no `[miner_telemetry]` (which would scan a private range).
 
+pub mod release;
+
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -257,6 +259,15 @@ pub enum App {
 }
 
 impl App {
+    /// The crate (and the name its binary gives to `--version`).
+    pub fn package(self) -> &'static str {
+        match self {
+            App::Pool => "pool_sv2",
+            App::Translator => "translator_sv2",
+            App::JobDeclaratorClient => "jd_client_sv2",
+        }
+    }
+
     /// The environment prefix the app's config loader honours (as its own binary does).
     fn env_prefix(self) -> &'static str {
         match self {

@@ -36,8 +36,10 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// Creates the run directory's folders and writes what the run starts from: the scenario
-/// as it runs (overrides applied) and the host.
+/// as it runs (overrides applied) and the host. An SRI binary that is not a release this
+/// build writes the config of fails it before anything is written.
 pub(super) fn prepare(dir: &Path, scenario: &Scenario) -> Result<()> {
+    let sri_roles = crate::sri_builds::described(&crate::sri_builds::identify(scenario)?);
     for sub in [EVENTS_DIR, "logs"] {
         std::fs::create_dir_all(dir.join(sub))
             .with_context(|| format!("cannot create {}", dir.join(sub).display()))?;
@@ -48,7 +50,7 @@ pub(super) fn prepare(dir: &Path, scenario: &Scenario) -> Result<()> {
     write_scenario(dir, scenario)?;
     std::fs::write(
         dir.join(model::run_dir::HOST_FILE),
-        serde_json::to_string_pretty(&crate::host::capture())?,
+        serde_json::to_string_pretty(&crate::host::capture(sri_roles))?,
     )?;
     Ok(())
 }

@@ -195,14 +195,19 @@ fn label(run: &PointRun) -> String {
 
 /// The `--set` overrides of one setting: a string where the scenario wants one is quoted;
 /// `builtin` leaves an SRI role's command unset; `release` expands to its directory's
-/// binaries.
+/// binaries (in it, or in its `bin/` as `cargo install --root DIR` puts them).
 fn set_of(key: &str, value: &str) -> Result<Vec<String>> {
     let quoted = |v: &str| format!("{}", toml::Value::String(v.to_string()));
     if key == RELEASE_KEY {
         if value == BUILTIN {
             return Ok(Vec::new());
         }
-        let dir = Path::new(value);
+        let root = Path::new(value);
+        let dir = if root.join("bin").is_dir() {
+            root.join("bin")
+        } else {
+            root.to_path_buf()
+        };
         let sets: Vec<String> = (RELEASE_BINARIES.iter())
             .filter(|(_, bin)| dir.join(bin).is_file())
             .map(|(role, bin)| {
@@ -228,18 +233,30 @@ fn set_of(key: &str, value: &str) -> Result<Vec<String>> {
 }
 
 /// Checks every point of `plan` as the scenario it will run (`common_sets` applied to
-/// every run), before anything runs.
-pub fn validate_points(scenario: &Path, plan: &Plan, common_sets: &[String]) -> Result<()> {
+/// every run), before anything runs; returns, for a point that runs an SRI binary, the
+/// build of each SRI role (which a release swapped, which stay linked).
+pub fn validate_points(
+    scenario: &Path,
+    plan: &Plan,
+    common_sets: &[String],
+) -> Result<Vec<String>> {
+    let mut builds = Vec::new();
     let text = std::fs::read_to_string(scenario)
         .with_context(|| format!("cannot read scenario {}", scenario.display()))?;
     for run in plan.runs(0).iter().filter(|r| r.repeat == 0) {
         let mut sets = common_sets.to_vec();
         sets.extend(overrides(run)?);
-        Scenario::parse(&text, scenario, &sets).with_context(|| {
+        let point = Scenario::parse(&text, scenario, &sets).with_context(|| {
             format!("--vary {}: this point is not a valid scenario", label(run))
         })?;
+        let roles = crate::sri_builds::identify(&point)
+            .with_context(|| format!("--vary {}: an SRI binary is refused", label(run)))?;
+        if roles.iter().any(|r| r.binary.is_some()) {
+            let described = crate::sri_builds::described(&roles).join("; ");
+            builds.push(format!("{}: {described}", label(run)));
+        }
     }
-    Ok(())
+    Ok(builds)
 }
 
 fn short_key(key: &str) -> &str {

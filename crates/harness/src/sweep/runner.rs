@@ -67,7 +67,9 @@ pub async fn sweep(args: SweepOptions) -> Result<Swept> {
     }
     let scenario = Scenario::load(&args.scenario, &common_sets)?;
     let plan = Plan::resolve(&args.vary, args.zip, args.repeat, scenario.sweep.as_ref())?;
-    super::validate_points(&args.scenario, &plan, &common_sets)?;
+    for line in super::validate_points(&args.scenario, &plan, &common_sets)? {
+        eprintln!("SRI roles at {line}");
+    }
     let slots = job_slots(args.jobs)?;
     let scenario_text = std::fs::read_to_string(&args.scenario)?;
     // What every run gets beyond its point, in the order `run` takes it.

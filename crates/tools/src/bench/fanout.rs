@@ -29,6 +29,8 @@ pub struct FanoutOptions {
     pub rounds: usize,
     /// The regtest node behind a pool given by address, where each round's block is mined.
     pub node: Option<ForeignNode>,
+    /// With `sv2-pool` or `translator`: a build of `pool_sv2` in place of the linked one.
+    pub pool_binary: Option<sri::release::Build>,
     pub out: PathBuf,
     pub launcher: Launcher,
 }
@@ -168,7 +170,8 @@ async fn start_sender(
         }
         FanoutVia::Translator => {
             let tp = start_template_provider(&opts.launcher, dir, roles).await?;
-            let pool = start_sri_pool(&opts.launcher, dir, "pool", &tp, 1.0, roles).await?;
+            let sender = ("pool", opts.pool_binary.as_ref());
+            let pool = start_sri_pool(&opts.launcher, dir, sender, &tp, 1.0, roles).await?;
             let translator = start_translator(&opts.launcher, dir, &pool, roles).await?;
             Sender {
                 rpc: pool.rpc,
@@ -180,7 +183,8 @@ async fn start_sender(
         }
         FanoutVia::Sv2Pool => {
             let tp = start_template_provider(&opts.launcher, dir, roles).await?;
-            let pool = start_sri_pool(&opts.launcher, dir, "pool", &tp, 1.0, roles).await?;
+            let sender = ("pool", opts.pool_binary.as_ref());
+            let pool = start_sri_pool(&opts.launcher, dir, sender, &tp, 1.0, roles).await?;
             Sender {
                 rpc: pool.rpc,
                 role: Some("pool"),
@@ -352,6 +356,7 @@ async fn measure(
     let writes_dist = Dist::of(&writes);
     Ok(FanoutResult {
         via: opts.via,
+        pool_build: (opts.pool_binary.as_ref()).map(|b| format!("{b} ({})", b.program.display())),
         mode: opts.mode,
         miners: n,
         rounds: rounds.len(),

@@ -27,8 +27,9 @@ pub enum PoolTarget {
     /// Our node as Template Provider and the SRI pool, loaded by SV2 miners (one extended
     /// channel each). The SRI pool sets each channel's target from the channel's nominal
     /// hashrate and its configured shares per minute, so each step runs a fresh pool
-    /// configured for that step's rate.
-    Sri,
+    /// configured for that step's rate. The linked release, or another build of
+    /// `pool_sv2` (identified), given the same config.
+    Sri(Option<sri::release::Build>),
     /// Any SV1 pool on this machine (or in a namespace made for the test).
     Address(SocketAddr),
 }
@@ -100,9 +101,12 @@ async fn ramp(opts: &PoolBenchOptions, roles: &mut Vec<RoleProcess>) -> Result<P
                 "builtin".to_string(),
             )
         }
-        PoolTarget::Sri => (
+        PoolTarget::Sri(build) => (
             Load::Sri(start_template_provider(&opts.launcher, &opts.out, roles).await?),
-            "sri".to_string(),
+            match build {
+                Some(b) => format!("sri: {b} ({})", b.program.display()),
+                None => "sri".to_string(),
+            },
         ),
     };
     let mut idle_rss = meter_of(roles, "pool")
@@ -214,10 +218,14 @@ async fn measure_step(
             // Targets for BENCH_HASHES_PER_SHARE hashes: the pool aims at
             // `shares_per_minute` from each channel's nominal hashrate, which is the
             // miners' real one.
+            let binary = match &opts.target {
+                PoolTarget::Sri(build) => build.as_ref(),
+                _ => None,
+            };
             let pool = start_sri_pool(
                 &opts.launcher,
                 &opts.out,
-                &pool_name,
+                (&pool_name, binary),
                 tp,
                 per_miner * 60.0,
                 roles,

@@ -513,15 +513,14 @@ async fn spawn_sri(
     match command {
         None => spawn_listening(opts, dir, name, &spec, roles).await,
         Some(other) => {
-            let path = dir.join("roles").join(format!("{name}.toml"));
-            probe::private::write(&path, config)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            // SRI's binaries take their config as `-c CONFIG`.
-            let argv: Vec<String> = (other.command.split_whitespace().map(str::to_string))
-                .chain(["-c".to_string(), path.display().to_string()])
-                .collect();
-            let role =
-                RoleProcess::spawn_command(&opts.launcher, &argv, None, dir, name, listen).await?;
+            let role = crate::sri_builds::spawn_binary(
+                &opts.launcher,
+                dir,
+                name,
+                &other.command,
+                (listen, config),
+            )
+            .await?;
             roles.push(role);
             Ok(listen)
         }
