@@ -55,20 +55,26 @@ impl MetricComparison {
         })
     }
 
-    /// What a release gate judges: each side's latencies (what the miners see of the
-    /// release) and the SRI roles' CPU and memory (what it costs). Bandwidth follows the
+    /// What a release gate judges: each side's latencies and stale work (what the miners
+    /// see of the release) and the SRI roles' CPU and memory (what it costs). Bandwidth follows the
     /// shares the seed drew, and the other roles are not the release's.
     pub fn is_headline(&self) -> bool {
         let sri_role = ["pool-sv2", "translator-", "jdc-"]
             .iter()
             .any(|p| self.subject.starts_with(p));
-        HEADLINE_LATENCIES.contains(&self.metric.as_str())
+        HEADLINE_SIDE_METRICS.contains(&self.metric.as_str())
             || (sri_role && matches!(self.metric.as_str(), "CPU" | "RSS"))
     }
 }
 
-/// Each side's latencies a comparison holds.
-const HEADLINE_LATENCIES: [&str; 3] = ["new job", "new job after a block", "block propagation"];
+/// Each side's figures a comparison holds that a release gate judges: its latencies and
+/// its stale work.
+const HEADLINE_SIDE_METRICS: [&str; 4] = [
+    "new job",
+    "new job after a block",
+    "block propagation",
+    "stale work",
+];
 
 /// The headline metrics of `metrics` worse than A by more than `pct` percent, the whole
 /// 95% interval past it (a release gate's failures).
@@ -243,6 +249,18 @@ fn run_samples(run: &RunView) -> BTreeMap<MetricKey, Units> {
             "B/s",
             Units::Series(s.farm_rx_per_s.clone()),
         );
+    }
+    // A side's stale work is one figure of its whole run (work on a tip the network left,
+    // over all its work): one unit a run, judged only with several runs a side.
+    for (name, side) in &run.summary.sides {
+        if let Some(stale) = side.stale_work_pct.point {
+            put(
+                name,
+                "stale work",
+                "% of work",
+                Units::Runs(vec![vec![stale]]),
+            );
+        }
     }
     let mut roles: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     // The host's samples are the machine's, not a role's.
@@ -465,7 +483,13 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        let (sa, sb) = (summaries(&a), summaries(&b));
+        let (mut sa, mut sb) = (summaries(&a), summaries(&b));
+        // Each run's stale work: 1% to 5% in A's runs, 11% to 15% in B's.
+        for (k, ((a, _), (b, _))) in sa.iter_mut().zip(&mut sb).enumerate() {
+            let stale = 1.0 + k as f64;
+            a.sides.get_mut("sv1").unwrap().stale_work_pct.point = Some(stale);
+            b.sides.get_mut("sv1").unwrap().stale_work_pct.point = Some(stale + 10.0);
+        }
         let (va, vb): (Vec<RunView>, Vec<RunView>) = (
             a.iter()
                 .zip(&sa)
@@ -501,5 +525,19 @@ mod tests {
         // Bandwidth by run too: five equal runs a side.
         let tx = rows.iter().find(|r| r.metric == "farm tx").unwrap();
         assert_eq!(tx.delta.as_ref().unwrap().units_a, 5);
+        // Stale work is one figure a run: means 3% and 13%, +10 points, five runs a side;
+        // a headline metric, so a gate at 100% fails on it (its interval's lower end is
+        // above +3 points, over 100% of A's 3).
+        let stale = rows.iter().find(|r| r.metric == "stale work").unwrap();
+        let d = stale.delta.as_ref().unwrap();
+        assert_eq!((d.units_a, d.units_b), (5, 5));
+        assert_eq!((d.mean_a, d.mean_b, d.delta), (3.0, 13.0, 10.0));
+        assert!(d.significant, "{d:?}");
+        assert!(stale.is_headline());
+        let failed = regressions(&rows, 100.0);
+        assert!(
+            failed.iter().any(|m| m.metric == "stale work"),
+            "{failed:?}"
+        );
     }
 }

@@ -104,7 +104,10 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
         .iter()
         .map(|r| {
             vec![
-                r.via.name(),
+                match &r.pool_build {
+                    Some(build) => format!("{}: {build}", r.via.name()),
+                    None => r.via.name(),
+                },
                 r.mode.name().into(),
                 format!("{} ({})", r.miners, r.fleets),
                 r.rounds.to_string(),
