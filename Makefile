@@ -74,7 +74,7 @@ releases: deps
 
 sweep-release: build releases
 	$(RUN) sweep scenarios/release.toml --repeat 5 --out $(SWEEP_RELEASE_OUT) $(SWEEP_RELEASE_GATE) \
-		--vary release=$(subst $(space),$(comma),$(foreach r,$(SRI_RELEASES),$(TOOLS_DIR)/sri-$(r)))
+		--vary release=$(subst $(space),$(comma),$(foreach r,$(SRI_RELEASES),$(TOOLS_DIR)/sri-$(firstword $(subst =, ,$(r)))))
 
 clean:
 	$(CARGO) clean

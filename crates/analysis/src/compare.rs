@@ -43,15 +43,18 @@ pub struct MetricComparison {
 
 impl MetricComparison {
     /// Worse in B by more than `pct` percent, and significantly so: the whole interval is
-    /// past `pct` percent of A, not only the point (every metric compared here is better
-    /// lower: latency, CPU, memory, bytes).
+    /// past `pct` percent of A, not only the point; from a mean of zero in A (no stale
+    /// work), any increase is past every percentage (every metric compared here is better
+    /// lower: latency, stale work, CPU, memory, bytes).
     pub fn regressed(&self, pct: f64) -> bool {
         self.delta.as_ref().is_some_and(|d| {
-            let least_pct = (d.mean_a != 0.0)
-                .then_some(d.ci)
-                .flatten()
-                .map(|(lo, _)| lo / d.mean_a.abs() * 100.0);
-            d.significant && least_pct.is_some_and(|p| p > pct)
+            let least = d.ci.map(|(lo, _)| lo);
+            let past = match least {
+                Some(lo) if d.mean_a == 0.0 => lo > 0.0,
+                Some(lo) => lo / d.mean_a.abs() * 100.0 > pct,
+                None => false,
+            };
+            d.significant && past
         })
     }
 
@@ -381,8 +384,18 @@ mod tests {
         assert!(row.regressed(10.0) && !row.regressed(60.0));
     }
 
-    /// A gate's row: A's mean 100, B's worse by `delta` with the interval `ci`.
+    /// A gate's row: A's mean 100, B's worse by the middle of the interval `ci`.
     fn row(subject: &str, metric: &str, ci: (f64, f64), significant: bool) -> MetricComparison {
+        row_from(100.0, subject, metric, ci, significant)
+    }
+
+    fn row_from(
+        mean_a: f64,
+        subject: &str,
+        metric: &str,
+        ci: (f64, f64),
+        significant: bool,
+    ) -> MetricComparison {
         MetricComparison {
             subject: subject.into(),
             metric: metric.into(),
@@ -390,8 +403,8 @@ mod tests {
             a: Dist::default(),
             b: Dist::default(),
             delta: Some(Delta {
-                mean_a: 100.0,
-                mean_b: 100.0 + (ci.0 + ci.1) / 2.0,
+                mean_a,
+                mean_b: mean_a + (ci.0 + ci.1) / 2.0,
                 delta: (ci.0 + ci.1) / 2.0,
                 pct: Some((ci.0 + ci.1) / 2.0),
                 units_a: 5,
@@ -432,6 +445,12 @@ mod tests {
         // the latency (at least 12%); just under 12%, both are.
         assert!(regressions(&rows, 15.0).is_empty());
         assert_eq!(regressions(&rows, 11.9).len(), 2);
+        // No stale work at all in A: any significant increase is past every bound, a
+        // decrease or an interval reaching zero is not.
+        let from_zero = |ci| row_from(0.0, "sv2-a", "stale work", ci, true);
+        assert!(from_zero((0.5, 3.0)).regressed(1e6));
+        assert!(!from_zero((0.0, 3.0)).regressed(0.0));
+        assert!(!from_zero((-3.0, -0.5)).regressed(0.0));
     }
 
     #[test]

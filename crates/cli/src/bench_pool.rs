@@ -62,14 +62,14 @@ pub async fn run(args: PoolArgs) -> Result<()> {
         args.rate > 0.0 && args.miners > 0,
         "--rate and --miners must be positive"
     );
+    if args.pool_command.is_some() && args.target != "sri" {
+        anyhow::bail!("--pool-command benchmarks an SRI pool: give --target sri");
+    }
     let target = match args.target.as_str() {
         "builtin" => PoolTarget::Builtin,
         "sri" => PoolTarget::Sri(crate::targets::sri_pool_binary(
             args.pool_command.as_deref(),
         )?),
-        _ if args.pool_command.is_some() => {
-            anyhow::bail!("--pool-command benchmarks an SRI pool: give --target sri")
-        }
         addr => {
             let addr = addr.parse().with_context(|| {
                 format!("--target: {addr:?} is not `builtin`, `sri` or host:port")

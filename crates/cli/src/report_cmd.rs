@@ -111,7 +111,7 @@ pub struct CompareArgs {
     #[arg(long, default_value = "runs/compare")]
     out: PathBuf,
     /// Exit with status 2 when a headline metric (a side's new-job, new-job-after-a-block
-    /// or block-propagation latency; an SRI role's CPU or memory) is significantly worse
+    /// or block-propagation latency or stale work; an SRI role's CPU or memory) is significantly worse
     /// than A by more than this many percent, its whole 95% interval past it (to gate a CI
     /// on performance). With one run a side that judges the two runs; give directories of
     /// five runs or more a side to judge the releases.

@@ -44,9 +44,10 @@ pub struct SweepArgs {
     overrides: Vec<String>,
     /// With a release (or role command) varied: exit with status 2 when a release is
     /// worse than the first by more than this many percent on a headline metric (a side's
-    /// new-job, new-job-after-a-block or block-propagation latency; an SRI role's CPU or
-    /// memory), significantly and its whole 95% interval past it, as `compare` judges.
-    /// Give --repeat 5 or more to judge releases rather than runs.
+    /// new-job, new-job-after-a-block or block-propagation latency or stale work; an SRI
+    /// role's CPU or memory), significantly and its whole 95% interval past it, as
+    /// `compare` judges; a sweep with a failed run fails it. Give --repeat 5 or more to
+    /// judge releases rather than runs, and every release as binaries.
     #[arg(long, value_name = "PCT")]
     fail_on_regression: Option<f64>,
     #[command(flatten)]
@@ -57,7 +58,7 @@ pub async fn run(args: SweepArgs) -> Result<std::process::ExitCode> {
     let gate = args.fail_on_regression;
     if gate.is_some() && !varies_a_release(&args)? {
         anyhow::bail!(
-            "--fail-on-regression judges releases: vary one (--vary release=builtin,DIR or --vary roles.pool.command=...)"
+            "--fail-on-regression judges releases: vary one key, a release or an SRI role's command, and nothing else (--vary release=DIR_A,DIR_B or --vary roles.pool.command=PATH_A,PATH_B)"
         );
     }
     let swept = harness::sweep::runner::sweep(SweepOptions {
@@ -72,17 +73,48 @@ pub async fn run(args: SweepArgs) -> Result<std::process::ExitCode> {
         overrides: args.overrides,
     })
     .await?;
-    let releases = written(&swept.dir, swept.interrupted)?;
-    if gate.is_some() && releases.is_empty() {
-        anyhow::bail!(
-            "--fail-on-regression: no release could be compared with the first (its runs failed?): see the sweep's report"
-        );
+    let (record, releases) = written(&swept.dir, swept.interrupted)?;
+    if gate.is_some() {
+        whole_for_the_gate(&record, &releases, swept.interrupted)?;
     }
     Ok(crate::report_cmd::gate(&releases, gate))
 }
 
-/// Whether the sweep varies a release or an SRI role's command: by its --vary, or else by
-/// the scenario's `[[sweep.vary]]`.
+/// A gate judges every release on all its runs: a sweep cut short, a failed run, or a
+/// release without a comparison fails it rather than passing on what is left.
+fn whole_for_the_gate(
+    record: &SweepRecord,
+    releases: &[report::compare::Comparison],
+    interrupted: bool,
+) -> Result<()> {
+    let done = record.count(RunStatus::Done);
+    if interrupted || done < record.runs.len() {
+        anyhow::bail!(
+            "--fail-on-regression: {done} of the sweep's {} runs finished: the gate judges every release on all its runs (see the report for the failures; run the same command again to finish)",
+            record.runs.len()
+        );
+    }
+    let compared = record
+        .values
+        .first()
+        .map_or(0, |v| v.len().saturating_sub(1));
+    if releases.len() < compared {
+        anyhow::bail!(
+            "--fail-on-regression: {} of {compared} release(s) could be compared with the first: see the sweep's report",
+            releases.len()
+        );
+    }
+    if record.repeat < 5 {
+        eprintln!(
+            "--fail-on-regression: with {} run(s) a release, latencies are judged run against run, and CPU, memory and stale work (one unit a run) cannot be: give --repeat 5 or more to judge them",
+            record.repeat
+        );
+    }
+    Ok(())
+}
+
+/// Whether the sweep varies one key, a release or an SRI role's command: by its --vary, or
+/// else by the scenario's `[[sweep.vary]]`.
 fn varies_a_release(args: &SweepArgs) -> Result<bool> {
     let keys: Vec<String> = if args.vary.is_empty() {
         let scenario = harness::Scenario::load(&args.scenario, &args.overrides)?;
@@ -94,12 +126,15 @@ fn varies_a_release(args: &SweepArgs) -> Result<bool> {
             .filter_map(|v| Some(v.split_once('=')?.0.trim().to_string()))
             .collect()
     };
-    Ok(keys.iter().any(|k| analysis::sweep::is_release_key(k)))
+    Ok(matches!(keys.as_slice(), [key] if analysis::sweep::is_release_key(key)))
 }
 
 /// The sweep's report, and what it says at the end: the slopes, the files, the failures;
-/// returns each release against the first.
-fn written(dir: &Path, interrupted: bool) -> Result<Vec<report::compare::Comparison>> {
+/// returns the record and each release against the first.
+fn written(
+    dir: &Path,
+    interrupted: bool,
+) -> Result<(SweepRecord, Vec<report::compare::Comparison>)> {
     let report::sweep::Written {
         record,
         files: written,
@@ -126,7 +161,7 @@ fn written(dir: &Path, interrupted: bool) -> Result<Vec<report::compare::Compari
             "(interrupted: the report covers the runs done; run the same command again to go on)"
         );
     }
-    Ok(releases)
+    Ok((record, releases))
 }
 
 /// Each side's slope of the headline latencies and of the scale readings, for the

@@ -362,26 +362,43 @@ fn an_sri_role_that_fails_to_start_stops_the_run_with_its_error() {
     .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
+    // Asked its version before anything starts: the field, the binary and why.
     assert!(
-        err.contains("cannot start") && err.contains("/nonexistent/translator_sv2"),
+        err.contains("roles.translator.command")
+            && err.contains("/nonexistent/translator_sv2")
+            && err.contains("does not start"),
         "{err}"
     );
     assert!(!dir.join("summary.json").exists(), "nothing was measured");
 
+    // A known release that refuses its config once started: the run stops with the role's
+    // own error.
     let dir = out_dir("sv2-bad-role-exits");
-    let out = run_scenario(
-        "config-c",
-        &dir,
-        &["--set", r#"roles.pool.command="ls --no-such-flag""#],
+    std::fs::create_dir_all(&dir).unwrap();
+    let pool = dir.join("pool_sv2");
+    std::fs::write(
+        &pool,
+        "#!/bin/sh
+[ \"$1\" = --version ] && echo 'pool_sv2 0.7.0' && exit 0
+\
+         echo 'error: unknown field no-such-field in the config' >&2
+exit 1
+",
     )
-    .output()
     .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let set = format!("roles.pool.command=\"{}\"", pool.display());
+    let out = run_scenario("config-c", &dir.join("run"), &["--set", &set])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("exited") && err.contains("no-such-flag"),
+        err.contains("exited") && err.contains("no-such-field"),
         "the role's own error is shown: {err}"
     );
+    assert!(err.contains("did not serve"), "{err}");
 }
 
 /// The SRI pool on Bitcoin Core's Mining IPC instead of TDP: our node's IPC face gives it
