@@ -11,7 +11,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// One sweep at a time: two at once on a small machine would starve each other's fleets.
@@ -87,12 +87,18 @@ fn release_like(dir: &Path, release: &Path, pool: Option<&str>) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// What a sweep of the earlier release needs: the machine to itself (held until the
+/// guard drops), the release, and a fresh directory `name`.
+fn sweep_slot(name: &str) -> (MutexGuard<'static, ()>, PathBuf, PathBuf) {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = out_dir(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    (one, earlier_release(), dir)
+}
+
 #[test]
 fn an_earlier_release_runs_through_sweep_on_its_own_binaries_and_the_same_build_passes_the_gate() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let release = earlier_release();
-    let dir = out_dir("release-same");
-    std::fs::create_dir_all(&dir).unwrap();
+    let (_one, release, dir) = sweep_slot("release-same");
     let copy = release_like(&dir.join("same-build"), &release, None);
     let vary = format!("release={},{}", release.display(), copy.display());
     let out = sweep(&dir, &["--vary", &vary, "--fail-on-regression", "50"]);
@@ -146,10 +152,7 @@ fn an_earlier_release_runs_through_sweep_on_its_own_binaries_and_the_same_build_
 
 #[test]
 fn a_pool_slowed_by_a_delay_on_its_templates_fails_the_gate() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let release = earlier_release();
-    let dir = out_dir("release-slow");
-    std::fs::create_dir_all(&dir).unwrap();
+    let (_one, release, dir) = sweep_slot("release-slow");
     // The slowed pool is the release's own, its Template Provider reached through a relay
     // that holds every byte 60 ms: it learns of each block 60 ms late.
     let target = dir.join("tp-address");

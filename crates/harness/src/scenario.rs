@@ -159,6 +159,11 @@ impl Config {
         matches!(self, Config::Sv2A | Config::Sv2B)
     }
 
+    /// SV1 miners reach SV2 through SRI's translator.
+    pub fn translates(self) -> bool {
+        matches!(self, Config::Sv2A | Config::Sv2C)
+    }
+
     /// The pool builds the jobs from the node's templates (Template Provider or IPC).
     pub fn pool_templates(self) -> bool {
         matches!(self, Config::Sv2C | Config::Sv2D)
@@ -1223,12 +1228,8 @@ impl Scenario {
             let r = &self.roles;
             let programs = [
                 (config != Config::Sv1, "pool", &r.pool),
-                (
-                    matches!(config, Config::Sv2A | Config::Sv2C),
-                    "translator",
-                    &r.translator,
-                ),
-                (matches!(config, Config::Sv2A | Config::Sv2B), "JDC", &r.jdc),
+                (config.translates(), "translator", &r.translator),
+                (config.declares_jobs(), "JDC", &r.jdc),
                 (
                     matches!(config, Config::Sv2C | Config::Sv2D),
                     "Template Provider",

@@ -45,7 +45,7 @@ pub fn identify(s: &Scenario) -> Result<Vec<RoleBuild>> {
         ),
         (
             App::Translator,
-            runs(|c| matches!(c, Config::Sv2A | Config::Sv2C)),
+            runs(Config::translates),
             &s.roles.translator,
             "roles.translator.command",
         ),
