@@ -4,7 +4,6 @@
 use crate::run_cmd::WorthArgs;
 use anyhow::Result;
 use clap::Args;
-use harness::Scenario;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -25,7 +24,7 @@ pub struct DeployArgs {
 }
 
 pub async fn run(args: DeployArgs) -> Result<()> {
-    let scenario = Scenario::load(&args.scenario, &args.overrides)?
+    let scenario = harness::on_host::load(&args.scenario, &args.overrides)?
         .measured_for(args.duration)?
         .in_containers()?;
     let worth = args.worth.assumptions()?;

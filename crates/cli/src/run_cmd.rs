@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use harness::{RunOptions, Scenario};
+use harness::RunOptions;
 use report::run_data::Source;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -219,7 +219,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     if let Some(file) = &args.rtt_from {
         // The sides come from the scenario as given; the round trips go first, so a --set
         // of the link still decides.
-        let sides = Scenario::load(&args.scenario, &args.overrides)?.sides;
+        let sides = harness::on_host::load(&args.scenario, &args.overrides)?.sides;
         let report = tools::latency::read(file)?;
         overrides = tools::latency::rtt_overrides(report.link_rtt_ms(), &sides)?;
         eprintln!(
@@ -229,7 +229,8 @@ pub async fn run(args: RunArgs) -> Result<()> {
         );
     }
     overrides.extend(args.overrides);
-    let scenario = Scenario::load(&args.scenario, &overrides)?.measured_for(args.duration)?;
+    let scenario =
+        harness::on_host::load(&args.scenario, &overrides)?.measured_for(args.duration)?;
     let worth = args.worth.assumptions()?;
     if args.check {
         println!("{} is valid; a run would start:", args.scenario.display());

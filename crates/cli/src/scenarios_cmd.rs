@@ -2,7 +2,6 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use harness::Scenario;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -33,7 +32,7 @@ pub fn list(args: ScenariosArgs) -> Result<()> {
     for file in files {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("cannot read {}", file.display()))?;
-        let what = match Scenario::load(&file, &[]) {
+        let what = match harness::on_host::load(&file, &[]) {
             Ok(s) => format!(
                 "{}; {:.0} s measured",
                 s.sides.join(", "),

@@ -117,7 +117,7 @@ fn whole_for_the_gate(
 /// else by the scenario's `[[sweep.vary]]`.
 fn varies_a_release(args: &SweepArgs) -> Result<bool> {
     let keys: Vec<String> = if args.vary.is_empty() {
-        let scenario = harness::Scenario::load(&args.scenario, &args.overrides)?;
+        let scenario = harness::on_host::load(&args.scenario, &args.overrides)?;
         (scenario.sweep.iter())
             .flat_map(|s| s.vary.iter().map(|v| v.key.clone()))
             .collect()

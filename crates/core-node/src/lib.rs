@@ -29,52 +29,15 @@ const START_WITHIN: Duration = Duration::from_secs(60);
 /// The oldest Core whose Mining IPC the roles here speak (v31's `makeMining @3`).
 const OLDEST_MAJOR: u32 = 31;
 
-/// The private chain a Core runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Chain {
-    /// Every second hash is a block: Core's `generatetoaddress` mines one at once.
-    Regtest,
-    /// A signet whose block challenge is `OP_TRUE` (`-signetchallenge=51`): blocks need no
-    /// signature, and the proof of work is signet's floor (`1e0377ae`, about 4.8 million
-    /// hashes a block), so only a share far luckier than the pool's difficulty is a block.
-    Signet,
-}
+pub use model::chain::Chain;
 
-impl Chain {
-    /// As getblockchaininfo names it, and the data directory's subfolder.
-    pub fn name(self) -> &'static str {
-        match self {
-            Chain::Regtest => "regtest",
-            Chain::Signet => "signet",
-        }
-    }
-
-    /// Its addresses' network.
-    pub fn network(self) -> bitcoin::Network {
-        match self {
-            Chain::Regtest => bitcoin::Network::Regtest,
-            Chain::Signet => bitcoin::Network::Signet,
-        }
-    }
-
-    /// Hashes a block takes on average at the chain's (fixed) target: Core's regtest
-    /// `207fffff`, signet's floor `1e0377ae` (its difficulty moves only after 2,016 blocks).
-    pub fn hashes_per_block(self) -> f64 {
-        let bits = match self {
-            Chain::Regtest => 0x207f_ffff,
-            Chain::Signet => 0x1e03_77ae,
-        };
-        let target = bitcoin::Target::from_compact(bitcoin::CompactTarget::from_consensus(bits));
-        mining::hashes_per_difficulty(target.difficulty_float())
-    }
-
-    fn args(self) -> &'static [&'static str] {
-        match self {
-            Chain::Regtest => &["-regtest"],
-            // Blocks of any age are tips to mine on: the chain is made now, from a genesis
-            // of 2020.
-            Chain::Signet => &["-signet", "-signetchallenge=51", "-maxtipage=2000000000"],
-        }
+/// What tells Core to run `chain`.
+fn chain_args(chain: Chain) -> &'static [&'static str] {
+    match chain {
+        Chain::Regtest => &["-regtest"],
+        // Blocks of any age are tips to mine on: the chain is made now, from a genesis
+        // of 2020.
+        Chain::Signet => &["-signet", "-signetchallenge=51", "-maxtipage=2000000000"],
     }
 }
 
@@ -112,7 +75,7 @@ impl CoreNode {
             .with_context(|| format!("cannot create {}", log.display()))?;
         let mut command = Command::new(program);
         command
-            .args(chain.args())
+            .args(chain_args(chain))
             .arg(format!("-datadir={}", datadir.display()))
             .args(["-server=1", "-listen=0", "-dnsseed=0", "-fixedseeds=0"])
             .args(["-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1"])

@@ -2,7 +2,7 @@
 //! its seeds in `make test` (crates/cli/tests/fuzz_corpus.rs): a scenario file and `--set` overrides as a user
 //! may write them.
 
-use crate::scenario::Scenario;
+use model::scenario::Scenario;
 use std::path::Path;
 
 /// The line that separates the scenario's TOML from its overrides, one per line after it.

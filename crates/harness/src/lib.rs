@@ -14,15 +14,15 @@ pub mod launch;
 pub mod limits;
 pub mod metrics;
 pub mod netns;
+pub mod on_host;
 pub mod plan;
 pub mod process;
 pub mod procs;
 pub mod roles;
 pub mod rpc_tap;
 pub mod run;
-pub mod scenario;
 pub mod sri_builds;
 pub mod sweep;
 
+pub use model::Scenario;
 pub use run::{run, RunOptions, RunOutcome};
-pub use scenario::Scenario;

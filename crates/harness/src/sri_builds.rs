@@ -1,8 +1,8 @@
 //! Which SRI build runs each SRI role of a run: the release linked into stratum-bench, or
 //! a binary the scenario names (`roles.<role>.command`), identified before anything starts.
 
-use crate::scenario::{Config, RoleCommand, Scenario};
 use anyhow::{Context, Result};
+use model::scenario::{Config, RoleCommand, Scenario};
 use sri::release::Build;
 use sri::App;
 use std::path::Path;

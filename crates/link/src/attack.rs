@@ -17,48 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// What the attacker does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Attack {
-    /// The classic hashrate hijack. SV1 `mining.authorize` and `mining.submit` name the
-    /// attacker's worker `account` instead of the farm's; on a connection authorized
-    /// before the attack began, the attacker first authorizes its own worker and swallows
-    /// the answer. The pool credits the attacker; the miners see their shares accepted. On
-    /// a stream it cannot read as SV1 (SV2's Noise), its rewrite lands on ciphertext: it
-    /// changes one byte of the first chunk each connection sends after the attack began.
-    HijackWorker { account: String },
-    /// The job hijack of a malicious proxy: in each SV1 `mining.notify`, every coinbase
-    /// output that pays (a witness commitment pays nothing) pays the attacker's `payout`
-    /// script instead. The miners hash for the attacker: a block they find pays it, and the
-    /// pool, which builds its own coinbase, rejects their shares. On a stream it cannot
-    /// read (SV2's Noise), its rewrite lands on ciphertext: it changes one byte of the
-    /// first chunk the pool sends each connection once the attack is on.
-    HijackJob {
-        #[serde(with = "hex_bytes")]
-        payout: Vec<u8>,
-    },
-    /// Flips one bit of every `every_bytes`-th byte the link carries, each way (counted
-    /// over all its connections): line noise, or a middlebox that mangles what it carries.
-    Tamper { every_bytes: u64 },
-    /// Inserts one forged message into each connection once the attack is on, farm to
-    /// pool: on SV1 a `mining.submit` in the farm's worker's name on its current job (the
-    /// pool judges it as the farm's; the attacker hides the answer), on a stream it cannot
-    /// read (SV2) a frame of its own bytes.
-    Inject,
-}
-
-impl Attack {
-    /// The attack's name in a scenario.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Attack::HijackWorker { .. } => "hijack-worker",
-            Attack::HijackJob { .. } => "hijack-job",
-            Attack::Tamper { .. } => "tamper",
-            Attack::Inject => "inject",
-        }
-    }
-}
+pub use model::attack::Attack;
 
 /// An attack and when it begins, after the link starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -500,19 +459,6 @@ fn push_varint(out: &mut Vec<u8>, n: u64) {
             out.push(0xff);
             out.extend_from_slice(&n.to_le_bytes());
         }
-    }
-}
-
-/// A script in a scenario and a spec: hex.
-mod hex_bytes {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&hex::encode(bytes))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        hex::decode(String::deserialize(d)?).map_err(serde::de::Error::custom)
     }
 }
 

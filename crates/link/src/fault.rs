@@ -8,22 +8,7 @@ use probe::{Event, Recorder};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// How the far end fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FaultKind {
-    Drop,
-    Stall,
-}
-
-impl FaultKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            FaultKind::Drop => "drop",
-            FaultKind::Stall => "stall",
-        }
-    }
-}
+pub use model::fault::FaultKind;
 
 /// A fault of some of a link's routes, timed from the link's start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

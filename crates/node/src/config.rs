@@ -171,33 +171,7 @@ pub struct MempoolConfig {
     pub max_txs: usize,
 }
 
-/// Named starting points for [`MempoolConfig`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MempoolPreset {
-    /// Busy mainnet: several transactions a second, fees of a few sat/vB with a long tail.
-    Mainnet,
-    /// testnet4-like: few transactions, almost all at the 1 sat/vB floor.
-    Testnet,
-    /// No transactions: templates carry only the coinbase and the marker.
-    Empty,
-}
-
-impl MempoolPreset {
-    pub const NAMES: &'static str = "mainnet, testnet, empty";
-
-    pub fn parse(name: &str) -> Result<Self, String> {
-        match name {
-            "mainnet" => Ok(Self::Mainnet),
-            "testnet" => Ok(Self::Testnet),
-            "empty" => Ok(Self::Empty),
-            other => Err(format!(
-                "unknown mempool preset {other:?} (one of {})",
-                Self::NAMES
-            )),
-        }
-    }
-}
+pub use model::network::MempoolPreset;
 
 impl MempoolConfig {
     pub fn preset(preset: MempoolPreset) -> Self {

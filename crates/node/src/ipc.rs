@@ -38,57 +38,7 @@ const WAIT_NEXT_POLL: Duration = Duration::from_secs(1);
 /// The answer to a client of an older Mining interface.
 pub const UNSUPPORTED_VERSION: &str = "unsupported Mining IPC interface version: this node serves interface version 31 or later (Bitcoin Core v31, Init.makeMining @3); the client called Init @2, makeMining of version 30. Configure the client for version 31 (SRI: template_provider_type.BitcoinCoreIpc.version = 31)";
 
-/// The Mining interface the face serves, as the Bitcoin Core release it stands for. The
-/// two share `Init.makeMining @3` and every method of v31; v32.1 adds Mining.submitBlock
-/// @7, getTransactionsByTxID @8 and getTransactionsByWitnessID @9, and moves
-/// BlockTemplate.submitSolution from @7 (a bare result) to @10 (with reason and debug).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(try_from = "u8", into = "u8")]
-pub enum MiningInterface {
-    /// Bitcoin Core v31: the methods v32 added answer "Method not implemented.", as
-    /// Cap'n Proto answers for a method a server does not have.
-    #[default]
-    V31,
-    /// Bitcoin Core v32.1: the old submitSolution @7 is refused with Core's words, so a
-    /// client built for v31 (the SRI roles pinned here) cannot submit blocks to it.
-    V32,
-}
-
-impl TryFrom<u8> for MiningInterface {
-    type Error = String;
-    fn try_from(version: u8) -> Result<Self, String> {
-        match version {
-            31 => Ok(Self::V31),
-            32 => Ok(Self::V32),
-            other => Err(format!(
-                "Mining IPC interface {other} is not served: 31 (Bitcoin Core v31) or 32 (v32.1)"
-            )),
-        }
-    }
-}
-
-impl From<MiningInterface> for u8 {
-    fn from(interface: MiningInterface) -> u8 {
-        match interface {
-            MiningInterface::V31 => 31,
-            MiningInterface::V32 => 32,
-        }
-    }
-}
-
-impl std::str::FromStr for MiningInterface {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let version: u8 = (s.parse()).map_err(|_| format!("'{s}' is not 31 or 32"))?;
-        Self::try_from(version)
-    }
-}
-
-impl std::fmt::Display for MiningInterface {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", u8::from(*self))
-    }
-}
+pub use model::network::MiningInterface;
 
 /// The face's options: where its socket goes, and which interface it serves.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

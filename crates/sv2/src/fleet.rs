@@ -108,14 +108,7 @@ fn one() -> u32 {
     1
 }
 
-/// The kind of channel each miner opens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChannelKind {
-    #[default]
-    Extended,
-    Standard,
-}
+pub use model::scenario::ChannelKind;
 
 mod duration_ms {
     use serde::{Deserialize, Deserializer, Serializer};

@@ -215,14 +215,14 @@ pub fn write(report: &LatencyReport, path: &std::path::Path) -> Result<()> {
 /// The `--set` overrides that make a run's link the measured round trips
 /// (`run --rtt-from`): SV1 sides get SV1's, SV2 sides SV2's; with one protocol measured,
 /// every side gets it.
-pub fn rtt_overrides(rtt: LinkRtt, sides: &[harness::scenario::Side]) -> Result<Vec<String>> {
+pub fn rtt_overrides(rtt: LinkRtt, sides: &[model::scenario::Side]) -> Result<Vec<String>> {
     let Some(any) = rtt.sv1.or(rtt.sv2) else {
         bail!("no pool in the latency file answered a probe: there is no round trip to use");
     };
     // `{:?}` writes a float as one (`1.0`), which the scenario's TOML reads as a number.
     let mut overrides = vec![format!("link.rtt_ms={:?}", rtt.sv1.unwrap_or(any))];
     for side in sides {
-        let is_sv2 = side.config != harness::scenario::Config::Sv1;
+        let is_sv2 = side.config != model::scenario::Config::Sv1;
         if let (true, Some(rtt)) = (is_sv2, rtt.sv2) {
             overrides.push(format!("link.side_rtt_ms.{side}={rtt:?}"));
         }
@@ -249,7 +249,7 @@ mod tests {
     #[test]
     fn sides_get_the_round_trip_of_a_pool_of_their_protocol() {
         let sides = ["sv1", "sv2-c", "sv2-d-2"]
-            .map(|name| harness::scenario::Side::try_from(name.to_string()).unwrap());
+            .map(|name| model::scenario::Side::try_from(name.to_string()).unwrap());
         let both = LinkRtt {
             sv1: Some(40.0),
             sv2: Some(90.0),

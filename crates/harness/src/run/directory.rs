@@ -1,11 +1,11 @@
 //! The run directory: where it goes, what is written before the roles start and after
 //! they stop.
 
-use crate::scenario::Scenario;
 use analysis::manifest::Manifest;
 use analysis::summary::Summary;
 use anyhow::{Context, Result};
 use model::run_dir::{EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE};
+use model::scenario::Scenario;
 use std::path::{Path, PathBuf};
 pub(super) fn default_dir(name: &str) -> PathBuf {
     let secs = std::time::SystemTime::now()
@@ -59,7 +59,7 @@ pub(super) fn prepare(dir: &Path, scenario: &Scenario) -> Result<()> {
 /// node's password stays with its owner.
 pub(crate) fn write_scenario(dir: &Path, scenario: &Scenario) -> Result<()> {
     let mut shared = scenario.clone();
-    if let Some(crate::scenario::RealNode::Reached(node)) = &mut shared.node {
+    if let Some(model::scenario::RealNode::Reached(node)) = &mut shared.node {
         node.rpc_password = "(withheld)".into();
     }
     std::fs::write(

@@ -18,11 +18,11 @@ use topology::start_roles;
 use crate::collector::Collector;
 use crate::container::{Containers, SwarmSites};
 use crate::process::{stop_all, EventsTo, Launcher, RoleProcess};
-use crate::scenario::{Engine, EventsSink, Scenario};
 use analysis::manifest::{ClockOffset, LinkParams, Manifest, SideRoles};
 use analysis::summary::{Summary, HARNESS_ROLE};
 use anyhow::{Context, Result};
 use model::run_dir::EVENTS_DIR;
+use model::scenario::{Engine, EventsSink, Scenario};
 use probe::{mono_ns, Recorder};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -215,7 +215,7 @@ pub(crate) fn manifest_of(
 }
 
 /// The attack the scenario plans, as the analysis reads it.
-fn planned_attack(a: &crate::scenario::LinkAttack) -> analysis::security::PlannedAttack {
+fn planned_attack(a: &model::scenario::LinkAttack) -> analysis::security::PlannedAttack {
     analysis::security::PlannedAttack {
         kind: a.attack.kind().to_string(),
         at_s: a.at.as_secs_f64(),

@@ -5,9 +5,9 @@
 
 pub mod runner;
 
-use crate::scenario::{Scenario, SweepSection, VarySection};
 use analysis::sweep::{PointRun, BUILTIN, RELEASE_KEY};
 use anyhow::{bail, Context, Result};
+use model::scenario::{SweepSection, VarySection};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -246,7 +246,7 @@ pub fn validate_points(
     for run in plan.runs(0).iter().filter(|r| r.repeat == 0) {
         let mut sets = common_sets.to_vec();
         sets.extend(overrides(run)?);
-        let point = Scenario::parse(&text, scenario, &sets).with_context(|| {
+        let point = crate::on_host::parse(&text, scenario, &sets).with_context(|| {
             format!("--vary {}: this point is not a valid scenario", label(run))
         })?;
         let roles = crate::sri_builds::identify(&point)

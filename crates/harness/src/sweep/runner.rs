@@ -3,7 +3,6 @@
 //! sweep directory goes on where it stopped.
 
 use super::Plan;
-use crate::Scenario;
 use analysis::sweep::{RunRecord, RunStatus, SweepRecord, POINTS_DIR, SWEEP_FILE};
 use analysis::worth::WorthAssumptions;
 use anyhow::{bail, Context, Result};
@@ -65,7 +64,7 @@ pub async fn sweep(args: SweepOptions) -> Result<Swept> {
     if let Some(d) = &args.duration {
         common_sets.push(format!("duration={d}"));
     }
-    let scenario = Scenario::load(&args.scenario, &common_sets)?;
+    let scenario = crate::on_host::load(&args.scenario, &common_sets)?;
     let plan = Plan::resolve(&args.vary, args.zip, args.repeat, scenario.sweep.as_ref())?;
     for line in super::validate_points(&args.scenario, &plan, &common_sets)? {
         eprintln!("SRI roles at {line}");

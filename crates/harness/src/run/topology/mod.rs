@@ -17,9 +17,9 @@ use crate::builtin::payout_script;
 use crate::limits::free_local_port;
 use crate::process::RoleProcess;
 use crate::roles::{announced, LinkRoute, Ready, RoleSpec};
-use crate::scenario::{Config, FaultTarget, ReachedNode, RealNode, Scenario, Side, StartedCore};
 use analysis::manifest::SideRoles;
 use anyhow::{Context, Result};
+use model::scenario::{Config, FaultTarget, ReachedNode, RealNode, Scenario, Side, StartedCore};
 use probe::mono_ns;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -86,7 +86,7 @@ pub(crate) async fn start_roles(
     let configs: Vec<Config> = s.sides.iter().map(|x| x.config).collect();
     let sv2 = configs.iter().any(|c| c.pool_templates());
     let ipc_sides = configs.iter().any(|c| c.declares_jobs());
-    let ipc = s.sv2.template_provider == crate::scenario::NodeTemplates::Ipc;
+    let ipc = s.sv2.template_provider == model::scenario::NodeTemplates::Ipc;
     // A Template Provider of the scenario's takes the node's templates over its IPC.
     let own_tp = s.roles.template_provider.as_ref().filter(|_| sv2);
     let tdp = (sv2 && !ipc && own_tp.is_none()).then(|| node::tdp::TdpOptions {
@@ -505,7 +505,7 @@ async fn spawn_sri(
     opts: &RunOptions,
     dir: &Path,
     name: &str,
-    command: Option<&crate::scenario::RoleCommand>,
+    command: Option<&model::scenario::RoleCommand>,
     (listen, config): (SocketAddr, String),
     spec: RoleSpec,
     roles: &mut Vec<RoleProcess>,

@@ -100,7 +100,7 @@ pub(super) enum PoolTemplates {
     /// serving two pools sends the next tip's SetNewPrevHash to one of them only: sides
     /// sharing one would not be alike.
     Own {
-        command: crate::scenario::RoleCommand,
+        command: model::scenario::RoleCommand,
         socket: PathBuf,
         chain: String,
         subdir: String,
@@ -158,7 +158,7 @@ async fn start_template_provider(
     opts: &RunOptions,
     dir: &Path,
     name: &str,
-    command: &crate::scenario::RoleCommand,
+    command: &model::scenario::RoleCommand,
     (socket, chain, subdir): (&Path, &str, &str),
     roles: &mut Vec<RoleProcess>,
 ) -> Result<(SocketAddr, Secp256k1PublicKey)> {

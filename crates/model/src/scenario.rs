@@ -1,10 +1,10 @@
 //! Scenario files: what a run does, in TOML, with `--set key=value` overrides. A bad
 //! file or override is reported with the field's path and the problem.
 
-pub use crate::external_pool::{ExternalSv1Pool, PoolFile};
+use crate::duration as dur;
+use crate::lag::BlockLag;
+pub use crate::sv1_pool::{ExternalSv1Pool, PoolFile};
 use anyhow::{bail, Context, Result};
-use model::duration as dur;
-use model::lag::BlockLag;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
@@ -532,6 +532,15 @@ pub struct RoleCommand {
     pub command: String,
 }
 
+/// The kind of channel each miner opens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelKind {
+    #[default]
+    Extended,
+    Standard,
+}
+
 /// Settings of the SV2 sides. The template refresh interval is `pool.job_refresh` for
 /// both protocols, so SV1 and SV2 pools get new templates on the same policy.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -548,7 +557,7 @@ pub struct Sv2 {
     pub template_provider: NodeTemplates,
     /// The channels our SV2 miners open: `extended` or `standard` (header-only).
     #[serde(default)]
-    pub channel: sv2::fleet::ChannelKind,
+    pub channel: ChannelKind,
 }
 
 /// Where the SRI pool of sides C and D takes the node's templates from.
@@ -597,7 +606,7 @@ pub struct Network {
     /// what the SRI roles pinned here speak) or v32.1 (32: the old submitSolution @7
     /// refused, so only sides whose IPC client is v32-ready can run; sv2-tp is).
     #[serde(default)]
-    pub mining_ipc: node::ipc::MiningInterface,
+    pub mining_ipc: crate::network::MiningInterface,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -626,7 +635,7 @@ pub struct Link {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "AttackFields", into = "AttackFields")]
 pub struct LinkAttack {
-    pub attack: link::attack::Attack,
+    pub attack: crate::attack::Attack,
     /// After the window opens.
     pub at: Duration,
 }
@@ -719,13 +728,13 @@ impl TryFrom<AttackFields> for LinkAttack {
                         "account {account:?} is not a worker name (1 to {MAX_ACCOUNT} characters, no spaces)"
                     ));
                 }
-                link::attack::Attack::HijackWorker { account }
+                crate::attack::Attack::HijackWorker { account }
             }
             AttackKind::HijackJob => {
                 let text = f.payout.as_deref().unwrap_or(DEFAULT_ATTACKER_PAYOUT);
                 match hex::decode(text) {
                     Ok(payout) if (1..=MAX_SCRIPT).contains(&payout.len()) => {
-                        link::attack::Attack::HijackJob { payout }
+                        crate::attack::Attack::HijackJob { payout }
                     }
                     _ => {
                         return Err(format!(
@@ -736,9 +745,9 @@ impl TryFrom<AttackFields> for LinkAttack {
             }
             AttackKind::Tamper => match f.every_bytes.unwrap_or(DEFAULT_TAMPER_EVERY) {
                 0 => return Err("every_bytes must be at least 1".into()),
-                every_bytes => link::attack::Attack::Tamper { every_bytes },
+                every_bytes => crate::attack::Attack::Tamper { every_bytes },
             },
-            AttackKind::Inject => link::attack::Attack::Inject,
+            AttackKind::Inject => crate::attack::Attack::Inject,
         };
         Ok(LinkAttack { attack, at: f.at })
     }
@@ -758,19 +767,19 @@ impl From<LinkAttack> for AttackFields {
             every_bytes: None,
         };
         match a.attack {
-            link::attack::Attack::HijackWorker { account } => {
+            crate::attack::Attack::HijackWorker { account } => {
                 fields.kind = AttackKind::HijackWorker;
                 fields.account = Some(account);
             }
-            link::attack::Attack::HijackJob { payout } => {
+            crate::attack::Attack::HijackJob { payout } => {
                 fields.kind = AttackKind::HijackJob;
                 fields.payout = Some(hex::encode(payout));
             }
-            link::attack::Attack::Tamper { every_bytes } => {
+            crate::attack::Attack::Tamper { every_bytes } => {
                 fields.kind = AttackKind::Tamper;
                 fields.every_bytes = Some(every_bytes);
             }
-            link::attack::Attack::Inject => {}
+            crate::attack::Attack::Inject => {}
         }
         fields
     }
@@ -871,7 +880,7 @@ pub struct Fault {
     pub target: FaultTarget,
     /// `drop`: connections close and the port refuses new ones; `stall`: connections stay
     /// open and nothing crosses.
-    pub kind: link::fault::FaultKind,
+    pub kind: crate::fault::FaultKind,
     /// After the window opens.
     #[serde(with = "dur")]
     pub at: Duration,
@@ -1144,8 +1153,7 @@ impl Scenario {
         scenario.check()?;
         // Templates are read relative to the scenario file; keep their paths whole, so
         // the copy in the run directory still names them.
-        for (label, pool) in &mut scenario.sv1_pools {
-            crate::external_pool::resolve(pool, base, &format!("sv1_pools.{label}"))?;
+        for pool in scenario.sv1_pools.values_mut() {
             if let Some(template) = &mut pool.config_template {
                 *template = base.join(&*template);
             }
@@ -1179,7 +1187,7 @@ impl Scenario {
                 Some(RealNode::Started(core)) => format!(
                     "node: Bitcoin Core {} started on a signet of its own (a block is {:.1} million hashes), the rest of the network's blocks every {:.0} s on average, {} mempool; each miner hashes {:.0} H/s ({:.0} hashes a share) for {:.0}% of the blocks",
                     core.program.display(),
-                    core_node::Chain::Signet.hashes_per_block() / 1e6,
+                    crate::chain::Chain::Signet.hashes_per_block() / 1e6,
                     self.network_block_interval().as_secs_f64(),
                     self.network.mempool,
                     self.miner_hashrate(),
@@ -1570,7 +1578,7 @@ impl Scenario {
         if self.network.block_interval.is_zero() {
             fail("network.block_interval", "must be longer than zero".into())?;
         }
-        if let Err(e) = node::MempoolPreset::parse(&self.network.mempool) {
+        if let Err(e) = crate::network::MempoolPreset::parse(&self.network.mempool) {
             fail("network.mempool", e)?;
         }
         self.check_mining_ipc()
@@ -1580,7 +1588,7 @@ impl Scenario {
     /// Mining IPC 30 and 31 only): a side whose pool or JDC would take its templates from
     /// a v32 face could mine and never submit a block, so it is refused, named.
     fn check_mining_ipc(&self) -> Result<()> {
-        if self.network.mining_ipc == node::ipc::MiningInterface::V31 {
+        if self.network.mining_ipc == crate::network::MiningInterface::V31 {
             return Ok(());
         }
         if self.node.is_some() {
@@ -1726,7 +1734,6 @@ impl Scenario {
         if let Some(problem) = self.miners.lan_delay_ms.problem() {
             fail("miners.lan_delay_ms", problem)?;
         }
-        crate::limits::check_miners(self.miners.count)?;
         let per_block = self.hashes_per_block();
         if per_block < 4.0 * self.miners.hashes_per_share {
             fail(
@@ -1781,7 +1788,7 @@ impl Scenario {
     /// block, 30% every 15 s is 96.8 kH/s; over 16 miners at 10 shares a minute, 36.3 k
     /// hashes a share.
     pub fn signet_hashes_per_share(&self) -> f64 {
-        let ours = core_node::Chain::Signet.hashes_per_block() * self.network.hashrate_share
+        let ours = crate::chain::Chain::Signet.hashes_per_block() * self.network.hashrate_share
             / self.network.block_interval.as_secs_f64();
         let shares_per_s =
             f64::from(self.miners.count) * self.sides.len() as f64 * self.miners.shares_per_min
@@ -1958,7 +1965,7 @@ shares_per_min = 10
         assert!(matches!(s.node, Some(RealNode::Started(ref c)) if c.program == exe));
         let per_share = s.miners.hashes_per_share;
         assert!((per_share - 241_917.0).abs() < 5.0, "{per_share}");
-        let per_block = core_node::Chain::Signet.hashes_per_block();
+        let per_block = crate::chain::Chain::Signet.hashes_per_block();
         assert!((per_block - 4_838_348.0).abs() < 50.0, "{per_block}");
         let err = |o: &[String]| format!("{:#}", Scenario::load(&p, o).unwrap_err());
         let with_url = err(&[program.clone(), "node.url=\"http://x\"".into()]);
@@ -1985,7 +1992,7 @@ shares_per_min = 10
             Scenario::load(&p, &sets)
         };
         let v32 = load(&["network.mining_ipc=32", r#"sides=["sv1","sv2-c"]"#]).unwrap();
-        assert_eq!(v32.network.mining_ipc, node::ipc::MiningInterface::V32);
+        assert_eq!(v32.network.mining_ipc, crate::network::MiningInterface::V32);
         let problem = |sets: &[&str]| format!("{:#}", load(sets).unwrap_err());
         let a = problem(&["network.mining_ipc=32", r#"sides=["sv1","sv2-a","sv2-c"]"#]);
         assert!(
@@ -2001,7 +2008,10 @@ shares_per_min = 10
         let other = problem(&["network.mining_ipc=30"]);
         assert!(other.contains("31 (Bitcoin Core v31) or 32"), "{other}");
         let default = load(&[]).unwrap();
-        assert_eq!(default.network.mining_ipc, node::ipc::MiningInterface::V31);
+        assert_eq!(
+            default.network.mining_ipc,
+            crate::network::MiningInterface::V31
+        );
     }
 
     #[test]
@@ -2013,7 +2023,7 @@ shares_per_min = 10
         assert_eq!(
             hijack.link.attack,
             Some(LinkAttack {
-                attack: link::attack::Attack::HijackWorker {
+                attack: crate::attack::Attack::HijackWorker {
                     account: DEFAULT_ATTACKER_ACCOUNT.into()
                 },
                 at: Duration::from_secs(10),
@@ -2024,7 +2034,7 @@ shares_per_min = 10
         assert!(early.contains("link.attack.at"), "{early}");
         assert_eq!(
             tamper.link.attack.unwrap().attack,
-            link::attack::Attack::Tamper { every_bytes: 5000 }
+            crate::attack::Attack::Tamper { every_bytes: 5000 }
         );
         let unknown = problem(r#"kind = "ddos", at = "10s""#);
         assert!(
@@ -2044,7 +2054,7 @@ shares_per_min = 10
         let job = load(r#"kind = "hijack-job", at = "10s", payout = "0014aabb""#).unwrap();
         assert_eq!(
             job.link.attack.unwrap().attack,
-            link::attack::Attack::HijackJob {
+            crate::attack::Attack::HijackJob {
                 payout: vec![0x00, 0x14, 0xaa, 0xbb]
             }
         );
@@ -2067,7 +2077,7 @@ shares_per_min = 10
             drop.faults,
             vec![Fault {
                 target: FaultTarget::Pool,
-                kind: link::fault::FaultKind::Drop,
+                kind: crate::fault::FaultKind::Drop,
                 at: Duration::from_secs(10),
                 lasts: Duration::from_secs(20),
             }]
