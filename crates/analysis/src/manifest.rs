@@ -200,7 +200,7 @@ pub struct LinkParams {
 /// The roles of one side (one configuration under test).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SideRoles {
-    pub config: String,
+    pub config: model::scenario::Config,
     pub miners: u32,
     /// Each miner's hashrate (hashes per second), for the work the pool should credit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -306,8 +306,7 @@ pub struct HostReading {
 /// The attack a run planned (`link.attack`), as the manifest records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedAttack {
-    /// `hijack-worker`, `hijack-job`, `tamper` or `inject`.
-    pub kind: String,
+    pub kind: model::attack::AttackKind,
     /// Seconds into the window it was planned for.
     pub at_s: f64,
     /// The worker the attacker credits (hijack-worker).

@@ -32,16 +32,17 @@
 use crate::credit::Credited;
 use crate::manifest::WorthAssumptions;
 use crate::manifest::{SideRoles, Window};
+use probe::event::FaultKind;
 use probe::{Dist, Event, Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 use std::collections::BTreeMap;
 
 /// One fault of a side's link, as its events came in.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FaultSeen {
     pub target: String,
-    pub fault: String,
+    pub fault: FaultKind,
     pub began_ns: u64,
     pub ended_ns: Option<u64>,
     /// Each miner's first job after the fault began.
@@ -89,9 +90,20 @@ impl OutageFacts {
             Event::FaultBegan { target, fault, .. } if r.role == side.link_role => {
                 self.faults.push(FaultSeen {
                     target: target.clone(),
-                    fault: fault.clone(),
+                    fault: *fault,
                     began_ns: r.t_ns,
-                    ..FaultSeen::default()
+                    ended_ns: None,
+                    first_job: BTreeMap::new(),
+                    accepted_during: 0,
+                    first_accepted_after_end: None,
+                    rejected_until_back: 0,
+                    rejected_work: Credited::default(),
+                    judged_until_back: 0,
+                    to_backup: BTreeMap::new(),
+                    worked_on_backup: Default::default(),
+                    to_primary: BTreeMap::new(),
+                    accepted_on_backup: 0,
+                    first_accepted_on_backup: None,
                 });
             }
             Event::FaultEnded { target } if r.role == side.link_role => {
@@ -172,7 +184,7 @@ impl OutageFacts {
 pub struct SideOutage {
     /// `pool` or `jds`, and `drop` or `stall`.
     pub target: String,
-    pub fault: String,
+    pub fault: FaultKind,
     /// Seconds into the window it began, and how long it lasted (to the window's end if
     /// it had not ended).
     pub began_s: f64,
@@ -295,7 +307,7 @@ pub fn side_outages(
             // again, as seconds of the farm's work (its hashrate a scenario parameter).
             let pool_gone = f.target == "pool" || f.target == "link";
             let farm_hashrate = side.miner_hashrate.map(|h| h * total_weight);
-            let without_work = f.fault == "drop" && pool_gone;
+            let without_work = f.fault == FaultKind::Drop && pool_gone;
             // Rejected work: beyond the usual rejections, each share the rejected shares'
             // mean work, as seconds of the farm's; the count's interval the same way.
             let k = f.rejected_until_back;
@@ -316,7 +328,7 @@ pub fn side_outages(
             let sats = |t: f64| worth.farm_blocks_in(t) * block_value;
             SideOutage {
                 target: f.target.clone(),
-                fault: f.fault.clone(),
+                fault: f.fault,
                 began_s: secs(f.began_ns.saturating_sub(window.start_ns)),
                 lasted_s: secs(ended.saturating_sub(f.began_ns)),
                 miners: side.miners,
@@ -400,7 +412,7 @@ mod tests {
     fn began(t_s: f64, lasts_s: f64) -> Record {
         let fault = Event::FaultBegan {
             target: "pool".into(),
-            fault: "drop".into(),
+            fault: FaultKind::Drop,
             lasts_ms: lasts_s * 1e3,
         };
         at(t_s, "link", fault)
@@ -460,7 +472,7 @@ mod tests {
         let [o] = &side_outages(&side, &facts, &[], window, &worth, 312_500_000.0)[..] else {
             panic!("one fault");
         };
-        assert_eq!((o.target.as_str(), o.fault.as_str()), ("pool", "drop"));
+        assert_eq!((o.target.as_str(), o.fault), ("pool", FaultKind::Drop));
         assert_eq!((o.began_s, o.lasted_s), (40.0, 20.0));
         assert_eq!((o.miners, o.back), (2, 2));
         let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
@@ -605,7 +617,7 @@ mod tests {
         assert_eq!((o.miners, o.back), (2, 1));
         assert!((o.lost_s_per_miner.unwrap() - 41.0).abs() < 1e-9);
         assert_eq!(o.first_accepted_after_s, None);
-        facts.faults[0].fault = "stall".into();
+        facts.faults[0].fault = FaultKind::Stall;
         let o = &side_outages(&side, &facts, &[], window, &worth, 1.0)[0];
         assert_eq!((o.back, o.lost_s_per_miner, o.lost_sats), (1, None, None));
     }
@@ -630,7 +642,7 @@ mod tests {
         };
         let stall = Event::FaultBegan {
             target: "pool".into(),
-            fault: "stall".into(),
+            fault: FaultKind::Stall,
             lasts_ms: 10_000.0,
         };
         let mut events: Vec<Record> = (0..24).map(|i| accepted(10.0 + f64::from(i))).collect();

@@ -32,6 +32,7 @@ use crate::credit::Credited;
 use crate::manifest::WorthAssumptions;
 use crate::manifest::{SideRoles, Window};
 use crate::stats::{wilson, Z95};
+use model::attack::AttackKind;
 use probe::event::LinkEnd;
 use probe::{Dist, Event, Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
@@ -168,7 +169,7 @@ pub struct WorkPct {
 /// One side's figures under attack.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SideSecurity {
-    pub attack: String,
+    pub attack: AttackKind,
     /// Seconds into the window the attack began (0 if before it opened: the window before
     /// it is the reference), and how long the window ran after it.
     pub began_s: f64,
@@ -273,7 +274,7 @@ pub fn side_security(
     // is the stolen part (tied by job id, without the shares' noise), the rest denied.
     // Another attack takes its split of what is still credited. The two add up to the
     // farm's loss.
-    let hashed_for_attacker = (planned.kind == "hijack-job" && facts.submitted_after > 0)
+    let hashed_for_attacker = (planned.kind == AttackKind::HijackJob && facts.submitted_after > 0)
         .then(|| facts.on_attacker_payout as f64 / facts.submitted_after as f64);
     let (stolen_share, fall) = match hashed_for_attacker {
         Some(hashed) => {
@@ -294,7 +295,7 @@ pub fn side_security(
     let detection: Vec<f64> = closes.iter().map(|(_, ms)| *ms).collect();
     let closed_by = |end: LinkEnd| closes.iter().filter(|(by, _)| *by == end).count() as u64;
     Some(SideSecurity {
-        attack: planned.kind.clone(),
+        attack: planned.kind,
         began_s: before_s,
         after_s,
         attacker_shares: attacker.shares,
@@ -426,7 +427,7 @@ mod tests {
 
     fn planned() -> PlannedAttack {
         PlannedAttack {
-            kind: "hijack-worker".into(),
+            kind: AttackKind::HijackWorker,
             at_s: 40.0,
             account: Some("thief".into()),
         }
@@ -575,7 +576,7 @@ mod tests {
             facts.consume(&side(), window, r);
         }
         let planned = PlannedAttack {
-            kind: "hijack-job".into(),
+            kind: AttackKind::HijackJob,
             at_s: 50.0,
             account: None,
         };

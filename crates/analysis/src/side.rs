@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SideSummary {
-    pub config: String,
+    pub config: model::scenario::Config,
     pub miners: u32,
     /// The round trip of this side's link.
     #[serde(default)]

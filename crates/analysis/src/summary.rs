@@ -442,7 +442,7 @@ fn side_summary(
     let block_propagation_ms = shares.block_propagation_ms.dist();
     let value = jobs.value_by_tip.dist();
     SideSummary {
-        config: side.config.clone(),
+        config: side.config,
         miners: side.miners,
         link_rtt_ms,
         farm_node: side.farm_node_role.is_some(),

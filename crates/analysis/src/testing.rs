@@ -51,7 +51,7 @@ pub fn sv1_side() -> (String, SideRoles) {
     (
         "sv1".into(),
         SideRoles {
-            config: "sv1".into(),
+            config: model::scenario::Config::Sv1,
             miners: 2,
             miner_hashrate: None,
             miners_role: "miners".into(),
@@ -77,7 +77,7 @@ pub fn farm_side() -> (String, SideRoles) {
     (
         "sv2-a".into(),
         SideRoles {
-            config: "sv2-a".into(),
+            config: model::scenario::Config::Sv2A,
             miners: 2,
             miner_hashrate: None,
             miners_role: "miners-a".into(),

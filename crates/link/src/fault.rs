@@ -8,7 +8,7 @@ use probe::{Event, Recorder};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-pub use model::fault::FaultKind;
+pub use probe::event::FaultKind;
 
 /// A fault of some of a link's routes, timed from the link's start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,7 +82,7 @@ pub fn announce(faults: &[ScheduledFault], start_ns: u64, recorder: &Recorder) {
             crate::timer::sleep_until_ns(from_ns).await;
             recorder.record(Event::FaultBegan {
                 target: fault.target.clone(),
-                fault: fault.kind.name().to_string(),
+                fault: fault.kind,
                 lasts_ms: fault.lasts.as_secs_f64() * 1e3,
             });
             crate::timer::sleep_until_ns(from_ns + fault.lasts.as_nanos() as u64).await;

@@ -35,14 +35,40 @@ pub enum Attack {
 }
 
 impl Attack {
-    /// The attack's name in a scenario.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> AttackKind {
         match self {
-            Attack::HijackWorker { .. } => "hijack-worker",
-            Attack::HijackJob { .. } => "hijack-job",
-            Attack::Tamper { .. } => "tamper",
-            Attack::Inject => "inject",
+            Attack::HijackWorker { .. } => AttackKind::HijackWorker,
+            Attack::HijackJob { .. } => AttackKind::HijackJob,
+            Attack::Tamper { .. } => AttackKind::Tamper,
+            Attack::Inject => AttackKind::Inject,
         }
+    }
+}
+
+/// The attack's kinds, as a scenario and a run's plan name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttackKind {
+    HijackWorker,
+    HijackJob,
+    Tamper,
+    Inject,
+}
+
+impl AttackKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            AttackKind::HijackWorker => "hijack-worker",
+            AttackKind::HijackJob => "hijack-job",
+            AttackKind::Tamper => "tamper",
+            AttackKind::Inject => "inject",
+        }
+    }
+}
+
+impl std::fmt::Display for AttackKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

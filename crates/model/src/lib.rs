@@ -2,7 +2,7 @@
 //! used as such by every crate after.
 //!
 //! [`scenario`]: the scenario a run is made of, parsed and checked.
-//! [`attack`], [`fault`]: what a link's attacker does, how a link's far end fails.
+//! [`attack`]: what a link's attacker does.
 //! [`chain`]: the private chains a started Bitcoin Core runs on.
 //! [`network`]: the simulated network's Mining IPC interface and mempool.
 //! [`sv1_pool`]: an SV1 pool other than ours, as a scenario names it.
@@ -14,7 +14,6 @@
 pub mod attack;
 pub mod chain;
 pub mod duration;
-pub mod fault;
 pub mod host;
 pub mod lag;
 pub mod network;

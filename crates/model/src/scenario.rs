@@ -1,6 +1,7 @@
 //! Scenario files: what a run does, in TOML, with `--set key=value` overrides. A bad
 //! file or override is reported with the field's path and the problem.
 
+use crate::attack::AttackKind;
 use crate::duration as dur;
 use crate::lag::BlockLag;
 pub use crate::sv1_pool::{ExternalSv1Pool, PoolFile};
@@ -89,13 +90,38 @@ impl PartialEq<String> for Side {
 /// configuration B (SV2 miners -> JDC -> WAN -> pool + JDS); configuration C (SV1 miners
 /// -> SRI translator -> WAN -> SRI pool, the node as Template Provider); configuration D
 /// (SV2 miners -> WAN -> SRI pool).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum Config {
     Sv1,
     Sv2A,
     Sv2B,
     Sv2C,
     Sv2D,
+}
+
+impl TryFrom<String> for Config {
+    type Error = String;
+    fn try_from(name: String) -> Result<Config, String> {
+        (Config::ALL.into_iter().find(|c| c.name() == name)).ok_or_else(|| {
+            format!(
+                "{name:?} is not a configuration (one of {})",
+                Config::names().join(", ")
+            )
+        })
+    }
+}
+
+impl From<Config> for &'static str {
+    fn from(config: Config) -> &'static str {
+        config.name()
+    }
+}
+
+impl std::fmt::Display for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl Config {
@@ -640,16 +666,6 @@ pub struct LinkAttack {
     pub at: Duration,
 }
 
-/// The attack's kinds, as a scenario names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum AttackKind {
-    HijackWorker,
-    HijackJob,
-    Tamper,
-    Inject,
-}
-
 /// `[link.attack]` as written: the fields each kind takes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -707,13 +723,7 @@ impl TryFrom<AttackFields> for LinkAttack {
 
     fn try_from(f: AttackFields) -> Result<Self, String> {
         if let Some(field) = f.foreign().first() {
-            return Err(format!(
-                "`{field}` is not a field of {}",
-                serde_json::to_value(f.kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
-            ));
+            return Err(format!("`{field}` is not a field of {}", f.kind));
         }
         let attack = match f.kind {
             AttackKind::HijackWorker => {
@@ -880,7 +890,7 @@ pub struct Fault {
     pub target: FaultTarget,
     /// `drop`: connections close and the port refuses new ones; `stall`: connections stay
     /// open and nothing crosses.
-    pub kind: crate::fault::FaultKind,
+    pub kind: probe::event::FaultKind,
     /// After the window opens.
     #[serde(with = "dur")]
     pub at: Duration,
@@ -2077,7 +2087,7 @@ shares_per_min = 10
             drop.faults,
             vec![Fault {
                 target: FaultTarget::Pool,
-                kind: crate::fault::FaultKind::Drop,
+                kind: probe::event::FaultKind::Drop,
                 at: Duration::from_secs(10),
                 lasts: Duration::from_secs(20),
             }]

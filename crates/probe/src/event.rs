@@ -38,6 +38,36 @@ pub enum AttackAction {
     JobRewritten,
 }
 
+/// How a link's far end fails in an outage (scenario `faults`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    Drop,
+    Stall,
+}
+
+impl FaultKind {
+    /// The kind a record names (`drop`, `stall`).
+    pub fn parse(name: &str) -> Option<FaultKind> {
+        [FaultKind::Drop, FaultKind::Stall]
+            .into_iter()
+            .find(|k| k.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Drop => "drop",
+            FaultKind::Stall => "stall",
+        }
+    }
+}
+
+impl std::fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One end of a connection across the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -280,7 +310,7 @@ pub enum Event {
     /// for (`pool`, `jds`), the `fault` (`drop`, `stall`) and how long it lasts.
     FaultBegan {
         target: String,
-        fault: String,
+        fault: FaultKind,
         lasts_ms: f64,
     },
     /// That outage ended.

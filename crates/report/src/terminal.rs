@@ -13,6 +13,7 @@ use comfy_table::{
     Cell, Color, ColumnConstraint, ContentArrangement, LineStyle, Table, TableStyle, Width,
 };
 use model::run_dir::SUMMARY_FILE;
+use model::scenario::Config;
 use probe::Dist;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -369,10 +370,10 @@ fn notes(s: &Summary, t: &Terminal) -> Vec<String> {
         }
         // A proxy between the miners and the pool forwards only shares that meet the
         // pool's target; without one, the rest got no verdict in the window.
-        let proxy = match side.config.as_str() {
-            "sv2-a" | "sv2-b" => Some("the JDC"),
-            "sv2-c" => Some("the translator"),
-            _ => None,
+        let proxy = match side.config {
+            Config::Sv2A | Config::Sv2B => Some("the JDC"),
+            Config::Sv2C => Some("the translator"),
+            Config::Sv1 | Config::Sv2D => None,
         };
         say(match proxy {
             Some(proxy) => format!(

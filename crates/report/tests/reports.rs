@@ -193,7 +193,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
                 (
                     name.to_string(),
                     SideRoles {
-                        config: "sv1".into(),
+                        config: model::scenario::Config::Sv1,
                         miners: 4,
                         miner_hashrate: Some(4_294_967_296.0 / 10.0),
                         miners_role: "miners-sv1".into(),

@@ -217,7 +217,7 @@ pub(crate) fn manifest_of(
 /// The attack the scenario plans, as the analysis reads it.
 fn planned_attack(a: &model::scenario::LinkAttack) -> analysis::security::PlannedAttack {
     analysis::security::PlannedAttack {
-        kind: a.attack.kind().to_string(),
+        kind: a.attack.kind(),
         at_s: a.at.as_secs_f64(),
         account: match &a.attack {
             link::attack::Attack::HijackWorker { account } => Some(account.clone()),

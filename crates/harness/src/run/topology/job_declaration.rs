@@ -105,7 +105,7 @@ pub(super) async fn start_sv2_jd_side(
     };
     side_roles.push(miners.clone());
     Ok(SideRoles {
-        config: side.config.name().into(),
+        config: side.config,
         miners: s.miners.count,
         miner_hashrate: Some(s.miner_hashrate()),
         miners_role: miners,

@@ -799,7 +799,7 @@ fn pool_side_roles(
     roles: &[&str],
 ) -> SideRoles {
     SideRoles {
-        config: side.config.name().into(),
+        config: side.config,
         miners: s.miners.count,
         miner_hashrate: Some(s.miner_hashrate()),
         miners_role: miners.into(),
