@@ -5,14 +5,19 @@ use serde::{Deserialize, Deserializer, Serializer};
 use std::time::Duration;
 
 pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format(*d))
+}
+
+/// `d` as a scenario writes it, in its largest whole unit (`"10m"`, `"250ms"`).
+pub fn format(d: Duration) -> String {
     let ms = d.as_millis();
-    s.serialize_str(&match ms {
+    match ms {
         0 => "0s".to_string(),
         _ if ms.is_multiple_of(3_600_000) => format!("{}h", ms / 3_600_000),
         _ if ms.is_multiple_of(60_000) => format!("{}m", ms / 60_000),
         _ if ms.is_multiple_of(1000) => format!("{}s", ms / 1000),
         _ => format!("{ms}ms"),
-    })
+    }
 }
 
 pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {

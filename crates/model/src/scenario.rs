@@ -208,6 +208,10 @@ pub struct Scenario {
     pub warmup: Duration,
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// The report adds a table of the published tool's figures beside this run's: for a
+    /// scenario in the published results' conditions (`scenarios/seed-context.toml`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compare_published: bool,
     /// Configurations run side by side on the same network and link.
     pub sides: Vec<Side>,
     /// The side every other is set against in the verdict and the worth (default `sv1`):
@@ -960,6 +964,29 @@ impl Default for DelaySpread {
 /// The longest farm-LAN delay a draw may give: a LAN, not a WAN.
 const MAX_LAN_DELAY_MS: f64 = 1_000.0;
 
+impl std::fmt::Display for HashrateSpread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HashrateSpread::Fixed => write!(f, "all alike"),
+            HashrateSpread::Lognormal { sigma } => write!(f, "lognormal, sigma {sigma}"),
+            HashrateSpread::Zipf { exponent } => write!(f, "Zipf, exponent {exponent}"),
+        }
+    }
+}
+
+impl std::fmt::Display for DelaySpread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DelaySpread::Fixed { value } if *value == 0.0 => write!(f, "none"),
+            DelaySpread::Fixed { value } => write!(f, "{value} ms"),
+            DelaySpread::Uniform { min, max } => write!(f, "{min} to {max} ms, uniform"),
+            DelaySpread::Lognormal { median, sigma } => {
+                write!(f, "lognormal around {median} ms, sigma {sigma}")
+            }
+        }
+    }
+}
+
 impl HashrateSpread {
     /// What is wrong with the parameters, if anything.
     fn problem(&self) -> Option<String> {
@@ -1135,6 +1162,15 @@ impl Scenario {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read scenario {}", path.display()))?;
         Scenario::parse(&text, path, overrides)
+    }
+
+    /// A run directory's `scenario.toml`, the scenario as it ran, read back as the record
+    /// it is: not checked again, since its programs and files may be on another machine.
+    pub fn from_record(text: &str) -> Result<Scenario> {
+        serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|e| {
+            let path = e.path().to_string();
+            anyhow::anyhow!("scenario field `{path}`: {}", e.into_inner())
+        })
     }
 
     /// [`Scenario::load`] of `text`, read from `path` (named in errors; relative paths in

@@ -17,7 +17,7 @@ pub fn build(run: &RunData) -> Document {
         .manifest
         .as_ref()
         .map(|m| m.scenario.clone())
-        .or_else(|| run.scenario_value("name"))
+        .or_else(|| run.scenario.as_ref().map(|s| s.name.clone()))
         .unwrap_or_else(|| "unnamed run".into());
     let mut sections = Vec::new();
     if !run.problems.is_empty() {
@@ -59,7 +59,7 @@ pub fn build(run: &RunData) -> Document {
             if let Some(health) = &summary.host {
                 sections.push(host_section(run, health, window));
             }
-            if run.scenario_value("name").as_deref() == Some("seed-context") {
+            if run.scenario.as_ref().is_some_and(|s| s.compare_published) {
                 sections.push(published_section(summary));
             }
             if let Some(uncertainty) = summary.clock_uncertainty_ms {
@@ -133,63 +133,67 @@ fn row(k: &str, v: impl Into<String>) -> Vec<String> {
     vec![k.to_string(), v.into()]
 }
 
-fn context(run: &RunData) -> Section {
-    let s = |p: &str| run.scenario_value(p).unwrap_or_else(|| "-".into());
-    let mut rows = vec![
-        row("scenario", s("name")),
+/// The scenario's settings as the run had them, or nothing when its record is missing
+/// (the report's problems say why).
+fn settings_rows(s: &model::Scenario) -> Vec<Vec<String>> {
+    let d = |d| model::duration::format(d);
+    vec![
+        row("scenario", s.name.clone()),
         row(
             "measured / warm-up",
-            format!("{} / {}", s("duration"), s("warmup")),
+            format!("{} / {}", d(s.duration), d(s.warmup)),
         ),
-        row("sides", s("sides")),
-        row("miners per side", s("miners.count")),
-        row("shares per minute per miner", s("miners.shares_per_min")),
+        row("sides", s.side_names().join(", ")),
+        row("miners per side", s.miners.count.to_string()),
+        row(
+            "shares per minute per miner",
+            s.miners.shares_per_min.to_string(),
+        ),
         row(
             "hashes per share (sets each miner's hashrate)",
-            s("miners.hashes_per_share"),
+            s.miners.hashes_per_share.to_string(),
         ),
         row(
-            "miners' hashrates around it / farm-LAN delay (ms)",
-            format!(
-                "{} / {}",
-                run.scenario_value("miners.hashrate")
-                    .unwrap_or_else(|| "all alike".into()),
-                run.scenario_value("miners.lan_delay_ms")
-                    .unwrap_or_else(|| "none".into())
-            ),
+            "miners' hashrates around it / farm-LAN delay",
+            format!("{} / {}", s.miners.hashrate, s.miners.lan_delay_ms),
         ),
         row(
             "network block interval / our hashrate share",
             format!(
                 "{} / {}",
-                s("network.block_interval"),
-                s("network.hashrate_share")
+                d(s.network.block_interval),
+                s.network.hashrate_share
             ),
         ),
         row(
             "mempool / template refresh",
-            format!(
-                "{} / {}",
-                s("network.mempool"),
-                s("network.template_refresh")
-            ),
+            format!("{} / {}", s.network.mempool, d(s.network.template_refresh)),
         ),
         row(
             "link RTT / jitter (ms)",
-            format!("{} / {}", s("link.rtt_ms"), s("link.jitter_ms")),
+            format!("{} / {}", s.link.rtt_ms, s.link.jitter_ms),
         ),
-        row("SV1 pool job refresh", s("pool.job_refresh")),
-    ];
+        row("SV1 pool job refresh", d(s.pool.job_refresh)),
+    ]
+}
+
+fn context(run: &RunData) -> Section {
+    let mut rows = run.scenario.as_ref().map(settings_rows).unwrap_or_default();
     let tool = (run.host.as_ref())
         .map(|h| format!("{} ({})", h.tool_version, h.git_commit))
         .unwrap_or_else(|| "-".into());
-    let node = match run.scenario_value("node.url") {
-        Some(url) => {
+    let reached = run.scenario.as_ref().and_then(|s| match &s.node {
+        Some(model::scenario::RealNode::Reached(node)) => Some(node),
+        _ => None,
+    });
+    let node = match reached {
+        Some(node) => {
             rows.push(row(
                 "node",
                 format!(
-                    "a real node at {url} (chain {}): templates as the pools got them through the RPC tap (node-tap), tips from its ZMQ hashblock as received: later than the node's own tip change by the notice's delivery (0.2 to 0.3 ms on an idle host, up to 5.7 ms with a CPU hog beside it, measured with stratum-bench node as the real node), so every latency from a tip reads short by that much",
-                    s("node.chain")
+                    "a real node at {} (chain {}): templates as the pools got them through the RPC tap (node-tap), tips from its ZMQ hashblock as received: later than the node's own tip change by the notice's delivery (0.2 to 0.3 ms on an idle host, up to 5.7 ms with a CPU hog beside it, measured with stratum-bench node as the real node), so every latency from a tip reads short by that much",
+                    node.url,
+                    node.chain.as_deref().unwrap_or("-")
                 ),
             ));
             "RPC tap"
@@ -226,8 +230,12 @@ fn context(run: &RunData) -> Section {
 /// The build each SRI role ran (the release linked in, or a binary of the user's), when
 /// a side runs SV2.
 fn sri_row(run: &RunData) -> Option<Vec<String>> {
-    let s = |p: &str| run.scenario_value(p).unwrap_or_else(|| "-".into());
-    if !s("sides").contains("sv2") {
+    let scenario = run.scenario.as_ref()?;
+    if scenario
+        .sides
+        .iter()
+        .all(|s| s.config == model::scenario::Config::Sv1)
+    {
         return None;
     }
     if let Some(h) = run.host.as_ref().filter(|h| !h.sri_roles.is_empty()) {
@@ -238,10 +246,10 @@ fn sri_row(run: &RunData) -> Option<Vec<String>> {
         .map(|h| h.sri_releases.join(", "))
         .unwrap_or_else(|| "-".into());
     let mut sri = format!("{linked} (crates.io, linked in)");
-    for role in ["pool", "translator"] {
-        let command = s(&format!("roles.{role}.command"));
-        if command != "-" {
-            sri.push_str(&format!("; {role} replaced by `{command}`"));
+    let roles = &scenario.roles;
+    for (role, given) in [("pool", &roles.pool), ("translator", &roles.translator)] {
+        if let Some(given) = given {
+            sri.push_str(&format!("; {role} replaced by `{}`", given.command));
         }
     }
     Some(row("SRI roles under test", sri))

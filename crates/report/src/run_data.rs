@@ -30,7 +30,8 @@ pub struct RunData {
     /// What the report draws beyond the summary, from the same source.
     pub charts: Charts,
     pub manifest: Option<Manifest>,
-    pub scenario: Option<toml::Table>,
+    /// The scenario as it ran (`scenario.toml`).
+    pub scenario: Option<model::Scenario>,
     pub host: Option<model::host::Host>,
     /// Without a manifest: every event counted by role and kind.
     pub event_counts: BTreeMap<(String, String), u64>,
@@ -139,6 +140,16 @@ impl RunData {
                 (None, Charts::default(), samples)
             }
         };
+        let scenario = read(model::run_dir::SCENARIO_FILE).and_then(|text| {
+            model::Scenario::from_record(&text)
+                .map_err(|e| {
+                    problems.push(format!(
+                        "{} cannot be read ({e:#}): the run's settings are not shown",
+                        model::run_dir::SCENARIO_FILE
+                    ))
+                })
+                .ok()
+        });
         if !unreadable.is_empty() {
             let unreadable: Vec<String> = unreadable.into_iter().collect();
             problems.push(format!(
@@ -153,23 +164,11 @@ impl RunData {
             summary,
             charts,
             manifest,
-            scenario: read(model::run_dir::SCENARIO_FILE).and_then(|t| t.parse().ok()),
+            scenario,
             host: read(model::run_dir::HOST_FILE).and_then(|t| serde_json::from_str(&t).ok()),
             event_counts,
             samples,
             problems,
-        })
-    }
-
-    /// A scenario value by dotted path, as text.
-    pub fn scenario_value(&self, path: &str) -> Option<String> {
-        let mut v: &toml::Value = self.scenario.as_ref()?.get(path.split('.').next()?)?;
-        for part in path.split('.').skip(1) {
-            v = v.get(part)?;
-        }
-        Some(match v {
-            toml::Value::String(s) => s.clone(),
-            other => other.to_string(),
         })
     }
 }

@@ -229,12 +229,19 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
         serde_json::to_string(&manifest).unwrap(),
     )
     .unwrap();
-    std::fs::write(
-        dir.join("scenario.toml"),
-        format!(
-            "name = \"sv1-baseline\"\nduration = \"5m\"\nsides = [\"sv1\"]\n[link]\nrtt_ms = {}\n",
+    // The scenario's record, as a run writes it: whole.
+    let scenario = model::Scenario::parse(
+        &format!(
+            "name = \"sv1-baseline\"\nduration = \"5m\"\nsides = [\"sv1\"]\n[network]\nblock_interval = \"30s\"\nhashrate_share = 0.5\n[miners]\ncount = 2\nshares_per_min = 10\n[link]\nrtt_ms = {}\n",
             2 * one_way_ms
         ),
+        Path::new("scenario.toml"),
+        &[],
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("scenario.toml"),
+        toml::to_string(&scenario).unwrap(),
     )
     .unwrap();
     let summary = analysis::summarize(&dir).unwrap();
