@@ -163,7 +163,7 @@ pub struct Subscribed {
 }
 
 /// A refusal's code and text, from whichever shape the pool gave it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Rejection {
     pub code: Option<i64>,
     pub message: Option<String>,
@@ -208,24 +208,28 @@ impl Message {
             Some(Value::String(method)) => method,
             Some(other) => return Err(ParseError::Method(other)),
         };
-        let params = fields.remove("params").unwrap_or(json!([]));
+        let params = match fields.remove("params") {
+            None | Some(Value::Null) => json!([]),
+            Some(params) => params,
+        };
         let method = Method::parse(&id, method, params)?;
         Ok(Message::Request { id, method })
     }
 
     /// The message as a line, its newline included.
     pub fn to_line(&self) -> Vec<u8> {
-        let value = match self {
+        let mut line = serde_json::to_vec(&self.to_value()).expect("JSON values serialise");
+        line.push(b'\n');
+        line
+    }
+
+    fn to_value(&self) -> Value {
+        match self {
             Message::Request { id, method } => {
                 json!({"id": id.to_value(), "method": method.name(), "params": method.params()})
             }
-            Message::Response(r) => {
-                json!({"id": r.id.to_value(), "result": r.result, "error": r.error})
-            }
-        };
-        let mut line = serde_json::to_vec(&value).expect("JSON values serialise");
-        line.push(b'\n');
-        line
+            Message::Response(r) => r.to_value(),
+        }
     }
 
     /// A pool's notification (id `null`).
@@ -234,6 +238,13 @@ impl Message {
             id: Id::Null,
             method,
         }
+    }
+}
+
+/// The line's JSON, without its newline (for logs).
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.to_value().fmt(f)
     }
 }
 
@@ -426,6 +437,10 @@ impl Response {
         }
     }
 
+    fn to_value(&self) -> Value {
+        json!({"id": self.id.to_value(), "result": self.result, "error": self.error})
+    }
+
     /// Whether the request was granted outright (`true`), as a share's or an
     /// authorization's is.
     pub fn accepted(&self) -> bool {
@@ -471,6 +486,13 @@ impl Response {
 impl From<Response> for Message {
     fn from(response: Response) -> Message {
         Message::Response(response)
+    }
+}
+
+/// The answer's JSON (for logs).
+impl fmt::Display for Response {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.to_value().fmt(f)
     }
 }
 
