@@ -7,7 +7,7 @@
 //! branch), every `mining.set_difficulty`, and every `mining.submit` with the pool's answer
 //! (accepted, or the error mapped to stale / duplicate / low difficulty / unknown job /
 //! other, its text kept). What it adds per line, each way, is measured. A line that is not
-//! an SV1 message is passed on and counted; a line over [`MAX_LINE`] closes that connection with
+//! JSON is passed on and counted; a line over [`MAX_LINE`] closes that connection with
 //! a logged reason, and the tap serves on.
 
 use crate::job::Job;
@@ -38,7 +38,7 @@ pub struct Sv1TapConfig {
 #[derive(Default)]
 pub struct Sv1TapStats {
     pub tap: Arc<TapStats>,
-    /// Lines that were not SV1 messages (not JSON objects), towards the pool and from it.
+    /// Lines that were not JSON, towards the pool and from it.
     pub malformed_up: AtomicU64,
     pub malformed_down: AtomicU64,
 }
@@ -243,12 +243,10 @@ async fn pump(
         }
         match Message::parse(&line) {
             Ok(msg) => look(t_in, &msg),
-            Err(e @ ParseError::Params { .. }) => {
-                tracing::debug!(error = %e, "a message the tap cannot read");
-            }
-            Err(_) => {
+            Err(ParseError::Json(_)) => {
                 counts.malformed.fetch_add(1, Ordering::Relaxed);
             }
+            Err(e) => tracing::debug!(error = %e, "a message the tap cannot read"),
         }
     }
 }
