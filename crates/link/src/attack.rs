@@ -12,10 +12,10 @@ use crate::Direction;
 use probe::event::{AttackAction, LinkEnd};
 use probe::{mono_ns, Event, Recorder};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sv1_wire::{Id, Message, Method, Notify, Submit};
 
 pub use model::attack::Attack;
 
@@ -109,7 +109,7 @@ pub(crate) struct Connection {
     /// What the attacker read of an SV1 connection: the farm's worker, and its current
     /// job's id and time.
     worker: Option<String>,
-    job: Option<(Value, Value)>,
+    job: Option<(String, String)>,
     /// The extranonce1 and extranonce2 sizes the pool gave at subscribe.
     extranonce1_size: usize,
     extranonce2_size: usize,
@@ -223,7 +223,7 @@ impl Connection {
         let active = self.attacker.active();
         let mut out = Vec::with_capacity(held.len() + 256);
         for line in held.split_inclusive(|&b| b == b'\n') {
-            let message = serde_json::from_slice::<Value>(line).ok();
+            let message = Message::parse(line).ok();
             if let Some(m) = &message {
                 self.learn(direction, m);
             }
@@ -252,24 +252,28 @@ impl Connection {
 
     /// The farm's worker (from its authorization) and its current job (from the pool's
     /// notifications), as the attacker reads them.
-    fn learn(&mut self, direction: Direction, message: &Value) {
-        match (direction, message["method"].as_str()) {
-            (Direction::Up, Some("mining.authorize")) => {
-                self.worker = message["params"][0].as_str().map(str::to_string);
-            }
-            (Direction::Down, Some("mining.notify")) => {
-                let params = &message["params"];
-                self.job = Some((params[0].clone(), params[7].clone()));
-            }
+    fn learn(&mut self, direction: Direction, message: &Message) {
+        match (direction, message) {
+            (
+                Direction::Up,
+                Message::Request {
+                    method: Method::Authorize { worker, .. },
+                    ..
+                },
+            ) => self.worker = Some(worker.clone()),
+            (
+                Direction::Down,
+                Message::Request {
+                    method: Method::Notify(notify),
+                    ..
+                },
+            ) => self.job = Some((notify.job_id.clone(), notify.ntime.clone())),
             // The answer to mining.subscribe: [subscriptions, extranonce1, extranonce2 size].
-            (Direction::Down, None) => {
-                let result = &message["result"];
-                if let (Some(extranonce1), Some(size)) = (
-                    result[1].as_str(),
-                    result[2].as_u64().filter(|s| (1..=32).contains(s)),
-                ) {
-                    self.extranonce1_size = extranonce1.len() / 2;
-                    self.extranonce2_size = size as usize;
+            (Direction::Down, Message::Response(answer)) => {
+                let subscribed = answer.subscribed();
+                if let Some(s) = subscribed.filter(|s| (1..=32).contains(&s.extranonce2_size)) {
+                    self.extranonce1_size = s.extranonce1.len() / 2;
+                    self.extranonce2_size = s.extranonce2_size as usize;
                 }
             }
             _ => {}
@@ -284,14 +288,15 @@ impl Connection {
         else {
             return;
         };
-        let extranonce2 = "00".repeat(self.extranonce2_size);
-        let forged = serde_json::json!({
-            "id": INJECTED_SUBMIT,
-            "method": "mining.submit",
-            "params": [worker, job_id, extranonce2, ntime, "00000000"],
-        });
-        out.extend_from_slice(forged.to_string().as_bytes());
-        out.push(b'\n');
+        let forged = Submit {
+            worker: worker.clone(),
+            job_id: job_id.clone(),
+            extranonce2: "00".repeat(self.extranonce2_size),
+            ntime: ntime.clone(),
+            nonce: "00000000".into(),
+            version_bits: None,
+        };
+        out.extend(request(INJECTED_SUBMIT.into(), Method::Submit(forged)));
         self.once_done = true;
         self.record(Direction::Up, AttackAction::SubmitInjected);
     }
@@ -299,63 +304,66 @@ impl Connection {
     /// A farm's request, with the attacker's worker in place of the farm's.
     fn rewrite_request(
         &mut self,
-        message: Option<Value>,
+        message: Option<Message>,
         line: &[u8],
         account: &str,
         out: &mut Vec<u8>,
     ) {
-        let Some(mut request) = message else {
-            out.extend_from_slice(line);
-            return;
-        };
-        let method = request["method"].as_str().unwrap_or_default().to_string();
-        let action = match method.as_str() {
-            "mining.authorize" => AttackAction::AuthorizeRewritten,
-            "mining.submit" => AttackAction::SubmitRewritten,
+        let worker = account.to_string();
+        let (id, action, method) = match message {
+            Some(Message::Request {
+                id,
+                method: Method::Authorize { password, .. },
+            }) => (
+                id,
+                AttackAction::AuthorizeRewritten,
+                Method::Authorize { worker, password },
+            ),
+            Some(Message::Request {
+                id,
+                method: Method::Submit(submit),
+            }) => (
+                id,
+                AttackAction::SubmitRewritten,
+                Method::Submit(Submit { worker, ..submit }),
+            ),
             _ => {
                 out.extend_from_slice(line);
                 return;
             }
         };
         if action == AttackAction::SubmitRewritten && !self.own_worker_authorized {
-            let authorize = serde_json::json!({
-                "id": INJECTED_AUTHORIZE,
-                "method": "mining.authorize",
-                "params": [account, "x"],
-            });
-            out.extend_from_slice(authorize.to_string().as_bytes());
-            out.push(b'\n');
+            let authorize = Method::Authorize {
+                worker: account.to_string(),
+                password: Some("x".into()),
+            };
+            out.extend(request(INJECTED_AUTHORIZE.into(), authorize));
             self.record(Direction::Up, AttackAction::OwnWorkerAuthorized);
         }
         self.own_worker_authorized = true;
-        match request["params"].get_mut(0) {
-            Some(worker) => *worker = Value::from(account),
-            None => {
-                out.extend_from_slice(line);
-                return;
-            }
-        }
-        out.extend_from_slice(request.to_string().as_bytes());
-        out.push(b'\n');
+        out.extend(request(id, method));
         self.record(Direction::Up, action);
     }
 
     /// A pool's line, and a `mining.notify` with its coinbase paying `payout` instead.
     fn rewrite_job(
         &mut self,
-        message: Option<Value>,
+        message: Option<Message>,
         line: &[u8],
         payout: &[u8],
         out: &mut Vec<u8>,
     ) {
-        let Some(mut notify) = message.filter(|m| m["method"] == "mining.notify") else {
+        let Some(Message::Request {
+            id,
+            method: Method::Notify(notify),
+        }) = message
+        else {
             out.extend_from_slice(line);
             return;
         };
-        let params = &notify["params"];
         let extranonce = self.extranonce1_size + self.extranonce2_size;
-        let coinb = |i: usize| params[i].as_str().and_then(|h| hex::decode(h).ok());
-        let redirected = (coinb(2).zip(coinb(3)))
+        let coinb = |h: &str| hex::decode(h).ok();
+        let redirected = (coinb(&notify.coinb1).zip(coinb(&notify.coinb2)))
             .and_then(|(c1, c2)| redirect_payout(&c1, &c2, extranonce, payout));
         let Some(coinb2) = redirected else {
             tracing::warn!(
@@ -365,10 +373,12 @@ impl Connection {
             out.extend_from_slice(line);
             return;
         };
-        let job_id = params[0].as_str().map(str::to_string);
-        notify["params"][3] = Value::from(hex::encode(coinb2));
-        out.extend_from_slice(notify.to_string().as_bytes());
-        out.push(b'\n');
+        let job_id = Some(notify.job_id.clone());
+        let notify = Notify {
+            coinb2: hex::encode(coinb2),
+            ..notify
+        };
+        out.extend(request(id, Method::Notify(notify)));
         self.record_job(Direction::Down, AttackAction::JobRewritten, job_id);
     }
 
@@ -463,13 +473,25 @@ fn push_varint(out: &mut Vec<u8>, n: u64) {
 }
 
 /// The pool's answer to a request the attacker injected, which the miner never made.
-fn is_answer_to_injected(message: &Value) -> bool {
-    message["id"] == INJECTED_AUTHORIZE || message["id"] == INJECTED_SUBMIT
+fn is_answer_to_injected(message: &Message) -> bool {
+    let Message::Response(answer) = message else {
+        return false;
+    };
+    [INJECTED_AUTHORIZE, INJECTED_SUBMIT]
+        .map(Id::from)
+        .contains(&answer.id)
+}
+
+/// A request the attacker writes, as its line: only what it forges or changes is
+/// written anew, every other line passes as it came.
+fn request(id: Id, method: Method) -> Vec<u8> {
+    Message::Request { id, method }.to_line()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn connection(attack: Attack, begins_after: Duration) -> Connection {
         let attacker = Attacker {
@@ -562,9 +584,15 @@ mod tests {
         let out = text(c.pass(Direction::Down, format!("{notify}\n").as_bytes()));
         let got: Value = serde_json::from_str(out.trim_end()).unwrap();
         let expected = redirect_payout(&coinb1, &coinb2, 12, &payout).unwrap();
-        assert_eq!(got["params"][3], hex::encode(expected));
+        assert_eq!(got["params"][3], hex::encode(&expected));
         assert_eq!(got["params"][0], "j7");
         assert!(c.applied);
+        // Only coinb2 changes, and any other line of the pool's passes byte for byte.
+        let only_coinb2 =
+            format!("{notify}\n").replace(&hex::encode(&coinb2), &hex::encode(&expected));
+        assert_eq!(out, only_coinb2);
+        let spaced = b"{\"params\": [2], \"id\": null, \"method\": \"mining.set_difficulty\"}\n";
+        assert_eq!(c.pass(Direction::Down, spaced), spaced.to_vec());
         // A stream it cannot read: the pool's first chunk is changed, the farm's is not.
         let mut opaque = connection(Attack::HijackJob { payout }, Duration::ZERO);
         assert_eq!(opaque.pass(Direction::Up, &[1, 2, 3]), vec![1, 2, 3]);

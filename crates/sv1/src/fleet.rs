@@ -7,15 +7,15 @@
 //! answer got is recorded where it happens. It works against any SV1 pool.
 
 use crate::job::Job;
-use crate::wire::{read_line, request, write_json};
+use crate::wire::{read_line, write_message};
 use anyhow::Result;
 use bitcoin::{BlockHash, Target};
 use mining::farm::{Failover, PoolChoice};
 use probe::{mono_ns, Event, Recorder};
-use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use sv1_wire::{Message, Method, Response, Submit};
 use tokio::io::BufReader;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
@@ -252,16 +252,17 @@ async fn serves_work(pool: SocketAddr, worker: String) -> bool {
     let check = async {
         let stream = TcpStream::connect(pool).await.ok()?;
         let (read, mut write) = stream.into_split();
-        let subscribe = request(json!(1), "mining.subscribe", json!(["stratum-bench/0.1"]));
-        let authorize = request(json!(2), "mining.authorize", json!([worker, "x"]));
-        write_json(&mut write, &subscribe).await.ok()?;
-        write_json(&mut write, &authorize).await.ok()?;
+        write_message(&mut write, &subscribe()).await.ok()?;
+        write_message(&mut write, &authorize(&worker)).await.ok()?;
         let mut read = BufReader::new(read);
         let mut line = Vec::new();
         loop {
             read_line(&mut read, &mut line).await.ok()?;
-            let notify = br#""mining.notify""#;
-            if line.windows(notify.len()).any(|w| w == notify) {
+            if let Ok(Message::Request {
+                method: Method::Notify(_),
+                ..
+            }) = Message::parse(&line)
+            {
                 return Some(());
             }
             line.clear();
@@ -272,6 +273,29 @@ async fn serves_work(pool: SocketAddr, worker: String) -> bool {
         .ok()
         .flatten()
         .is_some()
+}
+
+/// A miner's first words to its pool, as firmware's (their ids are what [`MinerState`]
+/// knows their answers by).
+fn subscribe() -> Message {
+    let method = Method::Subscribe {
+        user_agent: Some("stratum-bench/0.1".into()),
+    };
+    Message::Request {
+        id: 1.into(),
+        method,
+    }
+}
+
+fn authorize(worker: &str) -> Message {
+    let method = Method::Authorize {
+        worker: worker.to_string(),
+        password: Some("x".into()),
+    };
+    Message::Request {
+        id: 2.into(),
+        method,
+    }
 }
 
 /// What one session of a miner with its pool works with.
@@ -324,17 +348,11 @@ impl Session<'_> {
         let mut incoming = mining::farm::lan_hop(incoming, lan, mono_ns);
         let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
         let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
-        let suggest = (cfg.suggest_difficulty)
-            .map(|d| request(json!(3), "mining.suggest_difficulty", json!([d])));
-        let hellos = [
-            Some(request(
-                json!(1),
-                "mining.subscribe",
-                json!(["stratum-bench/0.1"]),
-            )),
-            suggest,
-            Some(request(json!(2), "mining.authorize", json!([worker, "x"]))),
-        ];
+        let suggest = (cfg.suggest_difficulty).map(|d| Message::Request {
+            id: 3.into(),
+            method: Method::SuggestDifficulty(d),
+        });
+        let hellos = [Some(subscribe()), suggest, Some(authorize(&worker))];
         for hello in hellos.into_iter().flatten() {
             let _ = outgoing_tx.send((mono_ns(), hello));
         }
@@ -370,13 +388,17 @@ impl Session<'_> {
                 Some(share) = shares.recv() => {
                     let id = miner.next_share_id;
                     miner.next_share_id += 1;
-                    let msg = request(json!(id), "mining.submit", json!([
-                        worker,
-                        share.job_id,
-                        hex::encode(&share.extranonce2),
-                        format!("{:08x}", share.ntime),
-                        format!("{:08x}", share.nonce),
-                    ]));
+                    let msg = Message::Request {
+                        id: id.into(),
+                        method: Method::Submit(Submit {
+                            worker: worker.clone(),
+                            job_id: share.job_id.clone(),
+                            extranonce2: hex::encode(&share.extranonce2),
+                            ntime: format!("{:08x}", share.ntime),
+                            nonce: format!("{:08x}", share.nonce),
+                            version_bits: None,
+                        }),
+                    };
                     recorder.record(Event::ShareSubmitted {
                         miner: index,
                         share_id: id,
@@ -387,7 +409,7 @@ impl Session<'_> {
                     let _ = outgoing_tx.send((mono_ns(), msg));
                 }
                 Some((_, msg)) = outgoing.recv() => {
-                    if write_json(&mut write, &msg).await.is_err() {
+                    if write_message(&mut write, &msg).await.is_err() {
                         break Ended::Lost;
                     }
                 }
@@ -486,13 +508,17 @@ impl MinerState {
     }
 
     pub(crate) fn handle(&mut self, line: &[u8], t: u64, slot: &Slot, recorder: &Recorder) {
-        let Ok(msg) = serde_json::from_slice::<Value>(line) else {
-            tracing::warn!(miner = self.index, "unparseable line from the pool");
-            return;
+        let method = match Message::parse(line) {
+            Ok(Message::Request { method, .. }) => method,
+            Ok(Message::Response(answer)) => return self.reply(&answer, t, recorder),
+            Err(e) => {
+                tracing::warn!(miner = self.index, error = %e, "unreadable line from the pool");
+                return;
+            }
         };
-        match msg.get("method").and_then(Value::as_str) {
-            Some("mining.notify") => {
-                let job = match Job::from_notify_params(&msg["params"]) {
+        match method {
+            Method::Notify(notify) => {
+                let job = match Job::from_notify(&notify) {
                     Ok(j) => j,
                     Err(e) => {
                         tracing::warn!(miner = self.index, error = %e, "bad mining.notify");
@@ -527,49 +553,37 @@ impl MinerState {
                 );
                 slot.set(Some(work));
             }
-            Some("mining.set_difficulty") => {
-                if let Some(d) = msg["params"]
-                    .get(0)
-                    .and_then(Value::as_f64)
-                    .filter(|d| *d > 0.0)
-                {
-                    self.share_target = mining::target_from_difficulty(d);
-                    let target = self.share_target;
-                    slot.with(|w| w.share_target = target);
-                }
+            Method::SetDifficulty(d) if d > 0.0 => {
+                self.share_target = mining::target_from_difficulty(d);
+                let target = self.share_target;
+                slot.with(|w| w.share_target = target);
             }
-            Some(_) => {}
-            None => self.reply(&msg, t, recorder),
+            _ => {}
         }
     }
 
-    fn reply(&mut self, msg: &Value, t: u64, recorder: &Recorder) {
-        match msg.get("id").and_then(Value::as_u64) {
+    fn reply(&mut self, answer: &Response, t: u64, recorder: &Recorder) {
+        match answer.id.as_u64() {
             Some(1) => {
-                let result = &msg["result"];
-                self.extranonce1 = result
-                    .get(1)
-                    .and_then(Value::as_str)
-                    .and_then(|h| hex::decode(h).ok());
-                self.extranonce2_size = result
-                    .get(2)
-                    .and_then(Value::as_u64)
-                    .unwrap_or(8)
-                    .clamp(1, 8) as usize;
+                let subscribed = answer.subscribed();
+                self.extranonce1 =
+                    (subscribed.as_ref()).and_then(|s| hex::decode(&s.extranonce1).ok());
+                self.extranonce2_size =
+                    subscribed.map_or(8, |s| s.extranonce2_size.clamp(1, 8) as usize);
                 if self.extranonce1.is_none() {
                     tracing::warn!(miner = self.index, "subscribe reply without extranonce1");
                 }
             }
-            Some(2) if msg["result"] != json!(true) => {
-                tracing::warn!(miner = self.index, reply = %msg, "authorization refused");
+            Some(2) if !answer.accepted() => {
+                tracing::warn!(miner = self.index, reply = %answer, "authorization refused");
             }
             // A pool may set the difficulty instead of answering (public-pool does).
-            Some(3) if msg["error"].is_object() || msg["error"].is_array() => {
-                tracing::warn!(miner = self.index, reply = %msg, "suggested difficulty refused");
+            Some(3) if answer.error.is_object() || answer.error.is_array() => {
+                tracing::warn!(miner = self.index, reply = %answer, "suggested difficulty refused");
             }
             Some(id) if id >= 100 => {
-                let accepted = msg["result"] == json!(true);
-                let error = (!accepted).then(|| msg["error"].to_string());
+                let accepted = answer.accepted();
+                let error = (!accepted).then(|| answer.error.to_string());
                 recorder.record_at(
                     t,
                     Event::ShareAnswered {

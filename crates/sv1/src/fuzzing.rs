@@ -129,7 +129,7 @@ pub fn tap_connection(data: &[u8]) {
         let Some((direction, line)) = line.split_first() else {
             return;
         };
-        if let Ok(msg) = serde_json::from_slice::<Value>(line) {
+        if let Ok(msg) = sv1_wire::Message::parse(line) {
             match direction % 2 {
                 0 => tap::note_request(&msg, &conn),
                 _ => tap::note_answer(probe::mono_ns(), &msg, 0, &conn, &recorder, &stats),

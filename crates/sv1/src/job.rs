@@ -1,10 +1,10 @@
 //! A mining job as `mining.notify` carries it, and the block header a share builds from it.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use bitcoin::block::{Header, Version};
 use bitcoin::hashes::{sha256d, Hash};
 use bitcoin::{BlockHash, CompactTarget, TxMerkleNode, Txid};
-use serde_json::{json, Value};
+use sv1_wire::Notify;
 
 /// The fields of `mining.notify`.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,44 +22,32 @@ pub struct Job {
 }
 
 impl Job {
-    pub fn notify_params(&self) -> Value {
-        json!([
-            self.job_id,
-            prevhash_to_stratum(&self.prev_hash),
-            hex::encode(&self.coinb1),
-            hex::encode(&self.coinb2),
-            self.merkle_branch
-                .iter()
+    /// The job as `mining.notify` carries it.
+    pub fn to_notify(&self) -> Notify {
+        Notify {
+            job_id: self.job_id.clone(),
+            prev_hash: prevhash_to_stratum(&self.prev_hash),
+            coinb1: hex::encode(&self.coinb1),
+            coinb2: hex::encode(&self.coinb2),
+            merkle_branch: (self.merkle_branch.iter())
                 .map(|n| hex::encode(n.as_byte_array()))
-                .collect::<Vec<_>>(),
-            format!("{:08x}", self.version),
-            format!("{:08x}", self.bits.to_consensus()),
-            format!("{:08x}", self.ntime),
-            self.clean,
-        ])
+                .collect(),
+            version: format!("{:08x}", self.version),
+            nbits: format!("{:08x}", self.bits.to_consensus()),
+            ntime: format!("{:08x}", self.ntime),
+            clean_jobs: self.clean,
+        }
     }
 
-    pub fn from_notify_params(params: &Value) -> Result<Job> {
-        let p = params
-            .as_array()
-            .context("notify params are not an array")?;
-        if p.len() < 9 {
-            bail!("notify has {} params, expected 9", p.len());
-        }
-        let text = |i: usize| {
-            p[i].as_str()
-                .with_context(|| format!("notify param {i} is not a string"))
+    /// The job a `mining.notify` describes; an error names the field that does not read.
+    pub fn from_notify(notify: &Notify) -> Result<Job> {
+        let hex_u32 = |field: &str, what: &str| -> Result<u32> {
+            u32::from_str_radix(field, 16)
+                .with_context(|| format!("notify {what} is not 8 hex digits"))
         };
-        let hex_u32 = |i: usize| -> Result<u32> {
-            u32::from_str_radix(text(i)?, 16)
-                .with_context(|| format!("notify param {i} is not 8 hex digits"))
-        };
-        let branch = p[4]
-            .as_array()
-            .context("notify merkle branch is not an array")?
-            .iter()
+        let branch = (notify.merkle_branch.iter())
             .map(|h| {
-                let bytes: [u8; 32] = hex::decode(h.as_str().unwrap_or_default())
+                let bytes: [u8; 32] = hex::decode(h)
                     .ok()
                     .and_then(|b| b.try_into().ok())
                     .context("merkle branch entry is not 32 bytes of hex")?;
@@ -67,15 +55,15 @@ impl Job {
             })
             .collect::<Result<_>>()?;
         Ok(Job {
-            job_id: text(0)?.to_string(),
-            prev_hash: prevhash_from_stratum(text(1)?)?,
-            coinb1: hex::decode(text(2)?).context("coinb1 is not hex")?,
-            coinb2: hex::decode(text(3)?).context("coinb2 is not hex")?,
+            job_id: notify.job_id.clone(),
+            prev_hash: prevhash_from_stratum(&notify.prev_hash)?,
+            coinb1: hex::decode(&notify.coinb1).context("coinb1 is not hex")?,
+            coinb2: hex::decode(&notify.coinb2).context("coinb2 is not hex")?,
             merkle_branch: branch,
-            version: hex_u32(5)? as i32,
-            bits: CompactTarget::from_consensus(hex_u32(6)?),
-            ntime: hex_u32(7)?,
-            clean: p[8].as_bool().unwrap_or(false),
+            version: hex_u32(&notify.version, "version")? as i32,
+            bits: CompactTarget::from_consensus(hex_u32(&notify.nbits, "nbits")?),
+            ntime: hex_u32(&notify.ntime, "ntime")?,
+            clean: notify.clean_jobs,
         })
     }
 
@@ -167,13 +155,17 @@ mod tests {
             ntime: 1_700_000_000,
             clean: true,
         };
-        let back = Job::from_notify_params(&job.notify_params()).unwrap();
+        let back = Job::from_notify(&job.to_notify()).unwrap();
         assert_eq!(back, job);
         assert_eq!(
             back.marker_txid().unwrap().to_raw_hash().to_byte_array(),
             [9; 32]
         );
-        assert!(Job::from_notify_params(&json!(["x"])).is_err());
+        assert!(Job::from_notify(&Notify {
+            prev_hash: "00".into(),
+            ..job.to_notify()
+        })
+        .is_err());
     }
 
     #[test]

@@ -17,11 +17,11 @@ use parking_lot::Mutex;
 use probe::{mono_ns, Event, Histogram, Recorder, ShareVerdict, TapStats};
 use prometheus_client::metrics::counter::Counter;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use sv1_wire::{codes, Id, Message, Method, ParseError, Response};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -207,13 +207,13 @@ struct Direction<'a> {
     malformed: &'a AtomicU64,
 }
 
-/// Forwards lines from `from` to `to` unchanged, then shows each JSON one to `look`, with
+/// Forwards lines from `from` to `to` unchanged, then shows each SV1 one to `look`, with
 /// the moment it was read whole. Once `to` is gone, lines are still read and shown (what
 /// the pool answered a miner that left is still its verdict); the end of `from` ends it.
 async fn pump(
     from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
-    mut look: impl FnMut(u64, &Value),
+    mut look: impl FnMut(u64, &Message),
     counts: Direction<'_>,
 ) -> Result<()> {
     let mut from = BufReader::new(from);
@@ -241,30 +241,28 @@ async fn pump(
                 Err(e) => write_failed = Some(e),
             }
         }
-        match serde_json::from_slice::<Value>(&line) {
+        match Message::parse(&line) {
             Ok(msg) => look(t_in, &msg),
-            Err(_) => {
+            Err(ParseError::Json(_)) => {
                 counts.malformed.fetch_add(1, Ordering::Relaxed);
             }
+            Err(e) => tracing::debug!(error = %e, "a message the tap cannot read"),
         }
     }
 }
 
 /// Notes a `mining.submit` going to the pool, to pair it with its answer.
-pub(crate) fn note_request(msg: &Value, conn: &Mutex<Connection>) {
-    if msg.get("method").and_then(Value::as_str) != Some("mining.submit") {
+pub(crate) fn note_request(msg: &Message, conn: &Mutex<Connection>) {
+    let Message::Request {
+        id,
+        method: Method::Submit(submit),
+    } = msg
+    else {
+        return;
+    };
+    if *id == Id::Null {
         return;
     }
-    let Some(id) = msg.get("id").filter(|id| !id.is_null()) else {
-        return;
-    };
-    let param = |i: usize| {
-        msg.get("params")
-            .and_then(|p| p.get(i))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
     let mut conn = conn.lock();
     if conn.pending.len() >= MAX_UNANSWERED {
         // A pool that answers no submit would make the tap hold every one of them.
@@ -274,21 +272,24 @@ pub(crate) fn note_request(msg: &Value, conn: &Mutex<Connection>) {
         );
         conn.pending.clear();
     }
-    conn.pending.insert(id.to_string(), (param(0), param(1)));
+    let share = (submit.worker.clone(), submit.job_id.clone());
+    conn.pending.insert(id.to_string(), share);
 }
 
 /// Notes what the pool sent a miner: a job, a difficulty, or the answer to a share.
 pub(crate) fn note_answer(
     t: u64,
-    msg: &Value,
+    msg: &Message,
     connection: u32,
     conn: &Mutex<Connection>,
     recorder: &Recorder,
     stats: &Sv1TapStats,
 ) {
-    let params = msg.get("params").unwrap_or(&Value::Null);
-    match msg.get("method").and_then(Value::as_str) {
-        Some("mining.notify") => match Job::from_notify_params(params) {
+    match msg {
+        Message::Request {
+            method: Method::Notify(notify),
+            ..
+        } => match Job::from_notify(notify) {
             Ok(job) => {
                 conn.lock().job_sent(&job.job_id, job.clean);
                 stats.tap.jobs_relayed.inc();
@@ -305,30 +306,31 @@ pub(crate) fn note_answer(
             }
             Err(e) => tracing::debug!(error = %e, "a mining.notify the tap cannot read"),
         },
-        Some("mining.set_difficulty") => {
-            if let Some(difficulty) = params.get(0).and_then(Value::as_f64) {
-                conn.lock().difficulty = Some(difficulty);
-                recorder.record_at(
-                    t,
-                    Event::Sv1DifficultySet {
-                        connection,
-                        difficulty,
-                    },
-                );
-            }
+        Message::Request {
+            method: Method::SetDifficulty(difficulty),
+            ..
+        } => {
+            let difficulty = *difficulty;
+            conn.lock().difficulty = Some(difficulty);
+            recorder.record_at(
+                t,
+                Event::Sv1DifficultySet {
+                    connection,
+                    difficulty,
+                },
+            );
         }
-        Some(_) => {}
-        None => {
-            let Some(id) = msg.get("id") else { return };
+        Message::Request { .. } => {}
+        Message::Response(answer) => {
             let (worker, job_id, difficulty) = {
                 let mut c = conn.lock();
-                let Some((worker, job_id)) = c.pending.remove(&id.to_string()) else {
+                let Some((worker, job_id)) = c.pending.remove(&answer.id.to_string()) else {
                     return;
                 };
                 let difficulty = c.share_difficulty(&job_id);
                 (worker, job_id, difficulty)
             };
-            let (verdict, reason) = answer_verdict(msg);
+            let (verdict, reason) = answer_verdict(answer);
             stats.tap.count_share(verdict);
             recorder.record_at(
                 t,
@@ -348,24 +350,12 @@ pub(crate) fn note_answer(
 /// A pool's answer to `mining.submit` as a verdict, with its error text. Pools word their
 /// errors differently (`Stale`, `Job not found`, `Duplicate share`, `Above target`...), so
 /// the text decides where it is telling, else the cgminer-era code.
-fn answer_verdict(msg: &Value) -> (ShareVerdict, Option<String>) {
-    if msg.get("result").and_then(Value::as_bool) == Some(true) {
+fn answer_verdict(answer: &Response) -> (ShareVerdict, Option<String>) {
+    if answer.accepted() {
         return (ShareVerdict::Accepted, None);
     }
-    let error = msg.get("error").unwrap_or(&Value::Null);
-    // `[code, message, data]`, or an object, or a bare message.
-    let (code, text) = match error {
-        Value::Array(a) => (
-            a.first().and_then(Value::as_i64),
-            a.get(1).and_then(Value::as_str).map(str::to_string),
-        ),
-        Value::Object(o) => (
-            o.get("code").and_then(Value::as_i64),
-            o.get("message").and_then(Value::as_str).map(str::to_string),
-        ),
-        Value::String(s) => (None, Some(s.clone())),
-        _ => (None, None),
-    };
+    let rejection = answer.rejection().unwrap_or_default();
+    let (code, text) = (rejection.code, rejection.message);
     let words = text.as_deref().unwrap_or_default().to_ascii_lowercase();
     let verdict = if words.contains("stale") {
         ShareVerdict::Stale
@@ -380,12 +370,13 @@ fn answer_verdict(msg: &Value) -> (ShareVerdict, Option<String>) {
         ShareVerdict::UnknownJob
     } else {
         match code {
-            Some(21) => ShareVerdict::UnknownJob,
-            Some(22) => ShareVerdict::Duplicate,
-            Some(23) => ShareVerdict::LowDifficulty,
+            Some(codes::JOB_NOT_FOUND) => ShareVerdict::UnknownJob,
+            Some(codes::DUPLICATE) => ShareVerdict::Duplicate,
+            Some(codes::LOW_DIFFICULTY) => ShareVerdict::LowDifficulty,
             _ => ShareVerdict::Invalid,
         }
     };
+    let error = &answer.error;
     let reason = text.or_else(|| (!error.is_null()).then(|| error.to_string()));
     (
         verdict,
@@ -396,7 +387,14 @@ fn answer_verdict(msg: &Value) -> (ShareVerdict, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    fn answer_verdict(answer: &Value) -> (ShareVerdict, Option<String>) {
+        match Message::parse(answer.to_string().as_bytes()).unwrap() {
+            Message::Response(answer) => super::answer_verdict(&answer),
+            other => panic!("not an answer: {other}"),
+        }
+    }
 
     #[test]
     fn pools_answers_are_mapped_by_their_words_then_their_codes() {

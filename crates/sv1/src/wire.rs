@@ -1,6 +1,7 @@
-//! Newline-delimited JSON over TCP, with a bound on line length.
+//! Newline-delimited JSON over TCP, with a bound on line length; what a line says is
+//! [`sv1_wire`]'s.
 
-use serde_json::{json, Value};
+use sv1_wire::Message;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Longest line accepted; a longer one closes the connection (no SV1 message needs more).
@@ -58,36 +59,12 @@ pub async fn read_raw_line<R: AsyncBufRead + Unpin>(
     }
 }
 
-/// Writes `value` and a newline.
-pub async fn write_json<W: AsyncWrite + Unpin>(w: &mut W, value: &Value) -> std::io::Result<()> {
-    let mut bytes = serde_json::to_vec(value).expect("JSON values serialise");
-    bytes.push(b'\n');
-    w.write_all(&bytes).await
-}
-
-/// A request or notification `{"id", "method", "params"}`.
-pub fn request(id: Value, method: &str, params: Value) -> Value {
-    json!({"id": id, "method": method, "params": params})
-}
-
-/// A success reply.
-pub fn ok(id: &Value, result: Value) -> Value {
-    json!({"id": id, "result": result, "error": null})
-}
-
-/// An error reply in the usual SV1 shape `[code, message, null]`.
-pub fn err(id: &Value, code: i64, message: &str) -> Value {
-    json!({"id": id, "result": null, "error": [code, message, null]})
-}
-
-/// SV1 error codes, as cgminer-era pools send them.
-pub mod codes {
-    pub const OTHER: i64 = 20;
-    pub const JOB_NOT_FOUND: i64 = 21;
-    pub const DUPLICATE: i64 = 22;
-    pub const LOW_DIFFICULTY: i64 = 23;
-    pub const UNAUTHORIZED: i64 = 24;
-    pub const NOT_SUBSCRIBED: i64 = 25;
+/// Writes `message` as its line.
+pub async fn write_message<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    message: &Message,
+) -> std::io::Result<()> {
+    w.write_all(&message.to_line()).await
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use sv1::fleet::{FleetConfig, FleetHandle};
 use sv1::pool::{PoolConfig, PoolHandle, VardiffConfig};
-use sv1::wire::{read_line, write_json};
+use sv1::wire::read_line;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -412,7 +412,8 @@ impl Client {
     }
 
     async fn send(&mut self, v: Value) {
-        write_json(&mut self.write, &v).await.unwrap();
+        let line = format!("{v}\n");
+        self.write.write_all(line.as_bytes()).await.unwrap();
     }
 
     /// The next message, or `None` once the pool closed the connection.

@@ -8,6 +8,7 @@ use analysis::latency::{
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
 use stratum_apps::key_utils::Secp256k1PublicKey;
+use sv1_wire::{Id, Message, Method, ParseError};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -169,10 +170,14 @@ async fn measure(target: Target) -> Step<ProbeOutcome> {
 /// `mining.subscribe`, and the pool's answer to it (its id, a result, no error).
 async fn subscribe(stream: TcpStream) -> Step<()> {
     let (read, mut write) = stream.into_split();
-    let request =
-        "{\"id\":1,\"method\":\"mining.subscribe\",\"params\":[\"stratum-bench-latency\"]}\n";
+    let request = Message::Request {
+        id: 1.into(),
+        method: Method::Subscribe {
+            user_agent: Some("stratum-bench-latency".into()),
+        },
+    };
     write
-        .write_all(request.as_bytes())
+        .write_all(&request.to_line())
         .await
         .map_err(|e| (Failure::Refused, format!("write: {e}")))?;
     let mut read = BufReader::new(read);
@@ -188,21 +193,18 @@ async fn subscribe(stream: TcpStream) -> Step<()> {
                 }
                 e => (Failure::Garbage, format!("read: {e}")),
             })?;
-        let msg: serde_json::Value = serde_json::from_slice(&line).map_err(|_| {
-            (
-                Failure::Garbage,
-                format!(
-                    "not JSON: {:?}",
-                    String::from_utf8_lossy(&line[..line.len().min(80)])
-                ),
-            )
-        })?;
-        if msg.get("id") != Some(&serde_json::json!(1)) {
-            continue;
-        }
-        return match (msg.get("result"), msg.get("error")) {
-            (Some(r), e) if !r.is_null() && e.is_none_or(serde_json::Value::is_null) => Ok(()),
-            _ => Err((Failure::Garbage, format!("subscribe refused: {msg}"))),
+        let answer = match Message::parse(&line) {
+            Ok(Message::Response(answer)) if answer.id == Id::from(1) => answer,
+            Ok(_) | Err(ParseError::Params { .. }) => continue,
+            Err(e) => {
+                let start = String::from_utf8_lossy(&line[..line.len().min(80)]);
+                return Err((Failure::Garbage, format!("{e}: {start:?}")));
+            }
+        };
+        return if answer.result.is_null() || !answer.error.is_null() {
+            Err((Failure::Garbage, format!("subscribe refused: {answer}")))
+        } else {
+            Ok(())
         };
     }
 }

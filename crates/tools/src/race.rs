@@ -22,6 +22,7 @@ use stratum_apps::stratum_core::bitcoin::hashes::Hash;
 use stratum_apps::stratum_core::bitcoin::BlockHash;
 use stratum_apps::stratum_core::mining_sv2::OpenStandardMiningChannelOwned;
 use stratum_apps::stratum_core::parsers_sv2::{AnyMessageOwned, MiningOwned};
+use sv1_wire::{Message, Method, ParseError};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::signal::unix::{signal, SignalKind};
@@ -320,11 +321,22 @@ async fn sv1_session(
     on_tip: &mut impl FnMut(u64, BlockHash) -> Result<()>,
 ) -> Result<()> {
     let (read, mut write) = stream.into_split();
-    let hello = serde_json::json!({"id": 1, "method": "mining.subscribe", "params": ["stratum-bench-race"]});
-    let auth =
-        serde_json::json!({"id": 2, "method": "mining.authorize", "params": [worker, password]});
+    let hello = Method::Subscribe {
+        user_agent: Some("stratum-bench-race".into()),
+    };
+    let auth = Method::Authorize {
+        worker: worker.to_string(),
+        password: Some(password.to_string()),
+    };
+    let lines = [(1, hello), (2, auth)].map(|(id, method)| {
+        Message::Request {
+            id: id.into(),
+            method,
+        }
+        .to_line()
+    });
     write
-        .write_all(format!("{hello}\n{auth}\n").as_bytes())
+        .write_all(&lines.concat())
         .await
         .context("cannot write to the pool")?;
     let mut read = BufReader::new(read);
@@ -344,31 +356,36 @@ async fn sv1_session(
             Err(sv1::wire::ReadError::Closed) => bail!("the pool closed the session"),
             Err(e) => bail!("read: {e}"),
         }
-        let Ok(msg) = serde_json::from_slice::<serde_json::Value>(&line) else {
-            tracing::warn!(line = %String::from_utf8_lossy(&line), "not JSON from the pool");
-            continue;
+        let msg = match Message::parse(&line) {
+            Ok(msg) => msg,
+            Err(ParseError::Params { method, reason, .. }) if method == "mining.notify" => {
+                bail!("a mining.notify the race cannot read: {reason}")
+            }
+            Err(e) => {
+                let line = String::from_utf8_lossy(&line);
+                tracing::warn!(%line, error = %e, "not SV1 from the pool");
+                continue;
+            }
         };
-        let refused = |what: &str| {
-            let error = &msg["error"];
-            let result = &msg["result"];
-            (!error.is_null() || result.is_null() || *result == serde_json::json!(false))
-                .then(|| anyhow!("the pool refused {what}: {msg}"))
-        };
-        match (msg["id"].as_u64(), msg["method"].as_str()) {
-            (Some(1), None) => {
-                if let Some(e) = refused("mining.subscribe") {
-                    return Err(e);
+        match msg {
+            Message::Response(answer) => {
+                let refused = !answer.error.is_null()
+                    || answer.result.is_null()
+                    || answer.result == serde_json::Value::Bool(false);
+                let what = match answer.id.as_u64() {
+                    Some(1) => "mining.subscribe".to_string(),
+                    Some(2) => format!("the worker {worker:?}"),
+                    _ => continue,
+                };
+                if refused {
+                    bail!("the pool refused {what}: {answer}");
                 }
             }
-            (Some(2), None) => {
-                if let Some(e) = refused(&format!("the worker {worker:?}")) {
-                    return Err(e);
-                }
-            }
-            (_, Some("mining.notify")) => {
-                let prev = (msg["params"].get(1).and_then(|p| p.as_str()))
-                    .context("a mining.notify without a prev hash")?;
-                let hash = prev_hash_from_notify(prev)?;
+            Message::Request {
+                method: Method::Notify(notify),
+                ..
+            } => {
+                let hash = prev_hash_from_notify(&notify.prev_hash)?;
                 on_tip(t_ns, hash)?;
                 work_by = None;
             }

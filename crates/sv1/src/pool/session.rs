@@ -3,15 +3,16 @@
 use super::templates::{PoolJob, EXTRANONCE2_SIZE};
 use super::vardiff::Vardiff;
 use super::{JobState, Shared};
-use crate::wire::{self, codes, read_line, write_json, ReadError};
+use crate::wire::{read_line, write_message, ReadError};
 use bitcoin::Target;
 use probe::{Event, ShareVerdict};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
+use sv1_wire::{codes, Id, Message, Method, ParseError, Response, Submit, Subscribed};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -53,8 +54,8 @@ pub(crate) async fn serve_connection(
                 let out = session.handle(&line, &shared).await;
                 line.clear();
                 let mut failed = false;
-                for msg in &out.replies {
-                    failed |= write_json(&mut write, msg).await.is_err();
+                for reply in out.replies {
+                    failed |= write_message(&mut write, &reply.into()).await.is_err();
                 }
                 if failed {
                     break "write failed".to_string();
@@ -77,7 +78,7 @@ pub(crate) async fn serve_connection(
                     let notice = session.notify(&job);
                     let mut failed = false;
                     if let Some(msg) = notice.difficulty {
-                        failed |= write_json(&mut write, &msg).await.is_err();
+                        failed |= write_message(&mut write, &msg).await.is_err();
                     }
                     failed |= write.write_all(notice.line).await.is_err();
                     if failed {
@@ -99,7 +100,7 @@ pub(crate) async fn serve_connection(
 /// What a miner is sent for a job.
 struct Notice<'j> {
     /// `mining.set_difficulty`, when the difficulty changed since the last job.
-    difficulty: Option<Value>,
+    difficulty: Option<Message>,
     /// The job's `mining.notify` line.
     line: &'j [u8],
     /// The miner had this job already (sent again to carry a new difficulty).
@@ -107,7 +108,7 @@ struct Notice<'j> {
 }
 
 struct Outcome {
-    replies: Vec<Value>,
+    replies: Vec<Response>,
     close: Option<String>,
     send_job: bool,
 }
@@ -166,11 +167,7 @@ impl Session {
     fn notify<'j>(&mut self, job: &'j PoolJob) -> Notice<'j> {
         let difficulty = self.difficulty_pending.then(|| {
             self.difficulty_pending = false;
-            wire::request(
-                Value::Null,
-                "mining.set_difficulty",
-                json!([self.difficulty]),
-            )
+            Message::notification(Method::SetDifficulty(self.difficulty))
         });
         let new_tip = self.last_prev != Some(job.job.prev_hash);
         if new_tip {
@@ -212,93 +209,104 @@ impl Session {
         }
         if self.rate_limited() {
             out.replies
-                .push(wire::err(&Value::Null, codes::OTHER, "Too many messages"));
+                .push(Response::error(Id::Null, codes::OTHER, "Too many messages"));
             out.close = Some("message flood".into());
             return out;
         }
-        let msg: Value = match serde_json::from_slice(line) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => {
+        let was_ready = self.ready();
+        let reply = match Message::parse(line) {
+            Ok(Message::Request { id, method }) => self.request(id, method, shared),
+            // A reply from the miner: nothing to answer.
+            Ok(Message::Response(_)) => return out,
+            Err(ParseError::Params { id, method, reason }) => {
+                tracing::debug!(%method, %reason, "malformed request");
+                self.malformed(id, &method, shared)
+            }
+            Err(_) => {
                 self.bad_lines += 1;
                 out.replies
-                    .push(wire::err(&Value::Null, codes::OTHER, "Parse error"));
+                    .push(Response::error(Id::Null, codes::OTHER, "Parse error"));
                 if self.bad_lines > MAX_BAD_LINES {
                     out.close = Some("too many unparseable lines".into());
                 }
                 return out;
             }
         };
-        let id = msg.get("id").cloned().unwrap_or(Value::Null);
-        let Some(method) = msg.get("method").and_then(Value::as_str) else {
-            return out; // a reply from the miner: nothing to answer
-        };
-        let params = msg
-            .get("params")
-            .cloned()
-            .unwrap_or(Value::Array(Vec::new()));
-        let was_ready = self.ready();
-        let reply = match method {
-            "mining.subscribe" => {
-                self.subscribed = true;
-                wire::ok(
-                    &id,
-                    json!([
-                        [["mining.set_difficulty", "1"], ["mining.notify", "1"]],
-                        hex::encode(self.extranonce1),
-                        EXTRANONCE2_SIZE
-                    ]),
-                )
-            }
-            "mining.authorize" => match params.get(0).and_then(Value::as_str) {
-                Some(worker) if worker.len() > MAX_WORKER_NAME => {
-                    wire::err(&id, codes::UNAUTHORIZED, "Worker name too long")
-                }
-                Some(worker)
-                    if self.workers.len() >= MAX_WORKERS && !self.workers.contains(worker) =>
-                {
-                    wire::err(
-                        &id,
-                        codes::UNAUTHORIZED,
-                        "Too many workers on one connection",
-                    )
-                }
-                Some(worker) if !worker.is_empty() => {
-                    self.workers.insert(worker.to_string());
-                    wire::ok(&id, json!(true))
-                }
-                _ => wire::err(&id, codes::UNAUTHORIZED, "Unauthorized worker"),
-            },
-            "mining.configure" => self.configure(&id, &params, shared.cfg.version_rolling_mask),
-            "mining.suggest_difficulty" => match params.get(0).and_then(Value::as_f64) {
-                Some(d) if d.is_finite() && d > 0.0 => {
-                    let cfg = &shared.cfg.vardiff;
-                    self.difficulty = d.clamp(cfg.min, cfg.max);
-                    self.difficulty_pending = true;
-                    wire::ok(&id, json!(true))
-                }
-                _ => wire::err(&id, codes::OTHER, "Invalid difficulty"),
-            },
-            "mining.extranonce.subscribe" => wire::ok(&id, json!(true)),
-            "mining.submit" => self.submit(&id, &params, shared),
-            _ => wire::err(&id, codes::OTHER, "Unknown method"),
-        };
         out.replies.push(reply);
         out.send_job = self.ready() && (!was_ready || self.difficulty_pending);
         out
     }
 
+    fn request(&mut self, id: Id, method: Method, shared: &Arc<Shared>) -> Response {
+        match method {
+            Method::Subscribe { .. } => {
+                self.subscribed = true;
+                let subscribed = Subscribed {
+                    subscriptions: json!([["mining.set_difficulty", "1"], ["mining.notify", "1"]]),
+                    extranonce1: hex::encode(self.extranonce1),
+                    extranonce2_size: EXTRANONCE2_SIZE as u64,
+                };
+                Response::ok(id, subscribed.to_result())
+            }
+            Method::Authorize { worker, .. } if worker.len() > MAX_WORKER_NAME => {
+                Response::error(id, codes::UNAUTHORIZED, "Worker name too long")
+            }
+            Method::Authorize { worker, .. }
+                if self.workers.len() >= MAX_WORKERS && !self.workers.contains(&worker) =>
+            {
+                Response::error(
+                    id,
+                    codes::UNAUTHORIZED,
+                    "Too many workers on one connection",
+                )
+            }
+            Method::Authorize { worker, .. } if !worker.is_empty() => {
+                self.workers.insert(worker);
+                Response::ok(id, json!(true))
+            }
+            Method::Authorize { .. } => {
+                Response::error(id, codes::UNAUTHORIZED, "Unauthorized worker")
+            }
+            Method::Configure {
+                extensions,
+                options,
+            } => self.configure(id, &extensions, &options, shared.cfg.version_rolling_mask),
+            Method::SuggestDifficulty(d) if d.is_finite() && d > 0.0 => {
+                let cfg = &shared.cfg.vardiff;
+                self.difficulty = d.clamp(cfg.min, cfg.max);
+                self.difficulty_pending = true;
+                Response::ok(id, json!(true))
+            }
+            Method::SuggestDifficulty(_) => Response::error(id, codes::OTHER, "Invalid difficulty"),
+            Method::ExtranonceSubscribe => Response::ok(id, json!(true)),
+            Method::Submit(submit) => self.submit(&id, Some(submit), shared),
+            _ => Response::error(id, codes::OTHER, "Unknown method"),
+        }
+    }
+
+    /// The answer to a request whose params do not read: what a request with those
+    /// params missing gets.
+    fn malformed(&mut self, id: Id, method: &str, shared: &Arc<Shared>) -> Response {
+        match method {
+            "mining.authorize" => Response::error(id, codes::UNAUTHORIZED, "Unauthorized worker"),
+            "mining.suggest_difficulty" => Response::error(id, codes::OTHER, "Invalid difficulty"),
+            "mining.submit" => self.submit(&id, None, shared),
+            _ => Response::error(id, codes::OTHER, "Invalid params"),
+        }
+    }
+
     /// BIP310: the miner may roll the bits of its mask that the pool allows.
-    fn configure(&mut self, id: &Value, params: &Value, pool_mask: u32) -> Value {
-        let asked = params
-            .get(0)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let mut result = serde_json::Map::new();
-        if asked.iter().any(|e| e == "version-rolling") {
-            let miner_mask = params
-                .get(1)
-                .and_then(|p| p.get("version-rolling.mask"))
+    fn configure(
+        &mut self,
+        id: Id,
+        extensions: &[String],
+        options: &Map<String, Value>,
+        pool_mask: u32,
+    ) -> Response {
+        let mut result = Map::new();
+        if extensions.iter().any(|e| e == "version-rolling") {
+            let miner_mask = options
+                .get("version-rolling.mask")
                 .and_then(Value::as_str)
                 .and_then(|m| u32::from_str_radix(m, 16).ok())
                 .unwrap_or(u32::MAX);
@@ -309,14 +317,10 @@ impl Session {
                 json!(format!("{:08x}", self.version_mask)),
             );
         }
-        for other in asked
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|e| *e != "version-rolling")
-        {
-            result.insert(other.to_string(), json!(false));
+        for other in extensions.iter().filter(|e| *e != "version-rolling") {
+            result.insert(other.clone(), json!(false));
         }
-        wire::ok(id, Value::Object(result))
+        Response::ok(id, Value::Object(result))
     }
 
     /// The merkle root of `job` with `extranonce2`: the last one again when a miner's
@@ -338,17 +342,11 @@ impl Session {
         }
     }
 
-    fn submit(&mut self, id: &Value, params: &Value, shared: &Arc<Shared>) -> Value {
-        let worker = params
-            .get(0)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let job_id = params
-            .get(1)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+    /// Judges a share; `None` is a submit whose params do not read.
+    fn submit(&mut self, id: &Id, submit: Option<Submit>, shared: &Arc<Shared>) -> Response {
+        let (worker, job_id) = (submit.as_ref())
+            .map(|s| (s.worker.clone(), s.job_id.clone()))
+            .unwrap_or_default();
         let judged = |verdict: ShareVerdict,
                       block_hash: Option<String>,
                       reason: Option<&str>,
@@ -364,7 +362,7 @@ impl Session {
         };
         let reject = |verdict: ShareVerdict, code: i64, message: &str| {
             judged(verdict, None, Some(message), None);
-            wire::err(id, code, message)
+            Response::error(id.clone(), code, message)
         };
         if !self.subscribed {
             return reject(
@@ -373,6 +371,9 @@ impl Session {
                 "Not subscribed",
             );
         }
+        let Some(submit) = submit else {
+            return reject(ShareVerdict::Invalid, codes::OTHER, "Malformed share");
+        };
         if !self.workers.contains(&worker) {
             return reject(
                 ShareVerdict::Invalid,
@@ -380,16 +381,16 @@ impl Session {
                 "Unauthorized worker",
             );
         }
-        let field = |i: usize| params.get(i).and_then(Value::as_str);
-        let hex_u32 = |i: usize| {
-            field(i)
-                .filter(|s| s.len() == 8)
-                .and_then(|s| u32::from_str_radix(s, 16).ok())
+        let hex_u32 = |s: &str| {
+            (s.len() == 8)
+                .then(|| u32::from_str_radix(s, 16).ok())
+                .flatten()
         };
-        let extranonce2 = field(2)
-            .and_then(|s| hex::decode(s).ok())
+        let extranonce2 = hex::decode(&submit.extranonce2)
+            .ok()
             .filter(|b| b.len() == EXTRANONCE2_SIZE);
-        let (Some(extranonce2), Some(ntime), Some(nonce)) = (extranonce2, hex_u32(3), hex_u32(4))
+        let (Some(extranonce2), Some(ntime), Some(nonce)) =
+            (extranonce2, hex_u32(&submit.ntime), hex_u32(&submit.nonce))
         else {
             return reject(ShareVerdict::Invalid, codes::OTHER, "Malformed share");
         };
@@ -409,7 +410,11 @@ impl Session {
         if ntime < job.job.ntime || ntime > job.job.ntime + 7200 {
             return reject(ShareVerdict::Invalid, codes::OTHER, "ntime out of range");
         }
-        let version = match rolled_version(job.job.version, field(5), self.version_mask) {
+        let version = match rolled_version(
+            job.job.version,
+            submit.version_bits.as_deref(),
+            self.version_mask,
+        ) {
             Ok(version) => version,
             Err(problem) => return reject(ShareVerdict::Invalid, codes::OTHER, problem),
         };
@@ -455,7 +460,7 @@ impl Session {
             self.difficulty = next;
             self.difficulty_pending = true;
         }
-        wire::ok(id, json!(true))
+        Response::ok(id.clone(), json!(true))
     }
 }
 

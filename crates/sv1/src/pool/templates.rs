@@ -11,6 +11,7 @@ use probe::{Event, Recorder};
 use serde_json::{json, Value};
 use std::str::FromStr;
 use std::sync::Arc;
+use sv1_wire::{Message, Method, Notify};
 
 /// Bytes of extranonce1 (per connection) and extranonce2 (per miner) in the coinbase.
 pub const EXTRANONCE1_SIZE: usize = 4;
@@ -172,14 +173,12 @@ impl PoolJob {
     }
 
     pub fn new(job: Job, template: Arc<BlockTemplate>) -> PoolJob {
-        let line = |clean: bool| {
-            let mut params = job.notify_params();
-            params[8] = serde_json::Value::Bool(clean);
-            let mut bytes =
-                serde_json::to_vec(&crate::wire::request(Value::Null, "mining.notify", params))
-                    .expect("JSON values serialise");
-            bytes.push(b'\n');
-            bytes
+        let line = |clean_jobs: bool| {
+            let notify = Notify {
+                clean_jobs,
+                ..job.to_notify()
+            };
+            Message::notification(Method::Notify(notify)).to_line()
         };
         let notify_lines = [line(false), line(true)];
         PoolJob {
