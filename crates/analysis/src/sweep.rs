@@ -57,10 +57,10 @@ pub struct SweepRecord {
     /// A digest of the scenario file's text: a sweep goes on only with the same file.
     #[serde(default)]
     pub scenario_digest: String,
-    /// What every run is given beyond its point (`--set`, `--duration`, the worth flags):
-    /// a sweep goes on only with the same.
+    /// The settings every run is given beyond its point (`--set`, `--duration`, isolation
+    /// when runs go side by side): a sweep goes on only with the same, and the same worth.
     #[serde(default)]
-    pub common_args: Vec<String>,
+    pub common: Vec<model::scenario::Setting>,
     /// Runs at once; above 1, each on 2 CPUs of its own, its fleets apart from its roles.
     #[serde(default)]
     pub jobs: usize,

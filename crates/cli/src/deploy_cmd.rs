@@ -18,7 +18,7 @@ pub struct DeployArgs {
     duration: Option<std::time::Duration>,
     /// Override any scenario field: --set network.block_interval=10s --set link.rtt_ms=100
     #[arg(long = "set", value_name = "KEY=VALUE")]
-    overrides: Vec<String>,
+    overrides: Vec<model::scenario::Setting>,
     #[command(flatten)]
     worth: WorthArgs,
 }

@@ -11,7 +11,12 @@ use std::time::Duration;
 #[derive(Args)]
 pub struct RunArgs {
     /// Scenario file (TOML), for example scenarios/sv1-baseline.toml.
-    scenario: PathBuf,
+    #[arg(required_unless_present = "plan")]
+    scenario: Option<PathBuf>,
+    /// A run a sweep planned (its points/<name>.plan.json): the scenario, its settings and
+    /// the worth's assumptions all come from the file.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["scenario", "overrides", "rtt_from"])]
+    plan: Option<PathBuf>,
     /// Run directory (default runs/<time>-<name>/).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -20,7 +25,7 @@ pub struct RunArgs {
     duration: Option<Duration>,
     /// Override any scenario field: --set network.block_interval=10s --set link.rtt_ms=100
     #[arg(long = "set", value_name = "KEY=VALUE")]
-    overrides: Vec<String>,
+    overrides: Vec<model::scenario::Setting>,
     /// Emulate the round trips `stratum-bench latency` measured (its JSON file): SV1 sides
     /// get the first SV1 pool's median TCP connect time as link.rtt_ms, SV2 sides the first
     /// SV2 pool's (every side the one protocol's, when the file has one). --set still wins.
@@ -214,26 +219,44 @@ pub struct RoleArgs {
     name: String,
 }
 
-pub async fn run(args: RunArgs) -> Result<()> {
-    let mut overrides = Vec::new();
+/// The scenario file, its settings and the worth's assumptions: from a sweep's plan, or
+/// from the command line (the round trips `--rtt-from` names first, so `--set` decides).
+fn what_to_run(args: &RunArgs) -> Result<harness::sweep::runner::RunPlan> {
+    if let Some(plan) = &args.plan {
+        return harness::sweep::runner::RunPlan::read(plan);
+    }
+    let scenario = args
+        .scenario
+        .clone()
+        .expect("clap requires a scenario without --plan");
+    let mut settings = Vec::new();
     if let Some(file) = &args.rtt_from {
-        // The sides come from the scenario as given; the round trips go first, so a --set
-        // of the link still decides.
-        let sides = harness::on_host::load(&args.scenario, &args.overrides)?.sides;
+        // The sides come from the scenario as given.
+        let sides = harness::on_host::load(&scenario, &args.overrides)?.sides;
         let report = tools::latency::read(file)?;
-        overrides = tools::latency::rtt_overrides(report.link_rtt_ms(), &sides)?;
+        settings = tools::latency::rtt_overrides(report.link_rtt_ms(), &sides)?;
+        let said: Vec<String> = settings.iter().map(ToString::to_string).collect();
         eprintln!(
             "link round trips from {}: {}",
             file.display(),
-            overrides.join(", ")
+            said.join(", ")
         );
     }
-    overrides.extend(args.overrides);
+    settings.extend(args.overrides.iter().cloned());
+    Ok(harness::sweep::runner::RunPlan {
+        scenario,
+        settings,
+        worth: args.worth.assumptions()?,
+    })
+}
+
+pub async fn run(args: RunArgs) -> Result<()> {
+    let plan = what_to_run(&args)?;
     let scenario =
-        harness::on_host::load(&args.scenario, &overrides)?.measured_for(args.duration)?;
-    let worth = args.worth.assumptions()?;
+        harness::on_host::load(&plan.scenario, &plan.settings)?.measured_for(args.duration)?;
+    let worth = plan.worth;
     if args.check {
-        println!("{} is valid; a run would start:", args.scenario.display());
+        println!("{} is valid; a run would start:", plan.scenario.display());
         for line in scenario.plan() {
             println!("  {line}");
         }

@@ -41,7 +41,7 @@ pub struct SweepArgs {
     duration: Option<String>,
     /// Override a scenario field in every run: --set network.block_interval=10s
     #[arg(long = "set", value_name = "KEY=VALUE")]
-    overrides: Vec<String>,
+    overrides: Vec<model::scenario::Setting>,
     /// With a release (or role command) varied: exit with status 2 when a release is
     /// worse than the first by more than this many percent on a headline metric (a side's
     /// new-job, new-job-after-a-block or block-propagation latency or stale work; an SRI

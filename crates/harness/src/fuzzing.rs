@@ -13,6 +13,12 @@ const OVERRIDES: &str = "\n%%\n";
 pub fn scenario(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let (toml, overrides) = text.split_once(OVERRIDES).unwrap_or((&text, ""));
-    let overrides: Vec<String> = overrides.lines().map(str::to_string).collect();
+    let Ok(overrides) = overrides
+        .lines()
+        .map(str::parse)
+        .collect::<Result<Vec<_>, _>>()
+    else {
+        return;
+    };
     let _ = Scenario::parse(toml, Path::new("fuzz.toml"), &overrides);
 }

@@ -505,7 +505,7 @@ mod tests {
             "scenario": "s", "window_start_ns": 0, "window_end_ns": 1_000_000_000u64,
             "node_role": "node",
             "link": {"rtt_ms": 100.0, "jitter_ms": 0.0, "bandwidth_bps": null},
-            "sides": {"sv2": {"config": "c", "miners": 1, "miners_role": "miners",
+            "sides": {"sv2": {"config": "sv2-c", "miners": 1, "miners_role": "miners",
                 "pool_role": "pool", "link_role": "link", "roles": ["pool"]}}
         }))
         .unwrap();

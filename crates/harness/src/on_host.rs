@@ -5,18 +5,18 @@
 
 use crate::{external_pool, limits};
 use anyhow::Result;
-use model::Scenario;
+use model::scenario::{Scenario, Setting};
 use std::path::Path;
 
 /// [`Scenario::load`], then checked against this machine.
-pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario> {
+pub fn load(path: &Path, overrides: &[Setting]) -> Result<Scenario> {
     let scenario = Scenario::load(path, overrides)?;
     check(&scenario, path)?;
     Ok(scenario)
 }
 
 /// [`Scenario::parse`], then checked against this machine.
-pub fn parse(text: &str, path: &Path, overrides: &[String]) -> Result<Scenario> {
+pub fn parse(text: &str, path: &Path, overrides: &[Setting]) -> Result<Scenario> {
     let scenario = Scenario::parse(text, path, overrides)?;
     check(&scenario, path)?;
     Ok(scenario)

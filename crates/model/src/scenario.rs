@@ -1157,8 +1157,8 @@ impl Scenario {
         order
     }
 
-    /// Reads `path`, applies `overrides` (`a.b=value`), and checks the result.
-    pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario> {
+    /// Reads `path`, applies `overrides`, and checks the result.
+    pub fn load(path: &Path, overrides: &[Setting]) -> Result<Scenario> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read scenario {}", path.display()))?;
         Scenario::parse(&text, path, overrides)
@@ -1175,12 +1175,12 @@ impl Scenario {
 
     /// [`Scenario::load`] of `text`, read from `path` (named in errors; relative paths in
     /// the scenario are taken from its directory).
-    pub fn parse(text: &str, path: &Path, overrides: &[String]) -> Result<Scenario> {
+    pub fn parse(text: &str, path: &Path, overrides: &[Setting]) -> Result<Scenario> {
         let mut table: toml::Table = text
             .parse()
             .with_context(|| format!("{} is not valid TOML", path.display()))?;
-        for o in overrides {
-            apply_override(&mut table, o)?;
+        for setting in overrides {
+            setting.apply(&mut table)?;
         }
         let mut scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table))
             .map_err(|e| {
@@ -1852,30 +1852,71 @@ impl Scenario {
     }
 }
 
-/// Sets `a.b.c=value` in `table`: the value is read as TOML (number, bool, string in
-/// quotes), or taken as a plain string (`10s`).
-fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<()> {
-    let (key, raw) = assignment
-        .split_once('=')
-        .with_context(|| format!("--set {assignment:?}: expected key=value"))?;
-    let value = format!("v = {raw}")
-        .parse::<toml::Table>()
-        .ok()
-        .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| toml::Value::String(raw.to_string()));
-    let parts: Vec<&str> = key.trim().split('.').collect();
-    let (last, parents) = parts.split_last().expect("split gives one part at least");
-    let mut cursor = table;
-    for (i, part) in parents.iter().enumerate() {
-        let entry = cursor
-            .entry(part.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        cursor = entry
-            .as_table_mut()
-            .with_context(|| format!("--set {key}: `{}` is not a table", parts[..=i].join(".")))?;
+/// One scenario field set by its dotted key: what `--set KEY=VALUE` gives, and what a
+/// sweep's point, the round trips `latency` measured or a plan hand a run. The value is
+/// TOML (a number, a bool, a quoted string, a table), or a plain string (`10s`) when it
+/// does not read as TOML.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Setting {
+    pub key: String,
+    pub value: toml::Value,
+}
+
+impl Setting {
+    pub fn new(key: impl Into<String>, value: impl Into<toml::Value>) -> Setting {
+        Setting {
+            key: key.into(),
+            value: value.into(),
+        }
     }
-    cursor.insert(last.to_string(), value);
-    Ok(())
+
+    /// `key` set to `raw` as a user writes it: TOML, or else a plain string.
+    pub fn of_text(key: &str, raw: &str) -> Setting {
+        let value = format!("v = {raw}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+        Setting::new(key.trim(), value)
+    }
+
+    /// Sets the field in `table`, making the tables on its path.
+    fn apply(&self, table: &mut toml::Table) -> Result<()> {
+        let parts: Vec<&str> = self.key.split('.').collect();
+        let (last, parents) = parts.split_last().expect("split gives one part at least");
+        let mut cursor = table;
+        for (i, part) in parents.iter().enumerate() {
+            let entry = cursor
+                .entry(part.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            cursor = entry.as_table_mut().with_context(|| {
+                format!(
+                    "--set {}: `{}` is not a table",
+                    self.key,
+                    parts[..=i].join(".")
+                )
+            })?;
+        }
+        cursor.insert(last.to_string(), self.value.clone());
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for Setting {
+    type Err = String;
+    fn from_str(assignment: &str) -> Result<Setting, String> {
+        let (key, raw) = assignment
+            .split_once('=')
+            .filter(|(key, _)| !key.trim().is_empty())
+            .ok_or_else(|| format!("{assignment:?}: expected KEY=VALUE (link.rtt_ms=100)"))?;
+        Ok(Setting::of_text(key, raw))
+    }
+}
+
+impl std::fmt::Display for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}", self.key, self.value)
+    }
 }
 
 /// The longest time a scenario may name.
@@ -1895,6 +1936,15 @@ fn fail(field: &str, problem: String) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`Scenario::load`] with `--set` assignments as a user writes them.
+    fn with_sets(path: &Path, sets: &[String]) -> Result<Scenario> {
+        let sets: Vec<Setting> = (sets.iter())
+            .map(|s| s.parse())
+            .collect::<Result<_, String>>()
+            .map_err(anyhow::Error::msg)?;
+        Scenario::load(path, &sets)
+    }
 
     /// A scenario file of its own for each call: tests run in parallel, and one rewriting
     /// a file another is reading would hand it half a scenario.
@@ -1923,7 +1973,7 @@ shares_per_min = 10
     #[test]
     fn loads_with_defaults_and_overrides() {
         let p = write(BASE);
-        let s = Scenario::load(
+        let s = with_sets(
             &p,
             &[
                 "network.block_interval=10s".into(),
@@ -1940,7 +1990,7 @@ shares_per_min = 10
     #[test]
     fn bad_input_names_the_field() {
         let p = write(BASE);
-        let err = |o: &str| format!("{:#}", Scenario::load(&p, &[o.to_string()]).unwrap_err());
+        let err = |o: &str| format!("{:#}", with_sets(&p, &[o.to_string()]).unwrap_err());
         assert!(err("link.rtt_ms=fast").contains("link.rtt_ms"));
         assert!(err("network.hashrate_share=2").contains("network.hashrate_share"));
         assert!(err("network.blok_interval=1s").contains("blok_interval"));
@@ -1953,26 +2003,26 @@ shares_per_min = 10
         let node = |extra: &str| {
             format!("node = {{ url = \"http://127.0.0.1:8332\", rpc_user = \"u\", rpc_password = \"p\", zmq = \"tcp://127.0.0.1:28332\"{extra} }}")
         };
-        assert!(Scenario::load(&p, &[node("")]).is_ok());
+        assert!(with_sets(&p, &[node("")]).is_ok());
         assert!(err(&node(", chain = \"mainnet\"")).contains("node.chain"));
         assert!(err(&node(", port = 1")).contains("port"));
         assert!(err("node = { url = \"127.0.0.1:8332\", rpc_user = \"u\", rpc_password = \"p\", zmq = \"tcp://127.0.0.1:28332\" }").contains("node.url"));
         let sides = |list: &str| format!("sides={list}");
-        let c = Scenario::load(&p, &[node(""), sides(r#"["sv1", "sv2-c"]"#)]);
+        let c = with_sets(&p, &[node(""), sides(r#"["sv1", "sv2-c"]"#)]);
         assert!(format!("{:#}", c.unwrap_err()).contains("scenario field `node.ipc`"));
         let with_ipc = node(", ipc = \"/n/regtest/node.sock\"");
-        assert!(Scenario::load(
+        assert!(with_sets(
             &p,
             &[with_ipc.clone(), sides(r#"["sv1", "sv2-c", "sv2-d"]"#)]
         )
         .is_ok());
-        assert!(Scenario::load(&p, &[with_ipc, sides(r#"["sv2-a", "sv2-b"]"#)]).is_ok());
-        let a = Scenario::load(&p, &[node(""), sides(r#"["sv2-a"]"#)]);
+        assert!(with_sets(&p, &[with_ipc, sides(r#"["sv2-a", "sv2-b"]"#)]).is_ok());
+        let a = with_sets(&p, &[node(""), sides(r#"["sv2-a"]"#)]);
         assert!(format!("{:#}", a.unwrap_err()).contains("scenario field `node.ipc`"));
         // A Template Provider of the user's serves sides C and D over TDP only.
         let tp = r#"roles.template_provider.command="/opt/sv2-tp/bin/sv2-tp -debug=sv2""#;
-        assert!(Scenario::load(&p, &[tp.into(), sides(r#"["sv1", "sv2-c"]"#)]).is_ok());
-        let problem = |o: &[String]| format!("{:#}", Scenario::load(&p, o).unwrap_err());
+        assert!(with_sets(&p, &[tp.into(), sides(r#"["sv1", "sv2-c"]"#)]).is_ok());
+        let problem = |o: &[String]| format!("{:#}", with_sets(&p, o).unwrap_err());
         let no_side = problem(&[tp.into(), sides(r#"["sv1", "sv2-a"]"#)]);
         assert!(
             no_side.contains("roles.template_provider.command") && no_side.contains("sv2-c"),
@@ -2007,13 +2057,13 @@ shares_per_min = 10
         let p = write(BASE);
         let exe = std::env::current_exe().unwrap();
         let program = format!("node.program={:?}", exe.display().to_string());
-        let s = Scenario::load(&p, std::slice::from_ref(&program)).unwrap();
+        let s = with_sets(&p, std::slice::from_ref(&program)).unwrap();
         assert!(matches!(s.node, Some(RealNode::Started(ref c)) if c.program == exe));
         let per_share = s.miners.hashes_per_share;
         assert!((per_share - 241_917.0).abs() < 5.0, "{per_share}");
         let per_block = crate::chain::Chain::Signet.hashes_per_block();
         assert!((per_block - 4_838_348.0).abs() < 50.0, "{per_block}");
-        let err = |o: &[String]| format!("{:#}", Scenario::load(&p, o).unwrap_err());
+        let err = |o: &[String]| format!("{:#}", with_sets(&p, o).unwrap_err());
         let with_url = err(&[program.clone(), "node.url=\"http://x\"".into()]);
         assert!(
             with_url.contains("`url` is for a node of yours"),
@@ -2035,7 +2085,7 @@ shares_per_min = 10
         let p = write(BASE);
         let load = |sets: &[&str]| {
             let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-            Scenario::load(&p, &sets)
+            with_sets(&p, &sets)
         };
         let v32 = load(&["network.mining_ipc=32", r#"sides=["sv1","sv2-c"]"#]).unwrap();
         assert_eq!(v32.network.mining_ipc, crate::network::MiningInterface::V32);
@@ -2063,7 +2113,7 @@ shares_per_min = 10
     #[test]
     fn an_attack_is_parsed_into_its_kind_and_bad_ones_are_refused_naming_the_field() {
         let p = write(BASE);
-        let load = |attack: &str| Scenario::load(&p, &[format!("link.attack={{{attack}}}")]);
+        let load = |attack: &str| with_sets(&p, &[format!("link.attack={{{attack}}}")]);
         let problem = |attack: &str| format!("{:#}", load(attack).unwrap_err());
         let hijack = load(r#"kind = "hijack-worker", at = "10s""#).unwrap();
         assert_eq!(
@@ -2116,7 +2166,7 @@ shares_per_min = 10
     #[test]
     fn faults_are_parsed_and_bad_ones_are_refused_naming_the_field() {
         let p = write(BASE);
-        let load = |faults: &str| Scenario::load(&p, &[format!("faults=[{faults}]")]);
+        let load = |faults: &str| with_sets(&p, &[format!("faults=[{faults}]")]);
         let problem = |faults: &str| format!("{:#}", load(faults).unwrap_err());
         let drop = load(r#"{target="pool", kind="drop", at="10s", lasts="20s"}"#).unwrap();
         assert_eq!(
@@ -2152,7 +2202,7 @@ shares_per_min = 10
         assert_eq!(timers.retry_every, Duration::from_secs(5));
         assert_eq!(timers.failover_after, 3);
         assert_eq!(timers.primary_check_every, Duration::from_secs(60));
-        let with = |o: &str| Scenario::load(&p, &[o.to_string()]);
+        let with = |o: &str| with_sets(&p, &[o.to_string()]);
         assert!(with("backup.pool=true").unwrap().backup.pool);
         let never = format!("{:#}", with("miners.failover_after=0").unwrap_err());
         assert!(never.contains("miners.failover_after"), "{never}");
@@ -2165,7 +2215,7 @@ shares_per_min = 10
         let p = write(BASE);
         let load = |o: &[&str]| {
             let o: Vec<String> = o.iter().map(|s| s.to_string()).collect();
-            Scenario::load(&p, &o)
+            with_sets(&p, &o)
         };
         let fixed = load(&["miners.count=1000"]).unwrap();
         assert!(fixed.per_miner().is_empty(), "alike unless asked");

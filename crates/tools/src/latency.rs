@@ -217,16 +217,19 @@ pub fn write(report: &LatencyReport, path: &std::path::Path) -> Result<()> {
 /// The `--set` overrides that make a run's link the measured round trips
 /// (`run --rtt-from`): SV1 sides get SV1's, SV2 sides SV2's; with one protocol measured,
 /// every side gets it.
-pub fn rtt_overrides(rtt: LinkRtt, sides: &[model::scenario::Side]) -> Result<Vec<String>> {
+pub fn rtt_overrides(
+    rtt: LinkRtt,
+    sides: &[model::scenario::Side],
+) -> Result<Vec<model::scenario::Setting>> {
+    use model::scenario::Setting;
     let Some(any) = rtt.sv1.or(rtt.sv2) else {
         bail!("no pool in the latency file answered a probe: there is no round trip to use");
     };
-    // `{:?}` writes a float as one (`1.0`), which the scenario's TOML reads as a number.
-    let mut overrides = vec![format!("link.rtt_ms={:?}", rtt.sv1.unwrap_or(any))];
+    let mut overrides = vec![Setting::new("link.rtt_ms", rtt.sv1.unwrap_or(any))];
     for side in sides {
         let is_sv2 = side.config != model::scenario::Config::Sv1;
         if let (true, Some(rtt)) = (is_sv2, rtt.sv2) {
-            overrides.push(format!("link.side_rtt_ms.{side}={rtt:?}"));
+            overrides.push(Setting::new(format!("link.side_rtt_ms.{side}"), rtt));
         }
     }
     Ok(overrides)
@@ -256,8 +259,13 @@ mod tests {
             sv1: Some(40.0),
             sv2: Some(90.0),
         };
+        let text = |rtt| -> Vec<String> {
+            (rtt_overrides(rtt, &sides).unwrap().iter())
+                .map(ToString::to_string)
+                .collect()
+        };
         assert_eq!(
-            rtt_overrides(both, &sides).unwrap(),
+            text(both),
             [
                 "link.rtt_ms=40.0",
                 "link.side_rtt_ms.sv2-c=90.0",
@@ -269,10 +277,7 @@ mod tests {
             sv1: None,
             sv2: Some(90.0),
         };
-        assert_eq!(
-            rtt_overrides(only_sv2, &sides).unwrap()[0],
-            "link.rtt_ms=90.0"
-        );
+        assert_eq!(text(only_sv2)[0], "link.rtt_ms=90.0");
         let none = LinkRtt {
             sv1: None,
             sv2: None,

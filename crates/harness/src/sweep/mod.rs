@@ -7,7 +7,7 @@ pub mod runner;
 
 use analysis::sweep::{PointRun, BUILTIN, RELEASE_KEY};
 use anyhow::{bail, Context, Result};
-use model::scenario::{SweepSection, VarySection};
+use model::scenario::{Setting, SweepSection, VarySection};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -175,13 +175,13 @@ impl Plan {
     }
 }
 
-/// The `--set` overrides that make the scenario `run`.
-pub fn overrides(run: &PointRun) -> Result<Vec<String>> {
+/// The settings that make the scenario `run`.
+pub fn overrides(run: &PointRun) -> Result<Vec<Setting>> {
     let mut out = Vec::new();
     for (key, value) in &run.settings {
         out.extend(set_of(key, value)?);
     }
-    out.push(format!("seed={}", run.seed));
+    out.push(Setting::new("seed", run.seed as i64));
     Ok(out)
 }
 
@@ -193,11 +193,10 @@ fn label(run: &PointRun) -> String {
         .join(", ")
 }
 
-/// The `--set` overrides of one setting: a string where the scenario wants one is quoted;
-/// `builtin` leaves an SRI role's command unset; `release` expands to its directory's
-/// binaries (in it, or in its `bin/` as `cargo install --root DIR` puts them).
-fn set_of(key: &str, value: &str) -> Result<Vec<String>> {
-    let quoted = |v: &str| format!("{}", toml::Value::String(v.to_string()));
+/// The settings of one varied key's value: a command is a string whatever it looks
+/// like; `builtin` leaves an SRI role's command unset; `release` expands to its
+/// directory's binaries (in it, or in its `bin/` as `cargo install --root DIR` puts them).
+fn set_of(key: &str, value: &str) -> Result<Vec<Setting>> {
     if key == RELEASE_KEY {
         if value == BUILTIN {
             return Ok(Vec::new());
@@ -208,11 +207,11 @@ fn set_of(key: &str, value: &str) -> Result<Vec<String>> {
         } else {
             root.to_path_buf()
         };
-        let sets: Vec<String> = (RELEASE_BINARIES.iter())
+        let sets: Vec<Setting> = (RELEASE_BINARIES.iter())
             .filter(|(_, bin)| dir.join(bin).is_file())
             .map(|(role, bin)| {
                 let path = dir.join(bin).display().to_string();
-                format!("roles.{role}.command={}", quoted(&path))
+                Setting::new(format!("roles.{role}.command"), path)
             })
             .collect();
         if sets.is_empty() {
@@ -227,9 +226,9 @@ fn set_of(key: &str, value: &str) -> Result<Vec<String>> {
         if value == BUILTIN {
             return Ok(Vec::new());
         }
-        return Ok(vec![format!("{key}={}", quoted(value))]);
+        return Ok(vec![Setting::new(key, value)]);
     }
-    Ok(vec![format!("{key}={value}")])
+    Ok(vec![Setting::of_text(key, value)])
 }
 
 /// Checks every point of `plan` as the scenario it will run (`common_sets` applied to
@@ -238,7 +237,7 @@ fn set_of(key: &str, value: &str) -> Result<Vec<String>> {
 pub fn validate_points(
     scenario: &Path,
     plan: &Plan,
-    common_sets: &[String],
+    common_sets: &[Setting],
 ) -> Result<Vec<String>> {
     let mut builds = Vec::new();
     let text = std::fs::read_to_string(scenario)
@@ -322,7 +321,10 @@ mod tests {
         assert_eq!(runs.len(), 6);
         assert_eq!(runs[4].name, "001-rtt_ms=100-r1");
         assert_eq!(runs[4].seed, 8);
-        assert_eq!(overrides(&runs[4]).unwrap(), ["link.rtt_ms=100", "seed=8"]);
+        let sets: Vec<String> = (overrides(&runs[4]).unwrap().iter())
+            .map(Setting::to_string)
+            .collect();
+        assert_eq!(sets, ["link.rtt_ms=100", "seed=8"]);
     }
 
     #[test]
@@ -343,11 +345,16 @@ mod tests {
     }
 
     #[test]
-    fn builtin_leaves_a_role_alone_and_a_command_is_quoted() {
+    fn builtin_leaves_a_role_alone_and_a_command_is_a_string() {
         assert!(set_of("roles.pool.command", "builtin").unwrap().is_empty());
         assert_eq!(
             set_of("roles.pool.command", "/opt/b/pool_sv2").unwrap(),
-            [r#"roles.pool.command="/opt/b/pool_sv2""#]
+            [Setting::new("roles.pool.command", "/opt/b/pool_sv2")]
+        );
+        // A command that reads as TOML stays the string it is.
+        assert_eq!(
+            set_of("roles.pool.command", "1").unwrap(),
+            [Setting::new("roles.pool.command", "1")]
         );
         let err = set_of(RELEASE_KEY, "/nonexistent").unwrap_err();
         assert!(err.to_string().contains("pool_sv2"), "{err}");

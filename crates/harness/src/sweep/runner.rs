@@ -7,6 +7,8 @@ use analysis::sweep::{RunRecord, RunStatus, SweepRecord, POINTS_DIR, SWEEP_FILE}
 use analysis::worth::WorthAssumptions;
 use anyhow::{bail, Context, Result};
 use model::run_dir::SUMMARY_FILE;
+use model::scenario::Setting;
+use serde::{Deserialize, Serialize};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -36,8 +38,8 @@ pub struct SweepOptions {
     pub jobs: usize,
     /// Every run's measured duration, overriding the scenario's.
     pub duration: Option<String>,
-    /// `--set` overrides for every run.
-    pub overrides: Vec<String>,
+    /// `--set` settings for every run.
+    pub overrides: Vec<Setting>,
     /// What the worth is computed for, in every run.
     pub worth: WorthAssumptions,
 }
@@ -46,6 +48,25 @@ pub struct SweepOptions {
 pub struct Swept {
     pub dir: PathBuf,
     pub interrupted: bool,
+}
+
+/// What one run of a sweep is given, written beside its log (`points/<name>.plan.json`)
+/// and read by `stratum-bench run --plan`: the scenario, every setting of its point and
+/// of the sweep, and the worth's assumptions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunPlan {
+    pub scenario: PathBuf,
+    pub settings: Vec<Setting>,
+    pub worth: WorthAssumptions,
+}
+
+impl RunPlan {
+    pub fn read(path: &Path) -> Result<RunPlan> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the run plan {}", path.display()))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a run plan a sweep wrote", path.display()))
+    }
 }
 
 /// A run under way.
@@ -62,7 +83,7 @@ struct Running {
 pub async fn sweep(args: SweepOptions) -> Result<Swept> {
     let mut common_sets = args.overrides.clone();
     if let Some(d) = &args.duration {
-        common_sets.push(format!("duration={d}"));
+        common_sets.push(Setting::new("duration", d.as_str()));
     }
     let scenario = crate::on_host::load(&args.scenario, &common_sets)?;
     let plan = Plan::resolve(&args.vary, args.zip, args.repeat, scenario.sweep.as_ref())?;
@@ -71,13 +92,8 @@ pub async fn sweep(args: SweepOptions) -> Result<Swept> {
     }
     let slots = job_slots(args.jobs)?;
     let scenario_text = std::fs::read_to_string(&args.scenario)?;
-    // What every run gets beyond its point, in the order `run` takes it.
-    let mut common_args = worth_args(&args.worth);
-    for set in &common_sets {
-        common_args.extend(["--set".to_string(), set.clone()]);
-    }
     if slots.len() > 1 {
-        common_args.extend(["--set".to_string(), "placement.isolate=true".to_string()]);
+        common_sets.push(Setting::new("placement.isolate", true));
     }
 
     let dir = args
@@ -104,7 +120,7 @@ pub async fn sweep(args: SweepOptions) -> Result<Swept> {
         zip: plan.zip,
         repeat: plan.repeat,
         scenario_digest: digest(&scenario_text),
-        common_args,
+        common: common_sets,
         jobs: slots.len(),
         run_s: (scenario.duration + scenario.warmup).as_secs_f64(),
         worth: args.worth.clone(),
@@ -272,19 +288,6 @@ impl<'a> Runs<'a> {
     }
 }
 
-/// The worth's assumptions as `stratum-bench run` takes them.
-fn worth_args(w: &WorthAssumptions) -> Vec<String> {
-    let mut args = vec![
-        format!("--hashrate={}", w.farm_hashrate),
-        format!("--network-hashrate={}", w.network_hashrate),
-        format!("--real-block-interval={}", w.block_interval_s),
-    ];
-    if let Some(v) = w.block_value_sats {
-        args.push(format!("--block-value-sats={v}"));
-    }
-    args
-}
-
 /// Each run slot's CPUs: none (every CPU) for one job at a time; otherwise 2 CPUs each,
 /// refused when the machine has fewer than that.
 fn job_slots(jobs: usize) -> Result<Vec<Option<Vec<usize>>>> {
@@ -328,20 +331,27 @@ fn spawn_run(
     let log_path = dir.join(POINTS_DIR).join(format!("{}.log", run.name));
     let log = std::fs::File::create(&log_path)
         .with_context(|| format!("cannot write {}", log_path.display()))?;
+    let mut settings = record.common.clone();
+    settings.extend(super::overrides(run)?);
+    let plan = RunPlan {
+        scenario: scenario.to_path_buf(),
+        settings,
+        worth: record.worth.clone(),
+    };
+    let plan_path = dir.join(POINTS_DIR).join(format!("{}.plan.json", run.name));
+    std::fs::write(&plan_path, serde_json::to_string_pretty(&plan)?)
+        .with_context(|| format!("cannot write {}", plan_path.display()))?;
     let exe = std::env::current_exe().context("cannot find the stratum-bench executable")?;
     let mut cmd = crate::process::role_command(exe, cpus);
     cmd.arg("run")
-        .arg(scenario)
+        .arg("--plan")
+        .arg(&plan_path)
         .arg("--out")
         .arg(&out)
         // Runs side by side must not share a metrics port; a sweep is read afterwards.
         .args(["--metrics-bind", "127.0.0.1:0"])
         // The point's log keeps its roles' start-up lines.
-        .arg("--verbose")
-        .args(&record.common_args);
-    for set in super::overrides(run)? {
-        cmd.arg("--set").arg(set);
-    }
+        .arg("--verbose");
     cmd.process_group(0)
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?)
@@ -378,9 +388,10 @@ fn resume_from(dir: &Path, record: &mut SweepRecord) -> Result<()> {
         ),
         (old.repeat != record.repeat, "--repeat"),
         (
-            old.common_args != record.common_args,
-            "the arguments of every run (--set, --duration, the worth flags, --jobs)",
+            old.common != record.common,
+            "the settings of every run (--set, --duration, --jobs)",
         ),
+        (old.worth != record.worth, "the worth flags"),
     ];
     if let Some((_, what)) = differs.iter().find(|(d, _)| *d) {
         bail!(

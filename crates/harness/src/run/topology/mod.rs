@@ -832,7 +832,7 @@ mod tests {
     fn a_fault_cuts_its_targets_routes_and_a_link_fault_cuts_them_all() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/outage.toml");
         let faults = r#"faults=[{target="pool", kind="drop", at="5s", lasts="5s"}, {target="jds", kind="stall", at="5s", lasts="5s"}, {target="link", kind="drop", at="20s", lasts="5s"}]"#;
-        let s = Scenario::load(&path, &[faults.to_string()]).unwrap();
+        let s = Scenario::load(&path, &[faults.parse().unwrap()]).unwrap();
         let routes = |hazards: OnPath| -> Vec<(String, Vec<usize>)> {
             (hazards.faults.into_iter())
                 .map(|f| (f.target, f.routes))
