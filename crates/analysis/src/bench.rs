@@ -1,6 +1,7 @@
 //! What the scale benchmarks write: plain data the benches produce and the report reads.
 //! Each bench writes one JSON file (named here) into its output directory.
 
+use crate::shares::AwaitingAnswers;
 use probe::stats::percentile;
 use probe::{Dist, Event, Record};
 use serde::{Deserialize, Serialize};
@@ -273,41 +274,38 @@ pub fn step_result(
     pool: Option<(Option<f64>, u64)>,
     p99_bound_ms: f64,
 ) -> StepResult {
-    let mut submitted_at: HashMap<(u32, u64), u64> = HashMap::new();
-    let mut answers: HashMap<(u32, u64), (u64, bool)> = HashMap::new();
+    let mut awaiting = AwaitingAnswers::default();
+    let mut latencies = Vec::new();
+    let (mut submitted, mut accepted, mut errors) = (0u64, 0u64, 0u64);
     for r in events {
         match r.event {
             Event::ShareSubmitted {
                 miner, share_id, ..
             } if (from..to).contains(&r.t_ns) => {
-                submitted_at.insert((miner, share_id), r.t_ns);
+                submitted += 1;
+                awaiting.submitted(miner, share_id, r.t_ns);
             }
             Event::ShareAnswered {
                 miner,
                 share_id,
-                accepted,
+                accepted: verdict,
                 ..
-            } => {
-                answers.insert((miner, share_id), (r.t_ns, accepted));
-            }
+            } => match (awaiting.answered(miner, share_id), verdict) {
+                (Some(t_sub), true) => {
+                    accepted += 1;
+                    latencies.push(r.t_ns.saturating_sub(t_sub) as f64 / 1e6);
+                }
+                (Some(_), false) => errors += 1,
+                (None, _) => {}
+            },
             _ => {}
         }
     }
-    let mut latencies = Vec::with_capacity(submitted_at.len());
-    let (mut accepted, mut errors) = (0u64, 0u64);
-    for (key, t_sub) in &submitted_at {
-        match answers.get(key) {
-            Some((t_ans, true)) => {
-                accepted += 1;
-                latencies.push(t_ans.saturating_sub(*t_sub) as f64 / 1e6);
-            }
-            _ => errors += 1,
-        }
-    }
+    // Never answered: errors too.
+    errors += awaiting.waiting() as u64;
     let secs = to.saturating_sub(from) as f64 / 1e9;
     let accepted_per_s = accepted as f64 / secs;
     let latency = Dist::of(&latencies);
-    let submitted = submitted_at.len() as u64;
     let cpu = pool.and_then(|(cpu, _)| cpu);
     StepResult {
         offered_per_s,

@@ -6,7 +6,6 @@ use crate::input::each_event;
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Writes `<kind>.csv` into `out` for every event kind of the run at `run_dir`, each
@@ -36,7 +35,7 @@ pub fn write_event_tables(run_dir: &Path, origin_ns: u64, out: &Path) -> Result<
                 .extend(fields.into_iter().map(|(k, _)| k));
         }
     });
-    let mut tables: BTreeMap<String, (Vec<String>, PathBuf, std::io::BufWriter<std::fs::File>)> =
+    let mut tables: BTreeMap<String, (Vec<String>, PathBuf, csv::Writer<std::fs::File>)> =
         BTreeMap::new();
     for (kind, mut columns) in headers {
         columns.remove("t_ms");
@@ -46,10 +45,10 @@ pub fn write_event_tables(run_dir: &Path, origin_ns: u64, out: &Path) -> Result<
             .chain(columns)
             .collect();
         let path = out.join(format!("{kind}.csv"));
-        let file = std::fs::File::create(&path)
+        let mut file = csv::Writer::from_path(&path)
             .with_context(|| format!("cannot write {}", path.display()))?;
-        let mut file = std::io::BufWriter::new(file);
-        writeln!(file, "{}", header.join(","))?;
+        file.write_record(&header)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         tables.insert(kind, (header, path, file));
     }
     let mut failed = None;
@@ -59,7 +58,7 @@ pub fn write_event_tables(run_dir: &Path, origin_ns: u64, out: &Path) -> Result<
             return;
         };
         let cells: Vec<String> = header.iter().map(|c| cell(fields.get(c))).collect();
-        if let Err(e) = writeln!(file, "{}", cells.join(",")) {
+        if let Err(e) = file.write_record(&cells) {
             failed.get_or_insert_with(|| format!("cannot write {}: {e}", path.display()));
         }
     });
@@ -75,19 +74,13 @@ pub fn write_event_tables(run_dir: &Path, origin_ns: u64, out: &Path) -> Result<
     Ok(written)
 }
 
-/// One CSV cell: numbers and booleans as they are, the rest quoted when needed.
-pub fn cell(v: Option<&Value>) -> String {
-    let text = match v {
-        None | Some(Value::Null) => return String::new(),
+/// One cell's text (the writer quotes it where it must): a string as it is, numbers,
+/// booleans and the rest as JSON writes them, nothing for a missing value.
+fn cell(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => return n.to_string(),
-        Some(Value::Bool(b)) => return b.to_string(),
         Some(other) => other.to_string(),
-    };
-    if text.contains([',', '"', '\n']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text
     }
 }
 
@@ -96,10 +89,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cells_are_quoted_when_needed() {
-        assert_eq!(cell(Some(&Value::from("a,b"))), "\"a,b\"");
-        assert_eq!(cell(Some(&Value::from("say \"hi\""))), "\"say \"\"hi\"\"\"");
+    fn cells_are_their_values_text() {
+        assert_eq!(cell(Some(&Value::from("a,b"))), "a,b");
         assert_eq!(cell(Some(&Value::from(1.5))), "1.5");
+        assert_eq!(cell(Some(&Value::from(true))), "true");
         assert_eq!(cell(None), "");
     }
 }

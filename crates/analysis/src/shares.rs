@@ -21,7 +21,49 @@ use crate::stats::{Clustered, Counted};
 use crate::Unmatched;
 use probe::{Record, ShareVerdict};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// Shares awaiting their answer, by miner and share id, each paired with the first answer
+/// that names it: the one pairing of a share with its answer, for a run's stream and a
+/// bench's step alike.
+#[derive(Debug, Clone, Default)]
+pub struct AwaitingAnswers {
+    submitted_ns: HashMap<(u32, u64), u64>,
+    /// In submission order, to forget the oldest first.
+    order: VecDeque<(u64, (u32, u64))>,
+}
+
+impl AwaitingAnswers {
+    pub fn submitted(&mut self, miner: u32, share_id: u64, t_ns: u64) {
+        self.submitted_ns.insert((miner, share_id), t_ns);
+        self.order.push_back((t_ns, (miner, share_id)));
+    }
+
+    /// When the share this answers was submitted, if it awaited an answer (it is paired
+    /// now, so a second answer to it pairs with nothing).
+    pub fn answered(&mut self, miner: u32, share_id: u64) -> Option<u64> {
+        self.submitted_ns.remove(&(miner, share_id))
+    }
+
+    /// Forgets the shares submitted more than `horizon_ns` before `now_ns`: an answer later
+    /// than that pairs with nothing.
+    pub fn forget_older(&mut self, now_ns: u64, horizon_ns: u64) {
+        while let Some(&(t, key)) = self.order.front() {
+            if now_ns.saturating_sub(t) <= horizon_ns {
+                break;
+            }
+            self.order.pop_front();
+            if self.submitted_ns.get(&key) == Some(&t) {
+                self.submitted_ns.remove(&key);
+            }
+        }
+    }
+
+    /// Shares still without an answer.
+    pub fn waiting(&self) -> usize {
+        self.submitted_ns.len()
+    }
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShareCounts {
@@ -231,6 +273,23 @@ mod tests {
     use super::*;
     use crate::testing::*;
     use probe::TipCause;
+
+    #[test]
+    fn a_share_pairs_with_its_first_answer_until_it_is_forgotten() {
+        let mut awaiting = AwaitingAnswers::default();
+        awaiting.submitted(1, 7, 1_000);
+        awaiting.submitted(2, 7, 2_000);
+        awaiting.submitted(1, 8, 5_000);
+        assert_eq!(awaiting.answered(1, 7), Some(1_000));
+        assert_eq!(awaiting.answered(1, 7), None, "paired once");
+        assert_eq!(awaiting.answered(3, 1), None, "never submitted");
+        // At 6,500 with a horizon of 2,000: miner 2's share (at 2,000) is forgotten.
+        awaiting.forget_older(6_500, 2_000);
+        assert_eq!(awaiting.answered(2, 7), None);
+        assert_eq!(awaiting.waiting(), 1);
+        assert_eq!(awaiting.answered(1, 8), Some(5_000));
+        assert_eq!(awaiting.waiting(), 0);
+    }
 
     /// The share rules for side `side` of `m` over `events`, put in time order.
     fn run(m: &crate::Manifest, side: &str, events: &[Record]) -> (ShareFacts, Unmatched) {

@@ -13,14 +13,14 @@
 
 use crate::jobs::{JobFacts, Piece, WorkNs};
 use crate::manifest::{Manifest, Sample, SideRoles, Window};
-use crate::shares::ShareFacts;
+use crate::shares::{AwaitingAnswers, ShareFacts};
 use crate::stats::{Clustered, Weighted};
 use crate::summary::{assemble, kept_beyond_jobs_and_shares, Summary};
 use crate::timeline::{template_nodes, TemplateMatch, Templates, Timeline};
 use crate::Unmatched;
 use probe::{Event, Record};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::path::Path;
 
 /// Puts records from several files into one time order: each is held until the clock
@@ -185,9 +185,7 @@ pub struct ShareStream {
     accepted_blocks: HashMap<String, u64>,
     /// Blocks found in the window, in share order: (share time, hash).
     found: Vec<(u64, String)>,
-    awaiting_answer: HashSet<(u32, u64)>,
-    /// Answer entries expire in time order.
-    answer_queue: std::collections::VecDeque<(u64, (u32, u64))>,
+    awaiting_answer: AwaitingAnswers,
     observed: Observations,
 }
 
@@ -203,8 +201,7 @@ impl ShareStream {
             tip: None,
             accepted_blocks: HashMap::new(),
             found: Vec::new(),
-            awaiting_answer: HashSet::new(),
-            answer_queue: Default::default(),
+            awaiting_answer: AwaitingAnswers::default(),
             observed: Observations::default(),
         }
     }
@@ -236,7 +233,7 @@ impl ShareStream {
             }
         }
         if r.role == self.side.miners_role {
-            self.expire_answers(r.t_ns);
+            (self.awaiting_answer).forget_older(r.t_ns, ANSWER_HORIZON_NS);
             match &r.event {
                 Event::ShareSubmitted {
                     miner,
@@ -248,8 +245,7 @@ impl ShareStream {
                     let stale = self.tip.as_ref().is_some_and(|tip| tip != prev_hash);
                     self.facts.submitted(*miner, self.tip.as_deref(), stale);
                     self.observed.push(Observed::Submitted { stale });
-                    self.awaiting_answer.insert((*miner, *share_id));
-                    self.answer_queue.push_back((r.t_ns, (*miner, *share_id)));
+                    (self.awaiting_answer).submitted(*miner, *share_id, r.t_ns);
                     if let Some(hash) = block_hash {
                         self.facts.blocks.found += 1;
                         self.found.push((r.t_ns, hash.clone()));
@@ -261,7 +257,7 @@ impl ShareStream {
                     share_id,
                     accepted,
                     ..
-                } if self.awaiting_answer.contains(&(*miner, *share_id)) => {
+                } if self.awaiting_answer.answered(*miner, *share_id).is_some() => {
                     self.facts.answered(*accepted)
                 }
                 _ => {}
@@ -278,16 +274,6 @@ impl ShareStream {
                 self.facts.judged(self.tip.as_deref(), verdict, difficulty);
                 self.observed.push(Observed::Judged(verdict));
             }
-        }
-    }
-
-    fn expire_answers(&mut self, now: u64) {
-        while let Some(&(t, key)) = self.answer_queue.front() {
-            if now.saturating_sub(t) <= ANSWER_HORIZON_NS {
-                break;
-            }
-            self.answer_queue.pop_front();
-            self.awaiting_answer.remove(&key);
         }
     }
 

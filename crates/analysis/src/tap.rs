@@ -16,11 +16,27 @@ use std::path::Path;
 /// What a tap directory holds besides its events: how the tap was set up.
 pub const TAP_FILE: &str = "tap.json";
 
+/// What a tap relays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TapProtocol {
+    Sv1,
+    Sv2,
+}
+
+impl TapProtocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            TapProtocol::Sv1 => "SV1",
+            TapProtocol::Sv2 => "SV2",
+        }
+    }
+}
+
 /// How a tap was set up, written when it starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TapSetup {
-    /// `sv1` or `sv2`.
-    pub protocol: String,
+    pub protocol: TapProtocol,
     pub listen: String,
     pub upstream: String,
     /// The operator's node's ZMQ endpoint, when new blocks were watched.

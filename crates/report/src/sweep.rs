@@ -72,8 +72,8 @@ pub fn write(dir: &Path) -> Result<Written> {
     files.extend([
         ("sweep.md", doc.to_markdown()),
         ("sweep.html", doc.to_html()),
-        ("points.csv", points_csv(&analysis)),
-        ("fits.csv", fits_csv(&analysis)),
+        ("points.csv", points_csv(&analysis)?),
+        ("fits.csv", fits_csv(&analysis)?),
     ]);
     let mut written = vec![dir.join(SWEEP_FILE)];
     for (name, content) in files {
@@ -446,23 +446,15 @@ fn value(v: Option<f64>, ci: Option<(f64, f64)>) -> String {
     }
 }
 
-/// A CSV line of `fields`, each quoted when it needs to be.
-fn csv_line(fields: &[String]) -> String {
-    let cells: Vec<String> = (fields.iter())
-        .map(|f| analysis::event_tables::cell(Some(&serde_json::Value::from(f.as_str()))))
-        .collect();
-    cells.join(",") + "\n"
-}
-
 fn number(x: Option<f64>) -> String {
     x.map_or(String::new(), |v| v.to_string())
 }
 
-fn points_csv(a: &SweepAnalysis) -> String {
-    let mut out = String::from("metric,kind,side,panel,key,x,value,ci_low,ci_high,runs\n");
+fn points_csv(a: &SweepAnalysis) -> Result<String> {
+    let mut rows = Vec::new();
     for c in &a.curves {
         for p in &c.points {
-            out.push_str(&csv_line(&[
+            rows.push(vec![
                 c.metric.clone(),
                 format!("{:?}", c.kind).to_lowercase(),
                 p.side.clone(),
@@ -473,19 +465,20 @@ fn points_csv(a: &SweepAnalysis) -> String {
                 number(p.ci.map(|c| c.0)),
                 number(p.ci.map(|c| c.1)),
                 p.runs.to_string(),
-            ]));
+            ]);
         }
     }
-    out
+    let header = [
+        "metric", "kind", "side", "panel", "key", "x", "value", "ci_low", "ci_high", "runs",
+    ];
+    crate::export::table(&header, rows)
 }
 
-fn fits_csv(a: &SweepAnalysis) -> String {
-    let mut out = String::from(
-        "metric,kind,side,panel,slope,slope_ci_low,slope_ci_high,slope_df,slope_p_value,significant,intercept,points,residuals,chi2,chi2_df,chi2_p_value\n",
-    );
+fn fits_csv(a: &SweepAnalysis) -> Result<String> {
+    let mut rows = Vec::new();
     for c in &a.curves {
         for f in &c.fits {
-            out.push_str(&csv_line(&[
+            rows.push(vec![
                 c.metric.clone(),
                 format!("{:?}", c.kind).to_lowercase(),
                 f.side.clone(),
@@ -505,10 +498,28 @@ fn fits_csv(a: &SweepAnalysis) -> String {
                 number(f.goodness.map(|g| g.chi2)),
                 number(f.goodness.map(|g| g.df as f64)),
                 number(f.goodness.map(|g| g.p_value)),
-            ]));
+            ]);
         }
     }
-    out
+    let header = [
+        "metric",
+        "kind",
+        "side",
+        "panel",
+        "slope",
+        "slope_ci_low",
+        "slope_ci_high",
+        "slope_df",
+        "slope_p_value",
+        "significant",
+        "intercept",
+        "points",
+        "residuals",
+        "chi2",
+        "chi2_df",
+        "chi2_p_value",
+    ];
+    crate::export::table(&header, rows)
 }
 
 /// Release against release, when the sweep's one key is a release or an SRI role's

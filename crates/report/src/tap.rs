@@ -4,7 +4,7 @@
 use crate::content::{dist_head, dist_row};
 use crate::document::{Block, Document, Section};
 use crate::svg::{grouped, number};
-use analysis::tap::{TapSetup, TapSummary, TAP_FILE};
+use analysis::tap::{TapProtocol, TapSetup, TapSummary, TAP_FILE};
 use anyhow::{Context, Result};
 use probe::Dist;
 use std::path::Path;
@@ -32,7 +32,7 @@ pub fn document(dir: &Path) -> Result<Document> {
         Err(_) => analysis::tap::summarize_dir(dir),
     };
     Ok(Document {
-        title: format!("stratum-bench tap ({})", setup.protocol.to_uppercase()),
+        title: format!("stratum-bench tap ({})", setup.protocol.name()),
         subtitle: format!(
             "{} in front of {}, for {:.0} s ({})",
             setup.listen,
@@ -114,7 +114,7 @@ fn shares_section(setup: &TapSetup, s: &TapSummary) -> Section {
             difficulty,
         ));
     }
-    blocks.push(Block::Para(if setup.protocol == "sv1" {
+    blocks.push(Block::Para(if setup.protocol == TapProtocol::Sv1 {
         "Each share with the pool's own answer, by the worker name it was submitted under. \
          Rejections are classed by the pool's words (stale, duplicate, low difficulty, \
          unknown job), else its error code."
@@ -148,9 +148,9 @@ fn jobs_section(setup: &TapSetup, s: &TapSummary) -> Section {
         grouped(s.jobs_relayed as f64, 0),
         s.blocks_announced
     ))];
-    let between = match setup.protocol.as_str() {
-        "sv1" => "between jobs on a connection",
-        _ => "between jobs on a channel",
+    let between = match setup.protocol {
+        TapProtocol::Sv1 => "between jobs on a connection",
+        TapProtocol::Sv2 => "between jobs on a channel",
     };
     let mut rows = vec![(between, &s.job_interval_ms)];
     match &setup.node_zmq {

@@ -3,7 +3,7 @@
 //! into a directory of its own, serving its counters to Prometheus, and with the
 //! operator's node's ZMQ, recording each new block as it is announced.
 
-use analysis::tap::{TapSetup, TapSummary, TAP_FILE};
+use analysis::tap::{TapProtocol, TapSetup, TapSummary, TAP_FILE};
 use anyhow::{Context, Result};
 use harness::metrics::Exposition;
 use probe::{Event, Recorder, TapStats};
@@ -126,10 +126,9 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
         .with_context(|| format!("cannot create {}", events.display()))?;
     let setup = TapSetup {
         protocol: match protocol {
-            Protocol::Sv1 => "sv1",
-            Protocol::Sv2 { .. } => "sv2",
-        }
-        .into(),
+            Protocol::Sv1 => TapProtocol::Sv1,
+            Protocol::Sv2 { .. } => TapProtocol::Sv2,
+        },
         listen: opts.listen.to_string(),
         upstream: opts.upstream.clone(),
         node_zmq: opts.node_zmq.clone(),
@@ -149,7 +148,7 @@ pub async fn run(protocol: Protocol, opts: TapOptions) -> Result<TapSummary> {
     let tap = Running::start(&protocol, opts.listen, upstream, keys, &recorder).await?;
     eprintln!(
         "{} tap on {} in front of {} (up to {capacity} connections{}); events in {}",
-        setup.protocol.to_uppercase(),
+        setup.protocol.name(),
         tap.listen_addr(),
         opts.upstream,
         if setup.decoded {
