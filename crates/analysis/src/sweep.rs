@@ -61,6 +61,10 @@ pub struct SweepRecord {
     /// when runs go side by side): a sweep goes on only with the same, and the same worth.
     #[serde(default)]
     pub common: Vec<model::scenario::Setting>,
+    /// What an older stratum-bench recorded instead: `run`'s arguments as text. Read only
+    /// to refuse going on with such a sweep, whose settings cannot be compared.
+    #[serde(default, skip_serializing)]
+    pub common_args: Vec<String>,
     /// Runs at once; above 1, each on 2 CPUs of its own, its fleets apart from its roles.
     #[serde(default)]
     pub jobs: usize,

@@ -15,7 +15,11 @@ pub struct RunArgs {
     scenario: Option<PathBuf>,
     /// A run a sweep planned (its points/<name>.plan.json): the scenario, its settings and
     /// the worth's assumptions all come from the file.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["scenario", "overrides", "rtt_from"])]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["scenario", "overrides", "rtt_from", "hashrate", "network_hashrate", "block_value_sats", "real_block_interval"]
+    )]
     plan: Option<PathBuf>,
     /// Run directory (default runs/<time>-<name>/).
     #[arg(long)]

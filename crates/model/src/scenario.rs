@@ -1891,7 +1891,7 @@ impl Setting {
                 .or_insert_with(|| toml::Value::Table(toml::Table::new()));
             cursor = entry.as_table_mut().with_context(|| {
                 format!(
-                    "--set {}: `{}` is not a table",
+                    "setting {}: `{}` is not a table",
                     self.key,
                     parts[..=i].join(".")
                 )

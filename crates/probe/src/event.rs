@@ -47,13 +47,6 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    /// The kind a record names (`drop`, `stall`).
-    pub fn parse(name: &str) -> Option<FaultKind> {
-        [FaultKind::Drop, FaultKind::Stall]
-            .into_iter()
-            .find(|k| k.name() == name)
-    }
-
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::Drop => "drop",

@@ -197,7 +197,8 @@ impl Message {
         };
         let id = Id::from_value(fields.remove("id").unwrap_or(Value::Null))?;
         let method = match fields.remove("method") {
-            None => {
+            // Some JSON-RPC libraries write every field: a null method is an answer.
+            None | Some(Value::Null) => {
                 let mut take = |key| fields.remove(key).unwrap_or(Value::Null);
                 return Ok(Message::Response(Response {
                     id,
@@ -692,6 +693,9 @@ mod tests {
             Some("Above target")
         );
         assert_eq!(answer(r#"{"result":true}"#).id, Id::Null);
+        // A library that writes every field: a null method is still an answer.
+        let r = answer(r#"{"id":4,"method":null,"result":true,"error":null}"#);
+        assert!(r.accepted());
     }
 
     #[test]

@@ -214,7 +214,7 @@ pub fn write(report: &LatencyReport, path: &std::path::Path) -> Result<()> {
     crate::tap::write_json(path, report)
 }
 
-/// The `--set` overrides that make a run's link the measured round trips
+/// The settings that make a run's link the measured round trips
 /// (`run --rtt-from`): SV1 sides get SV1's, SV2 sides SV2's; with one protocol measured,
 /// every side gets it.
 pub fn rtt_overrides(

@@ -121,6 +121,7 @@ pub async fn sweep(args: SweepOptions) -> Result<Swept> {
         repeat: plan.repeat,
         scenario_digest: digest(&scenario_text),
         common: common_sets,
+        common_args: Vec::new(),
         jobs: slots.len(),
         run_s: (scenario.duration + scenario.warmup).as_secs_f64(),
         worth: args.worth.clone(),
@@ -334,7 +335,8 @@ fn spawn_run(
     let mut settings = record.common.clone();
     settings.extend(super::overrides(run)?);
     let plan = RunPlan {
-        scenario: scenario.to_path_buf(),
+        // Whole, so the plan runs again from anywhere.
+        scenario: std::path::absolute(scenario)?,
         settings,
         worth: record.worth.clone(),
     };
@@ -376,6 +378,12 @@ fn resume_from(dir: &Path, record: &mut SweepRecord) -> Result<()> {
         return Ok(());
     }
     let old = SweepRecord::load(dir)?;
+    if !old.common_args.is_empty() {
+        bail!(
+            "{} holds a sweep written by an earlier stratum-bench, whose runs' settings this one cannot compare: give another --out",
+            dir.display()
+        );
+    }
     let differs = [
         (old.scenario != record.scenario, "the scenario file"),
         (
