@@ -282,8 +282,8 @@ pub fn step_result(
             Event::ShareSubmitted {
                 miner, share_id, ..
             } if (from..to).contains(&r.t_ns) => {
-                submitted += 1;
-                awaiting.submitted(miner, share_id, r.t_ns);
+                // A repeated id is one share.
+                submitted += u64::from(awaiting.submitted(miner, share_id, r.t_ns));
             }
             Event::ShareAnswered {
                 miner,

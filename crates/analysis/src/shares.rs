@@ -34,9 +34,10 @@ pub struct AwaitingAnswers {
 }
 
 impl AwaitingAnswers {
-    pub fn submitted(&mut self, miner: u32, share_id: u64, t_ns: u64) {
-        self.submitted_ns.insert((miner, share_id), t_ns);
+    /// Whether it is a share not already awaiting (a repeated id counts once).
+    pub fn submitted(&mut self, miner: u32, share_id: u64, t_ns: u64) -> bool {
         self.order.push_back((t_ns, (miner, share_id)));
+        self.submitted_ns.insert((miner, share_id), t_ns).is_none()
     }
 
     /// When the share this answers was submitted, if it awaited an answer (it is paired
@@ -277,9 +278,13 @@ mod tests {
     #[test]
     fn a_share_pairs_with_its_first_answer_until_it_is_forgotten() {
         let mut awaiting = AwaitingAnswers::default();
-        awaiting.submitted(1, 7, 1_000);
-        awaiting.submitted(2, 7, 2_000);
-        awaiting.submitted(1, 8, 5_000);
+        assert!(awaiting.submitted(1, 7, 1_000));
+        assert!(awaiting.submitted(2, 7, 2_000));
+        assert!(awaiting.submitted(1, 8, 5_000));
+        assert!(
+            !awaiting.submitted(1, 8, 5_000),
+            "a repeated id counts once"
+        );
         assert_eq!(awaiting.answered(1, 7), Some(1_000));
         assert_eq!(awaiting.answered(1, 7), None, "paired once");
         assert_eq!(awaiting.answered(3, 1), None, "never submitted");
