@@ -21,7 +21,8 @@
 //! sign-flip test over tips that replaced it: 2.7% and 4.3% of those runs, 2.7% of each
 //! row, 4.9% of runs flagged. Run with `--nocapture` for the table.
 
-use crate::headline::{rows, Compared, Headline};
+use crate::headline::{rows, Compared};
+use crate::metric::Headline;
 use crate::side::LatencySamples;
 use crate::stats::Method;
 use rand::{Rng, SeedableRng};

@@ -3,13 +3,14 @@
 //! second by second, and the network's best template value in time. A report, a
 //! comparison and an export read these and summary.json; none reads the events.
 
+use crate::metric::Headline;
 use crate::summary::Summary;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub const SCHEMA: &str = "stratum-bench.charts.v1";
+pub const SCHEMA: &str = "stratum-bench.charts.v2";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Charts {
@@ -20,13 +21,13 @@ pub struct Charts {
     pub sides: BTreeMap<String, SideCharts>,
 }
 
-/// One side's values. A latency's are by unit (the tip, or the block: one list each, in
-/// the order the units came), as its interval takes them.
+/// One side's values.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SideCharts {
-    pub new_job_ms: Vec<Vec<f64>>,
-    pub new_prevhash_job_ms: Vec<Vec<f64>>,
-    pub block_propagation_ms: Vec<Vec<f64>>,
+    /// Each headline shown as a distribution ([`Headline::distributions`]), by unit (the
+    /// tip, or the block: one list each, in the order the units came), as its interval
+    /// takes them.
+    pub latencies: BTreeMap<Headline, Vec<Vec<f64>>>,
     /// The farm's bytes a second each way, second k of the window at index k.
     pub farm_tx_per_s: Vec<f64>,
     pub farm_rx_per_s: Vec<f64>,
@@ -41,9 +42,9 @@ impl Charts {
             sides: (summary.sides.iter())
                 .map(|(name, s)| {
                     let side = SideCharts {
-                        new_job_ms: s.samples.new_job_ms.clusters(),
-                        new_prevhash_job_ms: s.samples.new_prevhash_job_ms.clusters(),
-                        block_propagation_ms: s.samples.block_propagation_ms.clusters(),
+                        latencies: (Headline::distributions())
+                            .map(|(h, d)| (h, (d.clusters)(&s.samples).clusters()))
+                            .collect(),
                         farm_tx_per_s: s.samples.farm_tx_per_s.clone(),
                         farm_rx_per_s: s.samples.farm_rx_per_s.clone(),
                     };
@@ -120,14 +121,18 @@ mod tests {
         let sv1 = &charts.sides["sv1"];
         // New job, from each template's build, by tip: A at 1.001 s to 1.041 and 1.061 s;
         // B at 5.000 s to 5.020 and 5.030 s.
-        assert_eq!(sv1.new_job_ms, vec![vec![40.0, 60.0], vec![20.0, 30.0]]);
+        let latency = |h| &sv1.latencies[&h];
+        assert_eq!(
+            latency(Headline::NewJobMs),
+            &vec![vec![40.0, 60.0], vec![20.0, 30.0]]
+        );
         // New job after a block, from each tip change: P at 1.000 s, Q at 5.000 s.
         assert_eq!(
-            sv1.new_prevhash_job_ms,
-            vec![vec![41.0, 61.0], vec![20.0, 30.0]]
+            latency(Headline::NewPrevhashJobMs),
+            &vec![vec![41.0, 61.0], vec![20.0, 30.0]]
         );
         // No block found: no unit.
-        assert!(sv1.block_propagation_ms.is_empty());
+        assert!(latency(Headline::BlockPropagationMs).is_empty());
         // 100 bytes up in each of the window's 10 seconds, none down.
         assert_eq!(sv1.farm_tx_per_s, vec![100.0; 10]);
         assert_eq!(sv1.farm_rx_per_s, vec![0.0; 10]);
@@ -144,7 +149,7 @@ mod tests {
         charts.sides.insert(
             "sv1".into(),
             SideCharts {
-                new_job_ms: vec![vec![1.0, 2.0]],
+                latencies: [(Headline::NewJobMs, vec![vec![1.0, 2.0]])].into(),
                 ..SideCharts::default()
             },
         );

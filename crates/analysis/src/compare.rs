@@ -235,11 +235,11 @@ fn run_samples(run: &RunView) -> BTreeMap<MetricKey, Units> {
         out.insert((subject.into(), metric.into(), unit.into()), xs);
     };
     for (name, s) in &run.charts.sides {
-        put(name, "new job", "ms", Units::Clusters(s.new_job_ms.clone()));
-        let after_block = Units::Clusters(s.new_prevhash_job_ms.clone());
-        put(name, "new job after a block", "ms", after_block);
-        let propagation = Units::Clusters(s.block_propagation_ms.clone());
-        put(name, "block propagation", "ms", propagation);
+        for (h, d) in crate::metric::Headline::distributions() {
+            if let Some(clusters) = s.latencies.get(&h) {
+                put(name, d.title, "ms", Units::Clusters(clusters.clone()));
+            }
+        }
         put(
             name,
             "farm tx",

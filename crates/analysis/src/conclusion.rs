@@ -4,7 +4,8 @@
 //! this only words them.
 
 use crate::farm_lag::FarmNodeLag;
-use crate::headline::{Headline, VerdictRow};
+use crate::headline::VerdictRow;
+use crate::metric::Headline;
 use crate::worth::{in_total, WorthAssumptions, WorthRow};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -8,6 +8,7 @@
 //! another side's real differences). Fewer than [`MIN_UNITS`] units on a side: "too few",
 //! never significant.
 
+use crate::metric::{Headline, Test};
 use crate::side::{LatencySamples, SideSummary};
 use crate::stats::{
     benjamini_hochberg, clustered_delta, paired_delta, proportion_delta, series_delta, Method,
@@ -21,102 +22,6 @@ pub const BASELINE: &str = "sv1";
 
 /// The false discovery rate the verdict controls.
 pub const FDR: f64 = 0.05;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Headline {
-    NewJobMs,
-    NewPrevhashJobMs,
-    StaleWaitMs,
-    StaleSharesPct,
-    AcceptancePct,
-    BlockPropagationMs,
-    FarmTxBytesPerS,
-    FarmRxBytesPerS,
-    TemplateValueSats,
-}
-
-impl Headline {
-    pub const ALL: [Headline; 9] = [
-        Headline::NewJobMs,
-        Headline::NewPrevhashJobMs,
-        Headline::StaleWaitMs,
-        Headline::StaleSharesPct,
-        Headline::AcceptancePct,
-        Headline::BlockPropagationMs,
-        Headline::FarmTxBytesPerS,
-        Headline::FarmRxBytesPerS,
-        Headline::TemplateValueSats,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Headline::NewJobMs => "new job, mean ms",
-            Headline::NewPrevhashJobMs => "new job after a block, mean ms",
-            Headline::StaleWaitMs => "stale work after a block, mean ms",
-            Headline::StaleSharesPct => "stale shares %",
-            Headline::AcceptancePct => "acceptance %",
-            Headline::BlockPropagationMs => "block propagation, mean ms",
-            Headline::FarmTxBytesPerS => "farm tx bytes/s",
-            Headline::FarmRxBytesPerS => "farm rx bytes/s",
-            Headline::TemplateValueSats => "template value, mean sats",
-        }
-    }
-
-    /// Decimals a reader needs: times to a tenth of a ms, shares of work and of shares to
-    /// a thousandth of a point, bytes and sats whole.
-    pub fn decimals(self) -> usize {
-        match self {
-            Headline::StaleSharesPct | Headline::AcceptancePct => 3,
-            Headline::NewJobMs
-            | Headline::NewPrevhashJobMs
-            | Headline::StaleWaitMs
-            | Headline::BlockPropagationMs => 1,
-            _ => 0,
-        }
-    }
-
-    /// What one independent unit of the metric is.
-    /// A time the roles take, which a saturated host inflates.
-    pub fn is_latency(self) -> bool {
-        matches!(
-            self,
-            Headline::NewJobMs
-                | Headline::NewPrevhashJobMs
-                | Headline::StaleWaitMs
-                | Headline::BlockPropagationMs
-        )
-    }
-
-    /// Whether a rise helps the operator (more template value, more shares accepted)
-    /// rather than costs them (every wait, stale shares, the farm's bytes).
-    pub fn higher_is_better(self) -> bool {
-        match self {
-            Headline::TemplateValueSats | Headline::AcceptancePct => true,
-            Headline::NewJobMs
-            | Headline::NewPrevhashJobMs
-            | Headline::StaleWaitMs
-            | Headline::StaleSharesPct
-            | Headline::BlockPropagationMs
-            | Headline::FarmTxBytesPerS
-            | Headline::FarmRxBytesPerS => false,
-        }
-    }
-
-    /// What the interval counts as independent.
-    pub fn unit(self) -> &'static str {
-        match self {
-            Headline::NewJobMs
-            | Headline::NewPrevhashJobMs
-            | Headline::StaleWaitMs
-            | Headline::TemplateValueSats
-            | Headline::StaleSharesPct
-            | Headline::AcceptancePct => "tips",
-            Headline::BlockPropagationMs => "blocks",
-            Headline::FarmTxBytesPerS | Headline::FarmRxBytesPerS => "batches of seconds",
-        }
-    }
-}
 
 /// One headline metric, an SV2 side against `sv1`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -262,16 +167,7 @@ fn control_together<'a>(rows: impl Iterator<Item = &'a mut VerdictRow>) {
     }
 }
 
-/// The metrics a run that stops when it knows waits for.
-pub const RESOLVED_BEFORE_STOPPING: [Headline; 5] = [
-    Headline::NewJobMs,
-    Headline::NewPrevhashJobMs,
-    Headline::StaleWaitMs,
-    Headline::FarmTxBytesPerS,
-    Headline::FarmRxBytesPerS,
-];
-
-/// The rows of [`RESOLVED_BEFORE_STOPPING`] not yet known, as `side metric`: known means
+/// The rows of the metrics a run that stops when it knows waits for, not yet known, as `side metric`: known means
 /// an interval whose half-width is under `precision_pct` percent of the baseline value.
 /// Only the width counts, never where the interval lies: a run that stopped the first time
 /// an interval happened to exclude zero would call differences significant far more often
@@ -283,7 +179,7 @@ pub fn unresolved(verdict: &BTreeMap<String, Vec<VerdictRow>>, precision_pct: f6
         .iter()
         .flat_map(|(side, rows)| {
             rows.iter()
-                .filter(|r| RESOLVED_BEFORE_STOPPING.contains(&r.metric))
+                .filter(|r| r.metric.def().resolved_before_stopping)
                 .filter(|r| match (r.ci, r.sv1) {
                     (Some((lo, hi)), Some(base)) => {
                         (hi - lo) / 2.0 > precision_pct / 100.0 * base.abs()
@@ -297,44 +193,13 @@ pub fn unresolved(verdict: &BTreeMap<String, Vec<VerdictRow>>, precision_pct: f6
 
 fn row(h: Headline, a: &Compared, b: &Compared) -> VerdictRow {
     let (x, y) = (a.samples, b.samples);
-    let mut r = match h {
-        // Each side's templates, by the tip they build on: the node builds every client's
-        // at the same tip; a farm node's (A, B) too, one peer hop later.
-        Headline::NewJobMs => {
-            from_delta(h, paired_delta(x.new_job_ms.units(), y.new_job_ms.units()))
-        }
-        // The network's tips: the same on both sides.
-        Headline::NewPrevhashJobMs => from_delta(
-            h,
-            paired_delta(x.new_prevhash_job_ms.units(), y.new_prevhash_job_ms.units()),
-        ),
-        Headline::StaleWaitMs => from_delta(
-            h,
-            paired_delta(x.stale_wait_ms.units(), y.stale_wait_ms.units()),
-        ),
-        Headline::StaleSharesPct => {
-            from_delta(h, proportion_delta(&x.stale_by_tip, &y.stale_by_tip))
-        }
-        Headline::AcceptancePct => {
-            from_delta(h, proportion_delta(&x.accepted_by_tip, &y.accepted_by_tip))
-        }
-        // Each side's own blocks.
-        Headline::BlockPropagationMs => from_delta(
-            h,
-            clustered_delta(&x.block_propagation_ms, &y.block_propagation_ms),
-        ),
-        Headline::FarmTxBytesPerS => {
-            from_delta(h, series_delta(&x.farm_tx_per_s, &y.farm_tx_per_s))
-        }
-        Headline::FarmRxBytesPerS => {
-            from_delta(h, series_delta(&x.farm_rx_per_s, &y.farm_rx_per_s))
-        }
-        // Time-weighted by valid miner-time, by tip.
-        Headline::TemplateValueSats => from_delta(
-            h,
-            paired_delta(x.template_value.units(), y.template_value.units()),
-        ),
+    let delta = match h.def().test {
+        Test::PairedByTip(units) => paired_delta(units(x), units(y)),
+        Test::Clustered(clusters) => clustered_delta(clusters(x), clusters(y)),
+        Test::Proportion(counts) => proportion_delta(counts(x), counts(y)),
+        Test::Series(series) => series_delta(series(x), series(y)),
     };
+    let mut r = from_delta(h, delta);
     r.modelled = modelled(h, a.farm_node || b.farm_node);
     r.assumed = set_by_lag(h, a.farm_node || b.farm_node);
     if matches!(h, Headline::StaleWaitMs) {

@@ -26,6 +26,7 @@ pub mod input;
 pub mod jobs;
 pub mod latency;
 pub mod manifest;
+pub mod metric;
 pub mod outage;
 pub mod paths;
 pub mod published;

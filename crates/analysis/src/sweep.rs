@@ -29,7 +29,8 @@
 //! residuals' spread, which needs three points. Every slope's p-value (of slope 0) is read
 //! with the sweep's others: significant only after Benjamini-Hochberg at [`FDR`].
 
-use crate::headline::{Headline, FDR};
+use crate::headline::FDR;
+use crate::metric::Headline;
 use crate::stats::{benjamini_hochberg, t975, Estimate, Z95};
 use crate::worth::WorthAssumptions;
 use crate::Summary;
@@ -431,7 +432,7 @@ pub fn analyse(keys: &[String], zip: bool, runs: &[SweepRun]) -> SweepAnalysis {
         }
         let difference_line = |side: &str, panel: &str| {
             (curves.iter())
-                .filter(|c| c.metric == "NewPrevhashJobMsDifference")
+                .filter(|c| c.metric == difference_key(Headline::NewPrevhashJobMs))
                 .flat_map(|c| &c.fits)
                 .find(|f| f.side == side && f.panel == panel && f.slope > 0.0)
                 .map(|f| -f.intercept / f.slope)
@@ -468,7 +469,18 @@ pub fn analyse(keys: &[String], zip: bool, runs: &[SweepRun]) -> SweepAnalysis {
 }
 
 /// The reading of a farm-node side's break-even lag.
-const BREAK_EVEN: &str = "BreakEvenLagMs";
+const BREAK_EVEN: &str = "break_even_lag_ms";
+
+/// The curve of the worth of the stale work after a block, sats a day.
+pub const WORTH_STALE_WAIT: &str = "worth_stale_wait";
+
+/// The curve of a side's total worth, sats a day.
+pub const WORTH_TOTAL: &str = "worth_total";
+
+/// The curve of a headline's difference against the baseline.
+pub fn difference_key(h: Headline) -> String {
+    format!("{}_difference", h.key())
+}
 
 /// Every reading one run gives.
 fn readings(s: &Summary) -> Vec<Reading> {
@@ -491,12 +503,12 @@ fn readings(s: &Summary) -> Vec<Reading> {
     for (name, side) in &s.sides {
         for h in Headline::ALL {
             push(
-                &format!("{h:?}"),
+                h.key(),
                 h.label(),
                 CurveKind::Side,
-                batched(h),
+                h.batched(),
                 name,
-                side_estimate(h, side),
+                (h.def().side_value)(side),
             );
         }
         if let Some(lag) = &side.farm_node_lag {
@@ -511,7 +523,7 @@ fn readings(s: &Summary) -> Vec<Reading> {
         }
         let miners = f64::from(side.miners.max(1));
         push(
-            "PoolLinkBytesPerMiner",
+            "pool_link_bytes_per_miner",
             "bytes/s per miner at the pool's end of the link (both ways)",
             CurveKind::Scale,
             true,
@@ -525,7 +537,7 @@ fn readings(s: &Summary) -> Vec<Reading> {
         {
             let cpu = Estimate::mean_of(&pool.cpu_pct);
             push(
-                "PoolCpuPct",
+                "pool_cpu_pct",
                 "pool CPU, % of a core",
                 CurveKind::Scale,
                 true,
@@ -539,7 +551,7 @@ fn readings(s: &Summary) -> Vec<Reading> {
             let shares_per_s = side.shares.accepted as f64 / s.duration_s;
             if shares_per_s > 0.0 {
                 push(
-                    "PoolCpuMsPerShare",
+                    "pool_cpu_ms_per_share",
                     "pool CPU ms per accepted share",
                     CurveKind::Scale,
                     true,
@@ -557,10 +569,10 @@ fn readings(s: &Summary) -> Vec<Reading> {
                 units: r.units.0.min(r.units.1),
             };
             push(
-                &format!("{:?}Difference", r.metric),
+                &difference_key(r.metric),
                 r.metric.label(),
                 CurveKind::Difference,
-                batched(r.metric),
+                r.metric.batched(),
                 name,
                 estimate,
             );
@@ -569,7 +581,7 @@ fn readings(s: &Summary) -> Vec<Reading> {
     for (name, rows) in &s.worth {
         if let Some(w) = rows.iter().find(|w| w.metric == Headline::StaleWaitMs) {
             push(
-                "WorthStaleWait",
+                WORTH_STALE_WAIT,
                 "worth of the stale work after a block, sats a day",
                 CurveKind::Worth,
                 false,
@@ -584,7 +596,7 @@ fn readings(s: &Summary) -> Vec<Reading> {
     }
     for (name, c) in &s.conclusions {
         push(
-            "WorthTotal",
+            WORTH_TOTAL,
             "worth of what the protocol sets, sats a day (sum of the priced rows)",
             CurveKind::Worth,
             false,
@@ -597,31 +609,6 @@ fn readings(s: &Summary) -> Vec<Reading> {
         );
     }
     out
-}
-
-/// A headline whose interval is by batches of a run's per-second series.
-fn batched(h: Headline) -> bool {
-    matches!(h, Headline::FarmTxBytesPerS | Headline::FarmRxBytesPerS)
-}
-
-/// A side's own value of a headline metric, with its interval where the run has one.
-fn side_estimate(h: Headline, side: &crate::side::SideSummary) -> Estimate {
-    let counted = |p: Option<f64>, ci: Option<(f64, f64)>| Estimate {
-        point: p,
-        ci,
-        units: 0,
-    };
-    match h {
-        Headline::NewJobMs => Estimate::mean_of(&side.new_job_ms),
-        Headline::NewPrevhashJobMs => Estimate::mean_of(&side.new_prevhash_job_ms),
-        Headline::StaleWaitMs => Estimate::mean_of(&side.stale_wait_ms),
-        Headline::BlockPropagationMs => Estimate::mean_of(&side.block_propagation_ms),
-        Headline::TemplateValueSats => Estimate::mean_of(&side.template_value_sats),
-        Headline::StaleSharesPct => counted(side.shares.stale_pct, side.shares.stale_pct_ci),
-        Headline::AcceptancePct => counted(side.shares.acceptance_pct, None),
-        Headline::FarmTxBytesPerS => side.farm_rates.tx.clone(),
-        Headline::FarmRxBytesPerS => side.farm_rates.rx.clone(),
-    }
 }
 
 fn scaled(e: &Estimate, by: f64) -> Estimate {
@@ -939,7 +926,7 @@ mod tests {
         assert!(close(lo, 48.0) && close(hi, 48.0), "{lo} {hi}");
         // A's new-block job moves one for one with the lag: slope 1.
         let job = (a.curves.iter())
-            .find(|c| c.metric == "NewPrevhashJobMs" && c.kind == CurveKind::Side)
+            .find(|c| c.metric == Headline::NewPrevhashJobMs.key() && c.kind == CurveKind::Side)
             .unwrap();
         let fit = job.fits.iter().find(|f| f.side == "sv2-a").unwrap();
         assert!(close(fit.slope, 1.0), "{fit:?}");
@@ -962,7 +949,7 @@ mod tests {
                 .find(|c| c.metric == metric && c.kind == kind)
                 .unwrap_or_else(|| panic!("{metric}"))
         };
-        let side = curve("NewPrevhashJobMs", CurveKind::Side);
+        let side = curve(Headline::NewPrevhashJobMs.key(), CurveKind::Side);
         let sv1: Vec<f64> = (side.points.iter())
             .filter(|p| p.side == "sv1")
             .filter_map(|p| p.value)
@@ -979,7 +966,10 @@ mod tests {
         // Read with the sweep's other slopes, SV1's stays significant, A's flat one not.
         assert!(f.significant && !farm.significant, "{f:?} {farm:?}");
         let d = fit(
-            curve("NewPrevhashJobMsDifference", CurveKind::Difference),
+            curve(
+                &difference_key(Headline::NewPrevhashJobMs),
+                CurveKind::Difference,
+            ),
             "sv2-a",
         );
         assert!(close(d.slope, -0.5) && close(d.intercept, 2.0), "{d:?}");

@@ -280,7 +280,7 @@ pub fn scratch_dir(name: &str) -> std::path::PathBuf {
 /// A verdict row of `metric`, `base` on the baseline and `side` on the side, with the
 /// interval `ci` (significant when it excludes zero).
 pub fn verdict_row(
-    metric: crate::headline::Headline,
+    metric: crate::metric::Headline,
     base: f64,
     side: f64,
     ci: Option<(f64, f64)>,

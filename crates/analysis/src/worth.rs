@@ -20,7 +20,8 @@
 //! A row whose difference a scenario parameter or a model sets is priced but marked, and in
 //! no total. A row with too few units has no price: "too few".
 
-use crate::headline::{Headline, VerdictRow};
+use crate::headline::VerdictRow;
+use crate::metric::Headline;
 use crate::side::LatencySamples;
 use crate::stats::{effective_units, small_sample_widening, Totals};
 use rand::{Rng, SeedableRng};

@@ -130,7 +130,7 @@ fn only_the_link_varied_moves_sv1_and_c_by_half_the_round_trip_and_leaves_a_flat
     assert!(text.contains("1 already done"), "{text}");
     let r = record(&dir);
     for side in ["sv1", "sv2-c"] {
-        let f = fit(&r, "NewPrevhashJobMs", "side", side);
+        let f = fit(&r, "new_prevhash_job_ms", "side", side);
         let slope = f["slope"].as_f64().unwrap();
         assert!(
             (slope - 0.5).abs() < 0.05,
@@ -141,7 +141,7 @@ fn only_the_link_varied_moves_sv1_and_c_by_half_the_round_trip_and_leaves_a_flat
     // an interval that holds zero: each point is one run of about 12 tips, and a run's own
     // interval cannot hold what moves between runs (a scheduling hiccup on a loaded machine
     // moved A's mean 3 ms between its two runs once, [0.15, 5.8] ms).
-    let a = fit(&r, "NewPrevhashJobMs", "side", "sv2-a");
+    let a = fit(&r, "new_prevhash_job_ms", "side", "sv2-a");
     let slope = a["slope"].as_f64().unwrap();
     assert!(
         slope.abs() < 0.05,
@@ -149,7 +149,7 @@ fn only_the_link_varied_moves_sv1_and_c_by_half_the_round_trip_and_leaves_a_flat
         a["slope_ci"]
     );
     // A's difference against SV1 shrinks by half the round trip: the saving grows with it.
-    let d_a = fit(&r, "NewPrevhashJobMsDifference", "difference", "sv2-a");
+    let d_a = fit(&r, "new_prevhash_job_ms_difference", "difference", "sv2-a");
     assert!((d_a["slope"].as_f64().unwrap() + 0.5).abs() < 0.05, "{d_a}");
     for file in ["sweep.md", "sweep.html", "points.csv", "fits.csv"] {
         assert!(dir.join(file).is_file(), "{file} written");
@@ -204,8 +204,8 @@ fn sv1_bytes_per_miner_at_the_pool_are_flat_and_cs_fall_with_miners() {
         dir.to_str().unwrap(),
     ]));
     let r = record(&dir);
-    let sv1 = values(&r, "PoolLinkBytesPerMiner", "scale", "sv1");
-    let c = values(&r, "PoolLinkBytesPerMiner", "scale", "sv2-c");
+    let sv1 = values(&r, "pool_link_bytes_per_miner", "scale", "sv1");
+    let c = values(&r, "pool_link_bytes_per_miner", "scale", "sv2-c");
     assert_eq!((sv1.len(), c.len()), (2, 2), "{text}");
     // Job traffic scales with the tips a run's window holds, and the window of a short run
     // holds a few, not the same few at every point (3 against 5 here once): per job each

@@ -4,11 +4,10 @@ use crate::document::{Block, Document, Section};
 use crate::readings;
 use crate::run_data::RunData;
 use crate::svg::{cdf, cdf_chart, estimate, grouped, line_chart, number, percent, signed, Series};
-use analysis::charts::{Charts, SideCharts};
-use analysis::headline::Headline;
+use analysis::charts::Charts;
 use analysis::manifest::Window;
+use analysis::metric::Headline;
 use analysis::resources::RoleResources;
-use analysis::summary::SideSummary;
 use probe::Dist;
 use std::collections::BTreeMap;
 
@@ -477,49 +476,21 @@ fn mean_ci(d: &Dist) -> String {
     }
 }
 
-/// A latency: its title, what it measures, its headline, its distribution and samples.
-struct Latency {
-    title: &'static str,
-    what: &'static str,
-    headline: Headline,
-    dist: fn(&SideSummary) -> &Dist,
-    samples: fn(&SideCharts) -> &[Vec<f64>],
+/// A title as a heading starts: "new job" -> "New job".
+fn capitalised(title: &str) -> String {
+    let mut chars = title.chars();
+    chars
+        .next()
+        .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
 }
-
-const LATENCIES: &[Latency] = &[
-    Latency {
-        title: "New job",
-        what: "miners got a new template's job",
-        headline: Headline::NewJobMs,
-        dist: |s| &s.new_job_ms,
-        samples: |s| &s.new_job_ms,
-    },
-    Latency {
-        title: "New job after a new block",
-        what: "miners got work on a new block",
-        headline: Headline::NewPrevhashJobMs,
-        dist: |s| &s.new_prevhash_job_ms,
-        samples: |s| &s.new_prevhash_job_ms,
-    },
-    Latency {
-        title: "Block propagation",
-        what: "a found block reached the node",
-        headline: Headline::BlockPropagationMs,
-        dist: |s| &s.block_propagation_ms,
-        samples: |s| &s.block_propagation_ms,
-    },
-];
 
 fn readings_section(summary: &analysis::Summary) -> Section {
     let mut blocks = Vec::new();
     for (name, side) in &summary.sides {
         let r = &side.readings;
-        for (latency, path) in
-            LATENCIES
-                .iter()
-                .zip([&r.new_job, &r.new_prevhash_job, &r.block_propagation])
-        {
-            let what = latency.what;
+        for (_, latency) in Headline::distributions() {
+            let Some(path) = latency.path else { continue };
+            let (what, path) = (latency.what, path(r));
             match (latency.dist)(side).p50 {
                 Some(p50) => blocks.push(Block::Para(readings::over_path(name, what, p50, path))),
                 None => blocks.push(Block::Note(format!("{name}: no samples for \"{what}\" in this run (for blocks: none was found by our miners)."))),
@@ -529,8 +500,8 @@ fn readings_section(summary: &analysis::Summary) -> Section {
     let baseline = summary.baseline.as_str();
     if summary.sides.contains_key(baseline) {
         for (name, rows) in &summary.verdict {
-            for latency in LATENCIES {
-                let Some(row) = rows.iter().find(|r| r.metric == latency.headline) else {
+            for (headline, latency) in Headline::distributions() {
+                let Some(row) = rows.iter().find(|r| r.metric == headline) else {
                     continue;
                 };
                 let what = latency.what.replace("miners got", "delivers");
@@ -661,12 +632,12 @@ fn shares_section(run: &RunData, summary: &analysis::Summary) -> Section {
 
 fn latency_section(summary: &analysis::Summary, charts: &Charts) -> Section {
     let mut blocks = Vec::new();
-    for latency in LATENCIES {
-        let title = latency.title;
+    for (headline, latency) in Headline::distributions() {
+        let title = capitalised(latency.title);
         let series: Vec<Series> = (charts.sides.iter())
             .map(|(name, s)| Series {
                 name: name.clone(),
-                points: cdf(&(latency.samples)(s).concat()),
+                points: cdf(&s.latencies.get(&headline).map_or(vec![], |u| u.concat())),
             })
             .collect();
         blocks.push(Block::Chart {

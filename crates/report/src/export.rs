@@ -25,13 +25,9 @@ pub fn export_csv(run: &RunData, out: &Path) -> Result<Vec<PathBuf>> {
     if run.summary.is_some() {
         let mut rows = Vec::new();
         for (side, s) in &run.charts.sides {
-            for (metric, xs) in [
-                ("new_job_ms", &s.new_job_ms),
-                ("new_prevhash_job_ms", &s.new_prevhash_job_ms),
-                ("block_propagation_ms", &s.block_propagation_ms),
-            ] {
+            for (metric, xs) in &s.latencies {
                 for x in xs.iter().flatten() {
-                    rows.push(vec![side.clone(), metric.to_string(), x.to_string()]);
+                    rows.push(vec![side.clone(), metric.key().to_string(), x.to_string()]);
                 }
             }
         }

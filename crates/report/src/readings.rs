@@ -115,7 +115,7 @@ pub fn hazards_caveat(s: &analysis::Summary) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use analysis::headline::Headline;
+    use analysis::metric::Headline;
 
     fn d(a: f64, b: f64, lo: f64, hi: f64) -> VerdictRow {
         VerdictRow {

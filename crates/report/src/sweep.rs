@@ -236,15 +236,11 @@ fn crossings(a: &SweepAnalysis) -> Section {
 /// The crossings a chart of `c` marks in `panel`: the break-even on the charts of the
 /// new-block job, the stale work and their worth.
 fn markers(a: &SweepAnalysis, c: &Curves, panel: &str) -> Vec<Marker> {
-    let marked = [
-        "NewPrevhashJobMs",
-        "StaleWaitMs",
-        "WorthStaleWait",
-        "WorthTotal",
-    ];
-    if !marked
-        .iter()
-        .any(|m| c.metric.trim_end_matches("Difference") == *m)
+    use analysis::metric::Headline;
+    use analysis::sweep::{difference_key, WORTH_STALE_WAIT, WORTH_TOTAL};
+    let marked = [Headline::NewPrevhashJobMs, Headline::StaleWaitMs];
+    let headline = |h: &Headline| c.metric == h.key() || c.metric == difference_key(*h);
+    if !marked.iter().any(headline) && ![WORTH_STALE_WAIT, WORTH_TOTAL].contains(&c.metric.as_str())
     {
         return Vec::new();
     }

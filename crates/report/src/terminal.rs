@@ -7,6 +7,7 @@
 use crate::svg::{estimate, grouped, percent, signed};
 use analysis::headline::Reading;
 use analysis::manifest::Manifest;
+use analysis::metric::Headline;
 use analysis::Summary;
 use anyhow::{Context, Result};
 use comfy_table::{
@@ -236,9 +237,6 @@ fn side_rows(s: &Summary) -> Vec<(String, Vec<String>)> {
         "stale by the tip timeline (95%)",
         "work credited by the pool % (95%)",
         "blocks found / accepted",
-        "new job ms: p50 / p90 / p99 (n)",
-        "new job after a block ms",
-        "block propagation ms",
         "stale work after a block, mean ms (95%)",
         &real_blocks,
         "stale work % at this run's pace (95%)",
@@ -263,9 +261,6 @@ fn side_rows(s: &Summary) -> Vec<(String, Vec<String>)> {
                 1,
             ),
             format!("{} / {}", side.blocks.found, side.blocks.accepted),
-            percentiles(&side.new_job_ms),
-            percentiles(&side.new_prevhash_job_ms),
-            percentiles(&side.block_propagation_ms),
             estimate(&analysis::stats::Estimate::mean_of(&side.stale_wait_ms), 1),
             estimate(&side.stale_work_real_pct, 4),
             estimate(&side.stale_work_pct, 2),
@@ -286,6 +281,20 @@ fn side_rows(s: &Summary) -> Vec<(String, Vec<String>)> {
             row.1.push(cell);
         }
     }
+    // Each latency's percentiles, after the blocks.
+    let blocks = (rows
+        .iter()
+        .position(|(l, _)| l == "blocks found / accepted"))
+    .map_or(rows.len(), |i| i + 1);
+    let latencies = Headline::distributions().enumerate().map(|(i, (_, d))| {
+        let label = match i {
+            0 => format!("{} ms: p50 / p90 / p99 (n)", d.title),
+            _ => format!("{} ms", d.title),
+        };
+        let cells = s.sides.values().map(|side| percentiles((d.dist)(side)));
+        (label, cells.collect())
+    });
+    rows.splice(blocks..blocks, latencies);
     rows
 }
 

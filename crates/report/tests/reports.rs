@@ -459,7 +459,7 @@ fn a_report_reads_the_runs_summary_and_charts_not_its_events() {
     };
     let recomputed = report_of(Source::Recompute);
     let written = report_of(Source::Written);
-    assert!(written.contains("New job after a new block"), "{written}");
+    assert!(written.contains("New job after a block"), "{written}");
     assert_eq!(written, recomputed);
     std::fs::rename(dir.join("events"), dir.join("events.away")).unwrap();
     assert_eq!(report_of(Source::Written), written, "no event read");

@@ -206,6 +206,15 @@ struct RoleNow {
 /// polls `/live.json`.
 const PAGE: &str = include_str!("live.html");
 
+/// The page, with the headline latencies it shows taken from the analysis's declarations.
+fn page() -> String {
+    let latencies: Vec<(&str, &str)> = (analysis::metric::Headline::distributions())
+        .map(|(h, d)| (h.key(), d.title))
+        .collect();
+    let json = serde_json::to_string(&latencies).unwrap_or_else(|_| "[]".into());
+    PAGE.replace("/*LATENCIES*/[]", &json)
+}
+
 /// Serves `/metrics`, the live page `/` and its data `/live.json` from `live` until aborted.
 pub(super) fn serve_metrics(
     listener: tokio::net::TcpListener,
@@ -213,6 +222,7 @@ pub(super) fn serve_metrics(
 ) -> tokio::task::JoinHandle<()> {
     use axum::routing::get;
     let metrics = live.clone();
+    let page = axum::response::Html(page());
     let app = axum::Router::new()
         .route(
             "/metrics",
@@ -253,10 +263,7 @@ pub(super) fn serve_metrics(
                 }
             }),
         )
-        .route(
-            "/",
-            get(|| async { ([("content-type", "text/html; charset=utf-8")], PAGE) }),
-        );
+        .route("/", get(move || std::future::ready(page.clone())));
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     })
