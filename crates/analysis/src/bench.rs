@@ -283,7 +283,7 @@ pub fn step_result(
                 miner, share_id, ..
             } if (from..to).contains(&r.t_ns) => {
                 // A repeated id is one share.
-                submitted += u64::from(awaiting.submitted(miner, share_id, r.t_ns));
+                submitted += u64::from(awaiting.submitted(miner, share_id, r.t_ns, ()));
             }
             Event::ShareAnswered {
                 miner,
@@ -291,7 +291,7 @@ pub fn step_result(
                 accepted: verdict,
                 ..
             } => match (awaiting.answered(miner, share_id), verdict) {
-                (Some(t_sub), true) => {
+                (Some((t_sub, ())), true) => {
                     accepted += 1;
                     latencies.push(r.t_ns.saturating_sub(t_sub) as f64 / 1e6);
                 }

@@ -166,6 +166,9 @@ fn side(rng: &mut ChaCha8Rng, tips: &[Tip], is_a: bool, stall_rate: f64) -> Late
                 s.stale_by_tip.push(&name, stale);
                 s.accepted_by_tip
                     .push(&name, !stale && rng.gen::<f64>() > 0.005);
+                // The answer: a round trip, the pool's state on this tip, the share's own.
+                let answer_ms = 40.0 + pool_ms + lag_ms + exponential(rng, 1.0);
+                s.share_answer_ms.push(&name, answer_ms);
             }
         }
         if rng.gen::<f64>() < 0.5 {

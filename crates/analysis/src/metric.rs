@@ -22,6 +22,7 @@ pub enum Headline {
     FarmTxBytesPerS,
     FarmRxBytesPerS,
     TemplateValueSats,
+    ShareAnswerMs,
 }
 
 /// Which way of a difference helps the operator.
@@ -81,6 +82,8 @@ pub struct Metric {
     /// The side's own value with its interval where the run has one.
     pub side_value: fn(&SideSummary) -> Estimate,
     pub distribution: Option<Distribution>,
+    /// What a reader must know to read the row's difference, said beside the verdict.
+    pub note: Option<&'static str>,
 }
 
 /// A side's count-based percentage, with the interval the counts give.
@@ -93,7 +96,7 @@ fn counted(point: Option<f64>, ci: Option<(f64, f64)>) -> Estimate {
 }
 
 /// In the order of [`Headline::ALL`] (a test holds them together).
-const METRICS: [Metric; 9] = [
+const METRICS: [Metric; 10] = [
     Metric {
         headline: Headline::NewJobMs,
         key: "new_job_ms",
@@ -114,6 +117,7 @@ const METRICS: [Metric; 9] = [
             clusters: |s| &s.new_job_ms,
             path: Some(|r| &r.new_job),
         }),
+        note: None,
     },
     Metric {
         headline: Headline::NewPrevhashJobMs,
@@ -133,6 +137,7 @@ const METRICS: [Metric; 9] = [
             clusters: |s| &s.new_prevhash_job_ms,
             path: Some(|r| &r.new_prevhash_job),
         }),
+        note: None,
     },
     Metric {
         headline: Headline::StaleWaitMs,
@@ -146,6 +151,7 @@ const METRICS: [Metric; 9] = [
         resolved_before_stopping: true,
         side_value: |s| Estimate::mean_of(&s.stale_wait_ms),
         distribution: None,
+        note: None,
     },
     Metric {
         headline: Headline::StaleSharesPct,
@@ -159,6 +165,7 @@ const METRICS: [Metric; 9] = [
         resolved_before_stopping: false,
         side_value: |s| counted(s.shares.stale_pct, s.shares.stale_pct_ci),
         distribution: None,
+        note: None,
     },
     Metric {
         headline: Headline::AcceptancePct,
@@ -172,6 +179,7 @@ const METRICS: [Metric; 9] = [
         resolved_before_stopping: false,
         side_value: |s| counted(s.shares.acceptance_pct, None),
         distribution: None,
+        note: None,
     },
     Metric {
         headline: Headline::BlockPropagationMs,
@@ -192,6 +200,7 @@ const METRICS: [Metric; 9] = [
             clusters: |s| &s.block_propagation_ms,
             path: Some(|r| &r.block_propagation),
         }),
+        note: None,
     },
     Metric {
         headline: Headline::FarmTxBytesPerS,
@@ -205,6 +214,7 @@ const METRICS: [Metric; 9] = [
         resolved_before_stopping: true,
         side_value: |s| s.farm_rates.tx.clone(),
         distribution: None,
+        note: None,
     },
     Metric {
         headline: Headline::FarmRxBytesPerS,
@@ -218,6 +228,7 @@ const METRICS: [Metric; 9] = [
         resolved_before_stopping: true,
         side_value: |s| s.farm_rates.rx.clone(),
         distribution: None,
+        note: None,
     },
     Metric {
         headline: Headline::TemplateValueSats,
@@ -232,11 +243,33 @@ const METRICS: [Metric; 9] = [
         resolved_before_stopping: false,
         side_value: |s| Estimate::mean_of(&s.template_value_sats),
         distribution: None,
+        note: None,
+    },
+    Metric {
+        headline: Headline::ShareAnswerMs,
+        key: "share_answer_ms",
+        label: "share answer, mean ms",
+        decimals: 1,
+        better: Better::Lower,
+        // The shares of a tip meet the same pool state, and both sides see the same tips.
+        unit: "tips",
+        latency: true,
+        test: Test::PairedByTip(|s| s.share_answer_ms.units()),
+        resolved_before_stopping: false,
+        side_value: |s| Estimate::mean_of(&s.share_answer_ms),
+        distribution: Some(Distribution {
+            title: "share answer",
+            what: "a miner got the answer to its share (on SV2 from the farm's translator, before the pool judges)",
+            dist: |s| &s.share_answer_ms,
+            clusters: |s| &s.share_answer_ms,
+            path: None,
+        }),
+        note: Some("the answer the miners got from their next hop: the pool across the link (SV1, D), or a proxy at the farm (the translator of A and C) that answers before the pool judges; a proxy's quicker answer is not a quicker verdict, and no worth prices it"),
     },
 ];
 
 impl Headline {
-    pub const ALL: [Headline; 9] = [
+    pub const ALL: [Headline; 10] = [
         Headline::NewJobMs,
         Headline::NewPrevhashJobMs,
         Headline::StaleWaitMs,
@@ -246,6 +279,7 @@ impl Headline {
         Headline::FarmTxBytesPerS,
         Headline::FarmRxBytesPerS,
         Headline::TemplateValueSats,
+        Headline::ShareAnswerMs,
     ];
 
     /// The metric's declaration.

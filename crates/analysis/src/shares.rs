@@ -25,25 +25,35 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Shares awaiting their answer, by miner and share id, each paired with the first answer
 /// that names it: the one pairing of a share with its answer, for a run's stream and a
-/// bench's step alike.
-#[derive(Debug, Clone, Default)]
-pub struct AwaitingAnswers {
-    submitted_ns: HashMap<(u32, u64), u64>,
+/// bench's step alike. Each share carries a `Tag` from its submission (the stream's: the
+/// tip it came under).
+#[derive(Debug, Clone)]
+pub struct AwaitingAnswers<Tag = ()> {
+    submitted: HashMap<(u32, u64), (u64, Tag)>,
     /// In submission order, to forget the oldest first.
     order: VecDeque<(u64, (u32, u64))>,
 }
 
-impl AwaitingAnswers {
+impl<Tag> Default for AwaitingAnswers<Tag> {
+    fn default() -> Self {
+        AwaitingAnswers {
+            submitted: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+}
+
+impl<Tag> AwaitingAnswers<Tag> {
     /// Whether it is a share not already awaiting (a repeated id counts once).
-    pub fn submitted(&mut self, miner: u32, share_id: u64, t_ns: u64) -> bool {
+    pub fn submitted(&mut self, miner: u32, share_id: u64, t_ns: u64, tag: Tag) -> bool {
         self.order.push_back((t_ns, (miner, share_id)));
-        self.submitted_ns.insert((miner, share_id), t_ns).is_none()
+        (self.submitted.insert((miner, share_id), (t_ns, tag))).is_none()
     }
 
-    /// When the share this answers was submitted, if it awaited an answer (it is paired
-    /// now, so a second answer to it pairs with nothing).
-    pub fn answered(&mut self, miner: u32, share_id: u64) -> Option<u64> {
-        self.submitted_ns.remove(&(miner, share_id))
+    /// When the share this answers was submitted, and its tag, if it awaited an answer
+    /// (it is paired now, so a second answer to it pairs with nothing).
+    pub fn answered(&mut self, miner: u32, share_id: u64) -> Option<(u64, Tag)> {
+        self.submitted.remove(&(miner, share_id))
     }
 
     /// Forgets the shares submitted more than `horizon_ns` before `now_ns`: an answer later
@@ -54,15 +64,19 @@ impl AwaitingAnswers {
                 break;
             }
             self.order.pop_front();
-            if self.submitted_ns.get(&key) == Some(&t) {
-                self.submitted_ns.remove(&key);
+            if self
+                .submitted
+                .get(&key)
+                .is_some_and(|(t_sub, _)| *t_sub == t)
+            {
+                self.submitted.remove(&key);
             }
         }
     }
 
     /// Shares still without an answer.
     pub fn waiting(&self) -> usize {
-        self.submitted_ns.len()
+        self.submitted.len()
     }
 }
 
@@ -142,6 +156,9 @@ pub struct ShareFacts {
     pub blocks: BlockCounts,
     /// By block: each is its own unit.
     pub block_propagation_ms: Clustered,
+    /// From a share's submission to the answer its miner got, by the tip it was submitted
+    /// under.
+    pub share_answer_ms: Clustered,
     /// Shares submitted in the window, stale or not, by the network tip they were
     /// submitted under: stale shares come in bursts after a tip, so the tip is the unit.
     pub stale_by_tip: Counted,
@@ -278,21 +295,21 @@ mod tests {
     #[test]
     fn a_share_pairs_with_its_first_answer_until_it_is_forgotten() {
         let mut awaiting = AwaitingAnswers::default();
-        assert!(awaiting.submitted(1, 7, 1_000));
-        assert!(awaiting.submitted(2, 7, 2_000));
-        assert!(awaiting.submitted(1, 8, 5_000));
+        assert!(awaiting.submitted(1, 7, 1_000, "P"));
+        assert!(awaiting.submitted(2, 7, 2_000, "P"));
+        assert!(awaiting.submitted(1, 8, 5_000, "Q"));
         assert!(
-            !awaiting.submitted(1, 8, 5_000),
+            !awaiting.submitted(1, 8, 5_000, "Q"),
             "a repeated id counts once"
         );
-        assert_eq!(awaiting.answered(1, 7), Some(1_000));
+        assert_eq!(awaiting.answered(1, 7), Some((1_000, "P")));
         assert_eq!(awaiting.answered(1, 7), None, "paired once");
         assert_eq!(awaiting.answered(3, 1), None, "never submitted");
         // At 6,500 with a horizon of 2,000: miner 2's share (at 2,000) is forgotten.
         awaiting.forget_older(6_500, 2_000);
         assert_eq!(awaiting.answered(2, 7), None);
         assert_eq!(awaiting.waiting(), 1);
-        assert_eq!(awaiting.answered(1, 8), Some(5_000));
+        assert_eq!(awaiting.answered(1, 8), Some((5_000, "Q")));
         assert_eq!(awaiting.waiting(), 0);
     }
 
@@ -370,6 +387,37 @@ mod tests {
             (1, 1)
         );
         assert_eq!(f.shares.acceptance_pct, Some(100.0));
+        // Each answer's wait, under the tip its share came under: share 2 (submitted on
+        // Q's watch, though built on P) 1 ms, share 3 1 ms; share 1 got none.
+        let answers = &f.share_answer_ms;
+        assert_eq!(answers.clusters(), vec![vec![1.0, 1.0]]);
+        assert_eq!(answers.totals().len(), 1, "one tip, Q");
+    }
+
+    /// The answer's wait is tied to its share by miner and id, whatever came between, and
+    /// a second answer to the same share is not a second sample.
+    #[test]
+    fn a_shares_answer_wait_is_its_own_by_identity_and_by_the_tip_it_came_under() {
+        let m = manifest(vec![sv1_side()]);
+        let events = [
+            tip(1_000 * MS, "P", TipCause::Network),
+            share(2_000 * MS, 0, 1, "P", None),
+            share(2_010 * MS, 1, 1, "P", None),
+            // Miner 1's answer first: 2,010 to 2,060 is 50 ms; miner 0's 2,000 to 2,080, 80.
+            answered(2_060 * MS, 1, 1, true),
+            answered(2_080 * MS, 0, 1, true),
+            answered(2_090 * MS, 0, 1, true),
+            tip(3_000 * MS, "Q", TipCause::Network),
+            // Submitted on Q, answered 120 ms later.
+            share(3_500 * MS, 0, 2, "Q", None),
+            answered(3_620 * MS, 0, 2, false),
+        ];
+        let (f, _) = run(&m, "sv1", &events);
+        let answers = &f.share_answer_ms;
+        assert_eq!(answers.clusters(), vec![vec![50.0, 80.0], vec![120.0]]);
+        // The distribution's mean weighs shares alike: (50 + 80 + 120) / 3 = 83.3 ms.
+        let mean = answers.dist().mean.unwrap();
+        assert!((mean - 250.0 / 3.0).abs() < 1e-9, "{mean}");
     }
 
     #[test]

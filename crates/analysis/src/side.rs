@@ -32,6 +32,10 @@ pub struct SideSummary {
     pub block_propagation_ms: Dist,
     pub new_job_ms: Dist,
     pub new_prevhash_job_ms: Dist,
+    /// From a share's submission to the answer its miner got (on SV2 from the farm's
+    /// translator, before the pool judges).
+    #[serde(default)]
+    pub share_answer_ms: Dist,
     /// What each latency's path crosses, and what was added beyond its configured delay.
     pub readings: PathReadings,
     /// Time-weighted over valid work only: while a miner's job was on the network's tip.
@@ -115,6 +119,8 @@ pub struct LatencySamples {
     pub new_prevhash_job_ms: Clustered,
     /// By block.
     pub block_propagation_ms: Clustered,
+    /// By the tip each share was submitted under.
+    pub share_answer_ms: Clustered,
     /// Template values weighted by valid miner-time, by tip.
     pub template_value: crate::stats::Weighted,
     /// By tip: each miner's wait for work on it (`stale_wait_ms`).

@@ -185,7 +185,8 @@ pub struct ShareStream {
     accepted_blocks: HashMap<String, u64>,
     /// Blocks found in the window, in share order: (share time, hash).
     found: Vec<(u64, String)>,
-    awaiting_answer: AwaitingAnswers,
+    /// Each with the tip it was submitted under.
+    awaiting_answer: AwaitingAnswers<Option<String>>,
     observed: Observations,
 }
 
@@ -245,7 +246,8 @@ impl ShareStream {
                     let stale = self.tip.as_ref().is_some_and(|tip| tip != prev_hash);
                     self.facts.submitted(*miner, self.tip.as_deref(), stale);
                     self.observed.push(Observed::Submitted { stale });
-                    (self.awaiting_answer).submitted(*miner, *share_id, r.t_ns);
+                    let tip = self.tip.clone();
+                    (self.awaiting_answer).submitted(*miner, *share_id, r.t_ns, tip);
                     if let Some(hash) = block_hash {
                         self.facts.blocks.found += 1;
                         self.found.push((r.t_ns, hash.clone()));
@@ -257,8 +259,14 @@ impl ShareStream {
                     share_id,
                     accepted,
                     ..
-                } if self.awaiting_answer.answered(*miner, *share_id).is_some() => {
-                    self.facts.answered(*accepted)
+                } => {
+                    if let Some((t_sub, tip)) = self.awaiting_answer.answered(*miner, *share_id) {
+                        self.facts.answered(*accepted);
+                        if let Some(tip) = tip {
+                            let ms = crate::jobs::ms(r.t_ns.saturating_sub(t_sub));
+                            self.facts.share_answer_ms.push(&tip, ms);
+                        }
+                    }
                 }
                 _ => {}
             }

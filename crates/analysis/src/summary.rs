@@ -462,6 +462,7 @@ fn side_summary(
         block_propagation_ms,
         new_job_ms,
         new_prevhash_job_ms,
+        share_answer_ms: shares.share_answer_ms.dist(),
         template_value_sats: value.clone(),
         template_value_vs_network: value
             .mean
@@ -512,6 +513,7 @@ fn side_summary(
             new_job_ms: jobs.new_job_ms,
             new_prevhash_job_ms: jobs.new_prevhash_job_ms,
             block_propagation_ms: shares.block_propagation_ms,
+            share_answer_ms: shares.share_answer_ms,
             template_value: jobs.value_by_tip,
             stale_wait_ms: jobs.stale_wait_ms,
             farm_node_lag_ms: jobs.farm_node_lag_ms,

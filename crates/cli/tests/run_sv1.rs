@@ -293,7 +293,13 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
     // differs.
     for row in rows {
         let metric = row["metric"].as_str().unwrap();
-        if ["new_job_ms", "new_prevhash_job_ms", "stale_wait_ms"].contains(&metric) {
+        let latencies = [
+            "new_job_ms",
+            "new_prevhash_job_ms",
+            "stale_wait_ms",
+            "share_answer_ms",
+        ];
+        if latencies.contains(&metric) {
             let d = row["delta"].as_f64().unwrap();
             assert!(d.abs() < 2.0, "A/A differs by {d} ms: {row}");
         } else if metric == "block_propagation_ms" {

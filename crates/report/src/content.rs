@@ -376,6 +376,14 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
             "Host saturated: {warning}. Rows in ms (marked host-saturated) are read with care."
         )));
     }
+    // What a reader must know to read a row, once a metric.
+    let noted = (Headline::ALL.into_iter())
+        .filter(|h| summary.verdict.values().flatten().any(|r| r.metric == *h));
+    for h in noted {
+        if let Some(note) = h.def().note {
+            blocks.push(Block::Note(format!("{}: {note}.", h.label())));
+        }
+    }
     // A and B: what the farm node's lag sets, and the lag at which the answer turns.
     for (side, s) in &summary.sides {
         if let Some(lag) = &s.farm_node_lag {

@@ -143,6 +143,10 @@ pub fn render(s: &Summary, pools: &BTreeMap<String, String>, t: &Terminal) -> St
                     "    ",
                 ));
             }
+            if let Some(note) = row.metric.def().note {
+                let line = format!("- {}: {note}", row.metric.label());
+                out.extend(wrap(&line, t.width, "    "));
+            }
         }
         if let Some(lag) = s.sides.get(side).and_then(|x| x.farm_node_lag.as_ref()) {
             out.extend(wrap(&crate::readings::farm_node_lag(lag), t.width, "    "));

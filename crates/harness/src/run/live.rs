@@ -268,3 +268,16 @@ pub(super) fn serve_metrics(
         let _ = axum::serve(listener, app).await;
     })
 }
+
+#[cfg(test)]
+mod tests {
+    /// The page's latency rows are the analysis's declared distributions, each by its key.
+    #[test]
+    fn the_live_page_lists_every_declared_latency() {
+        let page = super::page();
+        assert!(!page.contains("/*LATENCIES*/"), "placeholder left");
+        for (h, d) in analysis::metric::Headline::distributions() {
+            assert!(page.contains(&format!(r#"["{}","{}"]"#, h.key(), d.title)));
+        }
+    }
+}
