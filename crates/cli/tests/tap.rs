@@ -79,16 +79,14 @@ fn an_sv1_tap_counts_what_the_pool_counts_on_500_connections() {
 
     let fleet_spec = harness::roles::RoleSpec::Sv1Miners {
         config: sv1::fleet::FleetConfig {
-            reconnect: Default::default(),
             backup: None,
             pool: SocketAddr::from(([127, 0, 0, 1], tap_port)),
-            miners: MINERS,
-            hashrate: 1_000.0,
+            machines: mining::farm::Machines {
+                ramp: Duration::from_secs(3),
+                ..mining::farm::Machines::alike(MINERS, 1_000.0, 1)
+            },
             worker_prefix: "fleet".into(),
-            ramp: Duration::from_secs(3),
-            hash_threads: 1,
             broadcast: None,
-            per_miner: Default::default(),
             suggest_difficulty: None,
         },
     };
@@ -260,19 +258,17 @@ fn an_sv2_tap_with_the_pools_key_reports_verdicts_and_without_it_bytes_only() {
     let fleet = |port: u16, name: &str| {
         let spec = harness::roles::RoleSpec::Sv2Miners {
             config: sv2::fleet::FleetConfig {
-                reconnect: Default::default(),
                 backup: None,
                 pool: SocketAddr::from(([127, 0, 0, 1], port)),
                 // The tap with the key proves the pool's own authority.
                 pool_public: sri.keys.public,
-                miners: SV2_MINERS,
-                hashrate: 1_000.0,
-                per_miner: Default::default(),
+                machines: mining::farm::Machines {
+                    ramp: Duration::from_secs(1),
+                    ..mining::farm::Machines::alike(SV2_MINERS, 1_000.0, 1)
+                },
                 user_prefix: name.into(),
-                ramp: Duration::from_secs(1),
                 channel: sv2::fleet::ChannelKind::Extended,
                 channels_per_connection: 1,
-                hash_threads: 1,
             },
         };
         let events = out.join(format!("{name}.jsonl"));

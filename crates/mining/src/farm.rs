@@ -7,6 +7,57 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// A farm's machines as every fleet runs them, whatever protocol they speak.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machines {
+    pub miners: u32,
+    /// Hashes per second of each miner at nominal speed.
+    pub hashrate: f64,
+    /// Connections are spread over this long, as a farm's machines boot at different times.
+    #[serde(with = "millis")]
+    pub ramp: Duration,
+    /// Threads that hash for all the miners.
+    pub hash_threads: usize,
+    /// How the miners differ: hashrate (a multiple of `hashrate`) and farm-LAN delay.
+    #[serde(default)]
+    pub per_miner: PerMiner,
+    /// How each miner gets its pool back after losing it.
+    #[serde(default)]
+    pub reconnect: Reconnect,
+}
+
+impl Machines {
+    /// `miners` alike, at `hashrate` each, all connecting at once, reconnecting as
+    /// firmware does by default.
+    pub fn alike(miners: u32, hashrate: f64, hash_threads: usize) -> Machines {
+        Machines {
+            miners,
+            hashrate,
+            ramp: Duration::ZERO,
+            hash_threads,
+            per_miner: PerMiner::default(),
+            reconnect: Reconnect::default(),
+        }
+    }
+
+    /// Each miner's hashrate, in order.
+    pub fn hashrates(&self) -> Vec<f64> {
+        self.per_miner.hashrates(self.hashrate, self.miners)
+    }
+}
+
+/// A duration as whole milliseconds.
+mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PerMiner {
     /// Each miner's hashrate as a multiple of the fleet's nominal one (their mean is 1);
@@ -172,6 +223,61 @@ impl Failover {
             let to = to.name().into();
             recorder.record(probe::Event::PoolSwitched { miner, to });
         }
+    }
+}
+
+/// How a miner's session with its pool ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// The connect was refused: try again after `retry_every`.
+    Refused,
+    /// The connection ended, or the pool went silent: connect again after `after`.
+    Lost,
+    /// The miner is on its backup and its primary serves work again.
+    PrimaryBack,
+}
+
+/// One protocol's sessions of one miner with its pool.
+pub trait Sessions {
+    /// Connects to the pool `failover` chooses and mines with it until the session ends
+    /// (telling `failover` when the pool answers).
+    fn session(
+        &mut self,
+        failover: &mut Failover,
+    ) -> impl std::future::Future<Output = SessionEnd> + Send;
+}
+
+/// A miner for as long as its fleet runs (the fleet drops this to stop it): a session
+/// with its pool, and another each time one ends, as firmware reconnects: after
+/// `retry_every` when refused and `after` when lost, to its backup after failures in a
+/// row, and back once its primary serves again. Each turn is recorded as the miner takes it.
+pub async fn reconnecting(
+    miner: u32,
+    reconnect: &Reconnect,
+    has_backup: bool,
+    recorder: &probe::Recorder,
+    sessions: &mut impl Sessions,
+) {
+    let mut failover = Failover::new(has_backup, reconnect);
+    loop {
+        failover.record_turn(miner, recorder);
+        let pause = match sessions.session(&mut failover).await {
+            SessionEnd::Refused => {
+                failover.failed();
+                reconnect.retry_every
+            }
+            SessionEnd::Lost => {
+                failover.failed();
+                reconnect.after
+            }
+            SessionEnd::PrimaryBack => {
+                // It leaves the backup now: the way back starts here.
+                failover.back_to_primary();
+                failover.record_turn(miner, recorder);
+                reconnect.after
+            }
+        };
+        tokio::time::sleep(pause).await;
     }
 }
 

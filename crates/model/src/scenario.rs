@@ -1793,6 +1793,18 @@ impl Scenario {
         Ok(())
     }
 
+    /// The farm's machines, as every side's fleet runs them.
+    pub fn machines(&self) -> mining::farm::Machines {
+        mining::farm::Machines {
+            miners: self.miners.count,
+            hashrate: self.miner_hashrate(),
+            ramp: self.miners.ramp,
+            hash_threads: self.miners.hash_threads,
+            per_miner: self.per_miner(),
+            reconnect: self.miners.reconnect(),
+        }
+    }
+
     /// Each miner's real hashrate.
     pub fn miner_hashrate(&self) -> f64 {
         self.miners.shares_per_min / 60.0 * self.miners.hashes_per_share

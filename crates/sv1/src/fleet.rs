@@ -10,11 +10,10 @@ use crate::job::Job;
 use crate::wire::{read_line, write_message};
 use anyhow::Result;
 use bitcoin::{BlockHash, Target};
-use mining::farm::{Failover, PoolChoice};
+use mining::farm::{Failover, PoolChoice, SessionEnd};
 use probe::{mono_ns, Event, Recorder};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 use sv1_wire::{Message, Method, Response, Submit};
 use tokio::io::BufReader;
 use tokio::net::TcpStream;
@@ -23,30 +22,20 @@ use tokio::sync::{mpsc, watch};
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct FleetConfig {
     pub pool: SocketAddr,
-    pub miners: u32,
-    /// Hashes per second of each miner.
-    pub hashrate: f64,
+    #[serde(flatten)]
+    pub machines: mining::farm::Machines,
     /// Workers are named `<prefix>.<index>`.
     pub worker_prefix: String,
-    /// Connections are spread over this long, as a farm's machines boot at different times.
-    pub ramp: Duration,
-    pub hash_threads: usize,
     /// Also take jobs from datagrams the pool broadcasts to this address (every miner
     /// listens on it, as every device on a farm's LAN would); the TCP copy that follows
     /// is the fallback, and a job already taken is not taken twice.
     #[serde(default)]
     pub broadcast: Option<SocketAddr>,
-    /// How the miners differ: hashrate (a multiple of `hashrate`) and farm-LAN delay.
-    #[serde(default)]
-    pub per_miner: mining::farm::PerMiner,
     /// Ask the pool for this share difficulty (`mining.suggest_difficulty`, between
     /// subscribe and authorize, as ESP-Miner and other firmwares do): how every side gets
     /// the same shares per minute from a pool that would otherwise start its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggest_difficulty: Option<f64>,
-    /// How each miner gets its pool back after losing it.
-    #[serde(default)]
-    pub reconnect: mining::farm::Reconnect,
     /// The backup pool each miner turns to after `reconnect.failover_after` failures in a
     /// row (firmware's fallback pool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,8 +147,8 @@ pub struct FleetHandle(mining::hashing::Fleet);
 
 impl FleetHandle {
     pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
-        let (miners, ramp, threads) = (cfg.miners, cfg.ramp, cfg.hash_threads);
-        let rates = cfg.per_miner.hashrates(cfg.hashrate, miners);
+        let m = &cfg.machines;
+        let (miners, ramp, threads, rates) = (m.miners, m.ramp, m.hash_threads, m.hashrates());
         mining::hashing::Fleet::start(miners, ramp, threads, rates, |index, slot, shares, stop| {
             run_miner(index, cfg.clone(), slot, shares, recorder.clone(), stop)
         })
@@ -171,78 +160,72 @@ impl FleetHandle {
     }
 }
 
-/// How a session with the pool ended.
-enum Ended {
-    /// The fleet stops.
-    Stopped,
-    /// The connection ended, or the pool went silent: connect again.
-    Lost,
-    /// The miner is on its backup and its primary serves work again.
-    PrimaryBack,
-}
-
 /// One miner, for as long as the fleet runs: a session with its pool, and another after
-/// each it loses, as firmware reconnects (to its backup after failures in a row).
+/// each it loses, as firmware reconnects (`mining::farm::reconnecting`).
 async fn run_miner(
     index: u32,
     cfg: FleetConfig,
     slot: Arc<Slot>,
-    mut shares: mpsc::UnboundedReceiver<Found>,
+    shares: mpsc::UnboundedReceiver<Found>,
     recorder: Recorder,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut miner = MinerState::new(index);
-    let mut failover = Failover::new(cfg.backup.is_some(), &cfg.reconnect);
-    loop {
-        failover.record_turn(index, &recorder);
-        let choice = failover.pool();
-        let stream = match TcpStream::connect(cfg.address(choice)).await {
+    let (reconnect, has_backup) = (cfg.machines.reconnect, cfg.backup.is_some());
+    let mut sessions = Sessions {
+        index,
+        cfg,
+        slot,
+        recorder: recorder.clone(),
+        shares,
+        miner: MinerState::new(index),
+    };
+    let life = mining::farm::reconnecting(index, &reconnect, has_backup, &recorder, &mut sessions);
+    tokio::select! {
+        _ = life => {}
+        _ = stop.changed() => {}
+    }
+}
+
+/// One miner's sessions with its pool.
+struct Sessions {
+    index: u32,
+    cfg: FleetConfig,
+    slot: Arc<Slot>,
+    recorder: Recorder,
+    shares: mpsc::UnboundedReceiver<Found>,
+    miner: MinerState,
+}
+
+impl mining::farm::Sessions for Sessions {
+    async fn session(&mut self, failover: &mut Failover) -> SessionEnd {
+        let index = self.index;
+        let stream = match TcpStream::connect(self.cfg.address(failover.pool())).await {
             Ok(stream) => stream,
             Err(e) => {
                 tracing::debug!(miner = index, error = %e, "cannot connect; retrying");
-                failover.failed();
-                tokio::select! {
-                    _ = tokio::time::sleep(cfg.reconnect.retry_every) => continue,
-                    _ = stop.changed() => return,
-                }
+                return SessionEnd::Refused;
             }
         };
         // What was found for a session that ended is never sent (firmware clears its
         // queue when it reconnects), and nothing is found before the new session's job.
-        let unsent = std::iter::from_fn(|| shares.try_recv().ok()).count();
+        let unsent = std::iter::from_fn(|| self.shares.try_recv().ok()).count();
         if unsent > 0 {
             tracing::debug!(miner = index, unsent, "shares found without a pool");
         }
-        miner = MinerState {
-            next_share_id: miner.next_share_id,
+        self.miner = MinerState {
+            next_share_id: self.miner.next_share_id,
             ..MinerState::new(index)
         };
         let session = Session {
             index,
-            cfg: &cfg,
-            slot: &slot,
-            recorder: &recorder,
+            cfg: &self.cfg,
+            slot: &self.slot,
+            recorder: &self.recorder,
         };
-        let ended = session
-            .run(stream, &mut miner, &mut failover, &mut shares, &mut stop)
-            .await;
+        let ended = (session.run(stream, &mut self.miner, failover, &mut self.shares)).await;
         // Without a pool the job is dead: nothing to hash until the next one.
-        slot.set(None);
-        match ended {
-            Ended::Stopped => return,
-            Ended::Lost => {
-                failover.failed();
-            }
-            Ended::PrimaryBack => {
-                // It leaves the backup now: the way back starts here.
-                failover.back_to_primary();
-                failover.record_turn(index, &recorder);
-            }
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(cfg.reconnect.after) => {}
-            _ = stop.changed() => return,
-        }
+        self.slot.set(None);
+        ended
     }
 }
 
@@ -315,8 +298,7 @@ impl Session<'_> {
         miner: &mut MinerState,
         failover: &mut Failover,
         shares: &mut mpsc::UnboundedReceiver<Found>,
-        stop: &mut watch::Receiver<bool>,
-    ) -> Ended {
+    ) -> SessionEnd {
         let Session {
             index,
             cfg,
@@ -334,17 +316,23 @@ impl Session<'_> {
                     error = format!("{e:#}"),
                     "cannot listen for job broadcasts"
                 );
-                return Ended::Stopped;
+                return SessionEnd::Lost;
             }
         };
         // Both ways across the farm's LAN: what the pool sends reaches the miner, and what the
         // miner sends leaves for the pool, this much later.
-        let lan = cfg.per_miner.lan_delay(index);
+        let lan = cfg.machines.per_miner.lan_delay(index);
         let (incoming_tx, incoming) = mpsc::unbounded_channel();
-        let listeners = [
-            Some(tokio::spawn(read_lines(read, incoming_tx.clone()))),
-            broadcast.map(|socket| tokio::spawn(read_datagrams(socket, incoming_tx))),
-        ];
+        // Stopped with the session, however it ends (the fleet drops it when it stops).
+        let _listeners = AbortOnDrop(
+            [
+                Some(tokio::spawn(read_lines(read, incoming_tx.clone()))),
+                broadcast.map(|socket| tokio::spawn(read_datagrams(socket, incoming_tx))),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+        );
         let mut incoming = mining::farm::lan_hop(incoming, lan, mono_ns);
         let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
         let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
@@ -356,7 +344,7 @@ impl Session<'_> {
         for hello in hellos.into_iter().flatten() {
             let _ = outgoing_tx.send((mono_ns(), hello));
         }
-        let silence = tokio::time::sleep(cfg.reconnect.silence);
+        let silence = tokio::time::sleep(cfg.machines.reconnect.silence);
         tokio::pin!(silence);
         // On the backup, the primary is checked now and then; on the primary, never.
         let on_backup = failover.pool() == PoolChoice::Backup;
@@ -364,7 +352,7 @@ impl Session<'_> {
             if !on_backup {
                 return std::future::pending().await;
             }
-            let every = cfg.reconnect.primary_check_every;
+            let every = cfg.machines.reconnect.primary_check_every;
             mining::farm::primary_back(every, || serves_work(cfg.pool, worker.clone())).await
         };
         tokio::pin!(primary_back);
@@ -372,18 +360,18 @@ impl Session<'_> {
             tokio::select! {
                 Some((t, message)) = incoming.recv() => match message {
                     FromPool::Message(bytes) => {
-                        silence.as_mut().reset(tokio::time::Instant::now() + cfg.reconnect.silence);
+                        silence.as_mut().reset(tokio::time::Instant::now() + cfg.machines.reconnect.silence);
                         failover.answered();
                         miner.handle(&bytes, t, slot, recorder)
                     }
                     FromPool::Closed(e) => {
                         tracing::info!(miner = index, error = %e, "pool connection ended");
-                        break Ended::Lost;
+                        break SessionEnd::Lost;
                     }
                 },
                 _ = &mut silence => {
                     tracing::info!(miner = index, "the pool is silent; connecting again");
-                    break Ended::Lost;
+                    break SessionEnd::Lost;
                 }
                 Some(share) = shares.recv() => {
                     let id = miner.next_share_id;
@@ -410,18 +398,25 @@ impl Session<'_> {
                 }
                 Some((_, msg)) = outgoing.recv() => {
                     if write_message(&mut write, &msg).await.is_err() {
-                        break Ended::Lost;
+                        break SessionEnd::Lost;
                     }
                 }
                 _ = &mut primary_back => {
                     tracing::info!(miner = index, "the primary serves work again");
-                    break Ended::PrimaryBack;
+                    break SessionEnd::PrimaryBack;
                 }
-                _ = stop.changed() => break Ended::Stopped,
             }
         };
-        listeners.into_iter().flatten().for_each(|l| l.abort());
         ended
+    }
+}
+
+/// Tasks aborted when this is dropped.
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.iter().for_each(|task| task.abort());
     }
 }
 

@@ -145,16 +145,14 @@ fn farm(
 ) -> FleetHandle {
     FleetHandle::start(
         FleetConfig {
-            reconnect: Default::default(),
             backup: None,
             pool: pool.listen_addr,
-            miners,
-            hashrate,
+            machines: mining::farm::Machines {
+                per_miner,
+                ..mining::farm::Machines::alike(miners, hashrate, 1)
+            },
             worker_prefix: "miner".into(),
-            ramp: Duration::ZERO,
-            hash_threads: 1,
             broadcast: None,
-            per_miner,
             suggest_difficulty,
         },
         events,

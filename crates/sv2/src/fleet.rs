@@ -23,7 +23,7 @@ use anyhow::{bail, Context, Result};
 use bitcoin::block::{Header, Version};
 use bitcoin::hashes::Hash;
 use bitcoin::{BlockHash, CompactTarget, Target, TxMerkleNode};
-use mining::farm::{Failover, PoolChoice};
+use mining::farm::{Failover, PoolChoice, SessionEnd};
 use probe::{mono_ns, Event, Recorder};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -52,18 +52,12 @@ use tokio::sync::mpsc;
 pub struct FleetConfig {
     pub pool: SocketAddr,
     pub pool_public: Secp256k1PublicKey,
-    pub miners: u32,
-    /// Hashes per second of each miner.
-    pub hashrate: f64,
-    /// How the miners differ: hashrate (a multiple of `hashrate`) and farm-LAN delay. A
-    /// connection carrying a group of channels crosses the LAN at its first miner's delay.
-    #[serde(default)]
-    pub per_miner: mining::farm::PerMiner,
+    /// A connection carrying a group of channels crosses the LAN at its first miner's
+    /// delay; only a miner on a connection of its own reconnects and fails over.
+    #[serde(flatten)]
+    pub machines: mining::farm::Machines,
     /// Channels are opened as `<prefix>.<index>`.
     pub user_prefix: String,
-    /// Connections are spread over this long.
-    #[serde(with = "duration_ms")]
-    pub ramp: Duration,
     pub channel: ChannelKind,
     /// Standard channels per connection. Above one, the channels share their connection as
     /// the devices behind a farm's proxy do, and the pool sends each job once, to their
@@ -71,11 +65,6 @@ pub struct FleetConfig {
     /// its own merkle root from its extranonce prefix.
     #[serde(default = "one")]
     pub channels_per_connection: u32,
-    /// Threads that hash for all the miners.
-    pub hash_threads: usize,
-    /// How a miner (on a connection of its own) gets its pool back after losing it.
-    #[serde(default)]
-    pub reconnect: mining::farm::Reconnect,
     /// The backup pool a miner on a connection of its own turns to after
     /// `reconnect.failover_after` failures in a row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,25 +99,14 @@ fn one() -> u32 {
 
 pub use model::scenario::ChannelKind;
 
-mod duration_ms {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_millis() as u64)
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        Ok(Duration::from_millis(u64::deserialize(d)?))
-    }
-}
-
 pub struct FleetHandle(mining::hashing::Fleet);
 
 pub(crate) type Slot = mining::hashing::Slot<Active>;
 
 impl FleetHandle {
     pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
-        let (miners, ramp, threads) = (cfg.miners, cfg.ramp, cfg.hash_threads);
-        let rates = cfg.per_miner.hashrates(cfg.hashrate, miners);
+        let m = &cfg.machines;
+        let (miners, ramp, threads, rates) = (m.miners, m.ramp, m.hash_threads, m.hashrates());
         let group = cfg.channels_per_connection.max(1);
         anyhow::ensure!(
             group == 1 || cfg.channel == ChannelKind::Standard,
@@ -154,7 +132,7 @@ impl FleetHandle {
                         if index != leader {
                             return std::future::pending().await;
                         }
-                        let last = (leader + group).min(cfg.miners);
+                        let last = (leader + group).min(cfg.machines.miners);
                         let members = loop {
                             {
                                 let mut r = registry.lock();
@@ -280,76 +258,79 @@ pub(crate) struct Miner {
 }
 
 /// A miner on a connection of its own, for as long as the fleet runs: a session, and
-/// another `reconnect.after` each it loses, as firmware reconnects (to its backup after
-/// failures in a row, and back once its primary serves again).
+/// another each it loses, as firmware reconnects (`mining::farm::reconnecting`).
 async fn run_reconnecting(
     index: u32,
     cfg: &FleetConfig,
     slot: &Arc<Slot>,
-    mut shares: mpsc::UnboundedReceiver<Found>,
+    shares: mpsc::UnboundedReceiver<Found>,
     recorder: &Recorder,
 ) -> Result<()> {
-    let mut next_share_id = 1u64;
-    let mut failover = Failover::new(cfg.backup.is_some(), &cfg.reconnect);
-    loop {
-        failover.record_turn(index, recorder);
-        let choice = failover.pool();
-        let (address, public) = cfg.upstream(choice);
+    let mut sessions = Sessions {
+        index,
+        cfg,
+        slot,
+        recorder,
+        shares,
+        next_share_id: 1,
+    };
+    let has_backup = cfg.backup.is_some();
+    mining::farm::reconnecting(
+        index,
+        &cfg.machines.reconnect,
+        has_backup,
+        recorder,
+        &mut sessions,
+    )
+    .await;
+    Ok(())
+}
+
+/// One miner's sessions with its pool.
+struct Sessions<'a> {
+    index: u32,
+    cfg: &'a FleetConfig,
+    slot: &'a Arc<Slot>,
+    recorder: &'a Recorder,
+    shares: mpsc::UnboundedReceiver<Found>,
+    next_share_id: u64,
+}
+
+impl mining::farm::Sessions for Sessions<'_> {
+    async fn session(&mut self, failover: &mut Failover) -> SessionEnd {
+        let index = self.index;
+        let (address, public) = self.cfg.upstream(failover.pool());
         let stream = match TcpStream::connect(address).await {
             Ok(stream) => stream,
             Err(e) => {
                 tracing::debug!(miner = index, error = %e, "cannot connect; retrying");
-                failover.failed();
-                tokio::time::sleep(cfg.reconnect.retry_every).await;
-                continue;
+                return SessionEnd::Refused;
             }
         };
         // What was found for a session that ended is never sent.
-        while shares.try_recv().is_ok() {}
+        while self.shares.try_recv().is_ok() {}
         let session = Session {
             index,
-            cfg,
-            slot,
-            recorder,
+            cfg: self.cfg,
+            slot: self.slot,
+            recorder: self.recorder,
         };
         let ended = session
             .run(
                 (stream, address, public),
-                &mut failover,
-                &mut shares,
-                &mut next_share_id,
+                failover,
+                &mut self.shares,
+                &mut self.next_share_id,
             )
             .await;
         // Without a pool the job is dead: nothing to hash until the next session's.
-        slot.set(None);
-        match ended {
-            Ok(Ended::PrimaryBack) => {
-                // It leaves the backup now: the way back starts here.
-                failover.back_to_primary();
-                failover.record_turn(index, recorder);
-            }
-            Ok(Ended::Lost) => {
-                failover.failed();
-            }
-            Err(e) => {
-                tracing::info!(
-                    miner = index,
-                    error = format!("{e:#}"),
-                    "session with the pool ended"
-                );
-                failover.failed();
-            }
-        }
-        tokio::time::sleep(cfg.reconnect.after).await;
+        self.slot.set(None);
+        ended.unwrap_or_else(|e| {
+            let error = format!("{e:#}");
+            tracing::info!(miner = index, error, "session with the pool ended");
+            SessionEnd::Lost
+        })
     }
-}
-
-/// How a session ended, when not by an error.
-enum Ended {
-    /// The pool closed the connection.
-    Lost,
-    /// The miner is on its backup and its primary serves work again.
-    PrimaryBack,
 }
 
 /// What one session of a miner with its pool works with.
@@ -370,7 +351,7 @@ impl Session<'_> {
         failover: &mut Failover,
         shares: &mut mpsc::UnboundedReceiver<Found>,
         next_share_id: &mut u64,
-    ) -> Result<Ended> {
+    ) -> Result<SessionEnd> {
         let Session {
             index,
             cfg,
@@ -388,13 +369,13 @@ impl Session<'_> {
             "the pool",
         )
         .await?;
-        let lan = cfg.per_miner.lan_delay(index);
+        let lan = cfg.machines.per_miner.lan_delay(index);
         let (read_task, frames) = read_frames(reader, index);
         let mut frames = mining::farm::lan_hop(frames, lan, mono_ns);
         let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
         let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
         let mut miner = Miner::new(index, cfg.channel, slot.clone());
-        let silence = tokio::time::sleep(cfg.reconnect.silence);
+        let silence = tokio::time::sleep(cfg.machines.reconnect.silence);
         tokio::pin!(silence);
         // On the backup, the primary is checked now and then; on the primary, never.
         let on_backup = failover.pool() == PoolChoice::Backup;
@@ -402,7 +383,7 @@ impl Session<'_> {
             if !on_backup {
                 return std::future::pending().await;
             }
-            let every = cfg.reconnect.primary_check_every;
+            let every = cfg.machines.reconnect.primary_check_every;
             let check = || serves_work(cfg, index, flags);
             mining::farm::primary_back(every, check).await
         };
@@ -410,8 +391,8 @@ impl Session<'_> {
         let result = loop {
             tokio::select! {
                 got = frames.recv() => {
-                    let Some((t, msg)) = got else { break Ok(Ended::Lost) };
-                    silence.as_mut().reset(tokio::time::Instant::now() + cfg.reconnect.silence);
+                    let Some((t, msg)) = got else { break Ok(SessionEnd::Lost) };
+                    silence.as_mut().reset(tokio::time::Instant::now() + cfg.machines.reconnect.silence);
                     if let Err(e) = miner.handle(&msg, t, recorder) {
                         break Err(e);
                     }
@@ -419,7 +400,7 @@ impl Session<'_> {
                 _ = &mut silence => break Err(anyhow::anyhow!("the pool is silent")),
                 _ = &mut primary_back => {
                     tracing::info!(miner = index, "the primary serves work again");
-                    break Ok(Ended::PrimaryBack);
+                    break Ok(SessionEnd::PrimaryBack);
                 }
                 Some(found) = shares.recv() => {
                     let message = miner.submission(found, next_share_id, recorder);
@@ -488,7 +469,7 @@ async fn run_group(cfg: &FleetConfig, members: Vec<Member>, recorder: &Recorder)
             }
         }));
     }
-    let lan = cfg.per_miner.lan_delay(first);
+    let lan = cfg.machines.per_miner.lan_delay(first);
     let (read_task, frames) = read_frames(reader, first);
     let mut frames = mining::farm::lan_hop(frames, lan, mono_ns);
     let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
@@ -573,7 +554,7 @@ async fn connect(
             Ok(s) => break s,
             Err(e) => {
                 tracing::debug!(miner = index, error = %e, "cannot connect; retrying");
-                tokio::time::sleep(cfg.reconnect.retry_every).await;
+                tokio::time::sleep(cfg.machines.reconnect.retry_every).await;
             }
         }
     };
@@ -650,7 +631,7 @@ fn open_channel(cfg: &FleetConfig, request_id: u32, index: u32) -> MiningOwned {
             MiningOwned::OpenExtendedMiningChannel(OpenExtendedMiningChannelOwned {
                 request_id,
                 user_identity,
-                nominal_hash_rate: cfg.hashrate as f32,
+                nominal_hash_rate: cfg.machines.hashrate as f32,
                 max_target: U256Owned::from([0xff; 32]),
                 min_extranonce_size: 8,
             })
@@ -659,7 +640,7 @@ fn open_channel(cfg: &FleetConfig, request_id: u32, index: u32) -> MiningOwned {
             MiningOwned::OpenStandardMiningChannel(OpenStandardMiningChannelOwned {
                 request_id,
                 user_identity,
-                nominal_hash_rate: cfg.hashrate as f32,
+                nominal_hash_rate: cfg.machines.hashrate as f32,
                 max_target: U256Owned::from([0xff; 32]),
             })
         }

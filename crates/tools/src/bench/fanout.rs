@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use harness::builtin::{start_builtin, start_sri_pool, start_template_provider, start_translator};
 use harness::process::{stop_all, Launcher, RoleProcess};
 use harness::roles::RoleSpec;
+use mining::farm::Machines;
 use probe::{Dist, Event, Record};
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
@@ -251,36 +252,32 @@ fn fleet_spec(
     match sender.sv2_key {
         None => RoleSpec::Sv1Miners {
             config: sv1::fleet::FleetConfig {
-                reconnect: Default::default(),
                 backup: None,
                 pool: sender.miners_connect,
-                miners: count,
-                hashrate: 1.0,
+                machines: Machines {
+                    ramp,
+                    ..Machines::alike(count, 1.0, 1)
+                },
                 worker_prefix: format!("fanout-{first}"),
-                ramp,
-                hash_threads: 1,
                 broadcast,
-                per_miner: Default::default(),
                 suggest_difficulty: None,
             },
         },
         Some(key) => RoleSpec::Sv2Miners {
             config: sv2::fleet::FleetConfig {
-                reconnect: Default::default(),
                 backup: None,
                 pool: sender.miners_connect,
                 pool_public: key,
-                miners: count,
-                hashrate: 1.0,
+                machines: Machines {
+                    // Each Noise handshake costs both sides a little CPU.
+                    ramp: ramp * 4,
+                    ..Machines::alike(count, 1.0, 1)
+                },
                 user_prefix: format!("fanout-{first}"),
-                // Each Noise handshake costs both sides a little CPU.
-                ramp: ramp * 4,
                 // Header-only devices: one NewMiningJob per channel, or in groups one
                 // NewExtendedMiningJob per connection.
                 channel: sv2::fleet::ChannelKind::Standard,
                 channels_per_connection: group_size.unwrap_or(1),
-                hash_threads: 1,
-                per_miner: Default::default(),
             },
         },
     }

@@ -9,6 +9,7 @@ use harness::builtin::{start_builtin, start_sri_pool, start_template_provider, T
 use harness::process::{meter_of, stop_all, Launcher, RoleProcess};
 use harness::procs::CpuMeter;
 use harness::roles::RoleSpec;
+use mining::farm::Machines;
 use probe::mono_ns;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -198,17 +199,12 @@ async fn measure_step(
             false,
             RoleSpec::Sv1Miners {
                 config: sv1::fleet::FleetConfig {
-                    reconnect: Default::default(),
                     backup: None,
                     pool: *pool,
-                    miners: opts.miners,
-                    hashrate: per_miner * hashes_per_share,
+                    machines: Machines::alike(opts.miners, per_miner * hashes_per_share, 1),
                     suggest_difficulty: None,
                     worker_prefix: "bench".into(),
-                    ramp: Duration::ZERO,
-                    hash_threads: 1,
                     broadcast: None,
-                    per_miner: Default::default(),
                 },
             },
             None,
@@ -236,18 +232,13 @@ async fn measure_step(
                 .map(|r| r.rss_bytes);
             let spec = RoleSpec::Sv2Miners {
                 config: sv2::fleet::FleetConfig {
-                    reconnect: Default::default(),
                     backup: None,
                     pool: pool.pool,
                     pool_public: pool.keys.public,
-                    miners: opts.miners,
-                    hashrate: per_miner * BENCH_HASHES_PER_SHARE,
+                    machines: Machines::alike(opts.miners, per_miner * BENCH_HASHES_PER_SHARE, 1),
                     user_prefix: "bench".into(),
-                    ramp: Duration::ZERO,
                     channel: sv2::fleet::ChannelKind::Extended,
                     channels_per_connection: 1,
-                    hash_threads: 1,
-                    per_miner: Default::default(),
                 },
             };
             (pool_name, true, spec, idle)
