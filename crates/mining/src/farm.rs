@@ -281,13 +281,17 @@ pub async fn reconnecting(
     }
 }
 
-/// Resolves once `check` (the primary serves work) holds, tried every `every`: how a
-/// miner on its backup learns its primary is back (ESP-Miner's heartbeat).
-pub async fn primary_back<F, Fut>(every: Duration, mut check: F)
+/// Resolves once `check` (the primary serves work) holds, tried every `every`, for a
+/// miner on its backup (`on`): how it learns its primary is back (ESP-Miner's heartbeat).
+/// On the primary it never resolves: nothing is checked.
+pub async fn primary_back<F, Fut>(on: PoolChoice, every: Duration, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
+    if on == PoolChoice::Primary {
+        return std::future::pending().await;
+    }
     loop {
         tokio::time::sleep(every).await;
         if check().await {
@@ -403,7 +407,7 @@ mod tests {
     async fn the_primary_is_checked_every_interval_until_it_answers() {
         let start = std::time::Instant::now();
         let mut asked = 0;
-        primary_back(Duration::from_millis(40), || {
+        primary_back(PoolChoice::Backup, Duration::from_millis(40), || {
             asked += 1;
             let answers = asked == 3;
             async move { answers }
@@ -412,6 +416,10 @@ mod tests {
         assert_eq!(asked, 3);
         // Three intervals at least (a loaded machine may take longer).
         assert!(start.elapsed() >= Duration::from_millis(120));
+        // On the primary nothing is checked, and it never resolves.
+        let on_primary = primary_back(PoolChoice::Primary, Duration::ZERO, || async { true });
+        let waited = tokio::time::timeout(Duration::from_millis(50), on_primary).await;
+        assert!(waited.is_err(), "resolved on the primary");
     }
 
     #[test]

@@ -43,6 +43,17 @@ pub struct VerdictLabel {
     pub verdict: &'static str,
 }
 
+/// What a tap's counters write when it stops.
+pub trait FinalEvents {
+    fn final_events(&self) -> Vec<Event>;
+}
+
+impl FinalEvents for TapStats {
+    fn final_events(&self) -> Vec<Event> {
+        vec![self.latency_event()]
+    }
+}
+
 impl TapStats {
     /// The event a tap writes at its end.
     pub fn latency_event(&self) -> Event {
@@ -120,6 +131,48 @@ where
             });
         }
     })
+}
+
+/// A tap listening for clients: where, its counters, and the task accepting them.
+pub struct Listening<S> {
+    pub listen_addr: SocketAddr,
+    pub stats: Arc<S>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl<S: Send + Sync + 'static> Listening<S> {
+    /// Listens on `listen` as `what` and serves each client with `serve` (handed the
+    /// counters), counting its connections in the part of `stats` that `tap` picks.
+    pub async fn start<F, Fut>(
+        listen: SocketAddr,
+        what: &'static str,
+        stats: S,
+        tap: impl FnOnce(&Arc<S>) -> Arc<TapStats>,
+        serve: F,
+    ) -> anyhow::Result<Listening<S>>
+    where
+        F: Fn(TcpStream, SocketAddr, u32, Arc<S>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        use anyhow::Context;
+        let listener = (tokio::net::TcpListener::bind(listen).await)
+            .with_context(|| format!("{what} cannot listen on {listen}"))?;
+        let listen_addr = listener.local_addr()?;
+        let stats = Arc::new(stats);
+        let shared = stats.clone();
+        let task = accept_clients(listener, what, tap(&stats), move |stream, peer, n| {
+            serve(stream, peer, n, shared.clone())
+        });
+        Ok(Listening {
+            listen_addr,
+            stats,
+            task,
+        })
+    }
+
+    pub fn stop(&self) {
+        self.task.abort();
+    }
 }
 
 /// Logs and records how a tapped connection ended.

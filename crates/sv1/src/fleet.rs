@@ -143,21 +143,16 @@ impl mining::hashing::Work for Work {
 
 pub(crate) type Slot = mining::hashing::Slot<Work>;
 
-pub struct FleetHandle(mining::hashing::Fleet);
+/// The fleet, mining until stopped.
+pub type FleetHandle = mining::hashing::Fleet;
 
-impl FleetHandle {
-    pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
-        let m = &cfg.machines;
-        let (miners, ramp, threads, rates) = (m.miners, m.ramp, m.hash_threads, m.hashrates());
-        mining::hashing::Fleet::start(miners, ramp, threads, rates, |index, slot, shares, stop| {
-            run_miner(index, cfg.clone(), slot, shares, recorder.clone(), stop)
-        })
-        .map(FleetHandle)
-    }
-
-    pub async fn stop(self) {
-        self.0.stop().await;
-    }
+/// Starts the fleet `cfg` describes, recording into `recorder`.
+pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
+    let m = &cfg.machines;
+    let (miners, ramp, threads, rates) = (m.miners, m.ramp, m.hash_threads, m.hashrates());
+    FleetHandle::start(miners, ramp, threads, rates, |index, slot, shares, stop| {
+        run_miner(index, cfg.clone(), slot, shares, recorder.clone(), stop)
+    })
 }
 
 /// One miner, for as long as the fleet runs: a session with its pool, and another after
@@ -216,13 +211,7 @@ impl mining::farm::Sessions for Sessions {
             next_share_id: self.miner.next_share_id,
             ..MinerState::new(index)
         };
-        let session = Session {
-            index,
-            cfg: &self.cfg,
-            slot: &self.slot,
-            recorder: &self.recorder,
-        };
-        let ended = (session.run(stream, &mut self.miner, failover, &mut self.shares)).await;
+        let ended = self.mine(stream, failover).await;
         // Without a pool the job is dead: nothing to hash until the next one.
         self.slot.set(None);
         ended
@@ -281,30 +270,19 @@ fn authorize(worker: &str) -> Message {
     }
 }
 
-/// What one session of a miner with its pool works with.
-struct Session<'a> {
-    index: u32,
-    cfg: &'a FleetConfig,
-    slot: &'a Arc<Slot>,
-    recorder: &'a Recorder,
-}
-
-impl Session<'_> {
+impl Sessions {
     /// Subscribes, authorizes and mines on `stream` until the fleet stops, the connection
     /// ends, or the pool is silent for `reconnect.silence`.
-    async fn run(
-        &self,
-        stream: TcpStream,
-        miner: &mut MinerState,
-        failover: &mut Failover,
-        shares: &mut mpsc::UnboundedReceiver<Found>,
-    ) -> SessionEnd {
-        let Session {
+    async fn mine(&mut self, stream: TcpStream, failover: &mut Failover) -> SessionEnd {
+        let Sessions {
             index,
             cfg,
             slot,
             recorder,
-        } = *self;
+            shares,
+            miner,
+        } = self;
+        let index = *index;
         let _ = stream.set_nodelay(true);
         let (read, mut write) = stream.into_split();
         let worker = format!("{}.{index}", cfg.worker_prefix);
@@ -346,15 +324,9 @@ impl Session<'_> {
         }
         let silence = tokio::time::sleep(cfg.machines.reconnect.silence);
         tokio::pin!(silence);
-        // On the backup, the primary is checked now and then; on the primary, never.
-        let on_backup = failover.pool() == PoolChoice::Backup;
-        let primary_back = async {
-            if !on_backup {
-                return std::future::pending().await;
-            }
-            let every = cfg.machines.reconnect.primary_check_every;
-            mining::farm::primary_back(every, || serves_work(cfg.pool, worker.clone())).await
-        };
+        let every = cfg.machines.reconnect.primary_check_every;
+        let check = || serves_work(cfg.pool, worker.clone());
+        let primary_back = mining::farm::primary_back(failover.pool(), every, check);
         tokio::pin!(primary_back);
         let ended = loop {
             tokio::select! {

@@ -24,8 +24,7 @@ use std::sync::Arc;
 use sv1_wire::{codes, Id, Message, Method, ParseError, Response};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
+use tokio::net::TcpStream;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Sv1TapConfig {
@@ -43,10 +42,9 @@ pub struct Sv1TapStats {
     pub malformed_down: AtomicU64,
 }
 
-impl Sv1TapStats {
-    /// The events the tap writes at its end.
-    pub fn final_events(&self) -> [Event; 2] {
-        [
+impl probe::tap::FinalEvents for Sv1TapStats {
+    fn final_events(&self) -> Vec<Event> {
+        vec![
             self.tap.latency_event(),
             Event::TapMalformedLines {
                 up: self.malformed_up.load(Ordering::Relaxed),
@@ -56,41 +54,19 @@ impl Sv1TapStats {
     }
 }
 
-pub struct Sv1Tap {
-    pub listen_addr: SocketAddr,
-    pub stats: Arc<Sv1TapStats>,
-    task: JoinHandle<()>,
-}
+/// The SV1 tap, listening.
+pub type Sv1Tap = probe::tap::Listening<Sv1TapStats>;
 
-impl Sv1Tap {
-    pub async fn start(cfg: Sv1TapConfig, recorder: Recorder) -> Result<Sv1Tap> {
-        let listener = TcpListener::bind(cfg.listen)
-            .await
-            .with_context(|| format!("SV1 tap cannot listen on {}", cfg.listen))?;
-        let listen_addr = listener.local_addr()?;
-        let stats = Arc::new(Sv1TapStats::default());
-        let shared = stats.clone();
-        let task = probe::tap::accept_clients(
-            listener,
-            "SV1 tap",
-            stats.tap.clone(),
-            move |stream, peer, connection| {
-                let (stats, recorder) = (shared.clone(), recorder.clone());
-                async move {
-                    serve(stream, peer, cfg.upstream, connection, &stats, &recorder).await;
-                }
-            },
-        );
-        Ok(Sv1Tap {
-            listen_addr,
-            stats,
-            task,
-        })
-    }
-
-    pub fn stop(&self) {
-        self.task.abort();
-    }
+/// Starts the SV1 tap of `cfg`.
+pub async fn start(cfg: Sv1TapConfig, recorder: Recorder) -> Result<Sv1Tap> {
+    let tap = |stats: &Arc<Sv1TapStats>| stats.tap.clone();
+    Sv1Tap::start(cfg.listen, "SV1 tap", Sv1TapStats::default(), tap, {
+        move |stream, peer, connection, stats| {
+            let recorder = recorder.clone();
+            async move { serve(stream, peer, cfg.upstream, connection, &stats, &recorder).await }
+        }
+    })
+    .await
 }
 
 /// What the tap keeps of one connection, between its two directions.

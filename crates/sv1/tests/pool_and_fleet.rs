@@ -143,7 +143,7 @@ fn farm(
     suggest_difficulty: Option<f64>,
     events: Recorder,
 ) -> FleetHandle {
-    FleetHandle::start(
+    sv1::fleet::start(
         FleetConfig {
             backup: None,
             pool: pool.listen_addr,

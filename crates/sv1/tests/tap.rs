@@ -4,9 +4,10 @@
 //! is passed on and counted, and an over-long line closes only its own connection.
 
 use probe::recorder::read_events;
+use probe::tap::FinalEvents;
 use probe::{Event, Recorder, ShareVerdict};
 use std::time::Duration;
-use sv1::tap::{Sv1Tap, Sv1TapConfig};
+use sv1::tap::Sv1TapConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -30,7 +31,7 @@ async fn the_tap_passes_every_byte_and_records_the_pools_answers() {
     std::fs::create_dir_all(&dir).unwrap();
     let events = dir.join("tap.jsonl");
     let recorder = Recorder::to_file(&events, "tap").unwrap();
-    let tap = Sv1Tap::start(
+    let tap = sv1::tap::start(
         Sv1TapConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             upstream: pool_addr,

@@ -99,68 +99,70 @@ fn one() -> u32 {
 
 pub use model::scenario::ChannelKind;
 
-pub struct FleetHandle(mining::hashing::Fleet);
+/// The fleet, mining until stopped.
+pub type FleetHandle = mining::hashing::Fleet;
 
 pub(crate) type Slot = mining::hashing::Slot<Active>;
 
-impl FleetHandle {
-    pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
-        let m = &cfg.machines;
-        let (miners, ramp, threads, rates) = (m.miners, m.ramp, m.hash_threads, m.hashrates());
-        let group = cfg.channels_per_connection.max(1);
-        anyhow::ensure!(
-            group == 1 || cfg.channel == ChannelKind::Standard,
-            "channels_per_connection above 1 needs standard channels (a group of header-only devices)"
-        );
-        // Group members hand their slot and share queue to the miner that opens their
-        // connection (the first of each group).
-        let registry: Arc<parking_lot::Mutex<HashMap<u32, Member>>> = Arc::default();
-        mining::hashing::Fleet::start(
-            miners,
-            ramp,
-            threads,
-            rates,
-            |index, slot, shares, mut stop| {
-                let (cfg, recorder, registry) = (cfg.clone(), recorder.clone(), registry.clone());
-                async move {
-                    let leader = index - index % group;
-                    let run = async {
-                        if group == 1 {
-                            return run_reconnecting(index, &cfg, &slot, shares, &recorder).await;
-                        }
-                        registry.lock().insert(index, Member { index, slot, shares });
-                        if index != leader {
-                            return std::future::pending().await;
-                        }
-                        let last = (leader + group).min(cfg.machines.miners);
-                        let members = loop {
-                            {
-                                let mut r = registry.lock();
-                                if (leader..last).all(|i| r.contains_key(&i)) {
-                                    break (leader..last).filter_map(|i| r.remove(&i)).collect();
-                                }
-                            }
-                            tokio::time::sleep(Duration::from_millis(10)).await;
-                        };
-                        run_group(&cfg, members, &recorder).await
-                    };
-                    tokio::select! {
-                        r = run => {
-                            if let Err(e) = r {
-                                tracing::warn!(miner = index, error = format!("{e:#}"), "SV2 miner stopped");
-                            }
-                        }
-                        _ = stop.changed() => {}
+/// Starts the fleet `cfg` describes, recording into `recorder`.
+pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
+    let m = &cfg.machines;
+    let (miners, ramp, threads, rates) = (m.miners, m.ramp, m.hash_threads, m.hashrates());
+    let group = cfg.channels_per_connection.max(1);
+    anyhow::ensure!(
+        group == 1 || cfg.channel == ChannelKind::Standard,
+        "channels_per_connection above 1 needs standard channels (a group of header-only devices)"
+    );
+    // Group members hand their slot and share queue to the miner that opens their
+    // connection (the first of each group).
+    let registry: Arc<parking_lot::Mutex<HashMap<u32, Member>>> = Arc::default();
+    mining::hashing::Fleet::start(
+        miners,
+        ramp,
+        threads,
+        rates,
+        |index, slot, shares, mut stop| {
+            let (cfg, recorder, registry) = (cfg.clone(), recorder.clone(), registry.clone());
+            async move {
+                let leader = index - index % group;
+                let run = async {
+                    if group == 1 {
+                        return run_reconnecting(index, &cfg, &slot, shares, &recorder).await;
                     }
+                    registry.lock().insert(
+                        index,
+                        Member {
+                            index,
+                            slot,
+                            shares,
+                        },
+                    );
+                    if index != leader {
+                        return std::future::pending().await;
+                    }
+                    let last = (leader + group).min(cfg.machines.miners);
+                    let members = loop {
+                        {
+                            let mut r = registry.lock();
+                            if (leader..last).all(|i| r.contains_key(&i)) {
+                                break (leader..last).filter_map(|i| r.remove(&i)).collect();
+                            }
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    };
+                    run_group(&cfg, members, &recorder).await
+                };
+                tokio::select! {
+                    r = run => {
+                        if let Err(e) = r {
+                            tracing::warn!(miner = index, error = format!("{e:#}"), "SV2 miner stopped");
+                        }
+                    }
+                    _ = stop.changed() => {}
                 }
-            },
-        )
-        .map(FleetHandle)
-    }
-
-    pub async fn stop(self) {
-        self.0.stop().await;
-    }
+            }
+        },
+    )
 }
 
 /// A miner whose channel another miner's connection carries.
@@ -309,20 +311,7 @@ impl mining::farm::Sessions for Sessions<'_> {
         };
         // What was found for a session that ended is never sent.
         while self.shares.try_recv().is_ok() {}
-        let session = Session {
-            index,
-            cfg: self.cfg,
-            slot: self.slot,
-            recorder: self.recorder,
-        };
-        let ended = session
-            .run(
-                (stream, address, public),
-                failover,
-                &mut self.shares,
-                &mut self.next_share_id,
-            )
-            .await;
+        let ended = self.mine((stream, address, public), failover).await;
         // Without a pool the job is dead: nothing to hash until the next session's.
         self.slot.set(None);
         ended.unwrap_or_else(|e| {
@@ -333,31 +322,24 @@ impl mining::farm::Sessions for Sessions<'_> {
     }
 }
 
-/// What one session of a miner with its pool works with.
-struct Session<'a> {
-    index: u32,
-    cfg: &'a FleetConfig,
-    slot: &'a Arc<Slot>,
-    recorder: &'a Recorder,
-}
-
-impl Session<'_> {
+impl Sessions<'_> {
     /// One session with the pool on `stream` (to `address`, whose key is `public`): until
     /// its connection ends, the pool is silent for `reconnect.silence`, or, on the backup,
     /// the primary serves again.
-    async fn run(
-        &self,
+    async fn mine(
+        &mut self,
         (stream, address, public): (TcpStream, SocketAddr, Secp256k1PublicKey),
         failover: &mut Failover,
-        shares: &mut mpsc::UnboundedReceiver<Found>,
-        next_share_id: &mut u64,
     ) -> Result<SessionEnd> {
-        let Session {
+        let Sessions {
             index,
             cfg,
             slot,
             recorder,
-        } = *self;
+            shares,
+            next_share_id,
+        } = self;
+        let (index, cfg, slot, recorder) = (*index, *cfg, *slot, *recorder);
         // Bit 0 of the flags, REQUIRES_STANDARD_JOBS: header-only mining.
         let flags = u32::from(cfg.channel == ChannelKind::Standard);
         let device_id = cfg.device_id(index);
@@ -377,16 +359,9 @@ impl Session<'_> {
         let mut miner = Miner::new(index, cfg.channel, slot.clone());
         let silence = tokio::time::sleep(cfg.machines.reconnect.silence);
         tokio::pin!(silence);
-        // On the backup, the primary is checked now and then; on the primary, never.
-        let on_backup = failover.pool() == PoolChoice::Backup;
-        let primary_back = async {
-            if !on_backup {
-                return std::future::pending().await;
-            }
-            let every = cfg.machines.reconnect.primary_check_every;
-            let check = || serves_work(cfg, index, flags);
-            mining::farm::primary_back(every, check).await
-        };
+        let every = cfg.machines.reconnect.primary_check_every;
+        let check = || serves_work(cfg, index, flags);
+        let primary_back = mining::farm::primary_back(failover.pool(), every, check);
         tokio::pin!(primary_back);
         let result = loop {
             tokio::select! {

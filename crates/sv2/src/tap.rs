@@ -41,8 +41,7 @@ use stratum_apps::stratum_core::parsers_sv2::{JobDeclaration, Mining, TemplateDi
 use stratum_apps::utils::protocol_message_type::{protocol_message_type, MessageType};
 use stratum_apps::utils::types::OutboundFrame;
 use sv2_wire::AuthorityKeys;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
+use tokio::net::TcpStream;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TapConfig {
@@ -58,39 +57,18 @@ pub struct TapConfig {
     pub upstream_public: Option<Secp256k1PublicKey>,
 }
 
-pub struct Tap {
-    pub listen_addr: SocketAddr,
-    pub stats: Arc<TapStats>,
-    task: JoinHandle<()>,
-}
+/// The SV2 tap, listening.
+pub type Tap = probe::tap::Listening<TapStats>;
 
-impl Tap {
-    pub async fn start(cfg: TapConfig, recorder: Recorder) -> Result<Tap> {
-        let listener = TcpListener::bind(cfg.listen)
-            .await
-            .with_context(|| format!("tap cannot listen on {}", cfg.listen))?;
-        let listen_addr = listener.local_addr()?;
-        let stats = Arc::new(TapStats::default());
-        let shared = stats.clone();
-        let task = probe::tap::accept_clients(
-            listener,
-            "SV2 tap",
-            stats.clone(),
-            move |stream, peer, connection| {
-                let (cfg, stats, recorder) = (cfg.clone(), shared.clone(), recorder.clone());
-                async move { serve(stream, peer, connection, &cfg, &stats, &recorder).await }
-            },
-        );
-        Ok(Tap {
-            listen_addr,
-            stats,
-            task,
-        })
-    }
-
-    pub fn stop(&self) {
-        self.task.abort();
-    }
+/// Starts the SV2 tap of `cfg`.
+pub async fn start(cfg: TapConfig, recorder: Recorder) -> Result<Tap> {
+    Tap::start(cfg.listen, "SV2 tap", TapStats::default(), Arc::clone, {
+        move |stream, peer, connection, stats| {
+            let (cfg, recorder) = (cfg.clone(), recorder.clone());
+            async move { serve(stream, peer, connection, &cfg, &stats, &recorder).await }
+        }
+    })
+    .await
 }
 
 /// One downstream's connection: to the pool and relayed until either side ends it; how it

@@ -6,6 +6,7 @@
 use analysis::tap::{TapProtocol, TapSetup, TapSummary, TAP_FILE};
 use anyhow::{Context, Result};
 use harness::metrics::Exposition;
+use probe::tap::FinalEvents;
 use probe::{Event, Recorder, TapStats};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -71,14 +72,14 @@ impl Running {
     ) -> Result<Running> {
         Ok(match protocol {
             Protocol::Sv1 => Running::Sv1(
-                sv1::tap::Sv1Tap::start(
+                sv1::tap::start(
                     sv1::tap::Sv1TapConfig { listen, upstream },
                     recorder.clone(),
                 )
                 .await?,
             ),
             Protocol::Sv2 { .. } => Running::Sv2(
-                sv2::tap::Tap::start(
+                sv2::tap::start(
                     sv2::tap::TapConfig {
                         listen,
                         pool: upstream,
@@ -102,8 +103,8 @@ impl Running {
     /// What the tap writes at its end.
     fn final_events(&self) -> Vec<Event> {
         match self {
-            Running::Sv1(t) => t.stats.final_events().into(),
-            Running::Sv2(t) => vec![t.stats.latency_event()],
+            Running::Sv1(t) => t.stats.final_events(),
+            Running::Sv2(t) => t.stats.final_events(),
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use super::{announced, ready, terminated, LinkRoute, Ready};
 use anyhow::{bail, Context, Result};
+use probe::tap::FinalEvents;
 use probe::{Event, Recorder};
 use std::future::Future;
 use std::path::PathBuf;
@@ -89,35 +90,26 @@ impl Running for sv1::pool::PoolHandle {
 }
 
 impl Role for sv1::fleet::FleetConfig {
-    type Running = sv1::fleet::FleetHandle;
-    async fn start(self, recorder: &Recorder) -> Result<sv1::fleet::FleetHandle> {
-        sv1::fleet::FleetHandle::start(self, recorder.clone())
-    }
-}
-
-impl Running for sv1::fleet::FleetHandle {
-    fn ready(&self) -> Ready {
-        Ready::default()
-    }
-    async fn stop(self, _: &Recorder) -> Result<()> {
-        sv1::fleet::FleetHandle::stop(self).await;
-        Ok(())
+    type Running = mining::hashing::Fleet;
+    async fn start(self, recorder: &Recorder) -> Result<mining::hashing::Fleet> {
+        sv1::fleet::start(self, recorder.clone())
     }
 }
 
 impl Role for sv2::fleet::FleetConfig {
-    type Running = sv2::fleet::FleetHandle;
-    async fn start(self, recorder: &Recorder) -> Result<sv2::fleet::FleetHandle> {
-        sv2::fleet::FleetHandle::start(self, recorder.clone())
+    type Running = mining::hashing::Fleet;
+    async fn start(self, recorder: &Recorder) -> Result<mining::hashing::Fleet> {
+        sv2::fleet::start(self, recorder.clone())
     }
 }
 
-impl Running for sv2::fleet::FleetHandle {
+/// Either protocol's miners: they listen nowhere.
+impl Running for mining::hashing::Fleet {
     fn ready(&self) -> Ready {
         Ready::default()
     }
     async fn stop(self, _: &Recorder) -> Result<()> {
-        sv2::fleet::FleetHandle::stop(self).await;
+        mining::hashing::Fleet::stop(self).await;
         Ok(())
     }
 }
@@ -125,29 +117,19 @@ impl Running for sv2::fleet::FleetHandle {
 impl Role for sv2::tap::TapConfig {
     type Running = sv2::tap::Tap;
     async fn start(self, recorder: &Recorder) -> Result<sv2::tap::Tap> {
-        sv2::tap::Tap::start(self, recorder.clone()).await
-    }
-}
-
-impl Running for sv2::tap::Tap {
-    fn ready(&self) -> Ready {
-        Ready::listening(self.listen_addr)
-    }
-    async fn stop(self, recorder: &Recorder) -> Result<()> {
-        recorder.record(self.stats.latency_event());
-        sv2::tap::Tap::stop(&self);
-        Ok(())
+        sv2::tap::start(self, recorder.clone()).await
     }
 }
 
 impl Role for sv1::tap::Sv1TapConfig {
     type Running = sv1::tap::Sv1Tap;
     async fn start(self, recorder: &Recorder) -> Result<sv1::tap::Sv1Tap> {
-        sv1::tap::Sv1Tap::start(self, recorder.clone()).await
+        sv1::tap::start(self, recorder.clone()).await
     }
 }
 
-impl Running for sv1::tap::Sv1Tap {
+/// Either protocol's tap: it listens, and records its final counters when stopped.
+impl<S: FinalEvents + Send + Sync + 'static> Running for probe::tap::Listening<S> {
     fn ready(&self) -> Ready {
         Ready::listening(self.listen_addr)
     }
@@ -155,7 +137,7 @@ impl Running for sv1::tap::Sv1Tap {
         for event in self.stats.final_events() {
             recorder.record(event);
         }
-        sv1::tap::Sv1Tap::stop(&self);
+        probe::tap::Listening::stop(&self);
         Ok(())
     }
 }

@@ -424,25 +424,28 @@ async fn spawn_sv2_miners(
     roles: &mut Vec<RoleProcess>,
 ) -> Result<String> {
     let s = &opts.scenario;
+    let config = sv2::fleet::FleetConfig {
+        pool: upstream,
+        pool_public: upstream_public,
+        machines: s.machines(),
+        user_prefix: format!("{side}-miner"),
+        channel: s.sv2.channel,
+        channels_per_connection: 1,
+        backup,
+    };
+    spawn_miners(opts, dir, side, RoleSpec::Sv2Miners { config }, roles).await
+}
+
+/// `side`'s miners, `miners-<side>`, as `spec` has them.
+async fn spawn_miners(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &str,
+    spec: RoleSpec,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<String> {
     let miners = format!("miners-{side}");
-    spawn(
-        opts,
-        dir,
-        &miners,
-        &RoleSpec::Sv2Miners {
-            config: sv2::fleet::FleetConfig {
-                pool: upstream,
-                pool_public: upstream_public,
-                machines: s.machines(),
-                user_prefix: format!("{side}-miner"),
-                channel: s.sv2.channel,
-                channels_per_connection: 1,
-                backup,
-            },
-        },
-        roles,
-    )
-    .await?;
+    spawn(opts, dir, &miners, &spec, roles).await?;
     Ok(miners)
 }
 
@@ -674,26 +677,15 @@ async fn spawn_sv1_miners(
     (pool, backup): (SocketAddr, Option<SocketAddr>),
     roles: &mut Vec<RoleProcess>,
 ) -> Result<String> {
-    let s = &opts.scenario;
-    let miners = format!("miners-{side}");
-    spawn(
-        opts,
-        dir,
-        &miners,
-        &RoleSpec::Sv1Miners {
-            config: sv1::fleet::FleetConfig {
-                pool,
-                machines: s.machines(),
-                worker_prefix: worker_prefix.to_string(),
-                broadcast: None,
-                suggest_difficulty,
-                backup,
-            },
-        },
-        roles,
-    )
-    .await?;
-    Ok(miners)
+    let config = sv1::fleet::FleetConfig {
+        pool,
+        machines: opts.scenario.machines(),
+        worker_prefix: worker_prefix.to_string(),
+        broadcast: None,
+        suggest_difficulty,
+        backup,
+    };
+    spawn_miners(opts, dir, side, RoleSpec::Sv1Miners { config }, roles).await
 }
 
 /// Says where a started role listens; a plan's stand-in addresses are nobody's to use.
