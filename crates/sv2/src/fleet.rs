@@ -37,12 +37,20 @@ use stratum_apps::stratum_core::binary_sv2::{B032Owned, Str0255Owned, U256Owned}
 use stratum_apps::stratum_core::channels_sv2::merkle_root::merkle_root_from_path;
 use stratum_apps::stratum_core::codec_sv2::SerializedFrame;
 use stratum_apps::stratum_core::common_messages_sv2::{Protocol, SetupConnectionOwned};
+use stratum_apps::stratum_core::handlers_sv2::{
+    HandleMiningMessagesFromServerOwnedSync, HandlerErrorType, SupportedChannelTypes,
+};
 use stratum_apps::stratum_core::mining_sv2::{
-    OpenExtendedMiningChannelOwned, OpenStandardMiningChannelOwned, SubmitSharesExtendedOwned,
-    SubmitSharesStandardOwned,
+    CloseChannelOwned, NewExtendedMiningJobOwned, NewMiningJobOwned,
+    OpenExtendedMiningChannelOwned, OpenExtendedMiningChannelSuccessOwned,
+    OpenMiningChannelErrorOwned, OpenStandardMiningChannelOwned,
+    OpenStandardMiningChannelSuccessOwned, SetCustomMiningJobErrorOwned,
+    SetCustomMiningJobSuccessOwned, SetExtranoncePrefixOwned, SetGroupChannelOwned,
+    SetNewPrevHashOwned, SetTargetOwned, SubmitSharesErrorOwned, SubmitSharesExtendedOwned,
+    SubmitSharesStandardOwned, SubmitSharesSuccessOwned, UpdateChannelErrorOwned,
 };
 use stratum_apps::stratum_core::parsers_sv2::{
-    AnyMessageOwned, CommonMessages, CommonMessagesOwned, Mining, MiningOwned,
+    AnyMessageOwned, CommonMessages, CommonMessagesOwned, Mining, MiningOwned, ParserError, Tlv,
 };
 use stratum_apps::utils::protocol_message_type::{protocol_message_type, MessageType};
 use tokio::net::TcpStream;
@@ -246,6 +254,11 @@ pub(crate) struct Miner {
     /// Shares go as SubmitSharesStandard (whatever kind of job the work came as: a
     /// group's members get extended jobs).
     standard_channel: bool,
+    /// What the pool may send it on its own channel: a standard channel's jobs or an
+    /// extended one's.
+    channel_type: SupportedChannelTypes,
+    /// A standard channel in a group, which also takes its group channel's extended jobs.
+    grouped: bool,
     extranonce_prefix: Vec<u8>,
     extranonce_size: usize,
     next_extranonce: u64,
@@ -356,7 +369,7 @@ impl Sessions<'_> {
         let mut frames = mining::farm::lan_hop(frames, lan, mono_ns);
         let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
         let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
-        let mut miner = Miner::new(index, cfg.channel, slot.clone());
+        let mut miner = Miner::new(index, cfg.channel, false, slot.clone());
         let silence = tokio::time::sleep(cfg.machines.reconnect.silence);
         tokio::pin!(silence);
         let every = cfg.machines.reconnect.primary_check_every;
@@ -434,7 +447,7 @@ async fn run_group(cfg: &FleetConfig, members: Vec<Member>, recorder: &Recorder)
             "the pool",
         )
         .await?;
-        miners.push(Miner::new(member.index, cfg.channel, member.slot));
+        miners.push(Miner::new(member.index, cfg.channel, true, member.slot));
         let (tx, mut shares) = (found_tx.clone(), member.shares);
         forwarders.push(tokio::spawn(async move {
             while let Some(f) = shares.recv().await {
@@ -665,10 +678,17 @@ pub(crate) struct Share {
 }
 
 impl Miner {
-    pub(crate) fn new(index: u32, channel: ChannelKind, slot: Arc<Slot>) -> Miner {
+    /// Miner `index` on a `channel` of its own, or one of a group's (`grouped`).
+    pub(crate) fn new(index: u32, channel: ChannelKind, grouped: bool, slot: Arc<Slot>) -> Miner {
+        let channel_type = match channel {
+            ChannelKind::Extended => SupportedChannelTypes::Extended,
+            ChannelKind::Standard => SupportedChannelTypes::Standard,
+        };
         Miner {
             index,
             channel_id: 0,
+            channel_type,
+            grouped,
             standard_channel: channel == ChannelKind::Standard,
             extranonce_prefix: Vec::new(),
             extranonce_size: 8,
@@ -704,102 +724,28 @@ impl Miner {
         AnyMessageOwned::Mining(share.message)
     }
 
+    /// Handles a message from the pool that arrived at `t`, by SRI's handlers: a message
+    /// this miner's kind of channel does not take ends its session with the reason.
     pub(crate) fn handle(&mut self, msg: &MiningOwned, t: u64, recorder: &Recorder) -> Result<()> {
-        match msg {
-            MiningOwned::OpenExtendedMiningChannelSuccess(m) => {
-                // A share carries the extranonce in 32 bytes at most (B0_32): a wider grant
-                // could never be submitted.
-                let width = m.extranonce_prefix.as_ref().len() + usize::from(m.extranonce_size);
-                if width > MAX_EXTRANONCE {
-                    bail!("the pool granted a {width}-byte extranonce; SV2 carries at most {MAX_EXTRANONCE}");
-                }
-                self.channel_id = m.channel_id;
-                self.share_target = target_of(m.target.as_ref());
-                self.extranonce_prefix = m.extranonce_prefix.as_ref().to_vec();
-                self.extranonce_size = usize::from(m.extranonce_size);
+        let grouped = self.grouped;
+        let mut arrived = Arrived {
+            miner: self,
+            t,
+            recorder,
+        };
+        let handled = match msg {
+            // SRI's dispatch has no kind for a standard channel in a group, to which SRI's
+            // pool sends both its own channel's NewMiningJob and the group channel's
+            // extended jobs: those go to their handlers directly.
+            MiningOwned::NewExtendedMiningJob(j) if grouped => {
+                arrived.handle_new_extended_mining_job(None, j.clone(), None)
             }
-            MiningOwned::OpenStandardMiningChannelSuccess(m) => {
-                self.channel_id = m.channel_id;
-                self.share_target = target_of(m.target.as_ref());
-                // The whole extranonce is the pool's: a group job's coinbase is completed
-                // with it alone.
-                self.extranonce_prefix = m.extranonce_prefix.as_ref().to_vec();
-                self.extranonce_size = 0;
+            MiningOwned::SetGroupChannel(g) if grouped => {
+                arrived.handle_set_group_channel(None, g.clone(), None)
             }
-            MiningOwned::NewMiningJob(j) => {
-                let job = Job {
-                    version: j.version,
-                    work: JobWork::Standard {
-                        merkle_root: j.merkle_root.as_ref().try_into().expect("32 bytes"),
-                    },
-                };
-                self.add_job(j.job_id, job, j.min_ntime.clone().into_inner(), t, recorder)?;
-            }
-            MiningOwned::OpenMiningChannelError(e) => bail!(
-                "the pool refused the channel: {}",
-                String::from_utf8_lossy(e.error_code.as_ref())
-            ),
-            MiningOwned::NewExtendedMiningJob(j) => {
-                let job = Job {
-                    version: j.version,
-                    work: JobWork::Extended {
-                        merkle_path: j
-                            .merkle_path
-                            .iter()
-                            .map(|n| n.as_ref().try_into().expect("32 bytes"))
-                            .collect(),
-                        coinbase_prefix: j.coinbase_tx_prefix.as_ref().to_vec(),
-                        coinbase_suffix: j.coinbase_tx_suffix.as_ref().to_vec(),
-                    },
-                };
-                self.add_job(j.job_id, job, j.min_ntime.clone().into_inner(), t, recorder)?;
-            }
-            MiningOwned::SetNewPrevHash(p) => {
-                let prev =
-                    BlockHash::from_byte_array(p.prev_hash.as_ref().try_into().expect("32 bytes"));
-                let bits = CompactTarget::from_consensus(p.nbits);
-                self.tip = Some((p.job_id, prev, p.min_ntime, bits));
-                // Jobs older than the new prev hash can no longer be mined.
-                self.jobs.retain(|id, _| *id >= p.job_id);
-                self.activate(p.job_id, prev, p.min_ntime, bits, t, recorder)?;
-            }
-            MiningOwned::SetTarget(s) => {
-                let target = target_of(s.maximum_target.as_ref());
-                self.share_target = target;
-                self.slot.with(|w| w.share_target = target);
-            }
-            MiningOwned::SubmitSharesSuccess(s) => {
-                let rest = self
-                    .pending
-                    .split_off(&s.last_sequence_number.wrapping_add(1));
-                for share_id in std::mem::replace(&mut self.pending, rest).into_values() {
-                    recorder.record_at(
-                        t,
-                        Event::ShareAnswered {
-                            miner: self.index,
-                            share_id,
-                            accepted: true,
-                            error: None,
-                        },
-                    );
-                }
-            }
-            MiningOwned::SubmitSharesError(e) => {
-                if let Some(share_id) = self.pending.remove(&e.sequence_number) {
-                    recorder.record_at(
-                        t,
-                        Event::ShareAnswered {
-                            miner: self.index,
-                            share_id,
-                            accepted: false,
-                            error: Some(String::from_utf8_lossy(e.error_code.as_ref()).into()),
-                        },
-                    );
-                }
-            }
-            _ => {}
-        }
-        Ok(())
+            _ => arrived.handle_mining_message_from_server(None, msg.clone(), None),
+        };
+        handled.map_err(|e| e.0)
     }
 
     /// Keeps a job; one with a min_ntime is for the current prev hash and starts at once,
@@ -952,6 +898,274 @@ impl Miner {
 /// The widest extranonce (prefix and the miner's part) a share can carry.
 const MAX_EXTRANONCE: usize = 32;
 
+/// What is wrong with a message from the pool, as SRI's handlers find it.
+pub(crate) struct FromPool(anyhow::Error);
+
+impl HandlerErrorType for FromPool {
+    fn unexpected_message(extension_type: u16, message_type: u8) -> Self {
+        FromPool(anyhow::anyhow!(
+            "the pool sent message type {message_type:#04x} (extension {extension_type}), which this miner's channel does not take"
+        ))
+    }
+
+    fn parse_error(error: ParserError) -> Self {
+        FromPool(anyhow::anyhow!(
+            "the pool's message does not parse: {error:?}"
+        ))
+    }
+}
+
+/// A message from the pool for `miner`, arrived at `t`.
+struct Arrived<'a> {
+    miner: &'a mut Miner,
+    t: u64,
+    recorder: &'a Recorder,
+}
+
+/// Each message family in a handler of its own, as SRI's roles handle them; SRI's default
+/// dispatch refuses what the channel's kind does not take (a job for another kind of
+/// channel, a custom job without work selection, a message only a miner sends).
+impl HandleMiningMessagesFromServerOwnedSync for Arrived<'_> {
+    type Error = FromPool;
+
+    fn get_channel_type_for_server(&self, _: Option<usize>) -> SupportedChannelTypes {
+        self.miner.channel_type
+    }
+
+    fn is_work_selection_enabled_for_server(&self, _: Option<usize>) -> bool {
+        false
+    }
+
+    fn get_negotiated_extensions_with_server(
+        &self,
+        _: Option<usize>,
+    ) -> Result<Vec<u16>, FromPool> {
+        Ok(Vec::new())
+    }
+
+    fn handle_open_standard_mining_channel_success(
+        &mut self,
+        _: Option<usize>,
+        m: OpenStandardMiningChannelSuccessOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        let miner = &mut *self.miner;
+        miner.channel_id = m.channel_id;
+        miner.share_target = target_of(m.target.as_ref());
+        // The whole extranonce is the pool's: a group job's coinbase is completed with it
+        // alone.
+        miner.extranonce_prefix = m.extranonce_prefix.as_ref().to_vec();
+        miner.extranonce_size = 0;
+        Ok(())
+    }
+
+    fn handle_open_extended_mining_channel_success(
+        &mut self,
+        _: Option<usize>,
+        m: OpenExtendedMiningChannelSuccessOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        // A share carries the extranonce in 32 bytes at most (B0_32): a wider grant could
+        // never be submitted.
+        let width = m.extranonce_prefix.as_ref().len() + usize::from(m.extranonce_size);
+        if width > MAX_EXTRANONCE {
+            return Err(FromPool(anyhow::anyhow!(
+                "the pool granted a {width}-byte extranonce; SV2 carries at most {MAX_EXTRANONCE}"
+            )));
+        }
+        let miner = &mut *self.miner;
+        miner.channel_id = m.channel_id;
+        miner.share_target = target_of(m.target.as_ref());
+        miner.extranonce_prefix = m.extranonce_prefix.as_ref().to_vec();
+        miner.extranonce_size = usize::from(m.extranonce_size);
+        Ok(())
+    }
+
+    fn handle_open_mining_channel_error(
+        &mut self,
+        _: Option<usize>,
+        e: OpenMiningChannelErrorOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        let code = String::from_utf8_lossy(e.error_code.as_ref()).into_owned();
+        Err(FromPool(anyhow::anyhow!(
+            "the pool refused the channel: {code}"
+        )))
+    }
+
+    fn handle_update_channel_error(
+        &mut self,
+        _: Option<usize>,
+        _: UpdateChannelErrorOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        // The fleet never updates a channel.
+        Ok(())
+    }
+
+    fn handle_close_channel(
+        &mut self,
+        _: Option<usize>,
+        m: CloseChannelOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        let reason = String::from_utf8_lossy(m.reason_code.as_ref()).into_owned();
+        Err(FromPool(anyhow::anyhow!(
+            "the pool closed the channel: {reason}"
+        )))
+    }
+
+    fn handle_set_extranonce_prefix(
+        &mut self,
+        _: Option<usize>,
+        m: SetExtranoncePrefixOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        self.miner.extranonce_prefix = m.extranonce_prefix.as_ref().to_vec();
+        Ok(())
+    }
+
+    fn handle_submit_shares_success(
+        &mut self,
+        _: Option<usize>,
+        s: SubmitSharesSuccessOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        let miner = &mut *self.miner;
+        let rest = (miner.pending).split_off(&s.last_sequence_number.wrapping_add(1));
+        for share_id in std::mem::replace(&mut miner.pending, rest).into_values() {
+            let answered = Event::ShareAnswered {
+                miner: miner.index,
+                share_id,
+                accepted: true,
+                error: None,
+            };
+            self.recorder.record_at(self.t, answered);
+        }
+        Ok(())
+    }
+
+    fn handle_submit_shares_error(
+        &mut self,
+        _: Option<usize>,
+        e: SubmitSharesErrorOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        if let Some(share_id) = self.miner.pending.remove(&e.sequence_number) {
+            let answered = Event::ShareAnswered {
+                miner: self.miner.index,
+                share_id,
+                accepted: false,
+                error: Some(String::from_utf8_lossy(e.error_code.as_ref()).into()),
+            };
+            self.recorder.record_at(self.t, answered);
+        }
+        Ok(())
+    }
+
+    fn handle_new_mining_job(
+        &mut self,
+        _: Option<usize>,
+        j: NewMiningJobOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        let job = Job {
+            version: j.version,
+            work: JobWork::Standard {
+                merkle_root: j.merkle_root.as_ref().try_into().expect("32 bytes"),
+            },
+        };
+        let min_ntime = j.min_ntime.clone().into_inner();
+        (self
+            .miner
+            .add_job(j.job_id, job, min_ntime, self.t, self.recorder))
+        .map_err(FromPool)
+    }
+
+    fn handle_new_extended_mining_job(
+        &mut self,
+        _: Option<usize>,
+        j: NewExtendedMiningJobOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        let merkle_path = (j.merkle_path.iter())
+            .map(|n| n.as_ref().try_into().expect("32 bytes"))
+            .collect();
+        let job = Job {
+            version: j.version,
+            work: JobWork::Extended {
+                merkle_path,
+                coinbase_prefix: j.coinbase_tx_prefix.as_ref().to_vec(),
+                coinbase_suffix: j.coinbase_tx_suffix.as_ref().to_vec(),
+            },
+        };
+        let min_ntime = j.min_ntime.clone().into_inner();
+        (self
+            .miner
+            .add_job(j.job_id, job, min_ntime, self.t, self.recorder))
+        .map_err(FromPool)
+    }
+
+    fn handle_set_new_prev_hash(
+        &mut self,
+        _: Option<usize>,
+        p: SetNewPrevHashOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        let prev = BlockHash::from_byte_array(p.prev_hash.as_ref().try_into().expect("32 bytes"));
+        let bits = CompactTarget::from_consensus(p.nbits);
+        let miner = &mut *self.miner;
+        miner.tip = Some((p.job_id, prev, p.min_ntime, bits));
+        // Jobs older than the new prev hash can no longer be mined.
+        miner.jobs.retain(|id, _| *id >= p.job_id);
+        (miner.activate(p.job_id, prev, p.min_ntime, bits, self.t, self.recorder)).map_err(FromPool)
+    }
+
+    fn handle_set_custom_mining_job_success(
+        &mut self,
+        _: Option<usize>,
+        _: SetCustomMiningJobSuccessOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        Err(FromPool(anyhow::anyhow!(
+            "the pool answered a custom job the fleet never declared"
+        )))
+    }
+
+    fn handle_set_custom_mining_job_error(
+        &mut self,
+        _: Option<usize>,
+        _: SetCustomMiningJobErrorOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        Err(FromPool(anyhow::anyhow!(
+            "the pool answered a custom job the fleet never declared"
+        )))
+    }
+
+    fn handle_set_target(
+        &mut self,
+        _: Option<usize>,
+        s: SetTargetOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        let target = target_of(s.maximum_target.as_ref());
+        self.miner.share_target = target;
+        self.miner.slot.with(|w| w.share_target = target);
+        Ok(())
+    }
+
+    fn handle_set_group_channel(
+        &mut self,
+        _: Option<usize>,
+        _: SetGroupChannelOwned,
+        _: Option<&[Tlv]>,
+    ) -> Result<(), FromPool> {
+        // The group's connection routes its channel's messages to every member.
+        Ok(())
+    }
+}
+
 /// A little-endian U256 target as the mining protocol carries it.
 fn target_of(bytes: &[u8]) -> Target {
     let le: [u8; 32] = bytes.try_into().unwrap_or([0xff; 32]);
@@ -1000,7 +1214,7 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let recorder = Recorder::to_file(&path, "miners").unwrap();
         let (slot, _shares) = Slot::new();
-        (Miner::new(3, channel, slot), recorder, path)
+        (Miner::new(3, channel, false, slot), recorder, path)
     }
 
     fn events(recorder: &Recorder, path: &std::path::Path) -> Vec<Event> {
@@ -1087,6 +1301,30 @@ mod tests {
             (recorded.iter()).all(|e| !matches!(e, Event::JobReceived { .. })),
             "a grant is no work: {recorded:?}"
         );
+    }
+
+    /// SRI's dispatch by channel kind: an extended job reaches an extended channel and a
+    /// group's member, never a standard channel of its own (that asked for standard jobs),
+    /// and a message only a miner sends is refused with its type named.
+    #[test]
+    fn a_message_the_channels_kind_does_not_take_is_refused_with_its_type() {
+        let job = extended_job(1, None, [0xaa; 32]);
+        let (mut standard, recorder, _) = miner("kinds", ChannelKind::Standard);
+        let err = standard.handle(&job, 0, &recorder).unwrap_err();
+        assert!(err.to_string().contains("0x1f"), "{err}");
+        let (slot, _shares) = Slot::new();
+        let mut member = Miner::new(4, ChannelKind::Standard, true, slot);
+        member.handle(&job, 0, &recorder).unwrap();
+        let (mut extended, ..) = miner("kinds-extended", ChannelKind::Extended);
+        extended.handle(&job, 0, &recorder).unwrap();
+        let open = MiningOwned::OpenStandardMiningChannel(OpenStandardMiningChannelOwned {
+            request_id: 1,
+            user_identity: text("a pool's echo"),
+            nominal_hash_rate: 1.0,
+            max_target: U256Owned::from([0xff; 32]),
+        });
+        let err = extended.handle(&open, 0, &recorder).unwrap_err();
+        assert!(err.to_string().contains("does not take"), "{err}");
     }
 
     /// A future job waits for its SetNewPrevHash, which makes it the work and drops the

@@ -41,17 +41,19 @@ pub fn tap_frames(data: &[u8]) {
 }
 
 /// Our SV2 miner reading frames from its pool (or translator, or JDC), hashing on the jobs
-/// they give it and building the shares it finds. The first byte picks the channel kind.
+/// they give it and building the shares it finds. The first byte picks the channel kind:
+/// extended, standard, or standard in a group.
 pub fn miner_frames(data: &[u8]) {
     let Some((kind, mut data)) = data.split_first() else {
         return;
     };
-    let channel = match kind % 2 {
-        0 => ChannelKind::Extended,
-        _ => ChannelKind::Standard,
+    let (channel, grouped) = match kind % 3 {
+        0 => (ChannelKind::Extended, false),
+        1 => (ChannelKind::Standard, false),
+        _ => (ChannelKind::Standard, true),
     };
     let (slot, _shares) = fleet::Slot::new();
-    let mut miner = fleet::Miner::new(0, channel, slot.clone());
+    let mut miner = fleet::Miner::new(0, channel, grouped, slot.clone());
     let recorder = Recorder::disabled();
     while let Some(frame) = next_frame(&mut data) {
         let Ok(Some(message)) = fleet::decode_mining(frame) else {
