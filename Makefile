@@ -13,8 +13,8 @@ deps:
 build: deps
 	$(CARGO) build $(CARGO_FLAGS)
 
-# The main job: SV1 against SV2 configurations C and D (about 2.5 minutes), summary printed,
-# run written under runs/.
+# The main job: SV1 against SV2 configurations A, C and D (about 6 minutes), summary
+# printed, run written under runs/. Another scenario: make run SCENARIO=scenarios/x.toml.
 SCENARIO ?= scenarios/sv1-vs-sv2.toml
 run: build
 	$(RUN) run $(SCENARIO)
@@ -75,6 +75,11 @@ releases: deps
 sweep-release: build releases
 	$(RUN) sweep scenarios/release.toml --repeat 5 --out $(SWEEP_RELEASE_OUT) $(SWEEP_RELEASE_GATE) \
 		--vary release=$(subst $(space),$(comma),$(foreach r,$(SRI_RELEASES),$(TOOLS_DIR)/sri-$(firstword $(subst =, ,$(r)))))
+
+# What every commit passes: formatting and clippy with warnings as errors.
+lint: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
 
 clean:
 	$(CARGO) clean

@@ -19,7 +19,8 @@
 //! runs whose stale-share row it tested (8.9% of 235 acceptance rows): 7.5% of the
 //! stale-share row over all runs, and 6.6% of runs flagged after Benjamini-Hochberg. The
 //! sign-flip test over tips that replaced it: 2.7% and 4.3% of those runs, 2.7% of each
-//! row, 4.9% of runs flagged. Run with `--nocapture` for the table.
+//! row, 4.9% of runs flagged (with the nine rows then; with the share answer's tenth row,
+//! 5.5% of runs flagged). Run with `--nocapture` for the table.
 
 use crate::headline::{rows, Compared};
 use crate::metric::Headline;

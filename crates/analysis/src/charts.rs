@@ -12,6 +12,45 @@ use std::path::Path;
 
 pub const SCHEMA: &str = "stratum-bench.charts.v2";
 
+/// The version before each latency was kept by its headline: read into this one.
+const SCHEMA_V1: &str = "stratum-bench.charts.v1";
+
+/// A side's values as v1 wrote them: the three latencies a field each.
+#[derive(Deserialize)]
+struct SideChartsV1 {
+    new_job_ms: Vec<Vec<f64>>,
+    new_prevhash_job_ms: Vec<Vec<f64>>,
+    block_propagation_ms: Vec<Vec<f64>>,
+    farm_tx_per_s: Vec<f64>,
+    farm_rx_per_s: Vec<f64>,
+}
+
+#[derive(Deserialize)]
+struct ChartsV1 {
+    network_best: Vec<(f64, f64)>,
+    sides: BTreeMap<String, SideChartsV1>,
+}
+
+impl From<ChartsV1> for Charts {
+    fn from(v1: ChartsV1) -> Charts {
+        let side = |s: SideChartsV1| SideCharts {
+            latencies: [
+                (Headline::NewJobMs, s.new_job_ms),
+                (Headline::NewPrevhashJobMs, s.new_prevhash_job_ms),
+                (Headline::BlockPropagationMs, s.block_propagation_ms),
+            ]
+            .into(),
+            farm_tx_per_s: s.farm_tx_per_s,
+            farm_rx_per_s: s.farm_rx_per_s,
+        };
+        Charts {
+            schema: SCHEMA.into(),
+            network_best: v1.network_best,
+            sides: (v1.sides.into_iter()).map(|(n, s)| (n, side(s))).collect(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Charts {
     pub schema: String,
@@ -61,21 +100,29 @@ impl Charts {
             .with_context(|| format!("cannot write {}", path.display()))
     }
 
-    /// A run directory's `charts.json`, refused when another version wrote it.
+    /// A run directory's `charts.json` (v1's read as this version's), refused when another
+    /// version wrote it.
     pub fn read(run_dir: &Path) -> Result<Charts> {
         let path = run_dir.join(model::run_dir::CHARTS_FILE);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let charts: Charts = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a charts file", path.display()))?;
-        if charts.schema != SCHEMA {
-            bail!(
-                "{} is of schema {}, this tool writes {SCHEMA}",
-                path.display(),
-                charts.schema
-            );
+        let not_charts = || format!("{} is not a charts file", path.display());
+        #[derive(Deserialize)]
+        struct Schema {
+            schema: String,
         }
-        Ok(charts)
+        let Schema { schema } = serde_json::from_str(&text).with_context(not_charts)?;
+        match schema.as_str() {
+            SCHEMA => serde_json::from_str(&text).with_context(not_charts),
+            SCHEMA_V1 => {
+                let v1: ChartsV1 = serde_json::from_str(&text).with_context(not_charts)?;
+                Ok(v1.into())
+            }
+            other => bail!(
+                "{} is of schema {other}, this tool writes {SCHEMA}",
+                path.display()
+            ),
+        }
     }
 }
 
@@ -156,6 +203,17 @@ mod tests {
         let path = dir.join(model::run_dir::CHARTS_FILE);
         std::fs::write(&path, serde_json::to_string(&charts).unwrap()).unwrap();
         assert_eq!(Charts::read(&dir).unwrap(), charts);
+        // A v1 file, its latencies a field each, reads as this version's.
+        let v1 = r#"{"schema": "stratum-bench.charts.v1", "network_best": [[1.5, 312500000.0]],
+            "sides": {"sv1": {"new_job_ms": [[1.0, 2.0]], "new_prevhash_job_ms": [],
+            "block_propagation_ms": [], "farm_tx_per_s": [], "farm_rx_per_s": []}}}"#;
+        std::fs::write(&path, v1).unwrap();
+        let read = Charts::read(&dir).unwrap();
+        assert_eq!(
+            read.sides["sv1"].latencies[&Headline::NewJobMs],
+            vec![vec![1.0, 2.0]]
+        );
+        assert_eq!((read.schema.as_str(), read.network_best.len()), (SCHEMA, 1));
         charts.schema = "stratum-bench.charts.v0".into();
         std::fs::write(&path, serde_json::to_string(&charts).unwrap()).unwrap();
         let err = format!("{:#}", Charts::read(&dir).unwrap_err());

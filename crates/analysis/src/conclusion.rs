@@ -22,6 +22,10 @@ pub struct Conclusion {
     /// (`worth::total_interval`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worth_sats_per_day_ci: Option<(f64, f64)>,
+    /// The side's pool against the baseline's (`resources::pool_reading`), for the pool's
+    /// operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
 }
 
 /// Per side of the verdict, its conclusion, with its total worth's interval (in
@@ -113,6 +117,7 @@ fn conclusion(
         text: format!("{side}: {}", parts.join("; ")),
         worth_sats_per_day: total,
         worth_sats_per_day_ci: ci,
+        pool: None,
     }
 }
 

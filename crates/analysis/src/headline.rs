@@ -3,9 +3,9 @@
 //! A/A check), each named once (a renamed summary field is a compile error here), each
 //! with the difference, its 95% interval by the unit the metric really has (tips,
 //! templates, seconds), paired where both sides share the unit (the network's tips), and
-//! whether it stays significant when the side's rows are read together (Benjamini-Hochberg
-//! at 5%, one family per side: a side is judged on its own rows, not in the company of
-//! another side's real differences). Fewer than [`MIN_UNITS`] units on a side: "too few",
+//! whether it stays significant when the run's rows are read together (Benjamini-Hochberg
+//! at 5%, every side's rows one family: with three SV2 sides, a family per side would
+//! flag something somewhere about three times as often as 5%). Fewer than [`MIN_UNITS`] units on a side: "too few",
 //! never significant.
 
 use crate::metric::{Headline, Test};

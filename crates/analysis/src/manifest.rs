@@ -355,6 +355,32 @@ impl WorthAssumptions {
     }
 }
 
+/// The assumptions a finished run is priced at again, each where given (`show --hashrate`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorthChange {
+    pub farm_hashrate: Option<f64>,
+    pub network_hashrate: Option<f64>,
+    pub block_interval_s: Option<f64>,
+    pub block_value_sats: Option<f64>,
+}
+
+impl WorthChange {
+    /// Whether it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == WorthChange::default()
+    }
+
+    /// `a` with what is given changed.
+    pub fn applied(&self, a: &WorthAssumptions) -> WorthAssumptions {
+        WorthAssumptions {
+            farm_hashrate: self.farm_hashrate.unwrap_or(a.farm_hashrate),
+            network_hashrate: self.network_hashrate.unwrap_or(a.network_hashrate),
+            block_interval_s: self.block_interval_s.unwrap_or(a.block_interval_s),
+            block_value_sats: self.block_value_sats.or(a.block_value_sats),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -259,12 +259,12 @@ const METRICS: [Metric; 10] = [
         side_value: |s| Estimate::mean_of(&s.share_answer_ms),
         distribution: Some(Distribution {
             title: "share answer",
-            what: "a miner got the answer to its share (on SV2 from the farm's translator, before the pool judges)",
+            what: "miners got their shares' answers (from the pool across the link on SV1 and D, from the farm's proxy on A, B and C)",
             dist: |s| &s.share_answer_ms,
             clusters: |s| &s.share_answer_ms,
             path: None,
         }),
-        note: Some("the answer the miners got from their next hop: the pool across the link (SV1, D), or a proxy at the farm (the translator of A and C) that answers before the pool judges; a proxy's quicker answer is not a quicker verdict, and no worth prices it"),
+        note: Some("the answer the miners got from their next hop: the pool across the link (SV1, D), or a proxy at the farm (the translator of A and C, the JDC of B) that answers before the pool judges; a proxy's quicker answer is not a quicker verdict, and no worth prices it; with sv2.share_batch_size above 1 an SV2 answer also waits for its batch"),
     },
 ];
 

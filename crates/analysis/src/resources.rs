@@ -7,7 +7,7 @@
 //! resolve 0.002 core, and their mean is the total's growth over the window, exactly.
 
 use crate::manifest::{Sample, Window};
-use crate::stats::{series_mean, with_interval};
+use crate::stats::{series_mean, with_interval, Estimate};
 use probe::Dist;
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +24,86 @@ pub struct RoleResources {
     #[serde(default)]
     pub cpu_cores: Dist,
     pub rss_bytes: Dist,
+}
+
+/// What a side's pool costs its operator: its process's CPU and memory, and the bytes its
+/// end of the link carries, in all and per miner.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PoolCosts {
+    /// Its CPU in cores: the mean over the window, its interval by batches of spans.
+    pub cpu_cores: Estimate,
+    /// CPU ms per accepted share: a side whose farm proxy aggregates its miners into one
+    /// channel (A, B's JDC) sends the pool only the shares that meet that channel's target,
+    /// a few a minute whatever the miners; its CPU a miner is the one to compare there.
+    pub cpu_ms_per_share: Estimate,
+    /// CPU per connected miner, thousandths of a core.
+    pub cpu_millicores_per_miner: Estimate,
+    /// Its resident memory, mean bytes.
+    pub rss_bytes: Option<f64>,
+    /// What each miner costs the pool's end of the link, bytes a second both ways.
+    pub link_bytes_per_s_per_miner: Estimate,
+}
+
+impl PoolCosts {
+    /// A pool's costs from its resources, over `window_s` with `miners` connected, of which
+    /// `accepted` shares were accepted, its end of the link carrying `link_bytes_per_s`.
+    pub fn of(
+        pool: &RoleResources,
+        miners: u32,
+        accepted: u64,
+        window_s: f64,
+        link_bytes_per_s: &Estimate,
+    ) -> PoolCosts {
+        let cpu = Estimate::mean_of(&pool.cpu_cores);
+        let shares_per_s = accepted as f64 / window_s;
+        let miners = f64::from(miners.max(1));
+        PoolCosts {
+            cpu_ms_per_share: if shares_per_s > 0.0 {
+                cpu.scaled(1_000.0 / shares_per_s)
+            } else {
+                Estimate::default()
+            },
+            cpu_millicores_per_miner: cpu.scaled(1_000.0 / miners),
+            cpu_cores: cpu,
+            rss_bytes: pool.rss_bytes.mean,
+            link_bytes_per_s_per_miner: link_bytes_per_s.scaled(1.0 / miners),
+        }
+    }
+}
+
+/// A side's pool against the baseline's, in words: its CPU a share and a miner and its
+/// link bytes a miner, each in percent of the baseline's. A run's CPU is one level, set by
+/// its workload: shown, never tested (several runs a side, `compare`, test it).
+pub fn pool_reading(side: &PoolCosts, base: &PoolCosts, baseline: &str) -> Option<String> {
+    let pct = |a: &Estimate, b: &Estimate| {
+        Some((a.point? / b.point? - 1.0) * 100.0).filter(|p| p.is_finite())
+    };
+    let parts: Vec<String> = [
+        (
+            "CPU a share",
+            &side.cpu_ms_per_share,
+            &base.cpu_ms_per_share,
+        ),
+        (
+            "CPU a miner",
+            &side.cpu_millicores_per_miner,
+            &base.cpu_millicores_per_miner,
+        ),
+        (
+            "link bytes a miner",
+            &side.link_bytes_per_s_per_miner,
+            &base.link_bytes_per_s_per_miner,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(what, a, b)| Some(format!("{what} {:+.0}%", pct(a, b)?)))
+    .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "its pool against {baseline}'s, this run: {}",
+            parts.join(", ")
+        )
+    })
 }
 
 /// A role's CPU and memory samples in the window.
@@ -88,6 +168,55 @@ mod tests {
     use super::*;
 
     const S: u64 = 1_000_000_000;
+
+    /// A pool at a steady 0.2 core and 30 MB for 300 s, 10 miners connected, 600 shares
+    /// accepted (2 a second), its end of the link at 1,000 B/s: 0.2 core-s a second over
+    /// 2 shares is 100 ms a share, 20 thousandths of a core a miner, 100 B/s a miner.
+    #[test]
+    fn a_pools_costs_are_its_cpu_a_share_and_a_miner_and_its_bytes_a_miner() {
+        let pool = RoleResources {
+            cpu_pct: series_dist(&[20.0; 300]),
+            cpu_cores: series_dist(&[0.2; 60]),
+            rss_bytes: series_dist(&[30e6; 300]),
+        };
+        let link = Estimate {
+            point: Some(1_000.0),
+            ci: Some((900.0, 1_100.0)),
+            units: 30,
+        };
+        let c = PoolCosts::of(&pool, 10, 600, 300.0, &link);
+        let close = |e: &Estimate, x: f64| (e.point.unwrap() - x).abs() < 1e-9;
+        assert!(close(&c.cpu_cores, 0.2), "{c:?}");
+        assert!(close(&c.cpu_ms_per_share, 100.0), "{c:?}");
+        assert!(close(&c.cpu_millicores_per_miner, 20.0), "{c:?}");
+        assert_eq!(c.rss_bytes, Some(30e6));
+        assert!(close(&c.link_bytes_per_s_per_miner, 100.0));
+        assert_eq!(c.link_bytes_per_s_per_miner.ci, Some((90.0, 110.0)));
+        // No share accepted: no cost a share, the rest as before.
+        let none = PoolCosts::of(&pool, 10, 0, 300.0, &link);
+        assert_eq!(none.cpu_ms_per_share, Estimate::default());
+        assert!(close(&none.cpu_millicores_per_miner, 20.0));
+        // Against it, a pool at 0.3 core with the same shares and miners and 800 B/s on
+        // its link: 150 ms a share (+50%), 30 thousandths a miner (+50%), 80 B/s (-20%).
+        let busier = RoleResources {
+            cpu_cores: series_dist(&[0.3; 60]),
+            ..pool.clone()
+        };
+        let link_less = Estimate {
+            point: Some(800.0),
+            ..link
+        };
+        let side = PoolCosts::of(&busier, 10, 600, 300.0, &link_less);
+        assert_eq!(
+            pool_reading(&side, &c, "sv1").as_deref(),
+            Some("its pool against sv1's, this run: CPU a share +50%, CPU a miner +50%, link bytes a miner -20%")
+        );
+        // Against a pool without a share accepted, the share's reading is left out.
+        assert_eq!(
+            pool_reading(&side, &none, "sv1").as_deref(),
+            Some("its pool against sv1's, this run: CPU a miner +50%, link bytes a miner -20%")
+        );
+    }
 
     fn sample(t_s: u64, cpu_pct: f64, cpu_s: Option<f64>) -> Sample {
         Sample {

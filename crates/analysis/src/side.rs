@@ -32,8 +32,8 @@ pub struct SideSummary {
     pub block_propagation_ms: Dist,
     pub new_job_ms: Dist,
     pub new_prevhash_job_ms: Dist,
-    /// From a share's submission to the answer its miner got (on SV2 from the farm's
-    /// translator, before the pool judges).
+    /// From a share's submission to the answer its miner got: from the pool across the
+    /// link (SV1, D) or from the farm's proxy (A, B, C), before the pool judges.
     #[serde(default)]
     pub share_answer_ms: Dist,
     /// What each latency's path crosses, and what was added beyond its configured delay.
@@ -96,6 +96,10 @@ pub struct SideSummary {
     pub farm_node_lag: Option<crate::farm_lag::FarmNodeLag>,
     /// The side's own role processes (the shared network node is under `network`).
     pub roles: BTreeMap<String, RoleResources>,
+    /// What its pool costs the pool's operator (no CPU or memory when the pool was not
+    /// sampled: a pool not ours to watch).
+    #[serde(default)]
+    pub pool_costs: crate::resources::PoolCosts,
     /// The per-event values behind the distributions, by the unit each belongs to.
     #[serde(skip)]
     pub samples: LatencySamples,

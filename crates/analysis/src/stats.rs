@@ -586,6 +586,18 @@ impl Estimate {
         }
     }
 
+    /// The estimate of `by` times the quantity (a rate per miner, ms per share).
+    pub fn scaled(&self, by: f64) -> Estimate {
+        Estimate {
+            point: self.point.map(|p| p * by),
+            ci: self.ci.map(|(lo, hi)| {
+                let (a, b) = (lo * by, hi * by);
+                (a.min(b), a.max(b))
+            }),
+            units: self.units,
+        }
+    }
+
     /// The estimate of a quantity that cannot leave `low..=high` (a percentage of time):
     /// its interval cut to that range. A resample of few units, widened for their few,
     /// can reach past it (98% stale work with an interval to 156%).

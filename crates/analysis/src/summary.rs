@@ -10,7 +10,7 @@ use crate::jobs::JobFacts;
 use crate::manifest::{Manifest, Sample, SideRoles, Stopped, Window};
 use crate::outage::{side_outages, SideOutage};
 use crate::paths::path_readings;
-use crate::resources::{resources, series_dist};
+use crate::resources::{pool_reading, resources, series_dist, PoolCosts};
 use crate::security::side_security;
 use crate::shares::ShareFacts;
 use crate::stats::{cluster_mean, series_mean, Clustered, Estimate};
@@ -328,6 +328,19 @@ pub fn assemble(
             Some((name.clone(), ci))
         })
         .collect();
+    let mut conclusions = crate::conclusion::conclusions(
+        &verdict_rows,
+        &worth_rows,
+        &total_intervals,
+        &m.worth,
+        &lags,
+    );
+    if let Some(base) = sides.get(&baseline) {
+        for (name, c) in &mut conclusions {
+            let side = sides.get(name).map(|s| &s.pool_costs);
+            c.pool = side.and_then(|p| pool_reading(p, &base.pool_costs, &baseline));
+        }
+    }
     let clock_uncertainty_ms = crate::clocks::cross_clock_uncertainty_ms(&m.clocks);
     let clock_limited = crate::clocks::clock_limited(&sides, clock_uncertainty_ms);
     Summary {
@@ -368,13 +381,7 @@ pub fn assemble(
         seed_reading: (verdict_rows.iter())
             .map(|(side, rows)| (side.clone(), seed_reading(rows, &m.worth)))
             .collect(),
-        conclusions: crate::conclusion::conclusions(
-            &verdict_rows,
-            &worth_rows,
-            &total_intervals,
-            &m.worth,
-            &lags,
-        ),
+        conclusions,
         worth_assumptions: WorthAssumptions {
             block_value_sats: Some(block_value),
             ..m.worth.clone()
@@ -433,6 +440,13 @@ fn side_summary(
     let stale_per_tip = stale_work_per_tip(&jobs.stale_wait_ms, 0.0, side.miners, window);
     let pool_stale_per_tip =
         stale_work_per_tip(&jobs.stale_wait_ms, link_rtt_ms / 2.0, side.miners, window);
+    let accepted = shares.shares.accepted;
+    // What the pool's end of the link carries, both ways (the link alone).
+    let pool_link_both = series_mean(
+        &(farm_rate_series(&link, None, window).iter())
+            .map(|r| r.0 + r.1)
+            .collect::<Vec<_>>(),
+    );
     let new_job_ms = jobs.new_job_ms.dist();
     let new_prevhash_job_ms = jobs.new_prevhash_job_ms.dist();
     // One bootstrap for the wait's distribution and its share at the real pace.
@@ -488,11 +502,7 @@ fn side_summary(
         farm_rates: FarmRates {
             tx: series_mean(&farm_per_s.iter().map(|r| r.0).collect::<Vec<_>>()),
             rx: series_mean(&farm_per_s.iter().map(|r| r.1).collect::<Vec<_>>()),
-            pool_both: series_mean(
-                &(farm_rate_series(&link, None, window).iter())
-                    .map(|r| r.0 + r.1)
-                    .collect::<Vec<_>>(),
-            ),
+            pool_both: pool_link_both.clone(),
         },
         job_declaration: side
             .job_declaration_role
@@ -503,6 +513,13 @@ fn side_summary(
         template_provider: side.template_role.as_deref().map(|role| {
             crate::template_provider::template_provider(timeline, events, role, window)
         }),
+        pool_costs: PoolCosts::of(
+            &resources(samples, &side.pool_role, window),
+            side.miners,
+            accepted,
+            window.secs(),
+            &pool_link_both,
+        ),
         roles: side
             .roles
             .iter()

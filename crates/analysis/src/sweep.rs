@@ -521,44 +521,35 @@ fn readings(s: &Summary) -> Vec<Reading> {
                 lag.break_even_lag_ms.clone(),
             );
         }
-        let miners = f64::from(side.miners.max(1));
+        let pool = &side.pool_costs;
         push(
             "pool_link_bytes_per_miner",
             "bytes/s per miner at the pool's end of the link (both ways)",
             CurveKind::Scale,
             true,
             name,
-            scaled(&side.farm_rates.pool_both, 1.0 / miners),
+            pool.link_bytes_per_s_per_miner.clone(),
         );
-        if let Some((_, pool)) = side
-            .roles
-            .iter()
-            .find(|(role, _)| role.starts_with("pool-"))
-        {
-            let cpu = Estimate::mean_of(&pool.cpu_pct);
+        if pool.cpu_cores.point.is_some() {
             push(
                 "pool_cpu_pct",
                 "pool CPU, % of a core",
                 CurveKind::Scale,
                 true,
                 name,
-                cpu.clone(),
+                pool.cpu_cores.scaled(100.0),
             );
-            // Per accepted share, in ms: the share rate is counted, not estimated, so the
-            // interval is the CPU's. Behind an aggregating translator the pool sees only
-            // the shares that meet the one channel's target, a few a minute whatever the
-            // miners: its CPU in all is the reading to compare there.
-            let shares_per_s = side.shares.accepted as f64 / s.duration_s;
-            if shares_per_s > 0.0 {
-                push(
-                    "pool_cpu_ms_per_share",
-                    "pool CPU ms per accepted share",
-                    CurveKind::Scale,
-                    true,
-                    name,
-                    scaled(&cpu, 10.0 / shares_per_s),
-                );
-            }
+        }
+        // The share rate is counted, not estimated, so the interval is the CPU's.
+        if pool.cpu_ms_per_share.point.is_some() {
+            push(
+                "pool_cpu_ms_per_share",
+                "pool CPU ms per accepted share",
+                CurveKind::Scale,
+                true,
+                name,
+                pool.cpu_ms_per_share.clone(),
+            );
         }
     }
     for (name, rows) in &s.verdict {
@@ -609,14 +600,6 @@ fn readings(s: &Summary) -> Vec<Reading> {
         );
     }
     out
-}
-
-fn scaled(e: &Estimate, by: f64) -> Estimate {
-    Estimate {
-        point: e.point.map(|p| p * by),
-        ci: e.ci.map(|(lo, hi)| (lo * by, hi * by)),
-        units: e.units,
-    }
 }
 
 /// A point's value from its runs.

@@ -289,6 +289,42 @@ mod tests {
     use super::*;
     use crate::testing::verdict_row as row;
 
+    /// A finished run priced again: ten times the farm, ten times every figure (29.5 ms
+    /// sooner is 22.302 sats a day at 10 PH/s); a block worth twice as much doubles what
+    /// a wait costs and leaves a template's extra fees as they were.
+    #[test]
+    fn a_run_priced_again_scales_as_the_physics_says() {
+        let (a, v) = (WorthAssumptions::default(), 315_000_000.0);
+        let rows = [
+            row(Headline::StaleWaitMs, 60.0, 30.5, Some((-31.0, -28.0))),
+            row(Headline::TemplateValueSats, 100.0, 1_100.0, None),
+        ];
+        let at = |change: &crate::manifest::WorthChange| worth(&rows, &change.applied(&a), v);
+        let (base, ten) = (
+            at(&Default::default()),
+            at(&crate::manifest::WorthChange {
+                farm_hashrate: Some(1e16),
+                ..Default::default()
+            }),
+        );
+        for (b, t) in base.iter().zip(&ten) {
+            let (b, t) = (b.sats_per_day.unwrap(), t.sats_per_day.unwrap());
+            assert!((t - 10.0 * b).abs() < 1e-9 * b.abs().max(1.0), "{b} {t}");
+        }
+        assert!((ten[0].sats_per_day.unwrap() - 22.302).abs() < 1e-3);
+        let (lo, hi) = (base[0].ci.unwrap(), ten[0].ci.unwrap());
+        assert!((hi.0 - 10.0 * lo.0).abs() < 1e-9 && (hi.1 - 10.0 * lo.1).abs() < 1e-9);
+        let doubled = at(&crate::manifest::WorthChange {
+            block_value_sats: Some(630_000_000.0),
+            ..Default::default()
+        });
+        let wait = |w: &[WorthRow]| w[0].sats_per_day.unwrap();
+        assert!((wait(&doubled) - 2.0 * wait(&base)).abs() < 1e-9);
+        // 1,000 sats more a template x 0.000144 blocks a day = 0.144, whatever a block is worth.
+        let fees = |w: &[WorthRow]| w[1].sats_per_day.unwrap();
+        assert!((fees(&doubled) - 0.144).abs() < 1e-12 && (fees(&base) - 0.144).abs() < 1e-12);
+    }
+
     /// The case worked from first principles: miners that reach new-block work 29.5 ms
     /// sooner hash 29.5 ms less on a dead tip after each block, whatever the run's block
     /// rate: 29.5 / 600,000 = 0.0049% of their revenue at 600 s blocks. A 1 PH/s farm on

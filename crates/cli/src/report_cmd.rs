@@ -72,6 +72,40 @@ pub struct ShowArgs {
     /// Also the links' relay lateness and the taps' added time.
     #[arg(short, long)]
     verbose: bool,
+    #[command(flatten)]
+    reprice: RepriceArgs,
+}
+
+/// A finished run priced again, each assumption where given: the analysis runs again over
+/// the run's events (a few seconds), nothing is written, and the output says so.
+#[derive(Args)]
+pub struct RepriceArgs {
+    /// Price the run for a farm of this hashrate instead (10PH/s, 5.2e17 H/s).
+    #[arg(long, value_parser = crate::run_cmd::parse_hashrate)]
+    hashrate: Option<f64>,
+    /// ... on a network of this hashrate.
+    #[arg(long, value_parser = crate::run_cmd::parse_hashrate)]
+    network_hashrate: Option<f64>,
+    /// ... with blocks worth this many sats (subsidy and fees).
+    #[arg(long)]
+    block_value_sats: Option<f64>,
+    /// ... at this real block interval (10m, 600s).
+    #[arg(long, value_parser = crate::run_cmd::parse_block_interval)]
+    real_block_interval: Option<std::time::Duration>,
+}
+
+impl RepriceArgs {
+    fn change(&self) -> Result<analysis::manifest::WorthChange> {
+        let block_value_sats = (self.block_value_sats)
+            .map(crate::run_cmd::check_block_value)
+            .transpose()?;
+        Ok(analysis::manifest::WorthChange {
+            farm_hashrate: self.hashrate,
+            network_hashrate: self.network_hashrate,
+            block_interval_s: self.real_block_interval.map(|d| d.as_secs_f64()),
+            block_value_sats,
+        })
+    }
 }
 
 /// The terminal's view: 100 columns, colour when stdout is a terminal.
@@ -92,10 +126,9 @@ pub fn show(args: ShowArgs) -> Result<()> {
         );
         return Ok(());
     }
-    print!(
-        "{}",
-        report::terminal::show(&args.run_dir, &terminal(args.verbose))?
-    );
+    let change = args.reprice.change()?;
+    let shown = report::terminal::show(&args.run_dir, &terminal(args.verbose), &change)?;
+    print!("{shown}");
     Ok(())
 }
 

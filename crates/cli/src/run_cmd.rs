@@ -95,12 +95,7 @@ pub struct WorthArgs {
 impl WorthArgs {
     /// The assumptions, checked.
     pub fn assumptions(&self) -> Result<analysis::worth::WorthAssumptions> {
-        if let Some(v) = self.block_value_sats {
-            anyhow::ensure!(
-                v.is_finite() && v > 0.0,
-                "--block-value-sats: {v} is not a positive number of sats"
-            );
-        }
+        self.block_value_sats.map(check_block_value).transpose()?;
         Ok(analysis::worth::WorthAssumptions {
             farm_hashrate: self.hashrate,
             network_hashrate: self.network_hashrate,
@@ -108,6 +103,15 @@ impl WorthArgs {
             block_value_sats: self.block_value_sats,
         })
     }
+}
+
+/// A block's value given as `--block-value-sats`, refused unless a positive number.
+pub fn check_block_value(v: f64) -> Result<f64> {
+    anyhow::ensure!(
+        v.is_finite() && v > 0.0,
+        "--block-value-sats: {v} is not a positive number of sats"
+    );
+    Ok(v)
 }
 
 /// A block interval as `600s`, `10m` or `600`: positive.

@@ -191,7 +191,7 @@ fn an_unmodified_sv1_pool_mines_on_the_node() {
         &spec,
         serde_json::json!({"kind": "sv1-miners", "config": {
             "pool": pool.addr, "miners": 2, "hashrate": 1000.0,
-            "worker_prefix": "ext", "ramp": {"secs": 0, "nanos": 0}, "hash_threads": 1}})
+            "worker_prefix": "ext", "ramp": 0, "hash_threads": 1}})
         .to_string(),
     )
     .unwrap();

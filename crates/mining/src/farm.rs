@@ -235,6 +235,19 @@ pub enum SessionEnd {
     Lost,
     /// The miner is on its backup and its primary serves work again.
     PrimaryBack,
+    /// The miner cannot mine (a listener it needs cannot be opened): it stops, its reason
+    /// logged.
+    CannotMine,
+}
+
+/// Tasks aborted when this is dropped: what a session started stops with it, however the
+/// session ends (the fleet drops it when it stops).
+pub struct AbortOnDrop(pub Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.iter().for_each(|task| task.abort());
+    }
 }
 
 /// One protocol's sessions of one miner with its pool.
@@ -251,6 +264,7 @@ pub trait Sessions {
 /// with its pool, and another each time one ends, as firmware reconnects: after
 /// `retry_every` when refused and `after` when lost, to its backup after failures in a
 /// row, and back once its primary serves again. Each turn is recorded as the miner takes it.
+/// It returns only when the miner cannot mine.
 pub async fn reconnecting(
     miner: u32,
     reconnect: &Reconnect,
@@ -276,6 +290,7 @@ pub async fn reconnecting(
                 failover.record_turn(miner, recorder);
                 reconnect.after
             }
+            SessionEnd::CannotMine => return,
         };
         tokio::time::sleep(pause).await;
     }

@@ -308,8 +308,11 @@ fn dist_cells(d: &Dist) -> Vec<String> {
 
 /// The bottom line, first: one line per side, as the analysis words it.
 fn conclusions_section(summary: &analysis::Summary) -> Section {
-    let mut blocks: Vec<Block> = (summary.conclusions.values())
-        .map(|c| Block::Para(c.text.clone()))
+    let mut blocks: Vec<Block> = (summary.conclusions.iter())
+        .flat_map(|(side, c)| {
+            let pool = (c.pool.as_ref()).map(|pool| Block::Para(format!("{side}: {pool}.")));
+            std::iter::once(Block::Para(c.text.clone())).chain(pool)
+        })
         .collect();
     blocks.push(Block::Note(format!(
         "Against {}, over {:.0} s. The worth prices the measured delays at the real network's {:.0} s blocks, for the farm below; only what the protocol sets is summed (rows a scenario parameter or a model sets are marked and left out). The sum's 95% interval draws the tips its rows share once for all of them, so rows that move together, or against each other, count as they do.",
@@ -832,6 +835,25 @@ fn roles_section(run: &RunData, summary: &analysis::Summary, window: Window) -> 
                 .to_vec(),
                 rows,
             },
+            Block::Table {
+                head: ["side", "pool CPU, cores (95%)", "CPU ms a share", "CPU a miner, millicores", "pool MB", "link B/s a miner"]
+                    .map(String::from)
+                    .to_vec(),
+                rows: (summary.sides.iter())
+                    .map(|(name, s)| {
+                        let c = &s.pool_costs;
+                        vec![
+                            name.clone(),
+                            estimate(&c.cpu_cores, 4),
+                            estimate(&c.cpu_ms_per_share, 2),
+                            estimate(&c.cpu_millicores_per_miner, 2),
+                            f(c.rss_bytes.map(|b| b / 1e6), 1),
+                            estimate(&c.link_bytes_per_s_per_miner, 0),
+                        ]
+                    })
+                    .collect(),
+            },
+            Block::Para("What each side's pool costs its operator: its CPU, in all, per accepted share and per connected miner, its memory, and the bytes a second each miner costs its end of the link (both ways). Behind a farm proxy that aggregates its miners into one channel (A, B's JDC) the pool sees only the shares that meet that channel's target, a few a minute whatever the miners: read its CPU a miner there.".into()),
             Block::Para(format!("The measured window only (the warm-up's connections and first jobs are not drawn). CPU is the process's own CPU time (user and system, in the kernel's 10 ms ticks) over each {span:.0} s, in cores: 0.010 is a hundredth of one core. One second's reading moves in whole hundredths, so a role using a few thousandths would read 0 or 0.01 at random; each {span:.0} s resolves 0.002, and the mean, the window's total over its length, a ten-thousandth in a minute or more.")),
         ],
     }

@@ -6,7 +6,7 @@
 
 use crate::svg::{estimate, grouped, percent, signed};
 use analysis::headline::Reading;
-use analysis::manifest::Manifest;
+use analysis::manifest::{Manifest, WorthChange};
 use analysis::metric::Headline;
 use analysis::Summary;
 use anyhow::{Context, Result};
@@ -42,8 +42,25 @@ impl Default for Terminal {
 
 /// A finished run's summary as [`render`] draws it: its `summary.json`, and the pools its
 /// manifest names.
-pub fn show(run_dir: &Path, t: &Terminal) -> Result<String> {
+pub fn show(run_dir: &Path, t: &Terminal, change: &WorthChange) -> Result<String> {
     crate::run_data::is_run(run_dir)?;
+    if !change.is_empty() {
+        let summary = repriced(run_dir, change)?;
+        let a = &summary.worth_assumptions;
+        let said = format!(
+            "re-priced for a {} farm on a {} network, {:.0} s blocks worth {} sats (the run as written: stratum-bench show {})",
+            analysis::worth::hashrate_label(a.farm_hashrate),
+            analysis::worth::hashrate_label(a.network_hashrate),
+            a.block_interval_s,
+            a.block_value_sats.map_or("-".into(), |v| grouped(v, 0)),
+            run_dir.display()
+        );
+        let head = wrap(&said, t.width, "  ").join("\n");
+        return Ok(format!(
+            "{head}\n\n{}",
+            render(&summary, &pools_of(run_dir), t)
+        ));
+    }
     let path = run_dir.join(SUMMARY_FILE);
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
@@ -55,6 +72,22 @@ pub fn show(run_dir: &Path, t: &Terminal) -> Result<String> {
     let summary: Summary = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a summary this tool reads", path.display()))?;
     Ok(render(&summary, &pools_of(run_dir), t))
+}
+
+/// The run's summary priced at `change`: the analysis runs again over its events with the
+/// worth's assumptions changed, and nothing is written (`show RUN_DIR --hashrate ...`).
+pub fn repriced(run_dir: &Path, change: &WorthChange) -> Result<Summary> {
+    let events = run_dir.join(model::run_dir::EVENTS_DIR);
+    anyhow::ensure!(
+        events.is_dir(),
+        "{} has no events: pricing a run again runs its analysis again over them",
+        run_dir.display()
+    );
+    let mut m = Manifest::read(run_dir)?;
+    m.worth = change.applied(&m.worth);
+    let (summary, _) = analysis::stream::summarize_dir(run_dir, &m, |_| {})
+        .with_context(|| format!("cannot summarize {}", run_dir.display()))?;
+    Ok(summary)
 }
 
 /// The pool software each side ran, by side, as the run's manifest names it (none when the
@@ -77,6 +110,9 @@ pub fn render(s: &Summary, pools: &BTreeMap<String, String>, t: &Terminal) -> St
             lines[0] = format!("{}{rest}", paint(t, BOLD, side));
         }
         out.extend(lines);
+        if let Some(pool) = &c.pool {
+            out.extend(wrap(&format!("{side}: {pool}"), t.width, "  "));
+        }
     }
     if let Some(caveat) = crate::readings::hazards_caveat(s) {
         out.extend(wrap(&caveat, t.width, "  "));
@@ -226,6 +262,11 @@ fn percentiles(d: &Dist) -> String {
     format!("{} / {} / {} ({})", f(d.p50), f(d.p90), f(d.p99), d.count)
 }
 
+/// An estimate's point alone, or "-" (the pool's costs: their intervals are in the report).
+fn point(e: &analysis::stats::Estimate, places: usize) -> String {
+    e.point.map_or("-".into(), |v| grouped(v, places))
+}
+
 /// One row per figure, one column per side.
 fn side_rows(s: &Summary) -> Vec<(String, Vec<String>)> {
     let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
@@ -247,6 +288,9 @@ fn side_rows(s: &Summary) -> Vec<(String, Vec<String>)> {
         "template value, mean sats",
         "work valid / stale / unmatched, miner-s",
         "farm tx / rx bytes/s",
+        "pool CPU, millicores / ms a share",
+        "pool CPU a miner, millicores",
+        "pool memory MB / link B/s a miner",
     ];
     let mut rows: Vec<(String, Vec<String>)> = (labels.into_iter())
         .map(|l| (l.to_string(), vec![]))
@@ -280,6 +324,17 @@ fn side_rows(s: &Summary) -> Vec<(String, Vec<String>)> {
                 .map_or("not recorded".into(), |b| {
                     format!("{} / {}", grouped(b.farm.tx, 0), grouped(b.farm.rx, 0))
                 }),
+            format!(
+                "{} / {}",
+                point(&side.pool_costs.cpu_cores.scaled(1_000.0), 2),
+                point(&side.pool_costs.cpu_ms_per_share, 2)
+            ),
+            point(&side.pool_costs.cpu_millicores_per_miner, 2),
+            format!(
+                "{} / {}",
+                (side.pool_costs.rss_bytes).map_or("-".into(), |b| grouped(b / 1e6, 1)),
+                point(&side.pool_costs.link_bytes_per_s_per_miner, 0)
+            ),
         ];
         for (row, cell) in rows.iter_mut().zip(cells) {
             row.1.push(cell);

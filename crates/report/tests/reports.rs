@@ -448,6 +448,35 @@ fn the_roles_table_is_summary_json_s_and_the_charts_draw_the_window_only() {
     );
 }
 
+/// `show RUN_DIR --hashrate 10PH/s`: the run priced again from its events, said at the top
+/// and in every conclusion, nothing written; without its events a run cannot be.
+#[test]
+fn show_prices_a_finished_run_again_and_says_so() {
+    let dir = fake_run("repriced", 50);
+    report::write_report(&dir, false, Source::Recompute).unwrap();
+    let written = std::fs::read_to_string(dir.join(model::run_dir::SUMMARY_FILE)).unwrap();
+    let t = report::terminal::Terminal::default();
+    let ten = analysis::manifest::WorthChange {
+        farm_hashrate: Some(1e16),
+        ..Default::default()
+    };
+    let shown = report::terminal::show(&dir, &t, &ten).unwrap();
+    assert!(
+        shown.starts_with("re-priced for a 10 PH/s farm on a 1 ZH/s network, 600 s blocks"),
+        "{shown}"
+    );
+    assert!(shown.contains("for a 10 PH/s farm ("), "{shown}");
+    let summary = report::terminal::repriced(&dir, &ten).unwrap();
+    assert_eq!(summary.worth_assumptions.farm_hashrate, 1e16);
+    let as_written = report::terminal::show(&dir, &t, &Default::default()).unwrap();
+    assert!(as_written.contains("for a 1 PH/s farm ("), "{as_written}");
+    let after = std::fs::read_to_string(dir.join(model::run_dir::SUMMARY_FILE)).unwrap();
+    assert_eq!(written, after, "nothing written");
+    std::fs::rename(dir.join("events"), dir.join("events.away")).unwrap();
+    let err = format!("{:#}", report::terminal::show(&dir, &t, &ten).unwrap_err());
+    assert!(err.contains("has no events"), "{err}");
+}
+
 /// The report presents what the analysis wrote: the same with the events gone, and the
 /// same as the analysis run again over them (`report --recompute`).
 #[test]

@@ -10,7 +10,7 @@ use crate::job::Job;
 use crate::wire::{read_line, write_message};
 use anyhow::Result;
 use bitcoin::{BlockHash, Target};
-use mining::farm::{Failover, PoolChoice, SessionEnd};
+use mining::farm::{AbortOnDrop, Failover, PoolChoice, SessionEnd};
 use probe::{mono_ns, Event, Recorder};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -271,8 +271,8 @@ fn authorize(worker: &str) -> Message {
 }
 
 impl Sessions {
-    /// Subscribes, authorizes and mines on `stream` until the fleet stops, the connection
-    /// ends, or the pool is silent for `reconnect.silence`.
+    /// Subscribes, authorizes and mines on `stream` until the connection ends, the pool
+    /// is silent for `reconnect.silence`, or, on the backup, the primary serves again.
     async fn mine(&mut self, stream: TcpStream, failover: &mut Failover) -> SessionEnd {
         let Sessions {
             index,
@@ -294,14 +294,13 @@ impl Sessions {
                     error = format!("{e:#}"),
                     "cannot listen for job broadcasts"
                 );
-                return SessionEnd::Lost;
+                return SessionEnd::CannotMine;
             }
         };
         // Both ways across the farm's LAN: what the pool sends reaches the miner, and what the
         // miner sends leaves for the pool, this much later.
         let lan = cfg.machines.per_miner.lan_delay(index);
         let (incoming_tx, incoming) = mpsc::unbounded_channel();
-        // Stopped with the session, however it ends (the fleet drops it when it stops).
         let _listeners = AbortOnDrop(
             [
                 Some(tokio::spawn(read_lines(read, incoming_tx.clone()))),
@@ -380,15 +379,6 @@ impl Sessions {
             }
         };
         ended
-    }
-}
-
-/// Tasks aborted when this is dropped.
-struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.iter().for_each(|task| task.abort());
     }
 }
 

@@ -23,7 +23,7 @@ use anyhow::{bail, Context, Result};
 use bitcoin::block::{Header, Version};
 use bitcoin::hashes::Hash;
 use bitcoin::{BlockHash, CompactTarget, Target, TxMerkleNode};
-use mining::farm::{Failover, PoolChoice, SessionEnd};
+use mining::farm::{AbortOnDrop, Failover, PoolChoice, SessionEnd};
 use probe::{mono_ns, Event, Recorder};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -366,6 +366,7 @@ impl Sessions<'_> {
         .await?;
         let lan = cfg.machines.per_miner.lan_delay(index);
         let (read_task, frames) = read_frames(reader, index);
+        let _reader = AbortOnDrop(vec![read_task]);
         let mut frames = mining::farm::lan_hop(frames, lan, mono_ns);
         let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
         let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
@@ -381,7 +382,7 @@ impl Sessions<'_> {
                 got = frames.recv() => {
                     let Some((t, msg)) = got else { break Ok(SessionEnd::Lost) };
                     silence.as_mut().reset(tokio::time::Instant::now() + cfg.machines.reconnect.silence);
-                    if let Err(e) = miner.handle(&msg, t, recorder) {
+                    if let Err(e) = miner.handle(msg, t, recorder) {
                         break Err(e);
                     }
                 }
@@ -401,7 +402,6 @@ impl Sessions<'_> {
                 }
             }
         };
-        read_task.abort();
         result
     }
 }
@@ -459,6 +459,8 @@ async fn run_group(cfg: &FleetConfig, members: Vec<Member>, recorder: &Recorder)
     }
     let lan = cfg.machines.per_miner.lan_delay(first);
     let (read_task, frames) = read_frames(reader, first);
+    forwarders.push(read_task);
+    let _tasks = AbortOnDrop(forwarders);
     let mut frames = mining::farm::lan_hop(frames, lan, mono_ns);
     let (outgoing_tx, outgoing) = mpsc::unbounded_channel();
     let mut outgoing = mining::farm::lan_hop(outgoing, lan, mono_ns);
@@ -474,15 +476,15 @@ async fn run_group(cfg: &FleetConfig, members: Vec<Member>, recorder: &Recorder)
                             group_channel = Some(m.group_channel_id);
                         }
                         match miners.get_mut(k as usize) {
-                            Some(miner) => miner.handle(&msg, t, recorder),
+                            Some(miner) => miner.handle(msg, t, recorder),
                             None => Ok(()),
                         }
                     }
                     Some(Addressee::Channel(c)) if Some(c) == group_channel => miners
                         .iter_mut()
-                        .try_for_each(|miner| miner.handle(&msg, mono_ns(), recorder)),
+                        .try_for_each(|miner| miner.handle(msg.clone(), mono_ns(), recorder)),
                     Some(Addressee::Channel(c)) => match miners.iter_mut().find(|m| m.channel_id == c) {
-                        Some(miner) => miner.handle(&msg, t, recorder),
+                        Some(miner) => miner.handle(msg, t, recorder),
                         None => Ok(()),
                     },
                     None => Ok(()),
@@ -502,8 +504,6 @@ async fn run_group(cfg: &FleetConfig, members: Vec<Member>, recorder: &Recorder)
             }
         }
     };
-    read_task.abort();
-    forwarders.iter().for_each(|f| f.abort());
     result
 }
 
@@ -726,7 +726,7 @@ impl Miner {
 
     /// Handles a message from the pool that arrived at `t`, by SRI's handlers: a message
     /// this miner's kind of channel does not take ends its session with the reason.
-    pub(crate) fn handle(&mut self, msg: &MiningOwned, t: u64, recorder: &Recorder) -> Result<()> {
+    pub(crate) fn handle(&mut self, msg: MiningOwned, t: u64, recorder: &Recorder) -> Result<()> {
         let grouped = self.grouped;
         let mut arrived = Arrived {
             miner: self,
@@ -738,12 +738,12 @@ impl Miner {
             // pool sends both its own channel's NewMiningJob and the group channel's
             // extended jobs: those go to their handlers directly.
             MiningOwned::NewExtendedMiningJob(j) if grouped => {
-                arrived.handle_new_extended_mining_job(None, j.clone(), None)
+                arrived.handle_new_extended_mining_job(None, j, None)
             }
             MiningOwned::SetGroupChannel(g) if grouped => {
-                arrived.handle_set_group_channel(None, g.clone(), None)
+                arrived.handle_set_group_channel(None, g, None)
             }
-            _ => arrived.handle_mining_message_from_server(None, msg.clone(), None),
+            other => arrived.handle_mining_message_from_server(None, other, None),
         };
         handled.map_err(|e| e.0)
     }
@@ -1285,7 +1285,7 @@ mod tests {
     #[test]
     fn an_extended_channel_takes_its_grant_and_refuses_one_it_could_not_submit() {
         let (mut m, recorder, path) = miner("grant", ChannelKind::Extended);
-        m.handle(&granted(&[1, 2, 3, 4], 8), 0, &recorder).unwrap();
+        m.handle(granted(&[1, 2, 3, 4], 8), 0, &recorder).unwrap();
         assert_eq!(m.channel_id, 7);
         assert_eq!(
             (m.extranonce_prefix.as_slice(), m.extranonce_size),
@@ -1293,7 +1293,7 @@ mod tests {
         );
         // 4 + 30 bytes is more than a share's 32-byte extranonce can carry.
         let err = m
-            .handle(&granted(&[1, 2, 3, 4], 30), 0, &recorder)
+            .handle(granted(&[1, 2, 3, 4], 30), 0, &recorder)
             .unwrap_err();
         assert!(err.to_string().contains("34-byte"), "{err}");
         let recorded = events(&recorder, &path);
@@ -1310,20 +1310,20 @@ mod tests {
     fn a_message_the_channels_kind_does_not_take_is_refused_with_its_type() {
         let job = extended_job(1, None, [0xaa; 32]);
         let (mut standard, recorder, _) = miner("kinds", ChannelKind::Standard);
-        let err = standard.handle(&job, 0, &recorder).unwrap_err();
+        let err = standard.handle(job.clone(), 0, &recorder).unwrap_err();
         assert!(err.to_string().contains("0x1f"), "{err}");
         let (slot, _shares) = Slot::new();
         let mut member = Miner::new(4, ChannelKind::Standard, true, slot);
-        member.handle(&job, 0, &recorder).unwrap();
+        member.handle(job.clone(), 0, &recorder).unwrap();
         let (mut extended, ..) = miner("kinds-extended", ChannelKind::Extended);
-        extended.handle(&job, 0, &recorder).unwrap();
+        extended.handle(job, 0, &recorder).unwrap();
         let open = MiningOwned::OpenStandardMiningChannel(OpenStandardMiningChannelOwned {
             request_id: 1,
             user_identity: text("a pool's echo"),
             nominal_hash_rate: 1.0,
             max_target: U256Owned::from([0xff; 32]),
         });
-        let err = extended.handle(&open, 0, &recorder).unwrap_err();
+        let err = extended.handle(open, 0, &recorder).unwrap_err();
         assert!(err.to_string().contains("does not take"), "{err}");
     }
 
@@ -1334,21 +1334,21 @@ mod tests {
     fn jobs_become_work_with_their_prev_hash_and_older_ones_are_dropped() {
         let (mut m, recorder, path) = miner("jobs", ChannelKind::Extended);
         let (p, q, marker) = ([0x11; 32], [0x22; 32], [0xaa; 32]);
-        m.handle(&granted(&[1, 2, 3, 4], 8), 0, &recorder).unwrap();
-        m.handle(&extended_job(1, None, marker), 10, &recorder)
+        m.handle(granted(&[1, 2, 3, 4], 8), 0, &recorder).unwrap();
+        m.handle(extended_job(1, None, marker), 10, &recorder)
             .unwrap();
-        m.handle(&extended_job(2, None, marker), 11, &recorder)
+        m.handle(extended_job(2, None, marker), 11, &recorder)
             .unwrap();
         assert_eq!(m.jobs.len(), 2, "future jobs wait");
-        m.handle(&prev_hash(2, p), 20, &recorder).unwrap();
+        m.handle(prev_hash(2, p), 20, &recorder).unwrap();
         assert_eq!(
             m.jobs.keys().collect::<Vec<_>>(),
             vec![&2],
             "job 1 is before the tip"
         );
-        m.handle(&extended_job(3, Some(1_001), marker), 30, &recorder)
+        m.handle(extended_job(3, Some(1_001), marker), 30, &recorder)
             .unwrap();
-        m.handle(&prev_hash(9, q), 40, &recorder).unwrap();
+        m.handle(prev_hash(9, q), 40, &recorder).unwrap();
         assert!(m.jobs.is_empty(), "every job is before job 9");
 
         let jobs: Vec<(String, String, Option<String>, bool)> = (events(&recorder, &path))
@@ -1383,7 +1383,7 @@ mod tests {
     #[test]
     fn a_standard_job_is_work_without_a_marker() {
         let (mut m, recorder, path) = miner("standard", ChannelKind::Standard);
-        m.handle(&prev_hash(5, [0x33; 32]), 0, &recorder).unwrap();
+        m.handle(prev_hash(5, [0x33; 32]), 0, &recorder).unwrap();
         let job = MiningOwned::NewMiningJob(NewMiningJobOwned {
             channel_id: 7,
             job_id: 5,
@@ -1391,7 +1391,7 @@ mod tests {
             version: 0x2000_0000,
             merkle_root: U256Owned::from([0x44; 32]),
         });
-        m.handle(&job, 10, &recorder).unwrap();
+        m.handle(job, 10, &recorder).unwrap();
         let received: Vec<(Option<String>, Option<String>)> = (events(&recorder, &path))
             .into_iter()
             .filter_map(|e| match e {
@@ -1411,7 +1411,7 @@ mod tests {
     #[test]
     fn answers_are_tied_to_shares_by_sequence_number() {
         let (mut m, recorder, path) = miner("answers", ChannelKind::Extended);
-        m.handle(&granted(&[1, 2, 3, 4], 8), 0, &recorder).unwrap();
+        m.handle(granted(&[1, 2, 3, 4], 8), 0, &recorder).unwrap();
         // Four shares, ids 100 to 103, go out as sequence numbers 0 to 3.
         let mut next_share_id = 100;
         for nonce in 0..4 {
@@ -1437,7 +1437,7 @@ mod tests {
             new_submits_accepted_count: 2,
             new_shares_sum: 2,
         });
-        m.handle(&success, 10, &recorder).unwrap();
+        m.handle(success, 10, &recorder).unwrap();
         let error = |sequence_number| {
             MiningOwned::SubmitSharesError(SubmitSharesErrorOwned {
                 channel_id: 7,
@@ -1445,8 +1445,8 @@ mod tests {
                 error_code: text("stale-share"),
             })
         };
-        m.handle(&error(3), 20, &recorder).unwrap();
-        m.handle(&error(3), 30, &recorder).unwrap();
+        m.handle(error(3), 20, &recorder).unwrap();
+        m.handle(error(3), 30, &recorder).unwrap();
         assert_eq!(m.pending.keys().collect::<Vec<_>>(), vec![&2]);
         let answered: Vec<(u64, bool, Option<String>)> = (events(&recorder, &path))
             .into_iter()

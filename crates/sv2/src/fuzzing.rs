@@ -61,7 +61,7 @@ pub fn miner_frames(data: &[u8]) {
         };
         // An error ends a real miner's connection; here the next frame is read anyway, so
         // one input reaches further.
-        let _ = miner.handle(&message, mono_ns(), &recorder);
+        let _ = miner.handle(message, mono_ns(), &recorder);
         let mut found = Vec::new();
         slot.with(|work| work.hash(256, &mut found));
         for share in found {
