@@ -45,16 +45,17 @@ pub struct PoolCosts {
 }
 
 impl PoolCosts {
-    /// A pool's costs from its resources, over `window_s` with `miners` connected, of which
-    /// `accepted` shares were accepted, its end of the link carrying `link_bytes_per_s`.
+    /// A pool's costs from its process's resources (none when it was not sampled), over
+    /// `window_s` with `miners` connected, of which `accepted` shares were accepted, its
+    /// end of the link carrying `link_bytes_per_s`.
     pub fn of(
-        pool: &RoleResources,
+        pool: Option<&RoleResources>,
         miners: u32,
         accepted: u64,
         window_s: f64,
         link_bytes_per_s: &Estimate,
     ) -> PoolCosts {
-        let cpu = Estimate::mean_of(&pool.cpu_cores);
+        let cpu = pool.map_or_else(Estimate::default, |p| Estimate::mean_of(&p.cpu_cores));
         let shares_per_s = accepted as f64 / window_s;
         let miners = f64::from(miners.max(1));
         PoolCosts {
@@ -65,39 +66,50 @@ impl PoolCosts {
             },
             cpu_millicores_per_miner: cpu.scaled(1_000.0 / miners),
             cpu_cores: cpu,
-            rss_bytes: pool.rss_bytes.mean,
+            rss_bytes: pool.and_then(|p| p.rss_bytes.mean),
             link_bytes_per_s_per_miner: link_bytes_per_s.scaled(1.0 / miners),
         }
     }
 }
 
-/// A side's pool against the baseline's, in words: its CPU a share and a miner and its
+/// Below this a pool's CPU is too small to set against another's: its mean resolves about
+/// a ten-thousandth of a core over a minute, and a percent of a few ten-thousandths is
+/// noise.
+pub const MIN_COMPARED_CORES: f64 = 0.001;
+
+/// A side's pool against the baseline's, in words: its CPU in all and a share, and its
 /// link bytes a miner, each in percent of the baseline's. A run's CPU is one level, set by
-/// its workload: shown, never tested (several runs a side, `compare`, test it).
-pub fn pool_reading(side: &PoolCosts, base: &PoolCosts, baseline: &str) -> Option<String> {
+/// its workload: shown, never tested (several runs a side, `compare`, test it). CPU under
+/// [`MIN_COMPARED_CORES`] on the baseline is said, not compared; CPU a share only where
+/// both sides' pools judge every share (`per_share`: no farm proxy aggregating them).
+pub fn pool_reading(
+    side: &PoolCosts,
+    base: &PoolCosts,
+    per_share: bool,
+    baseline: &str,
+) -> Option<String> {
     let pct = |a: &Estimate, b: &Estimate| {
         Some((a.point? / b.point? - 1.0) * 100.0).filter(|p| p.is_finite())
     };
-    let parts: Vec<String> = [
-        (
-            "CPU a share",
-            &side.cpu_ms_per_share,
-            &base.cpu_ms_per_share,
-        ),
-        (
-            "CPU a miner",
-            &side.cpu_millicores_per_miner,
-            &base.cpu_millicores_per_miner,
-        ),
-        (
-            "link bytes a miner",
-            &side.link_bytes_per_s_per_miner,
-            &base.link_bytes_per_s_per_miner,
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(what, a, b)| Some(format!("{what} {:+.0}%", pct(a, b)?)))
-    .collect();
+    let mut parts = Vec::new();
+    match base.cpu_cores.point {
+        Some(cores) if cores < MIN_COMPARED_CORES => {
+            parts.push(format!(
+                "CPU under {MIN_COMPARED_CORES} core on {baseline}, too little to compare"
+            ));
+        }
+        _ => {
+            let cpu = pct(&side.cpu_cores, &base.cpu_cores);
+            parts.extend(cpu.map(|p| format!("CPU {p:+.0}%")));
+            let share = (pct(&side.cpu_ms_per_share, &base.cpu_ms_per_share)).filter(|_| per_share);
+            parts.extend(share.map(|p| format!("CPU a share {p:+.0}%")));
+        }
+    }
+    let link = pct(
+        &side.link_bytes_per_s_per_miner,
+        &base.link_bytes_per_s_per_miner,
+    );
+    parts.extend(link.map(|p| format!("link bytes a miner {p:+.0}%")));
     (!parts.is_empty()).then(|| {
         format!(
             "its pool against {baseline}'s, this run: {}",
@@ -184,7 +196,7 @@ mod tests {
             ci: Some((900.0, 1_100.0)),
             units: 30,
         };
-        let c = PoolCosts::of(&pool, 10, 600, 300.0, &link);
+        let c = PoolCosts::of(Some(&pool), 10, 600, 300.0, &link);
         let close = |e: &Estimate, x: f64| (e.point.unwrap() - x).abs() < 1e-9;
         assert!(close(&c.cpu_cores, 0.2), "{c:?}");
         assert!(close(&c.cpu_ms_per_share, 100.0), "{c:?}");
@@ -193,11 +205,18 @@ mod tests {
         assert!(close(&c.link_bytes_per_s_per_miner, 100.0));
         assert_eq!(c.link_bytes_per_s_per_miner.ci, Some((90.0, 110.0)));
         // No share accepted: no cost a share, the rest as before.
-        let none = PoolCosts::of(&pool, 10, 0, 300.0, &link);
+        let none = PoolCosts::of(Some(&pool), 10, 0, 300.0, &link);
         assert_eq!(none.cpu_ms_per_share, Estimate::default());
         assert!(close(&none.cpu_millicores_per_miner, 20.0));
+        // A pool not sampled: no CPU or memory, its link's bytes as they were.
+        let unsampled = PoolCosts::of(None, 10, 600, 300.0, &link);
+        assert_eq!(
+            (unsampled.cpu_cores.point, unsampled.rss_bytes),
+            (None, None)
+        );
+        assert!(close(&unsampled.link_bytes_per_s_per_miner, 100.0));
         // Against it, a pool at 0.3 core with the same shares and miners and 800 B/s on
-        // its link: 150 ms a share (+50%), 30 thousandths a miner (+50%), 80 B/s (-20%).
+        // its link: CPU +50%, 150 ms a share (+50%), 80 B/s a miner (-20%).
         let busier = RoleResources {
             cpu_cores: series_dist(&[0.3; 60]),
             ..pool.clone()
@@ -206,15 +225,36 @@ mod tests {
             point: Some(800.0),
             ..link
         };
-        let side = PoolCosts::of(&busier, 10, 600, 300.0, &link_less);
+        let side = PoolCosts::of(Some(&busier), 10, 600, 300.0, &link_less);
         assert_eq!(
-            pool_reading(&side, &c, "sv1").as_deref(),
-            Some("its pool against sv1's, this run: CPU a share +50%, CPU a miner +50%, link bytes a miner -20%")
+            pool_reading(&side, &c, true, "sv1").as_deref(),
+            Some("its pool against sv1's, this run: CPU +50%, CPU a share +50%, link bytes a miner -20%")
         );
-        // Against a pool without a share accepted, the share's reading is left out.
+        // Behind a proxy that aggregates shares, or against a pool without one accepted,
+        // no share's reading.
+        let without_share = "its pool against sv1's, this run: CPU +50%, link bytes a miner -20%";
         assert_eq!(
-            pool_reading(&side, &none, "sv1").as_deref(),
-            Some("its pool against sv1's, this run: CPU a miner +50%, link bytes a miner -20%")
+            pool_reading(&side, &c, false, "sv1").as_deref(),
+            Some(without_share)
+        );
+        assert_eq!(
+            pool_reading(&side, &none, true, "sv1").as_deref(),
+            Some(without_share)
+        );
+        // A baseline pool under a thousandth of a core is said, not compared.
+        let idle = PoolCosts::of(
+            Some(&RoleResources {
+                cpu_cores: series_dist(&[0.0004; 60]),
+                ..pool.clone()
+            }),
+            10,
+            600,
+            300.0,
+            &link,
+        );
+        assert_eq!(
+            pool_reading(&side, &idle, true, "sv1").as_deref(),
+            Some("its pool against sv1's, this run: CPU under 0.001 core on sv1, too little to compare, link bytes a miner -20%")
         );
     }
 

@@ -105,6 +105,27 @@ pub struct SideSummary {
     pub samples: LatencySamples,
 }
 
+impl SideSummary {
+    /// The side's pool process: the harness names it `pool-<side>` (a backup's
+    /// `pool-<side>-backup` sorts after it). Its verdicts' role is the tap in front of it,
+    /// another process.
+    pub fn pool_process(&self) -> Option<&RoleResources> {
+        (self.roles.iter()).find_map(|(role, r)| role.starts_with("pool-").then_some(r))
+    }
+
+    /// What its pool costs, from the side's own figures over `window_s` (so a summary of
+    /// an earlier version, without `pool_costs`, gives them too).
+    pub fn pool_costs_over(&self, window_s: f64) -> crate::resources::PoolCosts {
+        crate::resources::PoolCosts::of(
+            self.pool_process(),
+            self.miners,
+            self.shares.accepted,
+            window_s,
+            &self.farm_rates.pool_both,
+        )
+    }
+}
+
 /// Link traffic, bytes per second: the farm's each way (its node's modelled relay in, as
 /// the headline counts it) and what the pool's end carries both ways (the link alone).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -284,7 +284,9 @@ pub fn assemble(
                 samples,
                 network_value_mean: network_value.mean,
             };
-            (name.clone(), side_summary(&at, side, facts))
+            let mut summary = side_summary(&at, side, facts);
+            summary.pool_costs = summary.pool_costs_over(window.secs());
+            (name.clone(), summary)
         })
         .collect();
 
@@ -337,8 +339,12 @@ pub fn assemble(
     );
     if let Some(base) = sides.get(&baseline) {
         for (name, c) in &mut conclusions {
-            let side = sides.get(name).map(|s| &s.pool_costs);
-            c.pool = side.and_then(|p| pool_reading(p, &base.pool_costs, &baseline));
+            let Some(side) = sides.get(name) else {
+                continue;
+            };
+            // A farm proxy that aggregates its miners sends the pool only some shares.
+            let per_share = !(side.config.declares_jobs() || base.config.declares_jobs());
+            c.pool = pool_reading(&side.pool_costs, &base.pool_costs, per_share, &baseline);
         }
     }
     let clock_uncertainty_ms = crate::clocks::cross_clock_uncertainty_ms(&m.clocks);
@@ -440,7 +446,6 @@ fn side_summary(
     let stale_per_tip = stale_work_per_tip(&jobs.stale_wait_ms, 0.0, side.miners, window);
     let pool_stale_per_tip =
         stale_work_per_tip(&jobs.stale_wait_ms, link_rtt_ms / 2.0, side.miners, window);
-    let accepted = shares.shares.accepted;
     // What the pool's end of the link carries, both ways (the link alone).
     let pool_link_both = series_mean(
         &(farm_rate_series(&link, None, window).iter())
@@ -502,7 +507,7 @@ fn side_summary(
         farm_rates: FarmRates {
             tx: series_mean(&farm_per_s.iter().map(|r| r.0).collect::<Vec<_>>()),
             rx: series_mean(&farm_per_s.iter().map(|r| r.1).collect::<Vec<_>>()),
-            pool_both: pool_link_both.clone(),
+            pool_both: pool_link_both,
         },
         job_declaration: side
             .job_declaration_role
@@ -513,13 +518,8 @@ fn side_summary(
         template_provider: side.template_role.as_deref().map(|role| {
             crate::template_provider::template_provider(timeline, events, role, window)
         }),
-        pool_costs: PoolCosts::of(
-            &resources(samples, &side.pool_role, window),
-            side.miners,
-            accepted,
-            window.secs(),
-            &pool_link_both,
-        ),
+        // Set once the side's roles and rates are in (`pool_costs_over`).
+        pool_costs: PoolCosts::default(),
         roles: side
             .roles
             .iter()

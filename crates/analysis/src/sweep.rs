@@ -521,7 +521,8 @@ fn readings(s: &Summary) -> Vec<Reading> {
                 lag.break_even_lag_ms.clone(),
             );
         }
-        let pool = &side.pool_costs;
+        // From the side's own figures: a point written by an earlier version has them too.
+        let pool = side.pool_costs_over(s.duration_s);
         push(
             "pool_link_bytes_per_miner",
             "bytes/s per miner at the pool's end of the link (both ways)",

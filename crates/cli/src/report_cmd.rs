@@ -118,15 +118,20 @@ pub fn terminal(verbose: bool) -> report::terminal::Terminal {
 }
 
 pub fn show(args: ShowArgs) -> Result<()> {
+    let change = args.reprice.change()?;
     // A race directory (`stratum-bench race`) reads as a race.
     if crate::race_cmd::is_race_dir(&args.run_dir) {
+        anyhow::ensure!(
+            change.is_empty(),
+            "{} is a race: it has no worth to price again (--hashrate and the like are for a run)",
+            args.run_dir.display()
+        );
         print!(
             "{}",
             report::race::render(&crate::race_cmd::read(&args.run_dir)?)
         );
         return Ok(());
     }
-    let change = args.reprice.change()?;
     let shown = report::terminal::show(&args.run_dir, &terminal(args.verbose), &change)?;
     print!("{shown}");
     Ok(())
