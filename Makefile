@@ -3,21 +3,32 @@ CARGO ?= cargo
 CARGO_FLAGS := --release --locked
 RUN := $(CARGO) run $(CARGO_FLAGS) --quiet --bin stratum-bench --
 
-.PHONY: all deps build run test lint bench releases sweep-release fuzz clean
+.PHONY: all deps test-deps build run install test lint bench releases sweep-release fuzz clean
 
 all: build
 
+# What building and running need (`make run`); `make test` adds what the tests drive.
 deps:
-	@scripts/ensure-deps.sh
+	@scripts/ensure-deps.sh run
+
+test-deps:
+	@scripts/ensure-deps.sh test
 
 build: deps
 	$(CARGO) build $(CARGO_FLAGS)
 
 # The main job: SV1 against SV2 configurations A, C and D (about 6 minutes), summary
-# printed, run written under runs/. Another scenario: make run SCENARIO=scenarios/x.toml.
+# printed, run written under runs/. Another scenario: make run SCENARIO=scenarios/x.toml;
+# options: make run ARGS="--set link.rtt_ms=150 --hashrate 10PH/s".
 SCENARIO ?= scenarios/sv1-vs-sv2.toml
+ARGS ?=
 run: build
-	$(RUN) run $(SCENARIO)
+	$(RUN) run $(SCENARIO) $(ARGS)
+
+# The binary on your PATH: PREFIX/bin/stratum-bench (default ~/.local/bin).
+PREFIX ?= $(HOME)/.local
+install: build
+	install -D -m 755 $(BUILD_DIR)/release/stratum-bench $(PREFIX)/bin/stratum-bench
 
 # A real SV1 miner the tests point at our pool: para 0.6.0's CPU miner (crates.io), built
 # once into the build cache (never into the repository).
@@ -33,7 +44,7 @@ $(SV1_MINER):
 # release tests run an earlier SRI release, installed from crates.io into the build cache.
 SRI_TEST_RELEASE := 0.6.0
 
-test: deps $(SV1_MINER)
+test: test-deps $(SV1_MINER)
 	scripts/install-sri-releases.sh $(TOOLS_DIR) $(SRI_TEST_RELEASE)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings

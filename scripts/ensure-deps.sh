@@ -1,32 +1,45 @@
 #!/usr/bin/env bash
-# Installs what building and testing stratum-bench needs and is missing.
+# Installs what building and running (`ensure-deps.sh run`) or testing (`ensure-deps.sh test`)
+# stratum-bench needs and is missing.
 # As root it installs Debian packages itself; otherwise it names them and stops.
 set -euo pipefail
 
 MIN_RUST="1.88"
 
-# Debian packages, each with a command (or file) that shows it is present.
-# capnproto/libcapnp-dev are what the SRI pool and JDC build against; prometheus brings
-# promtool, which checks our live metrics in the tests; nodejs/npm run an existing SV1 pool
-# (stratum-pool-sha256) against our node in the tests; chromium prints and checks the HTML
-# report, poppler-utils reads the PDF back; libzmq3-dev is the libzmq the node publishes
-# its ZMQ notifications with, as bitcoind does; docker.io runs roles in containers (the
-# image every role runs from, internal networks, the collector) in the tests, and
-# docker-compose starts what `stratum-bench deploy` writes.
+# What for: `run` (building and running: `make build`, `make run`) or `test` (`make test`:
+# everything the tests drive as well). Debian packages, each with a command (or file) that
+# shows it is present.
+purpose="${1:-test}"
+case "$purpose" in
+  run | test) ;;
+  *) echo "ensure-deps: say what for: run or test (got '$purpose')" >&2; exit 2 ;;
+esac
+
+# Building: capnproto/libcapnp-dev are what the SRI pool and JDC build against, and
+# libzmq3-dev is the libzmq the node publishes its ZMQ notifications with, as bitcoind does.
 source "$(dirname "$0")/debs.sh"
 ensure_debs \
   build-essential=cc \
   pkg-config=pkg-config \
   capnproto=capnp \
   libcapnp-dev=/usr/include/capnp/common.h \
-  libzmq3-dev=/usr/include/zmq.h \
-  prometheus=promtool \
-  nodejs=node \
-  npm=npm \
-  chromium=chromium \
-  poppler-utils=pdftotext \
-  docker.io=dockerd \
-  docker-compose=docker-compose
+  libzmq3-dev=/usr/include/zmq.h
+
+# Testing: prometheus brings promtool, which checks our live metrics; nodejs/npm run an
+# existing SV1 pool (stratum-pool-sha256) against our node; chromium prints and checks the
+# HTML reports (and `report --pdf`), poppler-utils reads the PDF back; docker.io runs roles
+# in containers (the image every role runs from, internal networks, the collector), and
+# docker-compose starts what `stratum-bench deploy` writes.
+if [[ "$purpose" == test ]]; then
+  ensure_debs \
+    prometheus=promtool \
+    nodejs=node \
+    npm=npm \
+    chromium=chromium \
+    poppler-utils=pdftotext \
+    docker.io=dockerd \
+    docker-compose=docker-compose
+fi
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "ensure-deps: no Rust toolchain found; install Rust $MIN_RUST or newer (https://rustup.rs), then run make again" >&2
