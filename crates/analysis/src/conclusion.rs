@@ -6,7 +6,7 @@
 use crate::farm_lag::FarmNodeLag;
 use crate::headline::VerdictRow;
 use crate::metric::Headline;
-use crate::worth::{in_total, WorthAssumptions, WorthRow};
+use crate::worth::{in_total, pct_of, pct_text, sats_text as sats, WorthAssumptions, WorthRow};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -15,6 +15,10 @@ use std::collections::BTreeMap;
 pub struct Conclusion {
     /// The line, in words.
     pub text: String,
+    /// The same, a sentence a part: what changes, the lag it holds at, the worth, the
+    /// bandwidth.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sentences: Vec<String>,
     /// The worth rows the protocol sets (none a scenario parameter or a model sets),
     /// summed; `None` when none has a price.
     pub worth_sats_per_day: Option<f64>,
@@ -22,6 +26,12 @@ pub struct Conclusion {
     /// (`worth::total_interval`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worth_sats_per_day_ci: Option<(f64, f64)>,
+    /// The worth as a percent of the farm's revenue a day, and its interval: the same for
+    /// a farm of any size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worth_pct_of_revenue: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worth_pct_of_revenue_ci: Option<(f64, f64)>,
     /// The side's pool against the baseline's (`resources::pool_reading`), for the pool's
     /// operator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -29,13 +39,15 @@ pub struct Conclusion {
 }
 
 /// Per side of the verdict, its conclusion, with its total worth's interval (in
-/// `intervals`, by side, where it has one); a side on its farm's own node (in `lags`) says
-/// the lag its answer was found at and the break-even.
+/// `intervals`, by side, where it has one) and its share of the farm's `revenue` (sats a
+/// day); a side on its farm's own node (in `lags`) says the lag its answer was found at
+/// and the break-even.
 pub fn conclusions(
     verdict: &BTreeMap<String, Vec<VerdictRow>>,
     worth: &BTreeMap<String, Vec<WorthRow>>,
     intervals: &BTreeMap<String, (f64, f64)>,
     a: &WorthAssumptions,
+    revenue: f64,
     lags: &BTreeMap<String, FarmNodeLag>,
 ) -> BTreeMap<String, Conclusion> {
     (verdict.iter())
@@ -43,7 +55,10 @@ pub fn conclusions(
             let worth = worth.get(side).map_or(&[][..], Vec::as_slice);
             let ci = intervals.get(side).copied();
             let lag = lags.get(side);
-            (side.clone(), conclusion(side, rows, worth, ci, a, lag))
+            (
+                side.clone(),
+                conclusion(side, rows, worth, ci, a, revenue, lag),
+            )
         })
         .collect()
 }
@@ -54,8 +69,10 @@ fn conclusion(
     worth: &[WorthRow],
     ci: Option<(f64, f64)>,
     a: &WorthAssumptions,
+    revenue: f64,
     lag: Option<&FarmNodeLag>,
 ) -> Conclusion {
+    let pct = pct_of(revenue);
     let find = |h: Headline| rows.iter().find(|r| r.metric == h);
     let mut parts = Vec::new();
     if let Some(r) = find(Headline::NewPrevhashJobMs) {
@@ -86,10 +103,11 @@ fn conclusion(
             ""
         };
         parts.push(format!(
-            "worth {}{} sats a day for a {} farm ({}{} at 100 PH/s){at_lag}: {}",
+            "worth {}{} sats a day for a {} farm, {} of its revenue ({}{} at 100 PH/s){at_lag}: {}",
             sats(total),
             interval(ci, 1.0),
             crate::worth::hashrate_label(a.farm_hashrate),
+            pct_text(pct(total), ci.map(|(lo, hi)| (pct(lo), pct(hi)))),
             sats(total * scale),
             interval(ci, scale),
             each.join(", ")
@@ -115,10 +133,20 @@ fn conclusion(
     }
     Conclusion {
         text: format!("{side}: {}", parts.join("; ")),
+        sentences: parts.iter().map(|p| sentence(p)).collect(),
         worth_sats_per_day: total,
         worth_sats_per_day_ci: ci,
+        worth_pct_of_revenue: total.map(&pct),
+        worth_pct_of_revenue_ci: ci.map(|(lo, hi)| (pct(lo), pct(hi))),
         pool: None,
     }
+}
+
+/// A part of the line as a sentence of its own: capitalised, with its full stop.
+pub fn sentence(part: &str) -> String {
+    let mut chars = part.chars();
+    let first = chars.next().map(|c| c.to_uppercase().collect::<String>());
+    format!("{}{}.", first.unwrap_or_default(), chars.as_str())
 }
 
 /// " [lo, hi]" in sats, times `scale`; nothing without an interval.
@@ -167,26 +195,6 @@ fn short(h: Headline) -> &'static str {
     }
 }
 
-/// Sats with a sign, to the precision a day's worth needs: whole sats from 100, tenths
-/// from 1, two significant digits below (a small farm's worth is a fraction of a sat that
-/// a farm a hundred times larger is paid in whole ones); under a thousandth is nothing,
-/// without a sign.
-fn sats(x: f64) -> String {
-    let size = x.abs();
-    if size < 1e-3 {
-        return "0".into();
-    }
-    let places = if size >= 100.0 {
-        0
-    } else if size >= 1.0 {
-        1
-    } else {
-        // Two significant digits: 0.15, 0.015, 0.0015.
-        (1 - size.log10().floor() as i32) as usize
-    };
-    format!("{x:+.places$}")
-}
-
 fn kilobytes(bytes_per_s: f64) -> String {
     if bytes_per_s >= 1e3 {
         format!("{:.1} kB/s", bytes_per_s / 1e3)
@@ -221,16 +229,32 @@ mod tests {
         let w = worth(&rows, &a, 315_000_000.0);
         // The stale work alone is in the total: its interval, 27.1 and 31.8 ms x 0.0756 =
         // 2.0488 and 2.4041 sats a day (205 and 240 at 100 PH/s), is the total's.
-        let c = conclusion("sv2-c", &rows, &w, w[0].ci, &a, None);
+        let revenue = a.farm_revenue_per_day(315_000_000.0);
+        let c = conclusion("sv2-c", &rows, &w, w[0].ci, &a, revenue, None);
         assert!((c.worth_sats_per_day.unwrap() - 2.2302).abs() < 1e-4);
+        // As a share of the farm's revenue, whatever its size: 29.5 ms of every 600,000,
+        // 0.0049167%; its interval 27.1 and 31.8 ms of them.
+        let share = c.worth_pct_of_revenue.unwrap();
+        assert!((share - 29.5 / 600_000.0 * 100.0).abs() < 1e-9, "{share}");
+        let (lo, hi) = c.worth_pct_of_revenue_ci.unwrap();
+        assert!((lo - 27.1 / 6_000.0).abs() < 1e-6 && (hi - 31.8 / 6_000.0).abs() < 1e-6);
         let (lo, hi) = c.worth_sats_per_day_ci.unwrap();
         assert!((lo - 2.048_76).abs() < 1e-4 && (hi - 2.404_08).abs() < 1e-4);
         assert_eq!(
             c.text,
             "sv2-c: miners reach new-block work 29.5 ms sooner (-55%) [27.1, 31.8]; \
-             worth +2.2 [+2.0, +2.4] sats a day for a 1 PH/s farm (+223 [+205, +240] at \
-             100 PH/s): stale work +2.2 [+2.0, +2.4]; costs 2.1 kB/s of farm download \
+             worth +2.2 [+2.0, +2.4] sats a day for a 1 PH/s farm, 0.0049% [0.0045, 0.0053] \
+             of its revenue (+223 [+205, +240] at 100 PH/s): stale work +2.2 [+2.0, +2.4]; costs 2.1 kB/s of farm download \
              (partly modelled: the farm node's relay)"
+        );
+        // The report's short sentences: the same parts, one each.
+        assert_eq!(c.sentences.len(), 3);
+        assert_eq!(
+            c.sentences[0],
+            "Miners reach new-block work 29.5 ms sooner (-55%) [27.1, 31.8]."
+        );
+        assert!(
+            c.sentences[2].starts_with("Costs 2.1 kB/s") && c.sentences[2].ends_with("relay).")
         );
     }
 
@@ -264,7 +288,15 @@ mod tests {
             tips_later: 12,
             ..FarmNodeLag::default()
         };
-        let c = conclusion("sv2-a", &rows, &worth(&rows, &a, 3e8), None, &a, Some(&lag));
+        let c = conclusion(
+            "sv2-a",
+            &rows,
+            &worth(&rows, &a, 3e8),
+            None,
+            &a,
+            43_200.0,
+            Some(&lag),
+        );
         assert!(
             (c.worth_sats_per_day.unwrap() + 29.1744).abs() < 1e-3,
             "{c:?}"
@@ -276,7 +308,7 @@ mod tests {
              of your pool's on average; here lognormal, median 454 ms, p90 6925 ms \
              (Fechner et al.) was assumed, later on 12 of 12 tips (`stratum-bench race` \
              measures yours); worth -29.2 sats a day for \
-             a 1 PH/s farm (-2917 at 100 PH/s) at the assumed lag: stale work -29.2 \
+             a 1 PH/s farm, -0.068% of its revenue (-2917 at 100 PH/s) at the assumed lag: stale work -29.2 \
              [-29.2, -29.1]"
         );
     }
@@ -290,7 +322,15 @@ mod tests {
             few,
         ];
         let a = WorthAssumptions::default();
-        let c = conclusion("sv1-b", &rows, &worth(&rows, &a, 3e8), None, &a, None);
+        let c = conclusion(
+            "sv1-b",
+            &rows,
+            &worth(&rows, &a, 3e8),
+            None,
+            &a,
+            43_200.0,
+            None,
+        );
         assert_eq!(
             (c.worth_sats_per_day, c.worth_sats_per_day_ci),
             (None, None)
@@ -318,6 +358,7 @@ mod tests {
             &worth(&[few], &a, 3e8),
             None,
             &a,
+            43_200.0,
             None,
         );
         // -0.02% rounds to nothing at a tenth: no percent at all.

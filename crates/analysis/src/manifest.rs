@@ -349,6 +349,13 @@ impl WorthAssumptions {
         self.farm_hashrate / self.network_hashrate * SECONDS_PER_DAY / self.block_interval_s
     }
 
+    /// The farm's revenue a day, in sats: its blocks a day at `block_value` sats each (the
+    /// assumptions' own value when they give one). The worth's scale: a delay of t ms after
+    /// every block costs t / (block interval in ms) of it.
+    pub fn farm_revenue_per_day(&self, block_value: f64) -> f64 {
+        self.farm_blocks_per_day() * self.block_value_sats.unwrap_or(block_value)
+    }
+
     /// Blocks the farm finds in expectation in `seconds` of its work.
     pub fn farm_blocks_in(&self, seconds: f64) -> f64 {
         self.farm_blocks_per_day() * seconds / SECONDS_PER_DAY

@@ -61,6 +61,27 @@ pub struct Distribution {
     pub path: Option<fn(&PathReadings) -> &PathReading>,
 }
 
+/// What a metric's values are in: the axis its differences share with other metrics'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Measure {
+    Ms,
+    Percent,
+    Sats,
+    BytesPerS,
+}
+
+impl Measure {
+    /// The axis of its differences.
+    pub fn axis(self) -> &'static str {
+        match self {
+            Measure::Ms => "difference, ms",
+            Measure::Percent => "difference, percentage points",
+            Measure::Sats => "difference, sats",
+            Measure::BytesPerS => "difference, bytes/s",
+        }
+    }
+}
+
 /// One headline metric, declared once.
 pub struct Metric {
     pub headline: Headline,
@@ -74,8 +95,9 @@ pub struct Metric {
     pub better: Better,
     /// What the interval counts as independent.
     pub unit: &'static str,
-    /// A time the roles take, which a saturated host inflates.
-    pub latency: bool,
+    /// What its values are in; a time (`Ms`) is one the roles take, which a saturated host
+    /// inflates.
+    pub measure: Measure,
     pub test: Test,
     /// A run that stops when it knows waits for this metric's interval.
     pub resolved_before_stopping: bool,
@@ -106,7 +128,7 @@ const METRICS: [Metric; 10] = [
         // Each side's templates, by the tip they build on: the node builds every client's
         // at the same tip; a farm node's (A, B) too, one peer hop later.
         unit: "tips",
-        latency: true,
+        measure: Measure::Ms,
         test: Test::PairedByTip(|s| s.new_job_ms.units()),
         resolved_before_stopping: true,
         side_value: |s| Estimate::mean_of(&s.new_job_ms),
@@ -126,7 +148,7 @@ const METRICS: [Metric; 10] = [
         decimals: 1,
         better: Better::Lower,
         unit: "tips",
-        latency: true,
+        measure: Measure::Ms,
         test: Test::PairedByTip(|s| s.new_prevhash_job_ms.units()),
         resolved_before_stopping: true,
         side_value: |s| Estimate::mean_of(&s.new_prevhash_job_ms),
@@ -146,7 +168,7 @@ const METRICS: [Metric; 10] = [
         decimals: 1,
         better: Better::Lower,
         unit: "tips",
-        latency: true,
+        measure: Measure::Ms,
         test: Test::PairedByTip(|s| s.stale_wait_ms.units()),
         resolved_before_stopping: true,
         side_value: |s| Estimate::mean_of(&s.stale_wait_ms),
@@ -160,7 +182,7 @@ const METRICS: [Metric; 10] = [
         decimals: 3,
         better: Better::Lower,
         unit: "tips",
-        latency: false,
+        measure: Measure::Percent,
         test: Test::Proportion(|s| &s.stale_by_tip),
         resolved_before_stopping: false,
         side_value: |s| counted(s.shares.stale_pct, s.shares.stale_pct_ci),
@@ -174,7 +196,7 @@ const METRICS: [Metric; 10] = [
         decimals: 3,
         better: Better::Higher,
         unit: "tips",
-        latency: false,
+        measure: Measure::Percent,
         test: Test::Proportion(|s| &s.accepted_by_tip),
         resolved_before_stopping: false,
         side_value: |s| counted(s.shares.acceptance_pct, None),
@@ -189,7 +211,7 @@ const METRICS: [Metric; 10] = [
         better: Better::Lower,
         // Each side's own blocks.
         unit: "blocks",
-        latency: true,
+        measure: Measure::Ms,
         test: Test::Clustered(|s| &s.block_propagation_ms),
         resolved_before_stopping: false,
         side_value: |s| Estimate::mean_of(&s.block_propagation_ms),
@@ -209,7 +231,7 @@ const METRICS: [Metric; 10] = [
         decimals: 0,
         better: Better::Lower,
         unit: "batches of seconds",
-        latency: false,
+        measure: Measure::BytesPerS,
         test: Test::Series(|s| &s.farm_tx_per_s),
         resolved_before_stopping: true,
         side_value: |s| s.farm_rates.tx.clone(),
@@ -223,7 +245,7 @@ const METRICS: [Metric; 10] = [
         decimals: 0,
         better: Better::Lower,
         unit: "batches of seconds",
-        latency: false,
+        measure: Measure::BytesPerS,
         test: Test::Series(|s| &s.farm_rx_per_s),
         resolved_before_stopping: true,
         side_value: |s| s.farm_rates.rx.clone(),
@@ -238,7 +260,7 @@ const METRICS: [Metric; 10] = [
         better: Better::Higher,
         // Time-weighted by valid miner-time, by tip.
         unit: "tips",
-        latency: false,
+        measure: Measure::Sats,
         test: Test::PairedByTip(|s| s.template_value.units()),
         resolved_before_stopping: false,
         side_value: |s| Estimate::mean_of(&s.template_value_sats),
@@ -253,7 +275,7 @@ const METRICS: [Metric; 10] = [
         better: Better::Lower,
         // The shares of a tip meet the same pool state, and both sides see the same tips.
         unit: "tips",
-        latency: true,
+        measure: Measure::Ms,
         test: Test::PairedByTip(|s| s.share_answer_ms.units()),
         resolved_before_stopping: false,
         side_value: |s| Estimate::mean_of(&s.share_answer_ms),
@@ -300,7 +322,11 @@ impl Headline {
     }
 
     pub fn is_latency(self) -> bool {
-        self.def().latency
+        self.def().measure == Measure::Ms
+    }
+
+    pub fn measure(self) -> Measure {
+        self.def().measure
     }
 
     pub fn higher_is_better(self) -> bool {

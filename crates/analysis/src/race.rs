@@ -179,6 +179,11 @@ pub struct ConfigAb {
     /// Sats a day A and B earn more than SV1 (negative: less), at the assumptions.
     pub sats_per_day: Option<f64>,
     pub sats_per_day_ci: Option<(f64, f64)>,
+    /// The same as a percent of the farm's revenue, with its interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct_of_revenue: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct_of_revenue_ci: Option<(f64, f64)>,
     /// A ms of delay after every block, in sats a day.
     pub sats_per_day_per_ms: f64,
     /// The farm's revenue, sats a day.
@@ -349,6 +354,7 @@ fn config_ab(lead: &Lead, p: &RaceParams) -> ConfigAb {
         .mean_ci
         .map(|(lo, hi)| (lo + p.roles_ms, hi + p.roles_ms));
     let value = |ms: f64| -ms * per_ms;
+    let pct = crate::worth::pct_of(farm_sats_per_day);
     let value_label = match a.block_value_sats {
         Some(v) => format!("{v:.0} sats a block"),
         None => format!("{DEFAULT_BLOCK_VALUE_SATS:.0} sats a block (the subsidy; fees left out)"),
@@ -360,6 +366,8 @@ fn config_ab(lead: &Lead, p: &RaceParams) -> ConfigAb {
         sats_per_day: later.map(value),
         // Later is worse: the interval's ends swap.
         sats_per_day_ci: later_ci.map(|(lo, hi)| (value(hi), value(lo))),
+        pct_of_revenue: later.map(|ms| pct(value(ms))),
+        pct_of_revenue_ci: later_ci.map(|(lo, hi)| (pct(value(hi)), pct(value(lo)))),
         sats_per_day_per_ms: per_ms,
         farm_sats_per_day,
         block_value_sats: v,
@@ -516,6 +524,8 @@ mod tests {
         assert!((c.sats_per_day_per_ms - 0.075).abs() < 1e-12);
         assert!((c.later_than_sv1_ms.unwrap() - 100.0).abs() < 1e-6);
         assert!((c.sats_per_day.unwrap() + 7.5).abs() < 1e-6);
+        // 100 ms of every 600,000: -0.016667% of the farm's revenue.
+        assert!((c.pct_of_revenue.unwrap() + 100.0 / 6_000.0).abs() < 1e-9);
         // Five equal leads: an interval, of width zero, shifted by the roles' time alike.
         assert!(!s.lead_ms.too_few);
         let (lo, hi) = s.lead_ms.mean_ci.unwrap();

@@ -335,6 +335,7 @@ pub fn assemble(
         &worth_rows,
         &total_intervals,
         &m.worth,
+        m.worth.farm_revenue_per_day(block_value),
         &lags,
     );
     if let Some(base) = sides.get(&baseline) {

@@ -67,6 +67,12 @@ pub struct WorthRow {
     /// orphan risk be set side by side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_ms: Option<f64>,
+    /// `sats_per_day` as a percent of the farm's revenue a day, with its interval: the
+    /// same for a farm of any size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct_of_revenue: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pct_of_revenue_ci: Option<(f64, f64)>,
     /// How, in words.
     pub how: String,
     /// What sets the difference beyond the protocol (a scenario parameter, a model): then
@@ -113,6 +119,7 @@ fn pricing(r: &VerdictRow, a: &WorthAssumptions, block_value: f64) -> Option<Pri
 /// (the assumptions' own when they give one).
 pub fn worth(rows: &[VerdictRow], a: &WorthAssumptions, block_value: f64) -> Vec<WorthRow> {
     let ordered = |x: f64, y: f64| (x.min(y), x.max(y));
+    let pct = pct_of(a.farm_revenue_per_day(block_value));
     rows.iter()
         .filter_map(|r| {
             let d = r.delta?;
@@ -122,13 +129,14 @@ pub fn worth(rows: &[VerdictRow], a: &WorthAssumptions, block_value: f64) -> Vec
                 r.metric,
                 Headline::StaleWaitMs | Headline::BlockPropagationMs
             );
+            let sats_per_day = priced.then(|| f(d));
+            let ci = (r.ci.filter(|_| priced)).map(|(lo, hi)| ordered(f(lo), f(hi)));
             Some(WorthRow {
                 metric: r.metric,
-                sats_per_day: priced.then(|| f(d)),
-                ci: r
-                    .ci
-                    .filter(|_| priced)
-                    .map(|(lo, hi)| ordered(f(lo), f(hi))),
+                sats_per_day,
+                ci,
+                pct_of_revenue: sats_per_day.map(&pct),
+                pct_of_revenue_ci: ci.map(|(lo, hi)| (pct(lo), pct(hi))),
                 // The price of a ms less is physics, known however few the samples.
                 per_ms: latency.then(|| f(-1.0)),
                 how: match (&r.no_interval, priced) {
@@ -140,6 +148,53 @@ pub fn worth(rows: &[VerdictRow], a: &WorthAssumptions, block_value: f64) -> Vec
             })
         })
         .collect()
+}
+
+/// Sats a day as a percent of `revenue` sats a day (none of a farm without revenue).
+pub fn pct_of(revenue: f64) -> impl Fn(f64) -> f64 {
+    move |sats: f64| {
+        if revenue > 0.0 {
+            sats / revenue * 100.0
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Sats with a sign, to the precision a day's worth needs: whole sats from 100, tenths
+/// from 1, two significant digits below (a small farm's worth is a fraction of a sat that
+/// a farm a hundred times larger is paid in whole ones); under a thousandth is nothing,
+/// without a sign.
+pub fn sats_text(x: f64) -> String {
+    let size = x.abs();
+    if size < 1e-3 {
+        return "0".into();
+    }
+    let places = if size >= 100.0 {
+        0
+    } else if size >= 1.0 {
+        1
+    } else {
+        // Two significant digits: 0.15, 0.015, 0.0015.
+        (1 - size.log10().floor() as i32) as usize
+    };
+    format!("{x:+.places$}")
+}
+
+/// A percent of revenue with its interval, each number to two significant digits, as
+/// small as a small worth is: "0.0050% [0.0049, 0.0051]", "0.000060% [0.0000044, 0.00011]".
+pub fn pct_text(pct: f64, ci: Option<(f64, f64)>) -> String {
+    let one = |x: f64| {
+        if x.abs() < 1e-12 {
+            return "0".to_string();
+        }
+        let places = (1 - x.abs().log10().floor() as i32).max(0) as usize;
+        format!("{x:.places$}")
+    };
+    match ci {
+        Some((lo, hi)) => format!("{}% [{}, {}]", one(pct), one(lo), one(hi)),
+        None => format!("{}%", one(pct)),
+    }
 }
 
 /// Whether a worth row is in its side's total: priced, and set by the protocol (a row a
@@ -375,6 +430,14 @@ mod tests {
         };
         let stale = worth(&rows[..1], &big, v)[0].sats_per_day.unwrap();
         assert!((stale - 223.02).abs() < 1e-2, "{stale}");
+        // As a share of revenue, the size drops out: 29.5 ms of 600,000 is 0.0049167%
+        // of 45,360 or of 4,536,000 sats a day; its interval 28 and 31 ms of them.
+        let share = w[0].pct_of_revenue.unwrap();
+        assert!((share - 0.004_916_67).abs() < 1e-8, "{share}");
+        let big_share = worth(&rows[..1], &big, v)[0].pct_of_revenue.unwrap();
+        assert!((big_share - share).abs() < 1e-12);
+        let (lo, hi) = w[0].pct_of_revenue_ci.unwrap();
+        assert!((lo - 28.0 / 6_000.0).abs() < 1e-9 && (hi - 31.0 / 6_000.0).abs() < 1e-9);
         // A block value given overrides the run's: twice the value, twice the worth.
         let given = WorthAssumptions {
             block_value_sats: Some(630_000_000.0),
@@ -382,6 +445,30 @@ mod tests {
         };
         let doubled = worth(&rows[..1], &given, v)[0].sats_per_day.unwrap();
         assert!((doubled - 4.460_4).abs() < 1e-4, "{doubled}");
+    }
+
+    #[test]
+    fn worth_is_written_to_the_precision_it_needs() {
+        assert_eq!(sats_text(2.2302), "+2.2");
+        assert_eq!(sats_text(-0.0354), "-0.035");
+        assert_eq!(sats_text(0.000_4), "0");
+        assert_eq!(sats_text(223.02), "+223");
+        assert_eq!(
+            pct_text(0.004_916_7, Some((0.004_5, 0.005_3))),
+            "0.0049% [0.0045, 0.0053]"
+        );
+        // Each number to its own two digits: C's [-0.035, +0.045] sats is not "0.0".
+        assert_eq!(
+            pct_text(0.000_02, Some((-0.000_07, 0.000_1))),
+            "0.000020% [-0.000070, 0.00010]"
+        );
+        assert_eq!(
+            pct_text(0.000_06, Some((0.000_004_4, 0.000_11))),
+            "0.000060% [0.0000044, 0.00011]"
+        );
+        assert_eq!(pct_text(-0.0675, None), "-0.068%");
+        assert_eq!(pct_text(1.5, None), "1.5%");
+        assert_eq!(pct_text(0.0, None), "0%");
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub fn list(args: ScenariosArgs) -> Result<()> {
         "no scenario files (*.toml) in {}",
         args.dir.display()
     );
+    let mut out = String::new();
     for file in files {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("cannot read {}", file.display()))?;
@@ -40,12 +41,16 @@ pub fn list(args: ScenariosArgs) -> Result<()> {
             ),
             Err(e) => format!("does not load as it is: {e:#}"),
         };
-        println!("{}  ({what})", file.display());
+        out += &format!("{}  ({what})\n", file.display());
         for line in report::terminal::wrap(&purpose(&text), 96, "") {
-            println!("    {line}");
+            out += &format!("    {line}\n");
         }
     }
-    Ok(())
+    // Read through `head`: a reader that stops early is no error.
+    match std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => Ok(written?),
+    }
 }
 
 /// The first sentence of a scenario's leading comment, what it is for: up to a full stop,

@@ -132,7 +132,7 @@ impl Comparison {
                     (!self.pools.is_empty())
                         .then(|| Block::Para(format!("SV1 pools: {}.", self.pools.join("; ")))),
                     Some(Block::Table {
-                        head: ["subject", "metric", "A p50 / p90 / p99", "B p50 / p90 / p99", "mean A -> B", "delta", "delta %", "95% CI of delta", "significant"]
+                        head: ["subject", "metric", "first p50 / p90 / p99", "this p50 / p90 / p99", "mean first -> this", "delta", "delta %", "95% CI of delta", "significant"]
                             .map(String::from)
                             .to_vec(),
                         rows,

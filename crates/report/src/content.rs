@@ -1,13 +1,16 @@
 //! What a run's report says, section by section, as a [`Document`].
 
 use crate::document::{Block, Document, Section};
+use crate::forest::{interval_chart, IntervalRow, Mark};
 use crate::readings;
 use crate::run_data::RunData;
 use crate::svg::{cdf, cdf_chart, estimate, grouped, line_chart, number, percent, signed, Series};
 use analysis::charts::Charts;
+use analysis::headline::Reading;
 use analysis::manifest::Window;
-use analysis::metric::Headline;
+use analysis::metric::{Headline, Measure};
 use analysis::resources::RoleResources;
+use analysis::worth::{pct_text, sats_text};
 use probe::Dist;
 use std::collections::BTreeMap;
 
@@ -308,12 +311,21 @@ fn dist_cells(d: &Dist) -> Vec<String> {
 
 /// The bottom line, first: one line per side, as the analysis words it.
 fn conclusions_section(summary: &analysis::Summary) -> Section {
-    let mut blocks: Vec<Block> = (summary.conclusions.iter())
-        .flat_map(|(side, c)| {
-            let pool = (c.pool.as_ref()).map(|pool| Block::Para(format!("{side}: {pool}.")));
-            std::iter::once(Block::Para(c.text.clone())).chain(pool)
-        })
-        .collect();
+    let mut blocks = vec![Block::Figures(first_screen(summary))];
+    blocks.push(Block::Note("Filled: significant; hollow: no difference shown. `*`: set by a scenario parameter or a model (the farm node's mempool, its modelled relay), in no total; `+`: set by the farm node's lag, an assumption (see the verdict's notes).".into()));
+    blocks.extend(summary.conclusions.iter().map(|(side, c)| {
+        // A summary from before the sentences were kept: its line, whole.
+        let mut items = if c.sentences.is_empty() {
+            vec![c.text.clone()]
+        } else {
+            c.sentences.clone()
+        };
+        items.extend((c.pool.iter()).map(|pool| analysis::conclusion::sentence(pool)));
+        Block::Points {
+            lead: side.clone(),
+            items,
+        }
+    }));
     blocks.push(Block::Note(format!(
         "Against {}, over {:.0} s. The worth prices the measured delays at the real network's {:.0} s blocks, for the farm below; only what the protocol sets is summed (rows a scenario parameter or a model sets are marked and left out). The sum's 95% interval draws the tips its rows share once for all of them, so rows that move together, or against each other, count as they do.",
         summary.baseline, summary.duration_s, summary.worth_assumptions.block_interval_s
@@ -325,23 +337,141 @@ fn conclusions_section(summary: &analysis::Summary) -> Section {
     }
 }
 
+/// The first screen: per measure, every side's difference against the baseline on each
+/// headline metric with its 95% interval (a forest plot); then each side's worth as a bar.
+fn first_screen(summary: &analysis::Summary) -> Vec<(String, String)> {
+    let colour = |side: &str| summary.sides.keys().position(|s| s == side).unwrap_or(0);
+    let mut measures: Vec<Measure> = Headline::ALL.iter().map(|h| h.measure()).collect();
+    measures.sort();
+    measures.dedup();
+    let mut figures = Vec::new();
+    for measure in measures {
+        let mut rows = Vec::new();
+        for metric in Headline::ALL.into_iter().filter(|h| h.measure() == measure) {
+            for (side, verdict) in &summary.verdict {
+                let Some(r) = verdict.iter().find(|r| r.metric == metric) else {
+                    continue;
+                };
+                let places = metric.decimals();
+                let text = match (r.delta, r.ci) {
+                    (Some(d), Some((lo, hi))) => format!(
+                        "{} [{}, {}]",
+                        signed(d, places),
+                        signed(lo, places),
+                        signed(hi, places)
+                    ),
+                    (Some(d), None) => signed(d, places),
+                    _ => String::new(),
+                };
+                let mark = match (&r.modelled, &r.assumed) {
+                    (Some(_), _) => " *",
+                    (None, Some(_)) => " +",
+                    (None, None) => "",
+                };
+                // A hollow point says "no difference shown" itself.
+                let reading = match r.reading() {
+                    Reading::Better | Reading::Worse => format!(" {}", r.reading().label()),
+                    Reading::NoDifferenceShown => String::new(),
+                    Reading::NoInterval => {
+                        let why = r.no_interval.as_deref().unwrap_or("no interval");
+                        format!(" {}", why.split(" (").next().unwrap_or(why))
+                    }
+                };
+                // The axis gives the unit: "new job after a block", not "..., mean ms".
+                let label = metric.label();
+                rows.push(IntervalRow {
+                    group: label.split(", mean").next().unwrap_or(label).to_string(),
+                    side: side.clone(),
+                    colour: colour(side),
+                    point: r.delta,
+                    ci: r.ci,
+                    significant: r.significant,
+                    text: vec![format!("{text}{reading}{mark}").trim().to_string()],
+                });
+            }
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        let title = format!(
+            "{} against {} (95% intervals)",
+            match measure {
+                Measure::Ms => "Times",
+                Measure::Percent => "Shares",
+                Measure::Sats => "Template value",
+                Measure::BytesPerS => "Farm bandwidth",
+            },
+            summary.baseline
+        );
+        let svg = interval_chart(&title, measure.axis(), &rows, Mark::Point);
+        figures.push((title, svg));
+    }
+    let a = &summary.worth_assumptions;
+    let worth: Vec<IntervalRow> = (summary.conclusions.iter())
+        .map(|(side, c)| IntervalRow {
+            group: String::new(),
+            side: side.clone(),
+            colour: colour(side),
+            point: c.worth_sats_per_day,
+            ci: c.worth_sats_per_day_ci,
+            significant: c
+                .worth_sats_per_day_ci
+                .is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0),
+            text: match c.worth_sats_per_day {
+                Some(w) => vec![
+                    format!(
+                        "{}{}",
+                        sats_text(w),
+                        c.worth_sats_per_day_ci
+                            .map_or(String::new(), |(lo, hi)| format!(
+                                " [{}, {}]",
+                                sats_text(lo),
+                                sats_text(hi)
+                            ))
+                    ),
+                    (c.worth_pct_of_revenue)
+                        .map_or(String::new(), |p| pct_text(p, c.worth_pct_of_revenue_ci)),
+                ],
+                None => vec!["not priced".into()],
+            }
+            .into_iter()
+            .filter(|line| !line.is_empty())
+            .collect(),
+        })
+        .collect();
+    if !worth.is_empty() {
+        let title = format!(
+            "Worth to a {} farm: sats a day, and % of its revenue (95% intervals)",
+            analysis::worth::hashrate_label(a.farm_hashrate)
+        );
+        let axis = "sats a day";
+        // The bottom line first.
+        let bars = interval_chart(&title, axis, &worth, Mark::Bar);
+        figures.insert(0, (title, bars));
+    }
+    figures
+}
+
 /// Each side against the baseline on the headline metrics: the numbers behind the
 /// conclusions.
 fn verdict_section(summary: &analysis::Summary) -> Section {
     let host_saturated = summary.host.as_ref().is_some_and(|h| h.warning.is_some());
-    let mut rows = Vec::new();
+    // A table a side, as the terminal shows them.
+    let mut tables = Vec::new();
     for (side, verdict) in &summary.verdict {
+        let mut rows = Vec::new();
         for row in verdict {
             let places = row.metric.decimals();
             let f = |x: Option<f64>| x.map_or("-".into(), |v| grouped(v, places));
             let signed = |v: f64| signed(v, places);
             rows.push(vec![
-                side.clone(),
                 row.metric.label().to_string(),
                 f(row.sv1),
                 f(row.sv2),
-                row.delta.map_or("-".into(), signed),
-                row.pct.map_or("-".into(), |p| format!("{p:+.1}%")),
+                row.delta.map_or("-".into(), |d| match row.pct {
+                    Some(p) => format!("{} ({p:+.1}%)", signed(d)),
+                    None => signed(d),
+                }),
                 match (row.ci, &row.no_interval) {
                     (Some((lo, hi)), _) => format!("{} to {}", signed(lo), signed(hi)),
                     (None, Some(why)) => why.clone(),
@@ -372,6 +502,20 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
                 },
             ]);
         }
+        tables.push(Block::Table {
+            head: [
+                &format!("{side} against {}", summary.baseline),
+                &summary.baseline,
+                side,
+                "difference",
+                "95% interval",
+                "reading",
+                "how tested",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        });
     }
     let mut blocks = Vec::new();
     if let Some(warning) = summary.host.as_ref().and_then(|h| h.warning.as_ref()) {
@@ -398,13 +542,7 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
     }
     Section {
         title: format!("Verdict: each side against {}", summary.baseline),
-        blocks: blocks.into_iter().chain([
-            Block::Table {
-                head: ["side", "metric", &summary.baseline, "side", "difference", "difference %", "95% interval", "reading", "how tested"]
-                    .map(String::from)
-                    .to_vec(),
-                rows,
-            },
+        blocks: blocks.into_iter().chain(tables).chain([
             Block::Para(format!(
                 "Intervals count what is independent: latencies by the tip or template whose broadcast they belong to (one block reaches every miner at once), bandwidth by batches of seconds, stale shares and acceptance by the tip they came under. Where both sides share the unit (the network's tips), they are compared paired: a resample draws the same tips for both. Where a count of shares is small, a sign-flip permutation test over tips decides (a burst of stale shares at one tip is one tip, not many shares). Below {} units on a side there is no interval and nothing is called significant. Significant: the interval excludes zero and the difference survives Benjamini-Hochberg control of the false discovery rate at {:.0}% among every row of the run (all sides together); a significant row reads better or worse for the operator (lower waits, stale shares and bytes are better; higher acceptance and template value), any other \"no difference shown\", which is not \"no difference\": the interval says how large one could be. Stale work after a block: each miner's wait from the tip change at the node to its first job on that tip or a later one (a tip it got no job on counts until the next), averaged over miners and tips; it is what the worth prices.",
                 analysis::stats::MIN_UNITS,
@@ -420,19 +558,15 @@ fn worth_section(summary: &analysis::Summary) -> Section {
     let mut rows = Vec::new();
     for (side, worth) in &summary.worth {
         for w in worth {
-            let places = if w.sats_per_day.is_some_and(|v| v.abs() < 100.0) {
-                1
-            } else {
-                0
-            };
-            let signed = |v: f64| signed(v, places);
             rows.push(vec![
                 side.clone(),
                 w.metric.label().to_string(),
-                w.sats_per_day.map_or("too few".into(), signed),
+                w.sats_per_day.map_or("too few".into(), sats_text),
                 w.ci.map_or("-".into(), |(lo, hi)| {
-                    format!("{} to {}", signed(lo), signed(hi))
+                    format!("{} to {}", sats_text(lo), sats_text(hi))
                 }),
+                w.pct_of_revenue
+                    .map_or("-".into(), |p| pct_text(p, w.pct_of_revenue_ci)),
                 w.per_ms.map_or("-".into(), |x| format!("{x:.4}")),
                 match (&w.modelled, &w.assumed) {
                     (Some(why), _) => format!("{} ({why}; in no total)", w.how),
@@ -451,7 +585,7 @@ fn worth_section(summary: &analysis::Summary) -> Section {
         )),
         Block::Para("Stale work and block propagation price the same thing per ms: a delay of t ms costs t / (block interval) of a farm's revenue, after every block for stale work, on the farm's own blocks for propagation (1 - exp(-t / interval), the same for t far below it). The column \"a ms\" shows it; the two rows differ because the two delays differ.".into()),
         Block::Table {
-            head: ["side", "from", "sats a day", "95% interval", "a ms", "how"].map(String::from).to_vec(),
+            head: ["side", "from", "sats a day", "95% interval", "of the farm's revenue (95%)", "a ms", "how"].map(String::from).to_vec(),
             rows,
         },
     ];
@@ -611,12 +745,12 @@ fn shares_section(run: &RunData, summary: &analysis::Summary) -> Section {
     let mut section = Section {
         title: "Shares, blocks and templates".into(),
         blocks: vec![
-            Block::Table {
-                head: ["side", "submitted", "per miner a minute", "accepted", "stale (95% by tip)", "stale at the pool (95% by tip)", "rejected", "acceptance", "work credited", "stale work after a block, mean ms (95% by tip)", "stale work % at the real block interval", "stale work % at this run's pace", "stale work at the pool %, this run's pace", "blocks found / accepted", "template value (sats, time-weighted)", "against the network"]
+            Block::by_side(
+                ["side", "submitted", "per miner a minute", "accepted", "stale (95% by tip)", "stale at the pool (95% by tip)", "rejected", "acceptance", "work credited", "stale work after a block, mean ms (95% by tip)", "stale work % at the real block interval", "stale work % at this run's pace", "stale work at the pool %, this run's pace", "blocks found / accepted", "template value (sats, time-weighted)", "against the network"]
                     .map(String::from)
                     .to_vec(),
                 rows,
-            },
+            ),
             Block::Para("Accepted counts where the pool decides; stale means the share's job was outdated when the miner submitted it (the pool's own stale verdict, after the link, is shown apart, in percent of its verdicts). Stale work is the miners' time on an outdated job (from each tip change to each miner's first job on that tip or a later one, at most until the next tip, over miners x window): what counted stale shares estimate, resolved in minutes instead of hours. At the pool it also holds the shares in flight: sent fresh, they cross the link one way after the pool, beside the node, has moved on. Every side's miners are set to the same shares a minute (a fixed difficulty where a pool takes one); per miner a minute shows what each side got, so a pool that moves its own difficulty shows here. Work credited is the difficulty of the shares the pool accepted, summed, in percent of the work the side's miners did at their hashrate over the window: what the pool pays for, about 100% when nothing is lost (a few hundred shares put it within about 10%).".into()),
             Block::Chart { title: "Template value over time".into(), svg: line_chart("Template value over time: the network's best, and what each side mined", "seconds into the measured window", "sats", &series, true) },
         ],
@@ -748,7 +882,7 @@ fn bandwidth_section(summary: &analysis::Summary, charts: &Charts) -> Section {
         title: "Bandwidth at farm and pool".into(),
         blocks: vec![
             Block::Chart { title: "Bandwidth over time".into(), svg: line_chart("Farm bandwidth over time", "seconds into the measured window", "bytes per second", &series, false) },
-            Block::Table { head: ["side", "farm tx B/s", "farm rx B/s", "pool tx B/s", "pool rx B/s", "of farm rx: tx relay (modelled)", "of farm tx / rx: compact blocks (modelled)", "emulation feed tx / rx (in no total)"].map(String::from).to_vec(), rows },
+            Block::by_side(["side", "farm tx B/s", "farm rx B/s", "pool tx B/s", "pool rx B/s", "of farm rx: tx relay (modelled)", "of farm tx / rx: compact blocks (modelled)", "emulation feed tx / rx (in no total)"].map(String::from).to_vec(), rows),
             Block::Para("Application bytes crossing the emulated WAN link, means over the measured window (the chart draws its seconds; the warm-up's connections and first jobs, a burst, are not drawn). The farm's tx is the pool's rx. A farm with its own node (configurations A, B) also exchanges transactions and blocks with the network, modelled as a real node moves them: transaction relay (inv, getdata, tx) and blocks as BIP152 compact blocks (short ids, the prefilled coinbase, and the transactions its mempool lacked); those are part of the farm's totals. The emulation's own whole-block feed between the nodes is shown apart and counted in no total.".into()),
         ],
     }
@@ -835,11 +969,11 @@ fn roles_section(run: &RunData, summary: &analysis::Summary, window: Window) -> 
                 .to_vec(),
                 rows,
             },
-            Block::Table {
-                head: ["side", "pool CPU, cores (95%)", "CPU ms a share", "CPU a miner, millicores", "pool MB", "link B/s a miner"]
+            Block::by_side(
+                ["side", "pool CPU, cores (95%)", "CPU ms a share", "CPU a miner, millicores", "pool MB", "link B/s a miner"]
                     .map(String::from)
                     .to_vec(),
-                rows: (summary.sides.iter())
+                (summary.sides.iter())
                     .map(|(name, s)| {
                         let c = &s.pool_costs;
                         vec![
@@ -852,7 +986,7 @@ fn roles_section(run: &RunData, summary: &analysis::Summary, window: Window) -> 
                         ]
                     })
                     .collect(),
-            },
+            ),
             Block::Para("What each side's pool costs its operator: its CPU, in all, per accepted share and per connected miner, its memory, and the bytes a second each miner costs its end of the link (both ways). Behind a farm proxy that aggregates its miners into one channel (A, B's JDC) the pool sees only the shares that meet that channel's target, a few a minute whatever the miners: read its CPU a miner there.".into()),
             Block::Para(format!("The measured window only (the warm-up's connections and first jobs are not drawn). CPU is the process's own CPU time (user and system, in the kernel's 10 ms ticks) over each {span:.0} s, in cores: 0.010 is a hundredth of one core. One second's reading moves in whole hundredths, so a role using a few thousandths would read 0 or 0.01 at random; each {span:.0} s resolves 0.002, and the mean, the window's total over its length, a ten-thousandth in a minute or more.")),
         ],

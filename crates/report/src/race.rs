@@ -52,9 +52,12 @@ pub fn render(s: &RaceSummary) -> String {
             };
             out += &format!(
                 "configurations A and B: new-block work {by:.1} ms {word} than SV1 ({}), \
-                 worth {sats:+.2} sats a day ({})\n",
+                 worth {sats:+.2} sats a day ({}), {} of the farm's revenue\n",
                 interval(c.later_ci, 1),
-                interval(c.sats_per_day_ci, 2)
+                interval(c.sats_per_day_ci, 2),
+                c.pct_of_revenue.map_or("-".into(), |p| {
+                    analysis::worth::pct_text(p, c.pct_of_revenue_ci)
+                })
             );
         }
         _ => out += "configurations A and B: no block seen by both yet\n",

@@ -17,7 +17,7 @@ const DASHES: &[&str] = &["none", "7 3", "2 3"];
 const LEGEND_STEP: f64 = 18.0;
 
 /// Series `i`'s colour and dash.
-fn style(i: usize) -> (&'static str, &'static str) {
+pub(crate) fn style(i: usize) -> (&'static str, &'static str) {
     (
         COLORS[i % COLORS.len()],
         DASHES[(i / COLORS.len()) % DASHES.len()],
@@ -103,7 +103,7 @@ fn chart(
     let mut out = String::new();
     let _ = write!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h}" class="chart" role="img" aria-label="{t}"><text x="{LEFT}" y="18" class="title">{t}</text>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h}" class="chart" role="img" aria-label="{t}"><text x="8" y="18" class="title">{t}</text>"#,
         t = escape(title)
     );
     let Some(frame) = Frame::of(series, bands, h) else {
@@ -332,7 +332,7 @@ impl Frame {
 
 /// `[lo, hi]` widened to whole steps, the step 1, 2, 2.5 or 5 times a power of ten that
 /// makes about four of them.
-fn round_axis(lo: f64, hi: f64) -> (f64, f64, f64) {
+pub(crate) fn round_axis(lo: f64, hi: f64) -> (f64, f64, f64) {
     let raw = (hi - lo) / 4.0;
     let power = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 2.5, 5.0, 10.0]
@@ -345,7 +345,7 @@ fn round_axis(lo: f64, hi: f64) -> (f64, f64, f64) {
 
 /// A tick's label: as many decimals as its axis's step has, the same on every tick (0.000,
 /// 0.005, 0.010; 0, 20, 40); from ten thousand, in k, M or G.
-fn tick_label(v: f64, step: f64) -> String {
+pub(crate) fn tick_label(v: f64, step: f64) -> String {
     if v.abs() >= 1e4 {
         return number(v);
     }
@@ -359,7 +359,7 @@ fn tick_label(v: f64, step: f64) -> String {
 }
 
 /// The ticks from `lo` to `hi` a `step` apart (both ends whole steps).
-fn ticks(lo: f64, hi: f64, step: f64) -> impl Iterator<Item = f64> {
+pub(crate) fn ticks(lo: f64, hi: f64, step: f64) -> impl Iterator<Item = f64> {
     let n = ((hi - lo) / step).round() as i64;
     (0..=n).map(move |i| lo + i as f64 * step)
 }

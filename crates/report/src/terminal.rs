@@ -8,6 +8,7 @@ use crate::svg::{estimate, grouped, percent, signed};
 use analysis::headline::Reading;
 use analysis::manifest::{Manifest, WorthChange};
 use analysis::metric::Headline;
+use analysis::worth::{pct_text, sats_text};
 use analysis::Summary;
 use anyhow::{Context, Result};
 use comfy_table::{
@@ -555,19 +556,23 @@ fn verdict_table(
 
 fn worth_table(rows: &[analysis::worth::WorthRow], t: &Terminal) -> Table {
     let mut table = table(t, ContentArrangement::Dynamic);
-    table.set_header(vec!["worth", "sats a day", "95% interval", "a ms", ""]);
+    table.set_header(vec![
+        "worth",
+        "sats a day",
+        "95% interval",
+        "of revenue (95%)",
+        "a ms",
+        "",
+    ]);
     for w in rows {
-        let places = if w.sats_per_day.is_some_and(|v| v.abs() < 100.0) {
-            1
-        } else {
-            0
-        };
         table.add_row(vec![
             w.metric.label().to_string(),
-            w.sats_per_day.map_or(w.how.clone(), |v| signed(v, places)),
+            w.sats_per_day.map_or(w.how.clone(), sats_text),
             w.ci.map_or(String::new(), |(lo, hi)| {
-                format!("[{}, {}]", signed(lo, places), signed(hi, places))
+                format!("[{}, {}]", sats_text(lo), sats_text(hi))
             }),
+            w.pct_of_revenue
+                .map_or(String::new(), |p| pct_text(p, w.pct_of_revenue_ci)),
             w.per_ms.map_or(String::new(), |x| format!("{x:.4}")),
             match (&w.modelled, &w.assumed) {
                 (Some(_), _) => "*",

@@ -3,6 +3,7 @@
 use analysis::manifest::{LinkParams, Manifest, Sample, SideRoles};
 use probe::{Event, Record, ShareVerdict, TipCause};
 use report::run_data::Source;
+use report::svg::signed;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -318,7 +319,8 @@ fn the_html_report_has_every_section_with_charts_and_renders_cleanly() {
         .and_then(|v| v.split("## ").next())
         .unwrap();
     assert!(
-        verdict.contains("| sv1-b | new job after a block, mean ms |"),
+        verdict.contains("| sv1-b against sv1 |")
+            && verdict.contains("| new job after a block, mean ms |"),
         "{verdict}"
     );
     assert!(!verdict.contains("| yes |"), "A/A differs: {verdict}");
@@ -330,7 +332,7 @@ fn the_html_report_has_every_section_with_charts_and_renders_cleanly() {
     let first = md.split("\n## ").nth(1).unwrap_or_default();
     assert!(first.starts_with("Conclusions"), "{md}");
     assert!(
-        first.contains("sv1-b: miners reach new-block work"),
+        first.contains("**sv1-b**") && first.contains("- Miners reach new-block work"),
         "{first}"
     );
 
@@ -382,6 +384,72 @@ fn the_html_report_has_every_section_with_charts_and_renders_cleanly() {
         &text[..200.min(text.len())]
     );
     let _ = std::fs::remove_dir_all(&profile);
+}
+
+/// The report as a reader's laptop shows it (1280 x 900): its first screen is the forest
+/// plot and the worth bars, drawn from summary.json; nothing is wider than the window, no
+/// number is split over two lines and no chart's text runs past its edge. Held on a run
+/// made here and on a summary of the default scenario's four sides.
+#[test]
+fn the_first_screen_is_drawn_from_the_summary_and_the_page_fits_the_window() {
+    let dir = fake_run("layout", 50);
+    report::write_report(&dir, false, Source::Written).unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let summary: analysis::Summary =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let conclusions = html.split("<h2>Conclusions</h2>").nth(1).unwrap();
+    let first = conclusions.split("</div>").next().unwrap();
+    assert!(first.starts_with(r#"<div class="figures">"#), "{first}");
+    // Each side's difference on a headline metric, as the verdict has it, and its worth.
+    for (side, rows) in &summary.verdict {
+        let r = (rows.iter())
+            .find(|r| r.metric == analysis::metric::Headline::NewPrevhashJobMs)
+            .unwrap();
+        let (d, (lo, hi)) = (r.delta.unwrap(), r.ci.unwrap());
+        let drawn = format!("{} [{}, {}]", signed(d, 1), signed(lo, 1), signed(hi, 1));
+        assert!(first.contains(&drawn), "{side}: {drawn} not drawn");
+        let c = &summary.conclusions[side];
+        let worth = analysis::worth::sats_text(c.worth_sats_per_day.unwrap());
+        let share =
+            analysis::worth::pct_text(c.worth_pct_of_revenue.unwrap(), c.worth_pct_of_revenue_ci);
+        assert!(
+            first.contains(&worth) && first.contains(&share),
+            "{side}: {worth}, {share}"
+        );
+    }
+    assert!(first.contains("Worth to a 1 PH/s farm"), "{first}");
+    // The four sides of the default scenario, every table and chart of its report.
+    let four = std::env::temp_dir().join(format!("report-four-{}", std::process::id()));
+    // Its summary alone: an empty events/ makes it a run directory.
+    std::fs::create_dir_all(four.join("events")).unwrap();
+    std::fs::write(
+        four.join("summary.json"),
+        include_str!("fixtures/summary-four-sides.json"),
+    )
+    .unwrap();
+    report::write_report(&four, false, Source::Written).unwrap();
+    for page in [dir.join("report.html"), four.join("report.html")] {
+        let layout = report::layout::measure(&page, 1280, 900).unwrap();
+        assert!(
+            layout.too_wide.is_empty(),
+            "{}: wider than the window: {:?}",
+            page.display(),
+            layout.too_wide
+        );
+        assert!(
+            layout.split_numbers.is_empty(),
+            "{}: numbers split: {:?}",
+            page.display(),
+            layout.split_numbers
+        );
+        assert!(
+            layout.clipped_text.is_empty(),
+            "{}: chart text cut: {:?}",
+            page.display(),
+            layout.clipped_text
+        );
+    }
+    let _ = std::fs::remove_dir_all(&four);
 }
 
 /// What no second of the fake run's window holds: its warm-up's memory.
@@ -465,11 +533,11 @@ fn show_prices_a_finished_run_again_and_says_so() {
         shown.starts_with("re-priced for a 10 PH/s farm on a 1 ZH/s network, 600 s blocks"),
         "{shown}"
     );
-    assert!(shown.contains("for a 10 PH/s farm ("), "{shown}");
+    assert!(shown.contains("for a 10 PH/s farm, "), "{shown}");
     let summary = report::terminal::repriced(&dir, &ten).unwrap();
     assert_eq!(summary.worth_assumptions.farm_hashrate, 1e16);
     let as_written = report::terminal::show(&dir, &t, &Default::default()).unwrap();
-    assert!(as_written.contains("for a 1 PH/s farm ("), "{as_written}");
+    assert!(as_written.contains("for a 1 PH/s farm, "), "{as_written}");
     let after = std::fs::read_to_string(dir.join(model::run_dir::SUMMARY_FILE)).unwrap();
     assert_eq!(written, after, "nothing written");
     std::fs::rename(dir.join("events"), dir.join("events.away")).unwrap();
