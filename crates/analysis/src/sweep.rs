@@ -477,6 +477,9 @@ pub const WORTH_STALE_WAIT: &str = "worth_stale_wait";
 /// The curve of a side's total worth, sats a day.
 pub const WORTH_TOTAL: &str = "worth_total";
 
+/// The same as a percent of the farm's revenue: what a farm of any size reads.
+pub const WORTH_TOTAL_PCT: &str = "worth_total_pct_of_revenue";
+
 /// The curve of a headline's difference against the baseline.
 pub fn difference_key(h: Headline) -> String {
     format!("{}_difference", h.key())
@@ -595,6 +598,18 @@ fn readings(s: &Summary) -> Vec<Reading> {
             name,
             Estimate {
                 point: c.worth_sats_per_day,
+                ci: None,
+                units: 0,
+            },
+        );
+        push(
+            WORTH_TOTAL_PCT,
+            "worth of what the protocol sets, % of the farm's revenue",
+            CurveKind::Worth,
+            false,
+            name,
+            Estimate {
+                point: c.worth_pct_of_revenue,
                 ci: None,
                 units: 0,
             },

@@ -69,8 +69,12 @@ enum Command {
     /// finished run whole and a report of them; the same command again goes on. Examples:
     ///
     ///   stratum-bench sweep scenarios/sweep-rtt.toml
+    ///
     ///   stratum-bench sweep scenarios/sv1-vs-sv2.toml --vary link.rtt_ms=10,100,400 --duration 2m
-    ///   stratum-bench sweep scenarios/config-c.toml --vary release=builtin,/opt/sri-next --repeat 5
+    ///
+    ///   stratum-bench sweep scenarios/release.toml --vary release=TOOLS/sri-0.7.0,TOOLS/sri-0.6.0 --repeat 5
+    ///
+    /// (TOOLS: where `make releases` installs, `<target>/tools`; docs/releases.md)
     Sweep(sweep_cmd::SweepArgs),
     /// Write report.md and report.html (and with --pdf report.pdf) for a run directory.
     Report(report_cmd::ReportArgs),

@@ -970,7 +970,7 @@ fn roles_section(run: &RunData, summary: &analysis::Summary, window: Window) -> 
                 rows,
             },
             Block::by_side(
-                ["side", "pool CPU, cores (95%)", "CPU ms a share", "CPU a miner, millicores", "pool MB", "link B/s a miner"]
+                ["side", "pool CPU, cores (95%)", "CPU ms a share", "CPU a miner, millicores", "pool MB, mean", "link B/s a miner"]
                     .map(String::from)
                     .to_vec(),
                 (summary.sides.iter())

@@ -169,7 +169,10 @@ fn document(record: &SweepRecord, a: &SweepAnalysis, problems: &[String]) -> Doc
             CurveKind::Difference,
             format!("Each side against {}", a.baseline),
         ),
-        (CurveKind::Worth, "Worth in sats a day".to_string()),
+        (
+            CurveKind::Worth,
+            "Worth: sats a day, and % of the farm's revenue".to_string(),
+        ),
         (
             CurveKind::Scale,
             "At scale: per miner and per share".to_string(),
@@ -237,10 +240,11 @@ fn crossings(a: &SweepAnalysis) -> Section {
 /// new-block job, the stale work and their worth.
 fn markers(a: &SweepAnalysis, c: &Curves, panel: &str) -> Vec<Marker> {
     use analysis::metric::Headline;
-    use analysis::sweep::{difference_key, WORTH_STALE_WAIT, WORTH_TOTAL};
+    use analysis::sweep::{difference_key, WORTH_STALE_WAIT, WORTH_TOTAL, WORTH_TOTAL_PCT};
     let marked = [Headline::NewPrevhashJobMs, Headline::StaleWaitMs];
     let headline = |h: &Headline| c.metric == h.key() || c.metric == difference_key(*h);
-    if !marked.iter().any(headline) && ![WORTH_STALE_WAIT, WORTH_TOTAL].contains(&c.metric.as_str())
+    if !marked.iter().any(headline)
+        && ![WORTH_STALE_WAIT, WORTH_TOTAL, WORTH_TOTAL_PCT].contains(&c.metric.as_str())
     {
         return Vec::new();
     }
