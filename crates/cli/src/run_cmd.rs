@@ -357,23 +357,32 @@ pub struct CollectArgs {
     #[arg(long, default_value = "127.0.0.1:7000")]
     listen: SocketAddr,
     /// The events directory to write (`<role>.jsonl` per role).
-    #[arg(long)]
-    events: PathBuf,
-    /// Where each clock's offset and uncertainty go at the end (JSON).
-    #[arg(long)]
-    clocks: PathBuf,
+    #[arg(long, requires = "clocks")]
+    events: Option<PathBuf>,
+    /// Where each clock's offset and uncertainty go, after every round of probes and at
+    /// the end (JSON).
+    #[arg(long, requires = "events")]
+    clocks: Option<PathBuf>,
     /// A deployment's run directory (`stratum-bench deploy`): at the end, set its window
-    /// from when its last role started and write its summary.
-    #[arg(long, value_name = "DIR")]
+    /// from when its last role started and write its summary. Alone (no --events), finish
+    /// a deployment's run whose collector died before it could: from the events it wrote
+    /// and its clocks' last estimates (DIR/clocks.json).
+    #[arg(long, value_name = "DIR", required_unless_present = "events")]
     finish: Option<PathBuf>,
 }
 
 pub async fn collect(args: CollectArgs) -> Result<()> {
+    let (Some(events), Some(clocks)) = (args.events, args.clocks) else {
+        let dir = args
+            .finish
+            .as_deref()
+            .context("--finish DIR, or --events and --clocks")?;
+        return harness::deploy::finish_after_collector(dir);
+    };
     let deployment = (args.finish.as_ref())
         .map(|dir| harness::deploy::awaiting_collection(dir).map(|plan| (dir, plan)))
         .transpose()?;
-    let clocks =
-        harness::collector::serve_until_stopped(args.listen, args.events, &args.clocks).await?;
+    let clocks = harness::collector::serve_until_stopped(args.listen, events, &clocks).await?;
     match deployment {
         Some((dir, plan)) => harness::deploy::finish_collected(dir, plan, clocks),
         None => Ok(()),

@@ -158,3 +158,106 @@ fn a_shifted_clock_is_found_and_a_cut_collector_loses_nothing() {
         }
     }
 }
+
+/// A deployment whose collector was killed mid-run (SIGKILL: nothing of its own ending
+/// ran) is finished by `collect --finish DIR` alone, from what the collector left: its
+/// copy of each role's events and its clocks' last estimates. A finished run is not
+/// finished twice.
+#[test]
+fn a_deployment_whose_collector_died_is_finished_from_what_it_left() {
+    let out = out_dir("collector-died");
+    let deploy = std::process::Command::new(common::exe())
+        .arg("deploy")
+        .arg(common::scenario("sv1-baseline"))
+        .arg("--out")
+        .arg(&out)
+        .args(["--duration", "30s"])
+        .output()
+        .unwrap();
+    succeed(deploy);
+    let run = out.join("run");
+    let listen = format!("127.0.0.1:{}", common::free_port());
+    let mut collector = common::Killed(
+        std::process::Command::new(common::exe())
+            .args(["collect", "--listen", &listen])
+            .arg("--events")
+            .arg(run.join("events"))
+            .arg("--clocks")
+            .arg(run.join("clocks.json"))
+            .arg("--finish")
+            .arg(&run)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(&listen).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the collector never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The network's node, deployed, ships a tip a second for 40 s of its clock.
+    let node = probe::recorder::Recorder::to_collector(&out.join("node.journal"), &listen, "node")
+        .unwrap();
+    let t0 = probe::clock::mono_ns();
+    for i in 0..40u64 {
+        node.record_at(
+            t0 + i * 1_000_000_000,
+            probe::Event::TipChanged {
+                height: i as u32,
+                hash: format!("{i:064x}"),
+                prev_hash: format!("{:064x}", i.saturating_sub(1)),
+                cause: probe::TipCause::Network,
+                tx_count: 1,
+                fees_sats: 0,
+            },
+        );
+    }
+    node.close().unwrap();
+    let copy = run.join("events").join("node.jsonl");
+    let lines = || std::fs::read_to_string(&copy).map_or(0, |t| t.lines().count());
+    while lines() < 40 || !run.join("clocks.json").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the collector's copy: {} lines",
+            lines()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    collector.0.kill().unwrap();
+    collector.0.wait().unwrap();
+    assert!(
+        !run.join("summary.json").exists(),
+        "a killed collector finished nothing"
+    );
+
+    let finish = |dir: &Path| {
+        std::process::Command::new(common::exe())
+            .args(["collect", "--finish"])
+            .arg(dir)
+            .output()
+            .unwrap()
+    };
+    succeed(finish(&run));
+    let s = common::summary(&run);
+    // The window opens a warm-up (10 s) after the node's first event and ends at its last:
+    // the tips from 10 s to 39 s.
+    let blocks = s["network"]["blocks"].as_u64().unwrap();
+    assert!(
+        (29..=30).contains(&blocks),
+        "{blocks} blocks in {}",
+        s["network"]
+    );
+    assert!(
+        s["unmatched"]["role_without_events:pool-sv1"].as_u64() == Some(1),
+        "a role that sent nothing is said: {}",
+        s["unmatched"]
+    );
+    let manifest = Manifest::read(&run).unwrap();
+    assert!(!manifest.awaiting_start);
+    let again = finish(&run);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is a finished run"));
+}

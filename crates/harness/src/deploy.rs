@@ -335,6 +335,28 @@ pub fn finish_collected(
     Ok(())
 }
 
+/// A deployment's run whose collector died before it finished the run (killed, its host
+/// lost), finished from what the collector left: the events it wrote (each moved onto this
+/// host's clock as it came) and its clocks' estimates, which it writes after every round of
+/// probes. Events a role had not shipped yet stay in that role's journal.
+pub fn finish_after_collector(dir: &Path) -> Result<()> {
+    let plan = awaiting_collection(dir)?;
+    let file = dir.join(model::run_dir::CLOCKS_FILE);
+    let clocks = match std::fs::read(&file) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not the collector's clocks", file.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            tracing::warn!(
+                file = %file.display(),
+                "no clock estimates: the collector died before its first round of probes; the run records no clock's offset"
+            );
+            Vec::new()
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+    };
+    finish_collected(dir, plan, clocks)
+}
+
 /// How long a deployed role waits for a name to resolve or a role before it to listen.
 const PATIENCE: std::time::Duration = std::time::Duration::from_secs(180);
 
