@@ -970,7 +970,7 @@ fn roles_section(run: &RunData, summary: &analysis::Summary, window: Window) -> 
                 rows,
             },
             Block::by_side(
-                ["side", "pool CPU, cores (95%)", "CPU ms a share", "CPU a miner, millicores", "pool MB, mean", "link B/s a miner"]
+                ["side", "pool CPU, millicores (95%)", "CPU ms a share", "CPU a miner, millicores", "pool MB, mean", "link B/s a miner"]
                     .map(String::from)
                     .to_vec(),
                 (summary.sides.iter())
@@ -978,7 +978,7 @@ fn roles_section(run: &RunData, summary: &analysis::Summary, window: Window) -> 
                         let c = &s.pool_costs;
                         vec![
                             name.clone(),
-                            estimate(&c.cpu_cores, 4),
+                            estimate(&c.cpu_cores.scaled(1_000.0), 2),
                             estimate(&c.cpu_ms_per_share, 2),
                             estimate(&c.cpu_millicores_per_miner, 2),
                             f(c.rss_bytes.map(|b| b / 1e6), 1),
