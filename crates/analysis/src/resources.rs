@@ -95,7 +95,9 @@ pub fn pool_reading(
     match base.cpu_cores.point {
         Some(cores) if cores < MIN_COMPARED_CORES => {
             parts.push(format!(
-                "CPU under {MIN_COMPARED_CORES} core on {baseline}, too little to compare"
+                "CPU not compared ({baseline}'s pool used {:.2} millicores, under the {} this line compares from)",
+                cores * 1e3,
+                MIN_COMPARED_CORES * 1e3
             ));
         }
         _ => {
@@ -254,7 +256,7 @@ mod tests {
         );
         assert_eq!(
             pool_reading(&side, &idle, true, "sv1").as_deref(),
-            Some("its pool against sv1's, this run: CPU under 0.001 core on sv1, too little to compare, link bytes a miner -20%")
+            Some("its pool against sv1's, this run: CPU not compared (sv1's pool used 0.40 millicores, under the 1 this line compares from), link bytes a miner -20%")
         );
     }
 

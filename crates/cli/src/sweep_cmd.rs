@@ -14,9 +14,9 @@ pub struct SweepArgs {
     /// is given (scenarios/sweep-rtt.toml, scenarios/sweep-miners.toml).
     scenario: PathBuf,
     /// A scenario key and its values: --vary link.rtt_ms=10,50,100. Any key `--set` takes,
-    /// `roles.pool.command=builtin,/path/to/pool_sv2` (builtin: the pinned SRI build) or
-    /// `release=builtin,DIR` (a directory of pre-built pool_sv2, translator_sv2,
-    /// jd_client_sv2). Two or more --vary cross their values (a grid); the first is the x
+    /// `roles.pool.command=/path/a/pool_sv2,/path/b/pool_sv2` or `release=DIR_A,DIR_B`
+    /// (directories of pre-built pool_sv2, translator_sv2, jd_client_sv2; `builtin` is the
+    /// pinned SRI build linked in, whose CPU and memory are not a release binary's). Two or more --vary cross their values (a grid); the first is the x
     /// axis, the others give one panel per combination.
     #[arg(long, value_name = "KEY=V1,V2,...")]
     vary: Vec<String>,
