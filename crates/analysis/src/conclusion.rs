@@ -6,7 +6,10 @@
 use crate::farm_lag::FarmNodeLag;
 use crate::headline::VerdictRow;
 use crate::metric::Headline;
-use crate::worth::{in_total, pct_of, pct_text, sats_text as sats, WorthAssumptions, WorthRow};
+use crate::worth::{
+    in_total, pct_of, pct_text, sats_interval_text as interval, sats_text as sats,
+    WorthAssumptions, WorthRow,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -147,13 +150,6 @@ pub fn sentence(part: &str) -> String {
     let mut chars = part.chars();
     let first = chars.next().map(|c| c.to_uppercase().collect::<String>());
     format!("{}{}.", first.unwrap_or_default(), chars.as_str())
-}
-
-/// " [lo, hi]" in sats, times `scale`; nothing without an interval.
-fn interval(ci: Option<(f64, f64)>, scale: f64) -> String {
-    ci.map_or(String::new(), |(lo, hi)| {
-        format!(" [{}, {}]", sats(lo * scale), sats(hi * scale))
-    })
 }
 
 /// "miners reach new-block work 29.5 ms sooner (-55%) [27.1, 31.8]".

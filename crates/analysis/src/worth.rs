@@ -181,6 +181,13 @@ pub fn sats_text(x: f64) -> String {
     format!("{x:+.places$}")
 }
 
+/// " [lo, hi]" in sats, times `scale`; nothing without an interval.
+pub fn sats_interval_text(ci: Option<(f64, f64)>, scale: f64) -> String {
+    ci.map_or(String::new(), |(lo, hi)| {
+        format!(" [{}, {}]", sats_text(lo * scale), sats_text(hi * scale))
+    })
+}
+
 /// A percent of revenue with its interval, each number to two significant digits, as
 /// small as a small worth is: "0.0050% [0.0049, 0.0051]", "0.000060% [0.0000044, 0.00011]".
 pub fn pct_text(pct: f64, ci: Option<(f64, f64)>) -> String {

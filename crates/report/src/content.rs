@@ -10,7 +10,7 @@ use analysis::headline::Reading;
 use analysis::manifest::Window;
 use analysis::metric::{Headline, Measure};
 use analysis::resources::RoleResources;
-use analysis::worth::{pct_text, sats_text};
+use analysis::worth::{pct_text, sats_interval_text, sats_text};
 use probe::Dist;
 use std::collections::BTreeMap;
 
@@ -422,12 +422,7 @@ fn first_screen(summary: &analysis::Summary) -> Vec<(String, String)> {
                     format!(
                         "{}{}",
                         sats_text(w),
-                        c.worth_sats_per_day_ci
-                            .map_or(String::new(), |(lo, hi)| format!(
-                                " [{}, {}]",
-                                sats_text(lo),
-                                sats_text(hi)
-                            ))
+                        sats_interval_text(c.worth_sats_per_day_ci, 1.0)
                     ),
                     (c.worth_pct_of_revenue)
                         .map_or(String::new(), |p| pct_text(p, c.worth_pct_of_revenue_ci)),
