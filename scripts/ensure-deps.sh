@@ -29,7 +29,8 @@ ensure_debs \
 # existing SV1 pool (stratum-pool-sha256) against our node; chromium prints and checks the
 # HTML reports (and `report --pdf`), poppler-utils reads the PDF back; docker.io runs roles
 # in containers (the image every role runs from, internal networks, the collector), and
-# docker-compose starts what `stratum-bench deploy` writes.
+# docker-compose starts what `stratum-bench deploy` writes; iproute2 and iptables make the
+# two Docker hosts of scripts/two-hosts.sh (namespaces, the veth between them).
 if [[ "$purpose" == test ]]; then
   ensure_debs \
     prometheus=promtool \
@@ -38,7 +39,9 @@ if [[ "$purpose" == test ]]; then
     chromium=chromium \
     poppler-utils=pdftotext \
     docker.io=dockerd \
-    docker-compose=docker-compose
+    docker-compose=docker-compose \
+    iproute2=ip \
+    iptables=iptables
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

@@ -4,6 +4,7 @@
 
 use crate::manifest::{Sample, Window, HOST_ROLE};
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A second counts as saturated above this busy share of the cores the run's roles may
 /// use (all the host's, unless a CPU set says otherwise), percent.
@@ -49,9 +50,27 @@ pub struct HostHealth {
 /// The host's samples in the window summed up; `None` when there are none (a run from
 /// before host samples, or one too short for two readings).
 pub fn health(samples: &[Sample], window: Window) -> Option<HostHealth> {
+    health_of(samples, window, HOST_ROLE)
+}
+
+/// The other hosts a deployment's roles ran on (samples `host-<site>`), each summed up
+/// as [`health`] sums up the harness's.
+pub fn other_hosts(samples: &[Sample], window: Window) -> BTreeMap<String, HostHealth> {
+    let names: BTreeSet<&str> = (samples.iter())
+        .filter_map(|s| s.role.strip_prefix(HOST_ROLE)?.strip_prefix('-'))
+        .collect();
+    (names.into_iter())
+        .filter_map(|site| {
+            let role = format!("{HOST_ROLE}-{site}");
+            Some((site.to_string(), health_of(samples, window, &role)?))
+        })
+        .collect()
+}
+
+fn health_of(samples: &[Sample], window: Window, role: &str) -> Option<HostHealth> {
     let readings: Vec<_> = samples
         .iter()
-        .filter(|s| s.role == HOST_ROLE && window.contains(s.t_ns))
+        .filter(|s| s.role == role && window.contains(s.t_ns))
         .filter_map(|s| s.host.as_ref())
         .collect();
     if readings.is_empty() {

@@ -275,33 +275,24 @@ pub struct Sample {
 /// The role name of the host's own samples.
 pub const HOST_ROLE: &str = "host";
 
-/// The machine's own state over one second, as node exporter reads it from /proc: what
-/// says whether the roles had the CPU they needed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct HostReading {
-    /// Each online core's busy share of the second (everything but idle and iowait),
-    /// percent, in the order of their numbers.
-    pub core_busy_pct: Vec<f64>,
-    /// All cores' busy share, percent.
-    pub busy_pct: f64,
-    /// The busy share of the CPUs the run's roles may use, percent, when those are not all
-    /// of the host's (a CPU set of the run's, or `--isolate`'s half): their saturation is
-    /// the roles' wait, whatever the other cores do.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_cpus_busy_pct: Option<f64>,
-    pub mem_total_bytes: u64,
-    pub mem_available_bytes: u64,
-    pub load1: f64,
-    pub load5: f64,
-    pub load15: f64,
-    /// The run directory's filesystem.
-    pub fs_avail_bytes: u64,
-    pub fs_size_bytes: u64,
-    /// Time the run's control group was held back by its CPU quota in the second (its
-    /// `cpu.stat`, cgroup v1 or v2), ms; absent without a readable cgroup.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub throttled_ms: Option<f64>,
+impl Sample {
+    /// A host's second as a sample of role `role`: its CPU all cores' busy share (percent
+    /// of one core, as a role's), its memory what is not available.
+    pub fn of_host(t_ns: u64, role: &str, reading: HostReading) -> Sample {
+        Sample {
+            t_ns,
+            role: role.to_string(),
+            cpu_pct: reading.busy_pct * reading.core_busy_pct.len() as f64,
+            cpu_s: None,
+            rss_bytes: reading
+                .mem_total_bytes
+                .saturating_sub(reading.mem_available_bytes),
+            host: Some(reading),
+        }
+    }
 }
+
+pub use probe::event::HostReading;
 
 /// The attack a run planned (`link.attack`), as the manifest records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -73,6 +73,9 @@ pub struct Summary {
     /// saturated (`analysis::host`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<crate::host::HostHealth>,
+    /// A deployment's other hosts, by site (`farm`): their roles' own reports of them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub other_hosts: BTreeMap<String, crate::host::HostHealth>,
     /// Per side, what an attacker on its link took and how soon the side noticed
     /// (`analysis::security`), when the scenario planned one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -228,6 +231,7 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
         Event::ClockAnchor { .. }
         | Event::JobBroadcast { .. }
         | Event::JobWritten { .. }
+        | Event::Resources { .. }
         | Event::JobReceived { .. }
         | Event::ShareSubmitted { .. }
         | Event::ShareAnswered { .. }
@@ -397,6 +401,7 @@ pub fn assemble(
         sides,
         harness: sampled(HARNESS_ROLE),
         host: crate::host::health(samples, window),
+        other_hosts: crate::host::other_hosts(samples, window),
         security,
         outages,
         unmatched: unmatched.0,

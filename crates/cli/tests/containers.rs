@@ -9,19 +9,7 @@ use probe::recorder::read_events;
 use std::path::Path;
 use std::process::Command;
 
-/// `docker ARGS`, required to succeed; its stdout.
-fn docker(args: &[&str]) -> String {
-    let out = Command::new("docker")
-        .args(args)
-        .output()
-        .expect("docker runs (install docker.io; `make test` starts the daemon when none runs)");
-    assert!(
-        out.status.success(),
-        "docker {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use common::docker;
 
 /// Removes what a test made in Docker, however it ends.
 struct Cleanup {
@@ -168,16 +156,7 @@ fn a_role_in_a_container_streams_every_event_to_a_collector_on_an_internal_netwo
 /// every role ran apart on its site, and that the sides' work crossed their links.
 fn the_default_scenario_apart(name: &str, placement: &[&str]) {
     let out = common::out_dir(name);
-    // Tips every 2 s or so (the network's and the sides' own blocks) for 30 s: enough that
-    // each side sees some in the window (at 4 s over 20 s, one run in a hundred saw none).
-    let mut args = vec![
-        "--duration",
-        "30s",
-        "--set",
-        "warmup=10s",
-        "--set",
-        "network.block_interval=2s",
-    ];
+    let mut args = common::SHORT_RUN_WITH_TIPS.to_vec();
     for setting in placement {
         args.extend(["--set", setting]);
     }
@@ -186,9 +165,7 @@ fn the_default_scenario_apart(name: &str, placement: &[&str]) {
             .output()
             .unwrap(),
     );
-    let placement: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(out.join("placement.json")).unwrap())
-            .unwrap();
+    let placement = common::placement(&out);
     let manifest: analysis::Manifest =
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
     let mut roles: Vec<&str> = manifest

@@ -248,16 +248,7 @@ impl Drop for Down<'_> {
 #[test]
 fn a_deployment_started_with_docker_compose_runs_and_its_collector_writes_the_run() {
     let out = common::out_dir("deploy-run");
-    // Tips every 2 s or so, as the containers' own test of this scenario.
-    let args = [
-        "--duration",
-        "30s",
-        "--set",
-        "warmup=10s",
-        "--set",
-        "network.block_interval=2s",
-    ];
-    common::succeed(deploy(&out, &args));
+    common::succeed(deploy(&out, &common::SHORT_RUN_WITH_TIPS));
     let image = Command::new(common::exe()).arg("image").output().unwrap();
     common::succeed(image);
     let file = out.join("compose.yaml");
@@ -291,5 +282,40 @@ fn a_deployment_started_with_docker_compose_runs_and_its_collector_writes_the_ru
         "{}",
         summary["unmatched"]
     );
+    // Each role reported its own CPU and memory, and its host's, as a local run samples
+    // them: the deployed run's report has the same sections.
+    for (side, figures) in summary["sides"].as_object().unwrap() {
+        for (role, use_) in figures["roles"].as_object().unwrap() {
+            assert!(
+                common::num(&use_["rss_bytes"]["count"]) > 0.0,
+                "{side} {role}: {use_}"
+            );
+            assert!(
+                common::num(&use_["cpu_pct"]["count"]) > 0.0,
+                "{side} {role}"
+            );
+        }
+    }
+    assert!(
+        summary["host"]["seconds"].as_u64().unwrap() > 0,
+        "{}",
+        summary["host"]
+    );
+    assert!(summary["other_hosts"]["farm"]["seconds"].as_u64().unwrap() > 0);
+    common::succeed(
+        Command::new(common::exe())
+            .arg("report")
+            .arg(&run)
+            .output()
+            .unwrap(),
+    );
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    for section in [
+        "## Roles: CPU and memory",
+        "## Host\n",
+        "## Host of the farm site",
+    ] {
+        assert!(report.contains(section), "the report lacks {section:?}");
+    }
     common::default_sides_worked_across_their_links(&run, &out.join("csv"));
 }

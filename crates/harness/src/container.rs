@@ -239,6 +239,9 @@ pub struct Placed {
     pub site: Site,
     /// Network name -> the role's address on it (a service finds its own: none here).
     pub networks: std::collections::BTreeMap<String, Option<std::net::Ipv4Addr>>,
+    /// The swarm node a service's task runs on (its ID), once it is ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// With the swarm engine: the placement constraints of each site's services.
@@ -411,6 +414,7 @@ impl Containers {
             container: container.clone(),
             site,
             networks,
+            node: None,
         });
         Ok((container, ip))
     }
@@ -495,8 +499,21 @@ impl Containers {
             container: service.clone(),
             site,
             networks,
+            node: None,
         });
         Ok(service)
+    }
+
+    /// Records which swarm node runs service `name`'s task (`placement.json`'s `node`),
+    /// and returns it.
+    pub fn note_node(&self, name: &str) -> Result<String> {
+        let task = docker(&["service", "ps", "--quiet", "--no-trunc", name])?;
+        let task = task.lines().next().context("the service has no task")?;
+        let node = docker(&["inspect", "--format", "{{.NodeID}}", task])?;
+        if let Some(p) = self.placed.lock().iter_mut().find(|p| p.container == name) {
+            p.node = Some(node.clone());
+        }
+        Ok(node)
     }
 
     /// Whether service `name` has ended (the swarm lists it with no task running); the

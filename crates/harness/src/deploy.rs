@@ -15,9 +15,10 @@ use crate::plan::{Plan, PlannedRole};
 use crate::process::Launcher;
 use crate::run::RunOptions;
 use analysis::manifest::Manifest;
+use analysis::manifest::{Sample, HOST_ROLE};
 use anyhow::{Context, Result};
 use model::run_dir::PLACEMENT_FILE;
-use model::run_dir::{EVENTS_DIR, MANIFEST_FILE, SUMMARY_FILE};
+use model::run_dir::{EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE, SUMMARY_FILE};
 use model::scenario::Scenario;
 use serde_json::{json, Value};
 use std::net::IpAddr;
@@ -311,6 +312,10 @@ pub fn finish_collected(
     let mut first = std::collections::BTreeMap::new();
     let mut last_ns = 0;
     analysis::input::each_event(dir, |r| {
+        // A role reports its resources from before it serves: they do not mark its start.
+        if matches!(r.event, probe::Event::Resources { .. }) {
+            return;
+        }
         let at = first.entry(r.role.clone()).or_insert(r.t_ns);
         *at = (*at).min(r.t_ns);
         last_ns = last_ns.max(r.t_ns);
@@ -319,6 +324,18 @@ pub fn finish_collected(
         analysis::manifest::deployment_start(&manifest, &first).map_err(anyhow::Error::msg)?;
     manifest.start_at(started.at_ns, last_ns);
     manifest.clocks = clocks;
+    let samples = reported_samples(dir);
+    let mut lines = String::new();
+    for sample in &samples {
+        lines.push_str(&serde_json::to_string(sample)?);
+        lines.push('\n');
+    }
+    let file = dir.join(SAMPLES_FILE);
+    std::fs::write(&file, lines).with_context(|| format!("cannot write {}", file.display()))?;
+    tracing::info!(
+        samples = samples.len(),
+        "the roles' reports of their resources"
+    );
     let (mut summary, _) = analysis::stream::summarize_dir(dir, &manifest, |_| {})
         .with_context(|| format!("cannot summarize {}", dir.display()))?;
     for role in started.silent {
@@ -333,6 +350,63 @@ pub fn finish_collected(
     crate::run::write_results(dir, &manifest, &summary)?;
     tracing::info!(dir = %dir.display(), "deployment's run summarised");
     Ok(())
+}
+
+/// The host samples of a site's roles are named after it: `host` for the pool's (links
+/// run there too), where the collector runs; `host-farm` for the farm's.
+fn host_of(role: &str) -> String {
+    match Site::of(role) {
+        Site::Farm => format!("{HOST_ROLE}-farm"),
+        Site::Pool | Site::Link => HOST_ROLE.to_string(),
+    }
+}
+
+/// The roles' own reports of their CPU, memory and host (`Event::Resources`) in run `dir`
+/// as the samples a local run writes (`samples.jsonl`), so a deployed run's report has the
+/// same sections: a role's CPU over each second from its successive CPU times, and each
+/// host from one role's reports (the first of its site by name), in time order.
+pub fn reported_samples(dir: &Path) -> Vec<Sample> {
+    let mut reports = Vec::new();
+    analysis::input::each_event(dir, |r| {
+        if let probe::Event::Resources {
+            cpu_s,
+            rss_bytes,
+            host,
+        } = r.event
+        {
+            reports.push((r.role, r.t_ns, cpu_s, rss_bytes, host));
+        }
+    });
+    reports.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let mut reporter = std::collections::BTreeMap::new();
+    for (role, ..) in &reports {
+        reporter.entry(host_of(role)).or_insert(role.clone());
+    }
+    let mut samples = Vec::with_capacity(reports.len() * 2);
+    let mut last: Option<(&str, u64, f64)> = None;
+    for (role, t_ns, cpu_s, rss_bytes, host) in &reports {
+        let cpu_pct = match last {
+            Some((r, t0, cpu0)) if r == role && *t_ns > t0 => {
+                (cpu_s - cpu0).max(0.0) / ((t_ns - t0) as f64 / 1e9) * 100.0
+            }
+            _ => 0.0,
+        };
+        last = Some((role, *t_ns, *cpu_s));
+        samples.push(Sample {
+            t_ns: *t_ns,
+            role: role.clone(),
+            cpu_pct,
+            cpu_s: Some(*cpu_s),
+            rss_bytes: *rss_bytes,
+            host: None,
+        });
+        let host_role = host_of(role);
+        if reporter.get(&host_role) == Some(role) {
+            samples.push(Sample::of_host(*t_ns, &host_role, host.clone()));
+        }
+    }
+    samples.sort_by_key(|s| s.t_ns);
+    samples
 }
 
 /// A deployment's run whose collector died before it finished the run (killed, its host
@@ -428,6 +502,7 @@ pub async fn settle(
 mod tests {
     use super::*;
     use crate::roles::RoleSpec;
+    use analysis::manifest::HostReading;
     use std::net::Ipv4Addr;
 
     fn node(ipc: Option<&str>) -> RoleSpec {
@@ -567,5 +642,54 @@ mod tests {
             text,
             "---\nversion: \"3.8\"\nb:\n  - \"no\"\n  - x y\na:\n  n: 3\n"
         );
+    }
+
+    #[test]
+    fn roles_reports_become_the_samples_a_local_run_writes() {
+        let dir = std::env::temp_dir().join(format!("reports-{}", std::process::id()));
+        let events = dir.join(EVENTS_DIR);
+        std::fs::create_dir_all(&events).unwrap();
+        let host = |busy: f64| HostReading {
+            core_busy_pct: vec![busy, busy],
+            busy_pct: busy,
+            mem_total_bytes: 8_000,
+            mem_available_bytes: 6_000,
+            ..HostReading::default()
+        };
+        // Each role reports at 1 s, 2 s and 3 s: CPU times 1.0, 1.5 and 2.5 s are 50%
+        // then 100% of a core; the first second has no rate yet.
+        for (role, busy) in [("pool-sv1", 10.0), ("tap-sv1", 20.0), ("miners-sv1", 30.0)] {
+            let lines: String = [(1, 1.0), (2, 1.5), (3, 2.5)]
+                .map(|(s, cpu_s)| {
+                    let record = probe::Record {
+                        t_ns: s * 1_000_000_000,
+                        role: role.into(),
+                        event: probe::Event::Resources {
+                            cpu_s,
+                            rss_bytes: 4096,
+                            host: host(busy),
+                        },
+                    };
+                    serde_json::to_string(&record).unwrap() + "\n"
+                })
+                .concat();
+            std::fs::write(events.join(format!("{role}.jsonl")), lines).unwrap();
+        }
+        let samples = reported_samples(&dir);
+        assert_eq!(samples.len(), 9 + 6);
+        let of =
+            |role: &str| -> Vec<&Sample> { samples.iter().filter(|s| s.role == role).collect() };
+        let pool: Vec<f64> = of("pool-sv1").iter().map(|s| s.cpu_pct).collect();
+        assert_eq!(pool, [0.0, 50.0, 100.0]);
+        assert_eq!(of("pool-sv1")[2].cpu_s, Some(2.5));
+        // One role a host reports it: the pool's site by its first role's name (pool-sv1,
+        // not the tap), the farm's by its miners; 2 cores at 10% are 20% of one core.
+        let pool_host = of(HOST_ROLE);
+        assert_eq!(pool_host.len(), 3);
+        assert_eq!(pool_host[0].cpu_pct, 20.0);
+        assert_eq!(pool_host[0].rss_bytes, 2_000);
+        assert_eq!(of("host-farm")[0].host.as_ref().unwrap().busy_pct, 30.0);
+        assert!(samples.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -2,9 +2,12 @@
 //! role): where its spec comes from, where its events go and the address it binds, then
 //! the role itself ([`crate::roles::run_role`]).
 
+use crate::host::HostMeter;
+use crate::procs::CpuMeter;
 use anyhow::{bail, Context, Result};
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// A role process's start, as its command line gave it.
 pub struct Launch {
@@ -39,11 +42,36 @@ pub async fn launch(args: Launch) -> Result<()> {
     let recorder = match (&args.events, &args.collector, &args.journal) {
         (Some(events), _, _) => probe::Recorder::to_file(events, &args.name)?,
         (None, Some(collector), Some(journal)) => {
-            probe::Recorder::to_collector(journal, collector, &args.name)?
+            let recorder = probe::Recorder::to_collector(journal, collector, &args.name)?;
+            report_resources(recorder.clone(), journal.parent().unwrap_or(Path::new(".")));
+            recorder
         }
         _ => bail!("give --events FILE, or --collector ADDR with --journal FILE"),
     };
     crate::roles::run_role(&spec, &args.name, recorder, bind_ip).await
+}
+
+/// A role that sends its events to a collector may run where no harness reads its process
+/// or its host: it reports both itself, once a second, as the harness's samples would
+/// (`Event::Resources`). `fs_path` is the filesystem its journal is on.
+fn report_resources(recorder: probe::Recorder, fs_path: &Path) {
+    let mut own = CpuMeter::new(std::process::id());
+    let cpus = crate::process::available_cpus().unwrap_or_default();
+    let mut host = HostMeter::new(fs_path, &cpus);
+    tokio::spawn(async move {
+        let second = Duration::from_secs(1);
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + second, second);
+        loop {
+            tick.tick().await;
+            if let (Some(process), Some(host)) = (own.sample(), host.sample()) {
+                recorder.record(probe::Event::Resources {
+                    cpu_s: process.cpu_s,
+                    rss_bytes: process.rss_bytes,
+                    host: host.reading,
+                });
+            }
+        }
+    });
 }
 
 /// The role's spec file, its addresses its own in a container; and the address it binds.

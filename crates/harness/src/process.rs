@@ -295,15 +295,17 @@ impl RoleProcess {
                     role.meter = CpuMeter::new(Containers::pid_of(container)?);
                     tracing::info!(role = name, container, %ip, "role in its container");
                 }
-                if let Some((service, _)) = &role.service {
+                if let Some((service, containers)) = &role.service {
                     // Its process when its task runs on this host; elsewhere it is not
                     // ours to see (pid 0 reads as gone).
                     let pid = Containers::local_pid_of_service(service);
                     role.meter = CpuMeter::new(pid.unwrap_or(0));
+                    let node = containers.note_node(service);
                     tracing::info!(
                         role = name,
                         service,
                         local = pid.is_some(),
+                        node = %node.as_deref().unwrap_or("unknown"),
                         "role as a swarm service"
                     );
                 }

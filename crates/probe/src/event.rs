@@ -181,6 +181,14 @@ pub enum Event {
     /// A pool's write of a job to the last of the connections it was published to
     /// returned: from its `JobBroadcast` to here is the sender's own fan-out time.
     JobWritten { job_id: String, connections: u32 },
+    /// A deployed role's own process, and the host it runs on, over the last second: a
+    /// role on another host reports what the harness there cannot read (its CPU time,
+    /// user and system, seconds since it started; its resident memory).
+    Resources {
+        cpu_s: f64,
+        rss_bytes: u64,
+        host: HostReading,
+    },
     /// A miner received a job.
     JobReceived {
         miner: u32,
@@ -376,4 +384,32 @@ impl ShareVerdict {
             ShareVerdict::Invalid => "invalid",
         }
     }
+}
+
+/// The machine's own state over one second, as node exporter reads it from /proc: what
+/// says whether the roles had the CPU they needed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostReading {
+    /// Each online core's busy share of the second (everything but idle and iowait),
+    /// percent, in the order of their numbers.
+    pub core_busy_pct: Vec<f64>,
+    /// All cores' busy share, percent.
+    pub busy_pct: f64,
+    /// The busy share of the CPUs the run's roles may use, percent, when those are not all
+    /// of the host's (a CPU set of the run's, or `--isolate`'s half): their saturation is
+    /// the roles' wait, whatever the other cores do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_cpus_busy_pct: Option<f64>,
+    pub mem_total_bytes: u64,
+    pub mem_available_bytes: u64,
+    pub load1: f64,
+    pub load5: f64,
+    pub load15: f64,
+    /// The run directory's filesystem.
+    pub fs_avail_bytes: u64,
+    pub fs_size_bytes: u64,
+    /// Time the run's control group was held back by its CPU quota in the second (its
+    /// `cpu.stat`, cgroup v1 or v2), ms; absent without a readable cgroup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_ms: Option<f64>,
 }

@@ -7,7 +7,7 @@ use crate::run_data::RunData;
 use crate::svg::{cdf, cdf_chart, estimate, grouped, line_chart, number, percent, signed, Series};
 use analysis::charts::Charts;
 use analysis::headline::Reading;
-use analysis::manifest::Window;
+use analysis::manifest::{Window, HOST_ROLE};
 use analysis::metric::{Headline, Measure};
 use analysis::resources::RoleResources;
 use analysis::worth::{pct_text, sats_interval_text, sats_text};
@@ -59,7 +59,10 @@ pub fn build(run: &RunData) -> Document {
             sections.push(bandwidth_section(summary, &run.charts));
             sections.push(roles_section(run, summary, window));
             if let Some(health) = &summary.host {
-                sections.push(host_section(run, health, window));
+                sections.push(host_section(run, health, window, None));
+            }
+            for (site, health) in &summary.other_hosts {
+                sections.push(host_section(run, health, window, Some(site)));
             }
             if run.scenario.as_ref().is_some_and(|s| s.compare_published) {
                 sections.push(published_section(summary));
@@ -993,9 +996,19 @@ type Points = Vec<(f64, f64)>;
 
 /// The machine under the roles: its CPU per core, memory and load over the window, and
 /// whether it was saturated.
-fn host_section(run: &RunData, health: &analysis::host::HostHealth, window: Window) -> Section {
+/// `site`: a deployment's host of that site, other than the harness's.
+fn host_section(
+    run: &RunData,
+    health: &analysis::host::HostHealth,
+    window: Window,
+    site: Option<&str>,
+) -> Section {
+    let role = match site {
+        Some(site) => format!("{HOST_ROLE}-{site}"),
+        None => HOST_ROLE.to_string(),
+    };
     let host: Vec<(f64, &analysis::manifest::HostReading)> = (run.samples.iter())
-        .filter(|s| window.contains(s.t_ns))
+        .filter(|s| s.role == role && window.contains(s.t_ns))
         .filter_map(|s| Some((secs(s.t_ns, window.start_ns), s.host.as_ref()?)))
         .collect();
     let cores = host
@@ -1104,7 +1117,10 @@ fn host_section(run: &RunData, health: &analysis::host::HostHealth, window: Wind
         ],
     });
     Section {
-        title: "Host".into(),
+        title: match site {
+            Some(site) => format!("Host of the {site} site"),
+            None => "Host".into(),
+        },
         blocks,
     }
 }

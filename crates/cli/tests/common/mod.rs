@@ -5,6 +5,43 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+/// A short run's arguments for the tests that run whole roles apart (containers, swarms,
+/// deployments): tips every 2 s or so (the network's and the sides' own blocks) for 30 s,
+/// enough that each side sees some in the window (at 4 s over 20 s, one run in a hundred
+/// saw none).
+pub const SHORT_RUN_WITH_TIPS: [&str; 6] = [
+    "--duration",
+    "30s",
+    "--set",
+    "warmup=10s",
+    "--set",
+    "network.block_interval=2s",
+];
+
+/// `docker ARGS` on this host's daemon, required to succeed; its stdout.
+pub fn docker(args: &[&str]) -> String {
+    docker_on(None, args)
+}
+
+/// `docker ARGS` with `DOCKER_HOST` set when given, required to succeed; its stdout.
+pub fn docker_on(docker_host: Option<&str>, args: &[&str]) -> String {
+    let mut docker = Command::new("docker");
+    if let Some(host) = docker_host {
+        docker.env("DOCKER_HOST", host);
+    }
+    let out = docker
+        .args(args)
+        .output()
+        .expect("docker runs (install docker.io; `make test` starts the daemon when none runs)");
+    assert!(
+        out.status.success(),
+        "docker {args:?} ({}): {}",
+        docker_host.unwrap_or("this host's daemon"),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_stratum-bench")
 }
@@ -297,6 +334,11 @@ pub fn out_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("run-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
+}
+
+/// Where the run's roles stood (`placement.json`, a container or swarm run's).
+pub fn placement(dir: &Path) -> Vec<serde_json::Value> {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("placement.json")).unwrap()).unwrap()
 }
 
 /// The run's summary.json.

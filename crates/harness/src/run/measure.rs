@@ -16,6 +16,7 @@ use analysis::summary::{Summary, HARNESS_ROLE};
 use anyhow::{Context, Result};
 use model::run_dir::{EVENTS_DIR, SAMPLES_FILE};
 use probe::{mono_ns, Event, Recorder};
+use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -57,6 +58,7 @@ pub(super) struct Measuring {
     total: Duration,
     interactive: bool,
     meters: Meters,
+    dir: PathBuf,
     samples_file: std::fs::File,
     samples: Vec<Sample>,
     tail: Tail,
@@ -80,6 +82,7 @@ impl Measuring {
         live: Live,
     ) -> Result<Measuring> {
         let samples_file = std::fs::File::create(dir.join(SAMPLES_FILE))?;
+        let dir = dir.to_path_buf();
         // Every event is read once, in time order, into the streaming analysis: the
         // harness holds what identity matching needs, not the run.
         let mut stream = RunStream::new(manifest, REORDER_HORIZON.as_nanos() as u64);
@@ -105,6 +108,7 @@ impl Measuring {
             next_summary_ns: 0,
             interim_written: 0,
             stopped: None,
+            dir,
         })
     }
 
@@ -187,16 +191,8 @@ impl Measuring {
             }
         }
         if let Some(second) = self.meters.host.sample() {
-            let r = &second.reading;
             self.live.lock().metrics.host(&second);
-            let sample = Sample {
-                t_ns: now,
-                role: HOST_ROLE.to_string(),
-                cpu_pct: r.busy_pct * r.core_busy_pct.len() as f64,
-                cpu_s: None,
-                rss_bytes: r.mem_total_bytes.saturating_sub(r.mem_available_bytes),
-                host: Some(second.reading),
-            };
+            let sample = Sample::of_host(now, HOST_ROLE, second.reading);
             writeln!(self.samples_file, "{}", serde_json::to_string(&sample)?)?;
             self.samples.push(sample);
         }
@@ -314,9 +310,18 @@ impl Measuring {
 
     /// Once every role has stopped and handed over its events: the rest of the files, and
     /// the run's summary (`manifest` gains why the window stopped, if it stopped early).
-    pub(super) fn finish(mut self, manifest: &mut Manifest) -> Summary {
+    pub(super) fn finish(mut self, manifest: &mut Manifest) -> Result<Summary> {
         manifest.stopped = self.stopped.take();
         self.tail.read_into(&mut self.stream);
+        // Roles this host could not read (swarm services on other hosts) reported their
+        // own CPU, memory and host in their events.
+        let sampled: BTreeSet<String> = self.samples.iter().map(|s| s.role.clone()).collect();
+        let reported = crate::deploy::reported_samples(&self.dir);
+        for sample in reported.into_iter().filter(|s| !sampled.contains(&s.role)) {
+            writeln!(self.samples_file, "{}", serde_json::to_string(&sample)?)?;
+            self.samples.push(sample);
+        }
+        self.samples.sort_by_key(|s| s.t_ns);
         let (events, late) = self.stream.counts();
         tracing::info!(events, late, "events analysed");
         let mut summary = self.stream.finish(manifest, &self.samples);
@@ -327,7 +332,7 @@ impl Measuring {
                 .unmatched
                 .insert(format!("unreadable_line:{place}"), 1);
         }
-        summary
+        Ok(summary)
     }
 }
 

@@ -60,6 +60,13 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
     let fleet_size = harness::limits::fanout_fleet_size(largest, per_connection)?;
     for &n in &opts.miners {
         let dir = opts.out.join(format!("miners-{n}"));
+        // Events append: a run before into the same --out would count as this one's.
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot clear {}", dir.display()))
+            }
+            _ => {}
+        }
         let mut roles = Vec::new();
         let outcome = measure(&opts, n, fleet_size.miners, &dir, &mut roles).await;
         stop_all(&mut roles).await;
