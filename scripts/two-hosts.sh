@@ -79,7 +79,8 @@ start_daemon() {
     hostname "sbh-$1" && shift 2 && exec dockerd "$@"' sh "$h" "${SHADOWED[*]}" \
     --host "$(sock "$h")" --data-root "$DATA/$h" --exec-root "$dir/exec" \
     --pidfile "$dir/docker.pid" --config-file "$dir/daemon.json" \
-    --cgroup-parent "/sbh-$h" --bridge none --userland-proxy=false --shutdown-timeout 3 \
+    --exec-opt native.cgroupdriver=cgroupfs --cgroup-parent "/sbh-$h" \
+    --bridge none --userland-proxy=false --shutdown-timeout 3 \
     </dev/null >"$dir/dockerd.log" 2>&1 &
   echo $! >"$dir/launcher.pid"  # dockerd's own pid once the launcher has exec'd it
 }
@@ -170,7 +171,9 @@ down() {
   done
   # SIGTERM to both (each stops its containers, 3 s at most, then its containerd); SIGKILL
   # to one not gone in 20 s.
-  for h in farm pool; do if pid=$(daemon_pid "$h"); then kill "$pid"; pids+=("$pid"); fi; done
+  for h in farm pool; do
+    if pid=$(daemon_pid "$h"); then kill "$pid" 2>/dev/null || true; pids+=("$pid"); fi
+  done
   for pid in "${pids[@]}"; do
     for _ in $(seq 80); do kill -0 "$pid" 2>/dev/null || continue 2; sleep 0.25; done
     err "dockerd $pid did not stop in 20 s: killing it"; kill -9 "$pid" 2>/dev/null || true
@@ -178,11 +181,14 @@ down() {
   for h in farm pool; do
     # Whatever outlived its daemon (a shim, a containerd, a container's process).
     left=$({ [[ -e /run/netns/sbh-$h ]] && ip netns pids "sbh-$h"
-      cat /sys/fs/cgroup/*/"sbh-$h"/*/cgroup.procs 2>/dev/null; } | sort -u || true)
+      cat /sys/fs/cgroup/*/"sbh-$h"/*/cgroup.procs /sys/fs/cgroup/"sbh-$h"/*/cgroup.procs \
+        2>/dev/null; } | sort -u || true)
     # shellcheck disable=SC2086 # one pid a word
     [[ -z $left ]] || { kill -9 $left 2>/dev/null || true; sleep 0.5; }
-    [[ ! -e /run/netns/sbh-$h ]] || ip netns del "sbh-$h"  # takes the veth with it
-    find /sys/fs/cgroup/*/"sbh-$h" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    [[ ! -e /run/netns/sbh-$h ]] || ip netns del "sbh-$h" || err "cannot remove netns sbh-$h"
+    # cgroup v1 (a hierarchy a controller) or v2 (one hierarchy).
+    find /sys/fs/cgroup/*/"sbh-$h" /sys/fs/cgroup/"sbh-$h" -depth -type d -exec rmdir {} + \
+      2>/dev/null || true
   done
   if [[ -f $RUN/made ]]; then xargs rmdir <"$RUN/made" 2>/dev/null || true; fi
   rm -rf "$RUN" "$DATA"

@@ -102,6 +102,20 @@ pub struct Summary {
     pub network_best: Vec<(f64, f64)>,
 }
 
+impl Summary {
+    /// Why the window's latencies should be read with care, when a host the run's roles
+    /// ran on was saturated: the harness's, or another a deployment or swarm put roles on.
+    pub fn host_warning(&self) -> Option<String> {
+        let warnings: Vec<String> = (self.host.iter())
+            .filter_map(|h| h.warning.clone())
+            .chain(self.other_hosts.iter().filter_map(|(site, h)| {
+                Some(format!("the {site} site's host: {}", h.warning.as_ref()?))
+            }))
+            .collect();
+        (!warnings.is_empty()).then(|| warnings.join("; "))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LinkSummary {
     pub rtt_ms: f64,

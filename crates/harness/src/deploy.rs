@@ -330,12 +330,17 @@ pub fn finish_collected(
         lines.push_str(&serde_json::to_string(sample)?);
         lines.push('\n');
     }
+    // The run is summarised without them rather than not at all.
     let file = dir.join(SAMPLES_FILE);
-    std::fs::write(&file, lines).with_context(|| format!("cannot write {}", file.display()))?;
-    tracing::info!(
-        samples = samples.len(),
-        "the roles' reports of their resources"
-    );
+    match std::fs::write(&file, lines) {
+        Ok(()) => tracing::info!(
+            samples = samples.len(),
+            "the roles' reports of their resources"
+        ),
+        Err(e) => {
+            tracing::warn!(file = %file.display(), error = %e, "cannot write the roles' reports")
+        }
+    }
     let (mut summary, _) = analysis::stream::summarize_dir(dir, &manifest, |_| {})
         .with_context(|| format!("cannot summarize {}", dir.display()))?;
     for role in started.silent {
@@ -354,7 +359,7 @@ pub fn finish_collected(
 
 /// The host samples of a site's roles are named after it: `host` for the pool's (links
 /// run there too), where the collector runs; `host-farm` for the farm's.
-fn host_of(role: &str) -> String {
+pub(crate) fn host_of(role: &str) -> String {
     match Site::of(role) {
         Site::Farm => format!("{HOST_ROLE}-farm"),
         Site::Pool | Site::Link => HOST_ROLE.to_string(),

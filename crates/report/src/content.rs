@@ -453,7 +453,7 @@ fn first_screen(summary: &analysis::Summary) -> Vec<(String, String)> {
 /// Each side against the baseline on the headline metrics: the numbers behind the
 /// conclusions.
 fn verdict_section(summary: &analysis::Summary) -> Section {
-    let host_saturated = summary.host.as_ref().is_some_and(|h| h.warning.is_some());
+    let host_saturated = summary.host_warning().is_some();
     // A table a side, as the terminal shows them.
     let mut tables = Vec::new();
     for (side, verdict) in &summary.verdict {
@@ -516,7 +516,7 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
         });
     }
     let mut blocks = Vec::new();
-    if let Some(warning) = summary.host.as_ref().and_then(|h| h.warning.as_ref()) {
+    if let Some(warning) = summary.host_warning() {
         blocks.push(Block::Note(format!(
             "Host saturated: {warning}. Rows in ms (marked host-saturated) are read with care."
         )));

@@ -139,8 +139,8 @@ pub fn render(s: &Summary, pools: &BTreeMap<String, String>, t: &Terminal) -> St
     out.push(String::new());
     out.extend(side_tables(s, t));
     out.extend(notes(s, t));
-    let host_warning = s.host.as_ref().and_then(|h| h.warning.as_ref());
-    if let Some(warning) = host_warning {
+    let host_warning = s.host_warning();
+    if let Some(warning) = &host_warning {
         let text = format!("WARNING host saturated: {warning}; latencies marked [host-saturated]");
         out.extend((wrap(&text, t.width, "  ").iter()).map(|l| paint(t, YELLOW, l)));
     }

@@ -310,18 +310,10 @@ impl Measuring {
 
     /// Once every role has stopped and handed over its events: the rest of the files, and
     /// the run's summary (`manifest` gains why the window stopped, if it stopped early).
-    pub(super) fn finish(mut self, manifest: &mut Manifest) -> Result<Summary> {
+    pub(super) fn finish(mut self, manifest: &mut Manifest) -> Summary {
         manifest.stopped = self.stopped.take();
         self.tail.read_into(&mut self.stream);
-        // Roles this host could not read (swarm services on other hosts) reported their
-        // own CPU, memory and host in their events.
-        let sampled: BTreeSet<String> = self.samples.iter().map(|s| s.role.clone()).collect();
-        let reported = crate::deploy::reported_samples(&self.dir);
-        for sample in reported.into_iter().filter(|s| !sampled.contains(&s.role)) {
-            writeln!(self.samples_file, "{}", serde_json::to_string(&sample)?)?;
-            self.samples.push(sample);
-        }
-        self.samples.sort_by_key(|s| s.t_ns);
+        self.add_reported_samples(manifest);
         let (events, late) = self.stream.counts();
         tracing::info!(events, late, "events analysed");
         let mut summary = self.stream.finish(manifest, &self.samples);
@@ -332,7 +324,41 @@ impl Measuring {
                 .unmatched
                 .insert(format!("unreadable_line:{place}"), 1);
         }
-        Ok(summary)
+        summary
+    }
+
+    /// Roles this host could not read (swarm services on other hosts) reported their own
+    /// CPU, memory and host in their events: their samples, and the host of a site none of
+    /// whose roles this host read (a site with one read here is this host). The events are
+    /// read again only when some role has no sample of this host's.
+    fn add_reported_samples(&mut self, manifest: &Manifest) {
+        let roles = manifest.roles();
+        let sampled: BTreeSet<&str> = self.samples.iter().map(|s| s.role.as_str()).collect();
+        let unsampled: BTreeSet<&str> = (roles.iter().map(String::as_str))
+            .filter(|r| !sampled.contains(r))
+            .collect();
+        if unsampled.is_empty() {
+            return;
+        }
+        let here: BTreeSet<String> = (roles.iter())
+            .filter(|r| sampled.contains(r.as_str()))
+            .map(|r| crate::deploy::host_of(r))
+            .chain([HOST_ROLE.to_string()])
+            .collect();
+        let reported = crate::deploy::reported_samples(&self.dir);
+        let wanted = |s: &Sample| match s.host {
+            Some(_) => !here.contains(&s.role),
+            None => unsampled.contains(s.role.as_str()),
+        };
+        let reported: Vec<Sample> = reported.into_iter().filter(wanted).collect();
+        for sample in reported {
+            let line = serde_json::to_string(&sample).map(|l| writeln!(self.samples_file, "{l}"));
+            if let Err(e) = line {
+                tracing::warn!(error = %e, "cannot write a reported sample to samples.jsonl");
+            }
+            self.samples.push(sample);
+        }
+        self.samples.sort_by_key(|s| s.t_ns);
     }
 }
 

@@ -126,7 +126,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     manifest.clocks = stop(&mut opts, &dir, roles, collector).await?;
     server.abort();
     harness_events.close()?;
-    let summary = measuring.finish(&mut manifest)?;
+    let summary = measuring.finish(&mut manifest);
     directory::write_results(&dir, &manifest, &summary)?;
     Ok(RunOutcome {
         dir,
