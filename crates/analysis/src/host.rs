@@ -281,4 +281,53 @@ mod tests {
     fn no_host_samples_no_health() {
         assert_eq!(health(&[], window(0, 10)), None);
     }
+
+    #[test]
+    fn each_other_host_is_summed_up_apart_and_its_saturation_is_warned_of() {
+        // The harness's host quiet at 30%; the farm's (samples `host-farm`) at 95% on both
+        // cores for all 10 s: 10 of 10 seconds saturated, by hand.
+        let mut samples: Vec<Sample> = (1..=10)
+            .map(|t| second(t, [20.0, 40.0], 600, 0.0))
+            .collect();
+        samples.extend((1..=10).map(|t| Sample {
+            role: format!("{HOST_ROLE}-farm"),
+            ..second(t, [95.0, 95.0], 600, 0.0)
+        }));
+        let here = health(&samples, window(1, 10)).unwrap();
+        assert!((here.busy_mean_pct - 30.0).abs() < 1e-9);
+        let others = other_hosts(&samples, window(1, 10));
+        assert_eq!(others.keys().collect::<Vec<_>>(), ["farm"]);
+        let farm = &others["farm"];
+        assert_eq!((farm.seconds, farm.saturated_seconds), (10, 10));
+        assert!((farm.busy_mean_pct - 95.0).abs() < 1e-9);
+        let summary = crate::summary::Summary {
+            host: Some(here),
+            other_hosts: others,
+            ..crate::stream::compute(&crate::testing::manifest(vec![]), &[], &[])
+        };
+        let warning = summary.host_warning().unwrap();
+        assert!(
+            warning.starts_with(
+                "the farm site's host: the host's CPU was over 90% busy for 10 of 10 s (100%)"
+            ),
+            "{warning}"
+        );
+        // A role's samples are no host's.
+        let role = Sample {
+            role: "miners-sv1".into(),
+            ..second(1, [50.0, 50.0], 600, 0.0)
+        };
+        assert!(other_hosts(&[role], window(0, 10)).is_empty());
+    }
+
+    #[test]
+    fn a_hosts_second_as_a_sample_is_its_cores_busy_share_and_used_memory() {
+        // 2 cores at 10% and 30%: 20% busy, 40% of one core; 1 GB total, 600 MB available:
+        // 400 MB used.
+        let reading = second(1, [10.0, 30.0], 600, 0.0).host.unwrap();
+        let s = Sample::of_host(7, "host-farm", reading);
+        assert_eq!((s.t_ns, s.role.as_str(), s.cpu_s), (7, "host-farm", None));
+        assert!((s.cpu_pct - 40.0).abs() < 1e-9);
+        assert_eq!(s.rss_bytes, 400_000_000);
+    }
 }
