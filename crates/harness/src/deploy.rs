@@ -311,9 +311,11 @@ pub fn finish_collected(
 ) -> Result<()> {
     let mut first = std::collections::BTreeMap::new();
     let mut last_ns = 0;
+    let mut reports = Vec::new();
     analysis::input::each_event(dir, |r| {
         // A role reports its resources from before it serves: they do not mark its start.
-        if matches!(r.event, probe::Event::Resources { .. }) {
+        if let Some(report) = report_of(&r) {
+            reports.push(report);
             return;
         }
         let at = first.entry(r.role.clone()).or_insert(r.t_ns);
@@ -324,7 +326,7 @@ pub fn finish_collected(
         analysis::manifest::deployment_start(&manifest, &first).map_err(anyhow::Error::msg)?;
     manifest.start_at(started.at_ns, last_ns);
     manifest.clocks = clocks;
-    let samples = reported_samples(dir);
+    let samples = samples_of_reports(reports);
     let mut lines = String::new();
     for sample in &samples {
         lines.push_str(&serde_json::to_string(sample)?);
@@ -372,16 +374,25 @@ pub(crate) fn host_of(role: &str) -> String {
 /// host from one role's reports (the first of its site by name), in time order.
 pub fn reported_samples(dir: &Path) -> Vec<Sample> {
     let mut reports = Vec::new();
-    analysis::input::each_event(dir, |r| {
-        if let probe::Event::Resources {
+    analysis::input::each_event(dir, |r| reports.extend(report_of(&r)));
+    samples_of_reports(reports)
+}
+
+/// One role's report of its resources: role, time, CPU seconds, resident bytes, host.
+type Report = (String, u64, f64, u64, analysis::manifest::HostReading);
+
+fn report_of(r: &probe::Record) -> Option<Report> {
+    match &r.event {
+        probe::Event::Resources {
             cpu_s,
             rss_bytes,
             host,
-        } = r.event
-        {
-            reports.push((r.role, r.t_ns, cpu_s, rss_bytes, host));
-        }
-    });
+        } => Some((r.role.clone(), r.t_ns, *cpu_s, *rss_bytes, host.clone())),
+        _ => None,
+    }
+}
+
+fn samples_of_reports(mut reports: Vec<Report>) -> Vec<Sample> {
     reports.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
     let mut reporter = std::collections::BTreeMap::new();
     for (role, ..) in &reports {
