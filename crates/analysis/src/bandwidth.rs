@@ -12,6 +12,7 @@
 use crate::manifest::Window;
 use probe::{Event, Record};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Bandwidth {
@@ -48,18 +49,42 @@ pub struct Direction {
 /// Cumulative byte counters: (time, up bytes, down bytes), in time order.
 pub type Counters = Vec<(u64, u64, u64)>;
 
-/// A link role's cumulative byte counters.
+/// A link role's cumulative byte counters. A link run as shards (`model::shard`) counts
+/// each shard's connections in that shard, so theirs are summed: at each count of the
+/// link's own (first) shard, every shard's last count at or before it.
 pub fn link_counters<'a>(
     events: impl IntoIterator<Item = &'a Record>,
     link_role: &str,
 ) -> Counters {
-    counters(events, link_role, |e| match e {
-        Event::LinkBytes {
+    let mut shards: BTreeMap<&str, Counters> = BTreeMap::new();
+    for r in events {
+        if let Event::LinkBytes {
             up_bytes,
             down_bytes,
-        } => Some((*up_bytes, *down_bytes)),
-        _ => None,
-    })
+        } = r.event
+        {
+            if model::shard::is_of(&r.role, link_role) {
+                let shard = shards.entry(r.role.as_str()).or_default();
+                shard.push((r.t_ns, up_bytes, down_bytes));
+            }
+        }
+    }
+    for c in shards.values_mut() {
+        c.sort_by_key(|x| x.0);
+    }
+    if shards.len() <= 1 {
+        return shards.into_values().next().unwrap_or_default();
+    }
+    let clock = shards.get(link_role).or(shards.values().next());
+    let times: Vec<u64> = clock.into_iter().flatten().map(|c| c.0).collect();
+    (times.into_iter())
+        .map(|t| {
+            let (up, down) = (shards.values())
+                .filter_map(|c| c.iter().rev().find(|c| c.0 <= t))
+                .fold((0, 0), |(up, down), c| (up + c.1, down + c.2));
+            (t, up, down)
+        })
+        .collect()
 }
 
 /// A farm node's modelled transaction relay as link counters (all of it received).
@@ -207,6 +232,39 @@ mod tests {
     use crate::testing::*;
 
     const S: u64 = 1_000 * MS;
+
+    /// A link run as two shards: each counts its own connections, a second apart and half
+    /// a second out of step; the link's bytes are their sum at the first shard's counts.
+    #[test]
+    fn a_sharded_links_counters_are_its_shards_summed() {
+        let events = [
+            link_bytes(S, "link-sv1", 100, 1_000),
+            link_bytes(S + S / 2, "link-sv1-shard2", 40, 400),
+            link_bytes(2 * S, "link-sv1", 300, 3_000),
+            link_bytes(2 * S + S / 2, "link-sv1-shard2", 90, 900),
+            link_bytes(3 * S, "link-sv1", 500, 5_000),
+            // Another side's link, named alike, is not a shard.
+            link_bytes(2 * S, "link-sv1-backup", 7, 7),
+        ];
+        // At 1 s shard 2 has counted nothing; at 2 s its 1.5 s count (40, 400) holds; at
+        // 3 s its 2.5 s count (90, 900).
+        assert_eq!(
+            link_counters(&events, "link-sv1"),
+            vec![(S, 100, 1_000), (2 * S, 340, 3_400), (3 * S, 590, 5_900)]
+        );
+        // The window 1-3 s: (590 - 100) / 2 s up, (5,900 - 1,000) / 2 s down.
+        let window = Window {
+            start_ns: S,
+            end_ns: 3 * S,
+        };
+        let counters = link_counters(&events, "link-sv1");
+        assert_eq!(rates_in(&counters, window), Some((245.0, 2_450.0)));
+        // One shard alone: its counters as they are.
+        assert_eq!(
+            link_counters(&events[..1], "link-sv1"),
+            vec![(S, 100, 1_000)]
+        );
+    }
 
     #[test]
     fn the_farm_second_by_second_is_its_link_and_its_nodes_modelled_traffic() {

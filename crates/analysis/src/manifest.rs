@@ -249,9 +249,15 @@ pub struct SideRoles {
 }
 
 impl SideRoles {
-    /// Whether `role` decides the side's shares: its pool's tap, or its backup pool's.
+    /// Whether `role` decides the side's shares: its pool's tap (any of its shards), or
+    /// its backup pool's.
     pub fn judges(&self, role: &str) -> bool {
-        self.pool_role == role || self.backup_pool_role.as_deref() == Some(role)
+        self.is_pool(role) || self.backup_pool_role.as_deref() == Some(role)
+    }
+
+    /// Whether `role` is the tap in front of the side's pool, or one of its shards.
+    pub fn is_pool(&self, role: &str) -> bool {
+        model::shard::is_of(role, &self.pool_role)
     }
 }
 

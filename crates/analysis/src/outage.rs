@@ -149,7 +149,7 @@ impl OutageFacts {
                 verdict,
                 difficulty,
                 ..
-            } if r.role == side.pool_role => {
+            } if side.is_pool(&r.role) => {
                 let accepted = *verdict == ShareVerdict::Accepted;
                 let mut in_a_fault = false;
                 for f in &mut self.faults {

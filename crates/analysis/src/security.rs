@@ -94,12 +94,14 @@ impl AttackFacts {
                 verdict,
                 difficulty,
                 ..
-            } if side.roles.contains(&r.role) || r.role == side.pool_role => {
-                let judge = r.role == side.pool_role;
+            } if side.roles.contains(&r.role) || side.is_pool(&r.role) => {
+                let judge = side.is_pool(&r.role);
+                // The pool's tap is one judge, however many shards it runs as.
+                let role = if judge { &side.pool_role } else { &r.role };
                 let accepted = *verdict == ShareVerdict::Accepted;
                 match (after, accepted) {
                     (false, true) if judge => self.before.add(*difficulty),
-                    (true, true) => (self.after.entry(r.role.clone()).or_default())
+                    (true, true) => (self.after.entry(role.clone()).or_default())
                         .entry(worker.clone())
                         .or_default()
                         .add(*difficulty),

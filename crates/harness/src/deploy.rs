@@ -547,6 +547,7 @@ mod tests {
         RoleSpec::Link {
             routes: vec![crate::roles::LinkRoute {
                 listen: "127.0.0.1:0".parse().unwrap(),
+                shared: false,
                 upstream: upstream.parse().unwrap(),
                 config: link::LinkConfig::from_rtt(std::time::Duration::from_millis(100)),
             }],

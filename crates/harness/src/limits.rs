@@ -53,24 +53,69 @@ pub fn raise_fd_limit() -> u64 {
     current().0
 }
 
-/// Fails, saying what the machine allows, when `miners` connections per side cannot fit.
-/// The harness raises its own limit first (its roles inherit it), so the check is against
-/// what was really obtained, not what the limits claim could be.
-pub fn check_miners(miners: u32) -> Result<()> {
-    let need = 2 * u64::from(miners) + SLACK;
+/// How a side's miners fit this machine's descriptors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MinersFit {
+    /// Processes each relay on the miners' path (the WAN link and the tap in front of the
+    /// pool) runs as, where every miner has a connection of its own across them (SV1, D).
+    pub relay_shards: u32,
+    /// The descriptors one process may hold here.
+    pub per_process: u64,
+}
+
+impl MinersFit {
+    /// Connections one relay process holds here (two descriptors each).
+    pub fn relay_capacity(&self) -> u64 {
+        self.per_process.saturating_sub(SLACK) / 2
+    }
+}
+
+/// How full a relay shard is planned on average: the kernel spreads the miners'
+/// connections over the shards by a hash of their addresses, not evenly, so each gets
+/// room to spare (at 20,000 miners over three shards the spread is about 80 connections
+/// either way; the room is thousands).
+const SHARD_FILL: f64 = 0.8;
+
+/// How `miners` a side fit here, or why they cannot, saying what the machine allows and
+/// the count that fits. A process that holds one connection per miner (the fleet, the
+/// pool, a translator: each the role under test or the miners themselves, one process
+/// each) bounds the count; the relays, two descriptors a miner, run as shards when one
+/// process cannot hold them. The harness raises its own limit first (its roles inherit
+/// it), so the check is against what was really obtained, not what the limits claim
+/// could be.
+pub fn miners_fit(miners: u32) -> Result<MinersFit> {
     let have = raise_fd_limit();
-    if need > have {
+    fit(miners, have, local_ports())
+}
+
+fn fit(miners: u32, have: u64, ports: u64) -> Result<MinersFit> {
+    let miners_u64 = u64::from(miners);
+    let fits = have.saturating_sub(SLACK);
+    if miners_u64 > fits {
         bail!(
-            "scenario field `miners.count`: {miners} miners need {need} file descriptors in the link relay, \
-             and this machine allows {have} per process (raise `ulimit -Hn`, or fs.nr_open as root)"
+            "scenario field `miners.count`: {miners} miners need {} file descriptors in each process that holds one connection a miner \
+             (the fleet, the pool, a translator; one process each), and this machine allows {have} per process: at most {fits} miners fit here \
+             (raise `ulimit -Hn`, or fs.nr_open as root)",
+            miners_u64 + SLACK
         );
     }
-    // Ephemeral ports: each miner's connection to the link and the link's to the pool.
-    let ports = local_ports();
-    if 2 * u64::from(miners) > ports {
-        bail!("scenario field `miners.count`: {miners} miners need {} local ports; this machine has {ports}", 2 * miners);
+    // Ephemeral ports: every miner's connection to the same next hop takes one of its own.
+    if miners_u64 > ports {
+        bail!("scenario field `miners.count`: {miners} miners need {miners} local ports to reach their next hop; this machine has {ports}, so at most {ports} miners fit");
     }
-    Ok(())
+    let fit = MinersFit {
+        relay_shards: 1,
+        per_process: have,
+    };
+    let capacity = fit.relay_capacity();
+    if miners_u64 <= capacity {
+        return Ok(fit);
+    }
+    let planned = (capacity as f64 * SHARD_FILL).floor().max(1.0);
+    Ok(MinersFit {
+        relay_shards: (miners_u64 as f64 / planned).ceil() as u32,
+        ..fit
+    })
 }
 
 /// The client connections a tap can hold here (two descriptors each: the client's and
@@ -170,7 +215,7 @@ mod tests {
     #[test]
     fn limits_are_read_and_checked() {
         assert!(max_fds() >= current().1);
-        assert!(check_miners(10).is_ok());
+        assert_eq!(miners_fit(10).unwrap().relay_shards, 1);
         assert!(
             current().0 >= 2 * 10 + SLACK,
             "the check raised the limit it relies on"
@@ -183,10 +228,33 @@ mod tests {
             err.contains("file descriptors") && err.contains("at most"),
             "{err}"
         );
-        let err = check_miners(u32::MAX).unwrap_err().to_string();
+        let err = miners_fit(u32::MAX).unwrap_err().to_string();
         assert!(
             err.contains("miners.count") && err.contains("file descriptors"),
             "{err}"
         );
+    }
+
+    /// Worked by hand for a process limit of 20,000 and 28,232 local ports (this
+    /// machine's): a relay holds (20,000 - 256) / 2 = 9,872 miners; past that each shard
+    /// is planned at 80% of it, 7,897 (7,897.6 rounded down).
+    #[test]
+    fn the_relays_shard_past_what_one_process_holds_and_the_pool_bounds_the_count() {
+        let shards = |miners| fit(miners, 20_000, 28_232).unwrap().relay_shards;
+        assert_eq!(shards(9_872), 1);
+        // 9,873 / 7,897 = 1.25: two shards.
+        assert_eq!(shards(9_873), 2);
+        // 19,744 / 7,897 = 2.5: three.
+        assert_eq!(shards(19_744), 3);
+        // The pool holds one descriptor a miner in one process: 20,000 - 256 fit.
+        let err = fit(20_000, 20_000, 28_232).unwrap_err().to_string();
+        assert!(
+            err.contains("20000 miners need 20256 file descriptors")
+                && err.contains("allows 20000 per process: at most 19744 miners fit here"),
+            "{err}"
+        );
+        // With descriptors to spare, the ports bound it: one a miner to the next hop.
+        let err = fit(30_000, 100_000, 28_232).unwrap_err().to_string();
+        assert!(err.contains("at most 28232 miners fit"), "{err}");
     }
 }

@@ -27,7 +27,43 @@ fn check(scenario: &Scenario) -> Result<()> {
     for (label, pool) in &scenario.sv1_pools {
         external_pool::resolve(pool, Path::new(""), &format!("sv1_pools.{label}"))?;
     }
-    limits::check_miners(scenario.miners.count)
+    let fit = limits::miners_fit(scenario.miners.count)?;
+    check_relay_shards(scenario, fit)
+}
+
+/// A scenario whose relays must run as shards here asks nothing of them they cannot do:
+/// shards share their port as processes on one host, and an attacker, an outage or a
+/// backup pool would act once per shard, not once on the link.
+fn check_relay_shards(scenario: &Scenario, fit: limits::MinersFit) -> Result<()> {
+    let sharded = (scenario.sides.iter()).filter(|s| s.config.miners_cross_the_link());
+    let Some(side) = sharded.map(|s| s.to_string()).next() else {
+        return Ok(());
+    };
+    if fit.relay_shards == 1 {
+        return Ok(());
+    }
+    let why = format!(
+        "{} miners a side need side {side}'s link and tap as {} processes each (two descriptors a miner, {} a process here), and",
+        scenario.miners.count, fit.relay_shards, fit.per_process
+    );
+    let fits = fit.relay_capacity();
+    let refuse = |field: &str, what: &str| -> Result<()> {
+        anyhow::bail!("scenario field `{field}`: {why} {what}; at most {fits} miners a side run without shards here")
+    };
+    use model::scenario::Engine;
+    if scenario.placement.engine != Engine::Process {
+        refuse("placement.engine", "the shards of a relay share one port, which processes on one host can and containers cannot")?;
+    }
+    if scenario.backup.pool {
+        refuse("backup.pool", "a backup pool's route is not sharded")?;
+    }
+    if scenario.link.attack.is_some() {
+        refuse("link.attack", "an attacker would act once in every shard")?;
+    }
+    if !scenario.faults.is_empty() {
+        refuse("faults", "an outage would be scheduled once in every shard")?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -103,6 +103,7 @@ pub struct Relay {
 impl Relay {
     /// Listens on `listen` (the farm side) and relays every connection to `upstream`.
     pub async fn start(listen: SocketAddr, upstream: SocketAddr, cfg: LinkConfig) -> Result<Relay> {
+        let listen = Listen::alone(listen);
         Self::start_counted(listen, upstream, cfg, Arc::default(), Hazards::default()).await
     }
 
@@ -110,19 +111,23 @@ impl Relay {
     /// (one per service crossing it) may share, with the link's attacker and this
     /// route's outages, if any.
     pub async fn start_counted(
-        listen: SocketAddr,
+        listen: Listen,
         upstream: SocketAddr,
         cfg: LinkConfig,
         stats: Arc<LinkStats>,
         hazards: Hazards,
     ) -> Result<Relay> {
-        let listener = TcpListener::bind(listen).await.with_context(|| {
+        let listener = listen.bind().with_context(|| {
             format!(
-                "cannot listen for the WAN link on {listen} (port {} in use?)",
-                listen.port()
+                "cannot listen for the WAN link on {} (port in use?)",
+                listen.addr
             )
         })?;
         let listen_addr = listener.local_addr()?;
+        let listen = Listen {
+            addr: listen_addr,
+            ..listen
+        };
         let shared = stats.clone();
         let Hazards { attacker, outages } = hazards;
         let outages: Arc<[Outage]> = outages.into();
@@ -134,7 +139,7 @@ impl Relay {
                     // The far end is down: the port refuses connections until it is back.
                     drop(listener);
                     timer::sleep_until_ns(down.until_ns).await;
-                    listener = rebind(listen_addr).await;
+                    listener = rebind(listen).await;
                     continue;
                 }
                 let accepted = probe::listen::accept_next("link", || listener.accept());
@@ -176,12 +181,44 @@ pub struct Hazards {
     pub outages: Vec<Outage>,
 }
 
+/// Where a relay listens for the farm, and whether it shares that address with other
+/// relays (the shards of one link, `SO_REUSEPORT`: the kernel spreads the farm's
+/// connections over them).
+#[derive(Debug, Clone, Copy)]
+pub struct Listen {
+    pub addr: SocketAddr,
+    pub shared: bool,
+}
+
+impl Listen {
+    /// `addr`, to this relay alone.
+    pub fn alone(addr: SocketAddr) -> Listen {
+        Listen {
+            addr,
+            shared: false,
+        }
+    }
+
+    fn bind(self) -> std::io::Result<TcpListener> {
+        let socket = match self.addr {
+            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        // As `TcpListener::bind` does: a port in TIME_WAIT can be listened on again.
+        socket.set_reuseaddr(true)?;
+        socket.set_reuseport(self.shared)?;
+        socket.bind(self.addr)?;
+        socket.listen(1024)
+    }
+}
+
 /// The farm-side port again after an outage; retried while something else holds it.
-async fn rebind(addr: SocketAddr) -> TcpListener {
+async fn rebind(listen: Listen) -> TcpListener {
     loop {
-        match TcpListener::bind(addr).await {
+        match listen.bind() {
             Ok(listener) => return listener,
             Err(e) => {
+                let addr = listen.addr;
                 tracing::warn!(%addr, error = %e, "cannot listen again after the outage; retrying");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }

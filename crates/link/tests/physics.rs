@@ -113,3 +113,47 @@ async fn bandwidth_cap_sets_the_transfer_time() {
     );
     assert!(took < Duration::from_millis(1500), "{took:?}");
 }
+
+/// The shards of one link listen on one address: the kernel hands each connection to one
+/// of them, every connection is relayed whole, and both shards take a part.
+#[tokio::test]
+async fn shards_sharing_the_farm_port_each_relay_a_part_of_the_connections() {
+    use link::{Hazards, LinkStats, Listen};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    let peer = echo_peer("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let cfg = LinkConfig::from_rtt(Duration::ZERO);
+    let start = |addr, stats| {
+        let listen = Listen { addr, shared: true };
+        Relay::start_counted(listen, peer, cfg, stats, Hazards::default())
+    };
+    let (first_stats, second_stats) = (Arc::new(LinkStats::default()), Arc::default());
+    let first = start("127.0.0.1:0".parse().unwrap(), first_stats.clone())
+        .await
+        .unwrap();
+    let second = start(first.listen_addr, Arc::clone(&second_stats))
+        .await
+        .unwrap();
+    assert_eq!(second.listen_addr, first.listen_addr);
+    // A shard alone on its address refuses a second relay there.
+    let alone = Relay::start(first.listen_addr, peer, cfg).await;
+    assert!(alone.is_err(), "a relay not sharing the port took it");
+    const CONNECTIONS: u64 = 200;
+    for i in 0..CONNECTIONS {
+        let mut farm = TcpStream::connect(first.listen_addr).await.unwrap();
+        let line = format!("connection {i}\n");
+        farm.write_all(line.as_bytes()).await.unwrap();
+        let mut back = vec![0; line.len()];
+        farm.read_exact(&mut back).await.unwrap();
+        assert_eq!(back, line.as_bytes());
+    }
+    let count = |s: &LinkStats| s.connections.load(Ordering::Relaxed);
+    let (a, b) = (count(&first_stats), count(&second_stats));
+    assert_eq!(a + b, CONNECTIONS);
+    // Spread by a hash of each connection's addresses: 200 land 100 a shard give or take
+    // a few tens, so a shard with none is a port not shared.
+    assert!(
+        a > 0 && b > 0,
+        "one shard took every connection: {a} and {b}"
+    );
+}

@@ -10,6 +10,7 @@
 //! [`host`]: the machine a run ran on (`host.json`).
 //! [`lag`]: how much later than the pool's node a farm's own node hears of each block.
 //! [`run_dir`]: a run directory's files, by name.
+//! [`shard`]: a relay run as several processes, and how their names say so.
 
 pub mod attack;
 pub mod chain;
@@ -19,6 +20,7 @@ pub mod lag;
 pub mod network;
 pub mod run_dir;
 pub mod scenario;
+pub mod shard;
 pub mod sv1_pool;
 
 pub use scenario::Scenario;

@@ -185,6 +185,12 @@ impl Config {
         matches!(self, Config::Sv2A | Config::Sv2B)
     }
 
+    /// Each miner's own connection crosses the WAN link to the pool (no proxy at the
+    /// farm gathers them): the link and the pool's tap hold one per miner.
+    pub fn miners_cross_the_link(self) -> bool {
+        matches!(self, Config::Sv1 | Config::Sv2D)
+    }
+
     /// SV1 miners reach SV2 through SRI's translator.
     pub fn translates(self) -> bool {
         matches!(self, Config::Sv2A | Config::Sv2C)

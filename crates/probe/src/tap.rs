@@ -105,11 +105,11 @@ impl TapStats {
     }
 }
 
-/// Accepts clients on `listener` until aborted, numbering their connections from 1 and
-/// counting them in `stats`; `serve` serves each on a task of its own.
+/// Accepts clients on `listener` until aborted, numbering their connections from
+/// `offset + 1` and counting them in `stats`; `serve` serves each on a task of its own.
 pub fn accept_clients<F, Fut>(
     listener: tokio::net::TcpListener,
-    what: &'static str,
+    (what, offset): (&'static str, u32),
     stats: Arc<TapStats>,
     serve: F,
 ) -> tokio::task::JoinHandle<()>
@@ -118,7 +118,7 @@ where
     Fut: Future<Output = ()> + Send + 'static,
 {
     tokio::spawn(async move {
-        let mut connection = 0u32;
+        let mut connection = offset;
         loop {
             let (stream, peer) = crate::listen::accept_next(what, || listener.accept()).await;
             connection += 1;
@@ -142,9 +142,11 @@ pub struct Listening<S> {
 
 impl<S: Send + Sync + 'static> Listening<S> {
     /// Listens on `listen` as `what` and serves each client with `serve` (handed the
-    /// counters), counting its connections in the part of `stats` that `tap` picks.
+    /// counters), counting its connections in the part of `stats` that `tap` picks and
+    /// numbering them from `connection_offset + 1` (a shard's numbers are its own:
+    /// `model::shard::connection_offset`).
     pub async fn start<F, Fut>(
-        listen: SocketAddr,
+        (listen, connection_offset): (SocketAddr, u32),
         what: &'static str,
         stats: S,
         tap: impl FnOnce(&Arc<S>) -> Arc<TapStats>,
@@ -160,7 +162,8 @@ impl<S: Send + Sync + 'static> Listening<S> {
         let listen_addr = listener.local_addr()?;
         let stats = Arc::new(stats);
         let shared = stats.clone();
-        let task = accept_clients(listener, what, tap(&stats), move |stream, peer, n| {
+        let accepting = (what, connection_offset);
+        let task = accept_clients(listener, accepting, tap(&stats), move |stream, peer, n| {
             serve(stream, peer, n, shared.clone())
         });
         Ok(Listening {

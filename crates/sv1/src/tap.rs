@@ -31,6 +31,13 @@ pub struct Sv1TapConfig {
     pub listen: SocketAddr,
     /// The pool the tap relays to.
     pub upstream: SocketAddr,
+    /// Its connections are numbered from this plus one (a shard's own range).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub connection_offset: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// What the tap measured of itself, and counts as it goes.
@@ -60,7 +67,8 @@ pub type Sv1Tap = probe::tap::Listening<Sv1TapStats>;
 /// Starts the SV1 tap of `cfg`.
 pub async fn start(cfg: Sv1TapConfig, recorder: Recorder) -> Result<Sv1Tap> {
     let tap = |stats: &Arc<Sv1TapStats>| stats.tap.clone();
-    Sv1Tap::start(cfg.listen, "SV1 tap", Sv1TapStats::default(), tap, {
+    let listen = (cfg.listen, cfg.connection_offset);
+    Sv1Tap::start(listen, "SV1 tap", Sv1TapStats::default(), tap, {
         move |stream, peer, connection, stats| {
             let recorder = recorder.clone();
             async move { serve(stream, peer, cfg.upstream, connection, &stats, &recorder).await }

@@ -35,6 +35,8 @@ async fn the_tap_passes_every_byte_and_records_the_pools_answers() {
         Sv1TapConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             upstream: pool_addr,
+            // As the second shard of a tap: its connections are numbered from 1,000,001.
+            connection_offset: 1_000_000,
         },
         recorder.clone(),
     )
@@ -100,7 +102,7 @@ async fn the_tap_passes_every_byte_and_records_the_pools_answers() {
         "{events:?}"
     );
     assert!(events.contains(&Event::Sv1DifficultySet {
-        connection: 1,
+        connection: 1_000_001,
         difficulty: 0.5
     }));
     assert!(

@@ -55,6 +55,13 @@ pub struct TapConfig {
     /// that made its own): the tap checks it as the pool would have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream_public: Option<Secp256k1PublicKey>,
+    /// Its connections are numbered from this plus one (a shard's own range).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub connection_offset: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The SV2 tap, listening.
@@ -62,7 +69,8 @@ pub type Tap = probe::tap::Listening<TapStats>;
 
 /// Starts the SV2 tap of `cfg`.
 pub async fn start(cfg: TapConfig, recorder: Recorder) -> Result<Tap> {
-    Tap::start(cfg.listen, "SV2 tap", TapStats::default(), Arc::clone, {
+    let listen = (cfg.listen, cfg.connection_offset);
+    Tap::start(listen, "SV2 tap", TapStats::default(), Arc::clone, {
         move |stream, peer, connection, stats| {
             let (cfg, recorder) = (cfg.clone(), recorder.clone());
             async move { serve(stream, peer, connection, &cfg, &stats, &recorder).await }

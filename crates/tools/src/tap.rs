@@ -73,7 +73,11 @@ impl Running {
         Ok(match protocol {
             Protocol::Sv1 => Running::Sv1(
                 sv1::tap::start(
-                    sv1::tap::Sv1TapConfig { listen, upstream },
+                    sv1::tap::Sv1TapConfig {
+                        listen,
+                        upstream,
+                        connection_offset: 0,
+                    },
                     recorder.clone(),
                 )
                 .await?,
@@ -85,6 +89,7 @@ impl Running {
                         pool: upstream,
                         keys,
                         upstream_public: None,
+                        connection_offset: 0,
                     },
                     recorder.clone(),
                 )

@@ -178,6 +178,19 @@ impl RoleSpec {
         RoleSpec::sv2_tap(upstream, keys, Some(upstream_public))
     }
 
+    /// This tap as shard `k` of a sharded one: the same, numbering its connections apart
+    /// (`model::shard::connection_offset`). Any other role is as it was.
+    pub fn tap_shard(&self, k: u32) -> RoleSpec {
+        let mut spec = self.clone();
+        let offset = model::shard::connection_offset(k);
+        match &mut spec {
+            RoleSpec::Sv1Tap { config } => config.connection_offset = offset,
+            RoleSpec::Sv2Tap { config } => config.connection_offset = offset,
+            _ => {}
+        }
+        spec
+    }
+
     fn sv2_tap(
         upstream: SocketAddr,
         keys: &sv2_wire::AuthorityKeys,
@@ -189,6 +202,7 @@ impl RoleSpec {
                 pool: upstream,
                 keys: Some(keys.clone()),
                 upstream_public,
+                connection_offset: 0,
             },
         }
     }
@@ -281,6 +295,9 @@ impl RoleSpec {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LinkRoute {
     pub listen: SocketAddr,
+    /// `listen` is shared with the other shards of the link (`link::Listen`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
     pub upstream: SocketAddr,
     pub config: link::LinkConfig,
 }

@@ -244,8 +244,12 @@ impl Role for Link {
                 attacker: attacker.clone(),
                 outages: link::fault::outages_of(&faults, i, start_ns),
             };
+            let listen = link::Listen {
+                addr: route.listen,
+                shared: route.shared,
+            };
             let relay = link::Relay::start_counted(
-                route.listen,
+                listen,
                 route.upstream,
                 route.config,
                 stats.clone(),

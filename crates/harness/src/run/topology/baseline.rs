@@ -121,28 +121,31 @@ pub(super) async fn start_sv1_side(
     };
     // The same hop every SV2 side crosses: a tap on the pool site, where verdicts are read.
     let tap = format!("tap-{side}");
-    let tap_addr = spawn_sv1_tap(opts, dir, &tap, pool_addr, roles).await?;
+    let tap_spec = sv1_tap(pool_addr);
+    let tap_addr = spawn_listening(opts, dir, &tap, &tap_spec, roles).await?;
     // A backup: another of our pools on the same node, with its own tap.
     let backup = match s.backup.pool {
         true => {
             let label = format!("{side}-backup");
             let (pool, tap) = (format!("pool-{label}"), format!("tap-{label}"));
             let pool_addr = builtin_sv1_pool(opts, dir, &label, &pool, node, roles).await?;
-            let tap_addr = spawn_sv1_tap(opts, dir, &tap, pool_addr, roles).await?;
+            let tap_addr = spawn_listening(opts, dir, &tap, &sv1_tap(pool_addr), roles).await?;
             Some((pool, tap, tap_addr))
         }
         false => None,
     };
     let upstreams = (tap_addr, backup.as_ref().map(|b| b.2));
-    let (link, link_addr, backup_addr) =
-        spawn_link(opts, dir, side, farm_port, upstreams, roles).await?;
+    let (link, link_addr, backup_addr, shards) =
+        spawn_miners_link(opts, dir, side, farm_port, (upstreams, &tap_spec), roles).await?;
     tell(
         opts,
         format!("{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)"),
     );
     let pools = (link_addr, backup_addr);
     let miners = spawn_sv1_miners(opts, dir, (side, &worker_prefix, suggest), pools, roles).await?;
-    let mut started = vec![&pool[..], &tap, &link, &miners];
+    let mut started = vec![&pool[..], &tap, &link];
+    started.extend(shards.iter().map(String::as_str));
+    started.push(&miners);
     if let Some((pool, tap, _)) = &backup {
         started.extend([&pool[..], tap]);
     }
@@ -158,19 +161,13 @@ pub(super) async fn start_sv1_side(
     })
 }
 
-/// The tap in front of an SV1 pool at `pool`: where it listens.
-async fn spawn_sv1_tap(
-    opts: &RunOptions,
-    dir: &Path,
-    tap: &str,
-    pool: SocketAddr,
-    roles: &mut Vec<RoleProcess>,
-) -> Result<SocketAddr> {
-    let spec = RoleSpec::Sv1Tap {
+/// The tap in front of an SV1 pool at `pool`, on any loopback port.
+fn sv1_tap(pool: SocketAddr) -> RoleSpec {
+    RoleSpec::Sv1Tap {
         config: sv1::tap::Sv1TapConfig {
-            listen: "127.0.0.1:0".parse()?,
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             upstream: pool,
+            connection_offset: 0,
         },
-    };
-    spawn_listening(opts, dir, tap, &spec, roles).await
+    }
 }

@@ -40,6 +40,7 @@ pub(super) async fn start_sv2_jd_side(
         tap,
         tap_addr,
         jds,
+        ..
     } = spawn_pool_site(opts, dir, side, templates, Some(jds_port), roles).await?;
     let jds_listen = jds.context("the pool runs its JDS")?;
 
@@ -265,6 +266,7 @@ async fn spawn_farm_node(
 fn route(upstream: SocketAddr, config: link::LinkConfig) -> LinkRoute {
     LinkRoute {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        shared: false,
         upstream,
         config,
     }

@@ -525,30 +525,109 @@ async fn spawn_sri(
     }
 }
 
-/// The WAN link of a side from the farm (`farm_port`, 0 for any) to `upstream`, and to
-/// its `backup` pool on a second route when it has one; the farm-side address of each.
+/// The WAN link of a side from the farm (`farm_port`, 0 for any; shared with the link's
+/// other shards when it has them) to `upstream`, and to its `backup` pool on a second
+/// route when it has one; the farm-side address of each.
 async fn spawn_link(
     opts: &RunOptions,
     dir: &Path,
     side: &str,
-    farm_port: u16,
+    (farm_port, shared): (u16, bool),
     (upstream, backup): (SocketAddr, Option<SocketAddr>),
     roles: &mut Vec<RoleProcess>,
 ) -> Result<(String, SocketAddr, Option<SocketAddr>)> {
-    let route = |listen: SocketAddr, upstream| LinkRoute {
+    let route = |listen: SocketAddr, shared, upstream| LinkRoute {
         listen,
+        shared,
         upstream,
         config: wan(&opts.scenario, side),
     };
     let farm = SocketAddr::from(([127, 0, 0, 1], farm_port));
     let any = SocketAddr::from(([127, 0, 0, 1], 0));
-    let routes: Vec<LinkRoute> = std::iter::once(route(farm, upstream))
-        .chain(backup.map(|b| route(any, b)))
+    let routes: Vec<LinkRoute> = std::iter::once(route(farm, shared, upstream))
+        .chain(backup.map(|b| route(any, false, b)))
         .collect();
     let hazards = on_path(&opts.scenario, routes.len(), None);
     let (link, listening) =
         spawn_link_routes(opts, dir, &format!("link-{side}"), routes, hazards, roles).await?;
     Ok((link, listening[0], listening.get(1).copied()))
+}
+
+/// The WAN link of a side whose link the miners cross (`spawn_link`), to the pool's tap
+/// (`tap`, started as `tap_spec`) and its backup's; with its shards and the tap's when one
+/// process cannot hold every miner (`relay_shards`). The link's role, the farm-side
+/// address of each route, and the shards' roles.
+async fn spawn_miners_link(
+    opts: &RunOptions,
+    dir: &Path,
+    side: &Side,
+    farm_port: u16,
+    ((tap, backup), tap_spec): ((SocketAddr, Option<SocketAddr>), &RoleSpec),
+    roles: &mut Vec<RoleProcess>,
+) -> Result<(String, SocketAddr, Option<SocketAddr>, Vec<String>)> {
+    let shards = relay_shards(opts, side)?;
+    let farm = (farm_port, shards > 1);
+    let (link, link_addr, backup_addr) =
+        spawn_link(opts, dir, side, farm, (tap, backup), roles).await?;
+    let sharded = (side.name(), shards);
+    let shards = spawn_relay_shards(opts, dir, sharded, link_addr, tap_spec, roles).await?;
+    Ok((link, link_addr, backup_addr, shards))
+}
+
+/// How many processes each of side `side`'s relays runs as here
+/// (`limits::miners_fit`): more than one only where every miner's own connection crosses
+/// the link, and only as processes on this host (a plan's containers hold one each;
+/// loading the scenario refused what shards cannot do).
+fn relay_shards(opts: &RunOptions, side: &Side) -> Result<u32> {
+    if !side.config.miners_cross_the_link() {
+        return Ok(1);
+    }
+    let shards = crate::limits::miners_fit(opts.scenario.miners.count)?.relay_shards;
+    anyhow::ensure!(
+        shards == 1 || opts.launcher.plan.is_none(),
+        "scenario field `miners.count`: side {side}'s link and tap would run as {shards} processes each to hold {} miners, and a deployment runs each as one container",
+        opts.scenario.miners.count
+    );
+    Ok(shards)
+}
+
+/// Shards 2 to `shards` of side `side`'s relays: tap shard k in front of the pool (as
+/// `tap`, numbering its connections apart) and link shard k to it, listening on the
+/// first link shard's `farm` address with it, the kernel spreading the miners'
+/// connections over them. Returns the roles started, tap and link of each shard.
+async fn spawn_relay_shards(
+    opts: &RunOptions,
+    dir: &Path,
+    (side, shards): (&str, u32),
+    farm: SocketAddr,
+    tap: &RoleSpec,
+    roles: &mut Vec<RoleProcess>,
+) -> Result<Vec<String>> {
+    let mut started = Vec::new();
+    for k in 2..=shards {
+        let tap_role = model::shard::name(&format!("tap-{side}"), k);
+        let tap_addr = spawn_listening(opts, dir, &tap_role, &tap.tap_shard(k), roles).await?;
+        let route = LinkRoute {
+            listen: farm,
+            shared: true,
+            upstream: tap_addr,
+            config: wan(&opts.scenario, side),
+        };
+        let link_role = model::shard::name(&format!("link-{side}"), k);
+        spawn_link_routes(opts, dir, &link_role, vec![route], OnPath::default(), roles).await?;
+        started.extend([tap_role, link_role]);
+    }
+    if shards > 1 {
+        tell(
+            opts,
+            format!(
+                "{side}: {} miners: its link and tap run as {shards} processes each (two descriptors a miner, {} a process here); the kernel spreads the miners' connections over them",
+                opts.scenario.miners.count,
+                crate::limits::raise_fd_limit()
+            ),
+        );
+    }
+    Ok(started)
 }
 
 /// The WAN link of a side carrying several services; returns the link's role and the
@@ -719,6 +798,8 @@ struct PoolSite {
     pool: String,
     tap: String,
     tap_addr: SocketAddr,
+    /// The tap as started, for its shards.
+    tap_spec: RoleSpec,
     /// Where its JDS answers, when it runs one.
     jds: Option<SocketAddr>,
 }
@@ -765,6 +846,7 @@ async fn spawn_pool_site(
         pool,
         tap,
         tap_addr,
+        tap_spec,
         // The JDS runs in the pool's process, on the pool's address (its own in a
         // container, not loopback).
         jds: jds_port.map(|port| SocketAddr::new(pool_addr.ip(), port)),

@@ -33,6 +33,7 @@ pub(super) async fn start_sv2_pool_side(
         pool,
         tap,
         tap_addr,
+        tap_spec,
         ..
     } = spawn_pool_site(opts, dir, side, templates.clone(), None, roles).await?;
     // A backup: another SRI pool on the same templates, with its own tap.
@@ -49,12 +50,14 @@ pub(super) async fn start_sv2_pool_side(
     } else {
         0
     };
-    let (link, link_addr, backup_addr) =
-        spawn_link(opts, dir, side, farm, (tap_addr, backup_tap), roles).await?;
+    let upstreams = ((tap_addr, backup_tap), &tap_spec);
+    let (link, link_addr, backup_addr, shards) =
+        spawn_miners_link(opts, dir, side, farm, upstreams, roles).await?;
     let backup_upstream = (backup.as_ref())
         .zip(backup_addr)
         .map(|(b, address)| (address, b.keys.public));
     let mut started = vec![&pool[..], &tap, &link];
+    started.extend(shards.iter().map(String::as_str));
     if let Some(b) = &backup {
         started.extend([&b.pool[..], &b.tap]);
     }
