@@ -255,6 +255,26 @@ impl SideRoles {
         self.is_pool(role) || self.backup_pool_role.as_deref() == Some(role)
     }
 
+    /// The side's relays among its roles: its WAN links (every shard, its farm node's
+    /// feed) and its taps (in front of its pool, every shard, its backup, its JDS, its
+    /// Template Provider): what the emulation puts on the path.
+    pub fn relays(&self) -> Vec<String> {
+        let others = [
+            &self.backup_pool_role,
+            &self.feed_link_role,
+            &self.job_declaration_role,
+            &self.template_role,
+        ];
+        (self.roles.iter())
+            .filter(|role| {
+                model::shard::is_of(role, &self.link_role)
+                    || self.is_pool(role)
+                    || others.iter().any(|o| o.as_deref() == Some(role.as_str()))
+            })
+            .cloned()
+            .collect()
+    }
+
     /// Whether `role` is the tap in front of the side's pool, or one of its shards.
     pub fn is_pool(&self, role: &str) -> bool {
         model::shard::is_of(role, &self.pool_role)

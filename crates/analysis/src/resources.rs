@@ -120,6 +120,64 @@ pub fn pool_reading(
     })
 }
 
+/// What the emulation itself costs a side, on the machine the protocol under test
+/// shares: the CPU of its relays (the WAN links and the taps, every shard) and of its
+/// miner fleet, and the most the relays added to a message. Load and delay no protocol
+/// makes: what separates the lab from the pool at scale.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Emulation {
+    /// The relays' processes, every shard.
+    pub relays: Vec<String>,
+    /// Their CPU together, in cores: the mean over the window, its interval by batches of
+    /// spans.
+    pub relays_cpu_cores: Estimate,
+    /// The miner fleet's CPU, in cores, the same way.
+    pub miners_cpu_cores: Estimate,
+    /// The most any relay added to a message, ms: the largest p99 of any relay process,
+    /// either way (a link past each chunk's due time, a tap from a message read to it
+    /// written on). `None` when none recorded it.
+    pub relay_lateness_p99_ms: Option<f64>,
+}
+
+impl Emulation {
+    /// A side's emulation costs: `relays` and `miners`'s CPU from `samples` over `window`,
+    /// and the relays' lateness, each its (up, down) distributions in ms.
+    pub fn of<'a>(
+        samples: &[Sample],
+        (relays, miners): (Vec<String>, &str),
+        lateness: impl IntoIterator<Item = (&'a Dist, &'a Dist)>,
+        window: Window,
+    ) -> Emulation {
+        let worst = (lateness.into_iter())
+            .flat_map(|(up, down)| [up.p99, down.p99])
+            .flatten()
+            .reduce(f64::max);
+        Emulation {
+            relays_cpu_cores: group_cpu_cores(samples, &relays, window),
+            miners_cpu_cores: group_cpu_cores(samples, &[miners.to_string()], window),
+            relays,
+            relay_lateness_p99_ms: worst,
+        }
+    }
+}
+
+/// The CPU of several roles together, in cores: each role's spans ([`cpu_cores`]) summed
+/// in order, as far as every sampled role has one (they are sampled together, a second
+/// apart); their mean with its interval by batch means. No estimate when none was sampled.
+pub fn group_cpu_cores(samples: &[Sample], roles: &[String], window: Window) -> Estimate {
+    let spans: Vec<Vec<f64>> = (roles.iter())
+        .map(|role| (cpu_cores(samples, role, window).into_iter()).map(|(_, c)| c))
+        .map(Iterator::collect::<Vec<f64>>)
+        .filter(|spans| !spans.is_empty())
+        .collect();
+    let Some(n) = spans.iter().map(Vec::len).min() else {
+        return Estimate::default();
+    };
+    let summed: Vec<f64> = (0..n).map(|i| spans.iter().map(|s| s[i]).sum()).collect();
+    Estimate::mean_of(&series_dist(&summed))
+}
+
 /// A role's CPU and memory samples in the window.
 pub fn resources(samples: &[Sample], role: &str, window: Window) -> RoleResources {
     let mine: Vec<&Sample> = (samples.iter())
@@ -257,6 +315,47 @@ mod tests {
         assert_eq!(
             pool_reading(&side, &idle, true, "sv1").as_deref(),
             Some("its pool against sv1's, this run: CPU not compared (sv1's pool used 0.40 millicores, under the 1 this line compares from), link bytes a miner -20%")
+        );
+    }
+
+    /// Two relays at a steady 0.1 and 0.3 core and a fleet at 0.5 for 60 s, sampled every
+    /// second: the relays together are 0.4 core (each 5 s span 0.5 core-s + 1.5 core-s
+    /// over 5 s), the fleet 0.5; the worst p99 any relay added is the tap's 2 ms down.
+    #[test]
+    fn the_emulations_cpu_is_its_relays_summed_and_its_fleet_apart() {
+        let steady = |role: &'static str, cores: f64| {
+            (0..=60u64).map(move |k| Sample {
+                role: role.into(),
+                ..sample(k, cores * 100.0, Some(cores * k as f64))
+            })
+        };
+        let samples: Vec<Sample> = (steady("link-sv1", 0.1))
+            .chain(steady("tap-sv1-shard2", 0.3))
+            .chain(steady("miners-sv1", 0.5))
+            .collect();
+        let window = Window {
+            start_ns: 0,
+            end_ns: 60 * S + S / 2,
+        };
+        let (link_up, link_down) = (Dist::of(&[0.2, 0.5]), Dist::of(&[0.1]));
+        let (tap_up, tap_down) = (Dist::of(&[0.3]), Dist::of(&[2.0, 1.0]));
+        let relays = vec!["link-sv1".to_string(), "tap-sv1-shard2".to_string()];
+        let e = Emulation::of(
+            &samples,
+            (relays, "miners-sv1"),
+            [(&link_up, &link_down), (&tap_up, &tap_down)],
+            window,
+        );
+        let point = |e: &Estimate| (e.point.unwrap() * 1e9).round() / 1e9;
+        assert_eq!(point(&e.relays_cpu_cores), 0.4);
+        assert_eq!(point(&e.miners_cpu_cores), 0.5);
+        assert_eq!(e.relay_lateness_p99_ms, Some(2.0));
+        // A role never sampled adds nothing; none sampled, no estimate.
+        let unsampled = vec!["link-sv1".to_string(), "link-sv1-shard9".to_string()];
+        assert_eq!(point(&group_cpu_cores(&samples, &unsampled, window)), 0.1);
+        assert_eq!(
+            group_cpu_cores(&samples, &["tap-x".to_string()], window).point,
+            None
         );
     }
 

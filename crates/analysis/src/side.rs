@@ -100,6 +100,10 @@ pub struct SideSummary {
     /// sampled: a pool not ours to watch).
     #[serde(default)]
     pub pool_costs: crate::resources::PoolCosts,
+    /// What the emulation itself costs the side: its relays' and its fleet's CPU, and the
+    /// relays' own lateness.
+    #[serde(default)]
+    pub emulation: crate::resources::Emulation,
     /// The per-event values behind the distributions, by the unit each belongs to.
     #[serde(skip)]
     pub samples: LatencySamples,

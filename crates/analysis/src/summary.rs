@@ -10,7 +10,7 @@ use crate::jobs::JobFacts;
 use crate::manifest::{Manifest, Sample, SideRoles, Stopped, Window};
 use crate::outage::{side_outages, SideOutage};
 use crate::paths::path_readings;
-use crate::resources::{pool_reading, resources, series_dist, PoolCosts};
+use crate::resources::{pool_reading, resources, series_dist, Emulation, PoolCosts};
 use crate::security::side_security;
 use crate::shares::ShareFacts;
 use crate::stats::{cluster_mean, series_mean, Clustered, Estimate};
@@ -540,6 +540,7 @@ fn side_summary(
         }),
         // Set once the side's roles and rates are in (`pool_costs_over`).
         pool_costs: PoolCosts::default(),
+        emulation: emulation(side, events, samples, window),
         roles: side
             .roles
             .iter()
@@ -588,6 +589,31 @@ fn share_of_a_block(wait_ms: &Estimate, block_interval_s: f64) -> Estimate {
 
 fn baseline_default() -> String {
     BASELINE.to_string()
+}
+
+/// What side `side`'s relays and fleet cost (`Emulation`): their CPU from `samples`, and
+/// what each relay itself added, from the summary each writes at its end.
+fn emulation(
+    side: &SideRoles,
+    events: &[&Record],
+    samples: &[Sample],
+    window: Window,
+) -> Emulation {
+    let relays = side.relays();
+    let lateness = (events.iter())
+        .filter(|r| relays.contains(&r.role))
+        .filter_map(|r| match &r.event {
+            Event::LinkLateness { up_ms, down_ms } | Event::TapLatency { up_ms, down_ms } => {
+                Some((up_ms, down_ms))
+            }
+            _ => None,
+        });
+    Emulation::of(
+        samples,
+        (relays.clone(), &side.miners_role),
+        lateness,
+        window,
+    )
 }
 
 /// What the relays and taps themselves added, per role and direction (each writes one

@@ -181,6 +181,9 @@ pub enum CurveKind {
     Worth,
     /// What limits mining at scale: per-miner traffic, pool CPU per share.
     Scale,
+    /// What the emulation itself costs at each point (the relays' and the fleet's CPU, the
+    /// relays' own lateness): load and delay no protocol makes, apart from the pool's.
+    Emulation,
 }
 
 /// One metric across the sweep.
@@ -553,6 +556,40 @@ fn readings(s: &Summary) -> Vec<Reading> {
                 true,
                 name,
                 pool.cpu_ms_per_share.clone(),
+            );
+        }
+        let lab = &side.emulation;
+        for (key, label, cores) in [
+            (
+                "relays_cpu_pct",
+                "the relays' CPU (WAN links and taps, every shard), % of a core",
+                &lab.relays_cpu_cores,
+            ),
+            (
+                "miners_cpu_pct",
+                "the miner fleet's CPU, % of a core",
+                &lab.miners_cpu_cores,
+            ),
+        ] {
+            if cores.point.is_some() {
+                let pct = cores.scaled(100.0);
+                push(key, label, CurveKind::Emulation, true, name, pct);
+            }
+        }
+        if let Some(ms) = lab.relay_lateness_p99_ms {
+            // One figure a run, the worst of its relays: no interval.
+            let worst = Estimate {
+                point: Some(ms),
+                ci: None,
+                units: 1,
+            };
+            push(
+                "relay_lateness_p99_ms",
+                "the most a relay added to a message, ms (the worst relay's p99)",
+                CurveKind::Emulation,
+                false,
+                name,
+                worst,
             );
         }
     }

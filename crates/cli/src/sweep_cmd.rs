@@ -172,11 +172,12 @@ fn slopes_text(record: &SweepRecord) -> String {
         return String::new();
     };
     let mut out = String::new();
-    for c in a
-        .curves
-        .iter()
-        .filter(|c| matches!(c.kind, CurveKind::Side | CurveKind::Scale))
-    {
+    for c in a.curves.iter().filter(|c| {
+        matches!(
+            c.kind,
+            CurveKind::Side | CurveKind::Scale | CurveKind::Emulation
+        )
+    }) {
         for f in &c.fits {
             out.push_str(&format!(
                 "{} per {}: {} slope {:.4}{} ({} points{})\n",

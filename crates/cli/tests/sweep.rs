@@ -227,6 +227,23 @@ fn sv1_bytes_per_miner_at_the_pool_are_flat_and_cs_fall_with_miners() {
     // Per job is close, not exact: each miner's shares (and their answers) come per second,
     // not per job, so the per-job figure carries them in proportion to the window's few
     // tips (26% apart once, with 3 and 5 tips). C's fall is twice that and more.
+    // What the emulation adds is read at every point, apart from the pool: its relays'
+    // and its fleet's CPU, and the most a relay added to a message (within the run's
+    // own bounds: a relay seconds late would have been a broken run).
+    for side in ["sv1", "sv2-c"] {
+        for metric in ["relays_cpu_pct", "miners_cpu_pct"] {
+            let cpu = values(&r, metric, "emulation", side);
+            assert!(
+                cpu.len() == 2 && cpu.iter().all(|c| *c > 0.0 && *c < 200.0),
+                "{side} {metric}: {cpu:?}\n{text}"
+            );
+        }
+        let late = values(&r, "relay_lateness_p99_ms", "emulation", side);
+        assert!(
+            late.len() == 2 && late.iter().all(|ms| (0.0..1_000.0).contains(ms)),
+            "{side}: {late:?}"
+        );
+    }
     let (sv1_job, c_job) = (per_job(&sv1, "sv1"), per_job(&c, "sv2-c"));
     assert!(
         (sv1_job[1] / sv1_job[0] - 1.0).abs() < 0.35,

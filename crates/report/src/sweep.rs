@@ -177,6 +177,10 @@ fn document(record: &SweepRecord, a: &SweepAnalysis, problems: &[String]) -> Doc
             CurveKind::Scale,
             "At scale: per miner and per share".to_string(),
         ),
+        (
+            CurveKind::Emulation,
+            "What the emulation adds at each point: the relays' and the fleet's CPU, the relays' own delay (not the pool's, not the protocol's)".to_string(),
+        ),
     ] {
         let blocks: Vec<Block> = (a.curves.iter())
             .filter(|c| c.kind == kind)
