@@ -50,8 +50,9 @@ pub struct Direction {
 pub type Counters = Vec<(u64, u64, u64)>;
 
 /// A link role's cumulative byte counters. A link run as shards (`model::shard`) counts
-/// each shard's connections in that shard, so theirs are summed: at each count of the
-/// link's own (first) shard, every shard's last count at or before it.
+/// each shard's connections in that shard, so theirs are summed: at each time any shard
+/// counted, every shard's last count at or before it (a shard that stopped keeps its
+/// last).
 pub fn link_counters<'a>(
     events: impl IntoIterator<Item = &'a Record>,
     link_role: &str,
@@ -75,12 +76,11 @@ pub fn link_counters<'a>(
     if shards.len() <= 1 {
         return shards.into_values().next().unwrap_or_default();
     }
-    let clock = shards.get(link_role).or(shards.values().next());
-    let times: Vec<u64> = clock.into_iter().flatten().map(|c| c.0).collect();
+    let times: std::collections::BTreeSet<u64> = shards.values().flatten().map(|c| c.0).collect();
     (times.into_iter())
         .map(|t| {
             let (up, down) = (shards.values())
-                .filter_map(|c| c.iter().rev().find(|c| c.0 <= t))
+                .filter_map(|c| c.get(c.partition_point(|c| c.0 <= t).checked_sub(1)?))
                 .fold((0, 0), |(up, down), c| (up + c.1, down + c.2));
             (t, up, down)
         })
@@ -234,7 +234,7 @@ mod tests {
     const S: u64 = 1_000 * MS;
 
     /// A link run as two shards: each counts its own connections, a second apart and half
-    /// a second out of step; the link's bytes are their sum at the first shard's counts.
+    /// a second out of step; the link's bytes are their sum whenever either counts.
     #[test]
     fn a_sharded_links_counters_are_its_shards_summed() {
         let events = [
@@ -246,11 +246,26 @@ mod tests {
             // Another side's link, named alike, is not a shard.
             link_bytes(2 * S, "link-sv1-backup", 7, 7),
         ];
-        // At 1 s shard 2 has counted nothing; at 2 s its 1.5 s count (40, 400) holds; at
-        // 3 s its 2.5 s count (90, 900).
+        // At 1 s shard 2 has counted nothing; at 1.5 s its (40, 400) joins shard 1's 1 s
+        // (100, 1,000); at 2 s shard 1's (300, 3,000) joins it; and so on.
         assert_eq!(
             link_counters(&events, "link-sv1"),
-            vec![(S, 100, 1_000), (2 * S, 340, 3_400), (3 * S, 590, 5_900)]
+            vec![
+                (S, 100, 1_000),
+                (S + S / 2, 140, 1_400),
+                (2 * S, 340, 3_400),
+                (2 * S + S / 2, 390, 3_900),
+                (3 * S, 590, 5_900)
+            ]
+        );
+        // The first shard stopped at 2 s: the second's later bytes still count.
+        let stopped: Vec<Record> = (events.iter())
+            .filter(|r| !(r.role == "link-sv1" && r.t_ns > 2 * S))
+            .cloned()
+            .collect();
+        assert_eq!(
+            link_counters(&stopped, "link-sv1").last(),
+            Some(&(2 * S + S / 2, 390, 3_900))
         );
         // The window 1-3 s: (590 - 100) / 2 s up, (5,900 - 1,000) / 2 s down.
         let window = Window {

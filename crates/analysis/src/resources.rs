@@ -134,15 +134,17 @@ pub struct Emulation {
     pub relays_cpu_cores: Estimate,
     /// The miner fleet's CPU, in cores, the same way.
     pub miners_cpu_cores: Estimate,
-    /// The most any relay added to a message, ms: the largest p99 of any relay process,
-    /// either way (a link past each chunk's due time, a tap from a message read to it
-    /// written on). `None` when none recorded it.
+    /// What the relays on the miners' path (the side's link and the tap in front of its
+    /// pool, every shard) added: the largest p99 of any of them, either way, ms (a link
+    /// past each chunk's due time, a tap from a message read to it written on). `None`
+    /// when none recorded it.
     pub relay_lateness_p99_ms: Option<f64>,
 }
 
 impl Emulation {
     /// A side's emulation costs: `relays` and `miners`'s CPU from `samples` over `window`,
-    /// and the relays' lateness, each its (up, down) distributions in ms.
+    /// and the lateness of the relays on the miners' path, each its (up, down)
+    /// distributions in ms.
     pub fn of<'a>(
         samples: &[Sample],
         (relays, miners): (Vec<String>, &str),
@@ -162,20 +164,21 @@ impl Emulation {
     }
 }
 
-/// The CPU of several roles together, in cores: each role's spans ([`cpu_cores`]) summed
-/// in order, as far as every sampled role has one (they are sampled together, a second
-/// apart); their mean with its interval by batch means. No estimate when none was sampled.
+/// The CPU of several roles together, in cores: their spans ([`cpu_cores`]) summed by the
+/// time each ends (the harness samples every role at the same moments, so their spans end
+/// together; a role that stopped adds nothing after); the mean with its interval by batch
+/// means. No estimate when none was sampled.
 pub fn group_cpu_cores(samples: &[Sample], roles: &[String], window: Window) -> Estimate {
-    let spans: Vec<Vec<f64>> = (roles.iter())
-        .map(|role| (cpu_cores(samples, role, window).into_iter()).map(|(_, c)| c))
-        .map(Iterator::collect::<Vec<f64>>)
-        .filter(|spans| !spans.is_empty())
-        .collect();
-    let Some(n) = spans.iter().map(Vec::len).min() else {
+    let mut by_end: std::collections::BTreeMap<u64, f64> = Default::default();
+    for role in roles {
+        for (end, cores) in cpu_cores(samples, role, window) {
+            *by_end.entry(end).or_default() += cores;
+        }
+    }
+    if by_end.is_empty() {
         return Estimate::default();
-    };
-    let summed: Vec<f64> = (0..n).map(|i| spans.iter().map(|s| s[i]).sum()).collect();
-    Estimate::mean_of(&series_dist(&summed))
+    }
+    Estimate::mean_of(&series_dist(&by_end.into_values().collect::<Vec<f64>>()))
 }
 
 /// A role's CPU and memory samples in the window.

@@ -600,8 +600,9 @@ fn emulation(
     window: Window,
 ) -> Emulation {
     let relays = side.relays();
+    let on_path = |role: &str| model::shard::is_of(role, &side.link_role) || side.is_pool(role);
     let lateness = (events.iter())
-        .filter(|r| relays.contains(&r.role))
+        .filter(|r| on_path(&r.role))
         .filter_map(|r| match &r.event {
             Event::LinkLateness { up_ms, down_ms } | Event::TapLatency { up_ms, down_ms } => {
                 Some((up_ms, down_ms))

@@ -577,7 +577,7 @@ fn readings(s: &Summary) -> Vec<Reading> {
             }
         }
         if let Some(ms) = lab.relay_lateness_p99_ms {
-            // One figure a run, the worst of its relays: no interval.
+            // One figure a run, the worst of the link's and pool tap's shards: no interval.
             let worst = Estimate {
                 point: Some(ms),
                 ci: None,
@@ -585,7 +585,7 @@ fn readings(s: &Summary) -> Vec<Reading> {
             };
             push(
                 "relay_lateness_p99_ms",
-                "the most a relay added to a message, ms (the worst relay's p99)",
+                "relays on the miners' path: the worst one's p99 added to a message, ms",
                 CurveKind::Emulation,
                 false,
                 name,

@@ -33,18 +33,22 @@ fn check(scenario: &Scenario) -> Result<()> {
 
 /// A scenario whose relays must run as shards here asks nothing of them they cannot do:
 /// shards share their port as processes on one host, and an attacker, an outage or a
-/// backup pool would act once per shard, not once on the link.
+/// backup pool's route is the first shard's alone, so it would reach only its part of
+/// the miners.
 fn check_relay_shards(scenario: &Scenario, fit: limits::MinersFit) -> Result<()> {
-    let sharded = (scenario.sides.iter()).filter(|s| s.config.miners_cross_the_link());
-    let Some(side) = sharded.map(|s| s.to_string()).next() else {
-        return Ok(());
-    };
-    if fit.relay_shards == 1 {
+    let sharded: Vec<String> = (scenario.sides.iter())
+        .filter(|s| s.config.miners_cross_the_link())
+        .map(|s| s.to_string())
+        .collect();
+    if sharded.is_empty() || fit.relay_shards == 1 {
         return Ok(());
     }
     let why = format!(
-        "{} miners a side need side {side}'s link and tap as {} processes each (two descriptors a miner, {} a process here), and",
-        scenario.miners.count, fit.relay_shards, fit.per_process
+        "{} miners a side need the link and tap of {} as {} processes each (two descriptors a miner, {} a process here), and",
+        scenario.miners.count,
+        sharded.join(" and "),
+        fit.relay_shards,
+        fit.per_process
     );
     let fits = fit.relay_capacity();
     let refuse = |field: &str, what: &str| -> Result<()> {
@@ -55,13 +59,22 @@ fn check_relay_shards(scenario: &Scenario, fit: limits::MinersFit) -> Result<()>
         refuse("placement.engine", "the shards of a relay share one port, which processes on one host can and containers cannot")?;
     }
     if scenario.backup.pool {
-        refuse("backup.pool", "a backup pool's route is not sharded")?;
+        refuse(
+            "backup.pool",
+            "a backup pool's route would be the first shard's alone, its part of the miners'",
+        )?;
     }
     if scenario.link.attack.is_some() {
-        refuse("link.attack", "an attacker would act once in every shard")?;
+        refuse(
+            "link.attack",
+            "an attacker would sit in the first shard alone and reach only its part of the miners",
+        )?;
     }
     if !scenario.faults.is_empty() {
-        refuse("faults", "an outage would be scheduled once in every shard")?;
+        refuse(
+            "faults",
+            "an outage would cut the first shard alone, only its part of the miners",
+        )?;
     }
     Ok(())
 }

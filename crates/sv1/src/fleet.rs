@@ -150,6 +150,9 @@ pub type FleetHandle = mining::hashing::Fleet;
 pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
     let m = &cfg.machines;
     let (miners, ramp, threads, rates) = (m.miners, m.ramp, m.hash_threads, m.hashrates());
+    // One config for every miner: it holds each miner's draws, so a copy a miner would
+    // grow the fleet's memory with the square of its miners.
+    let cfg = Arc::new(cfg);
     FleetHandle::start(miners, ramp, threads, rates, |index, slot, shares, stop| {
         run_miner(index, cfg.clone(), slot, shares, recorder.clone(), stop)
     })
@@ -159,7 +162,7 @@ pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
 /// each it loses, as firmware reconnects (`mining::farm::reconnecting`).
 async fn run_miner(
     index: u32,
-    cfg: FleetConfig,
+    cfg: Arc<FleetConfig>,
     slot: Arc<Slot>,
     shares: mpsc::UnboundedReceiver<Found>,
     recorder: Recorder,
@@ -184,7 +187,7 @@ async fn run_miner(
 /// One miner's sessions with its pool.
 struct Sessions {
     index: u32,
-    cfg: FleetConfig,
+    cfg: Arc<FleetConfig>,
     slot: Arc<Slot>,
     recorder: Recorder,
     shares: mpsc::UnboundedReceiver<Found>,

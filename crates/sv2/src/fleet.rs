@@ -121,6 +121,9 @@ pub fn start(cfg: FleetConfig, recorder: Recorder) -> Result<FleetHandle> {
         group == 1 || cfg.channel == ChannelKind::Standard,
         "channels_per_connection above 1 needs standard channels (a group of header-only devices)"
     );
+    // One config for every miner: it holds each miner's draws, so a copy a miner would
+    // grow the fleet's memory with the square of its miners.
+    let cfg = Arc::new(cfg);
     // Group members hand their slot and share queue to the miner that opens their
     // connection (the first of each group).
     let registry: Arc<parking_lot::Mutex<HashMap<u32, Member>>> = Arc::default();

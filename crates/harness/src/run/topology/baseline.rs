@@ -136,7 +136,7 @@ pub(super) async fn start_sv1_side(
     };
     let upstreams = (tap_addr, backup.as_ref().map(|b| b.2));
     let (link, link_addr, backup_addr, shards) =
-        spawn_miners_link(opts, dir, side, farm_port, (upstreams, &tap_spec), roles).await?;
+        spawn_side_link(opts, dir, side, farm_port, (upstreams, &tap_spec), roles).await?;
     tell(
         opts,
         format!("{side}: SV1 miners connect to stratum+tcp://{link_addr} (farm side of the link)"),

@@ -553,11 +553,11 @@ async fn spawn_link(
     Ok((link, listening[0], listening.get(1).copied()))
 }
 
-/// The WAN link of a side whose link the miners cross (`spawn_link`), to the pool's tap
-/// (`tap`, started as `tap_spec`) and its backup's; with its shards and the tap's when one
-/// process cannot hold every miner (`relay_shards`). The link's role, the farm-side
-/// address of each route, and the shards' roles.
-async fn spawn_miners_link(
+/// The WAN link of an SV2-pool or SV1 side (`spawn_link`) to its pool's tap (`tap`,
+/// started as `tap_spec`) and its backup's; where every miner's connection crosses it and
+/// one process cannot hold them (`sharding`), with its shards and the tap's. The link's
+/// role, the farm-side address of each route, and the shards' roles.
+async fn spawn_side_link(
     opts: &RunOptions,
     dir: &Path,
     side: &Side,
@@ -565,46 +565,59 @@ async fn spawn_miners_link(
     ((tap, backup), tap_spec): ((SocketAddr, Option<SocketAddr>), &RoleSpec),
     roles: &mut Vec<RoleProcess>,
 ) -> Result<(String, SocketAddr, Option<SocketAddr>, Vec<String>)> {
-    let shards = relay_shards(opts, side)?;
-    let farm = (farm_port, shards > 1);
+    let Some(fit) = sharding(opts, side)? else {
+        let (link, link_addr, backup_addr) =
+            spawn_link(opts, dir, side, (farm_port, false), (tap, backup), roles).await?;
+        return Ok((link, link_addr, backup_addr, Vec::new()));
+    };
+    // Shards share their port: a fixed one must be free of anything else first, or the
+    // kernel would spread the miners over another run's link too.
+    if farm_port != 0 {
+        std::net::TcpListener::bind(("127.0.0.1", farm_port)).with_context(|| {
+            format!("scenario field `link.farm_port`: port {farm_port} is in use")
+        })?;
+    }
     let (link, link_addr, backup_addr) =
-        spawn_link(opts, dir, side, farm, (tap, backup), roles).await?;
-    let sharded = (side.name(), shards);
-    let shards = spawn_relay_shards(opts, dir, sharded, link_addr, tap_spec, roles).await?;
-    Ok((link, link_addr, backup_addr, shards))
+        spawn_link(opts, dir, side, (farm_port, true), (tap, backup), roles).await?;
+    let shards = spawn_relay_shards(opts, dir, (side.name(), fit), link_addr, tap_spec, roles);
+    Ok((link, link_addr, backup_addr, shards.await?))
 }
 
-/// How many processes each of side `side`'s relays runs as here
-/// (`limits::miners_fit`): more than one only where every miner's own connection crosses
-/// the link, and only as processes on this host (a plan's containers hold one each;
-/// loading the scenario refused what shards cannot do).
-fn relay_shards(opts: &RunOptions, side: &Side) -> Result<u32> {
+/// How side `side`'s relays fit here (`limits::miners_fit`) when they must run as shards:
+/// only where every miner's own connection crosses the link, and only as processes on
+/// this host (a plan's containers hold one each; loading the scenario refused what shards
+/// cannot do). `None`: one process each.
+fn sharding(opts: &RunOptions, side: &Side) -> Result<Option<crate::limits::MinersFit>> {
     if !side.config.miners_cross_the_link() {
-        return Ok(1);
+        return Ok(None);
     }
-    let shards = crate::limits::miners_fit(opts.scenario.miners.count)?.relay_shards;
+    let fit = crate::limits::miners_fit(opts.scenario.miners.count)?;
+    if fit.relay_shards == 1 {
+        return Ok(None);
+    }
     anyhow::ensure!(
-        shards == 1 || opts.launcher.plan.is_none(),
-        "scenario field `miners.count`: side {side}'s link and tap would run as {shards} processes each to hold {} miners, and a deployment runs each as one container",
+        opts.launcher.plan.is_none(),
+        "scenario field `miners.count`: side {side}'s link and tap would run as {} processes each to hold {} miners, and a deployment runs each as one container",
+        fit.relay_shards,
         opts.scenario.miners.count
     );
-    Ok(shards)
+    Ok(Some(fit))
 }
 
-/// Shards 2 to `shards` of side `side`'s relays: tap shard k in front of the pool (as
-/// `tap`, numbering its connections apart) and link shard k to it, listening on the
-/// first link shard's `farm` address with it, the kernel spreading the miners'
+/// Shards 2 on of side `side`'s relays as `fit` has them: tap shard k in front of the
+/// pool (as `tap`, numbering its connections apart) and link shard k to it, listening on
+/// the first link shard's `farm` address with it, the kernel spreading the miners'
 /// connections over them. Returns the roles started, tap and link of each shard.
 async fn spawn_relay_shards(
     opts: &RunOptions,
     dir: &Path,
-    (side, shards): (&str, u32),
+    (side, fit): (&str, crate::limits::MinersFit),
     farm: SocketAddr,
     tap: &RoleSpec,
     roles: &mut Vec<RoleProcess>,
 ) -> Result<Vec<String>> {
     let mut started = Vec::new();
-    for k in 2..=shards {
+    for k in 2..=fit.relay_shards {
         let tap_role = model::shard::name(&format!("tap-{side}"), k);
         let tap_addr = spawn_listening(opts, dir, &tap_role, &tap.tap_shard(k), roles).await?;
         let route = LinkRoute {
@@ -617,16 +630,13 @@ async fn spawn_relay_shards(
         spawn_link_routes(opts, dir, &link_role, vec![route], OnPath::default(), roles).await?;
         started.extend([tap_role, link_role]);
     }
-    if shards > 1 {
-        tell(
-            opts,
-            format!(
-                "{side}: {} miners: its link and tap run as {shards} processes each (two descriptors a miner, {} a process here); the kernel spreads the miners' connections over them",
-                opts.scenario.miners.count,
-                crate::limits::raise_fd_limit()
-            ),
-        );
-    }
+    tell(
+        opts,
+        format!(
+            "{side}: {} miners: its link and tap run as {} processes each (two descriptors a miner, {} a process here); the kernel spreads the miners' connections over them",
+            opts.scenario.miners.count, fit.relay_shards, fit.per_process
+        ),
+    );
     Ok(started)
 }
 

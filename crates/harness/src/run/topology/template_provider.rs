@@ -52,7 +52,7 @@ pub(super) async fn start_sv2_pool_side(
     };
     let upstreams = ((tap_addr, backup_tap), &tap_spec);
     let (link, link_addr, backup_addr, shards) =
-        spawn_miners_link(opts, dir, side, farm, upstreams, roles).await?;
+        spawn_side_link(opts, dir, side, farm, upstreams, roles).await?;
     let backup_upstream = (backup.as_ref())
         .zip(backup_addr)
         .map(|(b, address)| (address, b.keys.public));
