@@ -73,9 +73,6 @@ pub fn link_counters<'a>(
     for c in shards.values_mut() {
         c.sort_by_key(|x| x.0);
     }
-    if shards.len() <= 1 {
-        return shards.into_values().next().unwrap_or_default();
-    }
     let times: std::collections::BTreeSet<u64> = shards.values().flatten().map(|c| c.0).collect();
     (times.into_iter())
         .map(|t| {

@@ -609,12 +609,7 @@ fn emulation(
             }
             _ => None,
         });
-    Emulation::of(
-        samples,
-        (relays.clone(), &side.miners_role),
-        lateness,
-        window,
-    )
+    Emulation::of(samples, (relays, &side.miners_role), lateness, window)
 }
 
 /// What the relays and taps themselves added, per role and direction (each writes one

@@ -134,18 +134,20 @@ fn relays_past_one_process_run_as_shards_read_as_one() {
 #[test]
 fn more_miners_than_one_process_holds_are_refused_before_anything_starts() {
     let dir = out_dir("shards-refused");
-    let out = run_limited(&dir, 400, &[]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    // The run's error, once it failed.
+    let refused = |miners, args: &[&str]| {
+        let out = run_limited(&dir, miners, args);
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = refused(400, &[]);
     assert!(
         err.contains("`miners.count`: 400 miners need 656 file descriptors")
             && err.contains("allows 600 per process: at most 344 miners fit here"),
         "{err}"
     );
     assert!(!dir.join("events").exists(), "something started: {err}");
-    let out = run_limited(&dir, 300, &["--set", "backup.pool=true"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let err = refused(300, &["--set", "backup.pool=true"]);
     assert!(
         err.contains("`backup.pool`")
             && err.contains("at most 172 miners a side run without shards here"),

@@ -66,8 +66,14 @@ pub struct MinersFit {
 impl MinersFit {
     /// Connections one relay process holds here (two descriptors each).
     pub fn relay_capacity(&self) -> u64 {
-        self.per_process.saturating_sub(SLACK) / 2
+        relay_capacity(self.per_process)
     }
+}
+
+/// Connections a relay (a link, a tap: two descriptors each) holds in a process that may
+/// open `per_process` descriptors.
+fn relay_capacity(per_process: u64) -> u64 {
+    per_process.saturating_sub(SLACK) / 2
 }
 
 /// How full a relay shard is planned on average: the kernel spreads the miners'
@@ -123,7 +129,7 @@ fn fit(miners: u32, have: u64, ports: u64) -> Result<MinersFit> {
 /// connections do not fit.
 pub fn tap_capacity(wanted: Option<u64>) -> Result<u64> {
     let have = raise_fd_limit();
-    let capacity = have.saturating_sub(SLACK) / 2;
+    let capacity = relay_capacity(have);
     if let Some(wanted) = wanted.filter(|w| *w > capacity) {
         bail!(
             "--max-connections {wanted}: a tap needs two file descriptors per connection and this machine allows {have} per process \
