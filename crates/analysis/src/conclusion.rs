@@ -41,6 +41,17 @@ pub struct Conclusion {
     pub pool: Option<String>,
 }
 
+impl Conclusion {
+    /// Puts `part` before the rest of `side`'s line: what makes the rest read with care.
+    pub fn lead_with(&mut self, side: &str, part: &str) {
+        let rest = (self.text.strip_prefix(side))
+            .and_then(|t| t.strip_prefix(": "))
+            .unwrap_or(&self.text);
+        self.text = format!("{side}: {part}; {rest}");
+        self.sentences.insert(0, sentence(part));
+    }
+}
+
 /// Per side of the verdict, its conclusion, with its total worth's interval (in
 /// `intervals`, by side, where it has one) and its share of the farm's `revenue` (sats a
 /// day); a side on its farm's own node (in `lags`) says the lag its answer was found at

@@ -104,9 +104,37 @@ pub struct SideSummary {
     /// relays' own lateness.
     #[serde(default)]
     pub emulation: crate::resources::Emulation,
+    /// Connections the side's pool did not take: nothing listened where its taps reach it.
+    /// A pool that stops serving while its process runs on (no exit records it) shows
+    /// here; from then on the side measures that pool, not the protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_refused: Option<PoolRefused>,
     /// The per-event values behind the distributions, by the unit each belongs to.
     #[serde(skip)]
     pub samples: LatencySamples,
+}
+
+/// A pool that stopped taking connections: how many its taps could not open, from when.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PoolRefused {
+    pub connections: u64,
+    /// The first, in seconds from the window's start (negative: in the warm-up).
+    pub first_s: f64,
+}
+
+impl PoolRefused {
+    /// `side`'s pool's refusals in words, with what they do to its figures.
+    pub fn in_words(&self, side: &str) -> String {
+        let when = if self.first_s < 0.0 {
+            format!("{:.0} s before the window began", -self.first_s)
+        } else {
+            format!("{:.0} s into the window", self.first_s)
+        };
+        format!(
+            "{side}'s pool stopped taking connections {when} ({} refused) while its process ran on: from then on {side} measured a pool that was not serving, not the protocol",
+            self.connections
+        )
+    }
 }
 
 impl SideSummary {

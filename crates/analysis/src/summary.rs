@@ -25,7 +25,7 @@ pub use crate::bandwidth::{link_rates, Bandwidth, Direction};
 pub use crate::declaration::JobDeclarationSummary;
 pub use crate::resources::RoleResources;
 pub use crate::shares::{BlockCounts, PoolWork, ShareCounts};
-pub use crate::side::{Delta, FarmRates, LatencySamples, SideSummary};
+pub use crate::side::{Delta, FarmRates, LatencySamples, PoolRefused, SideSummary};
 
 pub const SCHEMA: &str = "stratum-bench.summary.v1";
 /// The role name of the harness's own events and CPU and memory samples.
@@ -113,6 +113,14 @@ impl Summary {
             }))
             .collect();
         (!warnings.is_empty()).then(|| warnings.join("; "))
+    }
+
+    /// Each side whose pool stopped taking connections, in words: its figures from then on
+    /// are of a pool not serving.
+    pub fn pool_warnings(&self) -> Vec<String> {
+        (self.sides.iter())
+            .filter_map(|(side, s)| Some(s.pool_refused?.in_words(side)))
+            .collect()
     }
 }
 
@@ -241,6 +249,7 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
         | Event::LinkBytes { .. }
         | Event::LinkLateness { .. }
         | Event::TapLatency { .. }
+        | Event::TapUpstreamUnreachable { .. }
         | Event::RoleExited { .. } => true,
         Event::ClockAnchor { .. }
         | Event::JobBroadcast { .. }
@@ -253,7 +262,6 @@ pub fn kept_beyond_jobs_and_shares(event: &Event) -> bool {
         | Event::Sv1JobRelayed { .. }
         | Event::Sv1DifficultySet { .. }
         | Event::TapMalformedLines { .. }
-        | Event::TapUpstreamUnreachable { .. }
         | Event::TapBytes { .. }
         | Event::NodeBlockAnnounced { .. }
         // The tip timeline is the node's ZMQ, the same for every side; what the Mining
@@ -364,6 +372,17 @@ pub fn assemble(
             // A farm proxy that aggregates its miners sends the pool only some shares.
             let per_share = !(side.config.declares_jobs() || base.config.declares_jobs());
             c.pool = pool_reading(&side.pool_costs, &base.pool_costs, per_share, &baseline);
+        }
+    }
+    // A pool that stopped serving, on either side of a comparison, comes before its worth.
+    for (name, c) in &mut conclusions {
+        let stopped: Vec<String> = [name, &baseline]
+            .into_iter()
+            .filter_map(|s| Some(sides.get(s)?.pool_refused?.in_words(s)))
+            .collect();
+        if !stopped.is_empty() {
+            let part = format!("not a reading of the protocol: {}", stopped.join("; "));
+            c.lead_with(name, &part);
         }
     }
     let clock_uncertainty_ms = crate::clocks::cross_clock_uncertainty_ms(&m.clocks);
@@ -541,6 +560,7 @@ fn side_summary(
         // Set once the side's roles and rates are in (`pool_costs_over`).
         pool_costs: PoolCosts::default(),
         emulation: emulation(side, events, samples, window),
+        pool_refused: pool_refused(side, events, window),
         roles: side
             .roles
             .iter()
@@ -610,6 +630,21 @@ fn emulation(
             _ => None,
         });
     Emulation::of(samples, (relays, &side.miners_role), lateness, window)
+}
+
+/// The connections side `side`'s pool (or its backup) did not take: its taps, which
+/// connect to it on the same host, found nothing listening.
+fn pool_refused(side: &SideRoles, events: &[&Record], window: Window) -> Option<PoolRefused> {
+    let refused: Vec<u64> = (events.iter())
+        .filter(|r| side.judges(&r.role))
+        .filter(|r| matches!(r.event, Event::TapUpstreamUnreachable { .. }))
+        .map(|r| r.t_ns)
+        .collect();
+    let first = *refused.iter().min()?;
+    Some(PoolRefused {
+        connections: refused.len() as u64,
+        first_s: (first as f64 - window.start_ns as f64) / 1e9,
+    })
 }
 
 /// What the relays and taps themselves added, per role and direction (each writes one
@@ -895,5 +930,57 @@ mod tests {
         assert_eq!(a["shares.submitted"].pct, Some(-100.0));
         assert!(!a.contains_key("miners"));
         assert_eq!(Delta::of(3.0, 0.0).pct, None);
+    }
+
+    /// SRI's pool can stop listening while its process lives on (one connection's fault
+    /// cancels them all): no exit is recorded, so the taps' refused connections say it.
+    #[test]
+    fn a_pool_that_stops_listening_is_said_before_the_verdict() {
+        let m = manifest(vec![sv1_side(), farm_side()]);
+        let refused = |t_s: f64, role: &str| {
+            rec_s(
+                t_s,
+                role,
+                Event::TapUpstreamUnreachable {
+                    connection: 1,
+                    reason: "Connection refused (os error 111)".into(),
+                },
+            )
+        };
+        let mut events = run();
+        events.extend([
+            refused(4.0, "tap-a"),
+            refused(5.0, "tap-a"),
+            // A shard of the same tap counts, and holds the first refusal.
+            refused(3.2, "tap-a-shard2"),
+            // Not in front of a pool: its JDS's tap.
+            refused(1.0, "jdtap-a"),
+        ]);
+        let s = computed(&m, &events, &[]);
+        assert_eq!(s.sides["sv1"].pool_refused, None);
+        let stopped = s.sides["sv2-a"].pool_refused.unwrap();
+        assert_eq!(stopped.connections, 3);
+        assert!((stopped.first_s - 3.2).abs() < 1e-9, "{}", stopped.first_s);
+        let warning = "sv2-a's pool stopped taking connections 3 s into the window (3 refused) while its process ran on: from then on sv2-a measured a pool that was not serving, not the protocol";
+        assert_eq!(s.pool_warnings(), vec![warning.to_string()]);
+        // The line the run would have had comes after it, whole.
+        let without = computed(&m, &run(), &[]).conclusions["sv2-a"].text.clone();
+        let line = &s.conclusions["sv2-a"];
+        assert_eq!(
+            line.text,
+            format!(
+                "sv2-a: not a reading of the protocol: {warning}; {}",
+                without.strip_prefix("sv2-a: ").unwrap()
+            )
+        );
+        assert!(line.sentences[0].starts_with("Not a reading of the protocol: sv2-a's pool"));
+        // Before the window: said as such.
+        let early = PoolRefused {
+            connections: 22_315,
+            first_s: -95.4,
+        };
+        assert!(early
+            .in_words("sv2-d")
+            .contains("95 s before the window began (22315 refused)"));
     }
 }

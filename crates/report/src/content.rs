@@ -32,6 +32,20 @@ pub fn build(run: &RunData) -> Document {
                 .collect(),
         });
     }
+    // Before any figure: a pool that stopped serving sets its side's from then on.
+    let stopped = run
+        .summary
+        .as_ref()
+        .map(|s| s.pool_warnings())
+        .unwrap_or_default();
+    if !stopped.is_empty() {
+        sections.push(Section {
+            title: "A pool stopped serving".into(),
+            blocks: (stopped.iter())
+                .map(|w| Block::Note(format!("{w}. Its log says why.")))
+                .collect(),
+        });
+    }
     if let Some(summary) = run.summary.as_ref().filter(|s| !s.verdict.is_empty()) {
         sections.push(conclusions_section(summary));
         sections.push(verdict_section(summary));
@@ -521,6 +535,7 @@ fn verdict_section(summary: &analysis::Summary) -> Section {
             "Host saturated: {warning}. Rows in ms (marked host-saturated) are read with care."
         )));
     }
+
     // What a reader must know to read a row, once a metric.
     let noted = (Headline::ALL.into_iter())
         .filter(|h| summary.verdict.values().flatten().any(|r| r.metric == *h));

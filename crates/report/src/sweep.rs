@@ -57,8 +57,17 @@ pub fn write(dir: &Path) -> Result<Written> {
     let analysis = analyse(&record.keys, record.zip, &runs);
     record.analysis = Some(analysis.clone());
     record.save(dir)?;
+    // What a point's figures owe to the lab rather than the protocol, said beside it.
+    let cautions: Vec<String> = (loaded.iter())
+        .flat_map(|(i, s)| {
+            let name = &record.runs[*i].run.name;
+            (s.pool_warnings().into_iter())
+                .chain(s.host_warning().map(|w| format!("host saturated: {w}")))
+                .map(move |w| format!("{name}: {w}"))
+        })
+        .collect();
 
-    let mut doc = document(&record, &analysis, &problems);
+    let mut doc = document(&record, &analysis, &problems, &cautions);
     let mut files = Vec::new();
     let mut release_comparisons = Vec::new();
     if let Some((section, comparisons)) = releases(dir, &record)? {
@@ -88,7 +97,12 @@ pub fn write(dir: &Path) -> Result<Written> {
     })
 }
 
-fn document(record: &SweepRecord, a: &SweepAnalysis, problems: &[String]) -> Document {
+fn document(
+    record: &SweepRecord,
+    a: &SweepAnalysis,
+    problems: &[String],
+    cautions: &[String],
+) -> Document {
     let count = |s: RunStatus| record.count(s);
     let w = &record.worth;
     let mut head = vec![
@@ -138,6 +152,9 @@ fn document(record: &SweepRecord, a: &SweepAnalysis, problems: &[String]) -> Doc
     ];
     for p in problems {
         head.push(Block::Note(format!("unreadable run: {p}")));
+    }
+    for c in cautions {
+        head.push(Block::Note(format!("{c}.")));
     }
     let mut sections = vec![Section {
         title: "What was swept".into(),

@@ -144,6 +144,10 @@ pub fn render(s: &Summary, pools: &BTreeMap<String, String>, t: &Terminal) -> St
         let text = format!("WARNING host saturated: {warning}; latencies marked [host-saturated]");
         out.extend((wrap(&text, t.width, "  ").iter()).map(|l| paint(t, YELLOW, l)));
     }
+    for warning in s.pool_warnings() {
+        let text = format!("WARNING pool stopped: {warning}");
+        out.extend((wrap(&text, t.width, "  ").iter()).map(|l| paint(t, YELLOW, l)));
+    }
     for (side, rows) in &s.verdict {
         out.push(String::new());
         out.extend(wrap(

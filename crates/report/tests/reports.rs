@@ -572,6 +572,45 @@ fn a_report_reads_the_runs_summary_and_charts_not_its_events() {
     assert_eq!(report_of(Source::Written), written);
 }
 
+/// A pool that stops listening while its process lives (SRI's pool can) is said first,
+/// before any figure of its side.
+#[test]
+fn a_pool_that_stopped_taking_connections_is_said_first() {
+    let dir = fake_run("refused", 50);
+    let mut events = std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join("events/pool-sv1.jsonl"))
+        .unwrap();
+    for t in [1_100 * S, 1_101 * S] {
+        let refused = Record {
+            t_ns: t,
+            role: "pool-sv1".into(),
+            event: Event::TapUpstreamUnreachable {
+                connection: 9,
+                reason: "cannot reach the pool: Connection refused (os error 111)".into(),
+            },
+        };
+        writeln!(events, "{}", serde_json::to_string(&refused).unwrap()).unwrap();
+    }
+    report::write_report(&dir, false, Source::Recompute).unwrap();
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let section = md.find("## A pool stopped serving").expect(&md);
+    assert!(
+        md[section..]
+            .contains("sv1's pool stopped taking connections 100 s into the window (2 refused)"),
+        "{md}"
+    );
+    assert!(
+        section < md.find("## Shares").expect(&md),
+        "said before the figures"
+    );
+    // A run whose pool served throughout has no such section.
+    let served = fake_run("served", 50);
+    report::write_report(&served, false, Source::Recompute).unwrap();
+    let md = std::fs::read_to_string(served.join("report.md")).unwrap();
+    assert!(!md.contains("stopped serving"), "{md}");
+}
+
 #[test]
 fn comparing_a_run_with_itself_finds_nothing_and_a_slower_link_is_found() {
     let a = report::run_data::RunData::load(&fake_run("cmp-a", 50)).unwrap();
