@@ -135,11 +135,16 @@ pub struct FanoutResult {
     /// CPU the sender process spent per fan-out; `None` when below the kernel's
     /// accounting tick over all rounds.
     pub sender_cpu_ms_per_round: Option<f64>,
-    /// The machine's floor: one write per connected loopback socket, measured on
-    /// `floor_miners` sockets (one per connection, or as many as one process can hold
-    /// both ends of), per miner (with grouped channels one write serves a connection's
+    /// The machine's floor: one write per connected loopback socket whose reader waits
+    /// in another process (as a miner does), measured on `floor_miners` sockets (one per
+    /// connection), per miner (with grouped channels one write serves a connection's
     /// miners).
     pub floor_us_per_miner: f64,
+    /// The same loop to sockets nobody waits on (both ends in one process, at most as
+    /// many as it holds): the kernel's write alone, without waking a reader. Absent in
+    /// results from before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bare_floor_us_per_miner: Option<f64>,
     pub floor_miners: u32,
     /// Fleet processes the miners were spread over.
     pub fleets: u32,
@@ -600,6 +605,7 @@ mod tests {
             missing: 0,
             sender_cpu_ms_per_round: None,
             floor_us_per_miner: 7.0,
+            bare_floor_us_per_miner: None,
             floor_miners: 1000,
             fleets: 1,
             group_size: None,

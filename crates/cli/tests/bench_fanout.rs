@@ -23,6 +23,9 @@ fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
     assert!(r["us_per_miner"].as_f64().unwrap() > 0.0);
     assert!(r["floor_us_per_miner"].as_f64().unwrap() > 0.0);
     assert_eq!(r["floor_miners"], 30);
+    // Beside the floor whose readers wait, the kernel's write alone.
+    assert!(r["bare_floor_us_per_miner"].as_f64().unwrap() > 0.0);
+    assert!(stdout.contains("floor, nobody waiting"), "{stdout}");
     // The pool's own fan-out (its last write of each job) is seen in every round.
     assert_eq!(r["sender_writes_ms"]["count"], 2);
     assert!(r["sender_us_per_miner"].as_f64().unwrap() > 0.0);

@@ -7,6 +7,7 @@ pub mod container;
 pub mod core_network;
 pub mod deploy;
 pub mod external_pool;
+pub mod floor_peers;
 pub mod fuzzing;
 pub mod host;
 pub mod ipc_tap;

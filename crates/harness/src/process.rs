@@ -94,12 +94,17 @@ impl Launcher {
         })
     }
 
-    /// The CPUs a role of `spec` runs on: miner fleets load the roles under test.
+    /// The CPUs a role of `spec` runs on: miner fleets (and the floor's receivers, which
+    /// stand in for them) load the roles under test.
     fn cpus_for(&self, spec: Option<&RoleSpec>) -> Option<&[usize]> {
         let split = self.cpus.as_ref()?;
         let load = matches!(
             spec,
-            Some(RoleSpec::Sv1Miners { .. } | RoleSpec::Sv2Miners { .. })
+            Some(
+                RoleSpec::Sv1Miners { .. }
+                    | RoleSpec::Sv2Miners { .. }
+                    | RoleSpec::FloorPeers { .. }
+            )
         );
         Some(if load { &split.load } else { &split.under_test })
     }
@@ -139,6 +144,16 @@ fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
         }
         set
     }
+}
+
+/// Keeps the calling thread on `cpus` (a bench's own loop, beside roles kept there).
+pub fn pin_this_thread(cpus: &[usize]) -> Result<()> {
+    let set = cpu_set(cpus);
+    // SAFETY: pid 0 is the calling thread; the set is a valid cpu_set_t.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot keep a thread on its CPUs");
+    }
+    Ok(())
 }
 
 /// The CPUs this process may run on (and so the roles it starts).

@@ -115,6 +115,8 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
                 ms(r.last_miner_ms.p50),
                 r.us_per_miner.map_or("-".into(), |v| format!("{v:.2}")),
                 format!("{:.2} ({})", r.floor_us_per_miner, r.floor_miners),
+                r.bare_floor_us_per_miner
+                    .map_or("-".into(), |v| format!("{v:.2}")),
                 r.times_floor().map_or("-".into(), |x| format!("{x:.1}")),
                 match (r.sender_us_per_miner, r.sender_times_floor()) {
                     (Some(v), Some(x)) => format!("{v:.2} ({x:.2}x)"),
@@ -182,11 +184,11 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
             title: "Job fan-out".into(),
             blocks: vec![
                 Block::Para(cpus_note(cpus)),
-                Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the moment the sender had the new block's work (the SV1 pool's job event; the tap in front of the translator passing it the SetNewPrevHash; for the SRI pool, whose own moment cannot be seen, the node's new tip, so the node-to-pool hop is in every time; for a pool given by address, the bench asking that pool's node for the block, so the node's notice and the pool's reaction to it are in every time: see the first miner) to each miner's receipt of work on that block, so the receiving fleets' scheduling on this machine is included; the floor is the sender's side alone: one write per already-connected loopback socket in a bare loop. Our SV1 pool also records when its last write of a job returned: that fan-out, from its job event to the last write, is the sender's own time, the one comparable with the floor.".into()),
+                Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the moment the sender had the new block's work (the SV1 pool's job event; the tap in front of the translator passing it the SetNewPrevHash; for the SRI pool, whose own moment cannot be seen, the node's new tip, so the node-to-pool hop is in every time; for a pool given by address, the bench asking that pool's node for the block, so the node's notice and the pool's reaction to it are in every time: see the first miner) to each miner's receipt of work on that block, so the receiving fleets' scheduling on this machine is included; the floor is the least a sender can do: one write per already-connected loopback socket in a bare loop, each socket's reader waiting in epoll in another process (on the fleets' CPUs under --isolate), as every miner waits, so each write wakes a reader as the sender's do. Beside it, the same loop to sockets nobody waits on: the kernel's write alone, which no fan-out to waiting miners reaches. Our SV1 pool also records when its last write of a job returned: that fan-out, from its job event to the last write, is the sender's own time, the one comparable with the floor.".into()),
                 Block::Table {
                     head: [
                         "sender", "mode", "miners (fleets)", "rounds", "first miner ms (p50)", "last miner ms (p50)", "us per miner",
-                        "floor us per miner (sockets)", "x floor", "sender's writes us per miner (x floor)", "delivery p50 ms", "delivery p99 ms",
+                        "floor us per miner (sockets)", "floor, nobody waiting, us", "x floor", "sender's writes us per miner (x floor)", "delivery p50 ms", "delivery p99 ms",
                         "missing", "sender CPU ms per fan-out",
                     ]
                     .map(String::from)

@@ -734,6 +734,7 @@ fn fake_bench_dir(name: &str) -> PathBuf {
             missing: 0,
             sender_cpu_ms_per_round: Some(4.0),
             floor_us_per_miner: 7.0,
+            bare_floor_us_per_miner: Some(3.5),
             floor_miners: miners,
             fleets: 1,
             group_size: None,
@@ -805,10 +806,11 @@ fn bench_results_get_a_report_with_charts_and_the_seed_figures_beside_ours() {
     for title in ["Job fan-out", "Pool capacity", "Template latency"] {
         assert!(md.contains(title) && html.contains(title), "no {title}");
     }
-    // Ours: 30 ms to 1,000 miners is 30 us per miner, 4.3x the 7 us floor.
+    // Ours: 30 ms to 1,000 miners is 30 us per miner, 4.3x the 7 us floor (3.5 us with
+    // nobody waiting).
     assert!(
         md.contains(
-            "| sv1-pool | tcp | 1000 (1) | 3 | 0.200 | 30.000 | 30.00 | 7.00 (1000) | 4.3 | 10.00 (1.43x) |"
+            "| sv1-pool | tcp | 1000 (1) | 3 | 0.200 | 30.000 | 30.00 | 7.00 (1000) | 3.50 | 4.3 | 10.00 (1.43x) |"
         ),
         "{md}"
     );

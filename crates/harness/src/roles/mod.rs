@@ -132,6 +132,10 @@ pub enum RoleSpec {
     Sv2Miners {
         config: sv2::fleet::FleetConfig,
     },
+    /// The fan-out bench's floor receivers: they read and drop what the floor writes.
+    FloorPeers {
+        config: crate::floor_peers::FloorPeersConfig,
+    },
     /// SRI's `pool_sv2`, with a config generated next to the spec.
     SriPool {
         params: sri::PoolParams,
@@ -237,7 +241,9 @@ impl RoleSpec {
             RoleSpec::Link { routes, .. } => {
                 listens.extend(routes.iter_mut().map(|r| &mut r.listen))
             }
-            RoleSpec::Sv1Miners { .. } | RoleSpec::Sv2Miners { .. } => {}
+            RoleSpec::Sv1Miners { .. }
+            | RoleSpec::Sv2Miners { .. }
+            | RoleSpec::FloorPeers { .. } => {}
             // Core picks its own RPC port; a real node is never planned.
             RoleSpec::CoreNetwork { .. } => {}
             RoleSpec::SriPool { params } => {
@@ -275,7 +281,9 @@ impl RoleSpec {
                 routes: routes.iter().map(|r| here(r.listen)).collect(),
                 ..Ready::default()
             },
-            RoleSpec::Sv1Miners { .. } | RoleSpec::Sv2Miners { .. } => Ready::default(),
+            RoleSpec::Sv1Miners { .. }
+            | RoleSpec::Sv2Miners { .. }
+            | RoleSpec::FloorPeers { .. } => Ready::default(),
             RoleSpec::CoreNetwork { .. } => Ready::default(),
             RoleSpec::Sv1Pool { config } => Ready::listening(here(config.listen)),
             RoleSpec::SriPool { params } => Ready {
@@ -375,6 +383,7 @@ pub async fn run_role(
         }
         RoleSpec::Sv1Miners { config } => serve(config, name, r).await?,
         RoleSpec::Sv2Miners { config } => serve(config, name, r).await?,
+        RoleSpec::FloorPeers { config } => serve(config, name, r).await?,
         RoleSpec::SriPool { params } => {
             let announce = Ready {
                 jds: params.jds_listen,

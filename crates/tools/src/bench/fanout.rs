@@ -6,7 +6,8 @@
 //! node the bench can mine on) send work on it to all of them; each miner records when it
 //! arrived, and the block's hash ties each receipt to its round.
 //! Beside it, the machine's floor: a bare loop of one `write` per already-connected
-//! loopback socket.
+//! loopback socket whose reader waits in another process, as the miners do (and the same
+//! loop to sockets nobody waits on, the kernel's write alone).
 
 use analysis::bench::{account, Deliveries, FanoutMode, FanoutResult, FanoutVia, FANOUT_FILE};
 use anyhow::{Context, Result};
@@ -71,14 +72,21 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
         let outcome = measure(&opts, n, fleet_size.miners, &dir, &mut roles).await;
         stop_all(&mut roles).await;
         let mut r = outcome?;
-        // One write per connection, both ends of the sockets held in this one process.
-        let floor_miners = n.div_ceil(per_connection).min(fleet_size.sockets);
-        r.floor_miners = floor_miners;
-        let per_write =
-            tokio::task::spawn_blocking(move || write_floor(floor_miners, 600)).await??;
+        // One write per connection, as the sender makes: its readers in a process of
+        // their own, placed as the fleets are.
+        let connections = n.div_ceil(per_connection);
+        r.floor_miners = connections;
+        let mut peers = Vec::new();
+        let floor = waited_floor(&opts.launcher, &dir, connections, &mut peers).await;
+        stop_all(&mut peers).await;
+        // The kernel's write alone: both ends in this process, nobody waiting.
+        let bare_sockets = connections.min(fleet_size.sockets);
+        let bare =
+            tokio::task::spawn_blocking(move || bare_floor(bare_sockets, FLOOR_WRITE)).await??;
         // Per miner: with channels grouped, one write serves a whole connection's miners.
-        r.floor_us_per_miner =
-            per_write * f64::from(n.div_ceil(per_connection)) / f64::from(n.max(1));
+        let per_miner = |per_write: f64| per_write * f64::from(connections) / f64::from(n.max(1));
+        r.floor_us_per_miner = per_miner(floor?);
+        r.bare_floor_us_per_miner = Some(per_miner(bare));
         eprintln!(
             "{n} miners: last miner p50 {} ms, {} us per miner (floor {:.2} us), {} missing",
             r.last_miner_ms
@@ -380,6 +388,7 @@ async fn measure(
             _ => None,
         },
         floor_us_per_miner: 0.0,
+        bare_floor_us_per_miner: None,
         floor_miners: 0,
         fleets: fleets.len() as u32,
         group_size,
@@ -472,9 +481,68 @@ fn read_lenient(path: &Path) -> Vec<Record> {
         .collect()
 }
 
-/// The floor: `n` loopback connections already open, one `write` of `len` bytes to each
-/// in a bare loop; the median of 7 loops, per socket, in microseconds.
-pub fn write_floor(n: u32, len: usize) -> Result<f64> {
+/// Bytes the floor writes a connection: about a clean `mining.notify`.
+const FLOOR_WRITE: usize = 600;
+/// Loops a floor is measured over; its median is the floor.
+const FLOOR_LOOPS: usize = 7;
+
+/// The floor a sender is held to: `n` loopback connections whose readers wait in epoll in
+/// a process of their own (`floor-peers`, on the fleets' CPUs under `--isolate`), one
+/// `write` of a job's bytes to each in a bare loop (on the sender's CPUs); per socket, in
+/// microseconds. Each write wakes a reader, as each of the sender's does.
+async fn waited_floor(
+    launcher: &Launcher,
+    dir: &Path,
+    n: u32,
+    peers: &mut Vec<RoleProcess>,
+) -> Result<f64> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let spec = RoleSpec::FloorPeers {
+        config: harness::floor_peers::FloorPeersConfig {
+            connect: listener.local_addr()?,
+            connections: n,
+        },
+    };
+    // Accepted as they come: a full backlog would stall the peers' connects.
+    let accepting = std::thread::spawn(move || -> Result<Vec<std::net::TcpStream>> {
+        (0..n)
+            .map(|_| {
+                let (s, _) = listener.accept().context("floor: accept")?;
+                s.set_nodelay(true)?;
+                Ok(s)
+            })
+            .collect()
+    });
+    let (process, _) = RoleProcess::spawn(launcher, dir, "floor-peers", &spec).await?;
+    peers.push(process);
+    let mut servers = (accepting.join())
+        .map_err(|_| anyhow::anyhow!("the floor's accepting thread panicked"))??;
+    let under_test = launcher.cpus.as_ref().map(|c| c.under_test.clone());
+    let writing = std::thread::spawn(move || -> Result<f64> {
+        if let Some(cpus) = &under_test {
+            harness::process::pin_this_thread(cpus)?;
+        }
+        let msg = vec![b'x'; FLOOR_WRITE];
+        // The peers read on their own: time for them to, well past what it takes.
+        let settle = Duration::from_millis(100) + Duration::from_micros(u64::from(n) * 30);
+        let mut times = Vec::new();
+        for _ in 0..FLOOR_LOOPS {
+            std::thread::sleep(settle);
+            let t = Instant::now();
+            for s in servers.iter_mut() {
+                s.write_all(&msg)?;
+            }
+            times.push(t.elapsed().as_secs_f64() * 1e6 / f64::from(n));
+        }
+        Ok(median(times))
+    });
+    (writing.join()).map_err(|_| anyhow::anyhow!("the floor's writing thread panicked"))?
+}
+
+/// The kernel's write alone: `n` loopback connections with both ends here and nobody
+/// waiting on them, one `write` of `len` bytes to each in a bare loop; per socket, in
+/// microseconds.
+pub fn bare_floor(n: u32, len: usize) -> Result<f64> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     let mut clients = Vec::with_capacity(n as usize);
@@ -491,7 +559,7 @@ pub fn write_floor(n: u32, len: usize) -> Result<f64> {
     let msg = vec![b'x'; len];
     let mut buf = vec![0u8; 64 * 1024];
     let mut times = Vec::new();
-    for _ in 0..7 {
+    for _ in 0..FLOOR_LOOPS {
         let t = Instant::now();
         for s in servers.iter_mut() {
             s.write_all(&msg)?;
@@ -506,8 +574,12 @@ pub fn write_floor(n: u32, len: usize) -> Result<f64> {
             }
         }
     }
+    Ok(median(times))
+}
+
+fn median(mut times: Vec<f64>) -> f64 {
     times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    times[times.len() / 2]
 }
 
 #[cfg(test)]
@@ -516,7 +588,7 @@ mod tests {
 
     #[test]
     fn the_floor_is_measured() {
-        let us = write_floor(50, 600).unwrap();
+        let us = bare_floor(50, FLOOR_WRITE).unwrap();
         assert!(us > 0.0 && us < 1000.0, "{us} us per write");
     }
 }
