@@ -114,7 +114,8 @@ pub struct SideSummary {
     pub samples: LatencySamples,
 }
 
-/// A pool that stopped taking connections: how many its taps could not open, from when.
+/// A pool that stopped taking connections (its process may live on, or have exited): how
+/// many its taps could not open, from when.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PoolRefused {
     pub connections: u64,
@@ -131,7 +132,7 @@ impl PoolRefused {
             format!("{:.0} s into the window", self.first_s)
         };
         format!(
-            "{side}'s pool stopped taking connections {when} ({} refused) while its process ran on: from then on {side} measured a pool that was not serving, not the protocol",
+            "{side}'s pool stopped taking connections {when} ({} its taps could not open): from then on {side} measured a pool that was not serving, not the protocol",
             self.connections
         )
     }

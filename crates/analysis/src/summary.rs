@@ -961,7 +961,7 @@ mod tests {
         let stopped = s.sides["sv2-a"].pool_refused.unwrap();
         assert_eq!(stopped.connections, 3);
         assert!((stopped.first_s - 3.2).abs() < 1e-9, "{}", stopped.first_s);
-        let warning = "sv2-a's pool stopped taking connections 3 s into the window (3 refused) while its process ran on: from then on sv2-a measured a pool that was not serving, not the protocol";
+        let warning = "sv2-a's pool stopped taking connections 3 s into the window (3 its taps could not open): from then on sv2-a measured a pool that was not serving, not the protocol";
         assert_eq!(s.pool_warnings(), vec![warning.to_string()]);
         // The line the run would have had comes after it, whole.
         let without = computed(&m, &run(), &[]).conclusions["sv2-a"].text.clone();
@@ -981,6 +981,6 @@ mod tests {
         };
         assert!(early
             .in_words("sv2-d")
-            .contains("95 s before the window began (22315 refused)"));
+            .contains("95 s before the window began (22315 its taps could not open)"));
     }
 }

@@ -597,7 +597,7 @@ fn a_pool_that_stopped_taking_connections_is_said_first() {
     let section = md.find("## A pool stopped serving").expect(&md);
     assert!(
         md[section..]
-            .contains("sv1's pool stopped taking connections 100 s into the window (2 refused)"),
+            .contains("sv1's pool stopped taking connections 100 s into the window (2 its taps could not open)"),
         "{md}"
     );
     assert!(
