@@ -90,9 +90,11 @@ pub struct LiveMetrics {
     role_rss: Family<Role, Gauge>,
     link_rtt: Family<Side, FloatGauge>,
     role_exits: Family<Role, Counter>,
+    pool_refused: Family<Side, Counter>,
     unmatched: Family<Kind, Counter>,
     /// What the counters set from summaries stand at, to add only what is new.
     unmatched_seen: BTreeMap<String, u64>,
+    pool_refused_seen: BTreeMap<String, u64>,
     /// The host, named as node exporter names it (counted from the run's start).
     host_cpu_seconds: Family<CpuMode, Counter<f64, AtomicU64>>,
     host_memory_total: Gauge,
@@ -127,8 +129,10 @@ impl Default for LiveMetrics {
             role_rss: Family::default(),
             link_rtt: Family::default(),
             role_exits: Family::default(),
+            pool_refused: Family::default(),
             unmatched: Family::default(),
             unmatched_seen: BTreeMap::new(),
+            pool_refused_seen: BTreeMap::new(),
             host_cpu_seconds: Family::default(),
             host_memory_total: Gauge::default(),
             host_memory_available: Gauge::default(),
@@ -209,6 +213,11 @@ impl LiveMetrics {
             "stratum_bench_role_exits",
             "Roles that exited during the run (any exit before the run stops them is a failure).",
             self.role_exits.clone(),
+        );
+        e.register_counter(
+            "stratum_bench_pool_refused_connections",
+            "Connections a side's pool did not take (its taps could not open them): above zero, the pool stopped serving, and the side measures that from then on, not the protocol.",
+            self.pool_refused.clone(),
         );
         e.register_counter(
             "stratum_bench_unmatched",
@@ -384,6 +393,11 @@ impl LiveMetrics {
                 self.template_value.get_or_create(&side).set(v);
             }
             self.link_rtt.get_or_create(&side).set(s.link_rtt_ms / 1e3);
+            let refused = s.pool_refused.map_or(0, |r| r.connections);
+            let seen = self.pool_refused_seen.entry(name.clone()).or_default();
+            let new = refused.saturating_sub(*seen);
+            *seen = (*seen).max(refused);
+            self.pool_refused.get_or_create(&side).inc_by(new);
             if let Some(b) = &s.bandwidth_bytes_per_s {
                 for (site, direction, v) in [
                     ("farm", "tx", b.farm.tx),
@@ -517,7 +531,15 @@ mod tests {
                 status: "exit status: 1".into(),
             },
         };
-        let summary = analysis::stream::compute(&manifest, &[exited], &[]);
+        let refused = probe::Record {
+            t_ns: 2,
+            role: "pool".into(),
+            event: probe::Event::TapUpstreamUnreachable {
+                connection: 1,
+                reason: "cannot reach the pool: Connection refused (os error 111)".into(),
+            },
+        };
+        let summary = analysis::stream::compute(&manifest, &[exited, refused], &[]);
         let mut fresh = LiveMetrics::default();
         fresh.summarized(&summary);
         fresh.summarized(&summary);
@@ -527,6 +549,8 @@ mod tests {
             "stratum_bench_blocks_total{side=\"sv2\",outcome=\"accepted\"} 0",
             "stratum_bench_block_propagation_seconds_count{side=\"sv2\"} 0",
             "stratum_bench_role_exits_total{role=\"pool\"} 1",
+            // Counted once over two summaries that both hold it.
+            "stratum_bench_pool_refused_connections_total{side=\"sv2\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
         }
