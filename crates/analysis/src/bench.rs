@@ -157,15 +157,25 @@ pub struct FanoutResult {
 }
 
 impl FanoutResult {
-    /// The median time to the last miner, per miner, in multiples of the machine's floor.
+    /// The floor whose readers wait, per miner; unknown in results from before it was
+    /// measured, whose only floor was the one nobody waited on.
+    pub fn floor(&self) -> Option<f64> {
+        (self.bare_floor_us_per_miner).map(|_| self.floor_us_per_miner)
+    }
+
+    /// The floor nobody waited on, per miner: in older results, their `floor_us_per_miner`.
+    pub fn bare_floor(&self) -> f64 {
+        (self.bare_floor_us_per_miner).unwrap_or(self.floor_us_per_miner)
+    }
+
+    /// The median time to the last miner, per miner, in multiples of the floor.
     pub fn times_floor(&self) -> Option<f64> {
-        self.us_per_miner.map(|v| v / self.floor_us_per_miner)
+        Some(self.us_per_miner? / self.floor()?)
     }
 
     /// The sender's own fan-out per miner, in multiples of the floor.
     pub fn sender_times_floor(&self) -> Option<f64> {
-        self.sender_us_per_miner
-            .map(|v| v / self.floor_us_per_miner)
+        Some(self.sender_us_per_miner? / self.floor()?)
     }
 }
 
@@ -605,7 +615,7 @@ mod tests {
             missing: 0,
             sender_cpu_ms_per_round: None,
             floor_us_per_miner: 7.0,
-            bare_floor_us_per_miner: None,
+            bare_floor_us_per_miner: Some(3.5),
             floor_miners: 1000,
             fleets: 1,
             group_size: None,
@@ -614,6 +624,15 @@ mod tests {
         // 30 / 7 = 4.2857x the floor; the sender's 10.5 / 7 = 1.5x.
         assert!((r.times_floor().unwrap() - 4.285714).abs() < 1e-6);
         assert_eq!(r.sender_times_floor(), Some(1.5));
+        assert_eq!(r.bare_floor(), 3.5);
+        // A result from before the floor woke its readers: its floor was nobody waiting,
+        // and nothing is set against a floor it did not measure.
+        let older = FanoutResult {
+            bare_floor_us_per_miner: None,
+            ..r.clone()
+        };
+        assert_eq!((older.floor(), older.bare_floor()), (None, 7.0));
+        assert_eq!(older.sender_times_floor(), None);
         let unseen = FanoutResult {
             sender_us_per_miner: None,
             ..r

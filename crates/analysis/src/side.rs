@@ -104,9 +104,9 @@ pub struct SideSummary {
     /// relays' own lateness.
     #[serde(default)]
     pub emulation: crate::resources::Emulation,
-    /// Connections the side's pool did not take: nothing listened where its taps reach it.
-    /// A pool that stops serving while its process runs on (no exit records it) shows
-    /// here; from then on the side measures that pool, not the protocol.
+    /// Connections the side's pool refused: nothing listened where its taps reach it. A
+    /// pool that stops serving while its process runs on (no exit records it) shows here;
+    /// while it refused, the side measured that pool, not the protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool_refused: Option<PoolRefused>,
     /// The per-event values behind the distributions, by the unit each belongs to.
@@ -119,22 +119,39 @@ pub struct SideSummary {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PoolRefused {
     pub connections: u64,
-    /// The first, in seconds from the window's start (negative: in the warm-up).
+    /// The first and the last, in seconds from the window's start (negative: in the
+    /// warm-up).
     pub first_s: f64,
+    #[serde(default)]
+    pub last_s: f64,
 }
 
 impl PoolRefused {
     /// `side`'s pool's refusals in words, with what they do to its figures.
     pub fn in_words(&self, side: &str) -> String {
-        let when = if self.first_s < 0.0 {
-            format!("{:.0} s before the window began", -self.first_s)
-        } else {
-            format!("{:.0} s into the window", self.first_s)
-        };
         format!(
-            "{side}'s pool stopped taking connections {when} ({} its taps could not open): from then on {side} measured a pool that was not serving, not the protocol",
+            "{side}'s pool refused connections from {} to {} ({} its taps could not open): while it did, {side} measured a pool that was not serving, not the protocol",
+            moment(self.first_s),
+            moment(self.last_s),
             self.connections
         )
+    }
+
+    /// The same, short, for a line that says more.
+    pub fn briefly(&self, side: &str) -> String {
+        format!(
+            "{side}'s pool refused connections from {}",
+            moment(self.first_s)
+        )
+    }
+}
+
+/// Seconds from the window's start, as a moment of the run.
+fn moment(s: f64) -> String {
+    if s < 0.0 {
+        format!("{:.0} s before the window", -s)
+    } else {
+        format!("{s:.0} s into the window")
     }
 }
 

@@ -378,10 +378,10 @@ pub fn assemble(
     for (name, c) in &mut conclusions {
         let stopped: Vec<String> = [name, &baseline]
             .into_iter()
-            .filter_map(|s| Some(sides.get(s)?.pool_refused?.in_words(s)))
+            .filter_map(|s| Some(sides.get(s)?.pool_refused?.briefly(s)))
             .collect();
         if !stopped.is_empty() {
-            let part = format!("not a reading of the protocol: {}", stopped.join("; "));
+            let part = format!("not a reading of the protocol: {}", stopped.join(", "));
             c.lead_with(name, &part);
         }
     }
@@ -632,18 +632,20 @@ fn emulation(
     Emulation::of(samples, (relays, &side.miners_role), lateness, window)
 }
 
-/// The connections side `side`'s pool (or its backup) did not take: its taps, which
-/// connect to it on the same host, found nothing listening.
+/// The connections side `side`'s pool (or its backup) refused until the window's end:
+/// its taps found nothing listening. Other failures to connect (a timeout, a tap out of
+/// descriptors) are the lab's, in the taps' logs, and not counted here.
 fn pool_refused(side: &SideRoles, events: &[&Record], window: Window) -> Option<PoolRefused> {
     let refused: Vec<u64> = (events.iter())
-        .filter(|r| side.judges(&r.role))
-        .filter(|r| matches!(r.event, Event::TapUpstreamUnreachable { .. }))
+        .filter(|r| side.judges(&r.role) && r.t_ns <= window.end_ns)
+        .filter(|r| matches!(r.event, Event::TapUpstreamUnreachable { refused: true, .. }))
         .map(|r| r.t_ns)
         .collect();
-    let first = *refused.iter().min()?;
+    let from_start = |t: u64| (t as f64 - window.start_ns as f64) / 1e9;
     Some(PoolRefused {
         connections: refused.len() as u64,
-        first_s: (first as f64 - window.start_ns as f64) / 1e9,
+        first_s: from_start(*refused.iter().min()?),
+        last_s: from_start(*refused.iter().max()?),
     })
 }
 
@@ -937,16 +939,18 @@ mod tests {
     #[test]
     fn a_pool_that_stops_listening_is_said_before_the_verdict() {
         let m = manifest(vec![sv1_side(), farm_side()]);
-        let refused = |t_s: f64, role: &str| {
+        let unreachable = |t_s: f64, role: &str, refused: bool| {
             rec_s(
                 t_s,
                 role,
                 Event::TapUpstreamUnreachable {
                     connection: 1,
                     reason: "Connection refused (os error 111)".into(),
+                    refused,
                 },
             )
         };
+        let refused = |t_s: f64, role: &str| unreachable(t_s, role, true);
         let mut events = run();
         events.extend([
             refused(4.0, "tap-a"),
@@ -955,13 +959,18 @@ mod tests {
             refused(3.2, "tap-a-shard2"),
             // Not in front of a pool: its JDS's tap.
             refused(1.0, "jdtap-a"),
+            // A connection that failed otherwise (a timeout): the lab's, not the pool's.
+            unreachable(2.0, "tap-a", false),
+            // After the window, as the run stops its roles.
+            refused(10.5, "tap-a"),
         ]);
         let s = computed(&m, &events, &[]);
         assert_eq!(s.sides["sv1"].pool_refused, None);
         let stopped = s.sides["sv2-a"].pool_refused.unwrap();
         assert_eq!(stopped.connections, 3);
         assert!((stopped.first_s - 3.2).abs() < 1e-9, "{}", stopped.first_s);
-        let warning = "sv2-a's pool stopped taking connections 3 s into the window (3 its taps could not open): from then on sv2-a measured a pool that was not serving, not the protocol";
+        assert!((stopped.last_s - 5.0).abs() < 1e-9, "{}", stopped.last_s);
+        let warning = "sv2-a's pool refused connections from 3 s into the window to 5 s into the window (3 its taps could not open): while it did, sv2-a measured a pool that was not serving, not the protocol";
         assert_eq!(s.pool_warnings(), vec![warning.to_string()]);
         // The line the run would have had comes after it, whole.
         let without = computed(&m, &run(), &[]).conclusions["sv2-a"].text.clone();
@@ -969,7 +978,7 @@ mod tests {
         assert_eq!(
             line.text,
             format!(
-                "sv2-a: not a reading of the protocol: {warning}; {}",
+                "sv2-a: not a reading of the protocol: sv2-a's pool refused connections from 3 s into the window; {}",
                 without.strip_prefix("sv2-a: ").unwrap()
             )
         );
@@ -978,9 +987,10 @@ mod tests {
         let early = PoolRefused {
             connections: 22_315,
             first_s: -95.4,
+            last_s: 120.0,
         };
-        assert!(early
-            .in_words("sv2-d")
-            .contains("95 s before the window began (22315 its taps could not open)"));
+        assert!(early.in_words("sv2-d").contains(
+            "from 95 s before the window to 120 s into the window (22315 its taps could not open)"
+        ));
     }
 }

@@ -383,6 +383,7 @@ mod tests {
                 Event::TapUpstreamUnreachable {
                     connection: 3,
                     reason: "cannot reach the pool".into(),
+                    refused: true,
                 },
             ),
             at(

@@ -216,7 +216,7 @@ impl LiveMetrics {
         );
         e.register_counter(
             "stratum_bench_pool_refused_connections",
-            "Connections a side's pool did not take (its taps could not open them): above zero, the pool stopped serving, and the side measures that from then on, not the protocol.",
+            "Connections a side's pool refused its taps: above zero, the pool stopped serving, and the side measures that from then on, not the protocol.",
             self.pool_refused.clone(),
         );
         e.register_counter(
@@ -537,6 +537,7 @@ mod tests {
             event: probe::Event::TapUpstreamUnreachable {
                 connection: 1,
                 reason: "cannot reach the pool: Connection refused (os error 111)".into(),
+                refused: true,
             },
         };
         let summary = analysis::stream::compute(&manifest, &[exited, refused], &[]);

@@ -284,8 +284,15 @@ pub enum Event {
     },
     /// A connection through a tap ended (either side closed it, or a message broke it).
     TapConnectionEnded { connection: u32, reason: String },
-    /// A tap could not reach its upstream for a client's connection, which it closed.
-    TapUpstreamUnreachable { connection: u32, reason: String },
+    /// A tap could not reach its upstream for a client's connection, which it closed;
+    /// `refused`: nothing listened there (the connection was refused), as opposed to a
+    /// timeout or the tap's own lack of descriptors.
+    TapUpstreamUnreachable {
+        connection: u32,
+        reason: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        refused: bool,
+    },
     /// Bytes a standalone tap relayed so far, towards the pool and from it (sampled every
     /// second and at its end).
     TapBytes { up_bytes: u64, down_bytes: u64 },

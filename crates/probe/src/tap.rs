@@ -98,7 +98,11 @@ impl TapStats {
                 let reason = format!("cannot reach the pool at {pool}: {e}");
                 tracing::warn!(%peer, connection, %reason, "tapped connection closed");
                 self.upstream_unreachable.inc();
-                recorder.record(Event::TapUpstreamUnreachable { connection, reason });
+                recorder.record(Event::TapUpstreamUnreachable {
+                    connection,
+                    reason,
+                    refused: e.kind() == std::io::ErrorKind::ConnectionRefused,
+                });
                 None
             }
         }

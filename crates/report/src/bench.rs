@@ -114,9 +114,9 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
                 ms(r.first_miner_ms.p50),
                 ms(r.last_miner_ms.p50),
                 r.us_per_miner.map_or("-".into(), |v| format!("{v:.2}")),
-                format!("{:.2} ({})", r.floor_us_per_miner, r.floor_miners),
-                r.bare_floor_us_per_miner
-                    .map_or("-".into(), |v| format!("{v:.2}")),
+                r.floor()
+                    .map_or("-".into(), |v| format!("{v:.2} ({})", r.floor_miners)),
+                format!("{:.2}", r.bare_floor()),
                 r.times_floor().map_or("-".into(), |x| format!("{x:.1}")),
                 match (r.sender_us_per_miner, r.sender_times_floor()) {
                     (Some(v), Some(x)) => format!("{v:.2} ({x:.2}x)"),
@@ -158,7 +158,7 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
     let mut per_miner = series(&|r| r.us_per_miner);
     let mut floor: Vec<(f64, f64)> = results
         .iter()
-        .map(|r| (f64::from(r.floor_miners), r.floor_us_per_miner))
+        .filter_map(|r| Some((f64::from(r.floor_miners), r.floor()?)))
         .collect();
     floor.sort_by(|a, b| a.0.total_cmp(&b.0));
     floor.dedup_by(|a, b| a.0 == b.0);
@@ -188,7 +188,7 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
                 Block::Table {
                     head: [
                         "sender", "mode", "miners (fleets)", "rounds", "first miner ms (p50)", "last miner ms (p50)", "us per miner",
-                        "floor us per miner (sockets)", "floor, nobody waiting, us", "x floor", "sender's writes us per miner (x floor)", "delivery p50 ms", "delivery p99 ms",
+                        "floor us per miner (sockets)", "floor, nobody waiting, us per miner", "x floor", "sender's writes us per miner (x floor)", "delivery p50 ms", "delivery p99 ms",
                         "missing", "sender CPU ms per fan-out",
                     ]
                     .map(String::from)

@@ -588,6 +588,7 @@ fn a_pool_that_stopped_taking_connections_is_said_first() {
             event: Event::TapUpstreamUnreachable {
                 connection: 9,
                 reason: "cannot reach the pool: Connection refused (os error 111)".into(),
+                refused: true,
             },
         };
         writeln!(events, "{}", serde_json::to_string(&refused).unwrap()).unwrap();
@@ -597,7 +598,7 @@ fn a_pool_that_stopped_taking_connections_is_said_first() {
     let section = md.find("## A pool stopped serving").expect(&md);
     assert!(
         md[section..]
-            .contains("sv1's pool stopped taking connections 100 s into the window (2 its taps could not open)"),
+            .contains("sv1's pool refused connections from 100 s into the window to 101 s into the window (2 its taps could not open)"),
         "{md}"
     );
     assert!(

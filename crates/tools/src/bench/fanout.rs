@@ -79,13 +79,16 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
         let mut peers = Vec::new();
         let floor = waited_floor(&opts.launcher, &dir, connections, &mut peers).await;
         stop_all(&mut peers).await;
+        let floor = floor?;
         // The kernel's write alone: both ends in this process, nobody waiting.
         let bare_sockets = connections.min(fleet_size.sockets);
-        let bare =
-            tokio::task::spawn_blocking(move || bare_floor(bare_sockets, FLOOR_WRITE)).await??;
+        let bare = on_sender_cpus(&opts.launcher, move || {
+            bare_floor(bare_sockets, FLOOR_WRITE)
+        })
+        .await?;
         // Per miner: with channels grouped, one write serves a whole connection's miners.
         let per_miner = |per_write: f64| per_write * f64::from(connections) / f64::from(n.max(1));
-        r.floor_us_per_miner = per_miner(floor?);
+        r.floor_us_per_miner = per_miner(floor);
         r.bare_floor_us_per_miner = Some(per_miner(bare));
         eprintln!(
             "{n} miners: last miner p50 {} ms, {} us per miner (floor {:.2} us), {} missing",
@@ -503,7 +506,8 @@ async fn waited_floor(
             connections: n,
         },
     };
-    // Accepted as they come: a full backlog would stall the peers' connects.
+    // Accepted as they come: a full backlog would stall the peers' connects. A thread of
+    // its own, so a peers process that never connects leaves it blocked, not the bench.
     let accepting = std::thread::spawn(move || -> Result<Vec<std::net::TcpStream>> {
         (0..n)
             .map(|_| {
@@ -515,13 +519,11 @@ async fn waited_floor(
     });
     let (process, _) = RoleProcess::spawn(launcher, dir, "floor-peers", &spec).await?;
     peers.push(process);
-    let mut servers = (accepting.join())
+    // Every peer has connected (it said so): the accepting thread is done or nearly.
+    let mut servers = tokio::task::spawn_blocking(move || accepting.join())
+        .await?
         .map_err(|_| anyhow::anyhow!("the floor's accepting thread panicked"))??;
-    let under_test = launcher.cpus.as_ref().map(|c| c.under_test.clone());
-    let writing = std::thread::spawn(move || -> Result<f64> {
-        if let Some(cpus) = &under_test {
-            harness::process::pin_this_thread(cpus)?;
-        }
+    on_sender_cpus(launcher, move || {
         let msg = vec![b'x'; FLOOR_WRITE];
         // The peers read on their own: time for them to, well past what it takes.
         let settle = Duration::from_millis(100) + Duration::from_micros(u64::from(n) * 30);
@@ -535,8 +537,26 @@ async fn waited_floor(
             times.push(t.elapsed().as_secs_f64() * 1e6 / f64::from(n));
         }
         Ok(median(times))
+    })
+    .await
+}
+
+/// Runs `f` on a thread of its own, kept on the sender's CPUs under `--isolate` (a floor's
+/// loop, under the conditions the sender's writes had).
+async fn on_sender_cpus<T: Send + 'static>(
+    launcher: &Launcher,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let cpus = launcher.cpus.as_ref().map(|c| c.under_test.clone());
+    let thread = std::thread::spawn(move || {
+        if let Some(cpus) = &cpus {
+            harness::process::pin_this_thread(cpus)?;
+        }
+        f()
     });
-    (writing.join()).map_err(|_| anyhow::anyhow!("the floor's writing thread panicked"))?
+    tokio::task::spawn_blocking(move || thread.join())
+        .await?
+        .map_err(|_| anyhow::anyhow!("a floor's thread panicked"))?
 }
 
 /// The kernel's write alone: `n` loopback connections with both ends here and nobody
