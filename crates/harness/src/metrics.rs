@@ -74,6 +74,15 @@ fn latency_histogram() -> Histogram {
     Histogram::new(BUCKETS_S.iter().copied())
 }
 
+/// What a count a summary gives in all (`total` of `key`) adds to a counter that stands at
+/// the last total `seen` of it: summaries repeat what earlier ones held.
+fn newly_counted(seen: &mut BTreeMap<String, u64>, key: &str, total: u64) -> u64 {
+    let seen = seen.entry(key.to_string()).or_default();
+    let new = total.saturating_sub(*seen);
+    *seen = (*seen).max(total);
+    new
+}
+
 /// The run's metrics, registered once and updated as the run goes.
 pub struct LiveMetrics {
     exposition: Exposition,
@@ -394,9 +403,7 @@ impl LiveMetrics {
             }
             self.link_rtt.get_or_create(&side).set(s.link_rtt_ms / 1e3);
             let refused = s.pool_refused.map_or(0, |r| r.connections);
-            let seen = self.pool_refused_seen.entry(name.clone()).or_default();
-            let new = refused.saturating_sub(*seen);
-            *seen = (*seen).max(refused);
+            let new = newly_counted(&mut self.pool_refused_seen, name, refused);
             self.pool_refused.get_or_create(&side).inc_by(new);
             if let Some(b) = &s.bandwidth_bytes_per_s {
                 for (site, direction, v) in [
@@ -418,9 +425,7 @@ impl LiveMetrics {
             self.network_template_value.set(v);
         }
         for (kind, n) in &summary.unmatched {
-            let seen = self.unmatched_seen.entry(kind.clone()).or_default();
-            let new = n.saturating_sub(*seen);
-            *seen = (*seen).max(*n);
+            let new = newly_counted(&mut self.unmatched_seen, kind, *n);
             if let Some(role) = kind.strip_prefix(ROLE_EXITED) {
                 self.role_exits
                     .get_or_create(&Role { role: role.into() })

@@ -523,20 +523,13 @@ async fn waited_floor(
     let mut servers = tokio::task::spawn_blocking(move || accepting.join())
         .await?
         .map_err(|_| anyhow::anyhow!("the floor's accepting thread panicked"))??;
+    // The peers read on their own: time for them to, well past what it takes.
+    let settle = Duration::from_millis(100) + Duration::from_micros(u64::from(n) * 30);
     on_sender_cpus(launcher, move || {
-        let msg = vec![b'x'; FLOOR_WRITE];
-        // The peers read on their own: time for them to, well past what it takes.
-        let settle = Duration::from_millis(100) + Duration::from_micros(u64::from(n) * 30);
-        let mut times = Vec::new();
-        for _ in 0..FLOOR_LOOPS {
+        write_loops(&mut servers, FLOOR_WRITE, || {
             std::thread::sleep(settle);
-            let t = Instant::now();
-            for s in servers.iter_mut() {
-                s.write_all(&msg)?;
-            }
-            times.push(t.elapsed().as_secs_f64() * 1e6 / f64::from(n));
-        }
-        Ok(median(times))
+            Ok(())
+        })
     })
     .await
 }
@@ -576,16 +569,9 @@ pub fn bare_floor(n: u32, len: usize) -> Result<f64> {
     for c in &clients {
         c.set_nonblocking(true)?;
     }
-    let msg = vec![b'x'; len];
     let mut buf = vec![0u8; 64 * 1024];
-    let mut times = Vec::new();
-    for _ in 0..FLOOR_LOOPS {
-        let t = Instant::now();
-        for s in servers.iter_mut() {
-            s.write_all(&msg)?;
-        }
-        times.push(t.elapsed().as_secs_f64() * 1e6 / f64::from(n));
-        // Drain, so the next loop writes into empty buffers as the first did.
+    // Drained by hand: nobody else reads them.
+    write_loops(&mut servers, len, || {
         for c in clients.iter_mut() {
             while let Ok(k) = c.read(&mut buf) {
                 if k == 0 {
@@ -593,13 +579,30 @@ pub fn bare_floor(n: u32, len: usize) -> Result<f64> {
                 }
             }
         }
-    }
-    Ok(median(times))
+        Ok(())
+    })
 }
 
-fn median(mut times: Vec<f64>) -> f64 {
+/// A floor's measure: `FLOOR_LOOPS` bare loops of one `write` of `len` bytes to each of
+/// `servers`, `empty` (untimed) before each so every loop writes into empty buffers; the
+/// median loop, per socket, in microseconds.
+fn write_loops(
+    servers: &mut [std::net::TcpStream],
+    len: usize,
+    mut empty: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    let msg = vec![b'x'; len];
+    let mut times = Vec::with_capacity(FLOOR_LOOPS);
+    for _ in 0..FLOOR_LOOPS {
+        empty()?;
+        let t = Instant::now();
+        for s in servers.iter_mut() {
+            s.write_all(&msg)?;
+        }
+        times.push(t.elapsed().as_secs_f64() * 1e6 / servers.len().max(1) as f64);
+    }
     times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    Ok(times[times.len() / 2])
 }
 
 #[cfg(test)]
