@@ -28,6 +28,10 @@
 //! repeats, not found by the fit. Without intervals, ordinary least squares with the
 //! residuals' spread, which needs three points. Every slope's p-value (of slope 0) is read
 //! with the sweep's others: significant only after Benjamini-Hochberg at [`FDR`].
+//!
+//! A run in which a side's pool stopped serving measured no protocol for that side: its
+//! readings, and every comparison with it as the baseline, stay out of the curves and the
+//! lines, and the analysis names each one left out ([`LeftOut`]).
 
 use crate::headline::FDR;
 use crate::metric::Headline;
@@ -294,6 +298,31 @@ pub struct SweepAnalysis {
     /// varies the farm node's lag ([`LAG_KEY`]): its break-even lag over every point.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub crossings: Vec<Crossing>,
+    /// What a run measured of no protocol, kept out of the curves: nothing is dropped
+    /// unsaid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOut>,
+}
+
+/// One side of one run kept out of the curves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeftOut {
+    pub side: String,
+    pub panel: String,
+    pub x: String,
+    /// Every reading of the side, or only its comparisons with the baseline.
+    pub readings: LeftOutReadings,
+    /// Whose pool stopped, and from when.
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeftOutReadings {
+    /// Its pool stopped: none of its figures is of the protocol.
+    All,
+    /// The baseline's pool stopped: its own figures stand, its differences and worth do not.
+    Comparisons,
 }
 
 /// The scenario key of the farm node's lag: a sweep along it has crossings.
@@ -351,13 +380,22 @@ pub fn analyse(keys: &[String], zip: bool, runs: &[SweepRun]) -> SweepAnalysis {
     let mut grouped: BTreeMap<(String, String, String, String), Vec<Estimate>> = BTreeMap::new();
     let mut metrics: Vec<(String, String, CurveKind, bool)> = Vec::new();
     let mut baseline = String::new();
+    let mut left_out = Vec::new();
     for run in runs {
         let (x, panel) = (x_of(run.settings), panel_of(run.settings));
         if !order.contains(&(panel.clone(), x.clone())) {
             order.push((panel.clone(), x.clone()));
         }
         baseline = run.summary.baseline.clone();
-        for r in readings(run.summary) {
+        let (kept, stopped) = readings(run.summary);
+        left_out.extend(stopped.into_iter().map(|(side, readings, why)| LeftOut {
+            side,
+            panel: panel.clone(),
+            x: x.clone(),
+            readings,
+            why,
+        }));
+        for r in kept {
             if !metrics.iter().any(|(m, ..)| *m == r.metric) {
                 metrics.push((r.metric.clone(), r.label.clone(), r.kind, r.batched));
             }
@@ -468,6 +506,7 @@ pub fn analyse(keys: &[String], zip: bool, runs: &[SweepRun]) -> SweepAnalysis {
         baseline,
         curves,
         crossings,
+        left_out,
     }
 }
 
@@ -488,8 +527,22 @@ pub fn difference_key(h: Headline) -> String {
     format!("{}_difference", h.key())
 }
 
-/// Every reading one run gives.
-fn readings(s: &Summary) -> Vec<Reading> {
+/// Every reading one run gives of the protocol, and the sides it leaves out with what and
+/// why: a side whose pool stopped serving gives none, and none is read against a baseline
+/// whose pool stopped.
+fn readings(s: &Summary) -> (Vec<Reading>, Vec<(String, LeftOutReadings, String)>) {
+    let stopped = |side: &str| Some(s.sides.get(side)?.pool_refused?.briefly(side));
+    let baseline_stopped = stopped(&s.baseline);
+    let mut left_out = Vec::new();
+    for name in s.sides.keys() {
+        if let Some(why) = stopped(name) {
+            left_out.push((name.clone(), LeftOutReadings::All, why));
+        } else if let (Some(why), false) = (&baseline_stopped, *name == s.baseline) {
+            left_out.push((name.clone(), LeftOutReadings::Comparisons, why.clone()));
+        }
+    }
+    let measured = |side: &str| stopped(side).is_none();
+    let compared = |side: &str| measured(side) && baseline_stopped.is_none();
     let mut out = Vec::new();
     let mut push = |metric: &str,
                     label: &str,
@@ -497,6 +550,15 @@ fn readings(s: &Summary) -> Vec<Reading> {
                     batched: bool,
                     side: &str,
                     estimate: Estimate| {
+        // The break-even lag is where the side's job meets the baseline's.
+        let kept = match kind {
+            _ if metric == BREAK_EVEN => compared(side),
+            CurveKind::Difference | CurveKind::Worth => compared(side),
+            CurveKind::Side | CurveKind::Scale | CurveKind::Emulation => measured(side),
+        };
+        if !kept {
+            return;
+        }
         out.push(Reading {
             metric: metric.into(),
             label: label.into(),
@@ -652,7 +714,7 @@ fn readings(s: &Summary) -> Vec<Reading> {
             },
         );
     }
-    out
+    (out, left_out)
 }
 
 /// A point's value from its runs.
@@ -1026,6 +1088,85 @@ mod tests {
         ];
         let a = analyse(&["release".into()], false, &named);
         assert!(!a.numeric && a.curves.iter().all(|c| c.fits.is_empty()));
+    }
+
+    /// The two points of the test above, with A's pool stopped at x = 200: A's curves
+    /// keep x = 100 alone (one point: no line), SV1's keep both (slope 0.5 still), and the
+    /// analysis names A at 200 as left out. With SV1's pool stopped there instead, SV1's
+    /// side curve loses x = 200, A's own job keeps it (2.5 ms at both, slope 0), and only
+    /// A's difference from SV1 loses it.
+    #[test]
+    fn a_run_whose_pool_stopped_stays_out_of_the_curves_and_is_named() {
+        let near = run(50);
+        let stop = |side: &str| {
+            let mut s = run(100);
+            s.sides.get_mut(side).unwrap().pool_refused = Some(crate::summary::PoolRefused {
+                connections: 3,
+                first_s: 2.0,
+                last_s: 8.0,
+            });
+            s
+        };
+        let at = |a: &SweepAnalysis, metric: &str, kind: CurveKind, side: &str| -> Vec<String> {
+            (a.curves.iter())
+                .filter(|c| c.metric == metric && c.kind == kind)
+                .flat_map(|c| &c.points)
+                .filter(|p| p.side == side)
+                .map(|p| p.x.clone())
+                .collect()
+        };
+        let fitted = |a: &SweepAnalysis, metric: &str, kind: CurveKind, side: &str| {
+            (a.curves.iter())
+                .filter(|c| c.metric == metric && c.kind == kind)
+                .flat_map(|c| &c.fits)
+                .find(|f| f.side == side)
+                .map(|f| f.slope)
+        };
+        let job = Headline::NewPrevhashJobMs.key();
+        let difference = difference_key(Headline::NewPrevhashJobMs);
+
+        let far = stop("sv2-a");
+        let a = analysed("link.rtt_ms", &[("100", &near), ("200", &far)]);
+        assert_eq!(at(&a, job, CurveKind::Side, "sv2-a"), ["100"]);
+        assert_eq!(fitted(&a, job, CurveKind::Side, "sv2-a"), None);
+        assert_eq!(at(&a, &difference, CurveKind::Difference, "sv2-a"), ["100"]);
+        assert_eq!(at(&a, job, CurveKind::Side, "sv1"), ["100", "200"]);
+        assert!(close(fitted(&a, job, CurveKind::Side, "sv1").unwrap(), 0.5));
+        assert_eq!(
+            a.left_out,
+            [LeftOut {
+                side: "sv2-a".into(),
+                panel: String::new(),
+                x: "200".into(),
+                readings: LeftOutReadings::All,
+                why: "sv2-a's pool refused connections from 2 s into the window".into(),
+            }]
+        );
+
+        let far = stop("sv1");
+        let a = analysed("link.rtt_ms", &[("100", &near), ("200", &far)]);
+        assert_eq!(at(&a, job, CurveKind::Side, "sv1"), ["100"]);
+        assert_eq!(at(&a, job, CurveKind::Side, "sv2-a"), ["100", "200"]);
+        assert!(close(
+            fitted(&a, job, CurveKind::Side, "sv2-a").unwrap(),
+            0.0
+        ));
+        assert_eq!(at(&a, &difference, CurveKind::Difference, "sv2-a"), ["100"]);
+        let sides: Vec<_> = (a.left_out.iter())
+            .map(|l| (l.side.as_str(), l.readings))
+            .collect();
+        assert_eq!(
+            sides,
+            [
+                ("sv1", LeftOutReadings::All),
+                ("sv2-a", LeftOutReadings::Comparisons)
+            ]
+        );
+        assert!(a.left_out.iter().all(|l| l.why.starts_with("sv1's pool")));
+        // A sweep in which every pool served leaves nothing out.
+        assert!(analysed("link.rtt_ms", &[("100", &near)])
+            .left_out
+            .is_empty());
     }
 
     fn close(a: f64, b: f64) -> bool {

@@ -255,6 +255,34 @@ fn sv1_bytes_per_miner_at_the_pool_are_flat_and_cs_fall_with_miners() {
         c_job[1] < 0.5 * c_job[0] && c[1] < c[0],
         "C's bytes per miner at the pool did not fall with the miners: {c_job:?} per job, {c:?} per s\n{text}"
     );
+
+    // Had C's pool stopped serving at 16 miners, the report read again would keep that
+    // point out of C's curves and say so (the run's summary written as such a run's is).
+    let point = dir.join("points/001-count=16/summary.json");
+    let mut s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&point).unwrap()).unwrap();
+    s["sides"]["sv2-c"]["pool_refused"] =
+        serde_json::json!({"connections": 5, "first_s": 1.2, "last_s": 3.0});
+    std::fs::write(&point, s.to_string()).unwrap();
+    let out = Command::new(exe())
+        .args(["report", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let r = record(&dir);
+    assert_eq!(
+        values(&r, "pool_link_bytes_per_miner", "scale", "sv2-c").len(),
+        1
+    );
+    assert_eq!(
+        values(&r, "pool_link_bytes_per_miner", "scale", "sv1").len(),
+        2
+    );
+    let md = std::fs::read_to_string(dir.join("sweep.md")).unwrap();
+    assert!(
+        md.contains("Left out of the curves and lines: sv2-c at miners.count=16, every reading (sv2-c's pool refused connections from 1 s into the window)"),
+        "{md}"
+    );
 }
 
 /// Bad input is named before anything runs, and a second sweep into a directory another

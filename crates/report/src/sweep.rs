@@ -8,8 +8,8 @@ use crate::document::{Block, Document, Section};
 use crate::run_data::RunData;
 use crate::svg::{band_chart, Layers, Marker, Series};
 use analysis::sweep::{
-    analyse, is_release_key, CurveKind, Curves, Fit, RunStatus, SweepAnalysis, SweepRecord,
-    SweepRun, BUILTIN, POINTS_DIR, SWEEP_FILE,
+    analyse, is_release_key, CurveKind, Curves, Fit, LeftOutReadings, RunStatus, SweepAnalysis,
+    SweepRecord, SweepRun, BUILTIN, POINTS_DIR, SWEEP_FILE,
 };
 use analysis::Summary;
 use anyhow::{Context, Result};
@@ -155,6 +155,21 @@ fn document(
     }
     for c in cautions {
         head.push(Block::Note(format!("{c}.")));
+    }
+    for l in &a.left_out {
+        let at = [l.panel.as_str(), &format!("{}={}", a.key, l.x)]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let what = match l.readings {
+            LeftOutReadings::All => "every reading",
+            LeftOutReadings::Comparisons => "its differences, worth and break-even",
+        };
+        head.push(Block::Note(format!(
+            "Left out of the curves and lines: {} at {at}, {what} ({}).",
+            l.side, l.why
+        )));
     }
     let mut sections = vec![Section {
         title: "What was swept".into(),
