@@ -74,9 +74,10 @@ fn a_run_crosses_two_docker_hosts_with_the_pool_site_on_one_and_the_farm_site_on
             .unwrap(),
     );
     let out = common::out_dir("two-hosts");
+    // A snapshot 20 s into the window: what the run showed while it went.
     let args = [
         &common::SHORT_RUN_WITH_TIPS[..],
-        &["--set", "placement.engine=swarm"],
+        &["--set", "placement.engine=swarm", "--report-every", "20s"],
     ]
     .concat();
     let run = common::run_scenario("config-c", &out, &args)
@@ -102,21 +103,40 @@ fn a_run_crosses_two_docker_hosts_with_the_pool_site_on_one_and_the_farm_site_on
             "{side}: {}",
             summary["sides"][side]["shares"]
         );
-        // Every role's CPU and memory, those on the farm's host (which this host's Docker
-        // does not list) from their own reports.
-        for (role, use_) in summary["sides"][side]["roles"].as_object().unwrap() {
-            assert!(
-                common::num(&use_["rss_bytes"]["count"]) > 0.0,
-                "{role}: {use_}"
-            );
-            assert!(common::num(&use_["cpu_pct"]["count"]) > 0.0, "{role}");
+    }
+    // Every role's CPU and memory, those on the farm's host (which this host's Docker
+    // does not list) from their own reports: at the end, and in the snapshot mid-run.
+    let interim = common::summary(&out.join("interim/20s"));
+    for (when, summary) in [("the end", &summary), ("20 s in", &interim)] {
+        for side in ["sv1", "sv2-c"] {
+            for (role, use_) in summary["sides"][side]["roles"].as_object().unwrap() {
+                assert!(
+                    common::num(&use_["rss_bytes"]["count"]) > 0.0,
+                    "{when}, {role}: {use_}"
+                );
+                assert!(
+                    common::num(&use_["cpu_pct"]["count"]) > 0.0,
+                    "{when}, {role}"
+                );
+            }
+        }
+        assert!(
+            summary["other_hosts"]["farm"]["seconds"].as_u64().unwrap() > 0,
+            "{when}, the farm's host: {}",
+            summary["other_hosts"]
+        );
+        let listed = |role: &serde_json::Value| {
+            let role = role.as_str().unwrap();
+            ["sv1", "sv2-c"].iter().any(|side| {
+                summary["sides"][side]["roles"]
+                    .as_object()
+                    .is_some_and(|roles| roles.contains_key(role))
+            })
+        };
+        for p in placement.iter().filter(|p| p["site"] == "farm") {
+            assert!(listed(&p["role"]), "{when}: {} has no row", p["role"]);
         }
     }
-    assert!(
-        summary["other_hosts"]["farm"]["seconds"].as_u64().unwrap() > 0,
-        "the farm's host: {}",
-        summary["other_hosts"]
-    );
     // Both hosts share this machine's kernel, so one clock: the collector checked every
     // role's stamps against it, the farm's too, and found them within its bound.
     let manifest: serde_json::Value =

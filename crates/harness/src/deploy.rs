@@ -368,14 +368,14 @@ pub(crate) fn host_of(role: &str) -> String {
     }
 }
 
-/// The roles' own reports of their CPU, memory and host (`Event::Resources`) in run `dir`
-/// as the samples a local run writes (`samples.jsonl`), so a deployed run's report has the
+/// The roles' own reports of their CPU, memory and host (`Event::Resources`) among
+/// `records` as the samples a local run writes (`samples.jsonl`), so a deployed run's report has the
 /// same sections: a role's CPU over each second from its successive CPU times, and each
 /// host from one role's reports (the first of its site by name), in time order.
-pub fn reported_samples(dir: &Path) -> Vec<Sample> {
-    let mut reports = Vec::new();
-    analysis::input::each_event(dir, |r| reports.extend(report_of(&r)));
-    samples_of_reports(reports)
+pub(crate) fn reported_samples<'a>(
+    records: impl IntoIterator<Item = &'a probe::Record>,
+) -> Vec<Sample> {
+    samples_of_reports(records.into_iter().filter_map(report_of).collect())
 }
 
 /// One role's report of its resources: role, time, CPU seconds, resident bytes, host.
@@ -692,7 +692,9 @@ mod tests {
                 .concat();
             std::fs::write(events.join(format!("{role}.jsonl")), lines).unwrap();
         }
-        let samples = reported_samples(&dir);
+        let mut records = Vec::new();
+        analysis::input::each_event(&dir, |r| records.push(r));
+        let samples = reported_samples(&records);
         assert_eq!(samples.len(), 9 + 6);
         let of =
             |role: &str| -> Vec<&Sample> { samples.iter().filter(|s| s.role == role).collect() };

@@ -2,7 +2,6 @@
 //! Prometheus endpoint.
 
 use crate::metrics::{LiveMetrics, RoleGauges};
-use analysis::stream::RunStream;
 use analysis::summary::Summary;
 use model::run_dir::EVENTS_DIR;
 use parking_lot::Mutex;
@@ -13,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Reads what the roles appended to their event files since the last call, line by line
-/// into the run's streaming analysis: nothing is held here but where each file was left.
+/// (into the run's streaming analysis): nothing is held here but where each file was left.
 pub(super) struct Tail {
     dir: PathBuf,
     /// Per file: the byte read up to and the lines read.
@@ -31,8 +30,8 @@ impl Tail {
         }
     }
 
-    /// Pushes every whole line appended since the last call into `stream`.
-    pub(super) fn read_into(&mut self, stream: &mut RunStream) {
+    /// Hands every whole line appended since the last call to `each`, as a record.
+    pub(super) fn read_into(&mut self, mut each: impl FnMut(Record)) {
         use std::io::{Read, Seek, SeekFrom};
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
@@ -59,7 +58,7 @@ impl Tail {
                     continue;
                 }
                 match serde_json::from_slice::<Record>(line) {
-                    Ok(r) => stream.push(r),
+                    Ok(r) => each(r),
                     Err(_) => self.unreadable.push(format!(
                         "{EVENTS_DIR}/{}:{lines}",
                         path.file_name().unwrap_or_default().to_string_lossy()

@@ -15,7 +15,8 @@ use analysis::stream::RunStream;
 use analysis::summary::{Summary, HARNESS_ROLE};
 use anyhow::{Context, Result};
 use model::run_dir::{EVENTS_DIR, SAMPLES_FILE};
-use probe::{mono_ns, Event, Recorder};
+use probe::{mono_ns, Event, Record, Recorder};
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -58,10 +59,14 @@ pub(super) struct Measuring {
     total: Duration,
     interactive: bool,
     meters: Meters,
-    dir: PathBuf,
     samples_file: std::fs::File,
     samples: Vec<Sample>,
     tail: Tail,
+    /// The roles' own reports of their resources, read so far: a role this host cannot
+    /// read (a swarm service on another host) has only those.
+    reports: Vec<Record>,
+    /// What those give as samples of the roles and hosts this host did not sample.
+    reported: Vec<Sample>,
     stream: RunStream,
     spill: PathBuf,
     live: Live,
@@ -82,7 +87,6 @@ impl Measuring {
         live: Live,
     ) -> Result<Measuring> {
         let samples_file = std::fs::File::create(dir.join(SAMPLES_FILE))?;
-        let dir = dir.to_path_buf();
         // Every event is read once, in time order, into the streaming analysis: the
         // harness holds what identity matching needs, not the run.
         let mut stream = RunStream::new(manifest, REORDER_HORIZON.as_nanos() as u64);
@@ -101,6 +105,8 @@ impl Measuring {
             samples_file,
             samples: Vec::new(),
             tail: Tail::new(dir.join(EVENTS_DIR)),
+            reports: Vec::new(),
+            reported: Vec::new(),
             stream,
             spill,
             live,
@@ -108,7 +114,6 @@ impl Measuring {
             next_summary_ns: 0,
             interim_written: 0,
             stopped: None,
-            dir,
         })
     }
 
@@ -142,12 +147,16 @@ impl Measuring {
                     cut_pending = None;
                 }
             }
-            let gauges = self.sample(now, roles)?;
+            let mut gauges = self.sample(now, roles)?;
             note_exits(roles, harness_events);
             // Events are read every second; a live summary every 2 s, or less often once
             // one takes long (a long run's samples are many): the harness spends at most
             // about a twentieth of a core on them.
-            self.tail.read_into(&mut self.stream);
+            self.read_events(manifest);
+            // A role on another host: its latest report.
+            for s in self.reported.iter().filter(|s| s.host.is_none()) {
+                gauges.insert(s.role.clone(), (s.cpu_pct, s.rss_bytes));
+            }
             self.stream.advance(now);
             let (observed, network_blocks) = self.stream.take_observed();
             self.live.lock().metrics.observe(&observed, network_blocks);
@@ -214,7 +223,7 @@ impl Measuring {
             ..manifest.clone()
         };
         let started = std::time::Instant::now();
-        let summary = self.stream.summary_at(&so_far, &self.samples);
+        let summary = self.stream.summary_at(&so_far, &self.samples_so_far());
         let took = started.elapsed().max(Duration::from_millis(100));
         self.next_summary_ns = now + (took * LIVE_SUMMARY_SHARE).as_nanos() as u64;
         progress(
@@ -274,7 +283,7 @@ impl Measuring {
             }),
             ..manifest.clone()
         };
-        let summary = self.stream.summary_at(&snapshot, &self.samples);
+        let summary = self.stream.summary_at(&snapshot, &self.samples_so_far());
         let (dir, label) = (dir.to_path_buf(), format!("{}s", measured.as_secs()));
         // Off the run's loop: a snapshot's report reads every event so far (its per-miner
         // values wait on disk for the run's end).
@@ -312,7 +321,7 @@ impl Measuring {
     /// the run's summary (`manifest` gains why the window stopped, if it stopped early).
     pub(super) fn finish(mut self, manifest: &mut Manifest) -> Summary {
         manifest.stopped = self.stopped.take();
-        self.tail.read_into(&mut self.stream);
+        self.read_events(manifest);
         self.add_reported_samples(manifest);
         let (events, late) = self.stream.counts();
         tracing::info!(events, late, "events analysed");
@@ -327,31 +336,65 @@ impl Measuring {
         summary
     }
 
-    /// Roles this host could not read (swarm services on other hosts) reported their own
-    /// CPU, memory and host in their events: their samples, and the host of a site none of
-    /// whose roles this host read (a site with one read here is this host). The events are
-    /// read again only when some role has no sample of this host's.
-    fn add_reported_samples(&mut self, manifest: &Manifest) {
+    /// What the roles appended, into the stream; their reports of their resources also
+    /// kept aside, and read as samples when new ones came.
+    fn read_events(&mut self, manifest: &Manifest) {
+        let (stream, reports) = (&mut self.stream, &mut self.reports);
+        let before = reports.len();
+        self.tail.read_into(|r| {
+            if matches!(r.event, Event::Resources { .. }) {
+                reports.push(r.clone());
+            }
+            stream.push(r);
+        });
+        if self.reports.len() > before {
+            self.reported = self.reported_samples(manifest);
+        }
+    }
+
+    /// Roles this host could not read (swarm services on other hosts) report their own
+    /// CPU, memory and host in their events: their samples so far, and the host of a site
+    /// none of whose roles this host read (a site with one read here is this host).
+    fn reported_samples(&self, manifest: &Manifest) -> Vec<Sample> {
         let roles = manifest.roles();
         let sampled: BTreeSet<&str> = self.samples.iter().map(|s| s.role.as_str()).collect();
         let unsampled: BTreeSet<&str> = (roles.iter().map(String::as_str))
             .filter(|r| !sampled.contains(r))
             .collect();
-        if unsampled.is_empty() {
-            return;
+        if unsampled.is_empty() || self.reports.is_empty() {
+            return Vec::new();
         }
         let here: BTreeSet<String> = (roles.iter())
             .filter(|r| sampled.contains(r.as_str()))
             .map(|r| crate::deploy::host_of(r))
             .chain([HOST_ROLE.to_string()])
             .collect();
-        let reported = crate::deploy::reported_samples(&self.dir);
         let wanted = |s: &Sample| match s.host {
             Some(_) => !here.contains(&s.role),
             None => unsampled.contains(s.role.as_str()),
         };
-        let reported: Vec<Sample> = reported.into_iter().filter(wanted).collect();
-        for sample in reported {
+        (crate::deploy::reported_samples(&self.reports).into_iter())
+            .filter(wanted)
+            .collect()
+    }
+
+    /// The samples a summary reads while the run goes: this host's, and the roles' own
+    /// reports where this host could not read them, so a live summary of a deployed run
+    /// has every role's CPU and memory as its final one does.
+    fn samples_so_far(&self) -> Cow<'_, [Sample]> {
+        if self.reported.is_empty() {
+            return Cow::Borrowed(&self.samples);
+        }
+        let mut all = self.samples.clone();
+        all.extend(self.reported.iter().cloned());
+        all.sort_by_key(|s| s.t_ns);
+        Cow::Owned(all)
+    }
+
+    /// At the end, the roles' own reports join this host's samples, in `samples.jsonl` too
+    /// (read again: a role this host sampled late is not also taken from its reports).
+    fn add_reported_samples(&mut self, manifest: &Manifest) {
+        for sample in self.reported_samples(manifest) {
             let line = serde_json::to_string(&sample).map(|l| writeln!(self.samples_file, "{l}"));
             if let Err(e) = line {
                 tracing::warn!(error = %e, "cannot write a reported sample to samples.jsonl");
