@@ -84,6 +84,7 @@ fn a_run_crosses_two_docker_hosts_with_the_pool_site_on_one_and_the_farm_site_on
         .env("DOCKER_HOST", TwoHosts::docker_host("pool"))
         .output()
         .unwrap();
+    let said = String::from_utf8_lossy(&run.stderr).to_string();
     common::succeed(run);
     let placement = common::placement(&out);
     let node_of = |site: &str| ids.iter().find(|(s, _)| s == site).unwrap().1.as_str();
@@ -164,5 +165,23 @@ fn a_run_crosses_two_docker_hosts_with_the_pool_site_on_one_and_the_farm_site_on
             );
             std::thread::sleep(std::time::Duration::from_millis(500));
         }
+    }
+    // The run's volume: removed on the manager's host; on the farm's, named in the run's
+    // output with the command that removes it, which does.
+    let volumes = |host: &str| TwoHosts::docker(host, &["volume", "ls", "--format", "{{.Name}}"]);
+    assert!(
+        !volumes("pool").contains("stratum-bench-"),
+        "{}",
+        volumes("pool")
+    );
+    let left = volumes("farm");
+    let ours: Vec<&str> = (left.lines())
+        .filter(|v| v.starts_with("stratum-bench-"))
+        .collect();
+    assert_eq!(ours.len(), 1, "the farm's host's volumes: {left}");
+    for volume in ours {
+        let command = format!("`docker volume rm {volume}`");
+        assert!(said.contains(&command), "{command} not said:\n{said}");
+        TwoHosts::docker("farm", &["volume", "rm", volume]);
     }
 }

@@ -614,6 +614,12 @@ impl Containers {
             .iter()
             .map(|p| p.container.clone())
             .collect();
+        let nodes: std::collections::BTreeSet<String> = self
+            .placed
+            .lock()
+            .iter()
+            .filter_map(|p| p.node.clone())
+            .collect();
         let mut containers = vec![self.collector_name()];
         if self.swarm.is_some() {
             let configs: Vec<String> = placed.iter().map(|n| format!("{n}-spec")).collect();
@@ -650,7 +656,18 @@ impl Containers {
             let _ = docker(&["network", "rm", &net.name]);
         }
         if self.swarm.is_some() {
-            let _ = docker(&["volume", "rm", &self.volume()]);
+            let volume = self.volume();
+            let _ = docker(&["volume", "rm", &volume]);
+            // A daemon removes only its own volumes, and no other host's daemon is ours to
+            // reach: each other node keeps the (small) volume its tasks made.
+            let here = docker(&["info", "--format", "{{.Swarm.NodeID}}"]).unwrap_or_default();
+            let elsewhere: Vec<&String> = nodes.iter().filter(|n| **n != here).collect();
+            if !elsewhere.is_empty() {
+                tracing::warn!(
+                    nodes = ?elsewhere,
+                    "the run's volume {volume} stays on the swarm's other nodes: `docker volume rm {volume}` on each"
+                );
+            }
         } else {
             let _ = docker(&["rmi", &self.image]);
         }
