@@ -145,6 +145,9 @@ pub struct FanoutResult {
     /// results from before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bare_floor_us_per_miner: Option<f64>,
+    /// Bytes each floor writes a connection; absent in results from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor_write_bytes: Option<u32>,
     pub floor_miners: u32,
     /// Fleet processes the miners were spread over.
     pub fleets: u32,
@@ -616,6 +619,7 @@ mod tests {
             sender_cpu_ms_per_round: None,
             floor_us_per_miner: 7.0,
             bare_floor_us_per_miner: Some(3.5),
+            floor_write_bytes: Some(600),
             floor_miners: 1000,
             fleets: 1,
             group_size: None,

@@ -99,6 +99,18 @@ fn cpus_note(cpus: Option<&CpuSplit>) -> String {
     }
 }
 
+/// What each floor writes a connection, as the results recorded it.
+fn floor_write_note(results: &[FanoutResult]) -> String {
+    let mut sizes: Vec<u32> = results.iter().filter_map(|r| r.floor_write_bytes).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    match sizes.as_slice() {
+        [] => "The floors' write size was not recorded with these results.".into(),
+        [bytes] => format!("Each floor writes {bytes} bytes a connection, about a clean mining.notify: the sender's writes are its own jobs' lines (with grouped channels, one NewExtendedMiningJob and one SetNewPrevHash a connection)."),
+        many => format!("The floors wrote {} bytes a connection in these results.", many.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
 fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
     let rows = results
         .iter()
@@ -184,6 +196,7 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
             title: "Job fan-out".into(),
             blocks: vec![
                 Block::Para(cpus_note(cpus)),
+                Block::Para(floor_write_note(results)),
                 Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the moment the sender had the new block's work (the SV1 pool's job event; the tap in front of the translator passing it the SetNewPrevHash; for the SRI pool, whose own moment cannot be seen, the node's new tip, so the node-to-pool hop is in every time; for a pool given by address, the bench asking that pool's node for the block, so the node's notice and the pool's reaction to it are in every time: see the first miner) to each miner's receipt of work on that block, so the receiving fleets' scheduling on this machine is included; the floor is the least a sender can do: one write per already-connected loopback socket in a bare loop, each socket's reader waiting in epoll in another process (on the fleets' CPUs under --isolate), as every miner waits, so each write wakes a reader as the sender's do. Beside it, the same loop to sockets nobody waits on: the kernel's write alone, which no fan-out to waiting miners reaches. Our SV1 pool also records when its last write of a job returned: that fan-out, from its job event to the last write, is the sender's own time, the one comparable with the floor.".into()),
                 Block::Table {
                     head: [

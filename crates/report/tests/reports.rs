@@ -736,6 +736,7 @@ fn fake_bench_dir(name: &str) -> PathBuf {
             sender_cpu_ms_per_round: Some(4.0),
             floor_us_per_miner: 7.0,
             bare_floor_us_per_miner: Some(3.5),
+            floor_write_bytes: Some(600),
             floor_miners: miners,
             fleets: 1,
             group_size: None,
@@ -813,6 +814,10 @@ fn bench_results_get_a_report_with_charts_and_the_seed_figures_beside_ours() {
         md.contains(
             "| sv1-pool | tcp | 1000 (1) | 3 | 0.200 | 30.000 | 30.00 | 7.00 (1000) | 3.50 | 4.3 | 10.00 (1.43x) |"
         ),
+        "{md}"
+    );
+    assert!(
+        md.contains("Each floor writes 600 bytes a connection, about a clean mining.notify"),
         "{md}"
     );
     // Shares per CPU-second from 10 us per share.

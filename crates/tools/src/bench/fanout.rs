@@ -392,6 +392,7 @@ async fn measure(
         },
         floor_us_per_miner: 0.0,
         bare_floor_us_per_miner: None,
+        floor_write_bytes: Some(FLOOR_WRITE as u32),
         floor_miners: 0,
         fleets: fleets.len() as u32,
         group_size,
