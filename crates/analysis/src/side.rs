@@ -137,6 +137,12 @@ impl PoolRefused {
         )
     }
 
+    /// Whether a refusal fell in the measured window: refusals in the warm-up alone (a pool
+    /// slow to listen that then served) leave the window's figures the protocol's.
+    pub fn in_window(&self) -> bool {
+        self.last_s >= 0.0
+    }
+
     /// The same, short, for a line that says more.
     pub fn briefly(&self, side: &str) -> String {
         format!(

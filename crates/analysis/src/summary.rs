@@ -378,7 +378,10 @@ pub fn assemble(
     for (name, c) in &mut conclusions {
         let stopped: Vec<String> = [name, &baseline]
             .into_iter()
-            .filter_map(|s| Some(sides.get(s)?.pool_refused?.briefly(s)))
+            .filter_map(|s| {
+                let refused = sides.get(s)?.pool_refused.filter(PoolRefused::in_window);
+                Some(refused?.briefly(s))
+            })
             .collect();
         if !stopped.is_empty() {
             let part = format!("not a reading of the protocol: {}", stopped.join(", "));
@@ -983,6 +986,23 @@ mod tests {
             )
         );
         assert!(line.sentences[0].starts_with("Not a reading of the protocol: sv2-a's pool"));
+        // Refused in the warm-up alone (the window starting at 6 s), then served: said,
+        // and the window's line is the protocol's.
+        let late = Manifest {
+            window_start_ns: 6_000 * MS,
+            ..m.clone()
+        };
+        let s = computed(&late, &events, &[]);
+        let early = s.sides["sv2-a"].pool_refused.unwrap();
+        assert!(
+            !early.in_window() && (early.last_s + 1.0).abs() < 1e-9,
+            "{early:?}"
+        );
+        assert_eq!(s.pool_warnings().len(), 1);
+        let without = computed(&late, &run(), &[]).conclusions["sv2-a"]
+            .text
+            .clone();
+        assert_eq!(s.conclusions["sv2-a"].text, without);
         // Before the window: said as such.
         let early = PoolRefused {
             connections: 22_315,

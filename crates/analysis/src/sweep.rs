@@ -168,6 +168,8 @@ pub enum RunStatus {
 
 /// One finished run of a sweep, as the analysis reads it.
 pub struct SweepRun<'a> {
+    /// The run's name in the sweep (its directory under `points/`).
+    pub name: &'a str,
     /// `(key, value)` of the point, the varied keys in order.
     pub settings: &'a [(String, String)],
     pub summary: &'a Summary,
@@ -307,6 +309,8 @@ pub struct SweepAnalysis {
 /// One side of one run kept out of the curves.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LeftOut {
+    /// The run's name in the sweep.
+    pub run: String,
     pub side: String,
     pub panel: String,
     pub x: String,
@@ -389,6 +393,7 @@ pub fn analyse(keys: &[String], zip: bool, runs: &[SweepRun]) -> SweepAnalysis {
         baseline = run.summary.baseline.clone();
         let (kept, stopped) = readings(run.summary);
         left_out.extend(stopped.into_iter().map(|(side, readings, why)| LeftOut {
+            run: run.name.to_string(),
             side,
             panel: panel.clone(),
             x: x.clone(),
@@ -531,7 +536,10 @@ pub fn difference_key(h: Headline) -> String {
 /// why: a side whose pool stopped serving gives none, and none is read against a baseline
 /// whose pool stopped.
 fn readings(s: &Summary) -> (Vec<Reading>, Vec<(String, LeftOutReadings, String)>) {
-    let stopped = |side: &str| Some(s.sides.get(side)?.pool_refused?.briefly(side));
+    let stopped = |side: &str| {
+        let refused = s.sides.get(side)?.pool_refused.filter(|p| p.in_window());
+        Some(refused?.briefly(side))
+    };
     let baseline_stopped = stopped(&s.baseline);
     let mut left_out = Vec::new();
     for name in s.sides.keys() {
@@ -965,7 +973,11 @@ mod tests {
             .map(|(x, _)| vec![(key.to_string(), x.to_string())])
             .collect();
         let runs: Vec<SweepRun> = (settings.iter().zip(points))
-            .map(|(settings, (_, summary))| SweepRun { settings, summary })
+            .map(|(settings, (x, summary))| SweepRun {
+                name: x,
+                settings,
+                summary,
+            })
             .collect();
         analyse(&[key.into()], false, &runs)
     }
@@ -1078,10 +1090,12 @@ mod tests {
         );
         let named = [
             SweepRun {
+                name: "a",
                 settings: &sa,
                 summary: &near,
             },
             SweepRun {
+                name: "b",
                 settings: &sb,
                 summary: &far,
             },
@@ -1135,6 +1149,7 @@ mod tests {
         assert_eq!(
             a.left_out,
             [LeftOut {
+                run: "200".into(),
                 side: "sv2-a".into(),
                 panel: String::new(),
                 x: "200".into(),
@@ -1152,6 +1167,15 @@ mod tests {
             0.0
         ));
         assert_eq!(at(&a, &difference, CurveKind::Difference, "sv2-a"), ["100"]);
+        // What is read against the baseline goes with it: A's worth and break-even lag.
+        for metric in [WORTH_TOTAL, WORTH_TOTAL_PCT] {
+            assert_eq!(
+                at(&a, metric, CurveKind::Worth, "sv2-a"),
+                ["100"],
+                "{metric}"
+            );
+        }
+        assert_eq!(at(&a, BREAK_EVEN, CurveKind::Side, "sv2-a"), ["100"]);
         let sides: Vec<_> = (a.left_out.iter())
             .map(|l| (l.side.as_str(), l.readings))
             .collect();

@@ -280,7 +280,7 @@ fn sv1_bytes_per_miner_at_the_pool_are_flat_and_cs_fall_with_miners() {
     );
     let md = std::fs::read_to_string(dir.join("sweep.md")).unwrap();
     assert!(
-        md.contains("Left out of the curves and lines: sv2-c at miners.count=16, every reading (sv2-c's pool refused connections from 1 s into the window)"),
+        md.contains("Left out of the curves and lines: sv2-c at miners.count=16 (run 001-count=16), every reading: sv2-c's pool refused connections from 1 s into the window."),
         "{md}"
     );
 }

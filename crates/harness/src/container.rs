@@ -657,15 +657,22 @@ impl Containers {
         }
         if self.swarm.is_some() {
             let volume = self.volume();
-            let _ = docker(&["volume", "rm", &volume]);
+            if let Err(e) = docker(&["volume", "rm", &volume]) {
+                tracing::warn!(
+                    "the run's volume stays on this host: `docker volume rm {volume}`: {e:#}"
+                );
+            }
             // A daemon removes only its own volumes, and no other host's daemon is ours to
             // reach: each other node keeps the (small) volume its tasks made.
             let here = docker(&["info", "--format", "{{.Swarm.NodeID}}"]).unwrap_or_default();
-            let elsewhere: Vec<&String> = nodes.iter().filter(|n| **n != here).collect();
+            let elsewhere: Vec<String> = nodes.into_iter().filter(|n| *n != here).collect();
             if !elsewhere.is_empty() {
+                let format = ["node", "inspect", "--format", "{{.Description.Hostname}}"];
+                let hosts = docker_on(&format, &elsewhere)
+                    .map(|names| names.lines().collect::<Vec<_>>().join(", "))
+                    .unwrap_or_else(|_| elsewhere.join(", "));
                 tracing::warn!(
-                    nodes = ?elsewhere,
-                    "the run's volume {volume} stays on the swarm's other nodes: `docker volume rm {volume}` on each"
+                    "the run's volume {volume} stays on the swarm's other nodes ({hosts}): `docker volume rm {volume}` on each"
                 );
             }
         } else {
@@ -684,14 +691,14 @@ impl Containers {
     }
 }
 
-/// `docker VERB NAME...`, nothing when there are no names.
-fn docker_on(verb: &[&str], names: &[String]) -> Result<()> {
+/// `docker VERB NAME...` and its output, nothing when there are no names.
+fn docker_on(verb: &[&str], names: &[String]) -> Result<String> {
     if names.is_empty() {
-        return Ok(());
+        return Ok(String::new());
     }
     let mut args = verb.to_vec();
     args.extend(names.iter().map(String::as_str));
-    docker(&args).map(|_| ())
+    docker(&args)
 }
 
 /// The log filter a role runs with: the harness's own `RUST_LOG`, or `info`.

@@ -368,16 +368,6 @@ pub(crate) fn host_of(role: &str) -> String {
     }
 }
 
-/// The roles' own reports of their CPU, memory and host (`Event::Resources`) among
-/// `records` as the samples a local run writes (`samples.jsonl`), so a deployed run's report has the
-/// same sections: a role's CPU over each second from its successive CPU times, and each
-/// host from one role's reports (the first of its site by name), in time order.
-pub(crate) fn reported_samples<'a>(
-    records: impl IntoIterator<Item = &'a probe::Record>,
-) -> Vec<Sample> {
-    samples_of_reports(records.into_iter().filter_map(report_of).collect())
-}
-
 /// One role's report of its resources: role, time, CPU seconds, resident bytes, host.
 type Report = (String, u64, f64, u64, analysis::manifest::HostReading);
 
@@ -392,6 +382,10 @@ fn report_of(r: &probe::Record) -> Option<Report> {
     }
 }
 
+/// The roles' own reports of their CPU, memory and host (`Event::Resources`) as the
+/// samples a local run writes (`samples.jsonl`), so a deployed run's report has the same
+/// sections: a role's CPU over each second from its successive CPU times, and each host
+/// from one role's reports (the first of its site by name), in time order.
 fn samples_of_reports(mut reports: Vec<Report>) -> Vec<Sample> {
     reports.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
     let mut reporter = std::collections::BTreeMap::new();
@@ -402,9 +396,7 @@ fn samples_of_reports(mut reports: Vec<Report>) -> Vec<Sample> {
     let mut last: Option<(&str, u64, f64)> = None;
     for (role, t_ns, cpu_s, rss_bytes, host) in &reports {
         let cpu_pct = match last {
-            Some((r, t0, cpu0)) if r == role && *t_ns > t0 => {
-                (cpu_s - cpu0).max(0.0) / ((t_ns - t0) as f64 / 1e9) * 100.0
-            }
+            Some((r, t0, cpu0)) if r == role => cpu_pct_between((t0, cpu0), (*t_ns, *cpu_s)),
             _ => 0.0,
         };
         last = Some((role, *t_ns, *cpu_s));
@@ -423,6 +415,15 @@ fn samples_of_reports(mut reports: Vec<Report>) -> Vec<Sample> {
     }
     samples.sort_by_key(|s| s.t_ns);
     samples
+}
+
+/// A process's CPU, % of a core, between two readings of (time ns, CPU seconds); 0 when
+/// they are not in time order.
+pub(crate) fn cpu_pct_between((t0, cpu0): (u64, f64), (t1, cpu1): (u64, f64)) -> f64 {
+    if t1 <= t0 {
+        return 0.0;
+    }
+    (cpu1 - cpu0).max(0.0) / ((t1 - t0) as f64 / 1e9) * 100.0
 }
 
 /// A deployment's run whose collector died before it finished the run (killed, its host
@@ -692,9 +693,9 @@ mod tests {
                 .concat();
             std::fs::write(events.join(format!("{role}.jsonl")), lines).unwrap();
         }
-        let mut records = Vec::new();
-        analysis::input::each_event(&dir, |r| records.push(r));
-        let samples = reported_samples(&records);
+        let mut reports = Vec::new();
+        analysis::input::each_event(&dir, |r| reports.extend(report_of(&r)));
+        let samples = samples_of_reports(reports);
         assert_eq!(samples.len(), 9 + 6);
         let of =
             |role: &str| -> Vec<&Sample> { samples.iter().filter(|s| s.role == role).collect() };

@@ -106,7 +106,7 @@ fn floor_write_note(results: &[FanoutResult]) -> String {
     sizes.dedup();
     match sizes.as_slice() {
         [] => "The floors' write size was not recorded with these results.".into(),
-        [bytes] => format!("Each floor writes {bytes} bytes a connection, about a clean mining.notify: the sender's writes are its own jobs' lines (with grouped channels, one NewExtendedMiningJob and one SetNewPrevHash a connection)."),
+        [bytes] => format!("Each floor writes {bytes} bytes a connection, about a clean mining.notify; the sender writes its own jobs' messages, which SV2's are smaller than (with grouped channels, one NewExtendedMiningJob and one SetNewPrevHash a connection)."),
         many => format!("The floors wrote {} bytes a connection in these results.", many.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
     }
 }

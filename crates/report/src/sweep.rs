@@ -50,6 +50,7 @@ pub fn write(dir: &Path) -> Result<Written> {
     }
     let runs: Vec<SweepRun> = (loaded.iter())
         .map(|(i, summary)| SweepRun {
+            name: &record.runs[*i].run.name,
             settings: &record.runs[*i].run.settings,
             summary,
         })
@@ -167,8 +168,8 @@ fn document(
             LeftOutReadings::Comparisons => "its differences, worth and break-even",
         };
         head.push(Block::Note(format!(
-            "Left out of the curves and lines: {} at {at}, {what} ({}).",
-            l.side, l.why
+            "Left out of the curves and lines: {} at {at} (run {}), {what}: {}.",
+            l.side, l.run, l.why
         )));
     }
     let mut sections = vec![Section {

@@ -15,9 +15,9 @@ use analysis::stream::RunStream;
 use analysis::summary::{Summary, HARNESS_ROLE};
 use anyhow::{Context, Result};
 use model::run_dir::{EVENTS_DIR, SAMPLES_FILE};
-use probe::{mono_ns, Event, Record, Recorder};
+use probe::{mono_ns, Event, Recorder};
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -62,11 +62,12 @@ pub(super) struct Measuring {
     samples_file: std::fs::File,
     samples: Vec<Sample>,
     tail: Tail,
-    /// The roles' own reports of their resources, read so far: a role this host cannot
-    /// read (a swarm service on another host) has only those.
-    reports: Vec<Record>,
-    /// What those give as samples of the roles and hosts this host did not sample.
+    /// The roles this host read a sample of (the harness apart).
+    sampled_here: BTreeSet<String>,
+    /// Samples from the roles' own reports, of roles (and hosts) this host did not read.
     reported: Vec<Sample>,
+    /// Each reporting role's last two reports: its CPU over the last second.
+    latest_reports: BTreeMap<String, LatestReport>,
     stream: RunStream,
     spill: PathBuf,
     live: Live,
@@ -105,8 +106,9 @@ impl Measuring {
             samples_file,
             samples: Vec::new(),
             tail: Tail::new(dir.join(EVENTS_DIR)),
-            reports: Vec::new(),
+            sampled_here: BTreeSet::new(),
             reported: Vec::new(),
+            latest_reports: BTreeMap::new(),
             stream,
             spill,
             live,
@@ -152,10 +154,12 @@ impl Measuring {
             // Events are read every second; a live summary every 2 s, or less often once
             // one takes long (a long run's samples are many): the harness spends at most
             // about a twentieth of a core on them.
-            self.read_events(manifest);
-            // A role on another host: its latest report.
-            for s in self.reported.iter().filter(|s| s.host.is_none()) {
-                gauges.insert(s.role.clone(), (s.cpu_pct, s.rss_bytes));
+            self.read_events();
+            // A role this host could not read: its latest report.
+            for (role, report) in &self.latest_reports {
+                if !gauges.contains_key(role) {
+                    gauges.insert(role.clone(), (report.cpu_pct(), report.rss_bytes));
+                }
             }
             self.stream.advance(now);
             let (observed, network_blocks) = self.stream.take_observed();
@@ -187,6 +191,10 @@ impl Measuring {
             if let Some(reading) = meter.sample() {
                 let cpu = reading.cpu_pct.unwrap_or(0.0);
                 gauges.insert(name.to_string(), (cpu, reading.rss_bytes));
+                // The harness is no role of a site: its host is this one whatever its name.
+                if name != HARNESS_ROLE && !self.sampled_here.contains(name) {
+                    self.sampled_here.insert(name.to_string());
+                }
                 let sample = Sample {
                     t_ns: now,
                     role: name.to_string(),
@@ -321,8 +329,8 @@ impl Measuring {
     /// the run's summary (`manifest` gains why the window stopped, if it stopped early).
     pub(super) fn finish(mut self, manifest: &mut Manifest) -> Summary {
         manifest.stopped = self.stopped.take();
-        self.read_events(manifest);
-        self.add_reported_samples(manifest);
+        self.read_events();
+        self.add_reported_samples();
         let (events, late) = self.stream.counts();
         tracing::info!(events, late, "events analysed");
         let mut summary = self.stream.finish(manifest, &self.samples);
@@ -336,46 +344,56 @@ impl Measuring {
         summary
     }
 
-    /// What the roles appended, into the stream; their reports of their resources also
-    /// kept aside, and read as samples when new ones came.
-    fn read_events(&mut self, manifest: &Manifest) {
-        let (stream, reports) = (&mut self.stream, &mut self.reports);
-        let before = reports.len();
-        self.tail.read_into(|r| {
-            if matches!(r.event, Event::Resources { .. }) {
-                reports.push(r.clone());
-            }
-            stream.push(r);
-        });
-        if self.reports.len() > before {
-            self.reported = self.reported_samples(manifest);
-        }
-    }
-
-    /// Roles this host could not read (swarm services on other hosts) report their own
-    /// CPU, memory and host in their events: their samples so far, and the host of a site
-    /// none of whose roles this host read (a site with one read here is this host).
-    fn reported_samples(&self, manifest: &Manifest) -> Vec<Sample> {
-        let roles = manifest.roles();
-        let sampled: BTreeSet<&str> = self.samples.iter().map(|s| s.role.as_str()).collect();
-        let unsampled: BTreeSet<&str> = (roles.iter().map(String::as_str))
-            .filter(|r| !sampled.contains(r))
-            .collect();
-        if unsampled.is_empty() || self.reports.is_empty() {
-            return Vec::new();
-        }
-        let here: BTreeSet<String> = (roles.iter())
-            .filter(|r| sampled.contains(r.as_str()))
+    /// What the roles appended, into the stream. A role this host did not read (a swarm
+    /// service on another host) reports its own resources: each report becomes its sample
+    /// as it comes (and its site's host's, from the first such role of the site by name to
+    /// report, when this host read none of that site's roles).
+    fn read_events(&mut self) {
+        let here: BTreeSet<String> = (self.sampled_here.iter())
             .map(|r| crate::deploy::host_of(r))
             .chain([HOST_ROLE.to_string()])
             .collect();
-        let wanted = |s: &Sample| match s.host {
-            Some(_) => !here.contains(&s.role),
-            None => unsampled.contains(s.role.as_str()),
-        };
-        (crate::deploy::reported_samples(&self.reports).into_iter())
-            .filter(wanted)
-            .collect()
+        let (stream, reported, latest, sampled_here) = (
+            &mut self.stream,
+            &mut self.reported,
+            &mut self.latest_reports,
+            &self.sampled_here,
+        );
+        self.tail.read_into(|r| {
+            if let Event::Resources {
+                cpu_s,
+                rss_bytes,
+                host,
+            } = &r.event
+            {
+                let now = (r.t_ns, *cpu_s);
+                let report = (latest.entry(r.role.clone()))
+                    .and_modify(|l| *l = l.then(now, *rss_bytes))
+                    .or_insert(LatestReport {
+                        before: None,
+                        now,
+                        rss_bytes: *rss_bytes,
+                    });
+                if !sampled_here.contains(&r.role) {
+                    reported.push(Sample {
+                        t_ns: r.t_ns,
+                        role: r.role.clone(),
+                        cpu_pct: report.cpu_pct(),
+                        cpu_s: Some(*cpu_s),
+                        rss_bytes: *rss_bytes,
+                        host: None,
+                    });
+                    let site_host = crate::deploy::host_of(&r.role);
+                    let reporter = (latest.keys())
+                        .filter(|role| !sampled_here.contains(*role))
+                        .find(|role| crate::deploy::host_of(role) == site_host);
+                    if !here.contains(&site_host) && reporter == Some(&r.role) {
+                        reported.push(Sample::of_host(r.t_ns, &site_host, host.clone()));
+                    }
+                }
+            }
+            stream.push(r);
+        });
     }
 
     /// The samples a summary reads while the run goes: this host's, and the roles' own
@@ -391,10 +409,9 @@ impl Measuring {
         Cow::Owned(all)
     }
 
-    /// At the end, the roles' own reports join this host's samples, in `samples.jsonl` too
-    /// (read again: a role this host sampled late is not also taken from its reports).
-    fn add_reported_samples(&mut self, manifest: &Manifest) {
-        for sample in self.reported_samples(manifest) {
+    /// At the end, the roles' own reports join this host's samples, in `samples.jsonl` too.
+    fn add_reported_samples(&mut self) {
+        for sample in std::mem::take(&mut self.reported) {
             let line = serde_json::to_string(&sample).map(|l| writeln!(self.samples_file, "{l}"));
             if let Err(e) = line {
                 tracing::warn!(error = %e, "cannot write a reported sample to samples.jsonl");
@@ -402,6 +419,30 @@ impl Measuring {
             self.samples.push(sample);
         }
         self.samples.sort_by_key(|s| s.t_ns);
+    }
+}
+
+/// A role's last two reports of its resources: (time, CPU seconds) each, and its memory.
+#[derive(Clone, Copy)]
+struct LatestReport {
+    before: Option<(u64, f64)>,
+    now: (u64, f64),
+    rss_bytes: u64,
+}
+
+impl LatestReport {
+    fn then(self, now: (u64, f64), rss_bytes: u64) -> LatestReport {
+        LatestReport {
+            before: Some(self.now),
+            now,
+            rss_bytes,
+        }
+    }
+
+    fn cpu_pct(&self) -> f64 {
+        self.before.map_or(0.0, |before| {
+            crate::deploy::cpu_pct_between(before, self.now)
+        })
     }
 }
 
