@@ -27,6 +27,9 @@ use std::time::Duration;
 const REORDER_HORIZON: Duration = Duration::from_secs(3);
 /// A live summary is followed by this many times the time it took before the next.
 const LIVE_SUMMARY_SHARE: u32 = 20;
+/// A role's own report of its resources older than this leaves the live gauges: the role
+/// reports once a second, so it has stopped (or its events no longer come).
+const GAUGE_REPORT_AGE: Duration = Duration::from_secs(3);
 /// Where a run's per-miner latency samples wait for its end, in the run directory.
 const SPILL_DIR: &str = "analysis";
 
@@ -68,6 +71,8 @@ pub(super) struct Measuring {
     reported: Vec<Sample>,
     /// Each reporting role's last two reports: its CPU over the last second.
     latest_reports: BTreeMap<String, LatestReport>,
+    /// The role whose reports give each other site's host (`host-farm`).
+    host_reporters: BTreeMap<String, String>,
     stream: RunStream,
     spill: PathBuf,
     live: Live,
@@ -109,6 +114,7 @@ impl Measuring {
             sampled_here: BTreeSet::new(),
             reported: Vec::new(),
             latest_reports: BTreeMap::new(),
+            host_reporters: BTreeMap::new(),
             stream,
             spill,
             live,
@@ -155,9 +161,10 @@ impl Measuring {
             // one takes long (a long run's samples are many): the harness spends at most
             // about a twentieth of a core on them.
             self.read_events();
-            // A role this host could not read: its latest report.
+            // A role this host could not read: its latest report, while it reports.
             for (role, report) in &self.latest_reports {
-                if !gauges.contains_key(role) {
+                let fresh = now.saturating_sub(report.now.0) <= GAUGE_REPORT_AGE.as_nanos() as u64;
+                if fresh && !self.sampled_here.contains(role) {
                     gauges.insert(role.clone(), (report.cpu_pct(), report.rss_bytes));
                 }
             }
@@ -346,17 +353,19 @@ impl Measuring {
 
     /// What the roles appended, into the stream. A role this host did not read (a swarm
     /// service on another host) reports its own resources: each report becomes its sample
-    /// as it comes (and its site's host's, from the first such role of the site by name to
-    /// report, when this host read none of that site's roles).
+    /// as it comes, and its site's host's when this host read none of that site's roles,
+    /// from the site's first such role by name (as `collect --finish` takes it: a role
+    /// earlier by name that reports late replaces the one before, its samples too).
     fn read_events(&mut self) {
         let here: BTreeSet<String> = (self.sampled_here.iter())
             .map(|r| crate::deploy::host_of(r))
             .chain([HOST_ROLE.to_string()])
             .collect();
-        let (stream, reported, latest, sampled_here) = (
+        let (stream, reported, latest, host_reporters, sampled_here) = (
             &mut self.stream,
             &mut self.reported,
             &mut self.latest_reports,
+            &mut self.host_reporters,
             &self.sampled_here,
         );
         self.tail.read_into(|r| {
@@ -384,11 +393,15 @@ impl Measuring {
                         host: None,
                     });
                     let site_host = crate::deploy::host_of(&r.role);
-                    let reporter = (latest.keys())
-                        .filter(|role| !sampled_here.contains(*role))
-                        .find(|role| crate::deploy::host_of(role) == site_host);
-                    if !here.contains(&site_host) && reporter == Some(&r.role) {
-                        reported.push(Sample::of_host(r.t_ns, &site_host, host.clone()));
+                    if !here.contains(&site_host) {
+                        let reporter = host_reporters.entry(site_host.clone()).or_default();
+                        if reporter.is_empty() || r.role < *reporter {
+                            reported.retain(|s| s.role != site_host);
+                            *reporter = r.role.clone();
+                        }
+                        if *reporter == r.role {
+                            reported.push(Sample::of_host(r.t_ns, &site_host, host.clone()));
+                        }
                     }
                 }
             }
