@@ -289,8 +289,12 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
     // (unpaired), on the same 2 cores: clean checks here found identical sides 0.45 ms
     // apart over 8 and 7 blocks (significant at that spread) and 3.2 ms apart over 5 and 4
     // (too few to say). So their blocks may differ by either, not by both: a significant
-    // difference of 2 ms or more would be the sides', not the machine's. Nothing else
-    // differs.
+    // difference of 2 ms or more would be the sides', not the machine's. The miners' own
+    // share traffic follows each fleet's hashing thread, which a saturated host starves
+    // unevenly (a clean check with every test of this file at once: one fleet's miner sent
+    // 9 shares, the other's 36, the host over 90% busy for 16 of 40 s): the run says so,
+    // and only then may it differ. Nothing else differs.
+    let saturated = s["host"]["warning"].is_string();
     for row in rows {
         let metric = row["metric"].as_str().unwrap();
         let latencies = [
@@ -309,7 +313,7 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
                 !shown || d.abs() < 2.0,
                 "A/A blocks differ by {d} ms: {row}"
             );
-        } else {
+        } else if !(saturated && metric == "farm_tx_bytes_per_s") {
             assert_eq!(row["significant"], false, "A/A differs: {row}");
         }
     }
