@@ -549,7 +549,11 @@ fn readings(s: &Summary) -> (Vec<Reading>, Vec<(String, LeftOutReadings, String)
             left_out.push((name.clone(), LeftOutReadings::Comparisons, why.clone()));
         }
     }
-    let measured = |side: &str| stopped(side).is_none();
+    let all_out: Vec<&str> = (left_out.iter())
+        .filter(|(_, readings, _)| *readings == LeftOutReadings::All)
+        .map(|(side, ..)| side.as_str())
+        .collect();
+    let measured = |side: &str| !all_out.contains(&side);
     let compared = |side: &str| measured(side) && baseline_stopped.is_none();
     let mut out = Vec::new();
     let mut push = |metric: &str,

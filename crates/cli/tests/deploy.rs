@@ -284,18 +284,7 @@ fn a_deployment_started_with_docker_compose_runs_and_its_collector_writes_the_ru
     );
     // Each role reported its own CPU and memory, and its host's, as a local run samples
     // them: the deployed run's report has the same sections.
-    for (side, figures) in summary["sides"].as_object().unwrap() {
-        for (role, use_) in figures["roles"].as_object().unwrap() {
-            assert!(
-                common::num(&use_["rss_bytes"]["count"]) > 0.0,
-                "{side} {role}: {use_}"
-            );
-            assert!(
-                common::num(&use_["cpu_pct"]["count"]) > 0.0,
-                "{side} {role}"
-            );
-        }
-    }
+    common::every_role_has_cpu_and_memory(&summary, "the deployment's summary");
     assert!(
         summary["host"]["seconds"].as_u64().unwrap() > 0,
         "{}",

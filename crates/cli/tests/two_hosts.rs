@@ -109,18 +109,7 @@ fn a_run_crosses_two_docker_hosts_with_the_pool_site_on_one_and_the_farm_site_on
     // does not list) from their own reports: at the end, and in the snapshot mid-run.
     let interim = common::summary(&out.join("interim/20s"));
     for (when, summary) in [("the end", &summary), ("20 s in", &interim)] {
-        for side in ["sv1", "sv2-c"] {
-            for (role, use_) in summary["sides"][side]["roles"].as_object().unwrap() {
-                assert!(
-                    common::num(&use_["rss_bytes"]["count"]) > 0.0,
-                    "{when}, {role}: {use_}"
-                );
-                assert!(
-                    common::num(&use_["cpu_pct"]["count"]) > 0.0,
-                    "{when}, {role}"
-                );
-            }
-        }
+        common::every_role_has_cpu_and_memory(summary, when);
         // One reading a second, from one role's reports: never more than the window's.
         let seconds = summary["other_hosts"]["farm"]["seconds"].as_u64().unwrap();
         let window = common::num(&summary["duration_s"]);

@@ -608,18 +608,14 @@ impl Containers {
     }
 
     fn remove(&self) {
-        let placed: Vec<String> = self
-            .placed
-            .lock()
-            .iter()
-            .map(|p| p.container.clone())
-            .collect();
-        let nodes: std::collections::BTreeSet<String> = self
-            .placed
-            .lock()
-            .iter()
-            .filter_map(|p| p.node.clone())
-            .collect();
+        let (placed, nodes): (Vec<String>, std::collections::BTreeSet<String>) = {
+            let placed = self.placed.lock();
+            let containers = placed.iter().map(|p| p.container.clone()).collect();
+            (
+                containers,
+                placed.iter().filter_map(|p| p.node.clone()).collect(),
+            )
+        };
         let mut containers = vec![self.collector_name()];
         if self.swarm.is_some() {
             let configs: Vec<String> = placed.iter().map(|n| format!("{n}-spec")).collect();

@@ -21,6 +21,7 @@ use model::run_dir::PLACEMENT_FILE;
 use model::run_dir::{EVENTS_DIR, MANIFEST_FILE, SAMPLES_FILE, SUMMARY_FILE};
 use model::scenario::Scenario;
 use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
@@ -314,8 +315,8 @@ pub fn finish_collected(
     let mut reports = Vec::new();
     analysis::input::each_event(dir, |r| {
         // A role reports its resources from before it serves: they do not mark its start.
-        if let Some(report) = report_of(&r) {
-            reports.push(report);
+        if matches!(r.event, probe::Event::Resources { .. }) {
+            reports.push(r);
             return;
         }
         let at = first.entry(r.role.clone()).or_insert(r.t_ns);
@@ -368,58 +369,125 @@ pub(crate) fn host_of(role: &str) -> String {
     }
 }
 
-/// One role's report of its resources: role, time, CPU seconds, resident bytes, host.
-type Report = (String, u64, f64, u64, analysis::manifest::HostReading);
+/// The roles' own reports of their CPU, memory and host (`Event::Resources`) made the
+/// samples a local run writes (`samples.jsonl`), as they come, so a deployed run's report
+/// has the same sections: a role's CPU over each span from its successive CPU times, and
+/// each site's host from one role's reports, the site's first by name (one earlier by name
+/// whose reports come later replaces the one before, its host samples too).
+#[derive(Default)]
+pub(crate) struct ReportedSamples {
+    /// Each reporting role's last two reports.
+    latest: BTreeMap<String, LatestReport>,
+    /// The role whose reports give each site's host.
+    host_reporters: BTreeMap<String, String>,
+    samples: Vec<Sample>,
+}
 
-fn report_of(r: &probe::Record) -> Option<Report> {
-    match &r.event {
-        probe::Event::Resources {
+impl ReportedSamples {
+    /// Takes `r` when it is a report, leaving out the roles in `roles_read` and the hosts
+    /// in `hosts_read` (read otherwise: by the harness on this host).
+    pub(crate) fn add(
+        &mut self,
+        r: &probe::Record,
+        roles_read: &BTreeSet<String>,
+        hosts_read: &BTreeSet<String>,
+    ) {
+        let probe::Event::Resources {
             cpu_s,
             rss_bytes,
             host,
-        } => Some((r.role.clone(), r.t_ns, *cpu_s, *rss_bytes, host.clone())),
-        _ => None,
-    }
-}
-
-/// The roles' own reports of their CPU, memory and host (`Event::Resources`) as the
-/// samples a local run writes (`samples.jsonl`), so a deployed run's report has the same
-/// sections: a role's CPU over each second from its successive CPU times, and each host
-/// from one role's reports (the first of its site by name), in time order.
-fn samples_of_reports(mut reports: Vec<Report>) -> Vec<Sample> {
-    reports.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
-    let mut reporter = std::collections::BTreeMap::new();
-    for (role, ..) in &reports {
-        reporter.entry(host_of(role)).or_insert(role.clone());
-    }
-    let mut samples = Vec::with_capacity(reports.len() * 2);
-    let mut last: Option<(&str, u64, f64)> = None;
-    for (role, t_ns, cpu_s, rss_bytes, host) in &reports {
-        let cpu_pct = match last {
-            Some((r, t0, cpu0)) if r == role => cpu_pct_between((t0, cpu0), (*t_ns, *cpu_s)),
-            _ => 0.0,
+        } = &r.event
+        else {
+            return;
         };
-        last = Some((role, *t_ns, *cpu_s));
-        samples.push(Sample {
-            t_ns: *t_ns,
-            role: role.clone(),
-            cpu_pct,
+        let now = (r.t_ns, *cpu_s);
+        let report = (self.latest.entry(r.role.clone()))
+            .and_modify(|l| *l = l.then(now, *rss_bytes))
+            .or_insert(LatestReport {
+                before: None,
+                now,
+                rss_bytes: *rss_bytes,
+            });
+        if roles_read.contains(&r.role) {
+            return;
+        }
+        self.samples.push(Sample {
+            t_ns: r.t_ns,
+            role: r.role.clone(),
+            cpu_pct: report.cpu_pct(),
             cpu_s: Some(*cpu_s),
             rss_bytes: *rss_bytes,
             host: None,
         });
-        let host_role = host_of(role);
-        if reporter.get(&host_role) == Some(role) {
-            samples.push(Sample::of_host(*t_ns, &host_role, host.clone()));
+        let site_host = host_of(&r.role);
+        if hosts_read.contains(&site_host) {
+            return;
+        }
+        let reporter = self.host_reporters.entry(site_host.clone()).or_default();
+        if reporter.is_empty() || r.role < *reporter {
+            self.samples.retain(|s| s.role != site_host);
+            *reporter = r.role.clone();
+        }
+        if *reporter == r.role {
+            self.samples
+                .push(Sample::of_host(r.t_ns, &site_host, host.clone()));
         }
     }
+
+    /// Each reporting role's latest report: (time, CPU % over its last span, memory).
+    pub(crate) fn latest(&self) -> impl Iterator<Item = (&String, u64, f64, u64)> {
+        (self.latest.iter()).map(|(role, l)| (role, l.now.0, l.cpu_pct(), l.rss_bytes))
+    }
+
+    /// The samples so far, in the order their reports came.
+    pub(crate) fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+
+    pub(crate) fn take_samples(&mut self) -> Vec<Sample> {
+        std::mem::take(&mut self.samples)
+    }
+}
+
+/// A role's last two reports of its resources: (time, CPU seconds) each, and its memory.
+#[derive(Clone, Copy)]
+struct LatestReport {
+    before: Option<(u64, f64)>,
+    now: (u64, f64),
+    rss_bytes: u64,
+}
+
+impl LatestReport {
+    fn then(self, now: (u64, f64), rss_bytes: u64) -> LatestReport {
+        LatestReport {
+            before: Some(self.now),
+            now,
+            rss_bytes,
+        }
+    }
+
+    fn cpu_pct(&self) -> f64 {
+        self.before
+            .map_or(0.0, |before| cpu_pct_between(before, self.now))
+    }
+}
+
+/// Every report among `records` as samples, in time order (a deployment's at its end).
+fn samples_of_reports(mut records: Vec<probe::Record>) -> Vec<Sample> {
+    records.sort_by_key(|r| r.t_ns);
+    let mut reported = ReportedSamples::default();
+    let none = BTreeSet::new();
+    for r in &records {
+        reported.add(r, &none, &none);
+    }
+    let mut samples = reported.take_samples();
     samples.sort_by_key(|s| s.t_ns);
     samples
 }
 
 /// A process's CPU, % of a core, between two readings of (time ns, CPU seconds); 0 when
 /// they are not in time order.
-pub(crate) fn cpu_pct_between((t0, cpu0): (u64, f64), (t1, cpu1): (u64, f64)) -> f64 {
+fn cpu_pct_between((t0, cpu0): (u64, f64), (t1, cpu1): (u64, f64)) -> f64 {
     if t1 <= t0 {
         return 0.0;
     }
@@ -694,7 +762,7 @@ mod tests {
             std::fs::write(events.join(format!("{role}.jsonl")), lines).unwrap();
         }
         let mut reports = Vec::new();
-        analysis::input::each_event(&dir, |r| reports.extend(report_of(&r)));
+        analysis::input::each_event(&dir, |r| reports.push(r));
         let samples = samples_of_reports(reports);
         assert_eq!(samples.len(), 9 + 6);
         let of =

@@ -342,6 +342,23 @@ pub fn placement(dir: &Path) -> Vec<serde_json::Value> {
 }
 
 /// The run's summary.json.
+/// Every role of every side in `summary` has CPU and memory samples (`when` names the
+/// summary in a failure).
+pub fn every_role_has_cpu_and_memory(summary: &serde_json::Value, when: &str) {
+    for (side, figures) in summary["sides"].as_object().unwrap() {
+        for (role, use_) in figures["roles"].as_object().unwrap() {
+            assert!(
+                num(&use_["rss_bytes"]["count"]) > 0.0,
+                "{when}, {side} {role}: {use_}"
+            );
+            assert!(
+                num(&use_["cpu_pct"]["count"]) > 0.0,
+                "{when}, {side} {role}"
+            );
+        }
+    }
+}
+
 pub fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(
         &std::fs::read_to_string(dir.join("summary.json")).expect("summary.json written"),

@@ -5,6 +5,7 @@
 use super::live::{progress, Live, Tail};
 use super::{directory, InterimReport, RunOptions};
 use crate::collector::Collector;
+use crate::deploy::ReportedSamples;
 use crate::host::HostMeter;
 use crate::metrics::RoleGauges;
 use crate::process::{Launcher, RoleProcess};
@@ -17,7 +18,7 @@ use anyhow::{Context, Result};
 use model::run_dir::{EVENTS_DIR, SAMPLES_FILE};
 use probe::{mono_ns, Event, Recorder};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -68,11 +69,7 @@ pub(super) struct Measuring {
     /// The roles this host read a sample of (the harness apart).
     sampled_here: BTreeSet<String>,
     /// Samples from the roles' own reports, of roles (and hosts) this host did not read.
-    reported: Vec<Sample>,
-    /// Each reporting role's last two reports: its CPU over the last second.
-    latest_reports: BTreeMap<String, LatestReport>,
-    /// The role whose reports give each other site's host (`host-farm`).
-    host_reporters: BTreeMap<String, String>,
+    reported: ReportedSamples,
     stream: RunStream,
     spill: PathBuf,
     live: Live,
@@ -112,9 +109,7 @@ impl Measuring {
             samples: Vec::new(),
             tail: Tail::new(dir.join(EVENTS_DIR)),
             sampled_here: BTreeSet::new(),
-            reported: Vec::new(),
-            latest_reports: BTreeMap::new(),
-            host_reporters: BTreeMap::new(),
+            reported: ReportedSamples::default(),
             stream,
             spill,
             live,
@@ -162,10 +157,10 @@ impl Measuring {
             // about a twentieth of a core on them.
             self.read_events();
             // A role this host could not read: its latest report, while it reports.
-            for (role, report) in &self.latest_reports {
-                let fresh = now.saturating_sub(report.now.0) <= GAUGE_REPORT_AGE.as_nanos() as u64;
+            for (role, at, cpu_pct, rss_bytes) in self.reported.latest() {
+                let fresh = now.saturating_sub(at) <= GAUGE_REPORT_AGE.as_nanos() as u64;
                 if fresh && !self.sampled_here.contains(role) {
-                    gauges.insert(role.clone(), (report.cpu_pct(), report.rss_bytes));
+                    gauges.insert(role.clone(), (cpu_pct, rss_bytes));
                 }
             }
             self.stream.advance(now);
@@ -351,60 +346,18 @@ impl Measuring {
         summary
     }
 
-    /// What the roles appended, into the stream. A role this host did not read (a swarm
-    /// service on another host) reports its own resources: each report becomes its sample
-    /// as it comes, and its site's host's when this host read none of that site's roles,
-    /// from the site's first such role by name (as `collect --finish` takes it: a role
-    /// earlier by name that reports late replaces the one before, its samples too).
+    /// What the roles appended, into the stream; a role this host did not read (a swarm
+    /// service on another host) reports its own resources, which become its samples as
+    /// they come, and its site's host's when this host read none of that site's roles.
     fn read_events(&mut self) {
-        let here: BTreeSet<String> = (self.sampled_here.iter())
+        let hosts_read: BTreeSet<String> = (self.sampled_here.iter())
             .map(|r| crate::deploy::host_of(r))
             .chain([HOST_ROLE.to_string()])
             .collect();
-        let (stream, reported, latest, host_reporters, sampled_here) = (
-            &mut self.stream,
-            &mut self.reported,
-            &mut self.latest_reports,
-            &mut self.host_reporters,
-            &self.sampled_here,
-        );
+        let (stream, reported, roles_read) =
+            (&mut self.stream, &mut self.reported, &self.sampled_here);
         self.tail.read_into(|r| {
-            if let Event::Resources {
-                cpu_s,
-                rss_bytes,
-                host,
-            } = &r.event
-            {
-                let now = (r.t_ns, *cpu_s);
-                let report = (latest.entry(r.role.clone()))
-                    .and_modify(|l| *l = l.then(now, *rss_bytes))
-                    .or_insert(LatestReport {
-                        before: None,
-                        now,
-                        rss_bytes: *rss_bytes,
-                    });
-                if !sampled_here.contains(&r.role) {
-                    reported.push(Sample {
-                        t_ns: r.t_ns,
-                        role: r.role.clone(),
-                        cpu_pct: report.cpu_pct(),
-                        cpu_s: Some(*cpu_s),
-                        rss_bytes: *rss_bytes,
-                        host: None,
-                    });
-                    let site_host = crate::deploy::host_of(&r.role);
-                    if !here.contains(&site_host) {
-                        let reporter = host_reporters.entry(site_host.clone()).or_default();
-                        if reporter.is_empty() || r.role < *reporter {
-                            reported.retain(|s| s.role != site_host);
-                            *reporter = r.role.clone();
-                        }
-                        if *reporter == r.role {
-                            reported.push(Sample::of_host(r.t_ns, &site_host, host.clone()));
-                        }
-                    }
-                }
-            }
+            reported.add(&r, roles_read, &hosts_read);
             stream.push(r);
         });
     }
@@ -413,18 +366,19 @@ impl Measuring {
     /// reports where this host could not read them, so a live summary of a deployed run
     /// has every role's CPU and memory as its final one does.
     fn samples_so_far(&self) -> Cow<'_, [Sample]> {
-        if self.reported.is_empty() {
+        let reported = self.reported.samples();
+        if reported.is_empty() {
             return Cow::Borrowed(&self.samples);
         }
         let mut all = self.samples.clone();
-        all.extend(self.reported.iter().cloned());
+        all.extend(reported.iter().cloned());
         all.sort_by_key(|s| s.t_ns);
         Cow::Owned(all)
     }
 
     /// At the end, the roles' own reports join this host's samples, in `samples.jsonl` too.
     fn add_reported_samples(&mut self) {
-        for sample in std::mem::take(&mut self.reported) {
+        for sample in self.reported.take_samples() {
             let line = serde_json::to_string(&sample).map(|l| writeln!(self.samples_file, "{l}"));
             if let Err(e) = line {
                 tracing::warn!(error = %e, "cannot write a reported sample to samples.jsonl");
@@ -432,30 +386,6 @@ impl Measuring {
             self.samples.push(sample);
         }
         self.samples.sort_by_key(|s| s.t_ns);
-    }
-}
-
-/// A role's last two reports of its resources: (time, CPU seconds) each, and its memory.
-#[derive(Clone, Copy)]
-struct LatestReport {
-    before: Option<(u64, f64)>,
-    now: (u64, f64),
-    rss_bytes: u64,
-}
-
-impl LatestReport {
-    fn then(self, now: (u64, f64), rss_bytes: u64) -> LatestReport {
-        LatestReport {
-            before: Some(self.now),
-            now,
-            rss_bytes,
-        }
-    }
-
-    fn cpu_pct(&self) -> f64 {
-        self.before.map_or(0.0, |before| {
-            crate::deploy::cpu_pct_between(before, self.now)
-        })
     }
 }
 
