@@ -164,21 +164,65 @@ impl Emulation {
     }
 }
 
-/// The CPU of several roles together, in cores: their spans ([`cpu_cores`]) summed by the
-/// time each ends (the harness samples every role at the same moments, so their spans end
-/// together; a role that stopped adds nothing after); the mean with its interval by batch
-/// means. No estimate when none was sampled.
+/// The CPU of several roles together, in cores: over each [`CPU_SPAN_S`] seconds from the
+/// first sample of any, the CPU every role used (its running total, linear between its own
+/// samples, which need not fall at the others' moments: a role on another host reports on
+/// its own clock), summed; the mean with its interval by batch means. A role adds nothing
+/// before its first sample or after its last. No estimate when none was sampled twice.
 pub fn group_cpu_cores(samples: &[Sample], roles: &[String], window: Window) -> Estimate {
-    let mut by_end: std::collections::BTreeMap<u64, f64> = Default::default();
-    for role in roles {
-        for (end, cores) in cpu_cores(samples, role, window) {
-            *by_end.entry(end).or_default() += cores;
-        }
-    }
-    if by_end.is_empty() {
+    let totals: Vec<Vec<(u64, f64)>> = (roles.iter())
+        .map(|role| rising_total(&running_total(samples, role, window)))
+        .filter(|t| t.len() >= 2)
+        .collect();
+    let (Some(first), Some(last)) = (
+        totals.iter().map(|t| t[0].0).min(),
+        totals
+            .iter()
+            .filter_map(|t| t.last())
+            .map(|&(t, _)| t)
+            .max(),
+    ) else {
+        return Estimate::default();
+    };
+    let span = (CPU_SPAN_S * 1e9) as u64;
+    let cores: Vec<f64> = (0..)
+        .map(|k| first + k * span)
+        .take_while(|from| from + span <= last)
+        .map(|from| {
+            let used = |t: &[(u64, f64)]| total_at(t, from + span) - total_at(t, from);
+            totals.iter().map(|t| used(t)).sum::<f64>() / CPU_SPAN_S
+        })
+        .collect();
+    if cores.is_empty() {
         return Estimate::default();
     }
-    Estimate::mean_of(&series_dist(&by_end.into_values().collect::<Vec<f64>>()))
+    Estimate::mean_of(&series_dist(&cores))
+}
+
+/// A running CPU total that never falls: a process started again adds nothing across its
+/// restart, then what it uses from there.
+fn rising_total(totals: &[(u64, f64)]) -> Vec<(u64, f64)> {
+    let (mut sum, mut before): (f64, Option<f64>) = (0.0, None);
+    (totals.iter())
+        .map(|&(t, total)| {
+            sum += before.map_or(0.0, |b| (total - b).max(0.0));
+            before = Some(total);
+            (t, sum)
+        })
+        .collect()
+}
+
+/// A rising total at `t`: linear between its samples, held before the first and after the
+/// last.
+fn total_at(totals: &[(u64, f64)], t: u64) -> f64 {
+    match totals.partition_point(|&(at, _)| at <= t) {
+        0 => totals[0].1,
+        i if i == totals.len() => totals[i - 1].1,
+        i => {
+            let ((t0, v0), (t1, v1)) = (totals[i - 1], totals[i]);
+            v0 + (v1 - v0) * (t - t0) as f64 / (t1 - t0) as f64
+        }
+    }
 }
 
 /// A role's CPU and memory samples in the window.
@@ -211,17 +255,7 @@ pub fn series_dist(xs: &[f64]) -> Dist {
 /// each sample's percent over the time since the sample before; a total that falls (the
 /// process started again) begins a new span.
 pub fn cpu_cores(samples: &[Sample], role: &str, window: Window) -> Vec<(u64, f64)> {
-    let mut totals: Vec<(u64, f64)> = Vec::new();
-    let mut rebuilt = 0.0;
-    for s in (samples.iter()).filter(|s| s.role == role && window.contains(s.t_ns)) {
-        let total = s.cpu_s.unwrap_or_else(|| {
-            if let Some(&(before, _)) = totals.last() {
-                rebuilt += s.cpu_pct / 100.0 * s.t_ns.saturating_sub(before) as f64 / 1e9;
-            }
-            rebuilt
-        });
-        totals.push((s.t_ns, total));
-    }
+    let totals = running_total(samples, role, window);
     let mut spans = Vec::new();
     let Some(mut start) = totals.first().copied() else {
         return spans;
@@ -236,6 +270,23 @@ pub fn cpu_cores(samples: &[Sample], role: &str, window: Window) -> Vec<(u64, f6
         }
     }
     spans
+}
+
+/// A role's running CPU total in the window, `(t_ns, core-seconds)` at each sample: as
+/// recorded, or rebuilt from the percents of runs from before it was.
+fn running_total(samples: &[Sample], role: &str, window: Window) -> Vec<(u64, f64)> {
+    let mut totals: Vec<(u64, f64)> = Vec::new();
+    let mut rebuilt = 0.0;
+    for s in (samples.iter()).filter(|s| s.role == role && window.contains(s.t_ns)) {
+        let total = s.cpu_s.unwrap_or_else(|| {
+            if let Some(&(before, _)) = totals.last() {
+                rebuilt += s.cpu_pct / 100.0 * s.t_ns.saturating_sub(before) as f64 / 1e9;
+            }
+            rebuilt
+        });
+        totals.push((s.t_ns, total));
+    }
+    totals
 }
 
 #[cfg(test)]
@@ -360,6 +411,49 @@ mod tests {
             group_cpu_cores(&samples, &["tap-x".to_string()], window).point,
             None
         );
+    }
+
+    /// Roles sampled at their own moments (as a host reporting on its own clock): a relay
+    /// at 0.1 core sampled on the second, 0 to 60 s, another at 0.3 core on the half
+    /// second, 0.5 to 59.5 s. Over each 5 s from 0 they are 0.4 core together, except the
+    /// first and last, where the second adds only what it used between its samples:
+    /// (0.5 + 0.3 x 4.5) / 5 = 0.37. The mean of 12: (10 x 0.4 + 2 x 0.37) / 12 = 0.395.
+    /// Summed by the moment each span ended, as before, they averaged: 0.2.
+    #[test]
+    fn roles_sampled_at_their_own_moments_are_summed_not_averaged() {
+        let at = |role: &str, t_ns: u64, cores: f64| Sample {
+            t_ns,
+            role: role.into(),
+            cpu_pct: cores * 100.0,
+            cpu_s: Some(cores * t_ns as f64 / 1e9),
+            rss_bytes: 1,
+            host: None,
+        };
+        let samples: Vec<Sample> = (0..=60u64)
+            .map(|k| at("link-a", k * S, 0.1))
+            .chain((0..60u64).map(|k| at("tap-a", k * S + S / 2, 0.3)))
+            .collect();
+        let window = Window {
+            start_ns: 0,
+            end_ns: 61 * S,
+        };
+        let relays = ["link-a".to_string(), "tap-a".to_string()];
+        let got = group_cpu_cores(&samples, &relays, window).point.unwrap();
+        assert!((got - 0.395).abs() < 1e-9, "{got}");
+        // A restart (the total falls to 0 at 30 s) adds nothing across it: the 5 s holding
+        // it lose the relay's 0.1 core for that second.
+        let restarted: Vec<Sample> = (0..=60u64)
+            .map(|k| {
+                let mut s = at("link-a", k * S, 0.1);
+                if k >= 30 {
+                    s.cpu_s = Some(0.1 * (k - 30) as f64);
+                }
+                s
+            })
+            .collect();
+        let alone = ["link-a".to_string()];
+        let got = group_cpu_cores(&restarted, &alone, window).point.unwrap();
+        assert!((got - (11.0 * 0.1 + 0.08) / 12.0).abs() < 1e-9, "{got}");
     }
 
     fn sample(t_s: u64, cpu_pct: f64, cpu_s: Option<f64>) -> Sample {

@@ -3,7 +3,7 @@
 //! its role does on a live connection, and must return without panicking whatever the
 //! bytes are.
 
-use crate::pool::session::serve_connection;
+use crate::pool::connection::{serve_connection, Outbound};
 use crate::pool::templates::{job_for, BlockTemplate};
 use crate::pool::{PoolConfig, Shared, VardiffConfig};
 use crate::wire::read_raw_line;
@@ -80,8 +80,21 @@ pub fn pool_connection(data: &[u8]) {
     runtime().block_on(async {
         let shared = Shared::new(cfg, rpc, None, Recorder::disabled(), job);
         let peer = "127.0.0.1:1".parse().expect("an address");
-        serve_connection(data, tokio::io::sink(), peer, shared).await;
+        serve_connection(data, Discard, peer, shared).await;
     });
+}
+
+/// A miner that reads everything at once: the pool's replies go nowhere.
+struct Discard;
+
+impl Outbound for Discard {
+    fn try_write(&self, bytes: &[u8]) -> std::io::Result<usize> {
+        Ok(bytes.len())
+    }
+
+    async fn writable(&self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The pool reading a getblocktemplate reply (from any bitcoind-compatible node) and making

@@ -3,15 +3,17 @@
 //! reports a new tip over ZMQ `hashblock` (or longpoll, without ZMQ). Shares are fully
 //! validated, and a block-level share goes to the node with `submitblock`.
 
-pub(crate) mod session;
+pub(crate) mod connection;
+mod session;
 pub mod templates;
 mod vardiff;
 
 use anyhow::{Context, Result};
 use bitcoin::{BlockHash, ScriptBuf, TxMerkleNode};
 use bitcoind_rpc::RpcClient;
+use connection::{Deliver, Delivery, FanOut};
 use mining::refresh::{RefreshPolicy, RefreshTimer};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use probe::{Event, Recorder};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -19,7 +21,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use templates::{fetch, job_for, PoolJob};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -65,7 +67,11 @@ pub(crate) struct Shared {
     cfg: PoolConfig,
     rpc: RpcClient,
     jobs: RwLock<JobBook>,
-    latest: watch::Sender<Option<Arc<PoolJob>>>,
+    /// The job a miner gets when it becomes ready, or again under a new difficulty.
+    latest: RwLock<Arc<PoolJob>>,
+    /// The connections ready for work, which the fan-out writes each job to.
+    listed: Mutex<HashMap<u64, Arc<dyn Deliver>>>,
+    next_listing: AtomicU64,
     /// The socket jobs are broadcast from, when configured.
     broadcast: Option<std::net::UdpSocket>,
     recorder: Recorder,
@@ -90,9 +96,7 @@ impl Shared {
         }
     }
 
-    fn publish(self: &Arc<Self>, mut job: PoolJob) {
-        job.connections = self.latest.receiver_count() as u32;
-        let job = Arc::new(job);
+    fn publish(self: &Arc<Self>, job: Arc<PoolJob>) {
         {
             let mut book = self.jobs.write();
             book.tip = job.job.prev_hash;
@@ -108,10 +112,10 @@ impl Shared {
             prev_hash: job.job.prev_hash.to_string(),
             marker_txid: job.template.marker_txid().map(|t| t.to_string()),
             clean: job.job.clean,
-            miners: self.latest.receiver_count(),
+            miners: self.listed.lock().len(),
         });
         let (Some(socket), Some(to)) = (&self.broadcast, self.cfg.broadcast) else {
-            self.latest.send_replace(Some(job));
+            self.fan_out(job);
             return;
         };
         let line = &job.notify_lines[usize::from(job.job.clean)];
@@ -125,9 +129,36 @@ impl Shared {
             tokio::time::sleep(BROADCAST_FALLBACK_DELAY).await;
             let newest = shared.jobs.read().order.back() == Some(&job.job.job_id);
             if newest {
-                shared.latest.send_replace(Some(job));
+                shared.fan_out(job);
             }
         });
+    }
+
+    /// Writes `job` to every ready connection in one pass, each one `write` the socket
+    /// takes at once (a full socket's connection sends the rest itself). The job is current
+    /// before the connections are read, so a miner ready during the pass gets it either way.
+    fn fan_out(&self, job: Arc<PoolJob>) {
+        *self.latest.write() = job.clone();
+        let connections: Vec<Arc<dyn Deliver>> = self.listed.lock().values().cloned().collect();
+        let fan_out = FanOut::new(&job, connections.len(), self.recorder.clone());
+        for connection in &connections {
+            connection.offer(&job, Delivery(fan_out.clone()));
+        }
+    }
+
+    fn current_job(&self) -> Arc<PoolJob> {
+        self.latest.read().clone()
+    }
+
+    /// Lists a connection ready for work; the key unlists it.
+    fn list(&self, connection: Arc<dyn Deliver>) -> u64 {
+        let key = self.next_listing.fetch_add(1, Ordering::Relaxed);
+        self.listed.lock().insert(key, connection);
+        key
+    }
+
+    fn unlist(&self, key: u64) {
+        self.listed.lock().remove(&key);
     }
 
     fn tip(&self) -> BlockHash {
@@ -142,6 +173,7 @@ impl Shared {
         recorder: Recorder,
         first_job: PoolJob,
     ) -> Arc<Shared> {
+        let first_job = Arc::new(first_job);
         let shared = Arc::new(Shared {
             broadcast,
             jobs: RwLock::new(JobBook {
@@ -149,7 +181,9 @@ impl Shared {
                 by_id: HashMap::new(),
                 order: VecDeque::new(),
             }),
-            latest: watch::channel(None).0,
+            latest: RwLock::new(first_job.clone()),
+            listed: Mutex::new(HashMap::new()),
+            next_listing: AtomicU64::new(0),
             rpc,
             recorder,
             next_extranonce1: AtomicU32::new(1),
@@ -214,7 +248,7 @@ impl PoolHandle {
             loop {
                 let (stream, peer) =
                     probe::listen::accept_next("SV1 pool", || listener.accept()).await;
-                tokio::spawn(session::serve(stream, peer, accepting.clone()));
+                tokio::spawn(connection::serve(stream, peer, accepting.clone()));
             }
         }));
         tracing::info!(%listen_addr, "SV1 pool ready");
@@ -328,7 +362,7 @@ async fn refresh_jobs(shared: Arc<Shared>, mut tips: mpsc::UnboundedReceiver<()>
             reason,
             &shared.recorder,
         );
-        shared.publish(job);
+        shared.publish(Arc::new(job));
         timer.restart(Instant::now());
     }
 }

@@ -3,18 +3,14 @@
 use super::templates::{PoolJob, EXTRANONCE2_SIZE};
 use super::vardiff::Vardiff;
 use super::{JobState, Shared};
-use crate::wire::{read_line, write_message, ReadError};
 use bitcoin::Target;
 use probe::{Event, ShareVerdict};
 use serde_json::{json, Map, Value};
-use std::collections::{HashMap, HashSet};
-use std::net::SocketAddr;
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 use sv1_wire::{codes, Id, Message, Method, ParseError, Response, Submit, Subscribed};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 
 /// Unparseable lines tolerated before the connection is closed.
 const MAX_BAD_LINES: u32 = 10;
@@ -25,95 +21,24 @@ const MAX_WORKER_NAME: usize = 256;
 /// Messages per second a connection may sustain (with a burst of twice that).
 const MESSAGES_PER_SEC: f64 = 200.0;
 
-pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
-    let _ = stream.set_nodelay(true);
-    let (read, write) = stream.into_split();
-    serve_connection(read, write, peer, shared).await
-}
-
-/// Serves one miner on any byte stream (a socket, or the fuzzer's bytes).
-pub(crate) async fn serve_connection(
-    read: impl AsyncRead + Unpin,
-    mut write: impl AsyncWrite + Unpin,
-    peer: SocketAddr,
-    shared: Arc<Shared>,
-) {
-    let mut read = BufReader::new(read);
-    let mut session = Session::new(&shared);
-    let mut jobs = shared.latest.subscribe();
-    let mut line = Vec::new();
-    tracing::debug!(%peer, "miner connected");
-    let reason = loop {
-        tokio::select! {
-            got = read_line(&mut read, &mut line) => {
-                match got {
-                    Ok(()) => {}
-                    Err(ReadError::Closed) => break "closed by the miner".to_string(),
-                    Err(e) => break e.to_string(),
-                }
-                let out = session.handle(&line, &shared).await;
-                line.clear();
-                let mut failed = false;
-                for reply in out.replies {
-                    failed |= write_message(&mut write, &reply.into()).await.is_err();
-                }
-                if failed {
-                    break "write failed".to_string();
-                }
-                if let Some(why) = out.close {
-                    break why;
-                }
-                if out.send_job {
-                    // The miner's first work, or the current job again under a new
-                    // difficulty: a miner applies set_difficulty from its next job.
-                    jobs.mark_changed();
-                }
-            }
-            changed = jobs.changed(), if session.ready() => {
-                if changed.is_err() {
-                    break "pool stopping".to_string();
-                }
-                let job = jobs.borrow_and_update().clone();
-                if let Some(job) = job {
-                    let notice = session.notify(&job);
-                    let mut failed = false;
-                    if let Some(msg) = notice.difficulty {
-                        failed |= write_message(&mut write, &msg).await.is_err();
-                    }
-                    failed |= write.write_all(notice.line).await.is_err();
-                    if failed {
-                        break "write failed".to_string();
-                    }
-                    if !notice.resent && job.note_written() {
-                        shared.recorder.record(Event::JobWritten {
-                            job_id: job.job.job_id.clone(),
-                            connections: job.connections,
-                        });
-                    }
-                }
-            }
-        }
-    };
-    tracing::info!(%peer, %reason, "miner disconnected");
-}
-
 /// What a miner is sent for a job.
-struct Notice<'j> {
+pub(super) struct Notice<'j> {
     /// `mining.set_difficulty`, when the difficulty changed since the last job.
-    difficulty: Option<Message>,
+    pub(super) difficulty: Option<Message>,
     /// The job's `mining.notify` line.
-    line: &'j [u8],
-    /// The miner had this job already (sent again to carry a new difficulty).
-    resent: bool,
+    pub(super) line: &'j [u8],
 }
 
-struct Outcome {
-    replies: Vec<Response>,
-    close: Option<String>,
-    send_job: bool,
+/// What a miner's line calls for.
+pub(super) struct Outcome {
+    pub(super) replies: Vec<Response>,
+    /// Why the connection closes, when it does.
+    pub(super) close: Option<String>,
+    /// The current job is due: the miner's first, or again under a new difficulty.
+    pub(super) send_job: bool,
 }
 
-struct Session {
+pub(super) struct Session {
     extranonce1: [u8; 4],
     subscribed: bool,
     workers: HashSet<String>,
@@ -122,7 +47,8 @@ struct Session {
     difficulty_pending: bool,
     /// The lowest difficulty each job was sent under (shares in flight across a
     /// retarget are judged by the easier one).
-    job_difficulty: HashMap<String, f64>,
+    /// By job number: a few jobs a tip, read on every job and share, so a list.
+    job_difficulty: Vec<(u64, f64)>,
     last_prev: Option<bitcoin::BlockHash>,
     seen: HashSet<(String, u64, u32, u32, i32)>,
     /// The merkle root of the last share's job and extranonce2: a miner rolls nonces and
@@ -136,7 +62,7 @@ struct Session {
 }
 
 impl Session {
-    fn new(shared: &Shared) -> Session {
+    pub(super) fn new(shared: &Shared) -> Session {
         let n = shared.next_extranonce1.fetch_add(1, Ordering::Relaxed);
         Session {
             extranonce1: n.to_be_bytes(),
@@ -144,7 +70,7 @@ impl Session {
             workers: HashSet::new(),
             difficulty: shared.cfg.vardiff.start,
             difficulty_pending: true,
-            job_difficulty: HashMap::new(),
+            job_difficulty: Vec::new(),
             last_prev: None,
             seen: HashSet::new(),
             last_root: None,
@@ -163,8 +89,13 @@ impl Session {
     /// What to send for `job`: `set_difficulty` when it changed, then the job's notify line
     /// (rendered once for all miners) with clean_jobs set when the tip moved for this
     /// miner, whatever the pool marked, and never on a job the miner already has (its
-    /// work on it stays valid).
-    fn notify<'j>(&mut self, job: &'j PoolJob) -> Notice<'j> {
+    /// work on it stays valid). Nothing when the miner has the job under its difficulty.
+    pub(super) fn notify<'j>(&mut self, job: &'j PoolJob) -> Option<Notice<'j>> {
+        let has_it =
+            self.last_prev == Some(job.job.prev_hash) && self.sent_under(job.number).is_some();
+        if has_it && !self.difficulty_pending {
+            return None;
+        }
         let difficulty = self.difficulty_pending.then(|| {
             self.difficulty_pending = false;
             Message::notification(Method::SetDifficulty(self.difficulty))
@@ -175,18 +106,25 @@ impl Session {
             self.seen.clear();
             self.last_prev = Some(job.job.prev_hash);
         }
-        let resent = self.job_difficulty.contains_key(&job.job.job_id);
-        let sent = self
+        let resent = self.sent_under(job.number).is_some();
+        match self
             .job_difficulty
-            .entry(job.job.job_id.clone())
-            .or_insert(self.difficulty);
-        *sent = sent.min(self.difficulty);
+            .iter_mut()
+            .find(|(n, _)| *n == job.number)
+        {
+            Some((_, sent)) => *sent = sent.min(self.difficulty),
+            None => self.job_difficulty.push((job.number, self.difficulty)),
+        }
         let clean = !resent && (job.job.clean || new_tip);
-        Notice {
+        Some(Notice {
             difficulty,
             line: &job.notify_lines[usize::from(clean)],
-            resent,
-        }
+        })
+    }
+
+    /// The difficulty job `number` was sent under, if it was.
+    fn sent_under(&self, number: u64) -> Option<f64> {
+        (self.job_difficulty.iter()).find_map(|&(n, d)| (n == number).then_some(d))
     }
 
     fn rate_limited(&mut self) -> bool {
@@ -198,7 +136,7 @@ impl Session {
         self.tokens < 0.0
     }
 
-    async fn handle(&mut self, line: &[u8], shared: &Arc<Shared>) -> Outcome {
+    pub(super) fn handle(&mut self, line: &[u8], shared: &Arc<Shared>) -> Outcome {
         let mut out = Outcome {
             replies: Vec::new(),
             close: None,
@@ -429,9 +367,7 @@ impl Session {
         let header = job.job.header_on(merkle_root, ntime, nonce, version);
         let hash = header.block_hash();
         let required = self
-            .job_difficulty
-            .get(&job_id)
-            .copied()
+            .sent_under(job.number)
             .unwrap_or(self.difficulty)
             .min(self.difficulty);
         if !mining::target_from_difficulty(required).is_met_by(hash) {

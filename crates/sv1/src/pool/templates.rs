@@ -151,28 +151,17 @@ impl BlockTemplate {
 /// A job the pool has sent, and the template it came from.
 #[derive(Debug)]
 pub struct PoolJob {
+    /// The pool's count of jobs; the job id is its hex.
+    pub number: u64,
     pub job: Job,
     pub template: Arc<BlockTemplate>,
     /// The `mining.notify` line (newline included), rendered once for every miner:
     /// `[0]` with clean_jobs false, `[1]` with it true.
     pub notify_lines: [Vec<u8>; 2],
-    /// Connections that were to get it when it was published, and those written so far.
-    pub connections: u32,
-    pub written: std::sync::atomic::AtomicU32,
 }
 
 impl PoolJob {
-    /// Counts one connection's write of the job; true for the write that completes the
-    /// fan-out to every connection there was at publication.
-    pub fn note_written(&self) -> bool {
-        let n = self
-            .written
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            + 1;
-        n == self.connections
-    }
-
-    pub fn new(job: Job, template: Arc<BlockTemplate>) -> PoolJob {
+    pub fn new(number: u64, job: Job, template: Arc<BlockTemplate>) -> PoolJob {
         let line = |clean_jobs: bool| {
             let notify = Notify {
                 clean_jobs,
@@ -182,11 +171,10 @@ impl PoolJob {
         };
         let notify_lines = [line(false), line(true)];
         PoolJob {
+            number,
             job,
             template,
             notify_lines,
-            connections: 0,
-            written: Default::default(),
         }
     }
 }
@@ -232,7 +220,7 @@ pub fn job_for(
         ntime: template.curtime,
         clean,
     };
-    PoolJob::new(job, Arc::new(template))
+    PoolJob::new(job_number, job, Arc::new(template))
 }
 
 /// The push of the coinbase tag must fit one byte of length.
