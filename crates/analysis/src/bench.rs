@@ -148,6 +148,11 @@ pub struct FanoutResult {
     /// Bytes each floor writes a connection; absent in results from before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor_write_bytes: Option<u32>,
+    /// The waited floor was timed after each of the sender's rounds, its miners still
+    /// connected (the median of those loops); false in results from before, whose floor
+    /// ran once the sender and its miners had stopped.
+    #[serde(default)]
+    pub floor_between_rounds: bool,
     pub floor_miners: u32,
     /// Fleet processes the miners were spread over.
     pub fleets: u32,
@@ -620,6 +625,7 @@ mod tests {
             floor_us_per_miner: 7.0,
             bare_floor_us_per_miner: Some(3.5),
             floor_write_bytes: Some(600),
+            floor_between_rounds: true,
             floor_miners: 1000,
             fleets: 1,
             group_size: None,

@@ -272,12 +272,17 @@ pub fn cpu_cores(samples: &[Sample], role: &str, window: Window) -> Vec<(u64, f6
     spans
 }
 
-/// A role's running CPU total in the window, `(t_ns, core-seconds)` at each sample: as
-/// recorded, or rebuilt from the percents of runs from before it was.
+/// A role's running CPU total in the window, `(t_ns, core-seconds)` at each sample in time
+/// order (a remote role's come as its reports do): as recorded, or rebuilt from the
+/// percents of runs from before it was.
 fn running_total(samples: &[Sample], role: &str, window: Window) -> Vec<(u64, f64)> {
+    let mut mine: Vec<&Sample> = (samples.iter())
+        .filter(|s| s.role == role && window.contains(s.t_ns))
+        .collect();
+    mine.sort_by_key(|s| s.t_ns);
     let mut totals: Vec<(u64, f64)> = Vec::new();
     let mut rebuilt = 0.0;
-    for s in (samples.iter()).filter(|s| s.role == role && window.contains(s.t_ns)) {
+    for s in mine {
         let total = s.cpu_s.unwrap_or_else(|| {
             if let Some(&(before, _)) = totals.last() {
                 rebuilt += s.cpu_pct / 100.0 * s.t_ns.saturating_sub(before) as f64 / 1e9;

@@ -176,6 +176,8 @@ pub enum Event {
         prev_hash: String,
         marker_txid: Option<String>,
         clean: bool,
+        /// The miners it goes to: for our SV1 pool, the connections subscribed and
+        /// authorized.
         miners: usize,
     },
     /// A pool's write of a job to the last of the connections it was published to

@@ -99,16 +99,24 @@ fn cpus_note(cpus: Option<&CpuSplit>) -> String {
     }
 }
 
-/// What each floor writes a connection, as the results recorded it.
+/// What each floor writes a connection, and when the floor whose readers wait was timed,
+/// as the results recorded them.
 fn floor_write_note(results: &[FanoutResult]) -> String {
     let mut sizes: Vec<u32> = results.iter().filter_map(|r| r.floor_write_bytes).collect();
     sizes.sort_unstable();
     sizes.dedup();
-    match sizes.as_slice() {
+    let size = match sizes.as_slice() {
         [] => "The floors' write size was not recorded with these results.".into(),
         [bytes] => format!("Each floor writes {bytes} bytes a connection, about a clean mining.notify; the sender writes its own jobs' messages, which SV2's are smaller than (with grouped channels, one NewExtendedMiningJob and one SetNewPrevHash a connection)."),
         many => format!("The floors wrote {} bytes a connection in these results.", many.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
-    }
+    };
+    let between = results.iter().filter(|r| r.floor_between_rounds).count();
+    let when = match between {
+        0 => "The floor whose readers wait ran once the sender and its miners had stopped (results from before it was timed between rounds).",
+        b if b == results.len() => "The floor whose readers wait was timed after each of the sender's rounds, its miners still connected and the machine as the sender had it; its figure is the median loop.",
+        _ => "The floor whose readers wait was timed after each of the sender's rounds in some of these results, and once the sender had stopped in the others.",
+    };
+    format!("{size} {when}")
 }
 
 fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {

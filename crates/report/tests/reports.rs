@@ -737,6 +737,7 @@ fn fake_bench_dir(name: &str) -> PathBuf {
             floor_us_per_miner: 7.0,
             bare_floor_us_per_miner: Some(3.5),
             floor_write_bytes: Some(600),
+            floor_between_rounds: true,
             floor_miners: miners,
             fleets: 1,
             group_size: None,
@@ -817,7 +818,10 @@ fn bench_results_get_a_report_with_charts_and_the_seed_figures_beside_ours() {
         "{md}"
     );
     assert!(
-        md.contains("Each floor writes 600 bytes a connection, about a clean mining.notify"),
+        md.contains("Each floor writes 600 bytes a connection, about a clean mining.notify")
+            && md.contains(
+                "The floor whose readers wait was timed after each of the sender's rounds"
+            ),
         "{md}"
     );
     // Shares per CPU-second from 10 us per share.

@@ -11,6 +11,7 @@ use super::Shared;
 use crate::wire::{read_line, ReadError};
 use parking_lot::Mutex;
 use probe::{Event, Recorder};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -99,10 +100,10 @@ struct State {
 
 impl State {
     /// Sends `job` unless the miner has it: `set_difficulty` first when it changed, in one
-    /// write with the job. True when bytes wait in the queue.
+    /// write with the job. True when some of its bytes wait in the queue.
     fn send_job(&mut self, out: &impl Outbound, job: &PoolJob) -> bool {
         let Some(notice) = self.session.notify(job) else {
-            return !self.outbox.unsent.is_empty();
+            return false;
         };
         match notice.difficulty {
             Some(difficulty) => {
@@ -120,15 +121,19 @@ impl State {
 struct Outbox {
     /// Bytes the socket did not take yet, sent before anything after them.
     unsent: Vec<u8>,
-    /// Fan-outs whose bytes are in `unsent`: done when it drains.
-    awaiting: Vec<Delivery>,
+    /// Bytes ever queued, and ever written from the queue.
+    queued: u64,
+    flushed: u64,
+    /// Fan-outs whose job's bytes are in `unsent`, each with `queued` just after its job:
+    /// done once `flushed` reaches it.
+    awaiting: VecDeque<(u64, Delivery)>,
     /// Why the connection must close, once it must.
     closing: Option<String>,
 }
 
 impl Outbox {
     /// Sends `bytes` after anything queued: what the socket takes now is written, the rest
-    /// queued. True when bytes wait in the queue.
+    /// queued. True when some of them wait in the queue.
     fn send(&mut self, out: &impl Outbound, bytes: &[u8]) -> bool {
         if self.closing.is_some() {
             return false;
@@ -143,21 +148,33 @@ impl Outbox {
                     "the miner is not reading: over {MAX_UNSENT} bytes unsent"
                 ));
             }
-            Ok(n) => self.unsent.extend_from_slice(&bytes[n..]),
+            Ok(n) => {
+                self.unsent.extend_from_slice(&bytes[n..]);
+                self.queued += (bytes.len() - n) as u64;
+            }
             Err(e) => self.close(format!("write failed: {e}")),
         }
         !self.unsent.is_empty()
     }
 
-    /// Writes what the socket takes of the queue; a drained queue completes its fan-outs.
+    /// Writes what the socket takes of the queue; each fan-out whose job is all written is
+    /// done.
     fn flush(&mut self, out: &impl Outbound) {
         match write_now(out, &self.unsent) {
-            Ok(n) => drop(self.unsent.drain(..n)),
+            Ok(n) => {
+                self.unsent.drain(..n);
+                self.flushed += n as u64;
+            }
             Err(e) => self.close(format!("write failed: {e}")),
         }
-        if self.unsent.is_empty() {
-            self.awaiting.clear();
+        while (self.awaiting.front()).is_some_and(|&(end, _)| end <= self.flushed) {
+            self.awaiting.pop_front();
         }
+    }
+
+    /// A fan-out whose job's bytes were just queued.
+    fn await_written(&mut self, delivery: Delivery) {
+        self.awaiting.push_back((self.queued, delivery));
     }
 
     fn close(&mut self, why: String) {
@@ -186,7 +203,7 @@ impl<W: Outbound> Deliver for Connection<W> {
     fn offer(&self, job: &PoolJob, delivery: Delivery) {
         let mut state = self.state.lock();
         if state.send_job(&self.out, job) {
-            state.outbox.awaiting.push(delivery);
+            state.outbox.await_written(delivery);
             self.wake.notify_one();
         } else if state.outbox.closing.is_some() {
             self.wake.notify_one();
@@ -242,6 +259,8 @@ pub(crate) async fn serve_connection(
                     state.outbox.send(&conn.out, &Message::from(reply).to_line());
                 }
                 if let Some(why) = outcome.close {
+                    // The error reply goes if the socket takes it now; a miner being
+                    // closed is not waited on.
                     state.outbox.closing.get_or_insert(why);
                     continue;
                 }
@@ -262,9 +281,7 @@ pub(crate) async fn serve_connection(
             },
         }
     };
-    if let Some(key) = listed {
-        shared.unlist(key);
-    }
+    drop(listed);
     tracing::info!(%peer, %reason, "miner disconnected");
 }
 
@@ -323,19 +340,25 @@ mod tests {
         assert!(!outbox.send(&socket, b"first line\n"), "11 bytes fit in 12");
         assert!(outbox.send(&socket, b"job one\n"), "1 of 8 fits");
         let (job, written) = fan_out();
-        outbox.awaiting.push(Delivery(job));
+        outbox.await_written(Delivery(job));
         // Queued behind the rest, though the socket now has room: nothing overtakes.
         socket.make_room(100);
         assert!(outbox.send(&socket, b"reply\n"));
         assert_eq!(socket.written.lock().as_slice(), b"first line\nj");
         assert!(!written(), "the job is not written yet");
+        // Room for 7 more: the job's last byte leaves, so it is done, though the reply
+        // behind it waits.
+        *socket.room.lock() = 7;
+        outbox.flush(&socket);
+        assert_eq!(socket.written.lock().as_slice(), b"first line\njob one\n");
+        assert!(written(), "the job is written");
+        socket.make_room(100);
         outbox.flush(&socket);
         assert!(outbox.unsent.is_empty());
         assert_eq!(
             socket.written.lock().as_slice(),
             b"first line\njob one\nreply\n"
         );
-        assert!(written(), "the fan-out is done");
         assert!(outbox.closing.is_none());
     }
 
@@ -351,7 +374,7 @@ mod tests {
             outbox.send(&socket, &job);
             sent += 1;
             if let Some(fan_out) = fan_out.take() {
-                outbox.awaiting.push(Delivery(fan_out));
+                outbox.await_written(Delivery(fan_out));
             }
         }
         assert_eq!(

@@ -59,7 +59,7 @@ struct JobBook {
     order: VecDeque<String>,
 }
 
-const JOBS_KEPT: usize = 512;
+pub(crate) const JOBS_KEPT: usize = 512;
 /// How long after a job's broadcast datagram its TCP copy follows.
 const BROADCAST_FALLBACK_DELAY: Duration = Duration::from_millis(50);
 
@@ -71,6 +71,9 @@ pub(crate) struct Shared {
     latest: RwLock<Arc<PoolJob>>,
     /// The connections ready for work, which the fan-out writes each job to.
     listed: Mutex<HashMap<u64, Arc<dyn Deliver>>>,
+    /// Held through a fan-out: with broadcast, a job's delayed pass may meet the next's,
+    /// and a miner must not get the older after the newer.
+    fanning_out: Mutex<()>,
     next_listing: AtomicU64,
     /// The socket jobs are broadcast from, when configured.
     broadcast: Option<std::net::UdpSocket>,
@@ -138,6 +141,10 @@ impl Shared {
     /// takes at once (a full socket's connection sends the rest itself). The job is current
     /// before the connections are read, so a miner ready during the pass gets it either way.
     fn fan_out(&self, job: Arc<PoolJob>) {
+        let _one_at_a_time = self.fanning_out.lock();
+        if job.number < self.latest.read().number {
+            return;
+        }
         *self.latest.write() = job.clone();
         let connections: Vec<Arc<dyn Deliver>> = self.listed.lock().values().cloned().collect();
         let fan_out = FanOut::new(&job, connections.len(), self.recorder.clone());
@@ -150,15 +157,14 @@ impl Shared {
         self.latest.read().clone()
     }
 
-    /// Lists a connection ready for work; the key unlists it.
-    fn list(&self, connection: Arc<dyn Deliver>) -> u64 {
+    /// Lists a connection ready for work, until the listing is dropped.
+    fn list(self: &Arc<Self>, connection: Arc<dyn Deliver>) -> Listing {
         let key = self.next_listing.fetch_add(1, Ordering::Relaxed);
         self.listed.lock().insert(key, connection);
-        key
-    }
-
-    fn unlist(&self, key: u64) {
-        self.listed.lock().remove(&key);
+        Listing {
+            shared: self.clone(),
+            key,
+        }
     }
 
     fn tip(&self) -> BlockHash {
@@ -183,6 +189,7 @@ impl Shared {
             }),
             latest: RwLock::new(first_job.clone()),
             listed: Mutex::new(HashMap::new()),
+            fanning_out: Mutex::new(()),
             next_listing: AtomicU64::new(0),
             rpc,
             recorder,
@@ -192,6 +199,18 @@ impl Shared {
         });
         shared.publish(first_job);
         shared
+    }
+}
+
+/// A connection's place in the fan-out: gone with the connection's task, however it ends.
+struct Listing {
+    shared: Arc<Shared>,
+    key: u64,
+}
+
+impl Drop for Listing {
+    fn drop(&mut self) {
+        self.shared.listed.lock().remove(&self.key);
     }
 }
 

@@ -2,11 +2,11 @@
 
 use super::templates::{PoolJob, EXTRANONCE2_SIZE};
 use super::vardiff::Vardiff;
-use super::{JobState, Shared};
+use super::{JobState, Shared, JOBS_KEPT};
 use bitcoin::Target;
 use probe::{Event, ShareVerdict};
 use serde_json::{json, Map, Value};
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -47,8 +47,10 @@ pub(super) struct Session {
     difficulty_pending: bool,
     /// The lowest difficulty each job was sent under (shares in flight across a
     /// retarget are judged by the easier one).
-    /// By job number: a few jobs a tip, read on every job and share, so a list.
-    job_difficulty: Vec<(u64, f64)>,
+    ///
+    /// By job number, oldest first, the last [`JOBS_KEPT`] (older ones' shares are
+    /// unknown jobs): a few a tip, read on every job and share, so a list.
+    job_difficulty: VecDeque<(u64, f64)>,
     last_prev: Option<bitcoin::BlockHash>,
     seen: HashSet<(String, u64, u32, u32, i32)>,
     /// The merkle root of the last share's job and extranonce2: a miner rolls nonces and
@@ -70,7 +72,7 @@ impl Session {
             workers: HashSet::new(),
             difficulty: shared.cfg.vardiff.start,
             difficulty_pending: true,
-            job_difficulty: Vec::new(),
+            job_difficulty: VecDeque::new(),
             last_prev: None,
             seen: HashSet::new(),
             last_root: None,
@@ -107,13 +109,14 @@ impl Session {
             self.last_prev = Some(job.job.prev_hash);
         }
         let resent = self.sent_under(job.number).is_some();
-        match self
-            .job_difficulty
-            .iter_mut()
-            .find(|(n, _)| *n == job.number)
-        {
+        match (self.job_difficulty.iter_mut().rev()).find(|(n, _)| *n == job.number) {
             Some((_, sent)) => *sent = sent.min(self.difficulty),
-            None => self.job_difficulty.push((job.number, self.difficulty)),
+            None => {
+                self.job_difficulty.push_back((job.number, self.difficulty));
+                if self.job_difficulty.len() > JOBS_KEPT {
+                    self.job_difficulty.pop_front();
+                }
+            }
         }
         let clean = !resent && (job.job.clean || new_tip);
         Some(Notice {
@@ -124,7 +127,7 @@ impl Session {
 
     /// The difficulty job `number` was sent under, if it was.
     fn sent_under(&self, number: u64) -> Option<f64> {
-        (self.job_difficulty.iter()).find_map(|&(n, d)| (n == number).then_some(d))
+        (self.job_difficulty.iter().rev()).find_map(|&(n, d)| (n == number).then_some(d))
     }
 
     fn rate_limited(&mut self) -> bool {

@@ -6,8 +6,9 @@
 //! node the bench can mine on) send work on it to all of them; each miner records when it
 //! arrived, and the block's hash ties each receipt to its round.
 //! Beside it, the machine's floor: a bare loop of one `write` per already-connected
-//! loopback socket whose reader waits in another process, as the miners do (and the same
-//! loop to sockets nobody waits on, the kernel's write alone).
+//! loopback socket whose reader waits in another process, as the miners do, timed after
+//! each of the sender's rounds with its miners still connected, so both see the same
+//! machine (and the same loop to sockets nobody waits on, the kernel's write alone).
 
 use analysis::bench::{account, Deliveries, FanoutMode, FanoutResult, FanoutVia, FANOUT_FILE};
 use anyhow::{Context, Result};
@@ -68,18 +69,12 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
             }
             _ => {}
         }
-        let mut roles = Vec::new();
-        let outcome = measure(&opts, n, fleet_size.miners, &dir, &mut roles).await;
-        stop_all(&mut roles).await;
-        let mut r = outcome?;
-        // One write per connection, as the sender makes: its readers in a process of
-        // their own, placed as the fleets are.
         let connections = n.div_ceil(per_connection);
+        let mut roles = Vec::new();
+        let outcome = measure(&opts, n, fleet_size.miners, connections, &dir, &mut roles).await;
+        stop_all(&mut roles).await;
+        let (mut r, floor) = outcome?;
         r.floor_miners = connections;
-        let mut peers = Vec::new();
-        let floor = waited_floor(&opts.launcher, &dir, connections, &mut peers).await;
-        stop_all(&mut peers).await;
-        let floor = floor?;
         // The kernel's write alone: both ends in this process, nobody waiting.
         let bare_sockets = connections.min(fleet_size.sockets);
         let bare = on_sender_cpus(&opts.launcher, move || {
@@ -301,13 +296,16 @@ fn fleet_spec(
     }
 }
 
+/// The sender's fan-out to `n` miners over the rounds, and the floor at `connections`
+/// (µs a write, the median of one loop after each round).
 async fn measure(
     opts: &FanoutOptions,
     n: u32,
     fleet_size: u32,
+    connections: u32,
     dir: &Path,
     roles: &mut Vec<RoleProcess>,
-) -> Result<FanoutResult> {
+) -> Result<(FanoutResult, f64)> {
     let broadcast = match opts.mode {
         FanoutMode::UdpBroadcast => Some(broadcast_address()?),
         FanoutMode::Tcp | FanoutMode::Sv2Group => None,
@@ -329,6 +327,10 @@ async fn measure(
     }
     // Every miner has its first job before anything is measured.
     wait_for_work(&fleets, n, opts, dir).await?;
+    // One write per connection, as the sender makes: its readers in a process of their
+    // own, placed as the fleets are.
+    let mut floor = Some(WaitedFloor::connect(&opts.launcher, dir, connections, roles).await?);
+    let mut floor_loops = Vec::with_capacity(opts.rounds);
     let mut sender_cpu = || {
         let role = sender.role?;
         harness::process::meter_of(roles, role)?.sample()
@@ -348,7 +350,20 @@ async fn measure(
             .context("cannot trigger a new block")?;
         asked.extend(hashes.into_iter().map(|h| (h, t)));
         tokio::time::sleep(Duration::from_millis(1000 + u64::from(n) / 10)).await;
+        // The floor's loop once the round is over, then time for its readers to read
+        // before the next round begins.
+        let (timed, us) = (floor.take().context("the floor")?)
+            .time_a_loop(&opts.launcher)
+            .await?;
+        floor_loops.push(us);
+        tokio::time::sleep(timed.settle).await;
+        floor = Some(timed);
     }
+    floor_loops.sort_by(f64::total_cmp);
+    let floor_us = floor_loops
+        .get(floor_loops.len() / 2)
+        .copied()
+        .unwrap_or(0.0);
     let sender_cpu_after = sender_cpu();
 
     // A sender that learns of blocks by polling (NOMP, every 500 ms) may still be sending
@@ -369,7 +384,7 @@ async fn measure(
         _ => Vec::new(),
     };
     let writes_dist = Dist::of(&writes);
-    Ok(FanoutResult {
+    let result = FanoutResult {
         via: opts.via,
         pool_build: (opts.pool_binary.as_ref()).map(|b| format!("{b} ({})", b.program.display())),
         mode: opts.mode,
@@ -393,11 +408,13 @@ async fn measure(
         floor_us_per_miner: 0.0,
         bare_floor_us_per_miner: None,
         floor_write_bytes: Some(FLOOR_WRITE as u32),
+        floor_between_rounds: true,
         floor_miners: 0,
         fleets: fleets.len() as u32,
         group_size,
         cpus: opts.launcher.cpus.clone(),
-    })
+    };
+    Ok((result, floor_us))
 }
 
 /// Every miner's receipts of work, `(miner, prev_hash, t_ns)`, from the fleets' event
@@ -491,48 +508,62 @@ const FLOOR_WRITE: usize = 600;
 const FLOOR_LOOPS: usize = 7;
 
 /// The floor a sender is held to: `n` loopback connections whose readers wait in epoll in
-/// a process of their own (`floor-peers`, on the fleets' CPUs under `--isolate`), one
-/// `write` of a job's bytes to each in a bare loop (on the sender's CPUs); per socket, in
-/// microseconds. Each write wakes a reader, as each of the sender's does.
-async fn waited_floor(
-    launcher: &Launcher,
-    dir: &Path,
-    n: u32,
-    peers: &mut Vec<RoleProcess>,
-) -> Result<f64> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let spec = RoleSpec::FloorPeers {
-        config: harness::floor_peers::FloorPeersConfig {
-            connect: listener.local_addr()?,
-            connections: n,
-        },
-    };
-    // Accepted as they come: a full backlog would stall the peers' connects. A thread of
-    // its own, so a peers process that never connects leaves it blocked, not the bench.
-    let accepting = std::thread::spawn(move || -> Result<Vec<std::net::TcpStream>> {
-        (0..n)
-            .map(|_| {
-                let (s, _) = listener.accept().context("floor: accept")?;
-                s.set_nodelay(true)?;
-                Ok(s)
-            })
-            .collect()
-    });
-    let (process, _) = RoleProcess::spawn(launcher, dir, "floor-peers", &spec).await?;
-    peers.push(process);
-    // Every peer has connected (it said so): the accepting thread is done or nearly.
-    let mut servers = tokio::task::spawn_blocking(move || accepting.join())
-        .await?
-        .map_err(|_| anyhow::anyhow!("the floor's accepting thread panicked"))??;
-    // The peers read on their own: time for them to, well past what it takes.
-    let settle = Duration::from_millis(100) + Duration::from_micros(u64::from(n) * 30);
-    on_sender_cpus(launcher, move || {
-        write_loops(&mut servers, FLOOR_WRITE, || {
-            std::thread::sleep(settle);
-            Ok(())
+/// a process of their own (`floor-peers`, on the fleets' CPUs under `--isolate`), timed
+/// one `write` of a job's bytes to each in a bare loop (on the sender's CPUs). Each write
+/// wakes a reader, as each of the sender's does.
+struct WaitedFloor {
+    servers: Vec<std::net::TcpStream>,
+    /// Well past the time the readers take to read a loop's writes.
+    settle: Duration,
+}
+
+impl WaitedFloor {
+    /// Connects the `n` readers (`floor-peers`, added to `peers`), and lets them settle.
+    async fn connect(
+        launcher: &Launcher,
+        dir: &Path,
+        n: u32,
+        peers: &mut Vec<RoleProcess>,
+    ) -> Result<WaitedFloor> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let spec = RoleSpec::FloorPeers {
+            config: harness::floor_peers::FloorPeersConfig {
+                connect: listener.local_addr()?,
+                connections: n,
+            },
+        };
+        // Accepted as they come: a full backlog would stall the peers' connects. A thread
+        // of its own, so a peers process that never connects leaves it blocked, not the
+        // bench.
+        let accepting = std::thread::spawn(move || -> Result<Vec<std::net::TcpStream>> {
+            (0..n)
+                .map(|_| {
+                    let (s, _) = listener.accept().context("floor: accept")?;
+                    s.set_nodelay(true)?;
+                    Ok(s)
+                })
+                .collect()
+        });
+        let (process, _) = RoleProcess::spawn(launcher, dir, "floor-peers", &spec).await?;
+        peers.push(process);
+        // Every peer has connected (it said so): the accepting thread is done or nearly.
+        let servers = tokio::task::spawn_blocking(move || accepting.join())
+            .await?
+            .map_err(|_| anyhow::anyhow!("the floor's accepting thread panicked"))??;
+        let settle = Duration::from_millis(100) + Duration::from_micros(u64::from(n) * 30);
+        tokio::time::sleep(settle).await;
+        Ok(WaitedFloor { servers, settle })
+    }
+
+    /// One loop, µs a write; the readers then read it on their own (wait `settle` before
+    /// anything else is timed).
+    async fn time_a_loop(mut self, launcher: &Launcher) -> Result<(WaitedFloor, f64)> {
+        on_sender_cpus(launcher, move || {
+            let us = write_loop(&mut self.servers, &[b'x'; FLOOR_WRITE])?;
+            Ok((self, us))
         })
-    })
-    .await
+        .await
+    }
 }
 
 /// Runs `f` on a thread of its own, kept on the sender's CPUs under `--isolate` (a floor's
@@ -596,14 +627,19 @@ fn write_loops(
     let mut times = Vec::with_capacity(FLOOR_LOOPS);
     for _ in 0..FLOOR_LOOPS {
         empty()?;
-        let t = Instant::now();
-        for s in servers.iter_mut() {
-            s.write_all(&msg)?;
-        }
-        times.push(t.elapsed().as_secs_f64() * 1e6 / servers.len().max(1) as f64);
+        times.push(write_loop(servers, &msg)?);
     }
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2])
+}
+
+/// One bare loop of one `write` of `msg` to each of `servers`: per socket, in µs.
+fn write_loop(servers: &mut [std::net::TcpStream], msg: &[u8]) -> Result<f64> {
+    let t = Instant::now();
+    for s in servers.iter_mut() {
+        s.write_all(msg)?;
+    }
+    Ok(t.elapsed().as_secs_f64() * 1e6 / servers.len().max(1) as f64)
 }
 
 #[cfg(test)]
