@@ -202,7 +202,9 @@ fn write_now(out: &impl Outbound, bytes: &[u8]) -> io::Result<usize> {
 impl<W: Outbound> Deliver for Connection<W> {
     fn offer(&self, job: &PoolJob, delivery: Delivery) {
         let mut state = self.state.lock();
-        if state.send_job(&self.out, job) {
+        // A miner that has the job may have been sent it by its own task a moment ago,
+        // still queued: done once what is queued now is written.
+        if state.send_job(&self.out, job) || !state.outbox.unsent.is_empty() {
             state.outbox.await_written(delivery);
             self.wake.notify_one();
         } else if state.outbox.closing.is_some() {

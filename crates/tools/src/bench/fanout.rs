@@ -47,6 +47,10 @@ pub struct ForeignNode {
 
 pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
     let mut results = Vec::new();
+    anyhow::ensure!(
+        opts.rounds > 0,
+        "no rounds: a fan-out is measured over at least one"
+    );
     // Every count is checked before anything starts.
     let per_connection = match opts.mode {
         FanoutMode::Sv2Group => opts.group_size,
@@ -348,10 +352,16 @@ async fn measure(
             )
             .await
             .context("cannot trigger a new block")?;
-        asked.extend(hashes.into_iter().map(|h| (h, t)));
-        tokio::time::sleep(Duration::from_millis(1000 + u64::from(n) / 10)).await;
-        // The floor's loop once the round is over, then time for its readers to read
+        let pause = Instant::now() + Duration::from_millis(1000 + u64::from(n) / 10);
+        // The floor's loop once every miner has the round's work (or a bound has passed:
+        // the accounting then counts who missed it), then time for its readers to read
         // before the next round begins.
+        let straggle = pause + Duration::from_secs(10 + u64::from(n) / 200);
+        tokio::time::sleep_until(pause.into()).await;
+        while !every_miner_has(&fleets, n, &hashes) && Instant::now() < straggle {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        asked.extend(hashes.into_iter().map(|h| (h, t)));
         let (timed, us) = (floor.take().context("the floor")?)
             .time_a_loop(&opts.launcher)
             .await?;
@@ -359,11 +369,10 @@ async fn measure(
         tokio::time::sleep(timed.settle).await;
         floor = Some(timed);
     }
-    floor_loops.sort_by(f64::total_cmp);
-    let floor_us = floor_loops
-        .get(floor_loops.len() / 2)
-        .copied()
-        .unwrap_or(0.0);
+    // The median as the sender's writes take theirs.
+    let floor_us = Dist::of(&floor_loops)
+        .p50
+        .context("no round, so no floor")?;
     let sender_cpu_after = sender_cpu();
 
     // A sender that learns of blocks by polling (NOMP, every 500 ms) may still be sending
@@ -432,6 +441,15 @@ fn receipts(fleets: &[(PathBuf, u32)]) -> Vec<(u32, String, u64)> {
                 })
         })
         .collect()
+}
+
+/// Whether each of the `n` miners has had work on one of `blocks`.
+fn every_miner_has(fleets: &[(PathBuf, u32)], n: u32, blocks: &[String]) -> bool {
+    let have: HashSet<u32> = (receipts(fleets).into_iter())
+        .filter(|(_, prev_hash, _)| blocks.contains(prev_hash))
+        .map(|(m, _, _)| m)
+        .collect();
+    have.len() as u32 == n
 }
 
 /// Waits until each of the `n` miners has had a job, within a minute and a bit more for
