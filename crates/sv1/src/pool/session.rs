@@ -93,8 +93,8 @@ impl Session {
     /// miner, whatever the pool marked, and never on a job the miner already has (its
     /// work on it stays valid). Nothing when the miner has the job under its difficulty.
     pub(super) fn notify<'j>(&mut self, job: &'j PoolJob) -> Option<Notice<'j>> {
-        let has_it =
-            self.last_prev == Some(job.job.prev_hash) && self.sent_under(job.number).is_some();
+        let new_tip = self.last_prev != Some(job.job.prev_hash);
+        let has_it = !new_tip && self.sent_under(job.number).is_some();
         if has_it && !self.difficulty_pending {
             return None;
         }
@@ -102,13 +102,11 @@ impl Session {
             self.difficulty_pending = false;
             Message::notification(Method::SetDifficulty(self.difficulty))
         });
-        let new_tip = self.last_prev != Some(job.job.prev_hash);
         if new_tip {
             self.job_difficulty.clear();
             self.seen.clear();
             self.last_prev = Some(job.job.prev_hash);
         }
-        let resent = self.sent_under(job.number).is_some();
         match (self.job_difficulty.iter_mut().rev()).find(|(n, _)| *n == job.number) {
             Some((_, sent)) => *sent = sent.min(self.difficulty),
             None => {
@@ -118,7 +116,7 @@ impl Session {
                 }
             }
         }
-        let clean = !resent && (job.job.clean || new_tip);
+        let clean = !has_it && (job.job.clean || new_tip);
         Some(Notice {
             difficulty,
             line: &job.notify_lines[usize::from(clean)],

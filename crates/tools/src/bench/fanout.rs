@@ -356,9 +356,9 @@ async fn measure(
         // The floor's loop once every miner has the round's work (or a bound has passed:
         // the accounting then counts who missed it), then time for its readers to read
         // before the next round begins.
-        let straggle = pause + Duration::from_secs(10 + u64::from(n) / 200);
+        let straggle = pause + straggle_bound(n);
         tokio::time::sleep_until(pause.into()).await;
-        while !every_miner_has(&fleets, n, &hashes) && Instant::now() < straggle {
+        while miners_with_work(&fleets, Some(&hashes)) < n && Instant::now() < straggle {
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
         asked.extend(hashes.into_iter().map(|h| (h, t)));
@@ -375,10 +375,10 @@ async fn measure(
         .context("no round, so no floor")?;
     let sender_cpu_after = sender_cpu();
 
-    // A sender that learns of blocks by polling (NOMP, every 500 ms) may still be sending
-    // the last one on a loaded machine: wait for every miner, up to a bound, before
-    // counting the ones that never got it.
-    let straggle = Instant::now() + Duration::from_secs(10 + u64::from(n) / 200);
+    // A sender that polls for blocks (NOMP, every 500 ms) may still be sending the last
+    // one: wait for every miner, up to the bound, before counting the ones that never got
+    // it.
+    let straggle = Instant::now() + straggle_bound(n);
     let rounds = loop {
         let starts = sender.origin.starts(dir, t_start, &asked);
         let rounds = account(&starts, &receipts(&fleets), n);
@@ -443,13 +443,19 @@ fn receipts(fleets: &[(PathBuf, u32)]) -> Vec<(u32, String, u64)> {
         .collect()
 }
 
-/// Whether each of the `n` miners has had work on one of `blocks`.
-fn every_miner_has(fleets: &[(PathBuf, u32)], n: u32, blocks: &[String]) -> bool {
+/// How long past a round's pause its last miners are waited for: a sender that learns of
+/// blocks by polling, on a loaded machine, may still be sending.
+fn straggle_bound(n: u32) -> Duration {
+    Duration::from_secs(10 + u64::from(n) / 200)
+}
+
+/// How many miners have had work, on one of `blocks` when given.
+fn miners_with_work(fleets: &[(PathBuf, u32)], blocks: Option<&[String]>) -> u32 {
     let have: HashSet<u32> = (receipts(fleets).into_iter())
-        .filter(|(_, prev_hash, _)| blocks.contains(prev_hash))
+        .filter(|(_, prev_hash, _)| blocks.is_none_or(|b| b.contains(prev_hash)))
         .map(|(m, _, _)| m)
         .collect();
-    have.len() as u32 == n
+    have.len() as u32
 }
 
 /// Waits until each of the `n` miners has had a job, within a minute and a bit more for
@@ -462,14 +468,13 @@ async fn wait_for_work(
 ) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60 + u64::from(n) / 200);
     loop {
-        let have: HashSet<u32> = receipts(fleets).into_iter().map(|(m, _, _)| m).collect();
-        if have.len() as u32 == n {
+        let have = miners_with_work(fleets, None);
+        if have == n {
             return Ok(());
         }
         anyhow::ensure!(
             Instant::now() < deadline,
-            "only {} of {n} miners got work from the {} (see {}/logs)",
-            have.len(),
+            "only {have} of {n} miners got work from the {} (see {}/logs)",
             opts.via.name(),
             dir.display()
         );
