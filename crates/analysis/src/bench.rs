@@ -162,6 +162,18 @@ pub struct FanoutResult {
     /// The CPUs the sender and the miners were kept on (`--isolate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<CpuSplit>,
+    /// Each round's sender fan-out beside the floor loop timed right after it (our SV1
+    /// pool in `tcp` mode; empty in results from before rounds were paired).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paired_rounds: Vec<PairedRound>,
+}
+
+/// One round of the fan-out bench: the sender's own fan-out and the floor's loop timed
+/// just after it on the same machine, per miner.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PairedRound {
+    pub sender_us_per_miner: f64,
+    pub floor_us_per_miner: f64,
 }
 
 impl FanoutResult {
@@ -184,6 +196,24 @@ impl FanoutResult {
     /// The sender's own fan-out per miner, in multiples of the floor.
     pub fn sender_times_floor(&self) -> Option<f64> {
         Some(self.sender_us_per_miner? / self.floor()?)
+    }
+
+    /// The sender's fan-out over the floor, round by round: the geometric mean of each
+    /// round's ratio to the floor loop timed after it, with its 95% interval (each round a
+    /// unit; none below [`crate::stats::MIN_UNITS`] rounds). Pairing takes out what moves
+    /// the machine between rounds, which a ratio of the two medians leaves in; a ratio's
+    /// logarithm is averaged so that 2x and 0.5x cancel. `None` without paired rounds.
+    pub fn sender_over_floor_by_round(&self) -> Option<crate::stats::Estimate> {
+        let logs: Vec<Vec<f64>> = (self.paired_rounds.iter())
+            .filter(|r| r.sender_us_per_miner > 0.0 && r.floor_us_per_miner > 0.0)
+            .map(|r| vec![(r.sender_us_per_miner / r.floor_us_per_miner).ln()])
+            .collect();
+        let log_mean = crate::stats::cluster_mean(&logs);
+        Some(crate::stats::Estimate {
+            point: Some(log_mean.point?.exp()),
+            ci: log_mean.ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
+            units: log_mean.units,
+        })
     }
 }
 
@@ -606,9 +636,9 @@ mod tests {
         assert_eq!((five.under_test, five.load), (vec![0, 2], vec![3, 5, 7]));
     }
 
-    #[test]
-    fn fanout_in_multiples_of_the_floor() {
-        let r = FanoutResult {
+    /// One fan-out of 1,000 miners in one round, rounds unpaired.
+    fn fanout_result() -> FanoutResult {
+        FanoutResult {
             via: FanoutVia::Sv1Pool,
             pool_build: None,
             mode: FanoutMode::Tcp,
@@ -630,8 +660,15 @@ mod tests {
             fleets: 1,
             group_size: None,
             cpus: None,
-        };
+            paired_rounds: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn fanout_in_multiples_of_the_floor() {
+        let r = fanout_result();
         // 30 / 7 = 4.2857x the floor; the sender's 10.5 / 7 = 1.5x.
+        assert_eq!(r.sender_over_floor_by_round(), None);
         assert!((r.times_floor().unwrap() - 4.285714).abs() < 1e-6);
         assert_eq!(r.sender_times_floor(), Some(1.5));
         assert_eq!(r.bare_floor(), 3.5);
@@ -648,6 +685,57 @@ mod tests {
             ..r
         };
         assert_eq!(unseen.sender_times_floor(), None);
+    }
+
+    /// Worked by hand: rounds at 1.1, 1.21 (= 1.1 squared), 1.0, 1.21 and 1.0 times
+    /// their floors (each floor different: only the ratio counts). Their logarithms are
+    /// ln 1.1 x (1, 2, 0, 2, 0), whose mean is ln 1.1: the geometric mean is 1.1, where the
+    /// arithmetic mean of the ratios would be 1.104. Five rounds give an interval, and it
+    /// holds the point within the rounds' spread widened for their few (t at 4 degrees of
+    /// freedom: 2.776 / 1.96); four give none, and a round with no time counts as none.
+    #[test]
+    fn the_sender_over_the_floor_round_by_round() {
+        let round = |ratio: f64, floor: f64| PairedRound {
+            sender_us_per_miner: ratio * floor,
+            floor_us_per_miner: floor,
+        };
+        let five = vec![
+            round(1.1, 2.0),
+            round(1.21, 1.0),
+            round(1.0, 3.0),
+            round(1.21, 2.5),
+            round(1.0, 1.5),
+        ];
+        let r = FanoutResult {
+            paired_rounds: five.clone(),
+            ..fanout_result()
+        };
+        let e = r.sender_over_floor_by_round().unwrap();
+        assert!((e.point.unwrap() - 1.1).abs() < 1e-9, "{e:?}");
+        assert_eq!(e.units, 5);
+        let (lo, hi) = e.ci.unwrap();
+        // By hand, as Student's t would give it: the log-ratios' deviations from their mean
+        // are ln 1.1 x (0, 1, -1, 1, -1), sd ln 1.1 = 0.0953, so the mean's standard error
+        // is 0.0953 / sqrt 5 = 0.0426, and t(0.975, 4) = 2.776 puts the interval at
+        // ln 1.1 +- 0.118: 0.977 to 1.238 times the floor. The bootstrap, widened for five
+        // units, lands within 0.01 of both.
+        assert!(
+            (lo - 0.977).abs() < 0.01 && (hi - 1.238).abs() < 0.01,
+            "{lo} {hi}"
+        );
+        let four = FanoutResult {
+            paired_rounds: five[..4].to_vec(),
+            ..fanout_result()
+        };
+        assert_eq!(four.sender_over_floor_by_round().unwrap().ci, None);
+        let with_an_empty_round = FanoutResult {
+            paired_rounds: [five[..4].to_vec(), vec![round(0.0, 1.0)]].concat(),
+            ..fanout_result()
+        };
+        let e = with_an_empty_round.sender_over_floor_by_round().unwrap();
+        assert_eq!((e.units, e.ci), (4, None));
+        let unpaired = fanout_result();
+        assert_eq!(unpaired.sender_over_floor_by_round(), None);
     }
 
     #[test]

@@ -29,6 +29,18 @@ fn fanout_reaches_every_miner_and_reports_microseconds_per_miner() {
     // The pool's own fan-out (its last write of each job) is seen in every round.
     assert_eq!(r["sender_writes_ms"]["count"], 2);
     assert!(r["sender_us_per_miner"].as_f64().unwrap() > 0.0);
+    // Each round's fan-out beside the floor loop timed after it; two rounds are too few
+    // for an interval, and the report says so.
+    let paired = r["paired_rounds"].as_array().unwrap();
+    assert_eq!(paired.len(), 2, "{r}");
+    for round in paired {
+        assert!(round["sender_us_per_miner"].as_f64().unwrap() > 0.0);
+        assert!(round["floor_us_per_miner"].as_f64().unwrap() > 0.0);
+    }
+    assert!(
+        stdout.contains("too few rounds for an interval: 2"),
+        "{stdout}"
+    );
 
     // A count the sender cannot hold fails before anything starts, naming the limit.
     let too_many = bench_fails(&["fanout", "--miners", "100000000"]);

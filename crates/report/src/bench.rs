@@ -119,6 +119,21 @@ fn floor_write_note(results: &[FanoutResult]) -> String {
     format!("{size} {when}")
 }
 
+/// The sender over the floor, each round against the floor loop after it: the geometric
+/// mean with its interval, or why there is none.
+fn by_round(r: &FanoutResult) -> String {
+    let Some(e) = r.sender_over_floor_by_round() else {
+        return "-".into();
+    };
+    let Some(point) = e.point else {
+        return "-".into();
+    };
+    match e.ci {
+        Some((lo, hi)) => format!("{point:.2}x ({lo:.2} to {hi:.2}; {} rounds)", e.units),
+        None => format!("{point:.2}x (too few rounds for an interval: {})", e.units),
+    }
+}
+
 fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
     let rows = results
         .iter()
@@ -142,6 +157,7 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
                     (Some(v), Some(x)) => format!("{v:.2} ({x:.2}x)"),
                     _ => "-".into(),
                 },
+                by_round(r),
                 ms(r.delivery_ms.p50),
                 ms(r.delivery_ms.p99),
                 r.missing.to_string(),
@@ -205,11 +221,11 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
             blocks: vec![
                 Block::Para(cpus_note(cpus)),
                 Block::Para(floor_write_note(results)),
-                Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the moment the sender had the new block's work (the SV1 pool's job event; the tap in front of the translator passing it the SetNewPrevHash; for the SRI pool, whose own moment cannot be seen, the node's new tip, so the node-to-pool hop is in every time; for a pool given by address, the bench asking that pool's node for the block, so the node's notice and the pool's reaction to it are in every time: see the first miner) to each miner's receipt of work on that block, so the receiving fleets' scheduling on this machine is included; the floor is the least a sender can do: one write per already-connected loopback socket in a bare loop, each socket's reader waiting in epoll in another process (on the fleets' CPUs under --isolate), as every miner waits, so each write wakes a reader as the sender's do. Beside it, the same loop to sockets nobody waits on: the kernel's write alone, which no fan-out to waiting miners reaches. Our SV1 pool also records when its last write of a job returned: that fan-out, from its job event to the last write, is the sender's own time, the one comparable with the floor.".into()),
+                Block::Para("A new block makes the sender send a clean job to every connected miner; each miner records when it arrived. Times run from the moment the sender had the new block's work (the SV1 pool's job event; the tap in front of the translator passing it the SetNewPrevHash; for the SRI pool, whose own moment cannot be seen, the node's new tip, so the node-to-pool hop is in every time; for a pool given by address, the bench asking that pool's node for the block, so the node's notice and the pool's reaction to it are in every time: see the first miner) to each miner's receipt of work on that block, so the receiving fleets' scheduling on this machine is included; the floor is the least a sender can do: one write per already-connected loopback socket in a bare loop, each socket's reader waiting in epoll in another process (on the fleets' CPUs under --isolate), as every miner waits, so each write wakes a reader as the sender's do. Beside it, the same loop to sockets nobody waits on: the kernel's write alone, which no fan-out to waiting miners reaches. Our SV1 pool also records when its last write of a job returned: that fan-out, from its job event to the last write, is the sender's own time, the one comparable with the floor. Round by round, each of its fan-outs is set against the floor loop timed right after it, and the ratios' geometric mean is given with its 95% interval (each round a unit, no interval below five): what moved the machine between rounds cancels within a pair, where the ratio of the two medians keeps it.".into()),
                 Block::Table {
                     head: [
                         "sender", "mode", "miners (fleets)", "rounds", "first miner ms (p50)", "last miner ms (p50)", "us per miner",
-                        "floor us per miner (sockets)", "floor, nobody waiting, us per miner", "x floor", "sender's writes us per miner (x floor)", "delivery p50 ms", "delivery p99 ms",
+                        "floor us per miner (sockets)", "floor, nobody waiting, us per miner", "x floor", "sender's writes us per miner (x floor)", "sender over floor, round by round (95%)", "delivery p50 ms", "delivery p99 ms",
                         "missing", "sender CPU ms per fan-out",
                     ]
                     .map(String::from)

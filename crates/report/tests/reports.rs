@@ -742,6 +742,30 @@ fn fake_bench_dir(name: &str) -> PathBuf {
             fleets: 1,
             group_size: None,
             cpus: None,
+            // At 225, three rounds as they came: too few for an interval. At 1,000, five
+            // rounds whose floors moved: 10 us against 5, 20, then 10 three times, 2x,
+            // 0.5x and 1x: a geometric mean of 1, where the medians' ratio says 1.43.
+            paired_rounds: match miners {
+                225 => vec![
+                    PairedRound {
+                        sender_us_per_miner: 8.0,
+                        floor_us_per_miner: 8.0,
+                    };
+                    3
+                ],
+                _ => [
+                    (10.0, 5.0),
+                    (10.0, 20.0),
+                    (10.0, 10.0),
+                    (10.0, 10.0),
+                    (10.0, 10.0),
+                ]
+                .map(|(sender, floor)| PairedRound {
+                    sender_us_per_miner: sender,
+                    floor_us_per_miner: floor,
+                })
+                .to_vec(),
+            },
         })
         .collect();
     let step = |offered: f64, p99: f64, verdict: Verdict| StepResult {
@@ -813,8 +837,9 @@ fn bench_results_get_a_report_with_charts_and_the_seed_figures_beside_ours() {
     // nobody waiting).
     assert!(
         md.contains(
-            "| sv1-pool | tcp | 1000 (1) | 3 | 0.200 | 30.000 | 30.00 | 7.00 (1000) | 3.50 | 4.3 | 10.00 (1.43x) |"
-        ),
+            "| sv1-pool | tcp | 1000 (1) | 3 | 0.200 | 30.000 | 30.00 | 7.00 (1000) | 3.50 | 4.3 | 10.00 (1.43x) | 1.00x ("
+        ) && md.contains("; 5 rounds) |")
+            && md.contains("| 1.00x (too few rounds for an interval: 3) |"),
         "{md}"
     );
     assert!(

@@ -10,7 +10,9 @@
 //! each of the sender's rounds with its miners still connected, so both see the same
 //! machine (and the same loop to sockets nobody waits on, the kernel's write alone).
 
-use analysis::bench::{account, Deliveries, FanoutMode, FanoutResult, FanoutVia, FANOUT_FILE};
+use analysis::bench::{
+    account, Deliveries, FanoutMode, FanoutResult, FanoutVia, PairedRound, FANOUT_FILE,
+};
 use anyhow::{Context, Result};
 use harness::builtin::{start_builtin, start_sri_pool, start_template_provider, start_translator};
 use harness::process::{stop_all, Launcher, RoleProcess};
@@ -77,7 +79,7 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
         let mut roles = Vec::new();
         let outcome = measure(&opts, n, fleet_size.miners, connections, &dir, &mut roles).await;
         stop_all(&mut roles).await;
-        let (mut r, floor) = outcome?;
+        let mut r = outcome?;
         r.floor_miners = connections;
         // The kernel's write alone: both ends in this process, nobody waiting.
         let bare_sockets = connections.min(fleet_size.sockets);
@@ -85,10 +87,7 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
             bare_floor(bare_sockets, FLOOR_WRITE)
         })
         .await?;
-        // Per miner: with channels grouped, one write serves a whole connection's miners.
-        let per_miner = |per_write: f64| per_write * f64::from(connections) / f64::from(n.max(1));
-        r.floor_us_per_miner = per_miner(floor);
-        r.bare_floor_us_per_miner = Some(per_miner(bare));
+        r.bare_floor_us_per_miner = Some(per_miner(bare, connections, n));
         eprintln!(
             "{n} miners: last miner p50 {} ms, {} us per miner (floor {:.2} us), {} missing",
             r.last_miner_ms
@@ -300,8 +299,14 @@ fn fleet_spec(
     }
 }
 
-/// The sender's fan-out to `n` miners over the rounds, and the floor at `connections`
-/// (µs a write, the median of one loop after each round).
+/// Per miner, what takes `per_write` for each of `connections` serving `n` miners: with
+/// channels grouped, one write serves a whole connection's miners.
+fn per_miner(per_write: f64, connections: u32, n: u32) -> f64 {
+    per_write * f64::from(connections) / f64::from(n.max(1))
+}
+
+/// The sender's fan-out to `n` miners over the rounds, and the floor at `connections` (the
+/// median of one loop after each round), each round's beside the loop after it.
 async fn measure(
     opts: &FanoutOptions,
     n: u32,
@@ -309,7 +314,7 @@ async fn measure(
     connections: u32,
     dir: &Path,
     roles: &mut Vec<RoleProcess>,
-) -> Result<(FanoutResult, f64)> {
+) -> Result<FanoutResult> {
     let broadcast = match opts.mode {
         FanoutMode::UdpBroadcast => Some(broadcast_address()?),
         FanoutMode::Tcp | FanoutMode::Sv2Group => None,
@@ -342,8 +347,10 @@ async fn measure(
     let sender_cpu_before = sender_cpu();
     let t_start = probe::mono_ns();
     let mut asked = Vec::with_capacity(opts.rounds);
+    let mut round_starts = Vec::with_capacity(opts.rounds);
     for _ in 0..opts.rounds {
         let t = probe::mono_ns();
+        round_starts.push(t);
         let hashes: Vec<String> = sender
             .rpc
             .call(
@@ -392,7 +399,20 @@ async fn measure(
         (FanoutVia::Sv1Pool, FanoutMode::Tcp) => sender_writes(dir, t_start),
         _ => Vec::new(),
     };
-    let writes_dist = Dist::of(&writes);
+    let writes_ms: Vec<f64> = writes.iter().map(|&(_, ms)| ms).collect();
+    let writes_dist = Dist::of(&writes_ms);
+    let paired_rounds = (round_starts.iter().enumerate())
+        .filter_map(|(i, &start)| {
+            // The round's fan-out: the first clean job broadcast after it began and
+            // before the next began.
+            let end = round_starts.get(i + 1).copied().unwrap_or(u64::MAX);
+            let &(_, ms) = writes.iter().find(|&&(t, _)| (start..end).contains(&t))?;
+            Some(PairedRound {
+                sender_us_per_miner: ms * 1e3 / f64::from(n),
+                floor_us_per_miner: per_miner(*floor_loops.get(i)?, connections, n),
+            })
+        })
+        .collect();
     let result = FanoutResult {
         via: opts.via,
         pool_build: (opts.pool_binary.as_ref()).map(|b| format!("{b} ({})", b.program.display())),
@@ -414,7 +434,7 @@ async fn measure(
             }
             _ => None,
         },
-        floor_us_per_miner: 0.0,
+        floor_us_per_miner: per_miner(floor_us, connections, n),
         bare_floor_us_per_miner: None,
         floor_write_bytes: Some(FLOOR_WRITE as u32),
         floor_between_rounds: true,
@@ -422,8 +442,9 @@ async fn measure(
         fleets: fleets.len() as u32,
         group_size,
         cpus: opts.launcher.cpus.clone(),
+        paired_rounds,
     };
-    Ok((result, floor_us))
+    Ok(result)
 }
 
 /// Every miner's receipts of work, `(miner, prev_hash, t_ns)`, from the fleets' event
@@ -482,9 +503,9 @@ async fn wait_for_work(
     }
 }
 
-/// Our SV1 pool's own fan-out times (ms): from each clean job's broadcast event to its
-/// last connection write returning, matched by job id.
-fn sender_writes(dir: &Path, from_ns: u64) -> Vec<f64> {
+/// Our SV1 pool's own fan-out times, `(broadcast t_ns, ms)` in broadcast order: from each
+/// clean job's broadcast event to its last connection write returning, matched by job id.
+fn sender_writes(dir: &Path, from_ns: u64) -> Vec<(u64, f64)> {
     let events = read_lenient(&dir.join("events/pool.jsonl"));
     let written: HashMap<&str, u64> = events
         .iter()
@@ -503,7 +524,7 @@ fn sender_writes(dir: &Path, from_ns: u64) -> Vec<f64> {
                 ..
             } => written
                 .get(job_id.as_str())
-                .map(|t| t.saturating_sub(r.t_ns) as f64 / 1e6),
+                .map(|t| (r.t_ns, t.saturating_sub(r.t_ns) as f64 / 1e6)),
             _ => None,
         })
         .collect()
