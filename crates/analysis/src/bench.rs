@@ -202,7 +202,9 @@ impl FanoutResult {
     /// round's ratio to the floor loop timed after it, with its 95% interval (each round a
     /// unit; none below [`crate::stats::MIN_UNITS`] rounds). Pairing takes out what moves
     /// the machine between rounds, which a ratio of the two medians leaves in; a ratio's
-    /// logarithm is averaged so that 2x and 0.5x cancel. `None` without paired rounds.
+    /// logarithm is averaged so that 2x and 0.5x cancel. The interval is one run's: rounds
+    /// back to back share the machine's minute, and another run may sit elsewhere. `None`
+    /// without a paired round that has both times.
     pub fn sender_over_floor_by_round(&self) -> Option<crate::stats::Estimate> {
         let logs: Vec<Vec<f64>> = (self.paired_rounds.iter())
             .filter(|r| r.sender_us_per_miner > 0.0 && r.floor_us_per_miner > 0.0)
@@ -734,8 +736,11 @@ mod tests {
         };
         let e = with_an_empty_round.sender_over_floor_by_round().unwrap();
         assert_eq!((e.units, e.ci), (4, None));
-        let unpaired = fanout_result();
-        assert_eq!(unpaired.sender_over_floor_by_round(), None);
+        let no_times = FanoutResult {
+            paired_rounds: vec![round(0.0, 1.0)],
+            ..fanout_result()
+        };
+        assert_eq!(no_times.sender_over_floor_by_round(), None);
     }
 
     #[test]

@@ -44,8 +44,9 @@ pub struct FanoutArgs {
     /// Channels per connection in `sv2-group` mode.
     #[arg(long, default_value_t = 100)]
     group_size: u32,
-    /// New blocks (fan-outs) measured per miner count.
-    #[arg(long, default_value_t = 5)]
+    /// New blocks (fan-outs) measured per miner count. Each is paired with a floor loop
+    /// timed after it; below five pairs the sender over the floor has no interval.
+    #[arg(long, default_value_t = 7)]
     rounds: usize,
     /// Where fanout.json, report.md and report.html (with charts), and the roles' logs and
     /// events go.

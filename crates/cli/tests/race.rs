@@ -250,10 +250,15 @@ fn races_recover_delays(dir: &Path, zmq: &str, pool: &str, delays_ms: &[u64], du
         per_delay.push((d, leads(&out), s));
     }
     let (_, base, _) = &per_delay[0];
-    let base_median = median(&mut base.values().copied().collect::<Vec<_>>());
     for (d, leads, s) in &per_delay {
-        let mut all: Vec<f64> = leads.values().copied().collect();
-        let m = median(&mut all);
+        let all: Vec<f64> = leads.values().copied().collect();
+        // Medians over the blocks both races saw: the races start one after another, so
+        // one may see a block at either end that the other missed, and with six or so
+        // blocks one more on one side moves a median by the leads' spread between blocks.
+        let (mut mine, mut theirs): (Vec<f64>, Vec<f64>) = (leads.iter())
+            .filter_map(|(h, l)| Some((*l, *base.get(h)?)))
+            .unzip();
+        let (m, base_median) = (median(&mut mine), median(&mut theirs));
         let mut paired: Vec<f64> = (leads.iter())
             .filter_map(|(h, l)| Some(l - base.get(h)?))
             .collect();
@@ -264,16 +269,20 @@ fn races_recover_delays(dir: &Path, zmq: &str, pool: &str, delays_ms: &[u64], du
         );
         let shift = median(&mut paired);
         eprintln!(
-            "delay {d} ms: median lead {m:.3} ms over {} blocks (summary p50 {}); \
-             median - no delay's {:.3} ms; block by block, median shift {shift:.3} ms",
+            "delay {d} ms: median lead {m:.3} ms over the {} blocks in common (of {}; \
+             summary p50 {}); median - no delay's {:.3} ms; block by block, median shift \
+             {shift:.3} ms",
+            mine.len(),
             all.len(),
             s["lead_ms"]["p50"],
             m - base_median
         );
         let d = *d as f64;
         // A relay's timer never fires early and may fire a tick late (tokio's 1 ms) with
-        // scheduling beside it: d - 1 to d + 2 ms (301.05 ms seen for 300).
-        let held = |x: f64| (d - 1.0..=d + 2.0).contains(&x);
+        // scheduling beside it (301.05 ms seen for 300); so may the race with no delay,
+        // whose stamps the shift is taken from (78.74 ms seen for 80 in a CI run, its
+        // median over 13 blocks): d - 2 to d + 2 ms.
+        let held = |x: f64| (d - 2.0..=d + 2.0).contains(&x);
         assert!(held(m - base_median), "{d} ms: {m} vs {base_median}");
         assert!(held(shift), "{d} ms: shifted {shift}");
         // The summary's mean is the events' mean.

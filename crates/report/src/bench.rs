@@ -9,6 +9,7 @@ use analysis::bench::{
     Verdict, FANOUT_FILE, POOL_FILE, TEMPLATE_FILE,
 };
 use analysis::published::{self, SeedFigure, FASTPROXY_BROADCAST_US, FASTPROXY_TCP_US_PER_MINER};
+use analysis::stats::Estimate;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -122,15 +123,17 @@ fn floor_write_note(results: &[FanoutResult]) -> String {
 /// The sender over the floor, each round against the floor loop after it: the geometric
 /// mean with its interval, or why there is none.
 fn by_round(r: &FanoutResult) -> String {
-    let Some(e) = r.sender_over_floor_by_round() else {
+    let Some(Estimate {
+        point: Some(point),
+        ci,
+        units,
+    }) = r.sender_over_floor_by_round()
+    else {
         return "-".into();
     };
-    let Some(point) = e.point else {
-        return "-".into();
-    };
-    match e.ci {
-        Some((lo, hi)) => format!("{point:.2}x ({lo:.2} to {hi:.2}; {} rounds)", e.units),
-        None => format!("{point:.2}x (too few rounds for an interval: {})", e.units),
+    match ci {
+        Some((lo, hi)) => format!("{point:.2}x ({lo:.2} to {hi:.2}; {units} rounds)"),
+        None => format!("{point:.2}x (too few rounds for an interval: {units})"),
     }
 }
 
@@ -225,7 +228,7 @@ fn fanout_sections(results: &[FanoutResult]) -> Vec<Section> {
                 Block::Table {
                     head: [
                         "sender", "mode", "miners (fleets)", "rounds", "first miner ms (p50)", "last miner ms (p50)", "us per miner",
-                        "floor us per miner (sockets)", "floor, nobody waiting, us per miner", "x floor", "sender's writes us per miner (x floor)", "sender over floor, round by round (95%)", "delivery p50 ms", "delivery p99 ms",
+                        "floor us per miner (sockets)", "floor, nobody waiting, us per miner", "x floor", "sender's writes us per miner (x floor)", "sender's writes over the floor after each round: geometric mean (95%)", "delivery p50 ms", "delivery p99 ms",
                         "missing", "sender CPU ms per fan-out",
                     ]
                     .map(String::from)

@@ -744,7 +744,8 @@ fn fake_bench_dir(name: &str) -> PathBuf {
             cpus: None,
             // At 225, three rounds as they came: too few for an interval. At 1,000, five
             // rounds whose floors moved: 10 us against 5, 20, then 10 three times, 2x,
-            // 0.5x and 1x: a geometric mean of 1, where the medians' ratio says 1.43.
+            // 0.5x and 1x: a geometric mean of 1 (the arithmetic mean of the ratios would
+            // be 1.1).
             paired_rounds: match miners {
                 225 => vec![
                     PairedRound {

@@ -347,10 +347,10 @@ async fn measure(
     let sender_cpu_before = sender_cpu();
     let t_start = probe::mono_ns();
     let mut asked = Vec::with_capacity(opts.rounds);
-    let mut round_starts = Vec::with_capacity(opts.rounds);
+    // Each round's blocks, in order: its fan-out is the one on them.
+    let mut round_blocks = Vec::with_capacity(opts.rounds);
     for _ in 0..opts.rounds {
         let t = probe::mono_ns();
-        round_starts.push(t);
         let hashes: Vec<String> = sender
             .rpc
             .call(
@@ -368,6 +368,7 @@ async fn measure(
         while miners_with_work(&fleets, Some(&hashes)) < n && Instant::now() < straggle {
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
+        round_blocks.push(hashes.clone());
         asked.extend(hashes.into_iter().map(|h| (h, t)));
         let (timed, us) = (floor.take().context("the floor")?)
             .time_a_loop(&opts.launcher)
@@ -399,17 +400,16 @@ async fn measure(
         (FanoutVia::Sv1Pool, FanoutMode::Tcp) => sender_writes(dir, t_start),
         _ => Vec::new(),
     };
-    let writes_ms: Vec<f64> = writes.iter().map(|&(_, ms)| ms).collect();
+    let writes_ms: Vec<f64> = writes.iter().map(|(_, ms)| *ms).collect();
     let writes_dist = Dist::of(&writes_ms);
-    let paired_rounds = (round_starts.iter().enumerate())
-        .filter_map(|(i, &start)| {
-            // The round's fan-out: the first clean job broadcast after it began and
-            // before the next began.
-            let end = round_starts.get(i + 1).copied().unwrap_or(u64::MAX);
-            let &(_, ms) = writes.iter().find(|&&(t, _)| (start..end).contains(&t))?;
+    let sender_per_miner = |ms: f64| ms * 1e3 / f64::from(n);
+    let paired_rounds = (round_blocks.iter().zip(&floor_loops))
+        .filter_map(|(blocks, &floor)| {
+            // The round's fan-out: the clean job on its block, however late it came.
+            let (_, ms) = writes.iter().find(|(tip, _)| blocks.contains(tip))?;
             Some(PairedRound {
-                sender_us_per_miner: ms * 1e3 / f64::from(n),
-                floor_us_per_miner: per_miner(*floor_loops.get(i)?, connections, n),
+                sender_us_per_miner: sender_per_miner(*ms),
+                floor_us_per_miner: per_miner(floor, connections, n),
             })
         })
         .collect();
@@ -422,7 +422,7 @@ async fn measure(
         us_per_miner: deliveries.us_per_miner,
         last_miner_ms: deliveries.last_miner_ms,
         first_miner_ms: deliveries.first_miner_ms,
-        sender_us_per_miner: writes_dist.p50.map(|ms| ms * 1e3 / f64::from(n)),
+        sender_us_per_miner: writes_dist.p50.map(sender_per_miner),
         sender_writes_ms: writes_dist,
         delivery_ms: deliveries.delivery_ms,
         missing: deliveries.missing,
@@ -503,9 +503,9 @@ async fn wait_for_work(
     }
 }
 
-/// Our SV1 pool's own fan-out times, `(broadcast t_ns, ms)` in broadcast order: from each
-/// clean job's broadcast event to its last connection write returning, matched by job id.
-fn sender_writes(dir: &Path, from_ns: u64) -> Vec<(u64, f64)> {
+/// Our SV1 pool's own fan-out times, `(prev_hash, ms)` in broadcast order: from each clean
+/// job's broadcast event to its last connection write returning, matched by job id.
+fn sender_writes(dir: &Path, from_ns: u64) -> Vec<(String, f64)> {
     let events = read_lenient(&dir.join("events/pool.jsonl"));
     let written: HashMap<&str, u64> = events
         .iter()
@@ -520,11 +520,12 @@ fn sender_writes(dir: &Path, from_ns: u64) -> Vec<(u64, f64)> {
         .filter_map(|r| match &r.event {
             Event::JobBroadcast {
                 job_id,
+                prev_hash,
                 clean: true,
                 ..
             } => written
                 .get(job_id.as_str())
-                .map(|t| (r.t_ns, t.saturating_sub(r.t_ns) as f64 / 1e6)),
+                .map(|t| (prev_hash.clone(), t.saturating_sub(r.t_ns) as f64 / 1e6)),
             _ => None,
         })
         .collect()
