@@ -15,7 +15,7 @@ use connection::{Deliver, Delivery, FanOut};
 use mining::refresh::{RefreshPolicy, RefreshTimer};
 use parking_lot::{Mutex, RwLock};
 use probe::{Event, Recorder};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -62,6 +62,9 @@ struct JobBook {
 pub(crate) const JOBS_KEPT: usize = 512;
 /// How long after a job's broadcast datagram its TCP copy follows.
 const BROADCAST_FALLBACK_DELAY: Duration = Duration::from_millis(50);
+/// How far ahead of its write a fan-out loads a connection's state: each write is a
+/// system call of microseconds, far longer than a load from memory, so two is plenty.
+const PREFETCH_AHEAD: usize = 2;
 
 pub(crate) struct Shared {
     cfg: PoolConfig,
@@ -69,8 +72,11 @@ pub(crate) struct Shared {
     jobs: RwLock<JobBook>,
     /// The job a miner gets when it becomes ready, or again under a new difficulty.
     latest: RwLock<Arc<PoolJob>>,
-    /// The connections ready for work, which the fan-out writes each job to.
-    listed: Mutex<HashMap<u64, Arc<dyn Deliver>>>,
+    /// The connections ready for work, which the fan-out writes each job to. By listing
+    /// number, so a fan-out walks them in the order they came, the order their memory
+    /// (ours and the kernel's sockets) was allocated in: walked in a hash map's order it
+    /// waited on memory at every connection, in the kernel most of all (docs/benches.md).
+    listed: Mutex<BTreeMap<u64, Arc<dyn Deliver>>>,
     /// Held through a fan-out: with broadcast, a job's delayed pass may meet the next's,
     /// and a miner must not get the older after the newer.
     fanning_out: Mutex<()>,
@@ -148,7 +154,10 @@ impl Shared {
         *self.latest.write() = job.clone();
         let connections: Vec<Arc<dyn Deliver>> = self.listed.lock().values().cloned().collect();
         let fan_out = FanOut::new(&job, connections.len(), self.recorder.clone());
-        for connection in &connections {
+        for (i, connection) in connections.iter().enumerate() {
+            if let Some(ahead) = connections.get(i + PREFETCH_AHEAD) {
+                ahead.prefetch();
+            }
             connection.offer(&job, Delivery(fan_out.clone()));
         }
     }
@@ -188,7 +197,7 @@ impl Shared {
                 order: VecDeque::new(),
             }),
             latest: RwLock::new(first_job.clone()),
-            listed: Mutex::new(HashMap::new()),
+            listed: Mutex::new(BTreeMap::new()),
             fanning_out: Mutex::new(()),
             next_listing: AtomicU64::new(0),
             rpc,
