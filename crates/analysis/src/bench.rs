@@ -9,6 +9,8 @@ use std::collections::HashMap;
 
 /// `bench fanout`'s results, one per miner count.
 pub const FANOUT_FILE: &str = "fanout.json";
+/// The fan-out bench's A/A runs (`bench fanout --calibrate`).
+pub const FANOUT_CALIBRATION_FILE: &str = "fanout-calibration.json";
 /// `bench pool`'s ramp.
 pub const POOL_FILE: &str = "pool-bench.json";
 /// `bench template`'s latencies.
@@ -206,16 +208,49 @@ impl FanoutResult {
     /// back to back share the machine's minute, and another run may sit elsewhere. `None`
     /// without a paired round that has both times.
     pub fn sender_over_floor_by_round(&self) -> Option<crate::stats::Estimate> {
-        let logs: Vec<Vec<f64>> = (self.paired_rounds.iter())
-            .filter(|r| r.sender_us_per_miner > 0.0 && r.floor_us_per_miner > 0.0)
-            .map(|r| vec![(r.sender_us_per_miner / r.floor_us_per_miner).ln()])
-            .collect();
-        let log_mean = crate::stats::cluster_mean(&logs);
-        Some(crate::stats::Estimate {
-            point: Some(log_mean.point?.exp()),
-            ci: log_mean.ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
-            units: log_mean.units,
-        })
+        ratio_by_round(&self.paired_rounds)
+    }
+}
+
+/// The geometric mean of `rounds`' sender-over-floor ratios with its 95% interval, each
+/// round a unit (see [`FanoutResult::sender_over_floor_by_round`]).
+fn ratio_by_round(rounds: &[PairedRound]) -> Option<crate::stats::Estimate> {
+    let logs: Vec<Vec<f64>> = (rounds.iter())
+        .filter(|r| r.sender_us_per_miner > 0.0 && r.floor_us_per_miner > 0.0)
+        .map(|r| vec![(r.sender_us_per_miner / r.floor_us_per_miner).ln()])
+        .collect();
+    let log_mean = crate::stats::cluster_mean(&logs);
+    Some(crate::stats::Estimate {
+        point: Some(log_mean.point?.exp()),
+        ci: log_mean.ci.map(|(lo, hi)| (lo.exp(), hi.exp())),
+        units: log_mean.units,
+    })
+}
+
+/// The round-by-round interval held to identical sides: runs in which a floor loop stands
+/// in for the sender, timed where the sender's fan-out is (the same gap before the floor
+/// loop it is paired with). The true ratio is 1, so the share of runs whose interval
+/// leaves 1 out is how often the interval calls identical sides different: about 5% if it
+/// holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FloorCalibration {
+    /// The connections each floor wrote to.
+    pub miners: u32,
+    /// Each run's rounds: the stand-in's loop as the sender, the floor's after it.
+    pub runs: Vec<Vec<PairedRound>>,
+}
+
+impl FloorCalibration {
+    /// Each run's ratio by round, as the bench reports a sender's.
+    pub fn estimates(&self) -> Vec<crate::stats::Estimate> {
+        self.runs.iter().filter_map(|r| ratio_by_round(r)).collect()
+    }
+
+    /// Runs with an interval, and how many of them leave 1 out.
+    pub fn leaving_out_one(&self) -> (usize, usize) {
+        let intervals: Vec<(f64, f64)> = self.estimates().iter().filter_map(|e| e.ci).collect();
+        let out = intervals.iter().filter(|&&(lo, hi)| lo > 1.0 || hi < 1.0);
+        (intervals.len(), out.count())
     }
 }
 
@@ -741,6 +776,45 @@ mod tests {
             ..fanout_result()
         };
         assert_eq!(no_times.sender_over_floor_by_round(), None);
+    }
+
+    /// Worked by hand from the rounds above (interval 0.977 to 1.238, geometric mean 1.1):
+    /// the same rounds 1.1 times slower put every log-ratio ln 1.1 higher, so their interval
+    /// is 1.1 times that one, 1.075 to 1.362, and leaves 1 out; 1.21 times faster, 0.807 to
+    /// 1.023, which keeps it; four rounds have no interval and are not counted. So 3 runs
+    /// have an interval and 1 of them calls identical sides different.
+    #[test]
+    fn an_a_a_calibration_counts_the_intervals_that_leave_one_out() {
+        let rounds = |scale: f64, n: usize| -> Vec<PairedRound> {
+            ([1.1, 1.21, 1.0, 1.21, 1.0].iter().take(n))
+                .map(|r| PairedRound {
+                    sender_us_per_miner: r * scale * 4.0,
+                    floor_us_per_miner: 4.0,
+                })
+                .collect()
+        };
+        let calibration = FloorCalibration {
+            miners: 1000,
+            runs: vec![
+                rounds(1.0, 5),
+                rounds(1.1, 5),
+                rounds(1.0 / 1.21, 5),
+                rounds(1.0, 4),
+            ],
+        };
+        let estimates = calibration.estimates();
+        assert_eq!(estimates.len(), 4, "four rounds still have a point");
+        let (lo, hi) = estimates[1].ci.unwrap();
+        assert!(
+            (lo - 1.075).abs() < 0.012 && (hi - 1.362).abs() < 0.012,
+            "{lo} {hi}"
+        );
+        let (lo, hi) = estimates[2].ci.unwrap();
+        assert!(
+            (lo - 0.807).abs() < 0.01 && (hi - 1.023).abs() < 0.01,
+            "{lo} {hi}"
+        );
+        assert_eq!(calibration.leaving_out_one(), (3, 1));
     }
 
     #[test]

@@ -58,9 +58,39 @@ pub struct FanoutArgs {
     /// work shows in the numbers.
     #[arg(long)]
     isolate: bool,
+    /// Instead of a sender: RUNS A/A runs at each --miners count, in which a second floor
+    /// (its own readers in a process of their own) stands in for the sender's fan-out,
+    /// --rounds pairs a run with a round's pause between the two loops, as a sender's
+    /// round has. Identical sides: the share of runs whose round-by-round interval leaves
+    /// 1 out is how often that interval calls them different (about 5% if it holds).
+    /// Writes fanout-calibration.json to --out.
+    #[arg(long, value_name = "RUNS", conflicts_with_all = ["via", "mode", "node_rpc", "pool_command"])]
+    calibrate: Option<usize>,
 }
 
 pub async fn run(args: FanoutArgs) -> Result<()> {
+    if let Some(runs) = args.calibrate {
+        anyhow::ensure!(
+            runs > 0 && args.rounds > 0 && !args.miners.is_empty(),
+            "--calibrate, --rounds and --miners must not be empty"
+        );
+        let launcher = harness::process::Launcher::this_executable(args.isolate)?;
+        let calibrations =
+            tools::bench::fanout::calibrate(&args.miners, runs, args.rounds, &args.out, &launcher)
+                .await?;
+        for c in &calibrations {
+            let (with_interval, leaving_out_one) = c.leaving_out_one();
+            let points: Vec<String> = (c.estimates().iter())
+                .filter_map(|e| e.point.map(|p| format!("{p:.3}")))
+                .collect();
+            println!(
+                "{} miners: {leaving_out_one} of {with_interval} runs' intervals leave 1 out; runs' geometric means {}",
+                c.miners,
+                points.join(", ")
+            );
+        }
+        return Ok(());
+    }
     let node = match (args.via, args.node_rpc) {
         (FanoutVia::Sv1At(pool), Some(url)) => {
             crate::targets::on_this_machine(pool, "--via")?;

@@ -175,3 +175,47 @@ fn udp_broadcast_reaches_every_miner_once_per_job() {
         "the TCP fallback delivered the jobs: p50 {p50} ms"
     );
 }
+
+/// The A/A calibration: a second floor stands in for the sender, so each run's rounds pair
+/// two floors' loops, and the count of intervals that leave 1 out is printed.
+#[test]
+fn a_calibration_pairs_two_floors_round_by_round() {
+    let (stdout, calibrations) = common::bench(
+        "fanout-calibration",
+        &[
+            "fanout",
+            "--calibrate",
+            "2",
+            "--miners",
+            "20",
+            "--rounds",
+            "5",
+        ],
+        "fanout-calibration.json",
+    );
+    let c = &calibrations[0];
+    assert_eq!(c["miners"], 20);
+    let runs = c["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{c}");
+    for run in runs {
+        let rounds = run.as_array().unwrap();
+        assert_eq!(rounds.len(), 5, "{run}");
+        for round in rounds {
+            assert!(round["sender_us_per_miner"].as_f64().unwrap() > 0.0);
+            assert!(round["floor_us_per_miner"].as_f64().unwrap() > 0.0);
+        }
+    }
+    assert!(
+        stdout.contains("20 miners:") && stdout.contains("of 2 runs' intervals leave 1 out"),
+        "{stdout}"
+    );
+    // Both floors' writing ends are the bench's: a count beyond them is refused before
+    // anything starts, saying why it is half.
+    let too_many = bench_fails(&["fanout", "--calibrate", "1", "--miners", "100000000"]);
+    assert!(
+        too_many.contains("--calibrate") && too_many.contains("file descriptors"),
+        "{too_many}"
+    );
+    let with_a_sender = bench_fails(&["fanout", "--calibrate", "1", "--via", "sv2-pool"]);
+    assert!(with_a_sender.contains("--via"), "{with_a_sender}");
+}

@@ -38,9 +38,10 @@ impl Outbound for OwnedWriteHalf {
     /// Straight to the socket: tokio's own `try_write` first reads the socket's readiness,
     /// one more line of memory a fan-out would wait on at every connection. Only a full
     /// socket goes through tokio, which then learns it is full, so `writable` waits for
-    /// room. (Rust ignores SIGPIPE, so a closed peer is an error here, not a signal.)
+    /// room. A closed peer is an error, not SIGPIPE, as with tokio's own write.
     fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
-        match socket2::SockRef::from(self.as_ref()).send(bytes) {
+        let socket = socket2::SockRef::from(self.as_ref());
+        match socket.send_with_flags(bytes, libc::MSG_NOSIGNAL) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 OwnedWriteHalf::try_write(self, bytes)
             }
@@ -57,9 +58,6 @@ impl Outbound for OwnedWriteHalf {
 pub(super) trait Deliver: Send + Sync {
     /// Sends `job` unless the miner has it; `delivery` ends when the write returns.
     fn offer(&self, job: &PoolJob, delivery: Delivery);
-    /// Starts loading into the CPU's cache what `offer` reads, a connection or two before
-    /// it is offered: otherwise the fan-out waits on memory at every connection.
-    fn prefetch(&self);
 }
 
 /// One job's fan-out: written to every connection once the last connection's write
@@ -196,19 +194,6 @@ impl Outbox {
     }
 }
 
-/// Asks the CPU to load the `len` bytes at `start` into its cache, without waiting.
-fn prefetch_bytes(start: *const u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for offset in (0..len).step_by(64) {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch is a hint: it reads nothing the program sees and never
-        // faults, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset).cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (start, len);
-}
-
 /// Writes what `out` takes of `bytes` now: their count, short when the socket is full.
 fn write_now(out: &impl Outbound, bytes: &[u8]) -> io::Result<usize> {
     let mut n = 0;
@@ -225,10 +210,6 @@ fn write_now(out: &impl Outbound, bytes: &[u8]) -> io::Result<usize> {
 }
 
 impl<W: Outbound> Deliver for Connection<W> {
-    fn prefetch(&self) {
-        prefetch_bytes((self as *const Self).cast(), std::mem::size_of::<Self>());
-    }
-
     fn offer(&self, job: &PoolJob, delivery: Delivery) {
         let mut state = self.state.lock();
         // A miner that has the job may have been sent it by its own task a moment ago,

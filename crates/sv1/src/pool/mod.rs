@@ -62,9 +62,6 @@ struct JobBook {
 pub(crate) const JOBS_KEPT: usize = 512;
 /// How long after a job's broadcast datagram its TCP copy follows.
 const BROADCAST_FALLBACK_DELAY: Duration = Duration::from_millis(50);
-/// How far ahead of its write a fan-out loads a connection's state: each write is a
-/// system call of microseconds, far longer than a load from memory, so two is plenty.
-const PREFETCH_AHEAD: usize = 2;
 
 pub(crate) struct Shared {
     cfg: PoolConfig,
@@ -73,9 +70,10 @@ pub(crate) struct Shared {
     /// The job a miner gets when it becomes ready, or again under a new difficulty.
     latest: RwLock<Arc<PoolJob>>,
     /// The connections ready for work, which the fan-out writes each job to. By listing
-    /// number, so a fan-out walks them in the order they came, the order their memory
-    /// (ours and the kernel's sockets) was allocated in: walked in a hash map's order it
-    /// waited on memory at every connection, in the kernel most of all (docs/benches.md).
+    /// number, so a fan-out walks them about in the order they came, which is about the
+    /// order their memory (ours and the kernel's sockets) was allocated in: walked in a
+    /// hash map's order it waited on memory at every connection, in the kernel most of all
+    /// (docs/benches.md).
     listed: Mutex<BTreeMap<u64, Arc<dyn Deliver>>>,
     /// Held through a fan-out: with broadcast, a job's delayed pass may meet the next's,
     /// and a miner must not get the older after the newer.
@@ -154,10 +152,7 @@ impl Shared {
         *self.latest.write() = job.clone();
         let connections: Vec<Arc<dyn Deliver>> = self.listed.lock().values().cloned().collect();
         let fan_out = FanOut::new(&job, connections.len(), self.recorder.clone());
-        for (i, connection) in connections.iter().enumerate() {
-            if let Some(ahead) = connections.get(i + PREFETCH_AHEAD) {
-                ahead.prefetch();
-            }
+        for connection in &connections {
             connection.offer(&job, Delivery(fan_out.clone()));
         }
     }

@@ -11,7 +11,8 @@
 //! machine (and the same loop to sockets nobody waits on, the kernel's write alone).
 
 use analysis::bench::{
-    account, Deliveries, FanoutMode, FanoutResult, FanoutVia, PairedRound, FANOUT_FILE,
+    account, Deliveries, FanoutMode, FanoutResult, FanoutVia, FloorCalibration, PairedRound,
+    FANOUT_CALIBRATION_FILE, FANOUT_FILE,
 };
 use anyhow::{Context, Result};
 use harness::builtin::{start_builtin, start_sri_pool, start_template_provider, start_translator};
@@ -68,13 +69,7 @@ pub async fn run(opts: FanoutOptions) -> Result<Vec<FanoutResult>> {
     let fleet_size = harness::limits::fanout_fleet_size(largest, per_connection)?;
     for &n in &opts.miners {
         let dir = opts.out.join(format!("miners-{n}"));
-        // Events append: a run before into the same --out would count as this one's.
-        match std::fs::remove_dir_all(&dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("cannot clear {}", dir.display()))
-            }
-            _ => {}
-        }
+        clear(&dir)?;
         let connections = n.div_ceil(per_connection);
         let mut roles = Vec::new();
         let outcome = measure(&opts, n, fleet_size.miners, connections, &dir, &mut roles).await;
@@ -338,7 +333,8 @@ async fn measure(
     wait_for_work(&fleets, n, opts, dir).await?;
     // One write per connection, as the sender makes: its readers in a process of their
     // own, placed as the fleets are.
-    let mut floor = Some(WaitedFloor::connect(&opts.launcher, dir, connections, roles).await?);
+    let mut floor =
+        Some(WaitedFloor::connect(&opts.launcher, dir, "floor-peers", connections, roles).await?);
     let mut floor_loops = Vec::with_capacity(opts.rounds);
     let mut sender_cpu = || {
         let role = sender.role?;
@@ -359,7 +355,7 @@ async fn measure(
             )
             .await
             .context("cannot trigger a new block")?;
-        let pause = Instant::now() + Duration::from_millis(1000 + u64::from(n) / 10);
+        let pause = Instant::now() + round_pause(n);
         // The floor's loop once every miner has the round's work (or a bound has passed:
         // the accounting then counts who missed it), then time for its readers to read
         // before the next round begins.
@@ -445,6 +441,81 @@ async fn measure(
         paired_rounds,
     };
     Ok(result)
+}
+
+/// Empties `dir`: events append, so a run before into the same place would count as this
+/// one's.
+fn clear(dir: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot clear {}", dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// How long a round waits after asking for its block before its floor loop: time for the
+/// fan-out to reach `n` miners.
+fn round_pause(n: u32) -> Duration {
+    Duration::from_millis(1000 + u64::from(n) / 10)
+}
+
+/// The round-by-round interval held to identical sides, at each of `miners`: `runs` runs
+/// of `rounds` rounds, in each a second floor (its own readers, its own process) standing
+/// in for the sender, its loop timed where a sender's fan-out is, a round's pause before
+/// the floor's.
+pub async fn calibrate(
+    miners: &[u32],
+    runs: usize,
+    rounds: usize,
+    out: &Path,
+    launcher: &Launcher,
+) -> Result<Vec<FloorCalibration>> {
+    let largest = miners.iter().copied().max().context("no miner count")?;
+    harness::limits::fanout_fleet_size(2 * largest, 1)
+        .context("--calibrate: this process writes both floors, so half the count that fits")?;
+    let mut calibrations = Vec::new();
+    for &n in miners {
+        let dir = out.join(format!("calibration-{n}"));
+        clear(&dir)?;
+        let mut peers = Vec::new();
+        let outcome = async {
+            let stand_in = WaitedFloor::connect(launcher, &dir, "stand-in-peers", n, &mut peers);
+            let mut stand_in = stand_in.await?;
+            let mut floor =
+                WaitedFloor::connect(launcher, &dir, "floor-peers", n, &mut peers).await?;
+            let mut calibration = FloorCalibration {
+                miners: n,
+                runs: Vec::with_capacity(runs),
+            };
+            for run in 0..runs {
+                let mut paired = Vec::with_capacity(rounds);
+                for _ in 0..rounds {
+                    let us_stand_in;
+                    (stand_in, us_stand_in) = stand_in.time_a_loop(launcher).await?;
+                    tokio::time::sleep(round_pause(n)).await;
+                    let us_floor;
+                    (floor, us_floor) = floor.time_a_loop(launcher).await?;
+                    tokio::time::sleep(floor.settle).await;
+                    paired.push(PairedRound {
+                        sender_us_per_miner: us_stand_in,
+                        floor_us_per_miner: us_floor,
+                    });
+                }
+                calibration.runs.push(paired);
+                eprintln!("{n} miners: A/A run {} of {runs} done", run + 1);
+            }
+            anyhow::Ok(calibration)
+        }
+        .await;
+        stop_all(&mut peers).await;
+        calibrations.push(outcome?);
+    }
+    std::fs::write(
+        out.join(FANOUT_CALIBRATION_FILE),
+        serde_json::to_string_pretty(&calibrations)? + "\n",
+    )?;
+    Ok(calibrations)
 }
 
 /// Every miner's receipts of work, `(miner, prev_hash, t_ns)`, from the fleets' event
@@ -567,6 +638,7 @@ impl WaitedFloor {
     async fn connect(
         launcher: &Launcher,
         dir: &Path,
+        name: &str,
         n: u32,
         peers: &mut Vec<RoleProcess>,
     ) -> Result<WaitedFloor> {
@@ -589,7 +661,7 @@ impl WaitedFloor {
                 })
                 .collect()
         });
-        let (process, _) = RoleProcess::spawn(launcher, dir, "floor-peers", &spec).await?;
+        let (process, _) = RoleProcess::spawn(launcher, dir, name, &spec).await?;
         peers.push(process);
         // Every peer has connected (it said so): the accepting thread is done or nearly.
         let servers = tokio::task::spawn_blocking(move || accepting.join())
