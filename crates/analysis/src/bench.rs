@@ -240,17 +240,48 @@ pub struct FloorCalibration {
     pub runs: Vec<Vec<PairedRound>>,
 }
 
+/// What a calibration's runs say together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalibrationSummary {
+    /// Runs with an interval.
+    pub with_interval: usize,
+    /// Those whose 95% interval leaves 1 out: identical sides called different.
+    pub leaving_out_one: usize,
+    /// That share's Wilson 95% interval.
+    pub share_ci: Option<(f64, f64)>,
+    /// The runs' geometric means (every run with one): lowest, highest, mean and standard
+    /// deviation. A mean away from 1 is a bias of the pairing, not chance.
+    pub means: Option<[f64; 4]>,
+}
+
 impl FloorCalibration {
     /// Each run's ratio by round, as the bench reports a sender's.
     pub fn estimates(&self) -> Vec<crate::stats::Estimate> {
         self.runs.iter().filter_map(|r| ratio_by_round(r)).collect()
     }
 
-    /// Runs with an interval, and how many of them leave 1 out.
-    pub fn leaving_out_one(&self) -> (usize, usize) {
-        let intervals: Vec<(f64, f64)> = self.estimates().iter().filter_map(|e| e.ci).collect();
-        let out = intervals.iter().filter(|&&(lo, hi)| lo > 1.0 || hi < 1.0);
-        (intervals.len(), out.count())
+    pub fn summary(&self) -> CalibrationSummary {
+        let estimates = self.estimates();
+        let intervals: Vec<(f64, f64)> = estimates.iter().filter_map(|e| e.ci).collect();
+        let leaving_out_one = (intervals.iter())
+            .filter(|&&(lo, hi)| lo > 1.0 || hi < 1.0)
+            .count();
+        let n = intervals.len() as f64;
+        let points: Vec<f64> = estimates.iter().filter_map(|e| e.point).collect();
+        let means = (points.len() >= 2).then(|| {
+            let mean = points.iter().sum::<f64>() / points.len() as f64;
+            let var =
+                points.iter().map(|p| (p - mean).powi(2)).sum::<f64>() / (points.len() - 1) as f64;
+            let lowest = points.iter().copied().fold(f64::INFINITY, f64::min);
+            let highest = points.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            [lowest, highest, mean, var.sqrt()]
+        });
+        CalibrationSummary {
+            with_interval: intervals.len(),
+            leaving_out_one,
+            share_ci: crate::stats::wilson(leaving_out_one as f64 / n.max(1.0), n),
+            means,
+        }
     }
 }
 
@@ -780,9 +811,14 @@ mod tests {
 
     /// Worked by hand from the rounds above (interval 0.977 to 1.238, geometric mean 1.1):
     /// the same rounds 1.1 times slower put every log-ratio ln 1.1 higher, so their interval
-    /// is 1.1 times that one, 1.075 to 1.362, and leaves 1 out; 1.21 times faster, 0.807 to
-    /// 1.023, which keeps it; four rounds have no interval and are not counted. So 3 runs
-    /// have an interval and 1 of them calls identical sides different.
+    /// is 1.1 times that one, 1.075 to 1.362, and leaves 1 out above; 1.21 times faster,
+    /// 0.807 to 1.023, which keeps it; 1.331 times faster, 0.734 to 0.930, which leaves it
+    /// out below; four rounds have no interval and are not counted. So 4 runs have an
+    /// interval and 2 of them call identical sides different: Wilson's interval for 2 of 4
+    /// is centred on 0.5 with half-width 1.96 x sqrt(0.0625 + 3.8415 / 64) / (1 + 3.8415 /
+    /// 4) = 0.350, 0.150 to 0.850. The runs' geometric means are 1.1, 1.21, 0.909, 0.826
+    /// and, for the four rounds, 1.1 ^ (5/4) = 1.126: lowest 0.826, highest 1.21, mean
+    /// 1.034, standard deviation sqrt(0.10257 / 4) = 0.160.
     #[test]
     fn an_a_a_calibration_counts_the_intervals_that_leave_one_out() {
         let rounds = |scale: f64, n: usize| -> Vec<PairedRound> {
@@ -799,11 +835,12 @@ mod tests {
                 rounds(1.0, 5),
                 rounds(1.1, 5),
                 rounds(1.0 / 1.21, 5),
+                rounds(1.0 / 1.331, 5),
                 rounds(1.0, 4),
             ],
         };
         let estimates = calibration.estimates();
-        assert_eq!(estimates.len(), 4, "four rounds still have a point");
+        assert_eq!(estimates.len(), 5, "four rounds still have a point");
         let (lo, hi) = estimates[1].ci.unwrap();
         assert!(
             (lo - 1.075).abs() < 0.012 && (hi - 1.362).abs() < 0.012,
@@ -814,7 +851,19 @@ mod tests {
             (lo - 0.807).abs() < 0.01 && (hi - 1.023).abs() < 0.01,
             "{lo} {hi}"
         );
-        assert_eq!(calibration.leaving_out_one(), (3, 1));
+        let summary = calibration.summary();
+        assert_eq!((summary.with_interval, summary.leaving_out_one), (4, 2));
+        let (lo, hi) = summary.share_ci.unwrap();
+        assert!(
+            (lo - 0.150).abs() < 0.001 && (hi - 0.850).abs() < 0.001,
+            "{lo} {hi}"
+        );
+        let [lowest, highest, mean, sd] = summary.means.unwrap();
+        assert!((lowest - 0.8264).abs() < 1e-3 && (highest - 1.21).abs() < 1e-9);
+        assert!(
+            (mean - 1.0344).abs() < 1e-3 && (sd - 0.1601).abs() < 1e-3,
+            "{mean} {sd}"
+        );
     }
 
     #[test]

@@ -58,35 +58,47 @@ pub struct FanoutArgs {
     /// work shows in the numbers.
     #[arg(long)]
     isolate: bool,
-    /// Instead of a sender: RUNS A/A runs at each --miners count, in which a second floor
-    /// (its own readers in a process of their own) stands in for the sender's fan-out,
-    /// --rounds pairs a run with a round's pause between the two loops, as a sender's
-    /// round has. Identical sides: the share of runs whose round-by-round interval leaves
-    /// 1 out is how often that interval calls them different (about 5% if it holds).
-    /// Writes fanout-calibration.json to --out.
-    #[arg(long, value_name = "RUNS", conflicts_with_all = ["via", "mode", "node_rpc", "pool_command"])]
+    /// Instead of a sender, an A/A test of the round-by-round interval: RUNS runs at each
+    /// --miners count in which a second floor (its readers in a process of their own)
+    /// stands in for the sender's fan-out, --rounds pairs per run (at least five), each
+    /// with a round's pause between the two loops, as a sender's round has. The sides are
+    /// identical, so the share of runs whose 95% interval excludes 1 is how often that
+    /// interval calls identical sides different (about 5% if it holds). Writes
+    /// fanout-calibration.json to --out, after each count.
+    #[arg(
+        long,
+        value_name = "RUNS",
+        conflicts_with_all = ["via", "mode", "group_size", "node_rpc", "rpc_user", "rpc_password", "pool_command"]
+    )]
     calibrate: Option<usize>,
 }
 
 pub async fn run(args: FanoutArgs) -> Result<()> {
     if let Some(runs) = args.calibrate {
         anyhow::ensure!(
-            runs > 0 && args.rounds > 0 && !args.miners.is_empty(),
-            "--calibrate, --rounds and --miners must not be empty"
+            runs > 0 && !args.miners.is_empty(),
+            "--calibrate and --miners must not be empty"
+        );
+        anyhow::ensure!(
+            args.rounds >= analysis::stats::MIN_UNITS,
+            "--calibrate needs --rounds {} or more: fewer give a run no interval",
+            analysis::stats::MIN_UNITS
         );
         let launcher = harness::process::Launcher::this_executable(args.isolate)?;
         let calibrations =
             tools::bench::fanout::calibrate(&args.miners, runs, args.rounds, &args.out, &launcher)
                 .await?;
         for c in &calibrations {
-            let (with_interval, leaving_out_one) = c.leaving_out_one();
-            let points: Vec<String> = (c.estimates().iter())
-                .filter_map(|e| e.point.map(|p| format!("{p:.3}")))
-                .collect();
+            let s = c.summary();
+            let share = s.share_ci.map_or(String::new(), |(lo, hi)| {
+                format!(" (95%: {:.0}% to {:.0}%)", lo * 100.0, hi * 100.0)
+            });
+            let means = s.means.map_or(String::new(), |[lowest, highest, mean, sd]| {
+                format!("; the runs' geometric means {lowest:.3} to {highest:.3}, mean {mean:.3}, sd {sd:.3}")
+            });
             println!(
-                "{} miners: {leaving_out_one} of {with_interval} runs' intervals leave 1 out; runs' geometric means {}",
-                c.miners,
-                points.join(", ")
+                "{} miners: {} of {} runs' 95% intervals exclude 1{share}{means}",
+                c.miners, s.leaving_out_one, s.with_interval
             );
         }
         return Ok(());

@@ -206,7 +206,7 @@ fn a_calibration_pairs_two_floors_round_by_round() {
         }
     }
     assert!(
-        stdout.contains("20 miners:") && stdout.contains("of 2 runs' intervals leave 1 out"),
+        stdout.contains("20 miners:") && stdout.contains("of 2 runs' 95% intervals exclude 1"),
         "{stdout}"
     );
     // Both floors' writing ends are the bench's: a count beyond them is refused before
