@@ -487,6 +487,9 @@ fn answered(
         }
         Asked::Solution(header, height, submission) => {
             let rejected = match submission {
+                // v31's answer is whether Core processed the block: true too for one it
+                // stored beside the tip (a race lost) or knew already. Which one won,
+                // the tip says (`TipChanged`, cause submitted).
                 Submission::SolutionV31 => {
                     let r =
                         content.get_as::<block_template::submit_solution_old7_results::Reader>()?;

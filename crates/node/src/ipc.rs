@@ -717,6 +717,20 @@ fn judged(bytes: &[u8], judge: impl FnOnce(bitcoin::Block) -> Option<String>) ->
     }
 }
 
+/// v31's submitSolution answers as Core's ProcessNewBlock does: whether the block was
+/// processed, "independent of block validity" (Core's interface). A valid block whose
+/// parent is no longer the tip is stored as a side block, and a block already known is
+/// taken again, both true; only a block Core refuses outright is false. submitblock's
+/// reasons (and v32's submitSolution) tell the first two apart. A farm's node that
+/// follows the network judges a block off its tip no further (the network decides it),
+/// so it too is taken as processed.
+fn processed(verdict: Option<&str>) -> bool {
+    matches!(
+        verdict,
+        None | Some("inconclusive" | "inconclusive-not-best-prevblk" | "duplicate")
+    )
+}
+
 fn set_data_list(mut list: capnp::data_list::Builder<'_>, items: &[Vec<u8>]) {
     for (i, item) in items.iter().enumerate() {
         list.set(i as u32, item);
@@ -908,7 +922,7 @@ impl block_template::Server for TemplateServer {
             p.get_nonce(),
             p.get_coinbase()?,
         )?;
-        results.get().set_result(verdict.is_none());
+        results.get().set_result(processed(verdict.as_deref()));
         Ok(())
     }
 

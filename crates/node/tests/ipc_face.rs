@@ -239,7 +239,10 @@ where
 }
 
 /// Bitcoin Core v31 has none of what v32 added: a v32 client's calls are answered as
-/// Cap'n Proto answers a method the server lacks; the v31 submitSolution takes a block.
+/// Cap'n Proto answers a method the server lacks; the v31 submitSolution takes a block,
+/// and answers as Core's ProcessNewBlock does: true for a block already known or one
+/// whose parent is no longer the tip (processed, Core's interface says, "independent of
+/// block validity"), false for a block Core refuses.
 #[tokio::test]
 async fn a_v31_face_lacks_what_v32_added_and_takes_the_v31_submit_solution() {
     on_face("v31", MiningInterface::V31, |mining| async move {
@@ -279,6 +282,29 @@ async fn a_v31_face_lacks_what_v32_added_and_takes_the_v31_submit_solution() {
             (true, String::new()),
             "the v31 submitSolution takes it"
         );
+        let submit = |block: bitcoin::Block| {
+            let (mining, template) = (&mining, &template);
+            async move {
+                let answer = mining.submit_solution(template, &block, MiningInterface::V31);
+                answer.await.unwrap().0
+            }
+        };
+        assert!(submit(block.clone()).await, "a block already known: true");
+        let target = bitcoin::Target::from_compact(block.header.bits);
+        let mut rival = block.clone();
+        rival.header.nonce = rival.header.nonce.wrapping_add(1);
+        while rival.header.validate_pow(target).is_err() {
+            rival.header.nonce = rival.header.nonce.wrapping_add(1);
+        }
+        assert!(
+            submit(rival.clone()).await,
+            "a valid block on the tip's parent, stored beside it: true"
+        );
+        let mut short = rival;
+        while short.header.validate_pow(target).is_ok() {
+            short.header.nonce = short.header.nonce.wrapping_add(1);
+        }
+        assert!(!submit(short).await, "a block short of its target: false");
     })
     .await;
 }
