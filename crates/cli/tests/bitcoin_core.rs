@@ -70,18 +70,19 @@ fn the_template_bench_measures_core_as_it_measures_our_node() {
 /// Over Core's Mining IPC through the tap: Core takes a block of ours submitted with the
 /// submitSolution it has (v31's @7, which the pinned SRI roles call, or v32.1's @10) and
 /// one submitted whole (v32's submitBlock, where it has it), and the tap records each as
-/// taken.
+/// taken (after v31's bare answer, by asking Core's RPC where the block went).
 #[tokio::test]
 async fn core_takes_our_blocks_over_mining_ipc_and_the_tap_records_them() {
     let Some(program) = bitcoin_node() else {
         return;
     };
     let dir = common::out_dir("core-ipc");
+    let password = core_node::fresh_password();
     let core = core_node::CoreNode::start(
         &program,
         &dir.join("core"),
         core_node::Chain::Regtest,
-        &core_node::fresh_password(),
+        &password,
     )
     .await
     .unwrap();
@@ -106,6 +107,11 @@ async fn core_takes_our_blocks_over_mining_ipc_and_the_tap_records_them() {
         },
         recorder.clone(),
         Default::default(),
+        Some(std::sync::Arc::new(bitcoind_rpc::RpcClient::new(
+            &core.rpc_url,
+            core_node::RPC_USER,
+            &password,
+        ))),
     )
     .await
     .unwrap();
@@ -115,9 +121,7 @@ async fn core_takes_our_blocks_over_mining_ipc_and_the_tap_records_them() {
         .run_until(async move {
             let init = node::ipc::connect(&socket).await.unwrap();
             let mining = node::ipc::mining_client(&init).await.unwrap();
-            let template = mining.new_template().await.unwrap();
-            mining.read_as_a_pool(&template).await.unwrap();
-            let first = mining.mine(&template).await.unwrap();
+            let (template, first) = mining.mined_as_a_pool().await.unwrap();
             let taken = mining.submit_solution(&template, &first, interface).await;
             assert_eq!(
                 taken.unwrap(),
@@ -151,6 +155,7 @@ async fn core_takes_our_blocks_over_mining_ipc_and_the_tap_records_them() {
         .await
         .unwrap();
     assert_eq!(best, tip);
+    tap.settle().await;
     recorder.close().unwrap();
     drop(tap);
     let submitted = harness::ipc_tap::submissions(probe::recorder::read_events(&events).unwrap());

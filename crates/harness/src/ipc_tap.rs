@@ -23,6 +23,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
+use tokio_util::task::TaskTracker;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IpcTapConfig {
@@ -110,6 +111,11 @@ struct Connection {
     answers: HashMap<u32, u32>,
     templates: HashMap<u32, Seen>,
     submitted: Submitted,
+    /// The node's RPC, asked where a block v31's submitSolution called processed went
+    /// (its answer does not say).
+    node: Option<Arc<bitcoind_rpc::RpcClient>>,
+    /// Those questions, in flight beside the relay (`IpcTap::settle` waits for them).
+    asking: TaskTracker,
 }
 
 impl Connection {
@@ -154,6 +160,7 @@ pub type Submitted = Arc<parking_lot::Mutex<std::collections::HashSet<bitcoin::B
 pub struct IpcTap {
     pub socket: PathBuf,
     task: tokio::task::JoinHandle<()>,
+    asking: TaskTracker,
 }
 
 impl Drop for IpcTap {
@@ -172,10 +179,14 @@ pub fn socket_path(data_dir: &Path, subdir: &str) -> PathBuf {
 }
 
 impl IpcTap {
+    /// `node`: the node's RPC, without which a block v31's submitSolution calls processed
+    /// is recorded as taken (the answer cannot tell one taken from one stored beside
+    /// the tip).
     pub async fn start(
         cfg: IpcTapConfig,
         recorder: Recorder,
         submitted: Submitted,
+        node: Option<Arc<bitcoind_rpc::RpcClient>>,
     ) -> Result<IpcTap> {
         let socket = socket_path(&cfg.data_dir, &cfg.subdir);
         if let Some(dir) = socket.parent() {
@@ -186,6 +197,8 @@ impl IpcTap {
         let listener = UnixListener::bind(&socket)
             .with_context(|| format!("cannot listen on {}", socket.display()))?;
         let node_socket = Arc::new(cfg.node_socket);
+        let asking = TaskTracker::new();
+        let connections_ask = asking.clone();
         let task = tokio::spawn(async move {
             loop {
                 let pool = match listener.accept().await {
@@ -198,10 +211,15 @@ impl IpcTap {
                     }
                 };
                 let (node_socket, recorder) = (node_socket.clone(), recorder.clone());
-                let submitted = submitted.clone();
+                let state = Connection {
+                    submitted: submitted.clone(),
+                    node: node.clone(),
+                    asking: connections_ask.clone(),
+                    ..Default::default()
+                };
                 tokio::spawn(async move {
                     match UnixStream::connect(node_socket.as_path()).await {
-                        Ok(node) => relay(pool, node, recorder, submitted).await,
+                        Ok(node) => relay(pool, node, recorder, state).await,
                         Err(e) => tracing::error!(
                             socket = %node_socket.display(),
                             error = %e,
@@ -211,18 +229,37 @@ impl IpcTap {
                 });
             }
         });
-        Ok(IpcTap { socket, task })
+        Ok(IpcTap {
+            socket,
+            task,
+            asking,
+        })
+    }
+
+    /// Waits, up to `SETTLE`, for the questions still asked of the node about submitted
+    /// blocks, so a block found as the run ends is recorded, not lost.
+    pub async fn settle(&self) {
+        self.asking.close();
+        if tokio::time::timeout(SETTLE, self.asking.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                unanswered = self.asking.len(),
+                "the node did not say where submitted blocks went: not recorded"
+            );
+        }
     }
 }
 
+/// How long `IpcTap::settle` waits for the node's answers.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Both ways of one pool's connection, each message passed on whole, then read.
-async fn relay(pool: UnixStream, node: UnixStream, recorder: Recorder, submitted: Submitted) {
+async fn relay(pool: UnixStream, node: UnixStream, recorder: Recorder, state: Connection) {
     let (pool_read, pool_write) = pool.into_split();
     let (node_read, node_write) = node.into_split();
-    let state = Arc::new(parking_lot::Mutex::new(Connection {
-        submitted,
-        ..Default::default()
-    }));
+    let state = Arc::new(parking_lot::Mutex::new(state));
     let up = pass(pool_read, node_write, state.clone(), recorder.clone(), true);
     let down = pass(node_read, pool_write, state, recorder, false);
     let (up, down) = tokio::join!(up, down);
@@ -487,13 +524,21 @@ fn answered(
         }
         Asked::Solution(header, height, submission) => {
             let rejected = match submission {
-                // v31's answer is whether Core processed the block: true too for one it
-                // stored beside the tip (a race lost) or knew already. Which one won,
-                // the tip says (`TipChanged`, cause submitted).
                 Submission::SolutionV31 => {
                     let r =
                         content.get_as::<block_template::submit_solution_old7_results::Reader>()?;
-                    (!r.get_result()).then(|| "submitSolution: false".to_string())
+                    match (r.get_result(), &state.node) {
+                        (true, Some(node)) => {
+                            // Off the relay's path: the pool's next messages pass now.
+                            let (node, recorder) = (node.clone(), recorder.clone());
+                            state.asking.spawn(async move {
+                                let reason = processed_off_chain(&node, &header).await;
+                                record_submission(&header, height, reason, t, &recorder);
+                            });
+                            return Ok(());
+                        }
+                        (processed, _) => (!processed).then(|| "submitSolution: false".to_string()),
+                    }
                 }
                 Submission::Solution => {
                     let r = content.get_as::<block_template::submit_solution_results::Reader>()?;
@@ -531,6 +576,32 @@ fn reason(call: &str, reason: capnp::Result<capnp::text::Reader>) -> String {
         if reason.is_empty() { "false" } else { &reason }
     )
 }
+
+/// Where a block v31's submitSolution called processed went. Core's answer is true for
+/// every block it stored, "independent of block validity": one taken, and one beside the
+/// tip (a race lost, or found invalid when connected). The node's `confirmations` (-1 off
+/// its active chain) tells them apart: `None` for a block on the chain, else the reason.
+async fn processed_off_chain(
+    node: &bitcoind_rpc::RpcClient,
+    header: &bitcoin::block::Header,
+) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Confirmations {
+        confirmations: i64,
+    }
+    let hash = header.block_hash();
+    match node
+        .call::<Confirmations>("getblockheader", serde_json::json!([hash]))
+        .await
+    {
+        Ok(c) if c.confirmations > 0 => None,
+        Ok(_) => Some(V31_OFF_CHAIN.to_string()),
+        Err(e) => Some(format!("{V31_OFF_CHAIN} (getblockheader: {e})")),
+    }
+}
+
+/// A block v31's submitSolution called processed that is not on the node's active chain.
+pub const V31_OFF_CHAIN: &str = "submitSolution: true, not on the active chain";
 
 fn record_submission(
     header: &bitcoin::block::Header,
@@ -657,15 +728,14 @@ mod tests {
         assert_eq!(framed_len(&[0, 0]), None);
     }
 
-    /// A client of Bitcoin Core v32.1's interface through the tap, against our node serving
-    /// it: the template read as a pool reads it, the v31 submitSolution refused with
-    /// Core's words and recorded so, v32's submitSolution and submitBlock taken and
-    /// recorded with the blocks' own hashes.
-    #[tokio::test]
-    async fn v32_submissions_through_the_tap_are_recorded_with_the_nodes_answer() {
-        use node::ipc::MiningInterface::{V31, V32};
-        let dir = std::env::temp_dir().join(format!("sb-tap-v32-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+    /// Our node serving `interface`, and the tap before it (asking the node's RPC where a
+    /// processed block went when `ask_rpc`), recording to the returned file.
+    async fn tapped_node(
+        dir: &Path,
+        interface: node::ipc::MiningInterface,
+        ask_rpc: bool,
+    ) -> (node::NodeHandle, IpcTap, Recorder, PathBuf) {
+        let _ = std::fs::remove_dir_all(dir);
         let config = node::NodeConfig {
             scripted_arrivals: Some(Vec::new()),
             ..node::NodeConfig::default()
@@ -677,7 +747,7 @@ mod tests {
         let node = node::NodeHandle::start(node::NodeOptions {
             ipc: Some(node::ipc::IpcOptions {
                 data_dir: dir.join("node"),
-                interface: V32,
+                interface,
             }),
             ..node::NodeOptions::local(config, auth)
         })
@@ -685,6 +755,8 @@ mod tests {
         .unwrap();
         let events = dir.join("tap.jsonl");
         let recorder = Recorder::to_file(&events, "ipc-tap").unwrap();
+        let rpc = format!("http://{}", node.rpc_addr);
+        let rpc = ask_rpc.then(|| Arc::new(bitcoind_rpc::RpcClient::new(&rpc, "u", "p")));
         let tap = IpcTap::start(
             IpcTapConfig {
                 node_socket: node.ipc.as_ref().unwrap().socket.clone(),
@@ -693,18 +765,81 @@ mod tests {
             },
             recorder.clone(),
             Submitted::default(),
+            rpc,
         )
         .await
         .unwrap();
+        (node, tap, recorder, events)
+    }
+
+    /// A client of Bitcoin Core v31's interface through the tap: v31's submitSolution
+    /// answers true for every block the node processed, and the tap asks the node where
+    /// each went: the block taken is recorded as taken, a rival on the same template
+    /// (stored beside the tip, a race lost) with the reason, as is one found invalid on
+    /// connecting. Without the node's RPC, the tap cannot tell and records both taken.
+    #[tokio::test]
+    async fn v31_blocks_called_processed_are_recorded_where_they_went() {
+        for ask_rpc in [true, false] {
+            let dir =
+                std::env::temp_dir().join(format!("sb-tap-v31-{ask_rpc}-{}", std::process::id()));
+            let (node, tap, recorder, events) =
+                tapped_node(&dir, node::ipc::MiningInterface::V31, ask_rpc).await;
+            let socket = tap.socket.clone();
+            let local = tokio::task::LocalSet::new();
+            let (first, rival) = local
+                .run_until(async move {
+                    let init = node::ipc::connect(&socket).await.unwrap();
+                    let mining = node::ipc::mining_client(&init).await.unwrap();
+                    let (template, first) = mining.mined_as_a_pool().await.unwrap();
+                    let mut rival = first.clone();
+                    rival.header.nonce = rival.header.nonce.wrapping_add(1);
+                    node::ipc::grind(&mut rival.header);
+                    for block in [&first, &rival] {
+                        let answer = mining.submit_solution(
+                            &template,
+                            block,
+                            node::ipc::MiningInterface::V31,
+                        );
+                        assert_eq!(answer.await.unwrap(), (true, String::new()));
+                    }
+                    (first, rival)
+                })
+                .await;
+            tap.settle().await;
+            recorder.close().unwrap();
+            let submitted = submissions(probe::recorder::read_events(&events).unwrap());
+            let (one, two) = (
+                first.block_hash().to_string(),
+                rival.block_hash().to_string(),
+            );
+            let off_chain = ask_rpc.then(|| V31_OFF_CHAIN.to_string());
+            let mut expected = vec![(one, None), (two, off_chain)];
+            let mut submitted = submitted;
+            submitted.sort();
+            expected.sort();
+            assert_eq!(submitted, expected, "asking the node: {ask_rpc}");
+            drop(tap);
+            node.shutdown().await.unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    /// A client of Bitcoin Core v32.1's interface through the tap, against our node serving
+    /// it: the template read as a pool reads it, the v31 submitSolution refused with
+    /// Core's words and recorded so, v32's submitSolution and submitBlock taken and
+    /// recorded with the blocks' own hashes.
+    #[tokio::test]
+    async fn v32_submissions_through_the_tap_are_recorded_with_the_nodes_answer() {
+        use node::ipc::MiningInterface::{V31, V32};
+        let dir = std::env::temp_dir().join(format!("sb-tap-v32-{}", std::process::id()));
+        let (node, tap, recorder, events) = tapped_node(&dir, V32, false).await;
         let socket = tap.socket.clone();
         let local = tokio::task::LocalSet::new();
         let (first, second) = local
             .run_until(async move {
                 let init = node::ipc::connect(&socket).await.unwrap();
                 let mining = node::ipc::mining_client(&init).await.unwrap();
-                let template = mining.new_template().await.unwrap();
-                mining.read_as_a_pool(&template).await.unwrap();
-                let first = mining.mine(&template).await.unwrap();
+                let (template, first) = mining.mined_as_a_pool().await.unwrap();
                 let submit = |interface| mining.submit_solution(&template, &first, interface);
                 let error = submit(V31).await.expect_err("v32 refuses @7");
                 assert!(

@@ -63,7 +63,11 @@ struct Proxy {
 impl RpcTap {
     /// Checks the node's ZMQ, records its current tip, and starts relaying.
     pub async fn start(cfg: RpcTapConfig, recorder: Recorder) -> Result<RpcTap> {
-        let node = bitcoind_rpc::RpcClient::new(&cfg.node_url, &cfg.rpc_user, &cfg.rpc_password);
+        let node = Arc::new(bitcoind_rpc::RpcClient::new(
+            &cfg.node_url,
+            &cfg.rpc_user,
+            &cfg.rpc_password,
+        ));
         let mut hashblock = match &cfg.zmq {
             Some(zmq) => Some(sv1::hashblock::subscribe(zmq).await?),
             None => None,
@@ -104,6 +108,7 @@ impl RpcTap {
                 tracing::error!(error = %e, "the RPC tap stopped serving");
             }
         });
+        let ipc_node = node.clone();
         let tips = tokio::spawn(async move {
             let mut current = best;
             loop {
@@ -130,7 +135,8 @@ impl RpcTap {
         });
         let ipc = match cfg.ipc {
             Some(ipc) => {
-                Some(crate::ipc_tap::IpcTap::start(ipc, recorder.clone(), submitted).await?)
+                let (recorder, node) = (recorder.clone(), Some(ipc_node));
+                Some(crate::ipc_tap::IpcTap::start(ipc, recorder, submitted, node).await?)
             }
             None => None,
         };
@@ -144,6 +150,13 @@ impl RpcTap {
     pub fn stop(&self) {
         for task in &self.tasks {
             task.abort();
+        }
+    }
+
+    /// Waits for what the IPC tap still asks the node (`IpcTap::settle`).
+    pub async fn settle(&self) {
+        if let Some(ipc) = &self.ipc {
+            ipc.settle().await;
         }
     }
 }

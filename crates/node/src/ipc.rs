@@ -219,6 +219,17 @@ impl MiningClient {
         reply.get()?.get_result()
     }
 
+    /// A new template, read as the SRI pool reads one (so the IPC tap knows it), and a
+    /// block mined on it.
+    pub async fn mined_as_a_pool(
+        &self,
+    ) -> Result<(block_template::Client, bitcoin::Block), capnp::Error> {
+        let template = self.new_template().await?;
+        self.read_as_a_pool(&template).await?;
+        let block = self.mine(&template).await?;
+        Ok((template, block))
+    }
+
     /// What the SRI pool reads of a template before it makes a job of it: its header,
     /// coinbase and coinbase merkle path (what lets the IPC tap know the template).
     pub async fn read_as_a_pool(
@@ -255,10 +266,7 @@ impl MiningClient {
         block.header.merkle_root = block
             .compute_merkle_root()
             .ok_or_else(|| failed("a block without transactions"))?;
-        let target = bitcoin::Target::from_compact(block.header.bits);
-        while block.header.validate_pow(target).is_err() {
-            block.header.nonce = block.header.nonce.wrapping_add(1);
-        }
+        grind(&mut block.header);
         Ok(block)
     }
 
@@ -717,18 +725,12 @@ fn judged(bytes: &[u8], judge: impl FnOnce(bitcoin::Block) -> Option<String>) ->
     }
 }
 
-/// v31's submitSolution answers as Core's ProcessNewBlock does: whether the block was
-/// processed, "independent of block validity" (Core's interface). A valid block whose
-/// parent is no longer the tip is stored as a side block, and a block already known is
-/// taken again, both true; only a block Core refuses outright is false. submitblock's
-/// reasons (and v32's submitSolution) tell the first two apart. A farm's node that
-/// follows the network judges a block off its tip no further (the network decides it),
-/// so it too is taken as processed.
-fn processed(verdict: Option<&str>) -> bool {
-    matches!(
-        verdict,
-        None | Some("inconclusive" | "inconclusive-not-best-prevblk" | "duplicate")
-    )
+/// Raises `header`'s nonce, from where it is, until the header meets its target.
+pub fn grind(header: &mut bitcoin::block::Header) {
+    let target = bitcoin::Target::from_compact(header.bits);
+    while header.validate_pow(target).is_err() {
+        header.nonce = header.nonce.wrapping_add(1);
+    }
 }
 
 fn set_data_list(mut list: capnp::data_list::Builder<'_>, items: &[Vec<u8>]) {
@@ -922,7 +924,10 @@ impl block_template::Server for TemplateServer {
             p.get_nonce(),
             p.get_coinbase()?,
         )?;
-        results.get().set_result(processed(verdict.as_deref()));
+        // Core's ProcessNewBlock answer; the node's events keep submitblock's reason.
+        results
+            .get()
+            .set_result(crate::validate::processed_by_core(verdict.as_deref()));
         Ok(())
     }
 

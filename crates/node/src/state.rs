@@ -110,6 +110,16 @@ pub enum Submission {
     Rejected(String),
 }
 
+/// A verdict as submitblock words it: `None` for a block that becomes the tip,
+/// `inconclusive` for a valid block beside it, else the reason it is refused.
+fn submitblock_reason(verdict: &Result<Verdict, Reject>) -> Option<String> {
+    match verdict {
+        Ok(v) if v.extends_tip => None,
+        Ok(_) => Some("inconclusive".to_string()),
+        Err(Reject(reason)) => Some(reason.clone()),
+    }
+}
+
 pub struct NodeState {
     cfg: NodeConfig,
     bits: CompactTarget,
@@ -499,11 +509,7 @@ impl NodeState {
                 block.txdata.get(1).and_then(crate::template::marker_id),
             ),
         };
-        let reject_reason = match &verdict {
-            Ok(v) if v.extends_tip => None,
-            Ok(_) => Some("inconclusive".to_string()),
-            Err(Reject(reason)) => Some(reason.clone()),
-        };
+        let reject_reason = submitblock_reason(&verdict);
         self.recorder.record(Event::BlockSubmitted {
             hash: hash.to_string(),
             prev_hash: prev_hash.to_string(),
@@ -544,11 +550,12 @@ impl NodeState {
     /// A follower's answer to a submitted block: judged on its own view and recorded, but
     /// not connected (its peer, the network, decides; the block comes back relayed).
     pub fn judge_for_peer(&mut self, block: &Block, via: &str) -> Option<String> {
-        let reason = self.check_proposal(block, Checks::ALL);
+        let verdict = self.check(block, Checks::ALL);
+        let reason = submitblock_reason(&verdict);
         self.recorder.record(Event::BlockSubmitted {
             hash: block.block_hash().to_string(),
             prev_hash: block.header.prev_blockhash.to_string(),
-            height: (reason.is_none()).then(|| self.chain.height() + 1),
+            height: verdict.ok().map(|v| v.height),
             template_id: block.txdata.get(1).and_then(crate::template::marker_id),
             via: via.to_string(),
             reject_reason: reason.clone(),

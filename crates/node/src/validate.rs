@@ -68,6 +68,30 @@ pub struct Verdict {
     pub txids: Vec<Txid>,
 }
 
+/// Whether Bitcoin Core's ProcessNewBlock (v31's submitSolution answer) calls the block
+/// with submitblock's `reason` processed: true for one it stored, "independent of block
+/// validity" (Core's interface): taken, a valid block beside the tip (`inconclusive`),
+/// one already known, and one found invalid only when connected (Core stores it first,
+/// and its ActivateBestChain still answers true). False for one refused before it is
+/// stored.
+pub fn processed_by_core(reason: Option<&str>) -> bool {
+    matches!(
+        reason,
+        None | Some(
+            "inconclusive"
+                | "duplicate"
+                | CONNECT_INPUTS_MISSING
+                | CONNECT_SIGOPS
+                | CONNECT_CB_AMOUNT
+        )
+    )
+}
+
+/// ConnectBlock's reasons: found when the block is connected, after Core stored it.
+const CONNECT_INPUTS_MISSING: &str = "bad-txns-inputs-missingorspent";
+const CONNECT_SIGOPS: &str = "bad-blk-sigops";
+const CONNECT_CB_AMOUNT: &str = "bad-cb-amount";
+
 pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
     let header = &block.header;
     let hash = block.block_hash();
@@ -126,13 +150,13 @@ pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
         let known = match cx.mempool.get(txid).or_else(|| cx.markers.get(txid)) {
             Some(known) => known.clone(),
             None if is_network_marker(tx, cx.seed) => Arc::new(MempoolTx::new(tx.clone(), 0)),
-            None => return reject("bad-txns-inputs-missingorspent"),
+            None => return reject(CONNECT_INPUTS_MISSING),
         };
         fees += known.fee;
         sigops += known.sigops;
     }
     if sigops > MAX_BLOCK_SIGOPS_COST {
-        return reject("bad-blk-sigops");
+        return reject(CONNECT_SIGOPS);
     }
     let claimed: u64 = block.txdata[0]
         .output
@@ -140,7 +164,7 @@ pub fn check_block(block: &Block, cx: &Context) -> Result<Verdict, Reject> {
         .map(|o| o.value.to_sat())
         .sum();
     if claimed > subsidy(height) + fees {
-        return reject("bad-cb-amount");
+        return reject(CONNECT_CB_AMOUNT);
     }
     Ok(Verdict {
         fees,

@@ -240,9 +240,10 @@ where
 
 /// Bitcoin Core v31 has none of what v32 added: a v32 client's calls are answered as
 /// Cap'n Proto answers a method the server lacks; the v31 submitSolution takes a block,
-/// and answers as Core's ProcessNewBlock does: true for a block already known or one
-/// whose parent is no longer the tip (processed, Core's interface says, "independent of
-/// block validity"), false for a block Core refuses.
+/// and answers as Core's ProcessNewBlock does: true for a block processed, Core's
+/// interface says, "independent of block validity" (one already known, one whose parent
+/// is no longer the tip, one found invalid only on connecting), false for a block Core
+/// refuses before storing it.
 #[tokio::test]
 async fn a_v31_face_lacks_what_v32_added_and_takes_the_v31_submit_solution() {
     on_face("v31", MiningInterface::V31, |mining| async move {
@@ -290,21 +291,36 @@ async fn a_v31_face_lacks_what_v32_added_and_takes_the_v31_submit_solution() {
             }
         };
         assert!(submit(block.clone()).await, "a block already known: true");
-        let target = bitcoin::Target::from_compact(block.header.bits);
         let mut rival = block.clone();
         rival.header.nonce = rival.header.nonce.wrapping_add(1);
-        while rival.header.validate_pow(target).is_err() {
-            rival.header.nonce = rival.header.nonce.wrapping_add(1);
-        }
+        node::ipc::grind(&mut rival.header);
         assert!(
             submit(rival.clone()).await,
             "a valid block on the tip's parent, stored beside it: true"
         );
+        let target = bitcoin::Target::from_compact(block.header.bits);
         let mut short = rival;
         while short.header.validate_pow(target).is_ok() {
             short.header.nonce = short.header.nonce.wrapping_add(1);
         }
         assert!(!submit(short).await, "a block short of its target: false");
+        // On the new tip, a coinbase claiming a sat too many: ConnectBlock refuses it,
+        // after Core stored it, and ProcessNewBlock answers true.
+        let next = mining.new_template().await.unwrap();
+        let mut greedy = mining.mine(&next).await.unwrap();
+        greedy.txdata[0].output[0].value += bitcoin::Amount::from_sat(1);
+        greedy.header.merkle_root = greedy.compute_merkle_root().unwrap();
+        node::ipc::grind(&mut greedy.header);
+        let answer = mining.submit_solution(&next, &greedy, MiningInterface::V31);
+        assert!(
+            answer.await.unwrap().0,
+            "a coinbase claiming too much: true"
+        );
+        assert_eq!(
+            prev_hash(&mining, &mining.new_template().await.unwrap()).await,
+            block.block_hash().as_byte_array().to_vec(),
+            "the tip is still the block taken"
+        );
     })
     .await;
 }

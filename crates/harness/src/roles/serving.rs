@@ -158,6 +158,7 @@ impl Running for crate::rpc_tap::RpcTap {
     }
     async fn stop(self, _: &Recorder) -> Result<()> {
         crate::rpc_tap::RpcTap::stop(&self);
+        self.settle().await;
         Ok(())
     }
 }
