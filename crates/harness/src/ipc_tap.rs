@@ -775,8 +775,8 @@ mod tests {
     /// A client of Bitcoin Core v31's interface through the tap: v31's submitSolution
     /// answers true for every block the node processed, and the tap asks the node where
     /// each went: the block taken is recorded as taken, a rival on the same template
-    /// (stored beside the tip, a race lost) with the reason, as is one found invalid on
-    /// connecting. Without the node's RPC, the tap cannot tell and records both taken.
+    /// (stored beside the tip, a race lost) with the reason. Without the node's RPC, the
+    /// tap cannot tell and records both taken.
     #[tokio::test]
     async fn v31_blocks_called_processed_are_recorded_where_they_went() {
         for ask_rpc in [true, false] {

@@ -87,7 +87,9 @@ pub fn processed_by_core(reason: Option<&str>) -> bool {
     )
 }
 
-/// ConnectBlock's reasons: found when the block is connected, after Core stored it.
+/// ConnectBlock's reasons: found when the block is connected, after Core stored it. (Core's
+/// CheckBlock raises `bad-blk-sigops` too, for the legacy count, before storing; the count
+/// here is ConnectBlock's.)
 const CONNECT_INPUTS_MISSING: &str = "bad-txns-inputs-missingorspent";
 const CONNECT_SIGOPS: &str = "bad-blk-sigops";
 const CONNECT_CB_AMOUNT: &str = "bad-cb-amount";
