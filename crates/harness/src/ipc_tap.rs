@@ -252,6 +252,9 @@ impl IpcTap {
     }
 }
 
+/// How long after a block's answer the tap asks where it went.
+const ASK_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// How long `IpcTap::settle` waits for the node's answers.
 const SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -529,9 +532,12 @@ fn answered(
                         content.get_as::<block_template::submit_solution_old7_results::Reader>()?;
                     match (r.get_result(), &state.node) {
                         (true, Some(node)) => {
-                            // Off the relay's path: the pool's next messages pass now.
+                            // Off the relay's path, and after the burst a block brings
+                            // (new tips, new templates), so the question takes nothing
+                            // from what is measured then.
                             let (node, recorder) = (node.clone(), recorder.clone());
                             state.asking.spawn(async move {
+                                tokio::time::sleep(ASK_AFTER).await;
                                 let reason = processed_off_chain(&node, &header).await;
                                 record_submission(&header, height, reason, t, &recorder);
                             });
