@@ -468,7 +468,7 @@ fn sv2_sides_on_a_real_nodes_mining_ipc_are_measured_through_the_ipc_tap() {
         lags_ms[0] >= 0.0,
         "the tap sees a template after the node built it: {lags_ms:?}"
     );
-    // One hop: a fraction of a millisecond, a median of 0.14 to 1.23 ms in fourteen runs
+    // One hop: a fraction of a millisecond, a median of 0.14 to 1.23 ms in fifteen runs
     // on this 2-core machine in one day (0.86 ms with the SV1 test beside it), moving with
     // the machine more than with the tap; a tap that stamped a template late (when the
     // pool next asked, or by polling) would be tens of milliseconds or more.
