@@ -284,11 +284,13 @@ fn races_recover_delays(dir: &Path, zmq: &str, pool: &str, delays_ms: &[u64], du
         // pool and the other races are busy with it on two cores, and may stamp it late
         // by as much, where a delayed race hears after the burst (78.74 ms seen for 80
         // in a CI run, its median over 13 blocks; 77.83 ms with the SV1 and SV2 tests
-        // side by side): d - 5 to d + 5 ms. The shift is held block by block, the unit
-        // both races share: the medians' difference, unpaired, also moves with which
-        // blocks fell mid-way in each (302.15 ms in a CI run whose blocks shifted by
-        // 301.60 ms), and lies anywhere between the least and the most shift.
-        let held = |x: f64| (d - 5.0..=d + 5.0).contains(&x);
+        // side by side). And the pool serves the races one after another, so a race it
+        // serves later hears the pool later: the SRI pool, loaded, by 6.7 ms (73.32 ms
+        // for 80 in a clean run): d - 10 to d + 5 ms. The shift is held block by block,
+        // the unit both races share: the medians' difference, unpaired, also moves with
+        // which blocks fell mid-way in each (302.15 ms in a CI run whose blocks shifted
+        // by 301.60 ms), and lies anywhere between the least and the most shift.
+        let held = |x: f64| (d - 10.0..=d + 5.0).contains(&x);
         assert!(held(shift), "{d} ms: shifted {shift}");
         // The summary's mean is the events' mean.
         let mean = all.iter().sum::<f64>() / all.len() as f64;
