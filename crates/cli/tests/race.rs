@@ -9,7 +9,9 @@
 
 mod common;
 
-use common::{exe, free_port, start_node_announced, start_role, terminate, word_after, Killed};
+use common::{
+    exe, free_port, median, start_node_announced, start_role, terminate, word_after, Killed,
+};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -208,16 +210,6 @@ fn leads(out: &Path) -> BTreeMap<String, f64> {
     (arrivals.into_iter())
         .filter_map(|(h, a)| Some((h, (a.0? as f64 - a.1? as f64) / 1e6)))
         .collect()
-}
-
-fn median(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
 }
 
 /// Races with `delays_ms` on the node's ZMQ side by side against `pool` (blocks from

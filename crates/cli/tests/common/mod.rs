@@ -390,6 +390,17 @@ pub fn run_to_summary(
     (out, summary)
 }
 
+/// The median of `xs` (sorting them), the mean of the middle two for an even count.
+pub fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
 /// A summary's number; the test fails naming the value that is not one.
 pub fn num(v: &serde_json::Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
