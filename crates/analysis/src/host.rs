@@ -2,7 +2,7 @@
 //! they needed. A saturated host inflates every latency it serves, on every side alike
 //! or not, so a verdict from such a window says so.
 
-use crate::manifest::{Sample, Window, HOST_ROLE};
+use crate::manifest::{HostReading, Sample, Window, HOST_ROLE};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,6 +13,11 @@ pub const SATURATED_BUSY_PCT: f64 = 90.0;
 pub const SATURATED_SHARE: f64 = 0.10;
 /// ... or when less than this share of memory was available at some second.
 pub const LOW_MEMORY_SHARE: f64 = 0.05;
+/// Memory left idle that takes longer than this to touch again, ms per MiB at the median,
+/// is noted: a role's first work after a quiet spell pays it, a few MiB of code and data
+/// for a reaction to a new block. Main memory streams a MiB in about 0.1 ms; a machine's
+/// caches gone cold cost a few times that, not ten.
+pub const SLOW_IDLE_TOUCH_MS_PER_MIB: f64 = 1.0;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostHealth {
@@ -45,6 +50,56 @@ pub struct HostHealth {
     /// Why the window's latencies should be read with care, when they should.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// How fast the host handed back idle memory, where the harness probed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_touch: Option<IdleTouchHealth>,
+}
+
+/// The window's probes of idle memory ([`probe::event::IdleTouch`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdleTouchHealth {
+    pub probes: usize,
+    /// How long the memory rested before each probe, s (the longest of the window's).
+    pub rest_s: f64,
+    /// The first touch after a rest, ms per MiB: median and most.
+    pub idle_ms_per_mib_p50: f64,
+    pub idle_ms_per_mib_max: f64,
+    /// The same memory touched again at once, ms per MiB, median.
+    pub hot_ms_per_mib_p50: f64,
+    /// What it means for the run's latencies, when the first touch is slow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The idle-memory probes among `readings`; `None` without any.
+fn idle_touch_health(readings: &[&HostReading]) -> Option<IdleTouchHealth> {
+    let touches: Vec<_> = readings.iter().filter_map(|r| r.idle_touch).collect();
+    if touches.is_empty() {
+        return None;
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        (v[(n - 1) / 2] + v[n / 2]) / 2.0
+    };
+    let rest_s = touches.iter().map(|t| t.rest_s).fold(0.0, f64::max);
+    let idle: Vec<f64> = touches.iter().map(|t| t.idle_ms_per_mib).collect();
+    let idle_ms_per_mib_max = idle.iter().copied().fold(0.0, f64::max);
+    let idle_ms_per_mib_p50 = median(idle);
+    let hot_ms_per_mib_p50 = median(touches.iter().map(|t| t.hot_ms_per_mib).collect());
+    let note = (idle_ms_per_mib_p50 > SLOW_IDLE_TOUCH_MS_PER_MIB).then(|| {
+        format!(
+            "this host hands back idle memory slowly: memory left idle {rest_s:.0} s took {idle_ms_per_mib_p50:.1} ms per MiB to touch again at the median ({hot_ms_per_mib_p50:.2} ms hot); a role's first work after a quiet spell, such as its reaction to a new block, includes that, so what the roles added beyond a path's configured delay is partly this host's"
+        )
+    });
+    Some(IdleTouchHealth {
+        probes: touches.len(),
+        rest_s,
+        idle_ms_per_mib_p50,
+        idle_ms_per_mib_max,
+        hot_ms_per_mib_p50,
+        note,
+    })
 }
 
 /// The host's samples in the window summed up; `None` when there are none (a run from
@@ -155,13 +210,13 @@ fn health_of(samples: &[Sample], window: Window, role: &str) -> Option<HostHealt
         fs_size_bytes: readings.iter().map(|r| r.fs_size_bytes).max().unwrap_or(0),
         throttled_ms,
         warning,
+        idle_touch: idle_touch_health(&readings),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::HostReading;
 
     fn second(t_s: u64, cores: [f64; 2], available_mb: u64, throttled_ms: f64) -> Sample {
         let busy = (cores[0] + cores[1]) / 2.0;
@@ -183,6 +238,7 @@ mod tests {
                 fs_avail_bytes: 5_000,
                 fs_size_bytes: 10_000,
                 throttled_ms: Some(throttled_ms),
+                idle_touch: None,
             }),
         }
     }
@@ -275,6 +331,56 @@ mod tests {
         // The same host with the run on both cores is not saturated.
         let all: Vec<Sample> = (1..=10).map(|t| second(t, [95.0, 5.0], 600, 0.0)).collect();
         assert_eq!(health(&all, window(1, 10)).unwrap().warning, None);
+    }
+
+    #[test]
+    fn idle_memory_is_summed_up_by_hand_and_noted_when_slow() {
+        let probed = |t: u64, idle: f64, hot: f64| {
+            let mut s = second(t, [20.0, 40.0], 600, 0.0);
+            s.host.as_mut().unwrap().idle_touch = Some(probe::event::IdleTouch {
+                rest_s: 5.0,
+                idle_ms_per_mib: idle,
+                hot_ms_per_mib: hot,
+            });
+            s
+        };
+        // Ten seconds, probes at 2, 5 and 9 s: 0.4, 2.5 and 6.0 ms per MiB idle, so the
+        // median is 2.5 (over the 1.0 noted) and the most 6.0; hot 0.05, 0.07, 0.06: 0.06.
+        // A probe after the window (12 s, 50 ms per MiB) is not counted.
+        let mut samples: Vec<Sample> = (1..=10)
+            .map(|t| match t {
+                2 => probed(t, 0.4, 0.05),
+                5 => probed(t, 2.5, 0.07),
+                9 => probed(t, 6.0, 0.06),
+                _ => second(t, [20.0, 40.0], 600, 0.0),
+            })
+            .collect();
+        samples.push(probed(12, 50.0, 0.05));
+        let h = health(&samples, window(1, 10)).unwrap();
+        let idle = h.idle_touch.unwrap();
+        assert_eq!((idle.probes, idle.rest_s), (3, 5.0));
+        assert_eq!(
+            (idle.idle_ms_per_mib_p50, idle.idle_ms_per_mib_max),
+            (2.5, 6.0)
+        );
+        assert_eq!(idle.hot_ms_per_mib_p50, 0.06);
+        let note = idle.note.unwrap();
+        assert!(
+            note.contains("memory left idle 5 s took 2.5 ms per MiB to touch again at the median (0.06 ms hot)"),
+            "{note}"
+        );
+        // Not a saturation: the verdict's warning stays clear.
+        assert_eq!(h.warning, None);
+
+        // Two probes, 0.2 and 1.0: the median of an even count is the middle two's mean,
+        // 0.6, and not over 1.0: no note.
+        let samples = [probed(1, 0.2, 0.05), probed(2, 1.0, 0.05)];
+        let idle = health(&samples, window(1, 2)).unwrap().idle_touch.unwrap();
+        assert_eq!(idle.idle_ms_per_mib_p50, 0.6);
+        assert_eq!(idle.note, None);
+        // No probe, no reading.
+        let quiet = [second(1, [20.0, 40.0], 600, 0.0)];
+        assert_eq!(health(&quiet, window(1, 1)).unwrap().idle_touch, None);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{events, free_port, http_get, median, out_dir, run_baseline, succeed, summary};
+use common::{events, free_port, http_get, median, num, out_dir, run_baseline, succeed, summary};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -144,9 +144,9 @@ fn new_block_work_crossed_in(dir: &Path, side: &str, delay_ms: f64, p50: f64) {
 /// to react to a tip (the node's notice, the pool's template and job) is this host's
 /// and counted in the figure, not bounded here: a tip finds the node and the pool idle
 /// since the last one, and on this machine memory idle for seconds is slow to touch
-/// (8 MB read in 0.5 ms hot, 2.5 to 55 ms after 2 s idle, by the hour), so the same
-/// build reacted in 0.5 to 2 ms one morning and 17 to 37 ms that afternoon (a CI run's
-/// 77.7 ms for 50). The crossing is the link's, and bounded.
+/// (8 MiB in 0.5 ms hot, 2.5 to 55 ms after 2 s idle, by the hour; the run's
+/// `host.idle_touch`), so the same build reacted in 0.5 to 2 ms one morning and 17 to 37
+/// ms that afternoon (a CI run's 77.7 ms for 50). The crossing is the link's, and bounded.
 #[test]
 fn new_block_jobs_cross_the_link_in_its_one_way_delay() {
     let dir = out_dir("physics");
@@ -225,6 +225,13 @@ fn new_block_jobs_cross_the_link_in_its_one_way_delay() {
         "a new block reached the farm faster than light: {p50} ms"
     );
     new_block_work_crossed_in(&dir, "sv1", 50.0, p50);
+    // What the roles' reaction includes of the host's is read: its idle memory, probed
+    // every 5 s of the 50 s window.
+    let idle = &s["host"]["idle_touch"];
+    assert!(
+        idle["probes"].as_u64().is_some_and(|n| n >= 5) && num(&idle["hot_ms_per_mib_p50"]) > 0.0,
+        "{idle}"
+    );
     let bw = &sv1["bandwidth_bytes_per_s"];
     for (site, dir) in [
         ("farm", "tx"),

@@ -1,6 +1,7 @@
 //! The machine a run ran on: what it is, written to `host.json` so a report can say where
 //! numbers come from, and how busy it was, read every second as node exporter reads it.
 
+use crate::idle_memory::IdleMemoryProbe;
 use analysis::manifest::HostReading;
 use model::host::Host;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,7 @@ pub struct HostMeter {
     cgroup_stat: Option<ThrottleStat>,
     /// The cores' ticks, and each group's throttled time (ns), at the last reading.
     last: Option<(Vec<CoreTicks>, Option<Vec<u64>>)>,
+    idle_probe: Option<IdleMemoryProbe>,
 }
 
 /// One second of the host: the reading for the samples, and the seconds each core spent
@@ -72,6 +74,16 @@ impl HostMeter {
             run_cpus: Some(run_cpus.to_vec()).filter(|c| !c.is_empty()),
             cgroup_stat: own_cgroup_cpu_stat(),
             last: None,
+            idle_probe: None,
+        }
+    }
+
+    /// Also reads how fast the host hands back idle memory, every
+    /// [`crate::idle_memory::REST`], in the second after each probe.
+    pub fn with_idle_probe(self) -> HostMeter {
+        HostMeter {
+            idle_probe: IdleMemoryProbe::start(crate::idle_memory::REST),
+            ..self
         }
     }
 
@@ -142,6 +154,7 @@ impl HostMeter {
                     let held = now.iter().zip(&then).map(|(n, t)| n.saturating_sub(*t));
                     held.max().unwrap_or(0) as f64 / 1e6
                 }),
+                idle_touch: self.idle_probe.as_ref().and_then(IdleMemoryProbe::take),
             },
             cpu_seconds,
         })

@@ -10,6 +10,7 @@ pub mod external_pool;
 pub mod floor_peers;
 pub mod fuzzing;
 pub mod host;
+pub mod idle_memory;
 pub mod ipc_tap;
 pub mod launch;
 pub mod limits;

@@ -421,4 +421,20 @@ pub struct HostReading {
     /// `cpu.stat`, cgroup v1 or v2), ms; absent without a readable cgroup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttled_ms: Option<f64>,
+    /// The host's hand-back of idle memory, in the seconds a probe of it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_touch: Option<IdleTouch>,
+}
+
+/// Memory's first touch after a rest, and the same touch again at once: a host that hands
+/// idle memory back slowly (a virtual machine whose host reclaims or moves it) stretches
+/// every role's first work after a quiet spell, such as its reaction to a new block.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IdleTouch {
+    /// How long the memory was left idle, s.
+    pub rest_s: f64,
+    /// ms per MiB to touch memory left idle since the previous probe.
+    pub idle_ms_per_mib: f64,
+    /// ms per MiB to touch it again at once.
+    pub hot_ms_per_mib: f64,
 }

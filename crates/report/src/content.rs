@@ -644,6 +644,13 @@ fn capitalised(title: &str) -> String {
 
 fn readings_section(summary: &analysis::Summary) -> Section {
     let mut blocks = Vec::new();
+    let idle = summary.host.as_ref().and_then(|h| h.idle_touch.as_ref());
+    if let Some(idle) = idle.filter(|i| i.note.is_some()) {
+        blocks.push(Block::Note(format!(
+            "Part of what the roles added below is this host's: memory left idle {:.0} s took {:.1} ms per MiB to touch again at the median, {:.2} ms at once after (section Host).",
+            idle.rest_s, idle.idle_ms_per_mib_p50, idle.hot_ms_per_mib_p50
+        )));
+    }
     for (name, side) in &summary.sides {
         let r = &side.readings;
         for (_, latency) in Headline::distributions() {
@@ -1063,6 +1070,9 @@ fn host_section(
             analysis::host::LOW_MEMORY_SHARE * 100.0
         )),
     }];
+    if let Some(note) = health.idle_touch.as_ref().and_then(|i| i.note.as_ref()) {
+        blocks.push(Block::Note(format!("Idle memory: {note}.")));
+    }
     blocks.push(Block::Chart {
         title: "Host CPU over time".into(),
         svg: line_chart(
@@ -1128,6 +1138,22 @@ fn host_section(
                 health
                     .throttled_ms
                     .map_or("- (no readable cgroup)".into(), |ms| format!("{ms:.0}")),
+            ),
+            row(
+                "memory left idle, first touch ms per MiB: median / most (again at once)",
+                health
+                    .idle_touch
+                    .as_ref()
+                    .map_or("- (not probed)".into(), |i| {
+                        format!(
+                            "{:.2} / {:.2} ({:.2}), {} probes after {:.0} s idle",
+                            i.idle_ms_per_mib_p50,
+                            i.idle_ms_per_mib_max,
+                            i.hot_ms_per_mib_p50,
+                            i.probes,
+                            i.rest_s
+                        )
+                    }),
             ),
         ],
     });

@@ -572,15 +572,61 @@ fn a_report_reads_the_runs_summary_and_charts_not_its_events() {
     assert_eq!(report_of(Source::Written), written);
 }
 
+/// A run file of `dir` (`samples.jsonl`, `events/<role>.jsonl`) opened to add lines to.
+fn appending(dir: &Path, file: &str) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join(file))
+        .unwrap()
+}
+
+/// A host whose idle memory is slow to touch is said where what the roles added is read.
+#[test]
+fn a_host_slow_to_hand_back_idle_memory_is_said_beside_the_readings() {
+    let dir = fake_run("idle-memory", 50);
+    // Three probes in the window, 3, 4 and 5 ms per MiB after 5 s idle (0.05 hot): the
+    // median 4.0 is over the 1 ms noted.
+    let mut samples = appending(&dir, "samples.jsonl");
+    for (i, idle_ms_per_mib) in [3.0, 4.0, 5.0].into_iter().enumerate() {
+        let reading = analysis::manifest::HostReading {
+            core_busy_pct: vec![20.0, 20.0],
+            busy_pct: 20.0,
+            mem_total_bytes: 8_000_000_000,
+            mem_available_bytes: 6_000_000_000,
+            idle_touch: Some(probe::event::IdleTouch {
+                rest_s: 5.0,
+                idle_ms_per_mib,
+                hot_ms_per_mib: 0.05,
+            }),
+            ..Default::default()
+        };
+        let t = 1_000 * S + (i as u64 + 1) * 10 * S;
+        let s = Sample::of_host(t, "host", reading);
+        writeln!(samples, "{}", serde_json::to_string(&s).unwrap()).unwrap();
+    }
+    report::write_report(&dir, false, Source::Recompute).unwrap();
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("Part of what the roles added below is this host's: memory left idle 5 s took 4.0 ms per MiB to touch again at the median, 0.05 ms at once after"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 4.00 / 5.00 (0.05), 3 probes after 5 s idle |"),
+        "{md}"
+    );
+    // A run without the probe says nothing of it.
+    let unprobed = fake_run("unprobed", 50);
+    report::write_report(&unprobed, false, Source::Recompute).unwrap();
+    let md = std::fs::read_to_string(unprobed.join("report.md")).unwrap();
+    assert!(!md.contains("Part of what the roles added"), "{md}");
+}
+
 /// A pool that stops listening while its process lives (SRI's pool can) is said first,
 /// before any figure of its side.
 #[test]
 fn a_pool_that_stopped_taking_connections_is_said_first() {
     let dir = fake_run("refused", 50);
-    let mut events = std::fs::OpenOptions::new()
-        .append(true)
-        .open(dir.join("events/pool-sv1.jsonl"))
-        .unwrap();
+    let mut events = appending(&dir, "events/pool-sv1.jsonl");
     for t in [1_100 * S, 1_101 * S] {
         let refused = Record {
             t_ns: t,

@@ -51,7 +51,7 @@ impl Meters {
         };
         Meters {
             own: CpuMeter::new(std::process::id()),
-            host: HostMeter::new(dir, &run_cpus),
+            host: HostMeter::new(dir, &run_cpus).with_idle_probe(),
         }
     }
 }
