@@ -59,9 +59,11 @@ pub struct HostHealth {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IdleTouchHealth {
     pub probes: usize,
-    /// How long the memory rested before each probe, s (the longest of the window's).
+    /// How long the harness left the memory idle before each probe, s (as configured, the
+    /// longest if the window's probes differ).
     pub rest_s: f64,
-    /// The first touch after a rest, ms per MiB: median and most.
+    /// The first touch after a rest, ms per MiB: median (nearest rank, as every p50 of
+    /// the summary) and most.
     pub idle_ms_per_mib_p50: f64,
     pub idle_ms_per_mib_max: f64,
     /// The same memory touched again at once, ms per MiB, median.
@@ -77,11 +79,7 @@ fn idle_touch_health(readings: &[&HostReading]) -> Option<IdleTouchHealth> {
     if touches.is_empty() {
         return None;
     }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        (v[(n - 1) / 2] + v[n / 2]) / 2.0
-    };
+    let median = |v: Vec<f64>| probe::stats::percentile(&v, 0.5).unwrap_or(f64::NAN);
     let rest_s = touches.iter().map(|t| t.rest_s).fold(0.0, f64::max);
     let idle: Vec<f64> = touches.iter().map(|t| t.idle_ms_per_mib).collect();
     let idle_ms_per_mib_max = idle.iter().copied().fold(0.0, f64::max);
@@ -372,11 +370,14 @@ mod tests {
         // Not a saturation: the verdict's warning stays clear.
         assert_eq!(h.warning, None);
 
-        // Two probes, 0.2 and 1.0: the median of an even count is the middle two's mean,
-        // 0.6, and not over 1.0: no note.
-        let samples = [probed(1, 0.2, 0.05), probed(2, 1.0, 0.05)];
+        // Two probes, 1.0 and 8.0: the median by nearest rank is the first, 1.0, which is
+        // not over the 1.0 noted: no note, though the most is 8.0.
+        let samples = [probed(1, 8.0, 0.05), probed(2, 1.0, 0.05)];
         let idle = health(&samples, window(1, 2)).unwrap().idle_touch.unwrap();
-        assert_eq!(idle.idle_ms_per_mib_p50, 0.6);
+        assert_eq!(
+            (idle.idle_ms_per_mib_p50, idle.idle_ms_per_mib_max),
+            (1.0, 8.0)
+        );
         assert_eq!(idle.note, None);
         // No probe, no reading.
         let quiet = [second(1, [20.0, 40.0], 600, 0.0)];

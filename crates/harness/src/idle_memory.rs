@@ -1,9 +1,10 @@
 //! How fast the host hands back memory left idle: every few seconds a thread of the
 //! harness touches a buffer it left alone since, then touches it again at once. On a
 //! machine of its own the two differ by the caches; on a virtual machine whose host
-//! reclaims or moves idle memory, the first touch can be a hundred times slower (2 to 55
-//! ms for 8 MiB after 2 s idle, against 0.5 ms hot, on the 2-core VM this was built on),
-//! and every role's first work after a quiet spell (its reaction to a new block) pays it.
+//! reclaims or moves idle memory, the first touch can be a hundred times slower (1.9 to
+//! 11.2 ms per MiB after 5 s idle, against 0.04 to 0.16 ms hot, on the 2-core VM this was
+//! built on), and every role's first work after a quiet spell (its reaction to a new
+//! block) pays it.
 
 use parking_lot::Mutex;
 use probe::event::IdleTouch;
@@ -20,8 +21,8 @@ const BUFFER_BYTES: usize = 1 << 20;
 /// One touch per cache line, as a role's own reads and writes would come.
 const LINE_BYTES: usize = 64;
 
-/// A probe thread, at the lowest priority so it never holds a core a role wants; it ends
-/// when this is dropped.
+/// A probe thread, at nice 19 so a role that wants its core gets it; it ends when this is
+/// dropped.
 pub struct IdleMemoryProbe {
     last: Arc<Mutex<Option<IdleTouch>>>,
     _stop: mpsc::Sender<()>,
@@ -37,11 +38,21 @@ impl IdleMemoryProbe {
             .name("idle-memory".into())
             .spawn(move || {
                 lowest_priority();
-                let mut buffer = vec![0u8; BUFFER_BYTES];
+                // Every page different and none zero, as a role's own memory is: a host
+                // may keep zero or duplicate pages cheaper than others.
+                let mut buffer: Vec<u8> = (0..BUFFER_BYTES)
+                    .map(|i| (i % 251) as u8 ^ (i / 4096) as u8 | 1)
+                    .collect();
                 touch(&mut buffer);
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(rest) {
+                    let switches = involuntary_switches();
                     let idle = touch(&mut buffer);
                     let hot = touch(&mut buffer);
+                    // A role that took the core mid-probe would count as the host's: such
+                    // a probe is dropped, the next one comes after the next rest.
+                    if involuntary_switches() != switches {
+                        continue;
+                    }
                     let mib = BUFFER_BYTES as f64 / (1 << 20) as f64;
                     *shared.lock() = Some(IdleTouch {
                         rest_s: rest.as_secs_f64(),
@@ -72,6 +83,16 @@ fn touch(buffer: &mut [u8]) -> Duration {
     // The writes are kept: the optimiser must assume the buffer is read.
     std::hint::black_box(&mut *buffer);
     began.elapsed()
+}
+
+/// How often this thread was taken off its core so far (`ru_nivcsw`); 0 when unreadable.
+fn involuntary_switches() -> i64 {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    match unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } {
+        0 => usage.ru_nivcsw as i64,
+        _ => 0,
+    }
 }
 
 /// This thread at nice 19: a role that wakes while a probe runs takes the core.

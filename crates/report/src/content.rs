@@ -647,7 +647,7 @@ fn readings_section(summary: &analysis::Summary) -> Section {
     let idle = summary.host.as_ref().and_then(|h| h.idle_touch.as_ref());
     if let Some(idle) = idle.filter(|i| i.note.is_some()) {
         blocks.push(Block::Note(format!(
-            "Part of what the roles added below is this host's: memory left idle {:.0} s took {:.1} ms per MiB to touch again at the median, {:.2} ms at once after (section Host).",
+            "Part of what the roles added below is this host's: memory left idle {:.0} s took {:.1} ms per MiB to touch again at the median, against {:.2} ms touched again at once (section Host).",
             idle.rest_s, idle.idle_ms_per_mib_p50, idle.hot_ms_per_mib_p50
         )));
     }

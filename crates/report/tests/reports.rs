@@ -607,7 +607,7 @@ fn a_host_slow_to_hand_back_idle_memory_is_said_beside_the_readings() {
     report::write_report(&dir, false, Source::Recompute).unwrap();
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(
-        md.contains("Part of what the roles added below is this host's: memory left idle 5 s took 4.0 ms per MiB to touch again at the median, 0.05 ms at once after"),
+        md.contains("Part of what the roles added below is this host's: memory left idle 5 s took 4.0 ms per MiB to touch again at the median, against 0.05 ms touched again at once"),
         "{md}"
     );
     assert!(
