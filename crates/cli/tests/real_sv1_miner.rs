@@ -91,10 +91,7 @@ fn a_real_sv1_miner_mines_through_the_link_and_is_counted() {
     );
     // The summary counts every share the pool accepted in the measured window, the real
     // miner's among them.
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
-    let window =
-        manifest["window_start_ns"].as_u64().unwrap()..manifest["window_end_ns"].as_u64().unwrap();
+    let window = common::measured_window(&out);
     let in_window = judged
         .iter()
         .filter(|v| v["verdict"] == "accepted")

@@ -2,7 +2,10 @@
 
 mod common;
 
-use common::{events, free_port, http_get, median, num, out_dir, run_baseline, succeed, summary};
+use common::{
+    events, free_port, http_get, measured_window, median, num, out_dir, run_baseline, succeed,
+    summary,
+};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -22,13 +25,6 @@ fn get(url: &str) -> Option<String> {
     http_get(addr, "/metrics").filter(|body| LIVE_SERIES.iter().all(|name| body.contains(name)))
 }
 
-/// The run's measured window, from its manifest: `t_ns` from its start to its end.
-fn measured_window(dir: &Path) -> std::ops::RangeInclusive<u64> {
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
-    manifest["window_start_ns"].as_u64().unwrap()..=manifest["window_end_ns"].as_u64().unwrap()
-}
-
 /// The SV1 tap in front of the built-in pool reads every verdict the pool gave, and the
 /// same ones: per verdict, the pool's own `share_judged` in the window equal the tap's
 /// (the tap sees each answer microseconds later, well inside the window's edges).
@@ -36,11 +32,7 @@ fn sv1_tap_verdicts_are_the_pools_own(dir: &Path) {
     let window = measured_window(dir);
     let verdicts = |role: &str| {
         let mut counts = BTreeMap::<String, u64>::new();
-        let text = std::fs::read_to_string(dir.join(format!("events/{role}.jsonl"))).unwrap();
-        for e in text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        {
+        for e in events(dir, role) {
             if e["kind"] == "share_judged" && window.contains(&e["t_ns"].as_u64().unwrap()) {
                 *counts
                     .entry(e["verdict"].as_str().unwrap().to_string())
@@ -522,7 +514,7 @@ fn an_injected_delay_comes_out_as_physics_says() {
 /// within `gap_ns`.
 fn tips_followed_within(dir: &Path, gap_ns: u64) -> (usize, usize) {
     let window = measured_window(dir);
-    let tips: Vec<u64> = (common::events(dir, "node").iter())
+    let tips: Vec<u64> = (events(dir, "node").iter())
         .filter(|e| e["kind"] == "tip_changed")
         .map(|e| e["t_ns"].as_u64().unwrap())
         .collect();

@@ -366,6 +366,14 @@ pub fn summary(dir: &Path) -> serde_json::Value {
     .unwrap()
 }
 
+/// The run's measured window, from its manifest: `t_ns` from its start to its end, both
+/// in, as the analysis counts it.
+pub fn measured_window(dir: &Path) -> std::ops::RangeInclusive<u64> {
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    manifest["window_start_ns"].as_u64().unwrap()..=manifest["window_end_ns"].as_u64().unwrap()
+}
+
 /// A role's events, as JSON values (lines that do not read are left out).
 pub fn events(dir: &Path, role: &str) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join(format!("events/{role}.jsonl")))
