@@ -3,7 +3,7 @@ CARGO ?= cargo
 CARGO_FLAGS := --release --locked
 RUN := $(CARGO) run $(CARGO_FLAGS) --quiet --bin stratum-bench --
 
-.PHONY: all deps test-deps build run install test lint bench releases sweep-release fuzz clean
+.PHONY: all deps test-deps build run install test test-core fmt-check lint bench releases sweep-release fuzz clean
 
 all: build
 
@@ -39,17 +39,48 @@ SV1_MINER := $(TOOLS_DIR)/bin/para
 $(SV1_MINER):
 	$(CARGO) install para --version 0.6.0 --locked --root $(TOOLS_DIR)
 
-# Tests run in the release profile, like the binary, so everything compiles once; with a
-# Docker daemon, started for the tests when none runs (the container tests need one). The
-# release tests run an earlier SRI release, installed from crates.io into the build cache.
+# Tests run in the release profile, like the binary, so everything compiles once, under
+# cargo-nextest (.config/nextest.toml: runs of real roles one at a time, a per-test
+# timeout that names a hung test, no fail-fast, no retries), with a Docker daemon started
+# for the tests when none runs (the container tests need one). Formatting is checked
+# before anything is installed, clippy before the tools are built. The release tests run
+# an earlier SRI release, installed from crates.io into the build cache. docs/testing.md
+# says what each test checks and how to run one family alone (make test TESTS='-E ...').
 SRI_TEST_RELEASE := 0.6.0
+NEXTEST_VERSION := 0.9.151
+NEXTEST := $(TOOLS_DIR)/bin/cargo-nextest
+TESTS ?=
+TEST_ENV := STRATUM_BENCH_SV1_MINER=$(SV1_MINER) STRATUM_BENCH_SRI_RELEASE=$(TOOLS_DIR)/sri-$(SRI_TEST_RELEASE)
 
-test: test-deps $(SV1_MINER)
-	scripts/install-sri-releases.sh $(TOOLS_DIR) $(SRI_TEST_RELEASE)
+$(NEXTEST):
+	$(CARGO) install cargo-nextest --version $(NEXTEST_VERSION) --locked --root $(TOOLS_DIR) \
+		--no-default-features --features default-no-update
+
+fmt-check:
+	@scripts/ensure-deps.sh toolchain
 	$(CARGO) fmt --all -- --check
+
+test: fmt-check
+	@scripts/ensure-deps.sh test
 	$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
-	STRATUM_BENCH_SV1_MINER=$(SV1_MINER) STRATUM_BENCH_SRI_RELEASE=$(TOOLS_DIR)/sri-$(SRI_TEST_RELEASE) \
-		scripts/with-docker.sh $(CARGO) test $(CARGO_FLAGS)
+	@$(MAKE) --no-print-directory $(NEXTEST) $(SV1_MINER)
+	scripts/install-sri-releases.sh $(TOOLS_DIR) $(SRI_TEST_RELEASE)
+	$(TEST_ENV) scripts/with-docker.sh scripts/run-tests.sh $(NEXTEST) default $(TESTS)
+
+# The tests of a real Bitcoin Core: Core built once into the build cache by
+# scripts/build-bitcoin-core.sh from the source the Rust registry vendors (about half an
+# hour on 2 cores, once), or the one STRATUM_BENCH_BITCOIN_NODE names. Run it before any
+# change to the node, its IPC face, the taps or the Core network role.
+CORE_SOURCE := libbitcoinkernel-sys@0.4.1
+CORE_BUILD_DIR := $(BUILD_DIR)/bitcoin-core
+STRATUM_BENCH_BITCOIN_NODE ?= $(CORE_BUILD_DIR)/bin/bitcoin-node
+
+$(CORE_BUILD_DIR)/bin/bitcoin-node:
+	scripts/build-bitcoin-core.sh --from-crate $(CORE_SOURCE) $(CORE_BUILD_DIR)
+
+test-core: test-deps $(NEXTEST) $(STRATUM_BENCH_BITCOIN_NODE)
+	$(TEST_ENV) STRATUM_BENCH_BITCOIN_NODE=$(STRATUM_BENCH_BITCOIN_NODE) \
+		scripts/run-tests.sh $(NEXTEST) core $(TESTS)
 
 # Fuzzing: every target in fuzz/fuzz_targets for FUZZ_SECONDS each (or FUZZ_TARGETS only),
 # with cargo-fuzz on the nightly toolchain, both installed when missing. `make test` only
@@ -88,8 +119,7 @@ sweep-release: build releases
 		--vary release=$(subst $(space),$(comma),$(foreach r,$(SRI_RELEASES),$(TOOLS_DIR)/sri-$(firstword $(subst =, ,$(r)))))
 
 # What every commit passes: formatting and clippy with warnings as errors.
-lint: deps
-	$(CARGO) fmt --all -- --check
+lint: fmt-check deps
 	$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
 
 clean:

@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
 # Installs what building and running (`ensure-deps.sh run`) or testing (`ensure-deps.sh test`)
-# stratum-bench needs and is missing.
+# stratum-bench needs and is missing; `ensure-deps.sh toolchain` checks Rust, rustfmt and
+# clippy alone (what `make test` needs to check formatting before any install).
 # As root it installs Debian packages itself; otherwise it names them and stops.
 set -euo pipefail
 
-MIN_RUST="1.88"
+MIN_RUST="1.89"
 
 # What for: `run` (building and running: `make build`, `make run`) or `test` (`make test`:
 # everything the tests drive as well). Debian packages, each with a command (or file) that
 # shows it is present.
 purpose="${1:-test}"
 case "$purpose" in
-  run | test) ;;
-  *) echo "ensure-deps: say what for: run or test (got '$purpose')" >&2; exit 2 ;;
+  run | test | toolchain) ;;
+  *) echo "ensure-deps: say what for: run, test or toolchain (got '$purpose')" >&2; exit 2 ;;
 esac
 
 # Building: capnproto/libcapnp-dev are what the SRI pool and JDC build against, and
 # libzmq3-dev is the libzmq the node publishes its ZMQ notifications with, as bitcoind does.
 source "$(dirname "$0")/debs.sh"
-ensure_debs \
+[[ "$purpose" == toolchain ]] || ensure_debs \
   build-essential=cc \
   pkg-config=pkg-config \
   capnproto=capnp \

@@ -7,6 +7,10 @@
 #   scripts/install-sri-releases.sh TOOLS_DIR 0.7.0 0.6.0 0.5.0
 #   scripts/install-sri-releases.sh TOOLS_DIR 0.8.0=pool_sv2@0.8.0,translator_sv2@0.7.0,jd_client_sv2@0.7.0
 # Each release lands in TOOLS_DIR/sri-VERSION; cargo skips what is already installed.
+# Built without default features, as the pinned release is linked into stratum-bench
+# (Cargo.toml): the monitoring stack (an HTTP server, ASIC telemetry, about 200 crates) is
+# in neither side, so releases compare as equals, and a release installs in about half the
+# time.
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 TOOLS_DIR RELEASE..." >&2; exit 64; }
 tools=$1
@@ -33,6 +37,6 @@ for release in "$@"; do
     root="$tools/sri-${release%%=*}"
     for role in $roles; do
         echo "SRI release ${release%%=*}: ${role%@*} ${role#*@} into $root"
-        "$cargo" install "${role%@*}" --version "${role#*@}" --locked --root "$root" --quiet
+        "$cargo" install "${role%@*}" --version "${role#*@}" --locked --no-default-features --root "$root" --quiet
     done
 done

@@ -4,6 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 /// A short run's arguments for the tests that run whole roles apart (containers, swarms,
 /// deployments): tips every 2 s or so (the network's and the sides' own blocks) for 30 s,
@@ -334,6 +335,66 @@ pub fn out_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("run-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
+}
+
+/// A run that several tests of one test binary read, made once per test run: the first
+/// test that asks makes it with `make` (others wait on a lock) and every test gets the same
+/// directory, or the same failure. nextest runs each test in a process of its own, so
+/// "once" is by its run id (`NEXTEST_RUN_ID`); under `cargo test`, once per test binary.
+/// A whole run of real roles is the suite's expensive unit: each test still says what it
+/// checks, and one failed check never hides another's verdict on the same run.
+pub fn shared_run(name: &str, make: impl FnOnce(&Path)) -> PathBuf {
+    let run_id = std::env::var("NEXTEST_RUN_ID")
+        .unwrap_or_else(|_| format!("process-{}", std::process::id()));
+    let root = std::env::temp_dir().join(format!("stratum-bench-shared-{run_id}"));
+    if !root.exists() {
+        forget_shared_runs_older_than(Duration::from_secs(6 * 3600));
+    }
+    std::fs::create_dir_all(&root).unwrap();
+    let dir = root.join(name);
+    let lock = std::fs::File::create(root.join(format!("{name}.lock"))).unwrap();
+    lock.lock().unwrap();
+    let outcome = root.join(format!("{name}.outcome"));
+    if !outcome.exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(&dir)));
+        let failure = match made {
+            Ok(()) => String::new(),
+            Err(e) => (e.downcast_ref::<String>().cloned())
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a panic without a message".into()),
+        };
+        std::fs::write(&outcome, failure).unwrap();
+    }
+    let failure = std::fs::read_to_string(&outcome).unwrap();
+    drop(lock);
+    assert!(
+        failure.is_empty(),
+        "the shared run {name} ({}) failed, for every test that reads it: {failure}",
+        dir.display()
+    );
+    dir
+}
+
+/// Removes the shared runs of earlier test runs (older than `age`), so runs of real roles
+/// do not pile up in the temporary directory.
+fn forget_shared_runs_older_than(age: Duration) {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let old = (entry.metadata().and_then(|m| m.modified()).ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|elapsed| elapsed > age);
+        if old
+            && entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("stratum-bench-shared-")
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Where the run's roles stood (`placement.json`, a container or swarm run's).

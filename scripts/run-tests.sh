@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs the tests with cargo-nextest (.config/nextest.toml) in the release profile, names
+# the tests the profile leaves out and what they need, and ends with one line of counts
+# (run, skipped, failed) from the run's JUnit record. Every test runs whatever fails first;
+# the exit status is nextest's.
+#   scripts/run-tests.sh NEXTEST PROFILE [NEXTEST ARGS...]
+# NEXTEST: the cargo-nextest binary; PROFILE: default (`make test`) or core (`make test-core`).
+set -uo pipefail
+[[ $# -ge 2 ]] || { echo "usage: $0 NEXTEST PROFILE [NEXTEST ARGS...]" >&2; exit 64; }
+nextest=$1
+profile=$2
+shift 2
+target=${CARGO_TARGET_DIR:-target}
+junit="$target/nextest/$profile/junit.xml"
+rm -f "$junit"
+
+"$nextest" nextest run --release --locked --profile "$profile" "$@"
+status=$?
+
+# The tests a profile leaves out, by what they need (the default profile's filter).
+count() {
+  "$nextest" nextest list --release --locked --ignore-default-filter -E "$1" \
+    --message-format oneline 2>/dev/null | grep -c .
+}
+skipped=0
+if [[ $profile == default ]]; then
+  core=$(count "binary(=bitcoin_core) & not test(=a_program_that_is_not_bitcoin_core_is_refused_naming_it)")
+  tp=$(count "binary(=template_provider) & test(sv2_tp)")
+  echo "skipped: $core tests need STRATUM_BENCH_BITCOIN_NODE (make test-core builds a Bitcoin Core and runs them)"
+  echo "skipped: $tp tests need STRATUM_BENCH_SV2_TP (a build of sv2-tp; docs/testing.md)"
+  skipped=$((core + tp))
+fi
+
+if [[ -f $junit ]]; then
+  # <testsuites name="nextest-run" tests="N" failures="F" errors="E" ...>
+  head=$(grep -m1 -o '<testsuites [^>]*>' "$junit")
+  attr() { sed -n "s/.* $1=\"\([0-9]*\)\".*/\1/p" <<<"$head"; }
+  run=$(attr tests)
+  failed=$(($(attr failures) + $(attr errors)))
+  echo "the run's record of every test and its time: $junit (scripts/test-times.sh reads it)"
+  echo "tests: $((run - failed)) passed, $failed failed, $skipped skipped"
+else
+  echo "tests: no JUnit record at $junit: the build or nextest failed before any test ran" >&2
+  [[ $status -ne 0 ]] || status=1
+fi
+exit $status
