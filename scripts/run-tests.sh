@@ -10,8 +10,8 @@ set -uo pipefail
 nextest=$1
 profile=$2
 shift 2
-target=${CARGO_TARGET_DIR:-target}
-junit="$target/nextest/$profile/junit.xml"
+# nextest keeps its records under the workspace's own target/, whatever CARGO_TARGET_DIR is.
+junit="$(cd "$(dirname "$0")/.." && pwd)/target/nextest/$profile/junit.xml"
 rm -f "$junit"
 
 "$nextest" nextest run --release --locked --profile "$profile" "$@"

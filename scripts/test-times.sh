@@ -3,7 +3,7 @@
 # (docs/testing.md's), with the total; a test that failed or timed out is marked.
 #   scripts/test-times.sh [JUNIT]    (default: the last `make test`'s record)
 set -euo pipefail
-junit=${1:-${CARGO_TARGET_DIR:-$HOME/.cache/stratum-bench/target}/nextest/default/junit.xml}
+junit=${1:-$(cd "$(dirname "$0")/.." && pwd)/target/nextest/default/junit.xml}
 [[ -f $junit ]] || { echo "test-times: no JUnit record at $junit (run make test first)" >&2; exit 1; }
 perl -0777 -ne '
   while (/<testcase\b([^>]*?)(\/>|>(.*?)<\/testcase>)/sg) {

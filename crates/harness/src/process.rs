@@ -435,7 +435,7 @@ impl RoleProcess {
     pub async fn stop(&mut self) {
         if let Some((service, containers)) = &self.service {
             let (service, containers) = (service.clone(), containers.clone());
-            let _ = tokio::task::spawn_blocking(move || containers.stop_service(&service)).await;
+            let _ = tokio::task::spawn_blocking(move || containers.stop_services(&[service])).await;
             let _ = self.child.kill().await;
             return;
         }
@@ -458,8 +458,16 @@ impl RoleProcess {
     }
 }
 
-/// Stops roles, last started first.
+/// Stops roles, last started first; a swarm's services all at once first (the swarm takes
+/// seconds for each, and the window has ended: their order changes nothing measured).
 pub async fn stop_all(roles: &mut [RoleProcess]) {
+    let services: Vec<String> = (roles.iter())
+        .filter_map(|role| role.service.as_ref().map(|(name, _)| name.clone()))
+        .collect();
+    let swarm = (roles.iter()).find_map(|role| role.service.as_ref().map(|(_, c)| c.clone()));
+    if let Some(containers) = swarm {
+        let _ = tokio::task::spawn_blocking(move || containers.stop_services(&services)).await;
+    }
     for role in roles.iter_mut().rev() {
         role.stop().await;
     }
