@@ -79,7 +79,7 @@ $(CORE_BUILD_DIR)/bin/bitcoin-node:
 	scripts/build-bitcoin-core.sh --from-crate $(CORE_SOURCE) $(CORE_BUILD_DIR)
 
 test-core: test-deps $(NEXTEST) $(STRATUM_BENCH_BITCOIN_NODE)
-	$(TEST_ENV) STRATUM_BENCH_BITCOIN_NODE=$(STRATUM_BENCH_BITCOIN_NODE) \
+	$(TEST_ENV) STRATUM_BENCH_BITCOIN_NODE=$(abspath $(STRATUM_BENCH_BITCOIN_NODE)) \
 		scripts/run-tests.sh $(NEXTEST) core $(TESTS)
 
 # Fuzzing: every target in fuzz/fuzz_targets for FUZZ_SECONDS each (or FUZZ_TARGETS only),

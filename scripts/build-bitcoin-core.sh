@@ -13,7 +13,7 @@
 # registry's libbitcoinkernel-sys crate vendors (0.4.1: Core 31.99 from master, without
 # src/zmq and src/wallet), for machines that reach the package registries and not GitHub.
 # BUILD_DIR defaults to ~/.cache/stratum-bench/bitcoin-core/<tree's version>.
-# Then: STRATUM_BENCH_BITCOIN_NODE=<BUILD_DIR>/bin/bitcoin-node make test
+# Then: STRATUM_BENCH_BITCOIN_NODE=<BUILD_DIR>/bin/bitcoin-node make test-core
 set -euo pipefail
 
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
@@ -91,4 +91,4 @@ node="$build/bin/bitcoin-node"
 [[ -x "$node" ]] || { echo "build-bitcoin-core: the build made no $node" >&2; exit 1; }
 "$node" -version | head -n1
 echo "build-bitcoin-core: built $node"
-echo "build-bitcoin-core: STRATUM_BENCH_BITCOIN_NODE=$node make test"
+echo "build-bitcoin-core: STRATUM_BENCH_BITCOIN_NODE=$node make test-core"

@@ -574,8 +574,9 @@ impl Containers {
             "--format",
             "{{.Name}} {{.Replicas}}",
         ];
+        // A listing that fails is no sign of an end: asked again until the deadline.
         let any_running = || {
-            docker(&listing).is_ok_and(|list| {
+            docker(&listing).map_or(true, |list| {
                 (list.lines().filter_map(|l| l.split_once(' '))).any(|(service, replicas)| {
                     names.iter().any(|n| n == service) && !replicas.starts_with("0/")
                 })

@@ -469,7 +469,13 @@ pub async fn stop_all(roles: &mut [RoleProcess]) {
         let _ = tokio::task::spawn_blocking(move || containers.stop_services(&services)).await;
     }
     for role in roles.iter_mut().rev() {
-        role.stop().await;
+        match role.service {
+            // Stopped above: what is left of it here is its log follower.
+            Some(_) => {
+                let _ = role.child.kill().await;
+            }
+            None => role.stop().await,
+        }
     }
 }
 

@@ -340,12 +340,18 @@ pub fn out_dir(name: &str) -> PathBuf {
 /// A run that several tests of one test binary read, made once per test run: the first
 /// test that asks makes it with `make` (others wait on a lock) and every test gets the same
 /// directory, or the same failure. nextest runs each test in a process of its own, so
-/// "once" is by its run id (`NEXTEST_RUN_ID`); under `cargo test`, once per test binary.
+/// "once" is by its run id (`NEXTEST_RUN_ID`); under `cargo test`, once per test process.
 /// A whole run of real roles is the suite's expensive unit: each test still says what it
 /// checks, and one failed check never hides another's verdict on the same run.
 pub fn shared_run(name: &str, make: impl FnOnce(&Path)) -> PathBuf {
-    let run_id = std::env::var("NEXTEST_RUN_ID")
-        .unwrap_or_else(|_| format!("process-{}", std::process::id()));
+    static PROCESS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let run_id = std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        (PROCESS.get_or_init(|| format!("process-{}-{started}", std::process::id()))).clone()
+    });
     let root = std::env::temp_dir().join(format!("stratum-bench-shared-{run_id}"));
     if !root.exists() {
         forget_shared_runs_older_than(Duration::from_secs(6 * 3600));
@@ -354,23 +360,36 @@ pub fn shared_run(name: &str, make: impl FnOnce(&Path)) -> PathBuf {
     let dir = root.join(name);
     let lock = std::fs::File::create(root.join(format!("{name}.lock"))).unwrap();
     lock.lock().unwrap();
+    let started = root.join(format!("{name}.started"));
     let outcome = root.join(format!("{name}.outcome"));
     if !outcome.exists() {
-        let _ = std::fs::remove_dir_all(&dir);
-        let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(&dir)));
-        let failure = match made {
-            Ok(()) => String::new(),
-            Err(e) => (e.downcast_ref::<String>().cloned())
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "a panic without a message".into()),
+        // A test killed while it made the run (its timeout) leaves it started and never
+        // finished: the tests after it fail at once instead of making it again.
+        let failure = if started.exists() {
+            "the test that made it did not finish (killed by its timeout?)".to_string()
+        } else {
+            std::fs::write(&started, "").unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(&dir))) {
+                Ok(()) => String::new(),
+                Err(e) => (e.downcast_ref::<String>().cloned())
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .filter(|message| !message.is_empty())
+                    .unwrap_or_else(|| "a panic without a message".into()),
+            }
         };
-        std::fs::write(&outcome, failure).unwrap();
+        let record = if failure.is_empty() {
+            "ok".to_string()
+        } else {
+            format!("failed: {failure}")
+        };
+        std::fs::write(&outcome, record).unwrap();
     }
-    let failure = std::fs::read_to_string(&outcome).unwrap();
+    let record = std::fs::read_to_string(&outcome).unwrap();
     drop(lock);
     assert!(
-        failure.is_empty(),
-        "the shared run {name} ({}) failed, for every test that reads it: {failure}",
+        record == "ok",
+        "the shared run {name} ({}) {record}, for every test that reads it",
         dir.display()
     );
     dir
