@@ -37,13 +37,13 @@ TOOLS_DIR := $(BUILD_DIR)/tools
 SV1_MINER := $(TOOLS_DIR)/bin/para
 
 $(SV1_MINER):
-	$(CARGO) install para --version 0.6.0 --locked --root $(TOOLS_DIR)
+	+$(CARGO) install para --version 0.6.0 --locked --root $(TOOLS_DIR) --target-dir $(TOOLS_DIR)/build
 
 # Tests run in the release profile, like the binary, so everything compiles once, under
 # cargo-nextest (.config/nextest.toml: runs of real roles one at a time, a per-test
 # timeout that names a hung test, no fail-fast, no retries), with a Docker daemon started
 # for the tests when none runs (the container tests need one). Formatting is checked
-# before anything is installed, clippy before the tools are built. The release tests run
+# before anything is installed; clippy and the test build run beside the tools' builds. The release tests run
 # an earlier SRI release, installed from crates.io into the build cache. docs/testing.md
 # says what each test checks and how to run one family alone (make test TESTS='-E ...').
 SRI_TEST_RELEASE := 0.6.0
@@ -53,7 +53,8 @@ TESTS ?=
 TEST_ENV := STRATUM_BENCH_SV1_MINER=$(SV1_MINER) STRATUM_BENCH_SRI_RELEASE=$(TOOLS_DIR)/sri-$(SRI_TEST_RELEASE)
 
 $(NEXTEST):
-	$(CARGO) install cargo-nextest --version $(NEXTEST_VERSION) --locked --root $(TOOLS_DIR) \
+	+$(CARGO) install cargo-nextest --version $(NEXTEST_VERSION) --locked --root $(TOOLS_DIR) \
+		--target-dir $(TOOLS_DIR)/build \
 		--no-default-features --features default-no-update
 
 fmt-check:
@@ -62,10 +63,24 @@ fmt-check:
 
 test: fmt-check
 	@scripts/ensure-deps.sh test
-	$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
-	@$(MAKE) --no-print-directory $(NEXTEST) $(SV1_MINER)
-	scripts/install-sri-releases.sh $(TOOLS_DIR) $(SRI_TEST_RELEASE)
+	@$(MAKE) --no-print-directory -j2 test-build test-tools
 	$(TEST_ENV) scripts/with-docker.sh scripts/run-tests.sh $(NEXTEST) default $(TESTS)
+
+# Clippy, then the tests' build (what nextest would build first, so its own build step
+# finds it done), beside the tools' builds: two cargo builds share make's two job slots
+# (cargo takes them through make's jobserver), so each fills the core the other leaves
+# idle while it links or compiles one large crate (docs/testing.md has the cold path's
+# steps). The tools build in a target directory of their own: sharing the workspace's,
+# each build would wait on the other's lock.
+.PHONY: test-build test-tools sri-test-release
+test-build:
+	+$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
+	+$(CARGO) test $(CARGO_FLAGS) --no-run
+
+test-tools: $(NEXTEST) $(SV1_MINER) sri-test-release
+
+sri-test-release:
+	+scripts/install-sri-releases.sh $(TOOLS_DIR) $(SRI_TEST_RELEASE)
 
 # The tests of a real Bitcoin Core: Core built once into the build cache by
 # scripts/build-bitcoin-core.sh from the source the Rust registry vendors (about half an
