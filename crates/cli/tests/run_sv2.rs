@@ -21,6 +21,14 @@ const OUR_BLOCKS: &[&str] = &[
     "link.rtt_ms=40",
 ];
 
+/// How far C's and D's new-block job may lie from SV1's, paired by tip, in the run of
+/// `configs_c_and_d_...`. Six runs on the 2-core VM (`make test TESTS="-E
+/// 'test(configs_c_and_d)'"` six times, the test prints both): C -0.30 to 1.40 ms (sd
+/// 0.78), D -0.60 to -0.14 (sd 0.16). The bound is the largest seen and ten of C's sd:
+/// 10 ms. The same SRI pool learning of blocks 60 ms late (the release test's delay on
+/// its Template Provider) came out at 60.7 ms and failed it; with the delay at 0, -0.27.
+const NEW_BLOCK_C_AGAINST_SV1_MS: f64 = 10.0;
+
 /// `run_scenario` with two lists of arguments.
 fn run_with(
     name: &str,
@@ -32,20 +40,27 @@ fn run_with(
     run_scenario(name, dir, &all)
 }
 
-/// Configuration C, as the issue runs it (shorter): acceptance is what the SRI pool
-/// decided (seen by the tap, not the translator's early `true`), a new block crosses the
-/// link no faster than its one-way delay, and the SV2 delta against SV1 is there.
+/// Configurations C and D beside SV1 in one run, as the issue runs C (shorter), with our
+/// miners holding all the hashrate so that each SV2 side finds blocks of its own:
+/// acceptance is what the SRI pool decided (seen by the tap, not the translator's early
+/// `true`), a new block crosses the link no faster than its one-way delay, the SV2 delta
+/// against SV1 is there, and a block found through SV2 reaches the node by SubmitSolution
+/// and is accepted, both through the translator (C) and from our SV2 miners (D).
 #[test]
-fn config_c_counts_the_sri_pools_verdicts_and_obeys_the_link() {
+fn configs_c_and_d_count_the_sri_pools_verdicts_obey_the_link_and_submit_their_blocks() {
     let dir = out_dir("config-c");
-    let out = run_scenario(
+    // Blocks every 2 s, all ours, over the 60 s window: about 30, a third a side, so a
+    // side finds none in e^-10 of runs. The link's 100 ms comes after OUR_BLOCKS' 40:
+    // the last setting of a key is the one taken.
+    let out = run_with(
         "config-c",
         &dir,
+        OUR_BLOCKS,
         &[
             "--duration",
             "60s",
             "--set",
-            "network.block_interval=15s",
+            r#"sides=["sv1", "sv2-c", "sv2-d"]"#,
             "--set",
             "link.rtt_ms=100",
         ],
@@ -67,7 +82,7 @@ fn config_c_counts_the_sri_pools_verdicts_and_obeys_the_link() {
     );
     let p50 = c["new_prevhash_job_ms"]["p50"]
         .as_f64()
-        .expect("new blocks in 60 s of 15 s blocks");
+        .expect("new blocks in 60 s of 2 s blocks");
     assert!(
         p50 >= 50.0,
         "a new block reached the farm faster than light: {p50} ms"
@@ -101,23 +116,23 @@ fn config_c_counts_the_sri_pools_verdicts_and_obeys_the_link() {
     }
     let tap = &s["link"]["tap_latency_ms"]["tap-sv2-c"];
     assert!(tap["up"]["count"].as_u64().unwrap() > 0, "{tap}");
-}
+    // Both pools hear of the same tips from the same node and their jobs cross the same
+    // link once: paired by tip, C's new-block job is SV1's plus what the SRI pool and
+    // translator take beyond our SV1 pool. A pool that learns of blocks late, or takes
+    // long to build on them, moves it past the bound (NEW_BLOCK_C_AGAINST_SV1_MS).
+    for side in ["sv2-c", "sv2-d"] {
+        let job = (s["verdict"][side].as_array().unwrap().iter())
+            .find(|r| r["metric"] == "new_prevhash_job_ms")
+            .unwrap_or_else(|| panic!("{side}: no new-block row: {}", s["verdict"]));
+        assert_eq!(job["method"], "paired", "{job}");
+        let d = job["delta"].as_f64().unwrap();
+        eprintln!("{side}: new-block job against sv1, paired by tip: {d:.2} ms ({job})");
+        assert!(
+            d.abs() < NEW_BLOCK_C_AGAINST_SV1_MS,
+            "{side}: new-block job {d:.1} ms from SV1's on the same tips: {job}"
+        );
+    }
 
-/// A block found through SV2 reaches the node by SubmitSolution and is accepted, both
-/// through the translator (C) and from our SV2 miners (D).
-#[test]
-fn blocks_found_through_sv2_reach_the_node_by_submit_solution() {
-    let dir = out_dir("sv2-blocks");
-    let out = run_with(
-        "config-c",
-        &dir,
-        &["--duration", "40s", "--set", r#"sides=["sv2-c", "sv2-d"]"#],
-        OUR_BLOCKS,
-    )
-    .output()
-    .unwrap();
-    succeed(out);
-    let s = summary(&dir);
     let via_tdp = events(&dir, "node")
         .into_iter()
         .filter(|e| e["kind"] == "block_submitted" && e["via"] == "tdp")
@@ -135,8 +150,8 @@ fn blocks_found_through_sv2_reach_the_node_by_submit_solution() {
             .as_f64()
             .unwrap();
         assert!(
-            p50 >= 20.0,
-            "{side}: a block crossed a 20 ms link in {p50} ms"
+            p50 >= 50.0,
+            "{side}: a block crossed a 50 ms link in {p50} ms"
         );
     }
 }
