@@ -38,6 +38,9 @@ pub struct CoreNetworkConfig {
     /// Mean time between the rest of the network's blocks: the scenario's interval over
     /// the share of the hashrate that is not ours.
     pub network_block_interval: Duration,
+    /// At that mean, drawn or regular (`network.arrivals`).
+    #[serde(default)]
+    pub arrivals: model::network::Arrivals,
     /// Transactions in the mempool at the start, and arriving per second after.
     pub initial_txs: usize,
     pub tx_rate: f64,
@@ -105,6 +108,7 @@ impl Role for CoreNetworkConfig {
             tokio::spawn(network_blocks(
                 core.clone(),
                 self.network_block_interval,
+                self.arrivals,
                 self.seed,
                 recorder.clone(),
             )),
@@ -179,13 +183,19 @@ async fn arrivals(core: Arc<CoreNode>, mut funds: funds::Funds, rate: f64, seed:
 /// Poisson time; if the tip moved since (a block of our miners), it is ground again
 /// there and then. It is late by that, or when grinding outlasted the gap; the event and
 /// the log say by how much.
-async fn network_blocks(core: Arc<CoreNode>, mean: Duration, seed: u64, recorder: Recorder) {
+async fn network_blocks(
+    core: Arc<CoreNode>,
+    mean: Duration,
+    arrivals: model::network::Arrivals,
+    seed: u64,
+    recorder: Recorder,
+) {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x626c6f636b);
     let gap = rand_distr::Exp::new(1.0 / mean.as_secs_f64()).expect("a positive interval");
     let mut due = tokio::time::Instant::now();
     let mut ready: Option<SolvedBlock> = None;
     loop {
-        due += Duration::from_secs_f64(gap.sample(&mut rng));
+        due += arrivals.gap(mean, || Duration::from_secs_f64(gap.sample(&mut rng)));
         // Ground ahead; ground again whenever the tip moves before the block is due.
         while tokio::time::Instant::now() < due {
             let tip = best(&core).await;

@@ -1,7 +1,47 @@
 //! The simulated network's faces a scenario chooses: the Mining IPC interface our node
-//! serves and the mempool it starts from.
+//! serves, the mempool it starts from, and how the rest of the network's blocks arrive.
 
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How the rest of the network's blocks arrive (`network.arrivals`), at the network's own
+/// rate either way (`block_interval` over the share of the hashrate not ours).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// As blocks arrive: a Poisson process, its gaps drawn from the seed.
+    #[default]
+    Poisson,
+    /// One every mean gap exactly: a known number of the network's tips in a window, for a
+    /// test or a comparison that needs that many whatever the draw. Not how blocks arrive:
+    /// no tip follows another closely and none keeps miners waiting long, so stale work
+    /// and its worth are not the network's.
+    Regular,
+}
+
+impl Arrivals {
+    /// The network's block times after the node starts, up to `until`, where they are set
+    /// in advance (regular arrivals); `None` where they are drawn as the run goes.
+    pub fn scripted(self, mean_gap: Duration, until: Duration) -> Option<Vec<Duration>> {
+        match self {
+            Arrivals::Poisson => None,
+            Arrivals::Regular => {
+                let gap = mean_gap.max(Duration::from_millis(1));
+                let count = (until.as_secs_f64() / gap.as_secs_f64()).floor() as u32;
+                Some((1..=count).map(|k| gap * k).collect())
+            }
+        }
+    }
+
+    /// The gap after one of the network's blocks: drawn from `draw` (an exponential of
+    /// mean `mean_gap`) for Poisson arrivals, `mean_gap` itself for regular ones.
+    pub fn gap(self, mean_gap: Duration, draw: impl FnOnce() -> Duration) -> Duration {
+        match self {
+            Arrivals::Poisson => draw(),
+            Arrivals::Regular => mean_gap,
+        }
+    }
+}
 
 /// The Mining interface the face serves, as the Bitcoin Core release it stands for. The
 /// two share `Init.makeMining @3` and every method of v31; v32.1 adds Mining.submitBlock
@@ -80,5 +120,33 @@ impl MempoolPreset {
                 Self::NAMES
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regular_arrivals_come_every_gap_until_the_horizon_and_poisson_ones_are_drawn() {
+        let every = Duration::from_millis(2500);
+        let times = Arrivals::Regular
+            .scripted(every, Duration::from_secs(10))
+            .unwrap();
+        assert_eq!(
+            times,
+            [2500, 5000, 7500, 10000]
+                .map(Duration::from_millis)
+                .to_vec()
+        );
+        assert_eq!(
+            Arrivals::Poisson.scripted(every, Duration::from_secs(10)),
+            None
+        );
+        assert_eq!(Arrivals::Regular.gap(every, || Duration::ZERO), every);
+        assert_eq!(
+            Arrivals::Poisson.gap(every, || Duration::from_secs(7)),
+            Duration::from_secs(7)
+        );
     }
 }

@@ -4,6 +4,7 @@
 use crate::attack::AttackKind;
 use crate::duration as dur;
 use crate::lag::BlockLag;
+use crate::network::Arrivals;
 pub use crate::sv1_pool::{ExternalSv1Pool, PoolFile};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -643,6 +644,11 @@ pub struct Network {
     /// refused, so only sides whose IPC client is v32-ready can run; sv2-tp is).
     #[serde(default)]
     pub mining_ipc: crate::network::MiningInterface,
+    /// How the rest of the network's blocks arrive: `poisson` (the default, as blocks
+    /// arrive) or `regular` (one every gap exactly, for tests and comparisons that need a
+    /// known number of tips; said in the run's plan, for stale work is not the network's).
+    #[serde(default)]
+    pub arrivals: Arrivals,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -1237,10 +1243,10 @@ impl Scenario {
             ),
             match &self.node {
                 Some(RealNode::Started(core)) => format!(
-                    "node: Bitcoin Core {} started on a signet of its own (a block is {:.1} million hashes), the rest of the network's blocks every {:.0} s on average, {} mempool; each miner hashes {:.0} H/s ({:.0} hashes a share) for {:.0}% of the blocks",
+                    "node: Bitcoin Core {} started on a signet of its own (a block is {:.1} million hashes), the rest of the network's blocks {}, {} mempool; each miner hashes {:.0} H/s ({:.0} hashes a share) for {:.0}% of the blocks",
                     core.program.display(),
                     crate::chain::Chain::Signet.hashes_per_block() / 1e6,
-                    self.network_block_interval().as_secs_f64(),
+                    self.network_pace(),
                     self.network.mempool,
                     self.miner_hashrate(),
                     self.miners.hashes_per_share,
@@ -1254,11 +1260,18 @@ impl Scenario {
                         ipc.display()
                     ))
                 ),
-                None => format!(
-                    "node: the simulated network, a block every {:.0} s on average, {} mempool",
-                    self.network.block_interval.as_secs_f64(),
-                    self.network.mempool
-                ),
+                None => match self.network.arrivals {
+                    Arrivals::Poisson => format!(
+                        "node: the simulated network, a block every {:.0} s on average, {} mempool",
+                        self.network.block_interval.as_secs_f64(),
+                        self.network.mempool
+                    ),
+                    Arrivals::Regular => format!(
+                        "node: the simulated network, the rest of the network's blocks {}, ours as our miners find them, {} mempool",
+                        self.network_pace(),
+                        self.network.mempool
+                    ),
+                },
             },
             format!("roles run as: {:?}", self.placement.engine).to_lowercase(),
         ];
@@ -1842,6 +1855,18 @@ impl Scenario {
 
     /// How often the rest of the network finds a block, on average: the blocks our miners
     /// do not find.
+    /// How the rest of the network's blocks come, in words: a regular pace is said with
+    /// what it changes, for stale work then is not the network's.
+    fn network_pace(&self) -> String {
+        let every = self.network_block_interval().as_secs_f64();
+        match self.network.arrivals {
+            Arrivals::Poisson => format!("every {every:.0} s on average"),
+            Arrivals::Regular => format!(
+                "every {every:.2} s exactly (network.arrivals = \"regular\": no tip follows another closely and none keeps miners waiting long, so stale work and its worth are not the network's)"
+            ),
+        }
+    }
+
     pub fn network_block_interval(&self) -> Duration {
         (self.network.block_interval).div_f64(1.0 - self.network.hashrate_share.min(0.999))
     }
@@ -1962,6 +1987,12 @@ mod tests {
             .collect::<Result<_, String>>()
             .map_err(anyhow::Error::msg)?;
         Scenario::load(path, &sets)
+    }
+
+    /// `BASE` with settings given as on the command line.
+    fn base_with(sets: &[&str]) -> Result<Scenario> {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        with_sets(&write(BASE), &sets)
     }
 
     /// A scenario file of its own for each call: tests run in parallel, and one rewriting
@@ -2096,15 +2127,38 @@ shares_per_min = 10
         assert!(all_ours.contains("network.hashrate_share"), "{all_ours}");
     }
 
+    /// Regular arrivals are named in the run's plan with what they change; Poisson ones,
+    /// the default, as before; a kind the scenario cannot have names the field.
+    #[test]
+    fn regular_arrivals_are_said_in_the_plan_and_an_unknown_kind_names_the_field() {
+        let load = base_with;
+        let poisson = load(&[]).unwrap();
+        assert_eq!(poisson.network.arrivals, Arrivals::Poisson);
+        assert!(
+            poisson.plan()[1].contains("on average"),
+            "{:?}",
+            poisson.plan()
+        );
+        let regular = load(&[
+            r#"network.arrivals="regular""#,
+            "network.block_interval=20s",
+            "network.hashrate_share=0.3",
+        ])
+        .unwrap();
+        let plan = &regular.plan()[1];
+        assert!(
+            plan.contains("every 28.57 s exactly") && plan.contains("not the network's"),
+            "{plan}"
+        );
+        let bad = format!("{:#}", load(&[r#"network.arrivals="steady""#]).unwrap_err());
+        assert!(bad.contains("arrivals") && bad.contains("regular"), "{bad}");
+    }
+
     /// Bitcoin Core v32's interface is refused where a pinned SRI role would call v31's
     /// submitSolution on it, and taken where none does.
     #[test]
     fn a_v32_node_is_refused_to_sides_that_would_submit_with_v31() {
-        let p = write(BASE);
-        let load = |sets: &[&str]| {
-            let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-            with_sets(&p, &sets)
-        };
+        let load = base_with;
         let v32 = load(&["network.mining_ipc=32", r#"sides=["sv1","sv2-c"]"#]).unwrap();
         assert_eq!(v32.network.mining_ipc, crate::network::MiningInterface::V32);
         let problem = |sets: &[&str]| format!("{:#}", load(sets).unwrap_err());

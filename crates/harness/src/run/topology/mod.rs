@@ -50,7 +50,8 @@ fn node_config(s: &Scenario) -> Result<node::NodeConfig> {
         seed: s.seed,
         block_interval: s.network.block_interval,
         hashrate_share: s.network.hashrate_share,
-        scripted_arrivals: None,
+        scripted_arrivals: (s.network.arrivals)
+            .scripted(s.network_block_interval(), arrivals_horizon(s)),
         difficulty: node::Difficulty::MinerHashrate(s.total_hashrate()),
         start_height: s.network.start_height,
         // Fixed, so a farm's node builds on the very same base block.
@@ -59,6 +60,13 @@ fn node_config(s: &Scenario) -> Result<node::NodeConfig> {
         template_refresh: s.network.template_refresh,
         follower: None,
     })
+}
+
+/// How far ahead the network's block times are set, when they are set in advance: the
+/// node starts before the window opens by however long the roles take to start, so twice
+/// the run and ten minutes more.
+fn arrivals_horizon(s: &Scenario) -> Duration {
+    (s.warmup + s.duration) * 2 + Duration::from_secs(600)
 }
 
 /// The scenario's mempool preset.
@@ -204,6 +212,7 @@ async fn start_on_core(
         rpc_password: password.clone(),
         seed: s.seed,
         network_block_interval: s.network_block_interval(),
+        arrivals: s.network.arrivals,
         initial_txs: mempool.initial_txs,
         tx_rate: mempool.tx_rate,
         lasts: s.warmup + s.duration,
