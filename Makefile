@@ -37,7 +37,7 @@ TOOLS_DIR := $(BUILD_DIR)/tools
 SV1_MINER := $(TOOLS_DIR)/bin/para
 
 $(SV1_MINER):
-	+$(CARGO) install para --version 0.6.0 --locked --root $(TOOLS_DIR) --target-dir $(TOOLS_DIR)/build
+	+env -u CARGO_TARGET_DIR $(CARGO) install para --version 0.6.0 --locked --root $(TOOLS_DIR)
 
 # Tests run in the release profile, like the binary, so everything compiles once, under
 # cargo-nextest (.config/nextest.toml: runs of real roles one at a time, a per-test
@@ -53,9 +53,8 @@ TESTS ?=
 TEST_ENV := STRATUM_BENCH_SV1_MINER=$(SV1_MINER) STRATUM_BENCH_SRI_RELEASE=$(TOOLS_DIR)/sri-$(SRI_TEST_RELEASE)
 
 $(NEXTEST):
-	+$(CARGO) install cargo-nextest --version $(NEXTEST_VERSION) --locked --root $(TOOLS_DIR) \
-		--target-dir $(TOOLS_DIR)/build \
-		--no-default-features --features default-no-update
+	+env -u CARGO_TARGET_DIR $(CARGO) install cargo-nextest --version $(NEXTEST_VERSION) \
+		--locked --root $(TOOLS_DIR) --no-default-features --features default-no-update
 
 fmt-check:
 	@scripts/ensure-deps.sh toolchain
@@ -63,18 +62,21 @@ fmt-check:
 
 test: fmt-check
 	@scripts/ensure-deps.sh test
-	@$(MAKE) --no-print-directory -j2 test-build test-tools
+	@$(MAKE) --no-print-directory -j$(JOBS) test-build test-tools
 	$(TEST_ENV) scripts/with-docker.sh scripts/run-tests.sh $(NEXTEST) default $(TESTS)
 
 # Clippy, then the tests' build (what nextest would build first, so its own build step
-# finds it done), beside the tools' builds: two cargo builds share make's two job slots
-# (cargo takes them through make's jobserver), so each fills the core the other leaves
+# finds it done), beside the tools' builds: the cargo builds share make's job slots, one
+# a core (cargo takes them through make's jobserver), so each fills a core another leaves
 # idle while it links or compiles one large crate (docs/testing.md has the cold path's
-# steps). The tools build in a target directory of their own: sharing the workspace's,
-# each build would wait on the other's lock.
-.PHONY: test-build test-tools sri-test-release
-test-build:
+# steps). Each tool builds in a temporary directory of its own, as `cargo install` does
+# by default: in the workspace's, each build would wait on the other's lock.
+JOBS ?= $(shell nproc)
+.PHONY: clippy test-build test-tools sri-test-release
+clippy:
 	+$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
+
+test-build: clippy
 	+$(CARGO) test $(CARGO_FLAGS) --no-run
 
 test-tools: $(NEXTEST) $(SV1_MINER) sri-test-release
@@ -135,7 +137,7 @@ sweep-release: build releases
 
 # What every commit passes: formatting and clippy with warnings as errors.
 lint: fmt-check deps
-	$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
+	@$(MAKE) --no-print-directory clippy
 
 clean:
 	$(CARGO) clean

@@ -15,8 +15,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Configuration C alone, the rest of the network's blocks regular, so that every run's
-/// 20 s window holds 6 or 7 of them (one every 2.86 s), and the gate's comparison has the
-/// 5 tips it needs a side whatever the draw (with Poisson blocks every 4 s over 40 s, as
+/// 20 s window holds 7 of them (one every 2.86 s), and the gate's comparison has the 5
+/// tips it needs a side whatever the draw (with Poisson blocks every 4 s over 40 s, as
 /// this test had, a run had fewer than 5 in 3% of runs). Our miners add about 3 more.
 const SCENARIO: &str = r#"
 name = "release-test"
@@ -39,8 +39,9 @@ hashes_per_share = 2000
 share_batch_size = 1
 "#;
 
-/// The network's own tips in a run's window: regular, so 6 or 7 in 20 s.
-const NETWORK_TIPS_IN_WINDOW: std::ops::RangeInclusive<usize> = 6..=7;
+/// The network's own tips in a run's window: 20 s is 7 gaps exactly, so 7, or 8 with one
+/// on both edges, and a tip stamped a ms late at an edge can take one across it: 6 to 8.
+const NETWORK_TIPS_IN_WINDOW: std::ops::RangeInclusive<usize> = 6..=8;
 
 /// The earlier release `make test` installs (`cargo install --root DIR`: binaries in bin/).
 fn earlier_release() -> PathBuf {

@@ -4,12 +4,12 @@
 //! on regtest every share would be one), funds a key of ours, fills Core's mempool with
 //! transactions it signs (Core built here has no wallet), and stands for the rest of the
 //! network: it grinds a block of its own on Core's newest template ahead of time and
-//! submits it at the scenario's Poisson times.
+//! submits it at the scenario's times (Poisson, or regular with `network.arrivals`).
 //!
 //! The run reaches this Core as it reaches any real node: through the RPC tap (which
 //! records its templates and, without ZMQ, its tips by `waitfornewblock`) and the IPC
 //! tap. What it records itself is each network block it submitted, how late against its
-//! Poisson time, and whether Core took it (`NetworkBlockSent`).
+//! time, and whether Core took it (`NetworkBlockSent`).
 
 use crate::roles::{Ready, Role, Running};
 use anyhow::{Context, Result};
@@ -180,7 +180,7 @@ async fn arrivals(core: Arc<CoreNode>, mut funds: funds::Funds, rate: f64, seed:
 }
 
 /// The rest of the network: a block ground ahead on Core's newest tip, submitted at each
-/// Poisson time; if the tip moved since (a block of our miners), it is ground again
+/// of its times (Poisson, or one every mean gap); if the tip moved since (a block of our miners), it is ground again
 /// there and then. It is late by that, or when grinding outlasted the gap; the event and
 /// the log say by how much.
 async fn network_blocks(

@@ -20,19 +20,6 @@ pub enum Arrivals {
 }
 
 impl Arrivals {
-    /// The network's block times after the node starts, up to `until`, where they are set
-    /// in advance (regular arrivals); `None` where they are drawn as the run goes.
-    pub fn scripted(self, mean_gap: Duration, until: Duration) -> Option<Vec<Duration>> {
-        match self {
-            Arrivals::Poisson => None,
-            Arrivals::Regular => {
-                let gap = mean_gap.max(Duration::from_millis(1));
-                let count = (until.as_secs_f64() / gap.as_secs_f64()).floor() as u32;
-                Some((1..=count).map(|k| gap * k).collect())
-            }
-        }
-    }
-
     /// The gap after one of the network's blocks: drawn from `draw` (an exponential of
     /// mean `mean_gap`) for Poisson arrivals, `mean_gap` itself for regular ones.
     pub fn gap(self, mean_gap: Duration, draw: impl FnOnce() -> Duration) -> Duration {
@@ -128,21 +115,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn regular_arrivals_come_every_gap_until_the_horizon_and_poisson_ones_are_drawn() {
+    fn a_regular_gap_is_the_mean_and_a_poisson_one_is_drawn() {
         let every = Duration::from_millis(2500);
-        let times = Arrivals::Regular
-            .scripted(every, Duration::from_secs(10))
-            .unwrap();
-        assert_eq!(
-            times,
-            [2500, 5000, 7500, 10000]
-                .map(Duration::from_millis)
-                .to_vec()
-        );
-        assert_eq!(
-            Arrivals::Poisson.scripted(every, Duration::from_secs(10)),
-            None
-        );
         assert_eq!(Arrivals::Regular.gap(every, || Duration::ZERO), every);
         assert_eq!(
             Arrivals::Poisson.gap(every, || Duration::from_secs(7)),

@@ -1506,6 +1506,12 @@ impl Scenario {
         if let Some(chain) = node.chain.as_deref().filter(|c| !CHAINS.contains(c)) {
             fail("node.chain", format!("{chain:?} is none of {CHAINS:?}"))?;
         }
+        if self.network.arrivals == Arrivals::Regular {
+            fail(
+                "network.arrivals",
+                format!("\"regular\" paces the blocks of a network the run makes: the blocks of the node at {} come as its own network finds them (leave it out, or use node.program for a Core the run starts)", node.url),
+            )?;
+        }
         let sv2 = (self.sides.iter()).find(|x| x.config != Config::Sv1);
         if let (Some(side), None) = (sv2, &node.ipc) {
             fail(
@@ -1853,8 +1859,6 @@ impl Scenario {
             / self.network.hashrate_share
     }
 
-    /// How often the rest of the network finds a block, on average: the blocks our miners
-    /// do not find.
     /// How the rest of the network's blocks come, in words: a regular pace is said with
     /// what it changes, for stale work then is not the network's.
     fn network_pace(&self) -> String {
@@ -1862,11 +1866,13 @@ impl Scenario {
         match self.network.arrivals {
             Arrivals::Poisson => format!("every {every:.0} s on average"),
             Arrivals::Regular => format!(
-                "every {every:.2} s exactly (network.arrivals = \"regular\": no tip follows another closely and none keeps miners waiting long, so stale work and its worth are not the network's)"
+                "one every {every:.2} s (network.arrivals = \"regular\": no tip follows another closely and none keeps miners waiting long, so stale work and its worth are not the network's)"
             ),
         }
     }
 
+    /// How often the rest of the network finds a block, on average: the blocks our miners
+    /// do not find.
     pub fn network_block_interval(&self) -> Duration {
         (self.network.block_interval).div_f64(1.0 - self.network.hashrate_share.min(0.999))
     }
@@ -2147,11 +2153,25 @@ shares_per_min = 10
         .unwrap();
         let plan = &regular.plan()[1];
         assert!(
-            plan.contains("every 28.57 s exactly") && plan.contains("not the network's"),
+            plan.contains("one every 28.57 s") && plan.contains("not the network's"),
             "{plan}"
         );
         let bad = format!("{:#}", load(&[r#"network.arrivals="steady""#]).unwrap_err());
         assert!(bad.contains("arrivals") && bad.contains("regular"), "{bad}");
+        // A node the run only reaches has its own network's blocks: nothing to pace.
+        let reached = format!(
+            "{:#}",
+            load(&[
+                r#"network.arrivals="regular""#,
+                r#"sides=["sv1"]"#,
+                r#"node={url="http://127.0.0.1:8332", rpc_user="u", rpc_password="p", zmq="tcp://127.0.0.1:28332"}"#,
+            ])
+            .unwrap_err()
+        );
+        assert!(
+            reached.contains("scenario field `network.arrivals`"),
+            "{reached}"
+        );
     }
 
     /// Bitcoin Core v32's interface is refused where a pinned SRI role would call v31's

@@ -18,6 +18,10 @@ pub struct NodeConfig {
     /// Network block arrival times after start, replacing the Poisson process (for tests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scripted_arrivals: Option<Vec<Duration>>,
+    /// Without scripted times: the network's blocks drawn as a Poisson process, or one
+    /// every mean gap from the start (`network.arrivals`).
+    #[serde(default)]
+    pub arrivals: model::network::Arrivals,
     /// The block target.
     pub difficulty: Difficulty,
     /// Height of the chain's base block (the first block this node knows).
@@ -69,6 +73,7 @@ impl Default for NodeConfig {
             block_interval: Duration::from_secs(600),
             hashrate_share: 0.0,
             scripted_arrivals: None,
+            arrivals: Default::default(),
             difficulty: Difficulty::RegtestEasy,
             start_height: 880_000,
             time_base: None,

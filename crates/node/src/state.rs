@@ -16,6 +16,7 @@ use crate::txgen::TxGenerator;
 use crate::validate::{check_block, Checks, Context, Reject, Verdict};
 use bitcoin::hashes::Hash;
 use bitcoin::{Block, BlockHash, CompactTarget, ScriptBuf, Target, TxMerkleNode, Txid};
+use model::network::Arrivals;
 use probe::{Event, Recorder, TipCause};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -336,7 +337,12 @@ impl NodeState {
             return self.scripted.pop_front();
         }
         let rate = (1.0 - self.cfg.hashrate_share) / self.cfg.block_interval.as_secs_f64();
-        exponential_after(&mut self.block_arrivals, after, rate)
+        match self.cfg.arrivals {
+            Arrivals::Poisson => exponential_after(&mut self.block_arrivals, after, rate),
+            // One every mean gap from the start (our blocks in between do not move it);
+            // none where our miners hold all the hashrate.
+            Arrivals::Regular => (rate > 0.0).then(|| after + (NS as f64 / rate).round() as u64),
+        }
     }
 
     /// The rest of the network finds a block on the tip with the best transactions it can

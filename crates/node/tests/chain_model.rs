@@ -270,6 +270,31 @@ fn network_blocks_arrive_at_the_rate_left_by_our_hashrate_share() {
     assert!((900.0..=1100.0).contains(&found), "{found} network blocks");
 }
 
+/// Regular arrivals: the rest of the network's blocks one every mean gap from the start,
+/// at the rate its hashrate leaves (10 s over half: every 20 s), and none when our
+/// miners hold it all.
+#[test]
+fn regular_arrivals_come_every_gap_at_the_networks_rate() {
+    let cfg = |share: f64| NodeConfig {
+        block_interval: Duration::from_secs(10),
+        hashrate_share: share,
+        arrivals: model::network::Arrivals::Regular,
+        mempool: MempoolConfig::preset(MempoolPreset::Empty),
+        ..config(5)
+    };
+    let mut n = node(cfg(0.5));
+    let start = n.chain().height();
+    assert!(n.advance_to(20 * SECOND - 1).is_empty());
+    assert_eq!(n.advance_to(20 * SECOND).len(), 1);
+    assert!(n.advance_to(40 * SECOND - 1).is_empty());
+    n.advance_to(1_000 * SECOND);
+    assert_eq!(n.chain().height(), start + 50, "one every 20 s in 1,000 s");
+    let mut all_ours = node(cfg(1.0));
+    let start = all_ours.chain().height();
+    all_ours.advance_to(1_000 * SECOND);
+    assert_eq!(all_ours.chain().height(), start);
+}
+
 #[test]
 fn scripted_arrivals_replace_the_poisson_process() {
     let mut n = node(NodeConfig {

@@ -164,6 +164,7 @@ impl NodeArgs {
             block_interval: self.block_interval,
             hashrate_share: self.hashrate_share,
             scripted_arrivals: self.arrivals.clone(),
+            arrivals: Default::default(),
             difficulty,
             start_height: self.start_height,
             time_base: None,

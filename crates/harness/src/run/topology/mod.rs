@@ -50,8 +50,8 @@ fn node_config(s: &Scenario) -> Result<node::NodeConfig> {
         seed: s.seed,
         block_interval: s.network.block_interval,
         hashrate_share: s.network.hashrate_share,
-        scripted_arrivals: (s.network.arrivals)
-            .scripted(s.network_block_interval(), arrivals_horizon(s)),
+        scripted_arrivals: None,
+        arrivals: s.network.arrivals,
         difficulty: node::Difficulty::MinerHashrate(s.total_hashrate()),
         start_height: s.network.start_height,
         // Fixed, so a farm's node builds on the very same base block.
@@ -60,13 +60,6 @@ fn node_config(s: &Scenario) -> Result<node::NodeConfig> {
         template_refresh: s.network.template_refresh,
         follower: None,
     })
-}
-
-/// How far ahead the network's block times are set, when they are set in advance: the
-/// node starts before the window opens by however long the roles take to start, so twice
-/// the run and ten minutes more.
-fn arrivals_horizon(s: &Scenario) -> Duration {
-    (s.warmup + s.duration) * 2 + Duration::from_secs(600)
 }
 
 /// The scenario's mempool preset.
