@@ -44,6 +44,14 @@ pub struct Manifest {
     /// The attacker on every side's link the scenario planned (`link.attack`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attack: Option<PlannedAttack>,
+    /// How the rest of the network's blocks arrived (`network.arrivals`): regular ones set
+    /// the pace of the tips every stale figure is measured on, so the summary names them.
+    #[serde(default, skip_serializing_if = "is_poisson")]
+    pub network_arrivals: model::network::Arrivals,
+}
+
+fn is_poisson(a: &model::network::Arrivals) -> bool {
+    *a == model::network::Arrivals::Poisson
 }
 
 /// Where a run was when an interim snapshot of it was taken.

@@ -150,6 +150,10 @@ pub struct NetworkSummary {
     /// share of this run is at (mainnet's is 600 s); `None` without a block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_interval_s: Option<f64>,
+    /// How the rest of the network's blocks arrived (the manifest's): said beside the pace
+    /// when they were regular, which no tip of the real network is.
+    #[serde(default)]
+    pub arrivals: model::network::Arrivals,
     /// The network's node: shared by every side, so it is in no side's roles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<RoleResources>,
@@ -413,6 +417,7 @@ pub fn assemble(
             blocks: timeline.network_blocks,
             block_interval_s: (timeline.network_blocks > 0)
                 .then(|| window.secs() / timeline.network_blocks as f64),
+            arrivals: m.network_arrivals,
             node: sampled(&m.node_role),
             template_builds: (timeline.template_builds.iter())
                 .map(|(asker, times)| TemplateBuilds {
@@ -912,6 +917,14 @@ mod tests {
         // No block: no pace.
         let quiet = computed(&m, &[], &[]);
         assert_eq!(quiet.network.block_interval_s, None);
+        // How the blocks arrived is the manifest's, carried for the verdict's caveat.
+        assert_eq!(s.network.arrivals, model::network::Arrivals::Poisson);
+        let regular = Manifest {
+            network_arrivals: model::network::Arrivals::Regular,
+            ..m.clone()
+        };
+        let s = computed(&regular, &run(), &[]);
+        assert_eq!(s.network.arrivals, model::network::Arrivals::Regular);
     }
 
     #[test]

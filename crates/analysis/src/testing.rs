@@ -43,6 +43,7 @@ pub fn manifest(sides: Vec<(String, SideRoles)>) -> Manifest {
         interim: None,
         attack: None,
         awaiting_start: false,
+        network_arrivals: Default::default(),
     }
 }
 

@@ -63,6 +63,13 @@ fn run_at(lag_ms: u32) -> AtLag {
     )
     .output()
     .unwrap();
+    // The regular pace is said under the verdict it could move.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let said = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        said.contains(r#"(network.arrivals = "regular";"#),
+        "the regular pace unsaid: {said}"
+    );
     succeed(out);
     let s = summary(&dir);
     let a = &s["sides"]["sv2-a"];

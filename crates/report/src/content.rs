@@ -347,7 +347,7 @@ fn conclusions_section(summary: &analysis::Summary) -> Section {
         "Against {}, over {:.0} s. The worth prices the measured delays at the real network's {:.0} s blocks, for the farm below; only what the protocol sets is summed (rows a scenario parameter or a model sets are marked and left out). The sum's 95% interval draws the tips its rows share once for all of them, so rows that move together, or against each other, count as they do.",
         summary.baseline, summary.duration_s, summary.worth_assumptions.block_interval_s
     )));
-    blocks.extend(crate::readings::hazards_caveat(summary).map(Block::Note));
+    blocks.extend(crate::readings::caveats(summary).map(Block::Note));
     Section {
         title: "Conclusions".into(),
         blocks,

@@ -115,7 +115,7 @@ pub fn render(s: &Summary, pools: &BTreeMap<String, String>, t: &Terminal) -> St
             out.extend(wrap(&format!("{side}: {pool}"), t.width, "  "));
         }
     }
-    if let Some(caveat) = crate::readings::hazards_caveat(s) {
+    for caveat in crate::readings::caveats(s) {
         out.extend(wrap(&caveat, t.width, "  "));
     }
     for (side, security) in &s.security {

@@ -224,6 +224,7 @@ fn fake_run(name: &str, one_way_ms: u64) -> PathBuf {
         interim: None,
         attack: None,
         awaiting_start: false,
+        network_arrivals: Default::default(),
     };
     std::fs::write(
         dir.join("manifest.json"),

@@ -211,6 +211,7 @@ pub(crate) fn manifest_of(
         interim: None,
         awaiting_start: false,
         attack: s.link.attack.as_ref().map(planned_attack),
+        network_arrivals: s.network.arrivals,
     }
 }
 
