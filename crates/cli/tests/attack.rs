@@ -216,7 +216,7 @@ fn every_listener_survives_garbage_floods_and_idle_connections_during_a_run() {
         &dir,
         &[
             "--duration",
-            "45s",
+            "30s",
             "--set",
             "warmup=5s",
             "--set",

@@ -25,11 +25,11 @@ fn a_hijack_takes_sv1_work_silently_and_breaks_sv2_sessions_within_a_round_trip(
         "security",
         &[
             "--duration",
-            "40s",
+            "28s",
             "--set",
             "warmup=10s",
             "--set",
-            "link.attack.at=15s",
+            "link.attack.at=10s",
         ],
     );
     let security = &s["security"];
@@ -115,7 +115,7 @@ fn a_job_hijack_takes_sv1_blocks_and_the_pools_credit_and_breaks_sv2_sessions() 
         "security-job",
         &[
             "--duration",
-            "40s",
+            "28s",
             "--set",
             "warmup=10s",
             "--set",
@@ -129,7 +129,7 @@ fn a_job_hijack_takes_sv1_blocks_and_the_pools_credit_and_breaks_sv2_sessions() 
     );
     let sv1 = &s["security"]["sv1"];
     assert!(num(&sv1["changes"]["job_rewritten"]) >= MINERS, "{sv1}");
-    // The job from before the attack (5 s at most of its 30) carries some shares; the
+    // The job from before the attack (5 s at most of its 18) carries some shares; the
     // rest are on the attacker's coinbase, and the pool, building its own, credits none of
     // them: it accepts the farm's shares on the old job at most, and says the rest are bad.
     let hashed = num(&sv1["hashed_for_attacker_pct"]);

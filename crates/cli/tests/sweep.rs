@@ -81,11 +81,15 @@ fn only_the_link_varied_moves_sv1_and_c_by_half_the_round_trip_and_leaves_a_flat
         "--vary",
         "link.rtt_ms=10,200",
         "--duration",
-        "30s",
+        "18s",
         "--set",
         r#"sides=["sv1","sv2-a","sv2-c"]"#,
         "--set",
         "network.block_interval=2s",
+        // The network's tips one every 2.9 s (2 s over the 70% not ours), 6 at each point
+        // beside our miners' few: no point short of tips, none close behind another.
+        "--set",
+        r#"network.arrivals="regular""#,
         "--set",
         "warmup=8s",
         "--out",
@@ -138,7 +142,7 @@ fn only_the_link_varied_moves_sv1_and_c_by_half_the_round_trip_and_leaves_a_flat
         );
     }
     // Flat means a tenth of the link's effect at most (under 9.5 ms across the sweep), not
-    // an interval that holds zero: each point is one run of about 12 tips, and a run's own
+    // an interval that holds zero: each point is one run of about 9 tips, and a run's own
     // interval cannot hold what moves between runs (a scheduling hiccup on a loaded machine
     // moved A's mean 3 ms between its two runs once, [0.15, 5.8] ms).
     let a = fit(&r, "new_prevhash_job_ms", "side", "sv2-a");
@@ -187,13 +191,17 @@ fn sv1_bytes_per_miner_at_the_pool_are_flat_and_cs_fall_with_miners() {
         "--vary",
         "miners.count=2,16",
         "--duration",
-        "30s",
+        "18s",
         "--set",
         "warmup=10s",
         "--set",
         "miners.ramp=2s",
         "--set",
-        "network.block_interval=5s",
+        "network.block_interval=3s",
+        // As many tips at both points (6), so a job's bytes per miner carry as many
+        // seconds of shares at both.
+        "--set",
+        r#"network.arrivals="regular""#,
         "--set",
         r#"miners.hashrate={distribution="fixed"}"#,
         // The miners under test find almost no blocks: each point's job traffic follows
@@ -207,9 +215,9 @@ fn sv1_bytes_per_miner_at_the_pool_are_flat_and_cs_fall_with_miners() {
     let sv1 = values(&r, "pool_link_bytes_per_miner", "scale", "sv1");
     let c = values(&r, "pool_link_bytes_per_miner", "scale", "sv2-c");
     assert_eq!((sv1.len(), c.len()), (2, 2), "{text}");
-    // Job traffic scales with the tips a run's window holds, and the window of a short run
-    // holds a few, not the same few at every point (3 against 5 here once): per job each
-    // miner received, SV1's bytes per miner are the same at both sizes, C's fall.
+    // Job traffic scales with the tips a run's window holds (6 at each point here; a
+    // Poisson window held 3 at one and 5 at the other once): per job each miner received,
+    // SV1's bytes per miner are the same at both sizes, C's fall.
     let jobs_per_miner = |point: &str, side: &str| {
         let s: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(dir.join("points").join(point).join("summary.json")).unwrap(),
@@ -226,7 +234,7 @@ fn sv1_bytes_per_miner_at_the_pool_are_flat_and_cs_fall_with_miners() {
     };
     // Per job is close, not exact: each miner's shares (and their answers) come per second,
     // not per job, so the per-job figure carries them in proportion to the window's few
-    // tips (26% apart once, with 3 and 5 tips). C's fall is twice that and more.
+    // tips (26% apart once, with 3 and 5 Poisson tips). C's fall is twice that and more.
     // What the emulation adds is read at every point, apart from the pool: its relays'
     // and its fleet's CPU (a relay carrying a few miners' shares can use less than the
     // kernel's 10 ms tick in the whole window: zero is a reading), and the most a relay
