@@ -40,12 +40,13 @@ $(SV1_MINER):
 	+env -u CARGO_TARGET_DIR $(CARGO) install para --version 0.6.0 --locked --root $(TOOLS_DIR)
 
 # Tests run in the release profile, like the binary, so everything compiles once, under
-# cargo-nextest (.config/nextest.toml: runs of real roles one at a time, a per-test
-# timeout that names a hung test, no fail-fast, no retries), with a Docker daemon started
-# for the tests when none runs (the container tests need one). Formatting is checked
-# before anything is installed; clippy and the test build run beside the tools' builds. The release tests run
-# an earlier SRI release, installed from crates.io into the build cache. docs/testing.md
-# says what each test checks and how to run one family alone (make test TESTS='-E ...').
+# cargo-nextest (.config/nextest.toml: a run that measures alone, one that only counts
+# two at a time, a per-test timeout that names a hung test, no fail-fast, no retries),
+# with a Docker daemon started for the tests when none runs (the container tests need
+# one). Formatting is checked before anything is installed; clippy and the test build run
+# beside the tools' builds. The release tests run an earlier SRI release, installed from
+# crates.io into the build cache. docs/testing.md says what each test checks and how to
+# run one family alone (make test TESTS='-E ...').
 SRI_TEST_RELEASE := 0.6.0
 NEXTEST_VERSION := 0.9.151
 NEXTEST := $(TOOLS_DIR)/bin/cargo-nextest

@@ -28,8 +28,8 @@ skipped=0
 if [[ $profile == default ]]; then
   left_out=$(comm -23 <(list --ignore-default-filter "$@" | sort) <(list "$@" | sort))
   skipped=$(grep -c . <<<"$left_out" || true)
-  core=$(grep -c '::bitcoin_core ' <<<"$left_out" || true)
-  tp=$(grep -c '::template_provider ' <<<"$left_out" || true)
+  core=$(grep -c ' bitcoin_core::' <<<"$left_out" || true)
+  tp=$(grep -c ' template_provider::' <<<"$left_out" || true)
   other=$((skipped - core - tp))
   [[ $core -eq 0 ]] || echo "skipped: $core tests need STRATUM_BENCH_BITCOIN_NODE (make test-core builds a Bitcoin Core and runs them)"
   [[ $tp -eq 0 ]] || echo "skipped: $tp tests need STRATUM_BENCH_SV2_TP (a build of sv2-tp; docs/testing.md)"

@@ -16,6 +16,7 @@ mod targets;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+use std::time::Duration;
 use tracing_subscriber::EnvFilter;
 
 /// Benchmark Stratum V1 against Stratum V2 on a simulated Bitcoin network.
@@ -187,39 +188,99 @@ fn main() -> ExitCode {
         // Colours only for a person at a terminal: role logs and piped output stay plain.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    // Commands that stop gracefully by themselves on SIGTERM or Ctrl-C (a run and a sweep
+    // say so once their window opens); any other is cancelled at the first signal.
+    if matches!(
+        &cli.command,
+        Command::Node(_)
+            | Command::Role(_)
+            | Command::Collect(_)
+            | Command::Race(_)
+            | Command::Tap(_)
+    ) {
+        lifecycle::stops_handled_here();
+    }
+    let is_run = matches!(&cli.command, Command::Run(_));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     let outcome = runtime.block_on(async {
-        let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
-        match cli.command {
-            Command::Node(args) => done(tools::node::run(*args).await),
-            Command::Run(args) => done(run_cmd::run(args).await),
-            Command::Show(args) => done(report_cmd::show(args)),
-            Command::Scenarios(args) => done(scenarios_cmd::list(args)),
-            Command::Sweep(args) => sweep_cmd::run(args).await,
-            Command::Role(args) => done(run_cmd::role(args).await),
-            Command::Collect(args) => done(run_cmd::collect(args).await),
-            Command::Image(args) => done(run_cmd::image(args)),
-            Command::Deploy(args) => done(deploy_cmd::run(args).await),
-            Command::Report(args) => done(report_cmd::report(args)),
-            Command::Compare(args) => report_cmd::compare(args),
-            Command::Export(args) => done(report_cmd::export(args)),
-            Command::Tap(command) => done(tap_cmd::run(command).await),
-            Command::Latency(args) => done(latency_cmd::run(args).await),
-            Command::Race(args) => done(race_cmd::run(*args).await),
-            Command::Bench(BenchCommand::Template(args)) => done(bench_template::run(args).await),
-            Command::Bench(BenchCommand::Link(args)) => done(bench_link::run(args).await),
-            Command::Bench(BenchCommand::Pool(args)) => done(bench_pool::run(args).await),
-            Command::Bench(BenchCommand::Fanout(args)) => done(bench_fanout::run(args).await),
+        let mut stops = lifecycle::Stops::listen()?;
+        tokio::select! {
+            outcome = execute(cli.command) => outcome,
+            (signalled, running) = stops.cancelling() => Ok(Ended::Stopped(signalled, running)),
         }
     });
+    // Whatever the command started and did not wait for is stopped and waited for here
+    // (a command cancelled by a signal drops its children unwaited): none outlives it.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    let left_running = lifecycle::stop_children(CHILDREN_GRACE);
+    let said = |what: &str, processes: &[lifecycle::Stopped]| {
+        if !processes.is_empty() {
+            let names: Vec<String> = processes.iter().map(ToString::to_string).collect();
+            eprintln!("{what}: {}", names.join(", "));
+        }
+    };
     match outcome {
-        Ok(code) => code,
+        Ok(Ended::Done(code)) => {
+            said("stopped what it had left running", &left_running);
+            code
+        }
+        Ok(Ended::Stopped(signalled, mut running)) => {
+            let what = if is_run {
+                " before the run's window opened: nothing was measured yet"
+            } else {
+                ""
+            };
+            eprintln!("stopped by {signalled}{what}");
+            for process in left_running {
+                running.retain(|r| r.pid != process.pid);
+                running.push(process);
+            }
+            said("stopped with it", &running);
+            ExitCode::from(signalled.exit_status())
+        }
         Err(e) => {
+            said("stopped what it had left running", &left_running);
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// How long a child process left running at the end has, after SIGTERM, before it is
+/// killed: a role writes what it has within a second; Bitcoin Core may take several.
+const CHILDREN_GRACE: Duration = Duration::from_secs(15);
+
+/// How a command ended, when it did not fail.
+enum Ended {
+    Done(ExitCode),
+    /// By a signal, with the child processes running when it came.
+    Stopped(lifecycle::Signalled, Vec<lifecycle::Stopped>),
+}
+
+async fn execute(command: Command) -> anyhow::Result<Ended> {
+    let done = |r: anyhow::Result<()>| r.map(|()| Ended::Done(ExitCode::SUCCESS));
+    match command {
+        Command::Node(args) => done(tools::node::run(*args).await),
+        Command::Run(args) => done(run_cmd::run(args).await),
+        Command::Show(args) => done(report_cmd::show(args)),
+        Command::Scenarios(args) => done(scenarios_cmd::list(args)),
+        Command::Sweep(args) => sweep_cmd::run(args).await.map(Ended::Done),
+        Command::Role(args) => done(run_cmd::role(args).await),
+        Command::Collect(args) => done(run_cmd::collect(args).await),
+        Command::Image(args) => done(run_cmd::image(args)),
+        Command::Deploy(args) => done(deploy_cmd::run(args).await),
+        Command::Report(args) => done(report_cmd::report(args)),
+        Command::Compare(args) => report_cmd::compare(args).map(Ended::Done),
+        Command::Export(args) => done(report_cmd::export(args)),
+        Command::Tap(command) => done(tap_cmd::run(command).await),
+        Command::Latency(args) => done(latency_cmd::run(args).await),
+        Command::Race(args) => done(race_cmd::run(*args).await),
+        Command::Bench(BenchCommand::Template(args)) => done(bench_template::run(args).await),
+        Command::Bench(BenchCommand::Link(args)) => done(bench_link::run(args).await),
+        Command::Bench(BenchCommand::Pool(args)) => done(bench_pool::run(args).await),
+        Command::Bench(BenchCommand::Fanout(args)) => done(bench_fanout::run(args).await),
     }
 }

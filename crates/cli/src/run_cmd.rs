@@ -328,7 +328,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         ),
     }
     if outcome.interrupted {
-        println!("(interrupted: the summary covers the time until Ctrl-C)");
+        println!("(interrupted: the summary covers the time until Ctrl-C or SIGTERM)");
     }
     Ok(())
 }
@@ -426,7 +426,7 @@ fn test_clock_shifts(pairs: &[String]) -> Result<std::collections::BTreeMap<Stri
 /// freed memory), and the harness's own samples should be what measuring costs.
 fn write_interim_report(dir: &std::path::Path) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find this executable")?;
-    let out = std::process::Command::new(&exe)
+    let out = lifecycle::command(&exe)
         .arg("report")
         .arg(dir)
         .stdin(std::process::Stdio::null())

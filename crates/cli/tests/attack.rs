@@ -6,9 +6,7 @@
 //! accepted through the attack, and no role's memory grows by more than
 //! [`MAX_GROWTH_BYTES`] and a bound per idle connection.
 
-mod common;
-
-use common::{events, out_dir, run_scenario, Killed};
+use crate::common::{events, out_dir, run_scenario, Killed};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};

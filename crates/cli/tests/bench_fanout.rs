@@ -1,8 +1,8 @@
 //! `stratum-bench bench fanout` end to end, on a small bounded count.
 
-mod common;
+use crate::common;
 
-use common::bench_fails;
+use crate::common::bench_fails;
 use serde_json::json;
 
 #[test]

@@ -1,8 +1,8 @@
 //! `stratum-bench bench pool` end to end, on a small bounded load.
 
-mod common;
+use crate::common;
 
-use common::bench_fails;
+use crate::common::bench_fails;
 
 #[test]
 fn the_pool_bench_ramps_and_reports_each_step() {

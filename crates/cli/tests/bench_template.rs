@@ -1,6 +1,6 @@
 //! `stratum-bench bench template` end to end, on small mempools.
 
-mod common;
+use crate::common;
 
 #[test]
 fn the_template_bench_measures_every_variant_and_the_template_provider() {

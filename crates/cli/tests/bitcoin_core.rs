@@ -7,7 +7,7 @@
 //! mine, the network's blocks come when due, and Core takes our miners' blocks; and a
 //! program that is not Core is refused, naming it.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

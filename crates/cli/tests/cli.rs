@@ -2,7 +2,7 @@
 //! that read a run again (`show`), check a scenario (`run --check`) or list them
 //! (`scenarios`).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

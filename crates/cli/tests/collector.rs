@@ -1,11 +1,11 @@
 //! Events through the collector: a role's clock apart from the harness's is found and
 //! removed, and a collector that drops every connection mid-run loses no event.
 
-mod common;
+use crate::common;
 
+use crate::common::{out_dir, run_baseline, succeed};
 use analysis::stream::compute;
 use analysis::Manifest;
-use common::{out_dir, run_baseline, succeed};
 use probe::recorder::read_events;
 use probe::Record;
 use std::path::Path;

@@ -3,13 +3,13 @@
 //! host's clock; whole runs with every role in a container, or a swarm service. Needs a
 //! Docker daemon managing a swarm: `make test` makes both when there are none.
 
-mod common;
+use crate::common;
 
 use probe::recorder::read_events;
 use std::path::Path;
 use std::process::Command;
 
-use common::docker;
+use crate::common::docker;
 
 /// Removes what a test made in Docker, however it ends.
 struct Cleanup {

@@ -4,7 +4,7 @@
 //! its collector writes the run, whose work crossed the links. Needs a Docker daemon and
 //! docker-compose: `make test` installs and starts them.
 
-mod common;
+use crate::common;
 
 use harness::container::Site;
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,9 +3,9 @@
 //! installed from npm at the version the lockfile pins, started by the NOMP adapter's
 //! launcher (`pools/nomp`).
 
-mod common;
+use crate::common;
 
-use common::{exe, free_port, start_node, Killed};
+use crate::common::{exe, free_port, start_node, Killed};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

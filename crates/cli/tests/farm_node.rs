@@ -4,9 +4,7 @@
 //! own time, it moves one ms for each ms of lag, and the break-even is SV1's new-block job
 //! less A's own time.
 
-mod common;
-
-use common::{out_dir, run_scenario, succeed, summary};
+use crate::common::{out_dir, run_scenario, succeed, summary};
 use serde_json::Value;
 
 /// A's and SV1's new-block facts from one run at a fixed lag.

@@ -4,9 +4,9 @@
 //! its miners' shares cross the side's link and are accepted, at the difficulty they
 //! asked for (`mining.suggest_difficulty`) rather than the pool's own start.
 
-mod common;
+use crate::common;
 
-use common::exe;
+use crate::common::exe;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

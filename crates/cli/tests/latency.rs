@@ -1,9 +1,7 @@
 //! `stratum-bench latency` against our SV1 pool, SRI's pool and a port that never
 //! answers, and `run --rtt-from` taking its result.
 
-mod common;
-
-use common::{exe, out_dir, run_baseline, start_sri_pool, start_sv1_pool};
+use crate::common::{exe, out_dir, run_baseline, start_sri_pool, start_sv1_pool};
 use std::process::Command;
 
 #[test]

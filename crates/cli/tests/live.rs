@@ -2,9 +2,7 @@
 //! in Chromium, Prometheus scraping `/metrics` and answering every Grafana panel's query,
 //! and `promtool` checking the shipped rules.
 
-mod common;
-
-use common::{free_port, http_get, load_page, out_dir, run_scenario, Killed};
+use crate::common::{free_port, http_get, load_page, out_dir, run_scenario, Killed};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

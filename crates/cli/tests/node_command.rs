@@ -1,9 +1,9 @@
 //! `stratum-bench node` as a user runs it: a separate process, spoken to over RPC.
 
-mod common;
+use crate::common;
 
+use crate::common::{exe, start_node};
 use bitcoind_rpc::{RpcCallError, RpcClient};
-use common::{exe, start_node};
 use serde_json::{json, Value};
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -12,9 +12,9 @@
 //! trip (SV1) or three (SV2) after it connects. On the backup, the miner checks its primary
 //! every 10 s and returns once it serves.
 
-mod common;
+use crate::common;
 
-use common::{num, run_to_summary};
+use crate::common::{num, run_to_summary};
 
 /// The outage, and the firmware timers the test sets, in seconds.
 const OUTAGE_S: f64 = 10.0;

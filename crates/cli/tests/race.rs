@@ -7,9 +7,7 @@
 //! its own relay on the node's ZMQ: they see the same blocks, so the lead of each delay is
 //! compared block by block, the pool's own time the same for all of them.
 
-mod common;
-
-use common::{
+use crate::common::{
     exe, free_port, median, start_node_announced, start_role, terminate, word_after, Killed,
 };
 use serde_json::{json, Value};

@@ -2,9 +2,9 @@
 //! foreign bitcoind would be, measured from outside (the RPC tap's templates, its ZMQ
 //! tips), and the same run measured the built-in way from the node's own events.
 
-mod common;
+use crate::common;
 
-use common::{out_dir, run_baseline, start_node_announced, word_after};
+use crate::common::{out_dir, run_baseline, start_node_announced, word_after};
 use std::path::Path;
 use std::process::Stdio;
 

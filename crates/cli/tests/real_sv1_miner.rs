@@ -3,9 +3,9 @@
 //! Parasite pool project's own Stratum V1 implementation with version rolling), which
 //! `make test` installs into the build cache and names in STRATUM_BENCH_SV1_MINER.
 
-mod common;
+use crate::common;
 
-use common::{free_port, out_dir, run_scenario, Killed};
+use crate::common::{free_port, out_dir, run_scenario, Killed};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

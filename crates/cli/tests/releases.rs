@@ -3,9 +3,9 @@
 //! binaries, a binary of a release this build does not know refused before anything runs,
 //! and `--fail-on-regression` both ways: the same build passes, a slowed pool fails.
 
-mod common;
+use crate::common;
 
-use common::{exe, out_dir};
+use crate::common::{exe, out_dir};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::{symlink, PermissionsExt};

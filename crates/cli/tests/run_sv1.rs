@@ -1,8 +1,8 @@
 //! `stratum-bench run` end to end, as a user runs it: real processes, real sockets.
 
-mod common;
+use crate::common;
 
-use common::{
+use crate::common::{
     events, free_port, http_get, measured_window, median, num, out_dir, run_baseline, succeed,
     summary,
 };

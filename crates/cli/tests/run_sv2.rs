@@ -1,9 +1,9 @@
 //! `stratum-bench run` with the real SRI pool and translator (configurations C and D)
 //! beside the SV1 baseline: real processes, our node as their Template Provider.
 
-mod common;
+use crate::common;
 
-use common::{events, out_dir, run_scenario, succeed, summary};
+use crate::common::{events, out_dir, run_scenario, succeed, summary};
 use serde_json::Value;
 
 /// Our miners hold all the hashrate and blocks come every 2 s: each side of a run finds

@@ -7,9 +7,7 @@
 //! reach the pool's end (the link's one-way delay) and within one round trip and a margin
 //! for a loaded machine.
 
-mod common;
-
-use common::{num, run_to_summary};
+use crate::common::{num, run_to_summary};
 
 /// The link's round trip in the scenario, ms.
 const RTT_MS: f64 = 100.0;

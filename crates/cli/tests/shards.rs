@@ -3,9 +3,7 @@
 //! miners a side need each relay as three shards (a relay holds (600 - 256) / 2 = 172
 //! miners, planned at 80%: 300 / 137 = 2.2, so 3), the pool still holding all 300.
 
-mod common;
-
-use common::{events, out_dir, run_scenario, summary};
+use crate::common::{events, out_dir, run_scenario, summary};
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
 

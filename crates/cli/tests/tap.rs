@@ -2,9 +2,9 @@
 //! node`, with a real SV1 miner (para) and our fleet on 500 connections at once; SRI's pool
 //! with our SV2 fleet, tapped with the pool's key and without it; and a pool that is down.
 
-mod common;
+use crate::common;
 
-use common::{
+use crate::common::{
     exe, free_port, http_get, load_page, out_dir, start_role, start_sri_pool, start_sv1_pool,
     summary, terminate, Killed,
 };

@@ -5,7 +5,7 @@
 //! the tap in front of it records, and when it dies mid-run the run finishes with what it
 //! has.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! runs as swarm services with the pool site on one host and the farm site on the other,
 //! and everything is removed after. Needs root and Docker's packages (`make test` has them).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -73,7 +73,9 @@ impl CoreNode {
         let log = datadir.join("bitcoin-node.log");
         let out = std::fs::File::create(&log)
             .with_context(|| format!("cannot create {}", log.display()))?;
-        let mut command = Command::new(program);
+        // If we die without stopping it (a signal, a test's timeout), the kernel kills it:
+        // its data directory is ours and throwaway, and its shutdown can take a minute.
+        let mut command = lifecycle::command_with_death_signal(program, libc::SIGKILL);
         command
             .args(chain_args(chain))
             .arg(format!("-datadir={}", datadir.display()))
@@ -88,17 +90,8 @@ impl CoreNode {
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
             .stderr(out);
-        // Its own process group: a Ctrl-C meant for us does not stop it before we do. And
-        // if we die without stopping it (a signal, a test's timeout), the kernel asks it to
-        // stop: nothing is left running.
+        // Its own process group: a Ctrl-C meant for us does not stop it before we do.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        // SAFETY: prctl is async-signal-safe; it only sets this child's parent-death signal.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                Ok(())
-            });
-        }
         let child = command
             .spawn()
             .with_context(|| format!("cannot start {}", program.display()))?;
@@ -223,8 +216,16 @@ impl CoreNode {
         Ok(())
     }
 
+    /// Asks Core to stop with SIGTERM (its own graceful shutdown) and waits up to 10 s,
+    /// then kills it: what a command stopped by a signal or an error leaves behind.
     fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // SAFETY: kill(2) on our own child, not yet reaped.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             let _ = child.kill();
             let _ = child.wait();
         }

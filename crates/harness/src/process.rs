@@ -18,29 +18,19 @@ use tokio::process::{Child, Command};
 /// ports, with nobody to measure them); with `cpus`, it runs on those CPUs only (and so do
 /// the processes and threads it starts).
 pub fn role_command(program: impl AsRef<std::ffi::OsStr>, cpus: Option<&[usize]>) -> Command {
-    let mut cmd = Command::new(program);
-    let harness = std::process::id();
-    let affinity = cpus.map(cpu_set);
-    // SAFETY: between fork and exec only async-signal-safe calls (prctl, getppid,
-    // sched_setaffinity, _exit).
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if let Some(set) = &affinity {
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+    let mut cmd = lifecycle::command(program);
+    if let Some(set) = cpus.map(cpu_set) {
+        // SAFETY: between fork and exec only sched_setaffinity, which is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-            }
-            // The harness may have died before the signal was armed.
-            if libc::getppid() as u32 != harness {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
+                Ok(())
+            });
+        }
     }
-    cmd
+    cmd.into()
 }
 
 /// How roles are started: the executable, and where their events go.

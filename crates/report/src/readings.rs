@@ -98,29 +98,26 @@ pub fn the_farm(a: &analysis::worth::WorthAssumptions) -> String {
     )
 }
 
-/// What a reader of the verdict must know of a run with an attacker or outages: they are
-/// in its numbers.
 /// What the run's world did to every side that the verdict carries: its hazards, and the
 /// network's blocks when they came at a regular pace. Said under the verdicts, on the
 /// terminal and in the report alike.
 pub fn caveats(s: &analysis::Summary) -> impl Iterator<Item = String> {
-    let pace = arrivals_caveat(s.network.arrivals, s.network.block_interval_s);
-    hazards_caveat(s).into_iter().chain(pace)
+    hazards_caveat(s)
+        .into_iter()
+        .chain(arrivals_caveat(s.network.arrivals))
 }
 
-/// Regular arrivals (`network.arrivals`) leave out the tips that follow one another
-/// closely, and with them the stale work they make: the verdict's stale figures are not
-/// the network's.
-fn arrivals_caveat(
-    arrivals: model::network::Arrivals,
-    block_interval_s: Option<f64>,
-) -> Option<String> {
-    let every = block_interval_s?;
-    (arrivals == model::network::Arrivals::Regular).then(|| format!(
-        "The network's blocks came at a regular pace here, one every {every:.1} s (network.arrivals = \"regular\"; a scenario's default is \"poisson\", as blocks arrive): no tip followed another closely, so the stale work and its worth above are not the network's. Run with network.arrivals = \"poisson\" before pricing stale work."
-    ))
+/// Regular arrivals (`network.arrivals`) leave out the network's tips that follow one
+/// another closely, and with them the stale work they make: the verdict's stale figures
+/// are not the network's.
+fn arrivals_caveat(arrivals: model::network::Arrivals) -> Option<String> {
+    (arrivals == model::network::Arrivals::Regular).then(|| {
+        "The rest of the network's blocks came one every gap exactly here (network.arrivals = \"regular\"; a scenario's default is \"poisson\", as blocks arrive), and only our miners' own came at random: few tips followed another closely, so the stale work and its worth above are not the network's. Run with network.arrivals = \"poisson\" before pricing stale work.".to_string()
+    })
 }
 
+/// What a reader of the verdict must know of a run with an attacker or outages: they are
+/// in its numbers.
 fn hazards_caveat(s: &analysis::Summary) -> Option<String> {
     let what = match (s.security.is_empty(), s.outages.is_empty()) {
         (true, true) => return None,
@@ -159,15 +156,12 @@ mod tests {
     }
 
     #[test]
-    fn regular_arrivals_are_said_under_the_verdict_with_their_pace_and_poisson_ones_are_not() {
+    fn regular_arrivals_are_said_under_the_verdict_and_poisson_ones_are_not() {
         use model::network::Arrivals;
-        let said = arrivals_caveat(Arrivals::Regular, Some(2.0)).unwrap();
-        assert!(said.contains("one every 2.0 s"), "{said}");
+        let said = arrivals_caveat(Arrivals::Regular).unwrap();
         assert!(said.contains(r#"network.arrivals = "regular""#), "{said}");
         assert!(said.contains("not the network's"), "{said}");
-        assert_eq!(arrivals_caveat(Arrivals::Poisson, Some(2.0)), None);
-        // No block in the window: no pace to say.
-        assert_eq!(arrivals_caveat(Arrivals::Regular, None), None);
+        assert_eq!(arrivals_caveat(Arrivals::Poisson), None);
     }
 
     #[test]

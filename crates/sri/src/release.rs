@@ -78,7 +78,7 @@ fn parse_version(text: &str) -> Option<(&str, &str)> {
 
 /// The binary's `--version` output; a binary that does not run, fails or hangs is an error.
 fn run_version(program: &Path) -> Result<Vec<u8>> {
-    let mut child = std::process::Command::new(program)
+    let mut child = lifecycle::command(program)
         .arg("--version")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())

@@ -1,5 +1,4 @@
 //! Starting the real binary the way a user does, for the end-to-end tests.
-#![allow(dead_code)] // each test binary uses its own part
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -187,8 +186,9 @@ pub fn word_after(announcement: &str, key: &str) -> String {
 
 /// SRI's pool on the node, from [`start_sri_pool`].
 pub struct SriPool {
-    pub node: Killed,
-    pub pool: Killed,
+    /// The node and the pool, killed when this is dropped.
+    pub _node: Killed,
+    pub _pool: Killed,
     pub port: u16,
     /// The pool's authority key pair.
     pub keys: node::tdp::AuthorityKeys,
@@ -238,8 +238,8 @@ pub fn start_sri_pool(dir: &Path) -> SriPool {
         &dir.join("sri-pool.jsonl"),
     );
     SriPool {
-        node,
-        pool,
+        _node: node,
+        _pool: pool,
         port,
         keys,
         zmq: word_after(&ready, "ZMQ "),

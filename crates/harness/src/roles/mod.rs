@@ -426,11 +426,4 @@ fn ready(announced: &Ready) {
 }
 
 /// Resolves on SIGTERM (the harness stopping the run) or SIGINT (Ctrl-C).
-pub async fn terminated() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
-}
+pub use lifecycle::terminated;

@@ -121,7 +121,7 @@ impl Measuring {
     }
 
     /// Measures every second until the window ends (`--until-known` may end it sooner);
-    /// `true` when Ctrl-C ended it instead.
+    /// `true` when Ctrl-C or SIGTERM ended it instead.
     pub(super) async fn until_the_end(
         &mut self,
         opts: &RunOptions,
@@ -133,10 +133,14 @@ impl Measuring {
     ) -> Result<bool> {
         let mut cut_pending = opts.cut_collector_after;
         let mut tick = tokio::time::interval(Duration::from_secs(1));
+        // Ctrl-C or SIGTERM from here on stops the roles and writes what was measured.
+        lifecycle::stops_handled_here();
+        let stop = lifecycle::terminated();
+        tokio::pin!(stop);
         loop {
             tokio::select! {
                 _ = tick.tick() => {}
-                _ = tokio::signal::ctrl_c() => {
+                _ = &mut stop => {
                     eprintln!("\ninterrupted: stopping the roles and writing the run");
                     return Ok(true);
                 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 const LOCK_FILE: &str = "sweep.lock";
 
 /// Written into a run's directory when the run ended by itself with its summary: only
-/// then is it whole (a run stopped by Ctrl-C writes a summary of the time it had).
+/// then is it whole (a run stopped by Ctrl-C or SIGTERM writes a summary of the time it had).
 const WHOLE_MARK: &str = "sweep-run-whole";
 
 /// CPUs one run needs to keep its roles apart from its miner fleets.
@@ -141,10 +141,10 @@ pub async fn sweep(args: SweepOptions) -> Result<Swept> {
 
     let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = interrupted.clone();
+    lifecycle::stops_handled_here();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            flag.store(true, std::sync::atomic::Ordering::SeqCst);
-        }
+        lifecycle::terminated().await;
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
     });
     Runs::new(&record, &slots)
         .all(&args.scenario, &dir, &mut record, &interrupted)
@@ -269,7 +269,8 @@ impl<'a> Runs<'a> {
                     RunStatus::Failed
                 };
                 run.error = Some(if stopping {
-                    "stopped by Ctrl-C: the same command again runs it from the start".into()
+                    "stopped by Ctrl-C or SIGTERM: the same command again runs it from the start"
+                        .into()
                 } else {
                     failure(dir, &run.run.name, exit)
                 });
