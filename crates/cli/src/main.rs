@@ -201,11 +201,25 @@ fn main() -> ExitCode {
         lifecycle::stops_handled_here();
     }
     let is_run = matches!(&cli.command, Command::Run(_));
+    // The commands that only read and write files run without awaiting anything: a signal
+    // ends them as it would any program (no handler would be polled while they work).
+    let listens = !matches!(
+        &cli.command,
+        Command::Show(_)
+            | Command::Scenarios(_)
+            | Command::Image(_)
+            | Command::Report(_)
+            | Command::Compare(_)
+            | Command::Export(_)
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     let outcome = runtime.block_on(async {
+        if !listens {
+            return execute(cli.command).await;
+        }
         let mut stops = lifecycle::Stops::listen()?;
         tokio::select! {
             outcome = execute(cli.command) => outcome,
@@ -239,7 +253,7 @@ fn main() -> ExitCode {
                 running.push(process);
             }
             said("stopped with it", &running);
-            ExitCode::from(signalled.exit_status())
+            signalled.end_the_process()
         }
         Err(e) => {
             said("stopped what it had left running", &left_running);

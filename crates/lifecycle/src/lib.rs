@@ -14,6 +14,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::sync::Notify;
 
 /// A command for a child process that gets `death_signal` when the thread of ours that
 /// started it dies, however it dies. A child started after we died exits at once. It is
@@ -207,6 +208,9 @@ impl Stops {
                 _ = self.int.recv() => Signalled::Int,
             };
             self.seen += 1;
+            // A command not yet listening when the signal came hears of it when it does.
+            SIGNALLED.store(true, Ordering::SeqCst);
+            SIGNAL_SEEN.notify_waiters();
             if self.seen >= 2 || !HANDLED_HERE.load(Ordering::SeqCst) {
                 return (signalled, running_children());
             }
@@ -222,12 +226,21 @@ pub enum Signalled {
 }
 
 impl Signalled {
-    /// The exit status a shell gives a command that this signal ended: 128 + its number.
-    pub fn exit_status(self) -> u8 {
-        128 + match self {
+    /// Ends this process as this signal would have, had it not been caught: a shell or
+    /// make that started the command sees it killed by the signal (and a script stops
+    /// on Ctrl-C), not an ordinary exit. Call it last, once everything is stopped.
+    pub fn end_the_process(self) -> ! {
+        let signal = match self {
             Signalled::Term => libc::SIGTERM,
             Signalled::Int => libc::SIGINT,
-        } as u8
+        };
+        // SAFETY: the default action restored, then the signal sent to ourselves; nothing
+        // runs after it but the exit that follows if it is somehow blocked.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
+        }
+        std::process::exit(128 + signal)
     }
 }
 
@@ -240,13 +253,27 @@ impl std::fmt::Display for Signalled {
     }
 }
 
-/// Resolves on SIGTERM (the harness stopping a role, a time limit) or SIGINT (Ctrl-C).
+/// Set once [`Stops`] has seen a stop signal, for a command that was not yet listening.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+static SIGNAL_SEEN: Notify = Notify::const_new();
+
+/// Resolves on SIGTERM (the harness stopping a role, a time limit) or SIGINT (Ctrl-C), or
+/// at once if [`Stops`] saw one before: a role asked to stop while it was still starting
+/// stops as soon as it listens, not never.
 pub async fn terminated() {
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    // Registered before the flag is read, so a signal between the two is not lost.
+    let seen = SIGNAL_SEEN.notified();
+    tokio::pin!(seen);
+    seen.as_mut().enable();
+    if SIGNALLED.load(Ordering::SeqCst) {
+        return;
+    }
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
+        _ = seen => {}
     }
 }
 

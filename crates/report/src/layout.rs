@@ -42,7 +42,7 @@ pub fn measure(html: &Path, width: u32, height: u32) -> Result<Layout> {
     let probed = html.with_extension("measured.html");
     std::fs::write(&probed, page.replace("</body>", &format!("{PROBE}</body>")))?;
     let profile = std::env::temp_dir().join(format!("stratum-bench-layout-{}", std::process::id()));
-    let out = std::process::Command::new("chromium")
+    let out = lifecycle::command("chromium")
         .args(crate::chromium_flags(&profile))
         .arg(format!("--window-size={width},{height}"))
         .arg("--dump-dom")

@@ -67,7 +67,7 @@ pub fn print_pdf(html: &Path, pdf: &Path) -> Result<()> {
     let html = html.canonicalize()?;
     let profile =
         std::env::temp_dir().join(format!("stratum-bench-chromium-{}", std::process::id()));
-    let status = std::process::Command::new("chromium")
+    let status = lifecycle::command("chromium")
         .args(chromium_flags(&profile))
         .arg("--no-pdf-header-footer")
         .arg(format!("--print-to-pdf={}", pdf.display()))
