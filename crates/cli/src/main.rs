@@ -188,36 +188,17 @@ fn main() -> ExitCode {
         // Colours only for a person at a terminal: role logs and piped output stay plain.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    // Commands that stop gracefully by themselves on SIGTERM or Ctrl-C (a run and a sweep
-    // say so once their window opens); any other is cancelled at the first signal.
-    if matches!(
-        &cli.command,
-        Command::Node(_)
-            | Command::Role(_)
-            | Command::Collect(_)
-            | Command::Race(_)
-            | Command::Tap(_)
-    ) {
+    let on_stop = cli.command.on_stop();
+    if on_stop == OnStop::Itself {
         lifecycle::stops_handled_here();
     }
     let is_run = matches!(&cli.command, Command::Run(_));
-    // The commands that only read and write files run without awaiting anything: a signal
-    // ends them as it would any program (no handler would be polled while they work).
-    let listens = !matches!(
-        &cli.command,
-        Command::Show(_)
-            | Command::Scenarios(_)
-            | Command::Image(_)
-            | Command::Report(_)
-            | Command::Compare(_)
-            | Command::Export(_)
-    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     let outcome = runtime.block_on(async {
-        if !listens {
+        if on_stop == OnStop::AsAnyProgram {
             return execute(cli.command).await;
         }
         let mut stops = lifecycle::Stops::listen()?;
@@ -266,6 +247,42 @@ fn main() -> ExitCode {
 /// How long a child process left running at the end has, after SIGTERM, before it is
 /// killed: a role writes what it has within a second; Bitcoin Core may take several.
 const CHILDREN_GRACE: Duration = Duration::from_secs(15);
+
+/// What SIGTERM or Ctrl-C does to a command.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnStop {
+    /// It stops gracefully by itself; a second signal cancels it.
+    Itself,
+    /// Cancelled at the first, unless it has said it stops by itself from then on (a run
+    /// once its window opens, a sweep once its runs start).
+    Cancelled,
+    /// It only reads and writes files, awaiting nothing (no handler would be polled while
+    /// it works): the signal ends it as it would any program.
+    AsAnyProgram,
+}
+
+impl Command {
+    fn on_stop(&self) -> OnStop {
+        match self {
+            Command::Node(_)
+            | Command::Role(_)
+            | Command::Collect(_)
+            | Command::Race(_)
+            | Command::Tap(_) => OnStop::Itself,
+            Command::Show(_)
+            | Command::Scenarios(_)
+            | Command::Image(_)
+            | Command::Report(_)
+            | Command::Compare(_)
+            | Command::Export(_) => OnStop::AsAnyProgram,
+            Command::Run(_)
+            | Command::Sweep(_)
+            | Command::Deploy(_)
+            | Command::Latency(_)
+            | Command::Bench(_) => OnStop::Cancelled,
+        }
+    }
+}
 
 /// How a command ended, when it did not fail.
 enum Ended {

@@ -73,22 +73,20 @@ impl Marked {
 
     /// Waits until the command has started at least `n` processes.
     fn wait_for_children(&mut self, n: usize, log: &Path) {
-        let started = Instant::now();
-        while self.started().len() < n {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!(
-                    "it ended ({status}) before starting {n} processes:\n{}",
-                    read(log)
-                );
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(120),
-                "it started {:?} in 120 s, not {n} processes:\n{}",
-                self.started(),
-                read(log)
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let exited = |child: &mut Child| child.try_wait().unwrap();
+        within(
+            Duration::from_secs(120),
+            || {
+                if let Some(status) = exited(&mut self.child) {
+                    panic!(
+                        "it ended ({status}) before starting {n} processes:\n{}",
+                        read(log)
+                    );
+                }
+                self.started().len() >= n
+            },
+            || format!("it did not start {n} processes in 120 s:\n{}", read(log)),
+        );
     }
 
     fn signal(&self, signal: i32) {
@@ -99,18 +97,16 @@ impl Marked {
     /// Waits for the command to exit (within 60 s) and requires nothing it started to be
     /// running then.
     fn exits_leaving_nothing(&mut self, log: &Path) -> ExitStatus {
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "it did not exit within 60 s of the signal:\n{}",
-                read(log)
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let mut status = None;
+        within(
+            Duration::from_secs(60),
+            || {
+                status = self.child.try_wait().unwrap();
+                status.is_some()
+            },
+            || format!("it did not exit within 60 s of the signal:\n{}", read(log)),
+        );
+        let status = status.expect("it exited");
         let left = marked(&self.mark);
         assert!(
             left.is_empty(),
@@ -129,6 +125,16 @@ impl Drop for Marked {
             // SAFETY: kill(2) on a process this test's command started.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         }
+    }
+}
+
+/// Polls `done` every 50 ms until it holds; past `limit`, fails with `why()`. The limits
+/// here catch a hang: what they wait for took at most a few seconds when measured.
+fn within(limit: Duration, mut done: impl FnMut() -> bool, why: impl Fn() -> String) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "{}", why());
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -159,15 +165,11 @@ fn a_run_stopped_by_sigterm_in_its_window_writes_the_run_and_leaves_no_process()
     let log = dir.with_extension("log");
     let mut run = Marked::start(a_run(&dir), "run-term", &log);
     // The window is open once its progress lines come ("[   2s / 70s] ...", warm-up and all).
-    let started = Instant::now();
-    while !read(&log).contains("s / 70s]") {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "{}",
-            read(&log)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    within(
+        Duration::from_secs(120),
+        || read(&log).contains("s / 70s]"),
+        || read(&log),
+    );
     let children = run.started();
     assert!(children.len() >= 4, "the roles are up: {children:#?}");
     run.signal(libc::SIGTERM);
@@ -214,15 +216,16 @@ fn the_roles_of_a_run_killed_outright_end_within_seconds() {
         run.signal(libc::SIGKILL);
         run.child.wait().unwrap();
         // The kernel signals each role as the harness dies; each stops as when asked.
-        let started = Instant::now();
-        while !run.started().is_empty() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "killed with {up} up: still running 10 s later: {:#?}",
-                run.started()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        within(
+            Duration::from_secs(10),
+            || run.started().is_empty(),
+            || {
+                format!(
+                    "killed with {up} up: still running 10 s later: {:#?}",
+                    run.started()
+                )
+            },
+        );
     }
 }
 
@@ -254,7 +257,7 @@ fn a_pool_bench_stopped_by_sigterm_leaves_no_process() {
 }
 
 #[test]
-fn a_sweep_stopped_by_sigterm_lets_its_run_write_and_leaves_no_process() {
+fn a_sweep_stopped_by_sigterm_records_its_run_as_interrupted_and_leaves_no_process() {
     let dir = out_dir("lifecycle-sweep");
     let log = dir.with_extension("log");
     let mut cmd = Command::new(exe());
@@ -273,4 +276,8 @@ fn a_sweep_stopped_by_sigterm_lets_its_run_write_and_leaves_no_process() {
     sweep.signal(libc::SIGTERM);
     let status = sweep.exits_leaving_nothing(&log);
     assert!(status.success(), "{status}:\n{}", read(&log));
+    // Its one run is recorded as stopped, to run again from the start.
+    let record: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("sweep.json"))).expect("sweep.json");
+    assert_eq!(record["runs"][0]["status"], "interrupted", "{record}");
 }

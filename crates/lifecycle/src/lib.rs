@@ -293,8 +293,12 @@ mod tests {
             .args(["-c", "trap '' TERM; exec sleep 30"])
             .spawn()
             .unwrap();
-        // The shell has set its trap (which the sleep it becomes keeps) well before this.
-        std::thread::sleep(Duration::from_millis(300));
+        // The shell sets its trap, then becomes the sleep (which keeps it): once its
+        // command line is the sleep's, SIGTERM is ignored.
+        let cmdline = format!("/proc/{}/cmdline", stubborn.id());
+        while !std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(b"sleep")) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let started = Instant::now();
         let stopped = stop_children(Duration::from_millis(500));
         let by_pid = |pid| stopped.iter().find(|s| s.pid == pid).unwrap();
