@@ -332,3 +332,51 @@ const SHORT_SERIES_CEILING: f64 = 0.07;
 /// Tests conservative by construction stay above it: the sign-flip test of 6 tips gets
 /// under 0.05 only at its floor, 2 / 64; the bootstrap is widened at 5 to 10 tips.
 const FLOOR: f64 = 0.02;
+
+/// Share rows of runs shaped like the suite's own (run_sv1's A/A run: 23 tips, 87 and 107
+/// shares, 12 rejected): few shares a tip (4 on average a side, Poisson) and a stale share
+/// now and then (6%, each on its own: the share a miner sends across the few ms of a tip
+/// change), over 10, 23 and 50 tips, so that both the sign-flip branch and the paired
+/// bootstrap are taken. Each tip count is asserted on its own.
+#[test]
+fn sparse_shares_are_flagged_as_often_as_the_test_says() {
+    const DRAWS: u32 = 2_000;
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    let mut report = String::new();
+    let mut rates = Vec::new();
+    for tips in [10, 23, 50] {
+        let mut rate = Rate::default();
+        for _ in 0..DRAWS {
+            let mut side = || {
+                let mut accepted = crate::stats::Counted::default();
+                for tip in 0..tips {
+                    for _ in 0..poisson(&mut rng, 4.0) {
+                        accepted.push(&format!("tip{tip}"), rng.gen::<f64>() > 0.06);
+                    }
+                }
+                accepted
+            };
+            let (a, b) = (side(), side());
+            if let Some(p) = crate::stats::proportion_delta(&a, &b).and_then(|d| d.p_value) {
+                rate.add(p);
+            }
+        }
+        report.push_str(&format!(
+            "{tips} tips: {:.3} of {}\n",
+            rate.share(),
+            rate.tested
+        ));
+        rates.push(rate);
+    }
+    eprintln!("{report}");
+    for rate in rates {
+        assert!(rate.tested >= DRAWS * 9 / 10, "{report}");
+        assert!(rate.share() <= SPARSE_CEILING, "too liberal\n{report}");
+        assert!(rate.share() >= FLOOR, "too conservative\n{report}");
+    }
+}
+
+/// The most a stratum of 2,000 runs may flag: a test at 5% stays under 0.05 + 2.326 x
+/// sqrt(0.05 x 0.95 / 2,000) = 0.0613 99% of the time; one at 8% passes it under one time
+/// in a thousand.
+const SPARSE_CEILING: f64 = 0.0613;

@@ -449,10 +449,21 @@ fn a_block_found_by_our_miners_reaches_the_node_with_a_propagation_time() {
             let paired = metric != "block_propagation_ms";
             assert!(!paired || d.abs() < 10.0, "A/A differs by {d} ms: {row}");
         } else if !(saturated && metric == "farm_tx_bytes_per_s") {
-            assert_eq!(row["significant"], false, "A/A differs: {row}");
+            // The verdict flags a row at 5% after Benjamini-Hochberg, so identical sides
+            // get a flag somewhere in 5.5% of runs (the calibration test measures it): a
+            // check that nothing is flagged would fail one clean run in 18 (a clean check
+            // did: acceptance 98.9% against 89.7%, 1 rejected share against 11, p =
+            // 0.002). This check is set to fail one in a hundred: no row of the ten under
+            // p = 0.001. Calibration at 5% is the calibration tests' to measure.
+            let p = row["p_value"].as_f64().unwrap_or(1.0);
+            assert!(p >= FAMILY_P, "A/A differs: {row}");
         }
     }
 }
+
+/// The least p a row of an A/A run may have: with the verdict's ten rows, identical
+/// sides go under it somewhere in at most 1% of runs (Bonferroni).
+const FAMILY_P: f64 = 0.001;
 
 /// An injected difference comes out as physics says: `sv1-slow` is `sv1` but for a link
 /// 20 ms slower each way (80 ms round trip against 40). After every block its miners get
