@@ -34,7 +34,7 @@ fn a_real_sv1_miner_mines_through_the_link_and_is_counted() {
             ],
         )
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(out.with_extension("run.log")).unwrap())
         .spawn()
         .unwrap(),
     );
@@ -72,7 +72,11 @@ fn a_real_sv1_miner_mines_through_the_link_and_is_counted() {
             .unwrap_or_else(|e| panic!("cannot start {miner}: {e}")),
     );
     let status = run.0.wait().unwrap();
-    assert!(status.success(), "the run failed");
+    assert!(
+        status.success(),
+        "the run failed: {}",
+        std::fs::read_to_string(out.with_extension("run.log")).unwrap_or_default()
+    );
 
     // The pool judged the real miner's shares (by its worker name), and counted them.
     let pool_events = std::fs::read_to_string(out.join("events/pool-sv1.jsonl")).unwrap();

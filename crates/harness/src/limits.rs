@@ -198,7 +198,7 @@ pub fn ephemeral_range() -> (u16, u16) {
 /// Taken below the ephemeral range when there is room: a port the kernel hands out for
 /// outgoing connections could be given to another connection (a miner's, say) between
 /// this check and the role binding it.
-pub(crate) fn free_local_port() -> Result<SocketAddr> {
+pub fn free_local_port() -> Result<SocketAddr> {
     use rand::Rng;
     let (ephemeral_low, _) = ephemeral_range();
     if ephemeral_low > 20_000 {

@@ -46,12 +46,11 @@ pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_stratum-bench")
 }
 
+/// A loopback port free now, taken as the harness takes its roles' (below the range the
+/// kernel hands outgoing connections): tests run beside each other, and one opens 500
+/// connections, any of which could take a port picked from that range before it is bound.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    harness::limits::free_local_port().unwrap().port()
 }
 
 /// A child process killed when the test ends, however it ends.
