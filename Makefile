@@ -63,6 +63,7 @@ fmt-check:
 
 test: fmt-check
 	@scripts/ensure-deps.sh test
+	@scripts/source-mtimes.sh restore $(BUILD_DIR)
 	@$(MAKE) --no-print-directory -j$(JOBS) test-build test-tools
 	$(TEST_ENV) scripts/with-docker.sh scripts/run-tests.sh $(NEXTEST) default $(TESTS)
 
@@ -79,6 +80,7 @@ clippy:
 
 test-build: clippy
 	+$(CARGO) test $(CARGO_FLAGS) --no-run
+	@scripts/source-mtimes.sh record $(BUILD_DIR)
 
 test-tools: $(NEXTEST) $(SV1_MINER) sri-test-release
 

@@ -5,6 +5,17 @@ use crate::idle_memory::IdleMemoryProbe;
 use analysis::manifest::HostReading;
 use model::host::Host;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The git commit of the binary this process runs, stamped by the binary's `main` (its
+/// build script reads it): stamped here, every commit would rebuild this crate and all
+/// above it.
+static BUILD_COMMIT: OnceLock<&'static str> = OnceLock::new();
+
+/// Names the commit this process's binary was built from; the first call holds.
+pub fn set_build_commit(commit: &'static str) {
+    let _ = BUILD_COMMIT.set(commit);
+}
 
 /// This machine, this build of stratum-bench, and the SRI build of each role of the run.
 pub fn capture(sri_roles: Vec<String>) -> Host {
@@ -29,7 +40,7 @@ pub fn capture(sri_roles: Vec<String>) -> Host {
         os: field(&read("/etc/os-release"), "PRETTY_NAME"),
         kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        git_commit: env!("STRATUM_BENCH_GIT_COMMIT").to_string(),
+        git_commit: BUILD_COMMIT.get().unwrap_or(&"unknown").to_string(),
         sri_releases: sri::LINKED_RELEASES.iter().map(|r| r.to_string()).collect(),
         sri_roles,
     }

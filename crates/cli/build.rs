@@ -1,4 +1,5 @@
-//! Records the git commit the binary was built from, for the run's host.json.
+//! Records the git commit the binary was built from, for the run's host.json. Only the
+//! binary's `main.rs` reads it, so a new commit relinks the binary and nothing else.
 fn main() {
     let commit = std::process::Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
@@ -8,8 +9,8 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_else(|| "unknown".into());
     // Without optional locks `git status` leaves the index as it is: refreshing it would
-    // change .git/index, which reruns this script on the next cargo command, and with it
-    // rebuild this crate and everything above it (4.5 minutes of every `make test`).
+    // change .git/index, which reruns this script (and relinks the binary) on the next
+    // cargo command.
     let dirty = std::process::Command::new("git")
         .args([
             "--no-optional-locks",
