@@ -3,6 +3,10 @@ CARGO ?= cargo
 CARGO_FLAGS := --release --locked
 RUN := $(CARGO) run $(CARGO_FLAGS) --quiet --bin stratum-bench --
 
+# The commit every run's host.json names, "-dirty" when tracked files differ from it.
+# Only the binary's main.rs reads it, so a new commit relinks the binary and nothing else.
+export STRATUM_BENCH_GIT_COMMIT := $(or $(shell git rev-parse --short=12 HEAD 2>/dev/null),unknown)$(if $(shell git --no-optional-locks status --porcelain --untracked-files=no 2>/dev/null),-dirty)
+
 .PHONY: all deps test-deps build run install test test-core fmt-check lint bench releases sweep-release fuzz clean
 
 all: build

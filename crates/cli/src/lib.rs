@@ -1,6 +1,5 @@
 //! `stratum-bench`: one command line over the whole benchmark suite. The binary
-//! (`main.rs`) only stamps it with the commit it was built from: a new commit relinks
-//! the binary and rebuilds nothing below it.
+//! (`main.rs`) only stamps it with the commit it was built from.
 
 mod bench_fanout;
 mod bench_link;
