@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 fn fixture() -> (Manifest, RunInput) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recorded-run");
+    let dir = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo and nextest"))
+        .join("tests/fixtures/recorded-run");
     let manifest: Manifest =
         serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     let input = RunInput::read(&dir);
@@ -222,7 +223,8 @@ fn a_recorded_run_streamed_gives_the_summary_of_one_time_order() {
 #[test]
 fn a_run_directory_summarized_from_disk_gives_the_summary_of_one_time_order() {
     let (m, input) = fixture();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recorded-run");
+    let dir = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo and nextest"))
+        .join("tests/fixtures/recorded-run");
     let in_order = analysis::stream::summarize(&dir).unwrap();
     let mut seen = 0;
     let (streamed, samples) = analysis::stream::summarize_dir(&dir, &m, |_| seen += 1).unwrap();

@@ -2,10 +2,10 @@
 //! resolves, to a file and to a heading, and the README stays short.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    crate::common::crate_dir().join("../..")
 }
 
 /// The README and every page under docs/.

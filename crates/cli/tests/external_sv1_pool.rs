@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// The pool's package (stratum-bench's NOMP adapter, `pools/nomp`), installed once under
 /// the target directory (never in the repo).
 fn installed_pool() -> PathBuf {
-    let adapter = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pools/nomp");
+    let adapter = crate::common::crate_dir().join("../../pools/nomp");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("external-sv1-pool");
     std::fs::create_dir_all(&dir).unwrap();
     for f in ["package.json", "package-lock.json", "pool.js"] {
@@ -281,10 +281,9 @@ fn run_pools(scenario: &Path, out: &Path, args: &[&str]) -> std::process::Output
 fn our_sv1_pool_and_nomp_run_side_by_side_with_sv2_c() {
     let work = std::env::temp_dir().join(format!("sv1-pools-cmd-{}", std::process::id()));
     std::fs::create_dir_all(&work).unwrap();
-    let template = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../pools/nomp/config.json"),
-    )
-    .unwrap();
+    let template =
+        std::fs::read_to_string(crate::common::crate_dir().join("../../pools/nomp/config.json"))
+            .unwrap();
     std::fs::write(work.join("pool.json.in"), template).unwrap();
     let pool_dir = installed_pool();
     let scenario = std::fs::read_to_string(common::scenario("sv1-pools"))

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 fn replay(target: &str, entry: fn(&[u8])) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let dir = crate::common::crate_dir()
         .join("../../fuzz/seeds")
         .join(target);
     let mut inputs: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -7,7 +7,6 @@
 use crate::common;
 
 use crate::common::exe;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -34,8 +33,7 @@ fn a_pool_bound_to_every_address_is_reachable_only_through_the_sides_link() {
     );
     let work = std::env::temp_dir().join(format!("isolated-pool-{}", std::process::id()));
     std::fs::create_dir_all(&work).unwrap();
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pool-on-every-address.json");
+    let fixture = crate::common::crate_dir().join("tests/fixtures/pool-on-every-address.json");
     std::fs::copy(&fixture, work.join("pool.json")).unwrap();
     let base = std::fs::read_to_string(common::scenario("sv1-baseline")).unwrap();
     let scenario = base.replace(r#"sides = ["sv1"]"#, r#"sides = ["sv1", "sv1-x"]"#)

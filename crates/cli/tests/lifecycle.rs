@@ -52,7 +52,7 @@ impl Marked {
         let mark = format!("{name}-{}", std::process::id());
         let log = std::fs::File::create(log).unwrap();
         let child = cmd
-            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .current_dir(crate::common::crate_dir().join("../.."))
             .env(MARK, &mark)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())

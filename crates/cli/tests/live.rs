@@ -3,14 +3,12 @@
 //! and `promtool` checking the shipped rules.
 
 use crate::common::{free_port, http_get, load_page, out_dir, run_scenario, Killed};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn repo_file(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
+    crate::common::crate_dir().join("../..").join(path)
 }
 
 #[test]

@@ -27,6 +27,7 @@ mod race;
 mod real_node;
 mod real_sv1_miner;
 mod releases;
+mod relocatable;
 mod run_sv1;
 mod run_sv2;
 mod security;

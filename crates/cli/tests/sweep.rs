@@ -13,7 +13,7 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 /// `stratum-bench sweep` from the repository's root, where the scenarios are.
 fn sweep_command(args: &[&str]) -> Command {
     let mut cmd = Command::new(exe());
-    cmd.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+    cmd.current_dir(crate::common::crate_dir().join("../.."))
         .arg("sweep")
         .args(args);
     cmd
@@ -296,7 +296,7 @@ fn sv1_bytes_per_miner_at_the_pool_are_flat_and_cs_fall_with_miners() {
 /// holds is refused, naming the lock.
 #[test]
 fn bad_sweeps_are_refused_before_anything_runs() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = crate::common::crate_dir().join("../..");
     let scenario = root.join("scenarios/sweep-rtt.toml");
     let scenario = scenario.to_str().unwrap();
     let dir = out_dir("sweep-bad");

@@ -6,11 +6,11 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/two-hosts.sh")
+    crate::common::crate_dir().join("../../scripts/two-hosts.sh")
 }
 
 /// The two hosts, up for the test's time and removed however it ends.

@@ -252,9 +252,19 @@ pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
     child.wait().unwrap()
 }
 
+/// This crate's directory in the clone the test runs in, read when the test runs: a test
+/// binary can come from another clone's build of the same sources (a clean clone reuses
+/// the build cache, `scripts/source-mtimes.sh`), and `env!` would name that clone.
+pub fn crate_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo and nextest set for every test they run"),
+    )
+}
+
 /// A scenario file of the repository, by name (`sv1-baseline`, `config-c`, ...).
 pub fn scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../scenarios/{name}.toml"))
+    crate_dir().join(format!("../../scenarios/{name}.toml"))
 }
 
 /// `stratum-bench run` of the SV1 baseline into `out`, with `args`.

@@ -906,7 +906,9 @@ mod tests {
     /// the link has one, the whole link all of them (a backup pool's too).
     #[test]
     fn a_fault_cuts_its_targets_routes_and_a_link_fault_cuts_them_all() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/outage.toml");
+        let path =
+            Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo and nextest"))
+                .join("../../scenarios/outage.toml");
         let faults = r#"faults=[{target="pool", kind="drop", at="5s", lasts="5s"}, {target="jds", kind="stall", at="5s", lasts="5s"}, {target="link", kind="drop", at="20s", lasts="5s"}]"#;
         let s = Scenario::load(&path, &[faults.parse().unwrap()]).unwrap();
         let routes = |hazards: OnPath| -> Vec<(String, Vec<usize>)> {
