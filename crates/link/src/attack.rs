@@ -95,6 +95,26 @@ enum Protocol {
     Opaque,
 }
 
+impl Protocol {
+    /// What the farm's first bytes say: SV1 opens with a JSON object, in text. SV2 opens
+    /// with Noise's 64-byte ElligatorSwift key, bytes that look random: one in 256 starts
+    /// with `{`, and read as SV1 it would be held whole waiting for a line's end that
+    /// random bytes seldom hold, stalling the handshake until the peer gave up (a 10 s
+    /// SRI handshake timeout). Text is what tells them apart: 64 random bytes are valid
+    /// UTF-8 almost never.
+    fn of_first(chunk: &[u8]) -> Protocol {
+        let text = match std::str::from_utf8(chunk) {
+            Ok(_) => true,
+            // A character cut at the chunk's end is still text.
+            Err(e) => e.error_len().is_none(),
+        };
+        match chunk.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') if text => Protocol::Sv1,
+            _ => Protocol::Opaque,
+        }
+    }
+}
+
 /// What the attacker knows of one connection and holds of its bytes.
 pub(crate) struct Connection {
     attacker: Arc<Attacker>,
@@ -128,10 +148,7 @@ impl Connection {
     /// The bytes to send on for `chunk`, read going `direction`.
     pub(crate) fn pass(&mut self, direction: Direction, chunk: &[u8]) -> Vec<u8> {
         if self.protocol == Protocol::Unknown && direction == Direction::Up {
-            self.protocol = match chunk.iter().find(|b| !b.is_ascii_whitespace()) {
-                Some(b'{') => Protocol::Sv1,
-                _ => Protocol::Opaque,
-            };
+            self.protocol = Protocol::of_first(chunk);
         }
         let attacker = self.attacker.clone();
         match (&attacker.attack, self.protocol) {
@@ -638,6 +655,29 @@ mod tests {
         let line = b"{\"id\":2,\"method\":\"mining.authorize\",\"params\":[\"farm.1\",\"x\"]}\n";
         assert_eq!(c.pass(Direction::Up, line), line.to_vec());
         assert!(!c.applied);
+    }
+
+    /// An SV2 handshake whose random first byte is `{` (one in 256): it is not SV1, and
+    /// it passes at once rather than waiting for a line's end. It stalled a translator's
+    /// handshake for its whole 10 s timeout in a clean-clone run (the link carried no
+    /// byte of it).
+    #[test]
+    fn a_handshake_that_starts_with_a_brace_is_not_held_as_an_sv1_line() {
+        let mut c = connection(hijack(), Duration::from_secs(3600));
+        let mut handshake = [0xc3u8; 64];
+        handshake[0] = b'{';
+        handshake[1] = 0xff;
+        assert_eq!(c.pass(Direction::Up, &handshake), handshake.to_vec());
+        assert_eq!(c.protocol, Protocol::Opaque);
+        // SV1 text stays SV1, a character cut at the chunk's end included.
+        let mut c = connection(hijack(), Duration::from_secs(3600));
+        let cut = "{\"id\":1,\"method\":\"mining.authorize\",\"params\":[\"f\u{e9}rme\",\"x\"]}\n";
+        let bytes = &cut.as_bytes()[..cut.find('\u{e9}').unwrap() + 1];
+        assert!(
+            c.pass(Direction::Up, bytes).is_empty(),
+            "a partial line waits"
+        );
+        assert_eq!(c.protocol, Protocol::Sv1);
     }
 
     #[test]
