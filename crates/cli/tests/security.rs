@@ -16,6 +16,29 @@ const SLACK_MS: f64 = 150.0;
 /// Miners a side in the scenario.
 const MINERS: f64 = 4.0;
 
+/// The attack's `at` in these runs, s into the window.
+const AT_S: f64 = 10.0;
+
+/// How far from `at` a side's attack may begin, s: each link is told when the window opens
+/// over a pipe once every role has started, and keeps its own timer. Measured 10.000 to
+/// 10.001 s on every side of both tests (2026-12-03, `--no-capture` prints them); 50 ms
+/// leaves a loaded machine's scheduling. Timed from each link's own start, as before,
+/// sv1's and C's attacks began 2.4 s before the window in a run whose roles took 12 s to
+/// start.
+const BEGAN_WITHIN_S: f64 = 0.05;
+
+/// Every side was attacked `at` into the window, however long the roles took to start.
+fn attacked_at_the_same_moment(security: &serde_json::Value) {
+    for (side, figures) in security.as_object().expect("the sides' figures") {
+        let began = num(&figures["began_s"]);
+        println!("{side}: attacked {began:.3} s into the window");
+        assert!(
+            (began - AT_S).abs() < BEGAN_WITHIN_S,
+            "{side} attacked {began} s into the window, not {AT_S}"
+        );
+    }
+}
+
 #[test]
 fn a_hijack_takes_sv1_work_silently_and_breaks_sv2_sessions_within_a_round_trip() {
     let (out, s) = run_to_summary(
@@ -31,6 +54,7 @@ fn a_hijack_takes_sv1_work_silently_and_breaks_sv2_sessions_within_a_round_trip(
         ],
     );
     let security = &s["security"];
+    attacked_at_the_same_moment(security);
 
     let sv1 = &security["sv1"];
     let stolen = num(&sv1["attacker_shares"]);
@@ -125,6 +149,7 @@ fn a_job_hijack_takes_sv1_blocks_and_the_pools_credit_and_breaks_sv2_sessions() 
             "pool.job_refresh=5s",
         ],
     );
+    attacked_at_the_same_moment(&s["security"]);
     let sv1 = &s["security"]["sv1"];
     assert!(num(&sv1["changes"]["job_rewritten"]) >= MINERS, "{sv1}");
     // The job from before the attack (5 s at most of its 18) carries some shares; the

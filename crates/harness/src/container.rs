@@ -361,11 +361,13 @@ impl Containers {
     /// Creates role `name`'s container, on its site's network (a link on both) and the
     /// control network, running `args` (after `stratum-bench`); returns its address on its
     /// own site (the farm side for a link), where it listens.
+    /// `interactive`: its stdin kept open, for what the harness tells it as it runs.
     pub fn create(
         &self,
         name: &str,
         args: &[std::ffi::OsString],
         cpus: Option<&[usize]>,
+        interactive: bool,
     ) -> Result<(String, std::net::Ipv4Addr)> {
         let site = Site::of(name);
         let (home, other) = self.networks_of(site);
@@ -390,6 +392,9 @@ impl Containers {
         if let Some(cpus) = cpus {
             let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
             create.extend(["--cpuset-cpus".into(), list.join(",")]);
+        }
+        if interactive {
+            create.push("--interactive".into());
         }
         create.push(self.image.clone());
         create.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));

@@ -622,6 +622,7 @@ mod tests {
             }],
             attack: None,
             faults: Vec::new(),
+            warmup: std::time::Duration::ZERO,
         }
     }
 

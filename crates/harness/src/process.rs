@@ -182,6 +182,9 @@ pub struct RoleProcess {
     service: Option<(String, std::sync::Arc<Containers>)>,
     /// The network namespace it runs in, removed with it.
     pub isolation: Option<crate::netns::Netns>,
+    /// A link's stdin, to tell it when the window opens (none where it cannot be told: a
+    /// swarm service, which then counts from its own start).
+    window_notice: Option<tokio::process::ChildStdin>,
 }
 
 /// A role's stdout after its READY line, appended to its log: a closed pipe would fail
@@ -199,6 +202,19 @@ async fn keep_in_log(
 }
 
 impl RoleProcess {
+    /// Tells a link the run's window opens `in_ns` from now (every role has started):
+    /// its attack and outages count from then. Roles with no such notice ignore it.
+    pub async fn tell_window_opens_in(&mut self, in_ns: u64) {
+        use tokio::io::AsyncWriteExt;
+        let Some(stdin) = self.window_notice.as_mut() else {
+            return;
+        };
+        let line = format!("{} {in_ns}\n", crate::roles::WINDOW_NOTICE);
+        if let Err(e) = stdin.write_all(line.as_bytes()).await {
+            tracing::warn!(role = %self.name, error = %e, "cannot tell the link when the window opens");
+        }
+    }
+
     /// Starts `exe role` for `spec` (as a process, or in its container when the launcher
     /// has containers), its files in `dir` (`roles/`, `logs/`, `events/<name>.jsonl` or
     /// `journals/`), and waits for its READY line (up to 30 s, 90 s for a swarm
@@ -224,6 +240,8 @@ impl RoleProcess {
         role_args.extend(launcher.event_args(dir, name)?);
         role_args.extend(["--name".into(), name.into()]);
         let cpus = launcher.cpus_for(Some(spec));
+        // A link times its attack and outages from the window's opening, which it is told.
+        let told_the_window = matches!(spec, RoleSpec::Link { .. });
         let mut service = None;
         let (mut command, container) = match &launcher.containers {
             None => {
@@ -243,20 +261,29 @@ impl RoleProcess {
                 (follow, None)
             }
             Some(containers) => {
-                let (container, ip) = containers.create(name, &role_args, cpus)?;
+                let (container, ip) = containers.create(name, &role_args, cpus, told_the_window)?;
                 // Inside its container a role listens on its own address, and what it is
                 // told of others' is theirs: no loopback is shared.
                 let own = spec_text.replace("127.0.0.1", &ip.to_string());
                 probe::private::write(&spec_path, own)?;
                 let mut start = role_command("docker", None);
-                start.args(["start", "--attach", &container]);
+                start.args(["start", "--attach"]);
+                if told_the_window {
+                    start.arg("--interactive");
+                }
+                start.arg(&container);
                 (start, Some((container, ip)))
             }
         };
         let after_ready = tokio::fs::File::from_std(log.try_clone()?);
+        let told = told_the_window && service.is_none();
         let mut child = command
             .env("RUST_LOG", crate::container::role_log_filter())
-            .stdin(std::process::Stdio::null())
+            .stdin(if told {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            })
             .stdout(std::process::Stdio::piped())
             .stderr(log)
             .kill_on_drop(true)
@@ -264,6 +291,7 @@ impl RoleProcess {
             .with_context(|| format!("cannot start {} (role {name})", launcher.exe.display()))?;
         let pid = child.id().context("the role has a pid")?;
         let stdout = child.stdout.take().context("the role's stdout is piped")?;
+        let window_notice = child.stdin.take();
         let mut role = RoleProcess {
             name: name.to_string(),
             child,
@@ -271,6 +299,7 @@ impl RoleProcess {
             exited: false,
             service,
             isolation: None,
+            window_notice,
         };
         let mut lines = BufReader::new(stdout).lines();
         let wait = async {
@@ -378,6 +407,7 @@ impl RoleProcess {
             exited: false,
             service: None,
             isolation: None,
+            window_notice: None,
         };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {

@@ -19,7 +19,7 @@ use sv1_wire::{Id, Message, Method, Notify, Submit};
 
 pub use model::attack::Attack;
 
-/// An attack and when it begins, after the link starts.
+/// An attack and when it begins, after the run's window opens.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduledAttack {
     pub attack: Attack,
@@ -34,7 +34,8 @@ const INJECTED_SUBMIT: &str = "attacker-submit";
 /// The attacker of one link: shared by its connections.
 pub struct Attacker {
     attack: Attack,
-    begins_at_ns: u64,
+    begins_after_ns: u64,
+    window: crate::WindowClock,
     recorder: Recorder,
     connections: AtomicU64,
     /// Bytes carried since the link started, up and down (for `tamper`).
@@ -42,19 +43,25 @@ pub struct Attacker {
 }
 
 impl Attacker {
-    /// Starts the clock of `scheduled`; records [`Event::AttackBegan`] when it begins.
-    pub fn start(scheduled: ScheduledAttack, recorder: Recorder) -> Arc<Attacker> {
-        let begins_at_ns = mono_ns() + scheduled.begins_after.as_nanos() as u64;
+    /// Starts the clock of `scheduled` on `window`; records [`Event::AttackBegan`] when it
+    /// begins.
+    pub fn start(
+        scheduled: ScheduledAttack,
+        window: crate::WindowClock,
+        recorder: Recorder,
+    ) -> Arc<Attacker> {
         let attacker = Arc::new(Attacker {
             attack: scheduled.attack,
-            begins_at_ns,
+            begins_after_ns: scheduled.begins_after.as_nanos() as u64,
+            window,
             recorder,
             connections: AtomicU64::new(0),
             carried: Default::default(),
         });
         let announcing = attacker.clone();
         tokio::spawn(async move {
-            crate::timer::sleep_until_ns(announcing.begins_at_ns).await;
+            let mut window = announcing.window.clone();
+            window.until(announcing.begins_after_ns).await;
             announcing.recorder.record(Event::AttackBegan {
                 attack: announcing.attack.kind().to_string(),
             });
@@ -63,7 +70,7 @@ impl Attacker {
     }
 
     fn active(&self) -> bool {
-        mono_ns() >= self.begins_at_ns
+        mono_ns() >= self.window.opens_ns() + self.begins_after_ns
     }
 
     /// The attacker's hold on a new connection.
@@ -513,7 +520,8 @@ mod tests {
     fn connection(attack: Attack, begins_after: Duration) -> Connection {
         let attacker = Attacker {
             attack,
-            begins_at_ns: mono_ns() + begins_after.as_nanos() as u64,
+            begins_after_ns: begins_after.as_nanos() as u64,
+            window: crate::WindowClock::fixed(mono_ns()),
             recorder: Recorder::disabled(),
             connections: AtomicU64::new(0),
             carried: Default::default(),

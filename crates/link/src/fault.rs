@@ -4,13 +4,14 @@
 //! that hangs: connections stay open and nothing crosses, either way, until it ends. The
 //! link records when each began and ended ([`Event::FaultBegan`], [`Event::FaultEnded`]).
 
+use crate::WindowClock;
 use probe::{Event, Recorder};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 pub use probe::event::FaultKind;
 
-/// A fault of some of a link's routes, timed from the link's start.
+/// A fault of some of a link's routes, timed from the run's window opening.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduledFault {
     pub kind: FaultKind,
@@ -36,12 +37,12 @@ impl Outage {
     }
 }
 
-/// The outages of route `route` among `faults`, from `start_ns` (the link's start).
-pub fn outages_of(faults: &[ScheduledFault], route: usize, start_ns: u64) -> Vec<Outage> {
+/// The outages of route `route` among `faults`, the window opening at `opens_ns`.
+pub fn outages_of(faults: &[ScheduledFault], route: usize, opens_ns: u64) -> Vec<Outage> {
     (faults.iter())
         .filter(|f| f.routes.contains(&route))
         .map(|f| {
-            let from_ns = start_ns + f.begins_after.as_nanos() as u64;
+            let from_ns = opens_ns + f.begins_after.as_nanos() as u64;
             Outage {
                 kind: f.kind,
                 from_ns,
@@ -73,19 +74,54 @@ pub(crate) fn held_by_stalls(
         + delay_ns
 }
 
+/// One route's outages, as the window's opening (which their `at` counts from) stands.
+#[derive(Clone, Default)]
+pub struct Outages {
+    faults: std::sync::Arc<[ScheduledFault]>,
+    route: usize,
+    window: WindowClock,
+}
+
+impl Outages {
+    /// Route `route`'s share of `faults`.
+    pub fn of_route(faults: &[ScheduledFault], route: usize, window: WindowClock) -> Outages {
+        Outages {
+            faults: (faults.iter())
+                .filter(|f| f.routes.contains(&route))
+                .cloned()
+                .collect(),
+            route,
+            window,
+        }
+    }
+
+    /// The outages now: their times move with the window's opening.
+    pub fn now(&self) -> Vec<Outage> {
+        if self.faults.is_empty() {
+            return Vec::new();
+        }
+        outages_of(&self.faults, self.route, self.window.opens_ns())
+    }
+
+    /// The clock they follow, to wait on its moves.
+    pub(crate) fn window(&self) -> WindowClock {
+        self.window.clone()
+    }
+}
+
 /// Records each fault's start and end as they happen.
-pub fn announce(faults: &[ScheduledFault], start_ns: u64, recorder: &Recorder) {
+pub fn announce(faults: &[ScheduledFault], window: &WindowClock, recorder: &Recorder) {
     for fault in faults {
-        let (fault, recorder) = (fault.clone(), recorder.clone());
+        let (fault, recorder, mut window) = (fault.clone(), recorder.clone(), window.clone());
         tokio::spawn(async move {
-            let from_ns = start_ns + fault.begins_after.as_nanos() as u64;
-            crate::timer::sleep_until_ns(from_ns).await;
+            let from_ns = fault.begins_after.as_nanos() as u64;
+            window.until(from_ns).await;
             recorder.record(Event::FaultBegan {
                 target: fault.target.clone(),
                 fault: fault.kind,
                 lasts_ms: fault.lasts.as_secs_f64() * 1e3,
             });
-            crate::timer::sleep_until_ns(from_ns + fault.lasts.as_nanos() as u64).await;
+            window.until(from_ns + fault.lasts.as_nanos() as u64).await;
             recorder.record(Event::FaultEnded {
                 target: fault.target,
             });

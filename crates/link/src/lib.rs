@@ -11,10 +11,13 @@
 pub mod attack;
 pub mod fault;
 pub mod timer;
+mod window;
+
+pub use window::{WindowClock, WindowOpening};
 
 use anyhow::{Context, Result};
 use attack::{Attacker, Connection};
-use fault::Outage;
+use fault::Outages;
 use probe::event::LinkEnd;
 use probe::{mono_ns, Histogram};
 use rand::Rng;
@@ -130,11 +133,11 @@ impl Relay {
         };
         let shared = stats.clone();
         let Hazards { attacker, outages } = hazards;
-        let outages: Arc<[Outage]> = outages.into();
         let accept = tokio::spawn(async move {
             let mut listener = listener;
+            let mut window = outages.window();
             loop {
-                let next_drop = fault::next_drop(&outages, mono_ns());
+                let next_drop = fault::next_drop(&outages.now(), mono_ns());
                 if let Some(down) = next_drop.filter(|d| d.from_ns <= mono_ns()) {
                     // The far end is down: the port refuses connections until it is back.
                     drop(listener);
@@ -143,12 +146,17 @@ impl Relay {
                     continue;
                 }
                 let accepted = probe::listen::accept_next("link", || listener.accept());
+                // The window's opening moving moves the outages: they are read again.
                 let (farm, peer) = match next_drop {
                     Some(down) => tokio::select! {
                         accepted = accepted => accepted,
                         _ = timer::sleep_until_ns(down.from_ns) => continue,
+                        _ = window.moved() => continue,
                     },
-                    None => accepted.await,
+                    None => tokio::select! {
+                        accepted = accepted => accepted,
+                        _ = window.moved() => continue,
+                    },
                 };
                 let stats = shared.clone();
                 let attacked = attacker.as_ref().map(Attacker::connection);
@@ -178,7 +186,7 @@ impl Relay {
 #[derive(Default)]
 pub struct Hazards {
     pub attacker: Option<Arc<Attacker>>,
-    pub outages: Vec<Outage>,
+    pub outages: Outages,
 }
 
 /// Where a relay listens for the farm, and whether it shares that address with other
@@ -232,7 +240,7 @@ async fn relay_connection(
     cfg: LinkConfig,
     stats: Arc<LinkStats>,
     attacked: Option<Arc<Mutex<Connection>>>,
-    outages: Arc<[Outage]>,
+    outages: Outages,
 ) -> Result<()> {
     let pool = TcpStream::connect(upstream)
         .await
@@ -271,15 +279,28 @@ async fn relay_connection(
     let relayed = async {
         let _ = tokio::join!(&mut up, &mut down);
     };
-    match fault::next_drop(&outages, mono_ns()) {
-        Some(down_at) => tokio::select! {
-            _ = relayed => {}
-            _ = timer::sleep_until_ns(down_at.from_ns) => {
-                aborts.iter().for_each(tokio::task::AbortHandle::abort);
-                let _ = ends.first_closed.set((LinkEnd::Pool, mono_ns()));
-            }
-        },
-        None => relayed.await,
+    tokio::pin!(relayed);
+    let mut window = outages.window();
+    loop {
+        match fault::next_drop(&outages.now(), mono_ns()) {
+            None => tokio::select! {
+                _ = &mut relayed => break,
+                _ = window.moved() => {}
+            },
+            Some(down_at) => tokio::select! {
+                _ = &mut relayed => break,
+                _ = timer::sleep_until_ns(down_at.from_ns) => {
+                    // The window may have moved the drop since: only a drop due now ends it.
+                    let now = mono_ns();
+                    if fault::next_drop(&outages.now(), now).is_some_and(|d| d.from_ns <= now) {
+                        aborts.iter().for_each(tokio::task::AbortHandle::abort);
+                        let _ = ends.first_closed.set((LinkEnd::Pool, mono_ns()));
+                        break;
+                    }
+                }
+                _ = window.moved() => {}
+            },
+        }
     }
     if let (Some(attacked), Some(&(by, t_ns))) = (&ends.attacked, ends.first_closed.get()) {
         attacked.lock().unwrap().closed(by, t_ns);
@@ -293,7 +314,7 @@ async fn relay_connection(
 struct Ends {
     attacked: Option<Arc<Mutex<Connection>>>,
     first_closed: Arc<OnceLock<(LinkEnd, u64)>>,
-    outages: Arc<[Outage]>,
+    outages: Outages,
 }
 
 /// A chunk of bytes in flight, due for writing at `due_ns`.
@@ -373,7 +394,7 @@ async fn pump(
         } else {
             0
         };
-        let due = fault::held_by_stalls(&ends.outages, arrived, sent + jitter, delay_ns);
+        let due = fault::held_by_stalls(&ends.outages.now(), arrived, sent + jitter, delay_ns);
         last_due_ns = last_due_ns.max(due);
         dir.bytes.fetch_add(n as u64, Ordering::Relaxed);
         dir.chunks.fetch_add(1, Ordering::Relaxed);

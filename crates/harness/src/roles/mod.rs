@@ -5,6 +5,7 @@
 //! SIGINT, then stops and writes out its events.
 
 mod serving;
+pub use serving::WINDOW_NOTICE;
 
 pub use serving::{serve, Link, Role, Running, SriApp};
 
@@ -125,6 +126,11 @@ pub enum RoleSpec {
         /// Outages of the routes' far ends (scenario `faults`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         faults: Vec<link::fault::ScheduledFault>,
+        /// The attack's and the outages' times count from the run's window opening: taken
+        /// to be this long after the link's start until the harness says when it opened
+        /// (on the link's stdin, once every role has started).
+        #[serde(default)]
+        warmup: Duration,
     },
     Sv1Miners {
         config: sv1::fleet::FleetConfig,
@@ -373,11 +379,13 @@ pub async fn run_role(
             routes,
             attack,
             faults,
+            warmup,
         } => {
             let link = Link {
                 routes,
                 attack,
                 faults,
+                warmup,
             };
             serve(link, name, r).await?
         }

@@ -210,13 +210,33 @@ pub struct Link {
     pub routes: Vec<LinkRoute>,
     pub attack: Option<link::attack::ScheduledAttack>,
     pub faults: Vec<link::fault::ScheduledFault>,
+    /// The window is taken to open this long after the link's start, until told.
+    pub warmup: Duration,
 }
+
+/// The line the harness writes on a link's stdin once every role has started.
+pub const WINDOW_NOTICE: &str = "window-opens-in-ns";
 
 /// The link's relays, their bytes counted every second.
 pub struct RunningLink {
     relays: Vec<link::Relay>,
     stats: Arc<link::LinkStats>,
     sampler: tokio::task::JoinHandle<()>,
+    window_notice: tokio::task::JoinHandle<()>,
+}
+
+/// Moves the window's opening when the harness says (`window-opens-in-ns N` on stdin).
+/// Stdin closed without it (a swarm service has none): the link's own guess stands.
+async fn follow_window_notice(opening: link::WindowOpening) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let told = (line.strip_prefix(WINDOW_NOTICE)).and_then(|n| n.trim().parse::<u64>().ok());
+        match told {
+            Some(in_ns) => opening.opens_in(in_ns),
+            None => tracing::warn!(%line, "not a window notice: ignored"),
+        }
+    }
 }
 
 fn link_bytes(stats: &link::LinkStats) -> Event {
@@ -231,19 +251,22 @@ impl Role for Link {
     async fn start(self, recorder: &Recorder) -> Result<RunningLink> {
         let stats = Arc::new(link::LinkStats::default());
         let start_ns = probe::mono_ns();
-        let attacker = (self.attack).map(|a| link::attack::Attacker::start(a, recorder.clone()));
+        let (opening, window) = link::WindowClock::new(start_ns + self.warmup.as_nanos() as u64);
+        let window_notice = tokio::spawn(follow_window_notice(opening));
+        let attacker = (self.attack)
+            .map(|a| link::attack::Attacker::start(a, window.clone(), recorder.clone()));
         // A fault of a route this link does not carry (the JDS of a side without one) is
         // not this link's.
         let routes = self.routes.len();
         let faults: Vec<_> = (self.faults.into_iter())
             .filter(|f| f.routes.iter().all(|r| *r < routes))
             .collect();
-        link::fault::announce(&faults, start_ns, recorder);
+        link::fault::announce(&faults, &window, recorder);
         let mut relays = Vec::new();
         for (i, route) in self.routes.into_iter().enumerate() {
             let hazards = link::Hazards {
                 attacker: attacker.clone(),
-                outages: link::fault::outages_of(&faults, i, start_ns),
+                outages: link::fault::Outages::of_route(&faults, i, window.clone()),
             };
             let listen = link::Listen {
                 addr: route.listen,
@@ -270,6 +293,7 @@ impl Role for Link {
             relays,
             stats,
             sampler,
+            window_notice,
         })
     }
 }
@@ -283,6 +307,7 @@ impl Running for RunningLink {
     }
     async fn stop(self, recorder: &Recorder) -> Result<()> {
         self.sampler.abort();
+        self.window_notice.abort();
         recorder.record(link_bytes(&self.stats));
         recorder.record(Event::LinkLateness {
             up_ms: self.stats.up.lateness_ns.dist(1e6),

@@ -101,6 +101,13 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         }
     };
     let t0 = mono_ns();
+    // Every role has started: the window opens a warm-up from now, and each link, which
+    // times its attack and outages from that opening, is told so.
+    let warmup_ns = opts.scenario.warmup.as_nanos() as u64;
+    for role in &mut roles {
+        role.tell_window_opens_in(warmup_ns.saturating_sub(mono_ns() - t0))
+            .await;
+    }
     let mut manifest = manifest_of(&opts, t0, sides);
     let live: Live = Arc::default();
     let server = live::serve_metrics(metrics_listener, live.clone());

@@ -658,6 +658,7 @@ async fn spawn_link_routes(
         routes,
         attack: hazards.attack,
         faults: hazards.faults,
+        warmup: opts.scenario.warmup,
     };
     let listening = spawn(opts, dir, &link, &spec, roles).await?.routes;
     anyhow::ensure!(
@@ -677,13 +678,13 @@ struct OnPath {
 
 /// The scenario's attacker and outages on a side's mining link of `route_count` routes
 /// (route 0 its pool, and `jds_route` its JDS where it has one; a backup pool's route
-/// fails only with the whole link), timed from the link's start: `at` into the window,
-/// which opens `warmup` after every role started (a moment after the link). The analysis
-/// reads when each began from the link's own record.
+/// fails only with the whole link): `at` into the window, which opens `warmup` after every
+/// role started; the harness tells each link when that is. The analysis reads when each
+/// began from the link's own record.
 fn on_path(s: &Scenario, route_count: usize, jds_route: Option<usize>) -> OnPath {
     let attack = (s.link.attack.as_ref()).map(|a| link::attack::ScheduledAttack {
         attack: a.attack.clone(),
-        begins_after: s.warmup + a.at,
+        begins_after: a.at,
     });
     let faults = (s.faults.iter())
         .filter_map(|f| {
@@ -696,7 +697,7 @@ fn on_path(s: &Scenario, route_count: usize, jds_route: Option<usize>) -> OnPath
                 kind: f.kind,
                 target: f.target.name().to_string(),
                 routes,
-                begins_after: s.warmup + f.at,
+                begins_after: f.at,
                 lasts: f.lasts,
             })
         })
