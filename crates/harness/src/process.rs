@@ -206,7 +206,10 @@ impl RoleProcess {
     /// its attack and outages count from then. Roles with no such notice ignore it.
     pub async fn tell_window_opens_in(&mut self, in_ns: u64) {
         use tokio::io::AsyncWriteExt;
-        let Some(stdin) = self.window_notice.as_mut() else {
+        // Closed once told: a role reading its stdin ends that read, where an open pipe
+        // would hold its exit for the runtime's shutdown timeout (2 s a link, a run 4 s
+        // longer).
+        let Some(mut stdin) = self.window_notice.take() else {
             return;
         };
         let line = format!("{} {in_ns}\n", crate::roles::WINDOW_NOTICE);
@@ -453,6 +456,8 @@ impl RoleProcess {
     /// SIGTERM, then SIGKILL after 10 s (a swarm service: its task stopped the same way
     /// by the swarm, then the log follower).
     pub async fn stop(&mut self) {
+        // A link never told (a run stopped before its window): its stdin closes first.
+        self.window_notice = None;
         if let Some((service, containers)) = &self.service {
             let (service, containers) = (service.clone(), containers.clone());
             let _ = tokio::task::spawn_blocking(move || containers.stop_services(&[service])).await;
